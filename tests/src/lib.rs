@@ -1,0 +1,1 @@
+//! Cross-crate integration tests live in `tests/`; this library is empty on purpose.

@@ -1,0 +1,1 @@
+//! Cross-crate tests: the `warpscope` binary end to end.

@@ -1,0 +1,153 @@
+//! `run.json`: what one run measured. One schema for every command (`launch`, `render`, `sweep`)
+//! and both backends, so the analysis reads any run the same way. Optional fields are `null` when
+//! a backend cannot measure them (e.g. the texture hit rate on a GPU without Nsight Compute).
+
+use crate::{Dim3, ProbeMode, TraceError};
+use serde::{Deserialize, Serialize};
+use std::io::Write;
+use std::path::Path;
+
+/// The metrics of one run. Rates are fractions in 0–1. Keys beyond these (per-command details,
+/// emulator counters) live in `extra`, which serializes as ordinary top-level keys in sorted order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunMetrics {
+    /// `emu` or `gpu`.
+    pub backend: String,
+    pub kernel: String,
+    /// Emulator preset name (`gtx480`, `v100`, `a100`, `h100`, or `custom` for `--config`).
+    pub preset: Option<String>,
+    /// GPU name or emulator description.
+    pub device: String,
+    pub grid: Dim3,
+    pub block: Dim3,
+    pub mode: ProbeMode,
+    /// Kernel cycles (emulator: simulated; GPU: kernel time × clock).
+    pub cycles: Option<u64>,
+    pub warp_instructions: Option<u64>,
+    /// Host wall-clock seconds the run took (not deterministic; never in a log).
+    pub wall_seconds: f64,
+    /// SM clock used to turn cycles into time.
+    pub clock_mhz: f64,
+    pub kernel_ms: Option<f64>,
+    pub frame_rate: Option<f64>,
+    pub tex_hit_rate: Option<f64>,
+    pub l1_hit_rate: Option<f64>,
+    pub l2_hit_rate: Option<f64>,
+    /// Records kept in the trace, and records the log had no room for.
+    pub records: u64,
+    pub dropped_records: u64,
+    /// Launch errors, in words; empty when the launch succeeded.
+    pub errors: Vec<String>,
+    /// Everything else, flattened into the top level of the JSON object.
+    #[serde(flatten)]
+    pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+impl RunMetrics {
+    pub fn new(backend: &str, kernel: &str, grid: Dim3, block: Dim3, mode: ProbeMode) -> Self {
+        RunMetrics {
+            backend: backend.into(),
+            kernel: kernel.into(),
+            preset: None,
+            device: String::new(),
+            grid,
+            block,
+            mode,
+            cycles: None,
+            warp_instructions: None,
+            wall_seconds: 0.0,
+            clock_mhz: 0.0,
+            kernel_ms: None,
+            frame_rate: None,
+            tex_hit_rate: None,
+            l1_hit_rate: None,
+            l2_hit_rate: None,
+            records: 0,
+            dropped_records: 0,
+            errors: Vec::new(),
+            extra: serde_json::Map::new(),
+        }
+    }
+
+    /// Reads a `run.json`, naming the file in any error.
+    pub fn read(path: &Path) -> Result<Self, TraceError> {
+        let text = std::fs::read_to_string(path).map_err(|e| TraceError::io(path, e))?;
+        serde_json::from_str(&text).map_err(|source| TraceError::Json {
+            path: path.to_path_buf(),
+            source,
+        })
+    }
+
+    /// Writes it atomically (temp file + rename).
+    pub fn write(&self, path: &Path) -> Result<(), TraceError> {
+        write_json_atomic(path, self)
+    }
+}
+
+/// Writes `value` as pretty JSON to `path` through a temp file in the same folder and a rename, so
+/// a reader never sees a half-written file under the final name.
+pub fn write_json_atomic<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<(), TraceError> {
+    let mut bytes = serde_json::to_vec_pretty(value).map_err(|source| TraceError::Json {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    bytes.push(b'\n');
+    let tmp = tmp_path(path);
+    let result = std::fs::File::create(&tmp)
+        .and_then(|mut f| {
+            f.write_all(&bytes)?;
+            f.sync_all()
+        })
+        .and_then(|_| std::fs::rename(&tmp, path));
+    if let Err(e) = result {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(TraceError::io(path, e));
+    }
+    Ok(())
+}
+
+/// `dir/.name.tmp`: beside the target so the rename stays on one file system.
+pub(crate) fn tmp_path(path: &Path) -> std::path::PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    path.with_file_name(format!(".{name}.tmp"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_json_round_trips_with_extra_keys_at_top_level() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.json");
+        let mut m = RunMetrics::new(
+            "emu",
+            "k",
+            Dim3::new(2, 1, 1),
+            Dim3::new(64, 1, 1),
+            ProbeMode::Fence,
+        );
+        m.tex_hit_rate = Some(0.75);
+        m.extra.insert("shape".into(), "64x1".into());
+        m.write(&path).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["shape"], "64x1");
+        assert_eq!(v["mode"], "fence");
+        assert_eq!(v["tex_hit_rate"], 0.75);
+        assert_eq!(RunMetrics::read(&path).unwrap(), m);
+        assert!(!tmp_path(&path).exists());
+    }
+
+    #[test]
+    fn bad_json_names_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.json");
+        std::fs::write(&path, "{").unwrap();
+        let e = RunMetrics::read(&path).unwrap_err().to_string();
+        assert!(e.contains("run.json"), "{e}");
+    }
+}

@@ -1,1 +1,55 @@
-//! (being written)
+//! Running probed kernels on a device and getting their records back.
+//!
+//! Why this crate: the CUDA driver and the emulator must look the same to everything after the
+//! launch (DESIGN.md), and the probe log must be laid out, initialised and decoded in exactly one
+//! place, in step with `kernels/warpscope.cuh`.
+//!
+//! Main items: the [`Device`] trait with [`CudaDevice`] (cudarc, dynamic loading: no link-time
+//! CUDA) and [`EmuDevice`]; [`open_device`] for `--backend gpu|emu|auto`; [`launch_probed`], which
+//! chooses shared or global log buffering by occupancy, launches, and decodes the log into a
+//! `trace::Trace` ([`decode`] checks magic, sizes, sites and reports dropped records).
+//!
+//! ```no_run
+//! use instrument::{open_device, BackendChoice};
+//! let config = emulator::GpuConfig::preset("gtx480").unwrap();
+//! let (dev, note) = open_device(BackendChoice::Auto, config).unwrap();
+//! println!("running on {} ({note})", dev.name());
+//! ```
+
+mod cuda;
+mod device;
+mod emu;
+mod error;
+mod log;
+mod probe;
+
+pub use cuda::CudaDevice;
+pub use device::{
+    Arg, Backend, BackendChoice, DevBuf, Device, LaunchConfig, LaunchOutcome, ModuleId,
+};
+pub use emu::{DEFAULT_MAX_WARP_INSTRUCTIONS, EmuDevice};
+pub use error::InstrumentError;
+pub use log::{LogShape, decode, header_bytes};
+pub use probe::{Buffering, Probe, ProbedLaunch, launch_probed};
+
+/// Opens the backend the user chose. `Auto` takes the GPU when one is usable and otherwise the
+/// emulator; the returned note says which and why (e.g. "no CUDA driver").
+pub fn open_device(
+    choice: BackendChoice,
+    emu_config: emulator::GpuConfig,
+) -> Result<(Box<dyn Device>, String), InstrumentError> {
+    match choice {
+        BackendChoice::Emu => Ok((
+            Box::new(EmuDevice::new(emu_config)),
+            "emulator (--backend emu)".into(),
+        )),
+        BackendChoice::Gpu => Ok((Box::new(CudaDevice::open(0)?), "GPU (--backend gpu)".into())),
+        BackendChoice::Auto => match CudaDevice::open(0) {
+            Ok(dev) => Ok((Box::new(dev), "GPU found".into())),
+            Err(why) => Ok((
+                Box::new(EmuDevice::new(emu_config)),
+                format!("emulator, because {why}"),
+            )),
+        },
+    }
+}

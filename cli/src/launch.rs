@@ -1,0 +1,255 @@
+//! `warpscope launch`: run any kernel from a spec on either backend, write its output buffers as
+//! .npy, its probe records as `trace.wst`, and `run.json`.
+
+use crate::spec::{self, ArgPlan};
+use crate::{EmuArgs, atomic_write};
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use instrument::{Arg, Buffering, Device, LaunchConfig, Probe, launch_probed};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+use trace::{Dim3, ProbeMode, RecordKind, Region, RunMetrics, SiteInfo, TraceWriter};
+
+#[derive(Args, Debug)]
+pub struct LaunchArgs {
+    /// The launch spec (TOML).
+    pub spec: PathBuf,
+    #[command(flatten)]
+    pub emu: EmuArgs,
+    /// Probe mode a .cu source is built with (a .ptx source keeps the mode it was built with).
+    #[arg(long, default_value = "auto")]
+    pub mode: ProbeMode,
+    /// Record every access (trace) or per-warp statistics per site (summary).
+    #[arg(long, default_value = "trace")]
+    pub kind: RecordKind,
+    /// Where the probes buffer records: auto, shared or global.
+    #[arg(long, default_value = "auto")]
+    pub buffering: Buffering,
+    /// Output folder.
+    #[arg(long, default_value = "launch-out")]
+    pub out: PathBuf,
+    /// Emulator: end the launch with an error after this many warp instructions.
+    #[arg(long, default_value_t = instrument::DEFAULT_MAX_WARP_INSTRUCTIONS)]
+    pub max_warp_instructions: u64,
+}
+
+/// PTX text and the registers per thread ptxas reports for it (for the emulator's occupancy).
+struct Compiled {
+    ptx: String,
+    regs: Option<u32>,
+}
+
+fn compile_cu(src: &Path, mode: ProbeMode, kind: RecordKind) -> Result<Compiled> {
+    let nvcc = kernels::nvcc_path().context(
+        "nvcc not found (NVCC, CUDA_HOME, .cuda/ or PATH); run scripts/setup-cuda, or give a .ptx source",
+    )?;
+    let tmp = tempfile::tempdir().context("cannot create a temp folder")?;
+    std::fs::write(tmp.path().join("warpscope.cuh"), kernels::probe_header())
+        .context("cannot write the probe header")?;
+    let ptx_path = tmp.path().join("k.ptx");
+    let defs = [
+        format!("-DWS_MODE={}", mode.ws_mode()),
+        format!("-DWS_KIND={}", kind as u32),
+    ];
+    let run = |extra: &[&str]| -> Result<std::process::Output> {
+        let out = std::process::Command::new(&nvcc)
+            .args(["-O3", "-arch=sm_75", "-I"])
+            .arg(tmp.path())
+            .args(&defs)
+            .args(extra)
+            .arg(src)
+            .output()
+            .with_context(|| format!("cannot run {}", nvcc.display()))?;
+        if !out.status.success() {
+            bail!(
+                "nvcc failed on {}:\n{}",
+                src.display(),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        Ok(out)
+    };
+    run(&["-ptx", "-o", ptx_path.to_str().unwrap_or("k.ptx")])?;
+    let cubin = tmp.path().join("k.cubin");
+    let verbose = run(&["-cubin", "-Xptxas", "-v", "-o", cubin.to_str().unwrap_or("k.cubin")])?;
+    let regs = String::from_utf8_lossy(&verbose.stderr)
+        .lines()
+        .find_map(|l| {
+            let i = l.find("Used ")?;
+            l[i + 5..].split_whitespace().next()?.parse().ok()
+        });
+    Ok(Compiled {
+        ptx: std::fs::read_to_string(&ptx_path).context("nvcc wrote no PTX")?,
+        regs,
+    })
+}
+
+pub fn run(args: &LaunchArgs) -> Result<()> {
+    let (spec, plans) = spec::load(&args.spec)?;
+    let ext = spec.source.extension().and_then(|e| e.to_str()).unwrap_or("");
+    let compiled = match ext {
+        "cu" => compile_cu(&spec.source, args.mode, args.kind)?,
+        "ptx" => Compiled {
+            ptx: std::fs::read_to_string(&spec.source)
+                .with_context(|| format!("cannot read {}", spec.source.display()))?,
+            regs: None,
+        },
+        _ => bail!("{}: source must be a .ptx or .cu file", spec.source.display()),
+    };
+    // Parse with the emulator's front end on every backend: argument checks before any launch.
+    let module = emulator::Module::parse(&compiled.ptx)
+        .with_context(|| format!("PTX of {}", spec.source.display()))?;
+    let entries = module.entries();
+    let entry = entries.iter().find(|e| e.name == spec.kernel).with_context(|| {
+        let names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
+        format!("kernel {:?} is not in {} (entries: {})", spec.kernel, spec.source.display(), names.join(", "))
+    })?;
+    if entry.params.len() != plans.len() {
+        bail!(
+            "{}: kernel {} takes {} parameters, the spec gives {} [[arg]]s",
+            args.spec.display(),
+            spec.kernel,
+            entry.params.len(),
+            plans.len()
+        );
+    }
+    for (i, (p, plan)) in entry.params.iter().zip(&plans).enumerate() {
+        let size = match plan {
+            ArgPlan::Buffer { .. } => 8,
+            ArgPlan::Scalar { bytes, .. } => bytes.len() as u64,
+            ArgPlan::Log => 24,
+        };
+        if p.size_bytes as u64 != size {
+            bail!(
+                "{}: arg[{i}] is {size} bytes but parameter {:?} of {} is {} bytes",
+                args.spec.display(),
+                p.name,
+                spec.kernel,
+                p.size_bytes
+            );
+        }
+    }
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("cannot create {}", args.out.display()))?;
+    let config = args.emu.gpu_config()?;
+    let config_toml = config.to_toml();
+    let preset = config.name.clone();
+    let (mut dev, note) = instrument::open_device(args.emu.backend, config)?;
+    eprintln!("warpscope: launching {} on {} ({note})", spec.kernel, dev.name());
+    let grid = Dim3::new(spec.grid[0], spec.grid[1], spec.grid[2]);
+    let block = Dim3::new(spec.block[0], spec.block[1], spec.block[2]);
+    let mode = if ext == "cu" { args.mode } else { ProbeMode::Off };
+    let mut metrics = RunMetrics::new(dev.backend().name(), &spec.kernel, grid, block, mode);
+    metrics.device = dev.name();
+    metrics.clock_mhz = dev.clock_mhz();
+    if dev.backend() == instrument::Backend::Emu {
+        metrics.preset = Some(preset);
+        atomic_write(&args.out.join("config.toml"), config_toml.as_bytes())?;
+    }
+    let started = Instant::now();
+    let result = execute(dev.as_mut(), &compiled, &spec, &plans, args, grid, block, &mut metrics);
+    metrics.wall_seconds = started.elapsed().as_secs_f64();
+    if let Err(e) = &result {
+        metrics.errors.push(format!("{e:#}"));
+    }
+    metrics.write(&args.out.join("run.json"))?;
+    result?;
+    eprintln!("warpscope: wrote {}", args.out.display());
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn execute(
+    dev: &mut dyn Device,
+    compiled: &Compiled,
+    spec: &spec::LaunchSpec,
+    plans: &[ArgPlan],
+    args: &LaunchArgs,
+    grid: Dim3,
+    block: Dim3,
+    metrics: &mut RunMetrics,
+) -> Result<()> {
+    let module = dev.load(&compiled.ptx, None)?;
+    let mut kargs = Vec::with_capacity(plans.len());
+    let mut outputs = Vec::new();
+    for plan in plans {
+        match plan {
+            ArgPlan::Buffer { name, elem, data, output } => {
+                let buf = dev.alloc(data.len() as u64)?;
+                dev.upload(&buf, data).with_context(|| format!("uploading {name}"))?;
+                if let Some(out) = output {
+                    outputs.push((buf, *elem, args.out.join(out)));
+                }
+                kargs.push(Arg::Buf(buf));
+            }
+            ArgPlan::Scalar { bytes, .. } => kargs.push(Arg::Bytes(bytes.clone())),
+            ArgPlan::Log => kargs.push(Arg::Log),
+        }
+    }
+    let cfg = LaunchConfig {
+        grid,
+        block,
+        dynamic_shared_bytes: spec.shared_bytes,
+        regs_per_thread: spec.regs_per_thread.or(compiled.regs).unwrap_or(32),
+    };
+    let outcome = if plans.contains(&ArgPlan::Log) {
+        let probe = Probe {
+            mode: metrics.mode,
+            kind: args.kind,
+            slots_per_warp: spec.slots_per_warp.unwrap_or(1024),
+            buffering: args.buffering,
+            sites: sites(spec)?,
+        };
+        let probed = launch_probed(dev, module, &spec.kernel, &cfg, &kargs, &probe)?;
+        metrics.records = probed.trace.record_count();
+        metrics.dropped_records = probed.trace.dropped_count();
+        metrics.extra.insert("log_buffering".into(), probed.buffering_reason.clone().into());
+        TraceWriter::write_all(&args.out.join(trace::TRACE_FILE_NAME), &probed.trace)?;
+        probed.outcome
+    } else {
+        dev.launch(module, &spec.kernel, &cfg, &kargs)?
+    };
+    metrics.kernel_ms = Some(outcome.kernel_ms);
+    metrics.cycles = outcome.cycles;
+    if let Some(stats) = &outcome.stats {
+        metrics.warp_instructions = Some(stats.warp_instructions);
+        metrics.tex_hit_rate = stats.mem.tex_hit_rate;
+        metrics.l1_hit_rate = stats.mem.l1_hit_rate;
+        metrics.l2_hit_rate = stats.mem.l2_hit_rate;
+        if outcome.wall_seconds > 0.0 {
+            metrics.extra.insert(
+                "sim_warp_instructions_per_second".into(),
+                (stats.warp_instructions as f64 / outcome.wall_seconds).into(),
+            );
+        }
+        metrics.extra.insert("counters".into(), serde_json::to_value(stats)?);
+    }
+    for (buf, elem, path) in outputs {
+        let mut data = vec![0u8; buf.bytes as usize];
+        dev.download(&buf, &mut data)?;
+        spec::write_npy(&path, elem, &data)?;
+    }
+    Ok(())
+}
+
+fn sites(spec: &spec::LaunchSpec) -> Result<Vec<SiteInfo>> {
+    if spec.sites.is_empty() {
+        return Ok((0..kernels::layout::WS_MAX_SITES as u16)
+            .map(|i| SiteInfo::new(i, format!("site {i}"), Region::Global))
+            .collect());
+    }
+    spec.sites
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let region = match s.region.as_str() {
+                "global" => Region::Global,
+                "texture" => Region::Texture,
+                "constant" => Region::Constant,
+                "readonly" => Region::ReadOnly,
+                other => bail!("site[{i}].region: {other:?}; expected global, texture, constant or readonly"),
+            };
+            Ok(SiteInfo::new(s.id, s.name.clone(), region))
+        })
+        .collect()
+}

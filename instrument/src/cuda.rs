@@ -1,0 +1,397 @@
+//! The CUDA backend, on the driver API through cudarc with dynamic loading: a binary built on a
+//! machine without CUDA runs anywhere, and finds libcuda at run time. cudarc panics when libcuda
+//! is missing, so [`CudaDevice::open`] checks for it first and returns an error the caller can
+//! fall back on. Modules load from the fatbin (SASS for sm_75…sm_90 plus PTX the driver JITs for
+//! newer GPUs). Kernel time comes from CUDA events around the launch.
+
+use crate::device::{Arg, Backend, DevBuf, Device, LaunchConfig, LaunchOutcome, ModuleId};
+use crate::InstrumentError;
+use cudarc::driver::{result, sys, CudaContext};
+use emulator::{TexAddress, TexFilter, TexFormat, TextureDesc};
+use std::ffi::{c_void, CString};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// A CUDA GPU (device 0).
+pub struct CudaDevice {
+    ctx: Arc<CudaContext>,
+    name: String,
+    clock_mhz: f64,
+    modules: Vec<sys::CUmodule>,
+    allocs: Vec<sys::CUdeviceptr>,
+    arrays: Vec<sys::CUarray>,
+    textures: Vec<sys::CUtexObject>,
+}
+
+fn cuda_err(call: &'static str) -> impl Fn(result::DriverError) -> InstrumentError {
+    move |e| InstrumentError::Cuda {
+        call,
+        message: e.to_string(),
+    }
+}
+
+impl CudaDevice {
+    /// Opens GPU `ordinal`, or says why it cannot (no driver, no GPU, driver error).
+    pub fn open(ordinal: usize) -> Result<Self, InstrumentError> {
+        // SAFETY: only probes whether the shared library can be loaded.
+        if !unsafe { sys::is_culib_present() } {
+            return Err(InstrumentError::NoDriver);
+        }
+        result::init().map_err(|e| InstrumentError::NoGpu(format!("cuInit failed: {e}")))?;
+        let count = result::device::get_count().map_err(cuda_err("cuDeviceGetCount"))?;
+        if count as usize <= ordinal {
+            return Err(InstrumentError::NoGpu(format!(
+                "the driver reports {count} device(s), device {ordinal} was asked for"
+            )));
+        }
+        let ctx = CudaContext::new(ordinal)
+            .map_err(|e| InstrumentError::NoGpu(format!("cannot create a context: {e}")))?;
+        let name = ctx.name().map_err(cuda_err("cuDeviceGetName"))?;
+        let khz = ctx
+            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CLOCK_RATE)
+            .map_err(cuda_err("cuDeviceGetAttribute(CLOCK_RATE)"))?;
+        Ok(CudaDevice {
+            ctx,
+            name,
+            clock_mhz: khz as f64 / 1000.0,
+            modules: Vec::new(),
+            allocs: Vec::new(),
+            arrays: Vec::new(),
+            textures: Vec::new(),
+        })
+    }
+
+    fn bind(&self) -> Result<(), InstrumentError> {
+        self.ctx.bind_to_thread().map_err(cuda_err("cuCtxSetCurrent"))
+    }
+
+    fn function(&self, m: ModuleId, kernel: &str) -> Result<sys::CUfunction, InstrumentError> {
+        let module = *self.modules.get(m.0).ok_or_else(|| InstrumentError::Launch {
+            what: format!("kernel {kernel:?}"),
+            reason: format!("module {} was never loaded", m.0),
+        })?;
+        let cname = CString::new(kernel).map_err(|_| InstrumentError::NoSuchKernel {
+            kernel: kernel.into(),
+            available: "(name contains NUL)".into(),
+        })?;
+        // SAFETY: `module` is a loaded, not unloaded module of this context.
+        unsafe { result::module::get_function(module, cname) }.map_err(|_| {
+            InstrumentError::NoSuchKernel {
+                kernel: kernel.into(),
+                available: "see the module's PTX (.entry names)".into(),
+            }
+        })
+    }
+}
+
+fn array_format(f: TexFormat) -> sys::CUarray_format {
+    match f {
+        TexFormat::U8 => sys::CUarray_format::CU_AD_FORMAT_UNSIGNED_INT8,
+        TexFormat::U16 => sys::CUarray_format::CU_AD_FORMAT_UNSIGNED_INT16,
+        TexFormat::F32 => sys::CUarray_format::CU_AD_FORMAT_FLOAT,
+    }
+}
+
+fn texel_bytes(desc: &TextureDesc) -> usize {
+    let e = match desc.format {
+        TexFormat::U8 => 1,
+        TexFormat::U16 => 2,
+        TexFormat::F32 => 4,
+    };
+    e * desc.channels as usize
+}
+
+fn address_mode(a: TexAddress) -> sys::CUaddress_mode {
+    match a {
+        TexAddress::Wrap => sys::CUaddress_mode::CU_TR_ADDRESS_MODE_WRAP,
+        TexAddress::Clamp => sys::CUaddress_mode::CU_TR_ADDRESS_MODE_CLAMP,
+        TexAddress::Mirror => sys::CUaddress_mode::CU_TR_ADDRESS_MODE_MIRROR,
+        TexAddress::Border => sys::CUaddress_mode::CU_TR_ADDRESS_MODE_BORDER,
+    }
+}
+
+impl Device for CudaDevice {
+    fn backend(&self) -> Backend {
+        Backend::Gpu
+    }
+
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    fn clock_mhz(&self) -> f64 {
+        self.clock_mhz
+    }
+
+    fn free_memory_bytes(&self) -> u64 {
+        self.ctx.mem_get_info().map(|(free, _)| free as u64).unwrap_or(0)
+    }
+
+    fn alloc(&mut self, bytes: u64) -> Result<DevBuf, InstrumentError> {
+        self.bind()?;
+        // SAFETY: a plain device allocation in the bound context, freed on drop.
+        let addr = unsafe { result::malloc_sync(bytes.max(1) as usize) }.map_err(|_| {
+            InstrumentError::OutOfMemory {
+                what: "a device buffer".into(),
+                needed_bytes: bytes,
+                available_bytes: self.free_memory_bytes(),
+            }
+        })?;
+        self.allocs.push(addr);
+        Ok(DevBuf { addr, bytes })
+    }
+
+    fn upload(&mut self, buf: &DevBuf, data: &[u8]) -> Result<(), InstrumentError> {
+        self.bind()?;
+        check_len(buf, data.len())?;
+        // SAFETY: `buf` is an allocation of at least data.len() bytes.
+        unsafe { result::memcpy_htod_sync(buf.addr, data) }.map_err(cuda_err("cuMemcpyHtoD"))
+    }
+
+    fn download(&mut self, buf: &DevBuf, out: &mut [u8]) -> Result<(), InstrumentError> {
+        self.bind()?;
+        check_len(buf, out.len())?;
+        // SAFETY: `buf` is an allocation of at least out.len() bytes.
+        unsafe { result::memcpy_dtoh_sync(out, buf.addr) }.map_err(cuda_err("cuMemcpyDtoH"))
+    }
+
+    fn create_texture(&mut self, desc: &TextureDesc, data: &[u8]) -> Result<u64, InstrumentError> {
+        self.bind()?;
+        let texel = texel_bytes(desc);
+        let (w, h, d) = (desc.width as usize, desc.height.max(1) as usize, desc.depth.max(1) as usize);
+        let needed = w * h * d * texel;
+        if data.len() != needed {
+            return Err(InstrumentError::Launch {
+                what: "texture".into(),
+                reason: format!("{} bytes of texel data, {w}x{h}x{d} texels need {needed}", data.len()),
+            });
+        }
+        // SAFETY: zero is a valid bit pattern for these plain C descriptor structs.
+        let mut res: sys::CUDA_RESOURCE_DESC = unsafe { std::mem::zeroed() };
+        if let Some(addr) = desc.linear_buffer {
+            res.resType = sys::CUresourcetype::CU_RESOURCE_TYPE_LINEAR;
+            res.res.linear.devPtr = addr;
+            res.res.linear.format = array_format(desc.format);
+            res.res.linear.numChannels = desc.channels as u32;
+            res.res.linear.sizeInBytes = needed;
+        } else {
+            let ad = sys::CUDA_ARRAY3D_DESCRIPTOR {
+                Width: w,
+                Height: if desc.dims >= 2 { h } else { 0 },
+                Depth: if desc.dims >= 3 { d } else { 0 },
+                Format: array_format(desc.format),
+                NumChannels: desc.channels as u32,
+                Flags: 0,
+            };
+            let mut array = std::ptr::null_mut();
+            // SAFETY: valid descriptor; the array is destroyed on drop.
+            unsafe { sys::cuArray3DCreate_v2(&mut array, &ad) }
+                .result()
+                .map_err(cuda_err("cuArray3DCreate"))?;
+            self.arrays.push(array);
+            // SAFETY: zeroed copy descriptor, then filled for a host → array copy.
+            let mut cp: sys::CUDA_MEMCPY3D = unsafe { std::mem::zeroed() };
+            cp.srcMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_HOST;
+            cp.srcHost = data.as_ptr() as *const c_void;
+            cp.srcPitch = w * texel;
+            cp.srcHeight = h;
+            cp.dstMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_ARRAY;
+            cp.dstArray = array;
+            cp.WidthInBytes = w * texel;
+            cp.Height = h;
+            cp.Depth = d;
+            // SAFETY: `data` holds exactly the copied extent.
+            unsafe { sys::cuMemcpy3D_v2(&cp) }
+                .result()
+                .map_err(cuda_err("cuMemcpy3D"))?;
+            res.resType = sys::CUresourcetype::CU_RESOURCE_TYPE_ARRAY;
+            res.res.array.hArray = array;
+        }
+        // SAFETY: zeroed texture descriptor, then filled.
+        let mut td: sys::CUDA_TEXTURE_DESC = unsafe { std::mem::zeroed() };
+        td.addressMode = desc.address.map(address_mode);
+        td.filterMode = match desc.filter {
+            TexFilter::Point => sys::CUfilter_mode::CU_TR_FILTER_MODE_POINT,
+            TexFilter::Linear => sys::CUfilter_mode::CU_TR_FILTER_MODE_LINEAR,
+        };
+        let mut flags = 0;
+        if desc.normalized_coords {
+            flags |= sys::CU_TRSF_NORMALIZED_COORDINATES;
+        }
+        if !desc.normalized_read && desc.format != TexFormat::F32 {
+            flags |= sys::CU_TRSF_READ_AS_INTEGER;
+        }
+        td.flags = flags;
+        let mut tex = 0;
+        // SAFETY: valid resource and texture descriptors.
+        unsafe { sys::cuTexObjectCreate(&mut tex, &res, &td, std::ptr::null()) }
+            .result()
+            .map_err(cuda_err("cuTexObjectCreate"))?;
+        self.textures.push(tex);
+        Ok(tex)
+    }
+
+    fn load(&mut self, ptx: &str, fatbin: Option<&[u8]>) -> Result<ModuleId, InstrumentError> {
+        self.bind()?;
+        let module = match fatbin {
+            // SAFETY: a fatbin image produced by nvcc, alive for the call.
+            Some(image) => unsafe { result::module::load_data(image.as_ptr() as *const c_void) }
+                .map_err(cuda_err("cuModuleLoadData(fatbin)"))?,
+            None => {
+                let text = CString::new(ptx).map_err(|_| InstrumentError::Launch {
+                    what: "PTX module".into(),
+                    reason: "PTX text contains a NUL byte".into(),
+                })?;
+                // SAFETY: NUL-terminated PTX text, alive for the call.
+                unsafe { result::module::load_data(text.as_ptr() as *const c_void) }
+                    .map_err(cuda_err("cuModuleLoadData(PTX JIT)"))?
+            }
+        };
+        self.modules.push(module);
+        Ok(ModuleId(self.modules.len() - 1))
+    }
+
+    fn write_symbol(&mut self, m: ModuleId, name: &str, data: &[u8]) -> Result<(), InstrumentError> {
+        self.bind()?;
+        let module = *self.modules.get(m.0).ok_or_else(|| InstrumentError::Launch {
+            what: format!("symbol {name:?}"),
+            reason: "module was never loaded".into(),
+        })?;
+        let cname = CString::new(name).map_err(|_| InstrumentError::Launch {
+            what: format!("symbol {name:?}"),
+            reason: "name contains NUL".into(),
+        })?;
+        // SAFETY: loaded module.
+        let (ptr, bytes) = unsafe { result::module::get_global(module, cname) }
+            .map_err(cuda_err("cuModuleGetGlobal"))?;
+        if bytes != data.len() {
+            return Err(InstrumentError::Launch {
+                what: format!("symbol {name:?}"),
+                reason: format!("is {bytes} bytes, {} given", data.len()),
+            });
+        }
+        // SAFETY: the symbol is exactly data.len() bytes.
+        unsafe { result::memcpy_htod_sync(ptr, data) }.map_err(cuda_err("cuMemcpyHtoD(symbol)"))
+    }
+
+    fn occupancy(&mut self, m: ModuleId, kernel: &str, cfg: &LaunchConfig) -> Result<u32, InstrumentError> {
+        self.bind()?;
+        let f = self.function(m, kernel)?;
+        // SAFETY: `f` is a function of a loaded module.
+        let n = unsafe {
+            result::occupancy::max_active_block_per_multiprocessor(
+                f,
+                cfg.block.volume() as i32,
+                cfg.dynamic_shared_bytes as usize,
+            )
+        }
+        .map_err(cuda_err("cuOccupancyMaxActiveBlocksPerMultiprocessor"))?;
+        Ok(n.max(0) as u32)
+    }
+
+    fn launch(&mut self, m: ModuleId, kernel: &str, cfg: &LaunchConfig, args: &[Arg]) -> Result<LaunchOutcome, InstrumentError> {
+        self.bind()?;
+        let f = self.function(m, kernel)?;
+        if cfg.dynamic_shared_bytes > 48 * 1024 {
+            // SAFETY: raising the opt-in dynamic shared limit of a loaded function.
+            unsafe {
+                result::function::set_function_attribute(
+                    f,
+                    sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    cfg.dynamic_shared_bytes as i32,
+                )
+            }
+            .map_err(cuda_err("cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)"))?;
+        }
+        let mut blobs: Vec<Vec<u8>> = args.iter().map(Arg::to_bytes).collect();
+        if let Some(i) = args.iter().position(|a| matches!(a, Arg::Log)) {
+            return Err(InstrumentError::Arg {
+                kernel: kernel.into(),
+                index: i,
+                what: "ws::Log placeholder: launch probed kernels through launch_probed".into(),
+            });
+        }
+        // 8-byte aligned copies: the driver reads each parameter through its pointer.
+        let mut words: Vec<Vec<u64>> = blobs
+            .iter_mut()
+            .map(|b| {
+                let mut w = vec![0u64; b.len().div_ceil(8).max(1)];
+                // SAFETY: `w` has at least b.len() bytes.
+                unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), w.as_mut_ptr() as *mut u8, b.len()) };
+                w
+            })
+            .collect();
+        let mut params: Vec<*mut c_void> = words.iter_mut().map(|w| w.as_mut_ptr() as *mut c_void).collect();
+        let start = result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT).map_err(cuda_err("cuEventCreate"))?;
+        let stop = result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT).map_err(cuda_err("cuEventCreate"))?;
+        let stream = std::ptr::null_mut();
+        let wall = Instant::now();
+        // SAFETY: `f` belongs to a loaded module; params point to live, aligned argument copies
+        // whose sizes the caller matched to the kernel signature.
+        let launched = unsafe {
+            result::event::record(start, stream)
+                .and_then(|_| {
+                    result::launch_kernel(
+                        f,
+                        (cfg.grid.x, cfg.grid.y, cfg.grid.z),
+                        (cfg.block.x, cfg.block.y, cfg.block.z),
+                        cfg.dynamic_shared_bytes,
+                        stream,
+                        &mut params,
+                    )
+                })
+                .and_then(|_| result::event::record(stop, stream))
+                .and_then(|_| result::event::synchronize(stop))
+        };
+        // SAFETY: both events were recorded (or the launch failed); elapsed is read only on success.
+        let elapsed = launched.and_then(|_| unsafe { result::event::elapsed(start, stop) });
+        // SAFETY: events created above, destroyed once.
+        unsafe {
+            let _ = result::event::destroy(start);
+            let _ = result::event::destroy(stop);
+        }
+        let kernel_ms = elapsed.map_err(|e| InstrumentError::Launch {
+            what: format!("kernel {kernel:?} on {}", self.name),
+            reason: format!("{e} (a fault in the kernel: an out-of-bounds access, a trap, or a launch configuration the GPU rejects)"),
+        })?;
+        Ok(LaunchOutcome {
+            kernel_ms: kernel_ms as f64,
+            cycles: None,
+            stats: None,
+            wall_seconds: wall.elapsed().as_secs_f64(),
+        })
+    }
+}
+
+fn check_len(buf: &DevBuf, len: usize) -> Result<(), InstrumentError> {
+    if len as u64 > buf.bytes {
+        return Err(InstrumentError::Launch {
+            what: "device copy".into(),
+            reason: format!("{len} bytes do not fit a buffer of {}", buf.bytes),
+        });
+    }
+    Ok(())
+}
+
+impl Drop for CudaDevice {
+    fn drop(&mut self) {
+        if self.bind().is_err() {
+            return;
+        }
+        // SAFETY: each handle was created by this device and is released once.
+        unsafe {
+            for t in self.textures.drain(..) {
+                let _ = sys::cuTexObjectDestroy(t);
+            }
+            for a in self.arrays.drain(..) {
+                let _ = sys::cuArrayDestroy(a);
+            }
+            for p in self.allocs.drain(..) {
+                let _ = result::free_sync(p);
+            }
+            for m in self.modules.drain(..) {
+                let _ = result::module::unload(m);
+            }
+        }
+    }
+}

@@ -1,0 +1,179 @@
+//! The `Device` trait: what warpscope needs from a GPU, implemented by the CUDA driver
+//! ([`crate::CudaDevice`]) and by the emulator ([`crate::EmuDevice`]), so that everything after
+//! the launch is one code path.
+
+use crate::InstrumentError;
+use emulator::TextureDesc;
+use std::fmt;
+use std::str::FromStr;
+use trace::Dim3;
+
+/// Which backend ran a launch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Gpu,
+    Emu,
+}
+
+impl Backend {
+    /// `gpu` or `emu`, as written in run.json and sweep.csv.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Gpu => "gpu",
+            Backend::Emu => "emu",
+        }
+    }
+}
+
+impl fmt::Display for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What the user asked for with `--backend`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BackendChoice {
+    Gpu,
+    Emu,
+    /// The GPU if one is usable, else the emulator.
+    #[default]
+    Auto,
+}
+
+impl FromStr for BackendChoice {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "gpu" => Ok(BackendChoice::Gpu),
+            "emu" => Ok(BackendChoice::Emu),
+            "auto" => Ok(BackendChoice::Auto),
+            _ => Err(format!("unknown backend {s:?}; expected gpu, emu or auto")),
+        }
+    }
+}
+
+/// A device allocation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DevBuf {
+    pub addr: u64,
+    pub bytes: u64,
+}
+
+/// A module loaded on a device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ModuleId(pub usize);
+
+/// Grid, block and dynamic shared memory of a launch; `regs_per_thread` (from ptxas) feeds the
+/// emulator's occupancy calculation (the GPU driver knows it itself).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaunchConfig {
+    pub grid: Dim3,
+    pub block: Dim3,
+    pub dynamic_shared_bytes: u32,
+    pub regs_per_thread: u32,
+}
+
+/// A kernel argument. `Log` is the `ws::Log` that [`crate::launch_probed`] fills in.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Arg {
+    Buf(DevBuf),
+    U32(u32),
+    I32(i32),
+    U64(u64),
+    I64(i64),
+    F32(f32),
+    F64(f64),
+    /// A texture object handle (`cudaTextureObject_t`).
+    Tex(u64),
+    /// Raw bytes of a by-value struct parameter.
+    Bytes(Vec<u8>),
+    Log,
+}
+
+impl Arg {
+    /// The little-endian bytes the kernel receives (`Log` has none until the probe fills it).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        match self {
+            Arg::Buf(b) => b.addr.to_le_bytes().to_vec(),
+            Arg::U32(v) => v.to_le_bytes().to_vec(),
+            Arg::I32(v) => v.to_le_bytes().to_vec(),
+            Arg::U64(v) | Arg::Tex(v) => v.to_le_bytes().to_vec(),
+            Arg::I64(v) => v.to_le_bytes().to_vec(),
+            Arg::F32(v) => v.to_le_bytes().to_vec(),
+            Arg::F64(v) => v.to_le_bytes().to_vec(),
+            Arg::Bytes(b) => b.clone(),
+            Arg::Log => Vec::new(),
+        }
+    }
+}
+
+/// What a launch measured.
+#[derive(Debug, Clone)]
+pub struct LaunchOutcome {
+    /// Kernel time: CUDA events on a GPU, simulated cycles ÷ clock on the emulator.
+    pub kernel_ms: f64,
+    /// Simulated cycles (emulator only).
+    pub cycles: Option<u64>,
+    /// The emulator's counters (emulator only).
+    pub stats: Option<emulator::LaunchStats>,
+    /// Host seconds the launch took.
+    pub wall_seconds: f64,
+}
+
+/// What any backend must provide. Object safe: callers hold a `Box<dyn Device>`.
+pub trait Device {
+    fn backend(&self) -> Backend;
+    /// GPU name, or the emulator preset.
+    fn name(&self) -> String;
+    /// SM clock in MHz.
+    fn clock_mhz(&self) -> f64;
+    /// Free device memory in bytes.
+    fn free_memory_bytes(&self) -> u64;
+    fn alloc(&mut self, bytes: u64) -> Result<DevBuf, InstrumentError>;
+    fn upload(&mut self, buf: &DevBuf, data: &[u8]) -> Result<(), InstrumentError>;
+    fn download(&mut self, buf: &DevBuf, out: &mut [u8]) -> Result<(), InstrumentError>;
+    /// Creates a texture object over `data` (laid out x fastest) and returns its handle.
+    fn create_texture(&mut self, desc: &TextureDesc, data: &[u8]) -> Result<u64, InstrumentError>;
+    /// Loads a module: the emulator runs `ptx`; the GPU loads `fatbin` if given, else JITs `ptx`.
+    fn load(&mut self, ptx: &str, fatbin: Option<&[u8]>) -> Result<ModuleId, InstrumentError>;
+    /// Writes a module-scope `__constant__`/`__device__` variable.
+    fn write_symbol(&mut self, m: ModuleId, name: &str, data: &[u8])
+    -> Result<(), InstrumentError>;
+    /// Resident blocks per SM for this kernel and configuration.
+    fn occupancy(
+        &mut self,
+        m: ModuleId,
+        kernel: &str,
+        cfg: &LaunchConfig,
+    ) -> Result<u32, InstrumentError>;
+    fn launch(
+        &mut self,
+        m: ModuleId,
+        kernel: &str,
+        cfg: &LaunchConfig,
+        args: &[Arg],
+    ) -> Result<LaunchOutcome, InstrumentError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backend_choice_parses_and_rejects() {
+        assert_eq!("auto".parse::<BackendChoice>(), Ok(BackendChoice::Auto));
+        assert_eq!("emu".parse::<BackendChoice>(), Ok(BackendChoice::Emu));
+        assert!("cpu".parse::<BackendChoice>().unwrap_err().contains("cpu"));
+    }
+
+    #[test]
+    fn args_are_little_endian() {
+        assert_eq!(Arg::U32(0x01020304).to_bytes(), vec![4, 3, 2, 1]);
+        assert_eq!(
+            Arg::Buf(DevBuf { addr: 256, bytes: 8 }).to_bytes(),
+            256u64.to_le_bytes().to_vec()
+        );
+        assert_eq!(Arg::F32(1.0).to_bytes(), 1.0f32.to_le_bytes().to_vec());
+    }
+}

@@ -1,0 +1,181 @@
+//! The emulator backend: the same PTX the GPU runs, interpreted on the CPU with the timing model
+//! of a preset. Kernel time is simulated cycles ÷ the preset's clock; the emulator's counters
+//! (cache hit rates, stalls) come back with every launch.
+
+use crate::device::{Arg, Backend, DevBuf, Device, LaunchConfig, LaunchOutcome, ModuleId};
+use crate::InstrumentError;
+use emulator::{Emulator, GpuConfig, LaunchParams, Module, TextureDesc};
+use std::time::Instant;
+
+/// Runaway-kernel budget when the caller sets none: 2·10¹⁰ warp instructions (minutes of work).
+pub const DEFAULT_MAX_WARP_INSTRUCTIONS: u64 = 20_000_000_000;
+
+/// The emulator as a [`Device`].
+pub struct EmuDevice {
+    emu: Emulator,
+    modules: Vec<(Module, emulator::ModuleId)>,
+    allocated_bytes: u64,
+    max_warp_instructions: u64,
+}
+
+impl EmuDevice {
+    pub fn new(config: GpuConfig) -> Self {
+        EmuDevice {
+            emu: Emulator::new(config),
+            modules: Vec::new(),
+            allocated_bytes: 0,
+            max_warp_instructions: DEFAULT_MAX_WARP_INSTRUCTIONS,
+        }
+    }
+
+    /// Sets the runaway-kernel budget (warp instructions per launch).
+    pub fn with_budget(mut self, max_warp_instructions: u64) -> Self {
+        self.max_warp_instructions = max_warp_instructions;
+        self
+    }
+
+    pub fn config(&self) -> &GpuConfig {
+        self.emu.config()
+    }
+
+    fn module(&self, m: ModuleId) -> Result<&(Module, emulator::ModuleId), InstrumentError> {
+        self.modules.get(m.0).ok_or_else(|| InstrumentError::Launch {
+            what: format!("module {}", m.0),
+            reason: "was never loaded".into(),
+        })
+    }
+}
+
+/// Host memory available to the emulator's device memory (MemAvailable of /proc/meminfo), so a
+/// volume that cannot fit is refused up front rather than by the allocator.
+fn host_available_bytes() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find(|l| l.starts_with("MemAvailable:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<u64>().ok())
+        })
+        .map(|kb| kb * 1024)
+        .unwrap_or(u64::MAX / 2)
+}
+
+impl Device for EmuDevice {
+    fn backend(&self) -> Backend {
+        Backend::Emu
+    }
+
+    fn name(&self) -> String {
+        format!("warpscope emulator ({})", self.emu.config().name)
+    }
+
+    fn clock_mhz(&self) -> f64 {
+        self.emu.config().clock_mhz
+    }
+
+    fn free_memory_bytes(&self) -> u64 {
+        host_available_bytes()
+    }
+
+    fn alloc(&mut self, bytes: u64) -> Result<DevBuf, InstrumentError> {
+        let available = self.free_memory_bytes();
+        if bytes > available {
+            return Err(InstrumentError::OutOfMemory {
+                what: "an emulator buffer (host memory)".into(),
+                needed_bytes: bytes,
+                available_bytes: available,
+            });
+        }
+        let addr = self.emu.alloc(bytes)?;
+        self.allocated_bytes += bytes;
+        Ok(DevBuf { addr, bytes })
+    }
+
+    fn upload(&mut self, buf: &DevBuf, data: &[u8]) -> Result<(), InstrumentError> {
+        Ok(self.emu.write(buf.addr, data)?)
+    }
+
+    fn download(&mut self, buf: &DevBuf, out: &mut [u8]) -> Result<(), InstrumentError> {
+        Ok(self.emu.read(buf.addr, out)?)
+    }
+
+    fn create_texture(&mut self, desc: &TextureDesc, data: &[u8]) -> Result<u64, InstrumentError> {
+        Ok(self.emu.create_texture(desc, data)?)
+    }
+
+    fn load(&mut self, ptx: &str, _fatbin: Option<&[u8]>) -> Result<ModuleId, InstrumentError> {
+        let module = Module::parse(ptx)?;
+        let id = self.emu.load(&module)?;
+        self.modules.push((module, id));
+        Ok(ModuleId(self.modules.len() - 1))
+    }
+
+    fn write_symbol(&mut self, m: ModuleId, name: &str, data: &[u8]) -> Result<(), InstrumentError> {
+        let id = self.module(m)?.1;
+        Ok(self.emu.write_symbol(id, name, data)?)
+    }
+
+    fn occupancy(&mut self, m: ModuleId, kernel: &str, cfg: &LaunchConfig) -> Result<u32, InstrumentError> {
+        let (module, _) = self.module(m)?;
+        let entry = module
+            .entries()
+            .into_iter()
+            .find(|e| e.name == kernel)
+            .ok_or_else(|| no_such_kernel(module, kernel))?;
+        let shared = entry.static_shared_bytes.saturating_add(cfg.dynamic_shared_bytes);
+        match emulator::occupancy(
+            &self.emu.config().sm,
+            cfg.block.volume() as u32,
+            cfg.regs_per_thread,
+            shared,
+        ) {
+            Ok(o) => Ok(o.blocks_per_sm),
+            Err(_) => Ok(0),
+        }
+    }
+
+    fn launch(&mut self, m: ModuleId, kernel: &str, cfg: &LaunchConfig, args: &[Arg]) -> Result<LaunchOutcome, InstrumentError> {
+        let (module, id) = self.module(m)?;
+        if !module.entries().iter().any(|e| e.name == kernel) {
+            return Err(no_such_kernel(module, kernel));
+        }
+        if let Some(i) = args.iter().position(|a| matches!(a, Arg::Log)) {
+            return Err(InstrumentError::Arg {
+                kernel: kernel.into(),
+                index: i,
+                what: "ws::Log placeholder: launch probed kernels through launch_probed".into(),
+            });
+        }
+        let params = LaunchParams {
+            grid: [cfg.grid.x, cfg.grid.y, cfg.grid.z],
+            block: [cfg.block.x, cfg.block.y, cfg.block.z],
+            dynamic_shared_bytes: cfg.dynamic_shared_bytes,
+            regs_per_thread: cfg.regs_per_thread,
+            args: args.iter().map(Arg::to_bytes).collect(),
+            max_warp_instructions: self.max_warp_instructions,
+        };
+        let id = *id;
+        let wall = Instant::now();
+        let stats = self.emu.launch(id, kernel, &params)?;
+        let clock = self.emu.config().clock_mhz;
+        Ok(LaunchOutcome {
+            kernel_ms: stats.cycles as f64 / (clock * 1e3),
+            cycles: Some(stats.cycles),
+            stats: Some(stats),
+            wall_seconds: wall.elapsed().as_secs_f64(),
+        })
+    }
+}
+
+fn no_such_kernel(module: &Module, kernel: &str) -> InstrumentError {
+    InstrumentError::NoSuchKernel {
+        kernel: kernel.into(),
+        available: module
+            .entries()
+            .iter()
+            .map(|e| e.name.clone())
+            .collect::<Vec<_>>()
+            .join(", "),
+    }
+}

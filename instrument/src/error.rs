@@ -1,0 +1,47 @@
+use std::path::PathBuf;
+
+/// Everything that can go wrong between choosing a device and decoding its log. Each variant
+/// carries what the user needs to act: the kernel, the sizes, what to install.
+#[derive(Debug, thiserror::Error)]
+pub enum InstrumentError {
+    #[error(
+        "no CUDA driver: libcuda could not be loaded. Install the NVIDIA driver, or use --backend emu to run on the emulator"
+    )]
+    NoDriver,
+    #[error("no usable CUDA GPU: {0}. Use --backend emu to run on the emulator")]
+    NoGpu(String),
+    #[error("CUDA error in {call}: {message}")]
+    Cuda { call: &'static str, message: String },
+    #[error("emulator: {0}")]
+    Emulator(#[from] emulator::EmuError),
+    #[error("kernel {kernel:?} not found in the module (it has: {available})")]
+    NoSuchKernel { kernel: String, available: String },
+    #[error("kernel {kernel:?}: argument {index}: {what}")]
+    Arg {
+        kernel: String,
+        index: usize,
+        what: String,
+    },
+    #[error(
+        "not enough device memory for {what}: {needed_bytes} bytes needed, {available_bytes} available"
+    )]
+    OutOfMemory {
+        what: String,
+        needed_bytes: u64,
+        available_bytes: u64,
+    },
+    #[error("probe log of kernel {kernel:?} is invalid at byte {offset}: {what}")]
+    BadLog {
+        kernel: String,
+        offset: usize,
+        what: String,
+    },
+    #[error("{what}: {reason}")]
+    Launch { what: String, reason: String },
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}

@@ -1,1 +1,43 @@
-//! (being written)
+//! The volume-rendering study: the paper's experiment (Kanda et al., IPSJ 2011, §5) as warpscope's
+//! main job.
+//!
+//! Why a crate: the experiment has many parts that must agree — the kernel's host contract
+//! (`kernels/volume_render.cu`), the volumes, the view matrix, an independent CPU reference to check
+//! the image, and the orchestration of renders and sweeps — and the CLI only turns arguments into
+//! the plain config structs defined here.
+//!
+//! Main types: [`Volume`] / [`VolumeSource`] (procedural or raw volumes), [`View`] and
+//! [`BlockShape`] (the experiment's axes), [`RenderParams`] and [`render_reference`] (the CPU
+//! reference), [`parse_hit_rate`] (Nsight Compute CSV).
+//!
+//! ```
+//! use study::{render_reference, BlockShape, RenderParams, View, Volume, VolumeKind};
+//! let vol = Volume::generate(VolumeKind::Shell, [16, 16, 16], 0).unwrap();
+//! let view: View = "0,0,0".parse().unwrap();
+//! let img = render_reference(&vol, &view, &RenderParams::with_size(32, 32));
+//! assert_eq!(img.rgba.len(), 32 * 32 * 4);
+//! assert_eq!(BlockShape::PAPER[0].name(), "128x1");
+//! ```
+
+mod error;
+mod ncu;
+mod reference;
+mod view;
+mod volume;
+
+pub use error::StudyError;
+pub use ncu::{
+    FALLBACK_HIT_RATE_METRIC, NcuHitRate, TEX_HIT_RATE_METRIC, ncu_args, ncu_path, parse_hit_rate,
+    run_ncu,
+};
+pub use reference::{
+    Image, ImageDiff, MAX_STEPS, OPACITY_THRESHOLD, RenderParams, TRANSFER_FUNCTION, TSTEP,
+    render_pixel, render_reference, sample_transfer, sample_volume,
+};
+pub use view::{
+    BlockShape, CAMERA_DISTANCE, MAX_THREADS_PER_BLOCK, View, parse_shapes, parse_views,
+};
+pub use volume::{
+    MAX_EDGE, RawDType, Volume, VolumeKind, VolumeSource, check_fits, host_available_bytes,
+    parse_dims,
+};

@@ -1,0 +1,91 @@
+use std::path::PathBuf;
+
+/// Everything the study can refuse or fail at. Each variant carries what the user needs to act on
+/// it: the file, the sizes, the value that did not parse.
+#[derive(Debug, thiserror::Error)]
+pub enum StudyError {
+    /// A command-line style value (shape, view, dims, dtype, volume kind) that does not parse.
+    #[error("invalid {what} {value:?}: {reason}")]
+    Parse {
+        what: &'static str,
+        value: String,
+        reason: String,
+    },
+    /// A raw volume file whose size is not dims × element size.
+    #[error(
+        "{path}: the file has {actual_bytes} bytes but dims {dims} of {dtype} need {expected_bytes} bytes"
+    )]
+    RawSize {
+        path: PathBuf,
+        dims: String,
+        dtype: &'static str,
+        expected_bytes: u64,
+        actual_bytes: u64,
+    },
+    /// A volume or image that does not fit in device or host memory, refused before allocating.
+    #[error(
+        "{what} does not fit in {memory} memory: {needed_bytes} bytes needed, {available_bytes} available"
+    )]
+    TooLarge {
+        what: String,
+        memory: &'static str,
+        needed_bytes: u64,
+        available_bytes: u64,
+    },
+    /// A configuration value out of its valid range.
+    #[error("invalid configuration: {field} = {value}: {reason}")]
+    Config {
+        field: &'static str,
+        value: String,
+        reason: String,
+    },
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: PNG encoding failed: {reason}")]
+    Png { path: PathBuf, reason: String },
+    #[error("{path}: CSV: {reason}")]
+    Csv { path: PathBuf, reason: String },
+    /// Nsight Compute output that is not the `--csv` long format.
+    #[error("ncu CSV output: {0}")]
+    Ncu(String),
+    // INSTRUMENT-VARIANT
+    #[error(transparent)]
+    Trace(#[from] trace::TraceError),
+    /// The kernels crate has no build of the volume renderer for this probe mode and record kind.
+    #[error(
+        "no build of kernel source {source_name:?} for probe mode {mode} and record kind {kind}"
+    )]
+    NoBuild {
+        source_name: &'static str,
+        mode: String,
+        kind: String,
+    },
+    /// The rendered image differs between probe modes: the probes changed the output (C3).
+    #[error("run {run}: the image of mode {mode} differs from the bare build's in {pixels} pixels")]
+    ImageChanged {
+        run: String,
+        mode: String,
+        pixels: usize,
+    },
+}
+
+impl StudyError {
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        StudyError::Io {
+            path: path.into(),
+            source,
+        }
+    }
+
+    pub(crate) fn parse(what: &'static str, value: &str, reason: impl Into<String>) -> Self {
+        StudyError::Parse {
+            what,
+            value: value.to_string(),
+            reason: reason.into(),
+        }
+    }
+}

@@ -1,0 +1,238 @@
+//! The texture-cache hit rate on a real GPU, from Nsight Compute (`ncu --csv`).
+//!
+//! Why: on the emulator the hit rate comes from its cache counters; a GPU exposes it only through
+//! the profiler. When `ncu` is installed the study runs it on the render and reads its CSV "long
+//! format" (one row per kernel launch and metric) by column name — never by position, since
+//! columns differ between ncu versions. The texture hit rate is
+//! [`TEX_HIT_RATE_METRIC`]; GPUs or ncu versions without it fall back to the L1TEX sector hit rate
+//! [`FALLBACK_HIT_RATE_METRIC`] (on Volta+ L1 and texture cache are one). Values may carry
+//! thousands separators (`1,234.5`) or be `n/a`.
+//!
+//! Main items: [`parse_hit_rate`] (text → [`NcuHitRate`]), [`ncu_path`], [`ncu_args`], [`run_ncu`].
+//!
+//! ```
+//! let text = "\"ID\",\"Kernel Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"\n\
+//!             \"0\",\"d_render\",\"l1tex__t_sector_hit_rate.pct\",\"%\",\"87.5\"\n";
+//! let r = study::parse_hit_rate(text, Some("d_render")).unwrap().unwrap();
+//! assert_eq!(r.rate, 0.875);
+//! ```
+
+use crate::StudyError;
+use std::path::{Path, PathBuf};
+
+/// Texture hit rate of the L1TEX texture pipe (percent).
+pub const TEX_HIT_RATE_METRIC: &str = "l1tex__t_sector_pipe_tex_mem_texture_op_tex_hit_rate.pct";
+/// L1TEX sector hit rate over all pipes (percent): the fallback.
+pub const FALLBACK_HIT_RATE_METRIC: &str = "l1tex__t_sector_hit_rate.pct";
+
+/// A hit rate read from ncu output.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct NcuHitRate {
+    /// The metric it came from.
+    pub metric: String,
+    /// Mean over the profiled launches, as a fraction 0–1.
+    pub rate: f64,
+    /// Launches that reported a value.
+    pub launches: usize,
+}
+
+/// Parses a percentage as ncu prints it: `87.5`, `1,234.5`, `"n/a"` (→ None).
+fn parse_value(s: &str) -> Option<f64> {
+    let t: String = s.trim().chars().filter(|c| *c != ',').collect();
+    if t.is_empty() || t.eq_ignore_ascii_case("n/a") {
+        return None;
+    }
+    t.parse::<f64>().ok().filter(|v| v.is_finite())
+}
+
+/// Reads the hit rate from `ncu --csv` output (the long format; lines before the header such as
+/// `==PROF==` are skipped). Only rows whose kernel name contains `kernel` count, when given.
+/// Ok(None) when neither metric has a value.
+pub fn parse_hit_rate(text: &str, kernel: Option<&str>) -> Result<Option<NcuHitRate>, StudyError> {
+    // The header is the first line that starts with a quoted field; ncu's own messages precede it.
+    let mut offset = 0;
+    let mut start = None;
+    for line in text.split_inclusive('\n') {
+        if line.starts_with('"') {
+            start = Some(offset);
+            break;
+        }
+        offset += line.len();
+    }
+    let start = start.ok_or_else(|| {
+        StudyError::Ncu("no CSV header (a line starting with a quoted column name) found".into())
+    })?;
+    let mut reader = csv::ReaderBuilder::new()
+        .flexible(true)
+        .from_reader(&text.as_bytes()[start..]);
+    let headers = reader
+        .headers()
+        .map_err(|e| StudyError::Ncu(format!("header: {e}")))?
+        .clone();
+    let col = |name: &str| headers.iter().position(|h| h.trim() == name);
+    let metric_col = col("Metric Name")
+        .ok_or_else(|| StudyError::Ncu("no \"Metric Name\" column (was --csv given?)".into()))?;
+    let value_col =
+        col("Metric Value").ok_or_else(|| StudyError::Ncu("no \"Metric Value\" column".into()))?;
+    let kernel_col = col("Kernel Name").or_else(|| col("Function Name"));
+
+    let mut primary = Vec::new();
+    let mut fallback = Vec::new();
+    for (i, row) in reader.records().enumerate() {
+        let row = row.map_err(|e| StudyError::Ncu(format!("row {}: {e}", i + 2)))?;
+        if let (Some(k), Some(kc)) = (kernel, kernel_col)
+            && !row.get(kc).is_some_and(|name| name.contains(k))
+        {
+            continue;
+        }
+        let Some(metric) = row.get(metric_col) else {
+            continue;
+        };
+        let Some(value) = row.get(value_col).and_then(parse_value) else {
+            continue;
+        };
+        // `.pct` metrics are percentages whatever the unit column says.
+        let scale = 0.01;
+        match metric.trim() {
+            TEX_HIT_RATE_METRIC => primary.push(value * scale),
+            FALLBACK_HIT_RATE_METRIC => fallback.push(value * scale),
+            _ => {}
+        }
+    }
+    let pick = |vals: Vec<f64>, metric: &str| {
+        (!vals.is_empty()).then(|| NcuHitRate {
+            metric: metric.to_string(),
+            rate: vals.iter().sum::<f64>() / vals.len() as f64,
+            launches: vals.len(),
+        })
+    };
+    Ok(pick(primary, TEX_HIT_RATE_METRIC).or_else(|| pick(fallback, FALLBACK_HIT_RATE_METRIC)))
+}
+
+/// `ncu` on PATH, else under `$CUDA_HOME/bin` or `/usr/local/cuda/bin`.
+pub fn ncu_path() -> Option<PathBuf> {
+    let exe = if cfg!(windows) { "ncu.exe" } else { "ncu" };
+    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect())
+        .unwrap_or_default();
+    if let Some(home) = std::env::var_os("CUDA_HOME") {
+        dirs.push(PathBuf::from(home).join("bin"));
+    }
+    dirs.push(PathBuf::from("/usr/local/cuda/bin"));
+    dirs.into_iter().map(|d| d.join(exe)).find(|p| p.is_file())
+}
+
+/// The ncu arguments that profile `kernel` in `program args…` and print both hit-rate metrics.
+pub fn ncu_args(kernel: &str, program: &Path, args: &[String]) -> Vec<String> {
+    let mut v = vec![
+        "--csv".to_string(),
+        "--metrics".to_string(),
+        format!("{TEX_HIT_RATE_METRIC},{FALLBACK_HIT_RATE_METRIC}"),
+        "--kernel-name".to_string(),
+        kernel.to_string(),
+        program.display().to_string(),
+    ];
+    v.extend(args.iter().cloned());
+    v
+}
+
+/// Runs `ncu` (at `ncu`) on `program args…` and reads the hit rate of `kernel`.
+pub fn run_ncu(
+    ncu: &Path,
+    kernel: &str,
+    program: &Path,
+    args: &[String],
+) -> Result<Option<NcuHitRate>, StudyError> {
+    let out = std::process::Command::new(ncu)
+        .args(ncu_args(kernel, program, args))
+        .output()
+        .map_err(|e| StudyError::io(ncu, e))?;
+    if !out.status.success() {
+        return Err(StudyError::Ncu(format!(
+            "{} exited with {}: {}",
+            ncu.display(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    parse_hit_rate(&String::from_utf8_lossy(&out.stdout), Some(kernel))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEADER: &str = "\"ID\",\"Process ID\",\"Process Name\",\"Host Name\",\"Kernel Name\",\"Context\",\"Stream\",\"Block Size\",\"Grid Size\",\"Device\",\"CC\",\"Section Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"";
+
+    fn row(id: u32, kernel: &str, metric: &str, value: &str) -> String {
+        format!(
+            "\"{id}\",\"4242\",\"warpscope\",\"127.0.0.1\",\"{kernel}\",\"1\",\"7\",\"(16, 8, 1)\",\"(32, 64, 1)\",\"0\",\"9.0\",\"Command line profiler metrics\",\"{metric}\",\"%\",\"{value}\""
+        )
+    }
+
+    fn doc(rows: &[String]) -> String {
+        let mut s = String::from(
+            "==PROF== Connected to process 4242 (/usr/bin/warpscope)\n==PROF== Profiling \"d_render\" - 0: 0%....50%....100% - 9 passes\n",
+        );
+        s.push_str(HEADER);
+        s.push('\n');
+        for r in rows {
+            s.push_str(r);
+            s.push('\n');
+        }
+        s
+    }
+
+    #[test]
+    fn prefers_the_texture_metric_and_averages_launches() {
+        let text = doc(&[
+            row(0, "d_render", FALLBACK_HIT_RATE_METRIC, "50"),
+            row(0, "d_render", TEX_HIT_RATE_METRIC, "80.5"),
+            row(1, "d_render", TEX_HIT_RATE_METRIC, "90.5"),
+            row(2, "other_kernel", TEX_HIT_RATE_METRIC, "10"),
+        ]);
+        let r = parse_hit_rate(&text, Some("d_render")).unwrap().unwrap();
+        assert_eq!(r.metric, TEX_HIT_RATE_METRIC);
+        assert_eq!(r.launches, 2);
+        assert!((r.rate - 0.855).abs() < 1e-12, "{}", r.rate);
+        // without a kernel filter the other kernel counts too
+        let all = parse_hit_rate(&text, None).unwrap().unwrap();
+        assert_eq!(all.launches, 3);
+    }
+
+    #[test]
+    fn falls_back_when_the_texture_metric_is_na() {
+        let text = doc(&[
+            row(0, "d_render", TEX_HIT_RATE_METRIC, "n/a"),
+            row(0, "d_render", FALLBACK_HIT_RATE_METRIC, "1,012.5"),
+        ]);
+        let r = parse_hit_rate(&text, Some("d_render")).unwrap().unwrap();
+        assert_eq!(r.metric, FALLBACK_HIT_RATE_METRIC);
+        assert_eq!(r.rate, 10.125);
+    }
+
+    #[test]
+    fn columns_are_found_by_name_not_position() {
+        let text = "\"Metric Value\",\"Metric Name\",\"ID\",\"Kernel Name\"\n\"42\",\"l1tex__t_sector_hit_rate.pct\",\"0\",\"d_render(unsigned int*)\"\n";
+        let r = parse_hit_rate(text, Some("d_render")).unwrap().unwrap();
+        assert_eq!(r.rate, 0.42);
+    }
+
+    #[test]
+    fn no_values_is_none_and_garbage_is_an_error() {
+        let text = doc(&[row(0, "d_render", TEX_HIT_RATE_METRIC, "n/a")]);
+        assert_eq!(parse_hit_rate(&text, Some("d_render")).unwrap(), None);
+        let e = parse_hit_rate("==ERROR== no kernels profiled\n", None).unwrap_err();
+        assert!(e.to_string().contains("header"), "{e}");
+        let e = parse_hit_rate("\"ID\",\"Foo\"\n\"0\",\"1\"\n", None).unwrap_err();
+        assert!(e.to_string().contains("Metric Name"), "{e}");
+    }
+
+    #[test]
+    fn args_name_both_metrics_and_the_program() {
+        let a = ncu_args("d_render", Path::new("/bin/warpscope"), &["render".into()]);
+        assert!(a[2].contains(TEX_HIT_RATE_METRIC) && a[2].contains(FALLBACK_HIT_RATE_METRIC));
+        assert_eq!(a[a.len() - 2], "/bin/warpscope");
+        assert_eq!(a[a.len() - 1], "render");
+    }
+}

@@ -1,0 +1,453 @@
+//! An independent CPU renderer of `kernels/volume_render.cu`, used to check the image the emulator
+//! (or a GPU) produced.
+//!
+//! Why its own code rather than running the emulator twice: a bug in the PTX interpreter's float
+//! or texture arithmetic would otherwise go unnoticed. This file restates the kernel's math in Rust
+//! in the order the PTX computes it (nvcc 13 `-O3`, checked against the PTX of the WS_OFF build):
+//! `fma` wherever nvcc contracted a multiply-add, `rcp.rn` for `1/d`, `rsqrt.approx` for the
+//! normalization (modelled as the correctly rounded 1/√x; the hardware is within 2 ulp, which the
+//! test's 1-LSB tolerance absorbs), `cvt.sat` + `cvt.rzi` for the 8-bit output.
+//!
+//! The texture unit is modelled as CUDA's programming guide ("Texture Fetching") specifies it:
+//! normalized coordinates scaled by the extent, minus ½ texel, `floor` for the texel, the
+//! fractional weight stored in 1.8 fixed point (8 fractional bits, rounded to nearest), clamp to
+//! the edge texels, and `(1-α)·T[i] + α·T[i+1]` per axis, x then y then z. u8 texels read as
+//! normalized float are `v / 255`.
+//!
+//! Main items: [`RenderParams`] (image size and the kernel's scalar arguments), [`Image`] (RGBA8,
+//! x fastest, row 0 at the bottom as in the SDK's OpenGL buffer), [`render_reference`],
+//! [`TRANSFER_FUNCTION`] (the SDK's 9-entry table).
+//!
+//! ```
+//! use study::{render_reference, RenderParams, View, Volume};
+//! let vol = Volume::zeros([8, 8, 8]).unwrap();
+//! let img = render_reference(&vol, &View::new(0.0, 0.0, 0.0), &RenderParams::with_size(16, 16));
+//! assert!(img.rgba.iter().all(|&b| b == 0)); // an empty volume renders black
+//! ```
+
+use crate::StudyError;
+use crate::view::View;
+use crate::volume::Volume;
+use rayon::prelude::*;
+use std::io::Write;
+use std::path::Path;
+
+/// The SDK's transfer function: RGBA at 9 evenly spaced sample values.
+pub const TRANSFER_FUNCTION: [[f32; 4]; 9] = [
+    [0.0, 0.0, 0.0, 0.0],
+    [1.0, 0.0, 0.0, 1.0],
+    [1.0, 0.5, 0.0, 1.0],
+    [1.0, 1.0, 0.0, 1.0],
+    [0.0, 1.0, 0.0, 1.0],
+    [0.0, 1.0, 1.0, 1.0],
+    [0.0, 0.0, 1.0, 1.0],
+    [1.0, 0.0, 1.0, 1.0],
+    [0.0, 0.0, 0.0, 0.0],
+];
+
+/// The kernel's constants (`maxSteps`, `tstep`, `opacityThreshold`), as in the SDK.
+pub const MAX_STEPS: u32 = 500;
+pub const TSTEP: f32 = 0.01;
+pub const OPACITY_THRESHOLD: f32 = 0.95;
+
+/// Image size and the kernel's scalar arguments.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct RenderParams {
+    pub width: u32,
+    pub height: u32,
+    /// Opacity scale of the transfer function's alpha (SDK default 0.05).
+    pub density: f32,
+    /// Output scale (SDK default 1.0).
+    pub brightness: f32,
+    pub transfer_offset: f32,
+    pub transfer_scale: f32,
+}
+
+impl Default for RenderParams {
+    /// The SDK's defaults: 512×512, density 0.05, brightness 1, offset 0, scale 1.
+    fn default() -> Self {
+        RenderParams {
+            width: 512,
+            height: 512,
+            density: 0.05,
+            brightness: 1.0,
+            transfer_offset: 0.0,
+            transfer_scale: 1.0,
+        }
+    }
+}
+
+impl RenderParams {
+    /// The SDK's defaults at another image size.
+    pub fn with_size(width: u32, height: u32) -> Self {
+        RenderParams {
+            width,
+            height,
+            ..RenderParams::default()
+        }
+    }
+}
+
+/// An RGBA8 image, x fastest; row 0 is the bottom row (v = -1), as the kernel writes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Image {
+    pub width: u32,
+    pub height: u32,
+    pub rgba: Vec<u8>,
+}
+
+/// How two images differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ImageDiff {
+    /// The largest difference of any channel of any pixel.
+    pub max_channel_diff: u8,
+    /// Pixels with any channel different.
+    pub pixels_differing: usize,
+}
+
+impl Image {
+    /// An image from the kernel's output buffer (one little-endian u32 per pixel = R, G, B, A).
+    pub fn from_rgba(width: u32, height: u32, rgba: Vec<u8>) -> Image {
+        Image {
+            width,
+            height,
+            rgba,
+        }
+    }
+
+    pub fn pixel(&self, x: u32, y: u32) -> [u8; 4] {
+        let i = 4 * (y as usize * self.width as usize + x as usize);
+        [
+            self.rgba[i],
+            self.rgba[i + 1],
+            self.rgba[i + 2],
+            self.rgba[i + 3],
+        ]
+    }
+
+    /// Channel-wise comparison; images of different sizes differ everywhere.
+    pub fn diff(&self, other: &Image) -> ImageDiff {
+        if (self.width, self.height) != (other.width, other.height)
+            || self.rgba.len() != other.rgba.len()
+        {
+            return ImageDiff {
+                max_channel_diff: u8::MAX,
+                pixels_differing: (self.width as usize * self.height as usize)
+                    .max(other.width as usize * other.height as usize),
+            };
+        }
+        let mut max = 0u8;
+        let mut pixels = 0;
+        for (a, b) in self.rgba.chunks_exact(4).zip(other.rgba.chunks_exact(4)) {
+            let d = a
+                .iter()
+                .zip(b)
+                .map(|(x, y)| x.abs_diff(*y))
+                .max()
+                .unwrap_or(0);
+            max = max.max(d);
+            pixels += usize::from(d > 0);
+        }
+        ImageDiff {
+            max_channel_diff: max,
+            pixels_differing: pixels,
+        }
+    }
+
+    /// Writes a PNG, top row first (so row `height-1` of the buffer is at the top, as the SDK shows
+    /// it), through a temp file and a rename.
+    pub fn write_png(&self, path: &Path) -> Result<(), StudyError> {
+        let png_err = |e: png::EncodingError| StudyError::Png {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        };
+        let mut flipped = Vec::with_capacity(self.rgba.len());
+        let row = self.width as usize * 4;
+        for y in (0..self.height as usize).rev() {
+            flipped.extend_from_slice(&self.rgba[y * row..(y + 1) * row]);
+        }
+        let mut bytes = Vec::new();
+        {
+            let mut enc = png::Encoder::new(&mut bytes, self.width, self.height);
+            enc.set_color(png::ColorType::Rgba);
+            enc.set_depth(png::BitDepth::Eight);
+            let mut w = enc.write_header().map_err(png_err)?;
+            w.write_image_data(&flipped).map_err(png_err)?;
+            w.finish().map_err(png_err)?;
+        }
+        write_atomic(path, &bytes)
+    }
+}
+
+/// Writes `bytes` to `path` through `.name.tmp` beside it and a rename.
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StudyError> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.tmp"));
+    let result = std::fs::File::create(&tmp)
+        .and_then(|mut f| {
+            f.write_all(bytes)?;
+            f.sync_all()
+        })
+        .and_then(|_| std::fs::rename(&tmp, path));
+    if let Err(e) = result {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(StudyError::io(path, e));
+    }
+    Ok(())
+}
+
+/// The texel index and the 1.8 fixed-point weight for normalized coordinate `c` over `n` texels.
+fn texel_weight(c: f32, n: u32) -> (i64, f32) {
+    let xb = c * n as f32 - 0.5;
+    let i = xb.floor();
+    let frac = xb - i;
+    let alpha = (frac * 256.0).round() / 256.0;
+    (i as i64, alpha)
+}
+
+fn clamp_index(i: i64, n: u32) -> usize {
+    i.clamp(0, n as i64 - 1) as usize
+}
+
+fn lerp(a: f32, b: f32, w: f32) -> f32 {
+    (1.0 - w) * a + w * b
+}
+
+/// `tex3D<float>` of a u8 volume read as normalized float: trilinear, normalized coords, clamp.
+pub fn sample_volume(vol: &Volume, c: [f32; 3]) -> f32 {
+    let [w, h, d] = vol.dims;
+    let (ix, ax) = texel_weight(c[0], w);
+    let (iy, ay) = texel_weight(c[1], h);
+    let (iz, az) = texel_weight(c[2], d);
+    let xs = [clamp_index(ix, w), clamp_index(ix + 1, w)];
+    let ys = [clamp_index(iy, h), clamp_index(iy + 1, h)];
+    let zs = [clamp_index(iz, d), clamp_index(iz + 1, d)];
+    let t = |x: usize, y: usize, z: usize| {
+        vol.data[x + w as usize * (y + h as usize * z)] as f32 / 255.0
+    };
+    let plane = |z: usize| {
+        lerp(
+            lerp(t(xs[0], ys[0], z), t(xs[1], ys[0], z), ax),
+            lerp(t(xs[0], ys[1], z), t(xs[1], ys[1], z), ax),
+            ay,
+        )
+    };
+    lerp(plane(zs[0]), plane(zs[1]), az)
+}
+
+/// `tex1D<float4>` of the transfer function: linear, normalized coords, clamp.
+pub fn sample_transfer(table: &[[f32; 4]], c: f32) -> [f32; 4] {
+    let n = table.len() as u32;
+    if n == 0 {
+        return [0.0; 4];
+    }
+    let (i, a) = texel_weight(c, n);
+    let (t0, t1) = (table[clamp_index(i, n)], table[clamp_index(i + 1, n)]);
+    [0, 1, 2, 3].map(|k| lerp(t0[k], t1[k], a))
+}
+
+/// `__saturatef`: clamp to [0, 1], NaN → 0 (PTX `cvt.sat.f32.f32`).
+fn saturate(v: f32) -> f32 {
+    if v.is_nan() { 0.0 } else { v.clamp(0.0, 1.0) }
+}
+
+/// `rsqrtf` as the correctly rounded 1/√x.
+fn rsqrt(v: f32) -> f32 {
+    (1.0 / (v as f64).sqrt()) as f32
+}
+
+/// The kernel's output word for pixel (x, y), or None where the ray misses the box (the kernel
+/// leaves those pixels as the host cleared them: 0).
+pub fn render_pixel(vol: &Volume, m: &[f32; 12], p: &RenderParams, x: u32, y: u32) -> Option<u32> {
+    let u = (x as f32 / p.width as f32).mul_add(2.0, -1.0);
+    let v = (y as f32 / p.height as f32).mul_add(2.0, -1.0);
+
+    // eye origin: mul(M, (0,0,0,1)), with the zero products kept as nvcc emits them
+    let row = |r: usize| [m[r * 4], m[r * 4 + 1], m[r * 4 + 2], m[r * 4 + 3]];
+    let origin = |r: [f32; 4]| r[3] + r[2].mul_add(0.0, r[0].mul_add(0.0, r[1] * 0.0));
+    let o = [origin(row(0)), origin(row(1)), origin(row(2))];
+
+    // normalize((u, v, -2)): dot = fma(u,u, v·v) + 4
+    let inv_len = rsqrt(u.mul_add(u, v * v) + 4.0);
+    let dn = [u * inv_len, v * inv_len, inv_len * -2.0];
+    // mul(M, d): fma(d.z, m2, fma(d.x, m0, d.y·m1))
+    let dir = |r: [f32; 4]| dn[2].mul_add(r[2], dn[0].mul_add(r[0], dn[1] * r[1]));
+    let d = [dir(row(0)), dir(row(1)), dir(row(2))];
+
+    // intersectBox
+    let inv_r = d.map(|c| 1.0 / c);
+    let tbot: [f32; 3] = std::array::from_fn(|k| (-1.0 - o[k]) * inv_r[k]);
+    let ttop: [f32; 3] = std::array::from_fn(|k| (1.0 - o[k]) * inv_r[k]);
+    let tmin: [f32; 3] = std::array::from_fn(|k| ttop[k].min(tbot[k]));
+    let tmax: [f32; 3] = std::array::from_fn(|k| ttop[k].max(tbot[k]));
+    let tnear = tmin[0].max(tmin[1]).max(tmin[0].max(tmin[2]));
+    let tfar = tmax[0].min(tmax[1]).min(tmax[0].min(tmax[2]));
+    // `hit = tfar > tnear`, false for NaN too (PTX `setp.leu` branches past the march)
+    if tfar.partial_cmp(&tnear) != Some(std::cmp::Ordering::Greater) {
+        return None;
+    }
+    let tnear = if tnear < 0.0 { 0.0 } else { tnear };
+
+    let mut sum = [0f32; 4];
+    let mut t = tnear;
+    let mut pos: [f32; 3] = std::array::from_fn(|k| d[k].mul_add(tnear, o[k]));
+    let step = d.map(|c| c * TSTEP);
+    for _ in 0..MAX_STEPS {
+        let c = pos.map(|q| q.mul_add(0.5, 0.5));
+        let sample = sample_volume(vol, c);
+        let col = sample_transfer(
+            &TRANSFER_FUNCTION,
+            (sample - p.transfer_offset) * p.transfer_scale,
+        );
+        let a = col[3] * p.density;
+        let premul = [col[0] * a, col[1] * a, col[2] * a, a];
+        let remain = 1.0 - sum[3];
+        for k in 0..4 {
+            sum[k] = remain.mul_add(premul[k], sum[k]);
+        }
+        if sum[3] > OPACITY_THRESHOLD {
+            break;
+        }
+        t += TSTEP;
+        if t > tfar {
+            break;
+        }
+        pos = std::array::from_fn(|k| step[k] + pos[k]);
+    }
+    let byte = |v: f32| (saturate(v * p.brightness) * 255.0) as u32;
+    Some((byte(sum[3]) << 24) | (byte(sum[2]) << 16) | (byte(sum[1]) << 8) | byte(sum[0]))
+}
+
+/// Renders the whole image on the CPU (rows in parallel).
+pub fn render_reference(vol: &Volume, view: &View, p: &RenderParams) -> Image {
+    let m = view.inv_view_matrix();
+    let w = p.width as usize;
+    let mut rgba = vec![0u8; w * p.height as usize * 4];
+    rgba.par_chunks_mut(w * 4).enumerate().for_each(|(y, row)| {
+        for x in 0..w {
+            if let Some(word) = render_pixel(vol, &m, p, x as u32, y as u32) {
+                row[4 * x..4 * x + 4].copy_from_slice(&word.to_le_bytes());
+            }
+        }
+    });
+    Image::from_rgba(p.width, p.height, rgba)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::volume::VolumeKind;
+
+    #[test]
+    fn texture_weights_follow_the_guide() {
+        // 4 texels: coordinate 0.5 is texel-space 1.5 → halfway between texels 1 and 2
+        assert_eq!(texel_weight(0.5, 4), (1, 0.5));
+        // a texel centre has weight 0 on the next texel
+        assert_eq!(texel_weight(0.625, 4), (2, 0.0));
+        // the weight has 8 fractional bits: 0.3 → 77/256
+        let (_, a) = texel_weight((1.3 + 0.5) / 4.0, 4);
+        assert_eq!(a, 77.0 / 256.0);
+    }
+
+    #[test]
+    fn volume_sampling_clamps_and_interpolates() {
+        let mut vol = Volume::zeros([2, 1, 1]).unwrap();
+        vol.data = vec![0, 255];
+        assert_eq!(sample_volume(&vol, [-3.0, 0.5, 0.5]), 0.0);
+        assert_eq!(sample_volume(&vol, [7.0, 0.5, 0.5]), 1.0);
+        assert_eq!(sample_volume(&vol, [0.5, 0.5, 0.5]), 0.5);
+        assert_eq!(sample_volume(&vol, [0.25, 0.0, 1.0]), 0.0);
+    }
+
+    #[test]
+    fn transfer_function_hits_its_entries_at_texel_centres() {
+        for (i, entry) in TRANSFER_FUNCTION.iter().enumerate() {
+            let c = (i as f32 + 0.5) / 9.0;
+            assert_eq!(sample_transfer(&TRANSFER_FUNCTION, c), *entry, "entry {i}");
+        }
+        // between entries 1 (red) and 2 (orange): green ramps
+        let mid = sample_transfer(&TRANSFER_FUNCTION, 2.0 / 9.0);
+        assert_eq!(mid, [1.0, 0.25, 0.0, 1.0]);
+    }
+
+    #[test]
+    fn empty_volume_renders_black() {
+        let vol = Volume::zeros([8, 8, 8]).unwrap();
+        let img = render_reference(
+            &vol,
+            &View::new(30.0, 20.0, 10.0),
+            &RenderParams::with_size(24, 16),
+        );
+        assert_eq!(img.rgba.len(), 24 * 16 * 4);
+        assert!(img.rgba.iter().all(|&b| b == 0));
+    }
+
+    #[test]
+    fn symmetric_volume_gives_a_mirror_symmetric_image() {
+        // u(x) = -u(W-x) exactly for power-of-two W, so pixel x mirrors pixel W-x.
+        let vol = Volume::generate(VolumeKind::Shell, [32, 32, 32], 0).unwrap();
+        let p = RenderParams::with_size(32, 32);
+        for view in View::PAPER {
+            let img = render_reference(&vol, &view, &p);
+            assert!(img.rgba.iter().any(|&b| b > 0), "{view}: blank image");
+            let mut worst = 0u8;
+            for y in 1..32 {
+                for x in 1..32 {
+                    let a = img.pixel(x, y);
+                    for b in [img.pixel(32 - x, y), img.pixel(x, 32 - y)] {
+                        for k in 0..4 {
+                            worst = worst.max(a[k].abs_diff(b[k]));
+                        }
+                    }
+                }
+            }
+            assert!(worst <= 1, "{view}: mirror pixels differ by {worst}");
+        }
+    }
+
+    #[test]
+    fn the_shell_shows_a_ring_and_misses_stay_clear() {
+        let vol = Volume::generate(VolumeKind::Shell, [32, 32, 32], 0).unwrap();
+        // A wide field of view: at 64 px the corners' rays miss the box entirely.
+        let img = render_reference(
+            &vol,
+            &View::new(0.0, 0.0, 0.0),
+            &RenderParams::with_size(64, 64),
+        );
+        assert_eq!(img.pixel(0, 0), [0, 0, 0, 0]);
+        let centre = img.pixel(32, 32);
+        assert!(
+            centre[3] > 0,
+            "the core and shell absorb on the axis: {centre:?}"
+        );
+        // density·(layers) grows with path length: the rim of the shell is more opaque than the centre
+        let rim = (20..32).map(|x| img.pixel(x, 32)[3]).max().unwrap_or(0);
+        assert!(rim >= centre[3], "rim {rim} < centre {}", centre[3]);
+    }
+
+    #[test]
+    fn images_diff_and_write_png() {
+        let a = Image::from_rgba(2, 1, vec![0, 0, 0, 0, 10, 20, 30, 40]);
+        let mut b = a.clone();
+        b.rgba[5] = 23;
+        assert_eq!(
+            a.diff(&b),
+            ImageDiff {
+                max_channel_diff: 3,
+                pixels_differing: 1
+            }
+        );
+        assert_eq!(a.diff(&a).pixels_differing, 0);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("image.png");
+        a.write_png(&path).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(&bytes[1..4], b"PNG");
+        let decoder = png::Decoder::new(std::io::Cursor::new(bytes));
+        let reader = decoder.read_info().unwrap();
+        assert_eq!((reader.info().width, reader.info().height), (2, 1));
+    }
+}

@@ -210,7 +210,7 @@ impl Preamble {
             .ok_or_else(|| bad(format!("commtable_fptr {g} * {giga} + {r} out of range")))?;
         let block_size = u32::try_from(int(2)?)
             .ok()
-            .filter(|&b| b as usize >= 160 && b % 8 == 0)
+            .filter(|&b| b >= 160 && b.is_multiple_of(8))
             .ok_or_else(|| bad(format!("block_size {} invalid", values[2])))?;
         Ok(Preamble {
             version: tokens[0].clone(),

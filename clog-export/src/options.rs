@@ -143,7 +143,7 @@ impl ExportOptions {
 
     pub(crate) fn validate(&self) -> Result<(), ExportError> {
         let b = self.block_bytes;
-        if b % 8 != 0 || b < 160 || b > 1 << 30 {
+        if !b.is_multiple_of(8) || !(160..=1 << 30).contains(&b) {
             return Err(ExportError::BadOption {
                 field: "clog2_block_bytes",
                 value: b as u64,

@@ -1,0 +1,50 @@
+use std::path::PathBuf;
+
+/// Everything that can go wrong while analysing a sweep; each variant names the file it concerns.
+#[derive(Debug, thiserror::Error)]
+pub enum AnalysisError {
+    #[error(
+        "{path}: not a warpscope sweep directory: {reason} (expected sweep.csv and one folder per run, as written by `warpscope sweep`)"
+    )]
+    NotASweep { path: PathBuf, reason: String },
+    #[error("{path}: line {line}: {reason}")]
+    SweepCsv {
+        path: PathBuf,
+        line: u64,
+        reason: String,
+    },
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Trace(#[from] trace::TraceError),
+    #[error("{path}: {source}")]
+    Polars {
+        path: PathBuf,
+        #[source]
+        source: polars::error::PolarsError,
+    },
+    #[error("{path}: cannot draw the figure: {reason}")]
+    Plot { path: PathBuf, reason: String },
+    #[error("{path}: no run of the sweep could be analysed: {reason}")]
+    NoRuns { path: PathBuf, reason: String },
+}
+
+impl AnalysisError {
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        AnalysisError::Io {
+            path: path.into(),
+            source,
+        }
+    }
+
+    pub(crate) fn polars(path: impl Into<PathBuf>, source: polars::error::PolarsError) -> Self {
+        AnalysisError::Polars {
+            path: path.into(),
+            source,
+        }
+    }
+}

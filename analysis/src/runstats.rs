@@ -1,0 +1,319 @@
+//! One pass over a run's trace: per-warp memory and other time, per-site totals, and the run's
+//! breakdown (paper fig. 5), memory reference frequency and per-warp spread (fig. 10).
+//!
+//! Definitions (per warp): memory time = sum of its record durations (or of its summaries' sums
+//! for `summary` traces); other time = (kernel end − kernel begin) − memory time, saturating at
+//! zero; mean access time = memory time / accesses. Per run: `mem_cycles` and `other_cycles` are
+//! means over warps; `mem_share` = mem / (mem + other); mean access time = all memory time / all
+//! accesses; memory reference frequency = 1 / mean access time (accesses per cycle); per-warp
+//! variance and spread are the population variance and max − min of the per-warp mean access
+//! times of warps that made at least one access.
+//!
+//! Only per-warp aggregates stay in memory (about 150 bytes a warp); records stream through.
+
+use crate::stats;
+use std::collections::BTreeMap;
+use trace::{SiteInfo, TraceReader};
+
+/// Exact running sums of access durations: count, sum and sum of squares (in u128, so the
+/// variance is computed without cancellation error).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct Sums {
+    pub count: u64,
+    pub sum: u64,
+    pub sum_sq: u128,
+    /// False when some durations are known only through summaries (no squares).
+    pub exact_sq: bool,
+}
+
+impl Sums {
+    fn new() -> Self {
+        Sums {
+            exact_sq: true,
+            ..Sums::default()
+        }
+    }
+
+    fn add(&mut self, d: u64) {
+        self.count += 1;
+        self.sum += d;
+        self.sum_sq += (d as u128) * (d as u128);
+    }
+
+    fn add_summary(&mut self, count: u64, sum: u64) {
+        self.count += count;
+        self.sum += sum;
+        if count > 0 {
+            self.exact_sq = false;
+        }
+    }
+
+    pub fn merge(&mut self, o: &Sums) {
+        self.count += o.count;
+        self.sum += o.sum;
+        self.sum_sq += o.sum_sq;
+        self.exact_sq &= o.exact_sq;
+    }
+
+    /// Mean duration; `None` without accesses.
+    pub fn mean(&self) -> Option<f64> {
+        (self.count > 0).then(|| self.sum as f64 / self.count as f64)
+    }
+
+    /// Population variance of the durations: (n·Σd² − (Σd)²) / n², exact in integers.
+    pub fn variance(&self) -> Option<f64> {
+        if self.count == 0 || !self.exact_sq {
+            return None;
+        }
+        let n = self.count as u128;
+        let s = self.sum as u128;
+        let num = (n * self.sum_sq).saturating_sub(s * s);
+        Some(num as f64 / (n * n) as f64)
+    }
+}
+
+/// One warp's aggregates.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct WarpStat {
+    /// Position in the trace file (for re-reading its records).
+    pub index: usize,
+    pub block: [u32; 3],
+    pub warp: u32,
+    pub global_warp: u32,
+    pub sm: u32,
+    pub hw_warp: u32,
+    pub begin: u64,
+    pub end: u64,
+    pub dropped: u32,
+    pub wrapped: u64,
+    pub all: Sums,
+    pub min: Option<u64>,
+    pub max: Option<u64>,
+    pub sites: BTreeMap<u16, Sums>,
+}
+
+impl WarpStat {
+    pub fn mem_cycles(&self) -> u64 {
+        self.all.sum
+    }
+
+    pub fn other_cycles(&self) -> u64 {
+        self.end
+            .saturating_sub(self.begin)
+            .saturating_sub(self.all.sum)
+    }
+
+    pub fn mean_access(&self) -> Option<f64> {
+        self.all.mean()
+    }
+}
+
+/// A run's warps and totals.
+#[derive(Debug, Clone)]
+pub(crate) struct RunStats {
+    pub sites: Vec<SiteInfo>,
+    pub warps: Vec<WarpStat>,
+    pub site_totals: BTreeMap<u16, Sums>,
+    pub dropped: u64,
+    pub wrapped: u64,
+}
+
+/// The run-level numbers of the breakdown.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Breakdown {
+    pub warps: u64,
+    pub accesses: u64,
+    pub mem_cycles: f64,
+    pub other_cycles: f64,
+    pub mem_share: f64,
+    /// Per site: mean per-warp memory cycles and share of warp time.
+    pub sites: BTreeMap<u16, (f64, f64)>,
+    pub mean_access: Option<f64>,
+    pub mem_ref_freq: Option<f64>,
+    pub warp_mean_var: Option<f64>,
+    pub warp_mean_spread: Option<f64>,
+}
+
+impl RunStats {
+    /// Streams the trace once.
+    pub fn scan(reader: &TraceReader) -> Result<RunStats, trace::TraceError> {
+        let launch = reader.launch();
+        let mut warps = Vec::with_capacity(reader.warp_count());
+        let mut site_totals: BTreeMap<u16, Sums> = BTreeMap::new();
+        let (mut dropped, mut wrapped) = (0u64, 0u64);
+        for (index, w) in reader.warps()?.enumerate() {
+            let w = w?;
+            let mut st = WarpStat {
+                index,
+                block: w.block,
+                warp: w.warp,
+                global_warp: w.global_warp,
+                sm: w.sm.0,
+                hw_warp: w.hw_warp,
+                begin: w.begin.0,
+                end: w.end.0,
+                dropped: w.dropped,
+                wrapped: 0,
+                all: Sums::new(),
+                min: None,
+                max: None,
+                sites: BTreeMap::new(),
+            };
+            for r in &w.records {
+                let d = r.duration().0;
+                if r.wrapped() {
+                    st.wrapped += 1;
+                }
+                st.all.add(d);
+                st.sites.entry(r.site).or_insert_with(Sums::new).add(d);
+                st.min = Some(st.min.map_or(d, |m| m.min(d)));
+                st.max = Some(st.max.map_or(d, |m| m.max(d)));
+            }
+            for s in &w.summaries {
+                st.all.add_summary(s.count, s.sum.0);
+                st.sites
+                    .entry(s.site)
+                    .or_insert_with(Sums::new)
+                    .add_summary(s.count, s.sum.0);
+                if s.count > 0 {
+                    st.min = Some(st.min.map_or(s.min.0, |m| m.min(s.min.0)));
+                    st.max = Some(st.max.map_or(s.max.0, |m| m.max(s.max.0)));
+                }
+            }
+            for (site, sums) in &st.sites {
+                site_totals
+                    .entry(*site)
+                    .or_insert_with(Sums::new)
+                    .merge(sums);
+            }
+            dropped += w.dropped as u64;
+            wrapped += st.wrapped;
+            warps.push(st);
+        }
+        Ok(RunStats {
+            sites: launch.sites.clone(),
+            warps,
+            site_totals,
+            dropped,
+            wrapped,
+        })
+    }
+
+    /// The site's name from the launch, or `site N` when the launch did not declare it.
+    pub fn site_name(&self, id: u16) -> String {
+        self.sites
+            .iter()
+            .find(|s| s.id == id)
+            .map(|s| s.name.clone())
+            .unwrap_or_else(|| format!("site {id}"))
+    }
+
+    /// Per-warp mean access times of warps with at least one access, in file order.
+    pub fn warp_means(&self) -> Vec<f64> {
+        self.warps.iter().filter_map(|w| w.mean_access()).collect()
+    }
+
+    pub fn breakdown(&self) -> Breakdown {
+        let n = self.warps.len().max(1) as f64;
+        let mem: u64 = self.warps.iter().map(WarpStat::mem_cycles).sum();
+        let other: u64 = self.warps.iter().map(WarpStat::other_cycles).sum();
+        let accesses: u64 = self.warps.iter().map(|w| w.all.count).sum();
+        let mem_cycles = mem as f64 / n;
+        let other_cycles = other as f64 / n;
+        let total = mem_cycles + other_cycles;
+        let share = |c: f64| if total > 0.0 { c / total } else { 0.0 };
+        let sites = self
+            .site_totals
+            .iter()
+            .map(|(id, s)| {
+                let c = s.sum as f64 / n;
+                (*id, (c, share(c)))
+            })
+            .collect();
+        let mean_access = (accesses > 0).then(|| mem as f64 / accesses as f64);
+        let means = self.warp_means();
+        let spread = means
+            .iter()
+            .copied()
+            .fold(None, |acc: Option<(f64, f64)>, x| {
+                Some(acc.map_or((x, x), |(lo, hi)| (lo.min(x), hi.max(x))))
+            })
+            .map(|(lo, hi)| hi - lo);
+        Breakdown {
+            warps: self.warps.len() as u64,
+            accesses,
+            mem_cycles,
+            other_cycles,
+            mem_share: share(mem_cycles),
+            sites,
+            mean_access,
+            mem_ref_freq: mean_access.filter(|m| *m > 0.0).map(|m| 1.0 / m),
+            warp_mean_var: stats::variance(&means),
+            warp_mean_spread: spread,
+        }
+    }
+
+    /// The SM whose warps fig. 10 shows: the requested one, else the lowest SM id present.
+    pub fn pick_sm(&self, requested: Option<u32>) -> Option<u32> {
+        match requested {
+            Some(sm) => self.warps.iter().any(|w| w.sm == sm).then_some(sm),
+            None => self.warps.iter().map(|w| w.sm).min(),
+        }
+    }
+
+    /// Indices into `warps` of the SM's warps in issue order: by kernel-begin clock, ties by
+    /// global warp index (the order the scheduler handed them out).
+    pub fn issue_order(&self, sm: u32) -> Vec<usize> {
+        let mut idx: Vec<usize> = (0..self.warps.len())
+            .filter(|&i| self.warps[i].sm == sm)
+            .collect();
+        idx.sort_by_key(|&i| (self.warps[i].begin, self.warps[i].global_warp));
+        idx
+    }
+
+    /// The default warp of the single-warp series (fig. 11), precisely: among warps whose access
+    /// count is at least the median access count of the run's warps with any access ("many
+    /// accesses"), the one with the highest mean access time ("high mean"); ties go to the lowest
+    /// global warp index. Returns an index into `warps`.
+    pub fn default_series_warp(&self) -> Option<usize> {
+        let counts: Vec<f64> = self
+            .warps
+            .iter()
+            .filter(|w| w.all.count > 0)
+            .map(|w| w.all.count as f64)
+            .collect();
+        let med = stats::median(&counts)?;
+        self.warps
+            .iter()
+            .enumerate()
+            .filter(|(_, w)| w.all.count > 0 && w.all.count as f64 >= med)
+            .max_by(|(_, a), (_, b)| {
+                let (ma, mb) = (
+                    a.mean_access().unwrap_or(0.0),
+                    b.mean_access().unwrap_or(0.0),
+                );
+                ma.total_cmp(&mb).then(b.global_warp.cmp(&a.global_warp))
+            })
+            .map(|(i, _)| i)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sums_variance_is_exact() {
+        let mut s = Sums::new();
+        for d in [2, 4, 4, 4, 5, 5, 7, 9] {
+            s.add(d);
+        }
+        assert_eq!(s.mean(), Some(5.0));
+        assert_eq!(s.variance(), Some(4.0));
+        let mut t = Sums::new();
+        t.add_summary(3, 30);
+        assert_eq!(t.mean(), Some(10.0));
+        assert_eq!(t.variance(), None);
+        assert_eq!(Sums::new().mean(), None);
+    }
+}

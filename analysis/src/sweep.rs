@@ -1,0 +1,236 @@
+//! Reading a sweep directory: `sweep.csv` (one row per run) and each run's folder.
+//!
+//! The contract (written by the study crate's `sweep`):
+//! ```text
+//! SWEEPDIR/sweep.csv        header + one row per run; columns read by name, in any order:
+//!                           run, shape, view, mode (required); backend, preset, cycles,
+//!                           kernel_ms, frame_rate, tex_hit_rate, dropped_records, overhead,
+//!                           occupancy_bare, occupancy_probed (optional; an empty cell = unknown)
+//! SWEEPDIR/<run>/run.json   trace::RunMetrics (fallback for frame_rate / tex_hit_rate)
+//! SWEEPDIR/<run>/trace.wst  trace::TraceReader
+//! SWEEPDIR/<run>/config.toml  the effective emulator config (optional)
+//! ```
+
+use crate::AnalysisError;
+use std::path::{Path, PathBuf};
+
+/// One row of `sweep.csv`, with run.json's metrics filling cells the CSV left empty.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SweepRow {
+    pub run: String,
+    pub backend: String,
+    pub preset: String,
+    pub shape: String,
+    pub view: String,
+    pub mode: String,
+    pub cycles: Option<f64>,
+    pub kernel_ms: Option<f64>,
+    pub frame_rate: Option<f64>,
+    pub tex_hit_rate: Option<f64>,
+    pub dropped_records: Option<f64>,
+    pub overhead: Option<f64>,
+}
+
+/// A run's folder contents that the analysis needs besides the trace.
+#[derive(Debug, Clone)]
+pub(crate) struct RunFiles {
+    pub row: SweepRow,
+    pub trace: PathBuf,
+    /// The effective emulator config, when the run wrote one.
+    pub config: Option<String>,
+}
+
+/// Why a listed run was left out of the analysis.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Skipped {
+    pub run: String,
+    pub reason: String,
+}
+
+const REQUIRED: [&str; 4] = ["run", "shape", "view", "mode"];
+
+/// Reads `sweep.csv`, rejecting a directory that is not a sweep with a message saying why.
+pub(crate) fn read_sweep_csv(dir: &Path) -> Result<Vec<SweepRow>, AnalysisError> {
+    let not_sweep = |reason: String| AnalysisError::NotASweep {
+        path: dir.to_path_buf(),
+        reason,
+    };
+    if !dir.is_dir() {
+        return Err(not_sweep("no such directory".into()));
+    }
+    let path = dir.join("sweep.csv");
+    if !path.is_file() {
+        return Err(not_sweep("it has no sweep.csv".into()));
+    }
+    let mut rdr = csv::ReaderBuilder::new()
+        .has_headers(true)
+        .from_path(&path)
+        .map_err(|e| csv_error(&path, 1, e))?;
+    let headers = rdr.headers().map_err(|e| csv_error(&path, 1, e))?.clone();
+    let col = |name: &str| headers.iter().position(|h| h.trim() == name);
+    if let Some(missing) = REQUIRED.iter().find(|c| col(c).is_none()) {
+        return Err(not_sweep(format!(
+            "sweep.csv has no `{missing}` column (header: {})",
+            headers.iter().collect::<Vec<_>>().join(",")
+        )));
+    }
+    let mut rows = Vec::new();
+    for (i, rec) in rdr.records().enumerate() {
+        let line = i as u64 + 2;
+        let rec = rec.map_err(|e| csv_error(&path, line, e))?;
+        let text = |name: &str| {
+            col(name)
+                .and_then(|c| rec.get(c))
+                .map(|s| s.trim().to_string())
+                .unwrap_or_default()
+        };
+        let num = |name: &str| -> Result<Option<f64>, AnalysisError> {
+            parse_optional(&text(name)).map_err(|reason| AnalysisError::SweepCsv {
+                path: path.clone(),
+                line,
+                reason: format!("column `{name}`: {reason}"),
+            })
+        };
+        let row = SweepRow {
+            run: text("run"),
+            backend: text("backend"),
+            preset: text("preset"),
+            shape: text("shape"),
+            view: text("view"),
+            mode: text("mode"),
+            cycles: num("cycles")?,
+            kernel_ms: num("kernel_ms")?,
+            frame_rate: num("frame_rate")?,
+            tex_hit_rate: num("tex_hit_rate")?,
+            dropped_records: num("dropped_records")?,
+            overhead: num("overhead")?,
+        };
+        if row.run.is_empty() || row.run.contains(['/', '\\']) || row.run == ".." {
+            return Err(AnalysisError::SweepCsv {
+                path: path.clone(),
+                line,
+                reason: format!(
+                    "`run` must name a folder inside the sweep, got {:?}",
+                    row.run
+                ),
+            });
+        }
+        rows.push(row);
+    }
+    if rows.is_empty() {
+        return Err(not_sweep("sweep.csv lists no runs".into()));
+    }
+    Ok(rows)
+}
+
+fn csv_error(path: &Path, line: u64, e: csv::Error) -> AnalysisError {
+    AnalysisError::SweepCsv {
+        path: path.to_path_buf(),
+        line: e.position().map(|p| p.line()).unwrap_or(line),
+        reason: e.to_string(),
+    }
+}
+
+/// An empty cell (or `nan`/`NA`, which spreadsheets write) is unknown; anything else must parse.
+fn parse_optional(s: &str) -> Result<Option<f64>, String> {
+    if s.is_empty() || s.eq_ignore_ascii_case("nan") || s.eq_ignore_ascii_case("na") {
+        return Ok(None);
+    }
+    s.parse::<f64>()
+        .map(Some)
+        .map_err(|_| format!("{s:?} is not a number"))
+}
+
+/// Locates each run's files; runs without a trace are returned as skipped, with the reason.
+pub(crate) fn locate_runs(dir: &Path, rows: Vec<SweepRow>) -> (Vec<RunFiles>, Vec<Skipped>) {
+    let mut found = Vec::new();
+    let mut skipped = Vec::new();
+    for mut row in rows {
+        let run_dir = dir.join(&row.run);
+        let trace = run_dir.join(trace::TRACE_FILE_NAME);
+        if !trace.is_file() {
+            skipped.push(Skipped {
+                reason: format!("no {} in {}", trace::TRACE_FILE_NAME, run_dir.display()),
+                run: row.run,
+            });
+            continue;
+        }
+        // run.json fills what sweep.csv left empty; a run without one still has its trace.
+        if let Ok(m) = trace::RunMetrics::read(&run_dir.join("run.json")) {
+            row.frame_rate = row.frame_rate.or(m.frame_rate);
+            row.tex_hit_rate = row.tex_hit_rate.or(m.tex_hit_rate);
+            row.kernel_ms = row.kernel_ms.or(m.kernel_ms);
+            row.cycles = row.cycles.or(m.cycles.map(|c| c as f64));
+            if row.backend.is_empty() {
+                row.backend = m.backend;
+            }
+            if row.preset.is_empty() {
+                row.preset = m.preset.unwrap_or_default();
+            }
+        }
+        let config = std::fs::read_to_string(run_dir.join("config.toml")).ok();
+        found.push(RunFiles { row, trace, config });
+    }
+    (found, skipped)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_rows_by_column_name_with_empty_cells() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("sweep.csv"),
+            "mode,run,shape,view,tex_hit_rate,frame_rate\nfence,a,16x8,\"0,0,0\",,12.5\nnaive,b,8x16,\"90,0,90\",0.5,nan\n",
+        )
+        .unwrap();
+        let rows = read_sweep_csv(dir.path()).unwrap();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[0].run, "a");
+        assert_eq!(rows[0].view, "0,0,0");
+        assert_eq!(rows[0].tex_hit_rate, None);
+        assert_eq!(rows[0].frame_rate, Some(12.5));
+        assert_eq!(rows[1].tex_hit_rate, Some(0.5));
+        assert_eq!(rows[1].frame_rate, None);
+    }
+
+    #[test]
+    fn rejects_non_sweeps_with_reasons() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = read_sweep_csv(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("no sweep.csv"), "{e}");
+        std::fs::write(dir.path().join("sweep.csv"), "run,shape\nx,1x1\n").unwrap();
+        let e = read_sweep_csv(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("`view`"), "{e}");
+        std::fs::write(
+            dir.path().join("sweep.csv"),
+            "run,shape,view,mode,cycles\nx,1x1,0,fence,lots\n",
+        )
+        .unwrap();
+        let e = read_sweep_csv(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("line 2") && e.contains("cycles"), "{e}");
+        std::fs::write(
+            dir.path().join("sweep.csv"),
+            "run,shape,view,mode\n../x,1x1,0,fence\n",
+        )
+        .unwrap();
+        assert!(read_sweep_csv(dir.path()).is_err());
+    }
+
+    #[test]
+    fn runs_without_trace_are_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("sweep.csv"),
+            "run,shape,view,mode\nmissing,1x1,0,fence\n",
+        )
+        .unwrap();
+        let rows = read_sweep_csv(dir.path()).unwrap();
+        let (found, skipped) = locate_runs(dir.path(), rows);
+        assert!(found.is_empty());
+        assert_eq!(skipped[0].run, "missing");
+        assert!(skipped[0].reason.contains("trace.wst"));
+    }
+}

@@ -1,0 +1,622 @@
+//! End-to-end tests of `analyze` and `write_parquet` on small synthetic sweeps whose every number
+//! is computed by hand in the comments, plus the headless-Chromium check of report.html.
+
+use analysis::{AnalyzeOptions, analyze, write_parquet};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use trace::{
+    Cycles, Dim3, LaunchInfo, ProbeMode, Record, RecordKind, Region, RunMetrics, SiteInfo, SmId,
+    Trace, TraceWriter, WarpTrace,
+};
+
+/// One synthetic warp: SM, kernel begin, kernel end, records as (site, duration).
+struct W {
+    sm: u32,
+    begin: u64,
+    end: u64,
+    recs: Vec<(u16, u64)>,
+}
+
+fn w(sm: u32, begin: u64, end: u64, recs: &[(u16, u64)]) -> W {
+    W {
+        sm,
+        begin,
+        end,
+        recs: recs.to_vec(),
+    }
+}
+
+/// One synthetic run of the sweep.
+struct RunSpec {
+    shape: &'static str,
+    view: &'static str,
+    mode: &'static str,
+    hit: Option<f64>,
+    fps: Option<f64>,
+    warps: Vec<W>,
+}
+
+fn run_name(r: &RunSpec) -> String {
+    format!("{}_v{}_{}", r.shape, r.view.replace(',', "-"), r.mode)
+}
+
+/// Writes SWEEPDIR/sweep.csv and each run's trace.wst, run.json and config.toml.
+fn make_sweep(dir: &Path, runs: &[RunSpec]) {
+    let mut csv = String::from(
+        "run,backend,preset,shape,view,mode,cycles,kernel_ms,frame_rate,tex_hit_rate,dropped_records,overhead,occupancy_bare,occupancy_probed\n",
+    );
+    for r in runs {
+        let name = run_name(r);
+        let rd = dir.join(&name);
+        std::fs::create_dir_all(&rd).unwrap();
+        let mode: ProbeMode = r.mode.parse().unwrap();
+        let (bx, by) = r.shape.split_once('x').unwrap();
+        let block = Dim3::new(bx.parse().unwrap(), by.parse().unwrap(), 1);
+        let launch = LaunchInfo::new("d_render", Dim3::new(2, 1, 1), block)
+            .with_probe(mode, RecordKind::Trace)
+            .with_sites(vec![
+                SiteInfo::new(0, "volume sample", Region::Texture),
+                SiteInfo::new(1, "transfer function", Region::Texture),
+            ]);
+        let warps = r
+            .warps
+            .iter()
+            .enumerate()
+            .map(|(i, spec)| {
+                let mut t =
+                    WarpTrace::new([i as u32 % 2, 0, 0], i as u32 / 2, i as u32, SmId(spec.sm));
+                t.begin = Cycles(spec.begin);
+                t.end = Cycles(spec.end);
+                let mut clock = spec.begin + 1;
+                for (k, &(site, d)) in spec.recs.iter().enumerate() {
+                    t.records.push(Record {
+                        site,
+                        seq: k as u32,
+                        start: Cycles(clock),
+                        end: Cycles(clock + d),
+                    });
+                    clock += d + 1;
+                }
+                t
+            })
+            .collect();
+        let trace = Trace { launch, warps };
+        TraceWriter::write_all(&rd.join("trace.wst"), &trace).unwrap();
+        let mut m = RunMetrics::new("emu", "d_render", Dim3::new(2, 1, 1), block, mode);
+        m.tex_hit_rate = r.hit;
+        m.frame_rate = r.fps;
+        m.extra.insert("shape".into(), r.shape.into());
+        m.extra.insert("view".into(), r.view.into());
+        m.write(&rd.join("run.json")).unwrap();
+        std::fs::write(rd.join("config.toml"), "[core]\nclock_mhz = 1401.0\n").unwrap();
+        let opt = |x: Option<f64>| x.map(|v| v.to_string()).unwrap_or_default();
+        csv.push_str(&format!(
+            "{name},emu,gtx480,{},\"{}\",{},1000,1.0,{},{},0,1.1,8,8\n",
+            r.shape,
+            r.view,
+            r.mode,
+            opt(r.fps),
+            opt(r.hit)
+        ));
+    }
+    std::fs::write(dir.join("sweep.csv"), csv).unwrap();
+}
+
+/// Reads a CSV output into rows of column → text.
+fn read_csv(path: &Path) -> Vec<BTreeMap<String, String>> {
+    let mut rdr = csv::Reader::from_path(path).unwrap();
+    let headers = rdr.headers().unwrap().clone();
+    rdr.records()
+        .map(|r| {
+            let r = r.unwrap();
+            headers
+                .iter()
+                .zip(r.iter())
+                .map(|(h, v)| (h.to_string(), v.to_string()))
+                .collect()
+        })
+        .collect()
+}
+
+fn num(row: &BTreeMap<String, String>, col: &str) -> f64 {
+    row[col]
+        .parse()
+        .unwrap_or_else(|_| panic!("{col} = {:?}", row[col]))
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * b.abs().max(1.0)
+}
+
+/// Runs whose mean access time is `t` cycles with one warp of 4 accesses of `t` each.
+fn uniform_run(
+    shape: &'static str,
+    mode: &'static str,
+    t: u64,
+    hit: Option<f64>,
+    fps: Option<f64>,
+) -> RunSpec {
+    RunSpec {
+        shape,
+        view: "0,0,0",
+        mode,
+        hit,
+        fps,
+        warps: vec![w(0, 0, 10 * t, &[(0, t), (1, t), (0, t), (0, t)])],
+    }
+}
+
+/// The sweep most tests use.
+fn standard_sweep(dir: &Path) {
+    let mut runs = vec![
+        // Breakdown by hand: warp 0 mem 100+50 = 150, other 1000−150 = 850; warp 1 mem
+        // 200+100 = 300, other 600−300 = 300. Means: mem 225, other 575, share 225/800.
+        // Site 0: (100+300)/2 = 200 per warp (share 0.25); site 1: 50/2 = 25 (0.03125).
+        // Mean access 450/4 = 112.5; warp means 75 and 150: variance 37.5² = 1406.25, spread 75.
+        RunSpec {
+            shape: "16x8",
+            view: "90,0,90",
+            mode: "fence",
+            hit: Some(0.5),
+            fps: Some(10.0),
+            warps: vec![
+                w(0, 0, 1000, &[(0, 100), (1, 50)]),
+                w(1, 10, 610, &[(0, 200), (0, 100)]),
+            ],
+        },
+    ];
+    // (0,0,0), fence: mean access 100, 50, 25 → frequency 0.01, 0.02, 0.04; hit rate rises
+    // linearly with frequency (r = 1) and frame rate falls (ρ = −1); one run lacks a hit rate.
+    runs.push(uniform_run("128x1", "fence", 100, Some(0.1), Some(30.0)));
+    runs.push(uniform_run("64x2", "fence", 50, Some(0.2), Some(20.0)));
+    runs.push(uniform_run("32x4", "fence", 25, Some(0.4), Some(10.0)));
+    runs.push(uniform_run("8x16", "fence", 10, None, Some(5.0)));
+    // (0,0,0), naive: the same shapes, shorter times.
+    runs.push(uniform_run("128x1", "naive", 5, Some(0.1), Some(30.0)));
+    runs.push(uniform_run("64x2", "naive", 6, Some(0.2), Some(20.0)));
+    make_sweep(dir, &runs);
+}
+
+#[test]
+fn breakdown_matches_hand_computed_values() {
+    let sweep = tempfile::tempdir().unwrap();
+    standard_sweep(sweep.path());
+    let out = sweep.path().join("analysis");
+    let summary = analyze(sweep.path(), &out, &AnalyzeOptions::default()).unwrap();
+    assert_eq!(summary.runs_analyzed, 7);
+    let rows = read_csv(&out.join("breakdown.csv"));
+    let r = rows.iter().find(|r| r["shape"] == "16x8").unwrap();
+    assert_eq!(r["view"], "90,0,90");
+    assert_eq!(r["mode"], "fence");
+    assert_eq!(num(r, "warps"), 2.0);
+    assert_eq!(num(r, "accesses"), 4.0);
+    assert!(close(num(r, "mem_cycles"), 225.0));
+    assert!(close(num(r, "other_cycles"), 575.0));
+    assert!(close(num(r, "mem_share"), 225.0 / 800.0));
+    assert!(close(num(r, "mem_cycles_site0"), 200.0));
+    assert!(close(num(r, "mem_share_site0"), 0.25));
+    assert!(close(num(r, "mem_cycles_site1"), 25.0));
+    assert!(close(num(r, "mem_share_site1"), 0.03125));
+    assert!(close(num(r, "mean_access_cycles"), 112.5));
+    assert!(close(num(r, "mem_ref_freq"), 1.0 / 112.5));
+    assert!(close(num(r, "warp_mean_var"), 1406.25));
+    assert!(close(num(r, "warp_mean_spread"), 75.0));
+    assert!(close(num(r, "tex_hit_rate"), 0.5));
+    // Per-warp rows: warp 1 is on SM 1, first in issue order there.
+    let warps = read_csv(&out.join("warps.csv"));
+    let w1 = warps
+        .iter()
+        .find(|r| r["run"] == "16x8_v90-0-90_fence" && r["global_warp"] == "1")
+        .unwrap();
+    assert_eq!(w1["sm"], "1");
+    assert_eq!(w1["issue_order"], "0");
+    assert!(close(num(w1, "mean_access"), 150.0));
+    // Durations 200 and 100: variance 50² = 2500.
+    assert!(close(num(w1, "var_access"), 2500.0));
+    assert_eq!(num(w1, "other_cycles"), 300.0);
+}
+
+#[test]
+fn correlation_matches_hand_computed_values_and_leaves_out_missing_metrics() {
+    let sweep = tempfile::tempdir().unwrap();
+    standard_sweep(sweep.path());
+    let out = sweep.path().join("analysis");
+    let summary = analyze(sweep.path(), &out, &AnalyzeOptions::default()).unwrap();
+    let rows = read_csv(&out.join("correlation.csv"));
+    let get = |view: &str, mode: &str, y: &str| {
+        rows.iter()
+            .find(|r| r["view"] == view && r["mode"] == mode && r["y"] == y)
+            .unwrap()
+            .clone()
+    };
+    let hit = get("0,0,0", "fence", "tex_hit_rate");
+    assert_eq!(hit["x"], "mem_ref_freq");
+    // 8x16 has no hit rate: n = 3 of 4, and the points lie on a line.
+    assert_eq!(hit["n"], "3");
+    assert_eq!(hit["excluded"], "1");
+    assert!(close(num(&hit, "pearson"), 1.0));
+    assert!(close(num(&hit, "spearman"), 1.0));
+    let fps = get("0,0,0", "fence", "frame_rate");
+    assert_eq!(fps["n"], "4");
+    // Frequencies 0.01, 0.02, 0.04, 0.1 vs frame rates 30, 20, 10, 5: ranks reversed.
+    assert!(close(num(&fps, "spearman"), -1.0));
+    let (x, y) = ([0.01, 0.02, 0.04, 0.1], [30.0, 20.0, 10.0, 5.0]);
+    assert!(close(
+        num(&fps, "pearson"),
+        analysis::stats::pearson(&x, &y).unwrap()
+    ));
+    // A single run: no coefficient, empty cells.
+    let single = get("90,0,90", "fence", "tex_hit_rate");
+    assert_eq!(single["pearson"], "");
+    assert_eq!(single["n"], "1");
+    assert!(
+        summary
+            .excluded_from_correlation
+            .iter()
+            .any(|e| e.contains("8x16_v0-0-0_fence") && e.contains("tex_hit_rate")),
+        "{:?}",
+        summary.excluded_from_correlation
+    );
+    let md = std::fs::read_to_string(&summary.report_md).unwrap();
+    assert!(md.contains("8x16_v0-0-0_fence has no tex_hit_rate"), "{md}");
+}
+
+#[test]
+fn findings_state_naive_vs_fenced_shares_and_correlations() {
+    let sweep = tempfile::tempdir().unwrap();
+    standard_sweep(sweep.path());
+    let out = sweep.path().join("analysis");
+    let s = analyze(sweep.path(), &out, &AnalyzeOptions::default()).unwrap();
+    // Uniform runs: mem = 4t of 10t → 40% in both modes; naive is not below half.
+    let f = s
+        .findings
+        .iter()
+        .find(|f| f.starts_with("At (0,0,0), naive"))
+        .unwrap();
+    assert!(f.contains("0 of 2 shapes"), "{f}");
+    assert!(
+        s.findings.iter().any(
+            |f| f.contains("correlates positively with texture-cache hit rate across 3 shapes")
+        ),
+        "{:?}",
+        s.findings
+    );
+}
+
+#[test]
+fn hot_spots_flag_the_slow_warp_and_say_so() {
+    let sweep = tempfile::tempdir().unwrap();
+    // Nine warps with accesses of 10 cycles, one with 100: baseline (median warp mean) 10;
+    // the slow warp's excess is 4·100 − 4·10 = 360, everyone else's 0, so MAD = 0 and the
+    // mean-absolute-deviation fallback gives z = 360 / (1.253314 · 36) ≈ 7.98 > 3.5.
+    let mut warps: Vec<W> = (0..9).map(|i| w(0, i, 1000 + i, &[(0, 10); 4])).collect();
+    warps.push(w(0, 9, 1009, &[(0, 100); 4]));
+    let run = RunSpec {
+        shape: "8x16",
+        view: "90,0,90",
+        mode: "fence",
+        hit: Some(0.9),
+        fps: Some(1.0),
+        warps,
+    };
+    make_sweep(sweep.path(), &[run]);
+    let out = sweep.path().join("analysis");
+    let s = analyze(sweep.path(), &out, &AnalyzeOptions::default()).unwrap();
+    let rows = read_csv(&out.join("hotspots.csv"));
+    let slow = rows
+        .iter()
+        .find(|r| r["kind"] == "warp" && r["id"] == "warp 9")
+        .unwrap();
+    assert_eq!(slow["rank_excess"], "1");
+    assert_eq!(slow["outlier"], "true");
+    assert!(close(num(slow, "excess_cycles"), 360.0));
+    assert!(close(num(slow, "excess_ratio"), 10.0));
+    assert!(close(num(slow, "z_excess"), 360.0 / (1.253314 * 36.0)));
+    let normal: Vec<_> = rows
+        .iter()
+        .filter(|r| r["kind"] == "warp" && r["id"] != "warp 9")
+        .collect();
+    assert!(normal.iter().all(|r| r["outlier"] == "false"));
+    assert!(
+        s.findings
+            .iter()
+            .any(|f| f.contains("warp 9 on SM 0 spends 10.0× the typical memory time")),
+        "{:?}",
+        s.findings
+    );
+}
+
+#[test]
+fn same_hit_rate_different_variance_is_a_finding() {
+    let sweep = tempfile::tempdir().unwrap();
+    // 8x16: warp means 10 and 50 → variance 400. 2x64: warp means 20 and 30 → variance 25.
+    // Hit rates 0.900 and 0.905 are "the same"; 400 / 25 = 16×.
+    let a = RunSpec {
+        shape: "8x16",
+        view: "90,0,90",
+        mode: "fence",
+        hit: Some(0.9),
+        fps: Some(1.0),
+        warps: vec![w(0, 0, 500, &[(0, 10)]), w(0, 1, 501, &[(0, 50)])],
+    };
+    let b = RunSpec {
+        shape: "2x64",
+        view: "90,0,90",
+        mode: "fence",
+        hit: Some(0.905),
+        fps: Some(1.0),
+        warps: vec![w(0, 0, 500, &[(0, 20)]), w(0, 1, 501, &[(0, 30)])],
+    };
+    make_sweep(sweep.path(), &[a, b]);
+    let s = analyze(
+        sweep.path(),
+        &sweep.path().join("out"),
+        &AnalyzeOptions::default(),
+    )
+    .unwrap();
+    assert!(
+        s.findings.iter().any(|f| f.contains(
+            "At (90,0,90) (fence), 8×16 has the same texture hit rate as 2×64 (90.0% vs 90.5%) but 16.0× the per-warp variance"
+        )),
+        "{:?}",
+        s.findings
+    );
+}
+
+#[test]
+fn rejects_directories_that_are_not_sweeps() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = analyze(
+        dir.path(),
+        &dir.path().join("o"),
+        &AnalyzeOptions::default(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("not a warpscope sweep") && e.contains("sweep.csv"),
+        "{e}"
+    );
+    std::fs::write(
+        dir.path().join("sweep.csv"),
+        "run,shape,view,mode\nghost,1x1,\"0,0,0\",fence\n",
+    )
+    .unwrap();
+    let e = analyze(
+        dir.path(),
+        &dir.path().join("o"),
+        &AnalyzeOptions::default(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("ghost") && e.contains("trace.wst"), "{e}");
+}
+
+fn all_files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let p = e.unwrap().path();
+            (
+                p.strip_prefix(dir).unwrap().to_path_buf(),
+                std::fs::read(&p).unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn outputs_are_complete_atomic_and_deterministic() {
+    let sweep = tempfile::tempdir().unwrap();
+    standard_sweep(sweep.path());
+    let a = sweep.path().join("a");
+    let b = sweep.path().join("b");
+    let s = analyze(sweep.path(), &a, &AnalyzeOptions::default()).unwrap();
+    analyze(sweep.path(), &b, &AnalyzeOptions::default()).unwrap();
+    let fa = all_files(&a);
+    let fb = all_files(&b);
+    assert_eq!(fa.keys().collect::<Vec<_>>(), fb.keys().collect::<Vec<_>>());
+    for (k, v) in &fa {
+        // The report names its sweep folder, which is the same here.
+        assert!(v == &fb[k], "{} differs between two runs", k.display());
+        assert!(
+            !k.to_string_lossy().starts_with(".tmp"),
+            "temp file left: {}",
+            k.display()
+        );
+    }
+    for name in [
+        "breakdown.csv",
+        "correlation.csv",
+        "warps.csv",
+        "hotspots.csv",
+        "report.html",
+        "report.md",
+        "breakdown_0-0-0.png",
+        "breakdown_0-0-0.svg",
+        "frequency_90-0-90.png",
+    ] {
+        assert!(fa.contains_key(Path::new(name)), "missing {name}");
+    }
+    assert!(fa.keys().any(|k| k.to_string_lossy().starts_with("warps_")));
+    assert!(
+        fa.keys()
+            .any(|k| k.to_string_lossy().starts_with("series_"))
+    );
+    assert_eq!(s.files.len(), fa.len());
+    let html = String::from_utf8(fa[Path::new("report.html")].clone()).unwrap();
+    assert!(html.contains("<svg") && html.contains("clock_mhz = 1401.0"));
+    assert!(!html.contains("<script") && !html.contains("src=\"http"));
+}
+
+#[test]
+fn parquet_round_trips_every_value() {
+    use polars::prelude::*;
+    let dir = tempfile::tempdir().unwrap();
+    let launch = LaunchInfo::new("k", Dim3::new(2, 1, 1), Dim3::new(64, 1, 1))
+        .with_probe(ProbeMode::Naive, RecordKind::Trace)
+        .with_sites(vec![SiteInfo::new(0, "p[i]", Region::Global)]);
+    let mut warps = Vec::new();
+    for i in 0..5u32 {
+        let mut t = WarpTrace::new([i / 2, 1, 0], i % 2, i, SmId(i % 3));
+        t.hw_warp = 7 + i;
+        for k in 0..(i * 3) {
+            // Site 9 is undeclared; one record per warp has a wrapped clock.
+            let (start, end) = if k == 1 {
+                (50, 10)
+            } else {
+                (100 * k as u64, 100 * k as u64 + 5 + k as u64)
+            };
+            t.records.push(Record {
+                site: if k % 4 == 3 { 9 } else { 0 },
+                seq: k,
+                start: Cycles(start),
+                end: Cycles(end),
+            });
+        }
+        warps.push(t);
+    }
+    let tr = Trace { launch, warps };
+    let path = dir.path().join("trace.wst");
+    TraceWriter::write_all(&path, &tr).unwrap();
+    let reader = trace::TraceReader::open(&path).unwrap();
+    let out = dir.path().join("records.parquet");
+    let n = write_parquet(&reader, &out).unwrap();
+    assert_eq!(n, tr.record_count());
+    let df = ParquetReader::new(std::fs::File::open(&out).unwrap())
+        .finish()
+        .unwrap();
+    assert_eq!(df.height() as u64, n);
+    let u32c = |name: &str| -> Vec<u32> {
+        df.column(name)
+            .unwrap()
+            .u32()
+            .unwrap()
+            .into_no_null_iter()
+            .collect()
+    };
+    let u64c = |name: &str| -> Vec<u64> {
+        df.column(name)
+            .unwrap()
+            .u64()
+            .unwrap()
+            .into_no_null_iter()
+            .collect()
+    };
+    let strc = |name: &str| -> Vec<String> {
+        let ca = df.column(name).unwrap().str().unwrap();
+        (0..ca.len())
+            .map(|i| ca.get(i).unwrap().to_string())
+            .collect()
+    };
+    let sites: Vec<u16> = df
+        .column("site")
+        .unwrap()
+        .u16()
+        .unwrap()
+        .into_no_null_iter()
+        .collect();
+    let wrapped_ca = df.column("wrapped").unwrap().bool().unwrap();
+    let wrapped: Vec<bool> = (0..wrapped_ca.len())
+        .map(|i| wrapped_ca.get(i).unwrap())
+        .collect();
+    let (launch_c, bx, by, bz, warp, gw, sm, hw, seq) = (
+        u32c("launch"),
+        u32c("block_x"),
+        u32c("block_y"),
+        u32c("block_z"),
+        u32c("warp"),
+        u32c("global_warp"),
+        u32c("sm"),
+        u32c("hw_warp"),
+        u32c("seq"),
+    );
+    let (start, end, dur) = (u64c("start"), u64c("end"), u64c("duration"));
+    let (names, regions, modes) = (strc("site_name"), strc("region"), strc("mode"));
+    let mut i = 0;
+    for t in &tr.warps {
+        for r in &t.records {
+            assert_eq!(launch_c[i], 0);
+            assert_eq!([bx[i], by[i], bz[i]], t.block);
+            assert_eq!(
+                (warp[i], gw[i], sm[i], hw[i]),
+                (t.warp, t.global_warp, t.sm.0, t.hw_warp)
+            );
+            assert_eq!((sites[i], seq[i]), (r.site, r.seq));
+            assert_eq!(
+                (start[i], end[i], dur[i]),
+                (r.start.0, r.end.0, r.duration().0)
+            );
+            assert_eq!(wrapped[i], r.wrapped());
+            let (name, region) = if r.site == 0 {
+                ("p[i]", "global")
+            } else {
+                ("site 9", "")
+            };
+            assert_eq!((names[i].as_str(), regions[i].as_str()), (name, region));
+            assert_eq!(modes[i], "naive");
+            i += 1;
+        }
+    }
+    assert_eq!(i as u64, n);
+    assert!(wrapped.iter().any(|&w| w));
+}
+
+#[test]
+fn report_renders_in_headless_chromium() {
+    let chromium = ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|c| {
+            std::process::Command::new(c)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        });
+    let Some(chromium) = chromium else {
+        if std::env::var("CI").is_ok_and(|v| v == "true") {
+            panic!("chromium is required in CI (apt-get install -y chromium)");
+        }
+        eprintln!("skipped: chromium not installed (apt-get install -y chromium)");
+        return;
+    };
+    let sweep = tempfile::tempdir().unwrap();
+    standard_sweep(sweep.path());
+    let out = sweep.path().join("analysis");
+    let s = analyze(sweep.path(), &out, &AnalyzeOptions::default()).unwrap();
+    let shot = out.join("screenshot.png");
+    let profile = tempfile::tempdir().unwrap();
+    let result = std::process::Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--enable-logging=stderr",
+            "--v=0",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg("--window-size=1280,2000")
+        .arg(format!("file://{}", s.report_html.display()))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert!(result.status.success(), "chromium failed: {stderr}");
+    for bad in ["Uncaught", "ERROR:CONSOLE"] {
+        assert!(
+            !stderr.contains(bad),
+            "console error in report.html: {stderr}"
+        );
+    }
+    let png = std::fs::read(&shot).unwrap();
+    assert_eq!(&png[1..4], b"PNG");
+    // A blank page compresses to a few KiB; tables and figures make it much larger.
+    assert!(png.len() > 50_000, "screenshot only {} bytes", png.len());
+    if let Ok(keep) = std::env::var("WARPSCOPE_KEEP_SCREENSHOT") {
+        std::fs::copy(&shot, keep).unwrap();
+    }
+}

@@ -11,8 +11,8 @@
 //! The texture unit is modelled as CUDA's programming guide ("Texture Fetching") specifies it:
 //! normalized coordinates scaled by the extent, minus ½ texel, `floor` for the texel, the
 //! fractional weight stored in 1.8 fixed point (8 fractional bits, rounded to nearest), clamp to
-//! the edge texels, and `(1-α)·T[i] + α·T[i+1]` per axis, x then y then z. u8 texels read as
-//! normalized float are `v / 255`.
+//! the edge texels, and the guide's formula `Σ (1-α)(1-β)(1-γ)·T[i,j,k] + α(1-β)(1-γ)·T[i+1,j,k] + …`
+//! summed in that order (x fastest). u8 texels read as normalized float are `v / 255`.
 //!
 //! Main items: [`RenderParams`] (image size and the kernel's scalar arguments), [`Image`] (RGBA8,
 //! x fastest, row 0 at the bottom as in the SDK's OpenGL buffer), [`render_reference`],
@@ -212,30 +212,40 @@ fn clamp_index(i: i64, n: u32) -> usize {
     i.clamp(0, n as i64 - 1) as usize
 }
 
-fn lerp(a: f32, b: f32, w: f32) -> f32 {
-    (1.0 - w) * a + w * b
+/// The guide's filter formula: Σ over the 2^d corners (x varying fastest) of the product of the
+/// per-axis weights (`1-α` or `α`, multiplied in axis order) times the texel. The weights are
+/// multiples of 2⁻⁸, so their products are exact in f32; only the sum rounds, in corner order.
+fn filter<const D: usize>(
+    idx: [(i64, f32); D],
+    extent: [u32; D],
+    texel: impl Fn([usize; D]) -> [f32; 4],
+) -> [f32; 4] {
+    let mut acc = [0f32; 4];
+    for corner in 0..(1usize << D) {
+        let mut w = 1f32;
+        let mut at = [0usize; D];
+        for k in 0..D {
+            let hi = (corner >> k) & 1;
+            w *= if hi == 1 { idx[k].1 } else { 1.0 - idx[k].1 };
+            at[k] = clamp_index(idx[k].0 + hi as i64, extent[k]);
+        }
+        let t = texel(at);
+        for c in 0..4 {
+            acc[c] += w * t[c];
+        }
+    }
+    acc
 }
 
 /// `tex3D<float>` of a u8 volume read as normalized float: trilinear, normalized coords, clamp.
 pub fn sample_volume(vol: &Volume, c: [f32; 3]) -> f32 {
     let [w, h, d] = vol.dims;
-    let (ix, ax) = texel_weight(c[0], w);
-    let (iy, ay) = texel_weight(c[1], h);
-    let (iz, az) = texel_weight(c[2], d);
-    let xs = [clamp_index(ix, w), clamp_index(ix + 1, w)];
-    let ys = [clamp_index(iy, h), clamp_index(iy + 1, h)];
-    let zs = [clamp_index(iz, d), clamp_index(iz + 1, d)];
-    let t = |x: usize, y: usize, z: usize| {
-        vol.data[x + w as usize * (y + h as usize * z)] as f32 / 255.0
-    };
-    let plane = |z: usize| {
-        lerp(
-            lerp(t(xs[0], ys[0], z), t(xs[1], ys[0], z), ax),
-            lerp(t(xs[0], ys[1], z), t(xs[1], ys[1], z), ax),
-            ay,
-        )
-    };
-    lerp(plane(zs[0]), plane(zs[1]), az)
+    let idx = [texel_weight(c[0], w), texel_weight(c[1], h), texel_weight(c[2], d)];
+    let v = filter(idx, vol.dims, |[x, y, z]| {
+        let b = vol.data[x + w as usize * (y + h as usize * z)];
+        [b as f32 / 255.0, 0.0, 0.0, 1.0]
+    });
+    v[0]
 }
 
 /// `tex1D<float4>` of the transfer function: linear, normalized coords, clamp.
@@ -244,9 +254,7 @@ pub fn sample_transfer(table: &[[f32; 4]], c: f32) -> [f32; 4] {
     if n == 0 {
         return [0.0; 4];
     }
-    let (i, a) = texel_weight(c, n);
-    let (t0, t1) = (table[clamp_index(i, n)], table[clamp_index(i + 1, n)]);
-    [0, 1, 2, 3].map(|k| lerp(t0[k], t1[k], a))
+    filter([texel_weight(c, n)], [n], |[i]| table[i])
 }
 
 /// `__saturatef`: clamp to [0, 1], NaN → 0 (PTX `cvt.sat.f32.f32`).

@@ -1,10 +1,74 @@
 //! Typed GPU configuration for the emulator's timing model, loaded from TOML with named fields
-//! and units in the names, and the built-in presets (gtx480, v100, a100, h100).
+//! and units in the names, and the built-in presets (`gtx480`, `v100`, `a100`, `h100`).
 //!
-//! (Skeleton: `sm` and `pipeline` are the contract the scheduler relies on; the memory sections
-//! and presets are filled in by the timing model.)
+//! Why typed TOML: a GPGPU-Sim config is a positional mini-language (`S:4:128:64,L:T:m:L:L,…`)
+//! where a swapped number silently builds another GPU. Here every number has a name with its unit
+//! (`size_bytes`, `latency_cycles`, `bandwidth_bytes_per_cycle`, `clock_mhz`), unknown keys are
+//! rejected, and [`GpuConfig::validate`] names the offending field
+//! (`l2.slices: must be a power of two, got 12`). The effective config ([`GpuConfig::to_toml`]) is
+//! written next to every result, so a run can always be reproduced.
+//!
+//! Main types: [`GpuConfig`] (the whole GPU), [`SmConfig`] (occupancy limits and schedulers),
+//! [`PipelineConfig`] (functional-unit latencies and issue intervals), [`CacheConfig`] (one
+//! set-associative sectored cache), [`TextureConfig`], [`SharedConfig`], [`L2Config`],
+//! [`DramConfig`], and [`ConfigError`].
+//!
+//! # How the latencies compose
+//! Memory latencies are *components* that add up along the path a request takes, so that an
+//! unloaded dependent pointer chase sees exactly the end-to-end numbers the presets aim at
+//! ([`GpuConfig::unloaded_latencies`] computes them):
+//! - L1 hit = `l1.latency_cycles`
+//! - L2 hit = `l1.latency_cycles + l2.latency_cycles`
+//! - DRAM = `l1.latency_cycles + l2.latency_cycles + dram.latency_cycles`
+//! - texture hit = `texture.pipeline_latency_cycles` + the texture cache's latency (the L1's when
+//!   `texture.unified_with_l1`), and a texture miss adds `l2` (and `dram`) like an L1 miss;
+//! - constant hit = `constant.latency_cycles`, a miss adds `l2` (and `dram`);
+//! - shared = `shared.latency_cycles`, plus one cycle per extra bank-conflict way.
+//!
+//! Bandwidths only add *queueing* (a request waits until the resource is free); the first
+//! request on an idle resource pays no transfer time, which keeps the unloaded numbers exact.
+//!
+//! # Example
+//! ```
+//! use emulator::GpuConfig;
+//! let h100 = GpuConfig::preset("h100").unwrap();
+//! assert_eq!(h100.unloaded_latencies().dram, 650);
+//! let text = h100.to_toml();
+//! let again = GpuConfig::from_toml_str(&text, "effective.toml").unwrap();
+//! assert_eq!(again, h100);
+//! ```
 
 use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// Built-in presets: (name, TOML text). Each file cites the source of every number.
+const PRESETS: &[(&str, &str)] = &[
+    ("gtx480", include_str!("presets/gtx480.toml")),
+    ("v100", include_str!("presets/v100.toml")),
+    ("a100", include_str!("presets/a100.toml")),
+    ("h100", include_str!("presets/h100.toml")),
+];
+
+/// Errors loading or validating a configuration. `origin` is the file path or `preset NAME`.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("unknown preset {name:?} (known: {known})")]
+    UnknownPreset { name: String, known: String },
+    #[error("{origin}: cannot read: {source}")]
+    Io {
+        origin: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{origin}: {message}")]
+    Parse { origin: String, message: String },
+    #[error("{origin}: {field}: {message}")]
+    Invalid {
+        origin: String,
+        field: String,
+        message: String,
+    },
+}
 
 /// A whole GPU as the emulator models it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -12,10 +76,18 @@ use serde::{Deserialize, Serialize};
 pub struct GpuConfig {
     /// Preset name or "custom".
     pub name: String,
-    /// SM clock; turns cycles into seconds.
+    /// SM clock; turns cycles into seconds. `%clock` counts cycles of this clock.
     pub clock_mhz: f64,
     pub sm: SmConfig,
     pub pipeline: PipelineConfig,
+    /// Per-SM L1 data cache (global and local loads).
+    pub l1: CacheConfig,
+    pub texture: TextureConfig,
+    /// Per-SM constant cache (also serves `ld.param`).
+    pub constant: CacheConfig,
+    pub shared: SharedConfig,
+    pub l2: L2Config,
+    pub dram: DramConfig,
 }
 
 /// Per-SM resources: the occupancy limits and the warp schedulers.
@@ -26,6 +98,8 @@ pub struct SmConfig {
     pub max_threads: u32,
     pub max_warps: u32,
     pub max_blocks: u32,
+    /// Largest block a launch may use.
+    pub max_threads_per_block: u32,
     /// 32-bit registers per SM.
     pub registers: u32,
     /// Registers are allocated per warp in units of this many.
@@ -35,6 +109,8 @@ pub struct SmConfig {
     pub max_shared_bytes_per_block: u32,
     /// Shared memory is allocated per block in units of this many bytes.
     pub shared_alloc_unit_bytes: u32,
+    /// Shared memory the driver reserves per resident block (1 KiB from sm_80 on).
+    pub shared_reserved_bytes_per_block: u32,
     pub warp_schedulers: u32,
     /// Instructions each scheduler can issue per cycle.
     pub issue_per_scheduler: u32,
@@ -58,4 +134,457 @@ pub struct PipelineConfig {
     pub fp64_issue_cycles: u32,
     pub sfu_issue_cycles: u32,
     pub mem_issue_cycles: u32,
+}
+
+/// Which line a full set gives up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Replacement {
+    /// Least recently used.
+    Lru,
+    /// First in, first out (oldest fill).
+    Fifo,
+}
+
+/// One set-associative, sectored cache. Sets = `size_bytes / (line_bytes × ways)`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CacheConfig {
+    pub size_bytes: u32,
+    pub line_bytes: u32,
+    /// Fill granularity; equal to `line_bytes` for an unsectored cache.
+    pub sector_bytes: u32,
+    pub ways: u32,
+    /// Hit latency, end to end from issue (see the module docs for how levels compose).
+    pub latency_cycles: u32,
+    pub replacement: Replacement,
+    /// Outstanding line misses; a miss with none free waits for the earliest to return.
+    pub mshrs: u32,
+}
+
+/// The texture path: a fixed pipeline latency on top of a cache.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TextureConfig {
+    /// Volta and later: texture and read-only loads share the L1 data cache. Fermi: a separate
+    /// per-SM texture cache (`texture.cache`).
+    pub unified_with_l1: bool,
+    /// Address computation, filtering and return through the texture unit, added to the cache
+    /// latency of every texture fetch.
+    pub pipeline_latency_cycles: u32,
+    /// Required when `unified_with_l1 = false`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<CacheConfig>,
+}
+
+/// Shared memory: banks serve one 4-byte word each per cycle; lanes reading the same word are
+/// served together (broadcast).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SharedConfig {
+    pub latency_cycles: u32,
+    pub banks: u32,
+    pub bank_width_bytes: u32,
+}
+
+/// The shared L2, split into slices selected by a hash of the line address.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct L2Config {
+    /// Total over all slices.
+    pub size_bytes: u64,
+    /// Power of two (the slice hash XOR-folds address bits).
+    pub slices: u32,
+    pub line_bytes: u32,
+    pub sector_bytes: u32,
+    pub ways: u32,
+    /// Added to the requesting L1's latency on an L1 miss that hits in L2.
+    pub latency_cycles: u32,
+    pub replacement: Replacement,
+    /// Per slice.
+    pub bandwidth_bytes_per_cycle: f64,
+}
+
+/// Device memory: a latency and a bandwidth shared by all slices.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DramConfig {
+    /// Added to the L2-hit latency on an L2 miss.
+    pub latency_cycles: u32,
+    pub bandwidth_bytes_per_cycle: f64,
+}
+
+/// End-to-end unloaded latencies (cycles from issue to data in a register) the configured
+/// components add up to; what a dependent pointer chase measures on an idle GPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct UnloadedLatencies {
+    pub l1_hit: u64,
+    pub l2_hit: u64,
+    pub dram: u64,
+    pub texture_hit: u64,
+    pub constant_hit: u64,
+    pub shared: u64,
+}
+
+impl GpuConfig {
+    /// The names [`GpuConfig::preset`] accepts.
+    pub fn preset_names() -> Vec<&'static str> {
+        PRESETS.iter().map(|(n, _)| *n).collect()
+    }
+
+    /// A built-in preset by name (`gtx480`, `v100`, `a100`, `h100`).
+    pub fn preset(name: &str) -> Result<Self, ConfigError> {
+        let text = PRESETS
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, t)| *t)
+            .ok_or_else(|| ConfigError::UnknownPreset {
+                name: name.to_string(),
+                known: Self::preset_names().join(", "),
+            })?;
+        Self::from_toml_str(text, &format!("preset {name}"))
+    }
+
+    /// Parses and validates TOML; `origin` (a path or `preset NAME`) prefixes every error.
+    pub fn from_toml_str(text: &str, origin: &str) -> Result<Self, ConfigError> {
+        let cfg: GpuConfig = toml::from_str(text).map_err(|e| ConfigError::Parse {
+            origin: origin.to_string(),
+            message: e.to_string().trim_end().to_string(),
+        })?;
+        cfg.validate(origin)?;
+        Ok(cfg)
+    }
+
+    /// Reads, parses and validates a TOML file.
+    pub fn from_file(path: &Path) -> Result<Self, ConfigError> {
+        let origin = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
+            origin: origin.clone(),
+            source,
+        })?;
+        Self::from_toml_str(&text, &origin)
+    }
+
+    /// The effective configuration as TOML (written next to every result).
+    pub fn to_toml(&self) -> String {
+        // Every field is a plain number, string, bool or table, which TOML always represents;
+        // the fallback keeps a library panic out of the picture all the same.
+        toml::to_string(self)
+            .unwrap_or_else(|e| format!("# cannot write the config as TOML: {e}\n"))
+    }
+
+    /// End-to-end unloaded latencies; see the module docs for the composition.
+    pub fn unloaded_latencies(&self) -> UnloadedLatencies {
+        let l1 = u64::from(self.l1.latency_cycles);
+        let l2 = u64::from(self.l2.latency_cycles);
+        let tex_cache = self
+            .texture
+            .cache
+            .as_ref()
+            .filter(|_| !self.texture.unified_with_l1)
+            .map_or(l1, |c| u64::from(c.latency_cycles));
+        UnloadedLatencies {
+            l1_hit: l1,
+            l2_hit: l1 + l2,
+            dram: l1 + l2 + u64::from(self.dram.latency_cycles),
+            texture_hit: u64::from(self.texture.pipeline_latency_cycles) + tex_cache,
+            constant_hit: u64::from(self.constant.latency_cycles),
+            shared: u64::from(self.shared.latency_cycles),
+        }
+    }
+
+    /// Checks every field's range and the relations between fields; the error names the field.
+    pub fn validate(&self, origin: &str) -> Result<(), ConfigError> {
+        let err = |field: &str, message: String| ConfigError::Invalid {
+            origin: origin.to_string(),
+            field: field.to_string(),
+            message,
+        };
+        if self.name.is_empty() {
+            return Err(err("name", "must not be empty".into()));
+        }
+        if !(self.clock_mhz.is_finite() && self.clock_mhz > 0.0) {
+            return Err(err(
+                "clock_mhz",
+                format!("must be a positive number, got {}", self.clock_mhz),
+            ));
+        }
+        let sm = &self.sm;
+        for (field, v) in [
+            ("sm.count", sm.count),
+            ("sm.max_threads", sm.max_threads),
+            ("sm.max_warps", sm.max_warps),
+            ("sm.max_blocks", sm.max_blocks),
+            ("sm.max_threads_per_block", sm.max_threads_per_block),
+            ("sm.registers", sm.registers),
+            ("sm.register_alloc_unit", sm.register_alloc_unit),
+            ("sm.max_registers_per_thread", sm.max_registers_per_thread),
+            ("sm.shared_alloc_unit_bytes", sm.shared_alloc_unit_bytes),
+            ("sm.warp_schedulers", sm.warp_schedulers),
+            ("sm.issue_per_scheduler", sm.issue_per_scheduler),
+        ] {
+            positive(v).map_err(|m| err(field, m))?;
+        }
+        if sm.max_threads_per_block > sm.max_threads {
+            return Err(err(
+                "sm.max_threads_per_block",
+                format!(
+                    "must not exceed sm.max_threads ({}), got {}",
+                    sm.max_threads, sm.max_threads_per_block
+                ),
+            ));
+        }
+        if sm.max_threads > sm.max_warps.saturating_mul(32) {
+            return Err(err(
+                "sm.max_threads",
+                format!(
+                    "must not exceed 32 × sm.max_warps ({}), got {}",
+                    sm.max_warps.saturating_mul(32),
+                    sm.max_threads
+                ),
+            ));
+        }
+        if sm.max_shared_bytes_per_block > sm.shared_bytes {
+            return Err(err(
+                "sm.max_shared_bytes_per_block",
+                format!(
+                    "must not exceed sm.shared_bytes ({}), got {}",
+                    sm.shared_bytes, sm.max_shared_bytes_per_block
+                ),
+            ));
+        }
+        let p = &self.pipeline;
+        for (field, v) in [
+            ("pipeline.int_issue_cycles", p.int_issue_cycles),
+            ("pipeline.fp32_issue_cycles", p.fp32_issue_cycles),
+            ("pipeline.fp64_issue_cycles", p.fp64_issue_cycles),
+            ("pipeline.sfu_issue_cycles", p.sfu_issue_cycles),
+            ("pipeline.mem_issue_cycles", p.mem_issue_cycles),
+        ] {
+            positive(v).map_err(|m| err(field, m))?;
+        }
+        validate_cache(&self.l1, "l1").map_err(|(f, m)| err(&f, m))?;
+        validate_cache(&self.constant, "constant").map_err(|(f, m)| err(&f, m))?;
+        match (&self.texture.cache, self.texture.unified_with_l1) {
+            (Some(c), false) => validate_cache(c, "texture.cache").map_err(|(f, m)| err(&f, m))?,
+            (None, false) => {
+                return Err(err(
+                    "texture.cache",
+                    "required when texture.unified_with_l1 = false".into(),
+                ));
+            }
+            (Some(_), true) => {
+                return Err(err(
+                    "texture.cache",
+                    "must be absent when texture.unified_with_l1 = true (the L1 serves textures)"
+                        .into(),
+                ));
+            }
+            (None, true) => {}
+        }
+        let sh = &self.shared;
+        positive(sh.banks).map_err(|m| err("shared.banks", m))?;
+        power_of_two(sh.bank_width_bytes).map_err(|m| err("shared.bank_width_bytes", m))?;
+        let l2 = &self.l2;
+        power_of_two(l2.slices).map_err(|m| err("l2.slices", m))?;
+        let l2_slice = CacheConfig {
+            size_bytes: u32::try_from(l2.size_bytes / u64::from(l2.slices)).map_err(|_| {
+                err(
+                    "l2.size_bytes",
+                    format!("per-slice size must fit in 32 bits, got {}", l2.size_bytes),
+                )
+            })?,
+            line_bytes: l2.line_bytes,
+            sector_bytes: l2.sector_bytes,
+            ways: l2.ways,
+            latency_cycles: l2.latency_cycles,
+            replacement: l2.replacement,
+            mshrs: 1,
+        };
+        if !l2.size_bytes.is_multiple_of(u64::from(l2.slices)) {
+            return Err(err(
+                "l2.size_bytes",
+                format!(
+                    "must divide evenly into {} slices, got {}",
+                    l2.slices, l2.size_bytes
+                ),
+            ));
+        }
+        validate_cache(&l2_slice, "l2").map_err(|(f, m)| {
+            if f == "l2.size_bytes" {
+                err(&f, format!("{m} per slice ({} slices)", l2.slices))
+            } else {
+                err(&f, m)
+            }
+        })?;
+        positive_f64(l2.bandwidth_bytes_per_cycle)
+            .map_err(|m| err("l2.bandwidth_bytes_per_cycle", m))?;
+        positive_f64(self.dram.bandwidth_bytes_per_cycle)
+            .map_err(|m| err("dram.bandwidth_bytes_per_cycle", m))?;
+        Ok(())
+    }
+}
+
+fn positive(v: u32) -> Result<(), String> {
+    if v == 0 {
+        Err("must be at least 1, got 0".into())
+    } else {
+        Ok(())
+    }
+}
+
+fn positive_f64(v: f64) -> Result<(), String> {
+    // Below 1/65536 byte per cycle the fixed-point queue arithmetic would overflow its scale.
+    if v.is_finite() && v >= 1.0 / 65536.0 {
+        Ok(())
+    } else {
+        Err(format!("must be a positive number (≥ 1/65536), got {v}"))
+    }
+}
+
+fn power_of_two(v: u32) -> Result<(), String> {
+    if v.is_power_of_two() {
+        Ok(())
+    } else {
+        Err(format!("must be a power of two, got {v}"))
+    }
+}
+
+/// Geometry checks shared by every cache; the error carries `prefix.field`.
+fn validate_cache(c: &CacheConfig, prefix: &str) -> Result<(), (String, String)> {
+    let f = |name: &str| format!("{prefix}.{name}");
+    power_of_two(c.line_bytes).map_err(|m| (f("line_bytes"), m))?;
+    power_of_two(c.sector_bytes).map_err(|m| (f("sector_bytes"), m))?;
+    if c.sector_bytes > c.line_bytes {
+        return Err((
+            f("sector_bytes"),
+            format!(
+                "must not exceed line_bytes ({}), got {}",
+                c.line_bytes, c.sector_bytes
+            ),
+        ));
+    }
+    if c.line_bytes / c.sector_bytes > 8 {
+        return Err((
+            f("sector_bytes"),
+            format!(
+                "at most 8 sectors per line are supported, got {} / {} = {}",
+                c.line_bytes,
+                c.sector_bytes,
+                c.line_bytes / c.sector_bytes
+            ),
+        ));
+    }
+    positive(c.ways).map_err(|m| (f("ways"), m))?;
+    positive(c.mshrs).map_err(|m| (f("mshrs"), m))?;
+    let set_bytes = u64::from(c.line_bytes) * u64::from(c.ways);
+    let size = u64::from(c.size_bytes);
+    if size == 0 || !size.is_multiple_of(set_bytes) {
+        return Err((
+            f("size_bytes"),
+            format!(
+                "must be a positive multiple of line_bytes × ways = {set_bytes}, got {}",
+                c.size_bytes
+            ),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_preset_validates_and_round_trips() {
+        for name in GpuConfig::preset_names() {
+            let cfg = GpuConfig::preset(name).unwrap();
+            assert_eq!(cfg.name, name);
+            let text = cfg.to_toml();
+            let again = GpuConfig::from_toml_str(&text, "round-trip").unwrap();
+            assert_eq!(again, cfg, "{name}");
+        }
+    }
+
+    #[test]
+    fn unknown_preset_lists_the_known_ones() {
+        let e = GpuConfig::preset("gtx9000").unwrap_err().to_string();
+        assert!(e.contains("gtx9000") && e.contains("h100"), "{e}");
+    }
+
+    #[test]
+    fn non_power_of_two_slices_names_the_field() {
+        let mut cfg = GpuConfig::preset("h100").unwrap();
+        cfg.l2.slices = 12;
+        let text = cfg.to_toml();
+        let e = GpuConfig::from_toml_str(&text, "my.toml")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e, "my.toml: l2.slices: must be a power of two, got 12");
+    }
+
+    #[test]
+    fn unknown_key_is_rejected_with_its_name() {
+        let text = GpuConfig::preset("v100")
+            .unwrap()
+            .to_toml()
+            .replace("[l1]\n", "[l1]\nsize_kb = 3\n");
+        let e = GpuConfig::from_toml_str(&text, "x.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("x.toml:") && e.contains("size_kb"), "{e}");
+    }
+
+    #[test]
+    fn bad_cache_geometry_names_the_field() {
+        let mut cfg = GpuConfig::preset("a100").unwrap();
+        cfg.l1.size_bytes = 1000;
+        let e = cfg.validate("a.toml").unwrap_err().to_string();
+        assert!(e.starts_with("a.toml: l1.size_bytes:"), "{e}");
+        let mut cfg = GpuConfig::preset("a100").unwrap();
+        cfg.constant.sector_bytes = 128;
+        let e = cfg.validate("a.toml").unwrap_err().to_string();
+        assert!(e.starts_with("a.toml: constant.sector_bytes:"), "{e}");
+        let mut cfg = GpuConfig::preset("a100").unwrap();
+        cfg.dram.bandwidth_bytes_per_cycle = 0.0;
+        let e = cfg.validate("a.toml").unwrap_err().to_string();
+        assert!(
+            e.starts_with("a.toml: dram.bandwidth_bytes_per_cycle:"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn texture_cache_presence_must_match_unification() {
+        let mut cfg = GpuConfig::preset("gtx480").unwrap();
+        cfg.texture.cache = None;
+        let e = cfg.validate("f").unwrap_err().to_string();
+        assert!(e.contains("texture.cache: required"), "{e}");
+        let mut cfg = GpuConfig::preset("h100").unwrap();
+        cfg.texture.cache = Some(cfg.l1.clone());
+        let e = cfg.validate("f").unwrap_err().to_string();
+        assert!(e.contains("texture.cache: must be absent"), "{e}");
+    }
+
+    #[test]
+    fn latencies_compose_from_components() {
+        let cfg = GpuConfig::preset("a100").unwrap();
+        let u = cfg.unloaded_latencies();
+        assert_eq!(u.l1_hit, u64::from(cfg.l1.latency_cycles));
+        assert_eq!(u.l2_hit, u.l1_hit + u64::from(cfg.l2.latency_cycles));
+        assert_eq!(u.dram, u.l2_hit + u64::from(cfg.dram.latency_cycles));
+        assert!(u.l1_hit < u.l2_hit && u.l2_hit < u.dram);
+    }
+
+    #[test]
+    fn from_file_reads_and_names_missing_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("gpu.toml");
+        let cfg = GpuConfig::preset("gtx480").unwrap();
+        std::fs::write(&path, cfg.to_toml()).unwrap();
+        assert_eq!(GpuConfig::from_file(&path).unwrap(), cfg);
+        let missing = dir.path().join("nope.toml");
+        let e = GpuConfig::from_file(&missing).unwrap_err().to_string();
+        assert!(e.contains("nope.toml"), "{e}");
+    }
 }

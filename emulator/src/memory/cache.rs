@@ -1,0 +1,335 @@
+//! One set-associative, sectored cache with per-sector fill times, and an MSHR table.
+//!
+//! Why per-sector fill times instead of a separate MSHR merge list: a sector allocated by a miss
+//! carries the cycle its data arrives. A later request that finds the tag with that sector still
+//! in flight is an MSHR merge and completes when the first does; one that finds it arrived is a
+//! hit. So the cache array *is* the merge table and lookups stay a scan of one set's tags in flat
+//! arrays (no hashing on the hot path).
+//!
+//! Main types: [`Cache`], [`Lookup`], [`Mshrs`].
+
+use crate::config::{CacheConfig, Replacement};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+/// What one line's sectors looked like at lookup time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Lookup {
+    /// Slot of the line when its tag is present.
+    pub slot: Option<usize>,
+    /// Requested sectors present and arrived.
+    pub hit: u8,
+    /// Requested sectors allocated but still in flight (MSHR merges).
+    pub pending: u8,
+    /// Latest arrival among `pending` sectors (0 when none).
+    pub pending_ready: u64,
+    /// Requested sectors absent.
+    pub miss: u8,
+}
+
+/// A line pushed out by an allocation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Evicted {
+    pub line: u64,
+    pub dirty: u8,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Cache {
+    sets: u64,
+    ways: usize,
+    line_shift: u32,
+    sector_shift: u32,
+    sectors: usize,
+    replacement: Replacement,
+    /// Line number + 1 per slot; 0 = invalid.
+    tags: Vec<u64>,
+    /// LRU: last-use stamp; FIFO: fill stamp.
+    stamps: Vec<u64>,
+    valid: Vec<u8>,
+    dirty: Vec<u8>,
+    /// Arrival cycle per sector (`slot * sectors + s`), meaningful while the sector is valid.
+    ready: Vec<u64>,
+    stamp: u64,
+}
+
+impl Cache {
+    /// Geometry from a validated config (sets = size / (line × ways), ≤ 8 sectors per line).
+    pub(crate) fn new(c: &CacheConfig) -> Self {
+        let ways = c.ways.max(1) as usize;
+        let line = u64::from(c.line_bytes.max(1));
+        let sets = (u64::from(c.size_bytes) / (line * ways as u64)).max(1);
+        let sectors = (c.line_bytes / c.sector_bytes.max(1)).clamp(1, 8) as usize;
+        let slots = sets as usize * ways;
+        Cache {
+            sets,
+            ways,
+            line_shift: c.line_bytes.max(1).trailing_zeros(),
+            sector_shift: c.sector_bytes.max(1).trailing_zeros(),
+            sectors,
+            replacement: c.replacement,
+            tags: vec![0; slots],
+            stamps: vec![0; slots],
+            valid: vec![0; slots],
+            dirty: vec![0; slots],
+            ready: vec![0; slots * sectors],
+            stamp: 0,
+        }
+    }
+
+    pub(crate) fn line_shift(&self) -> u32 {
+        self.line_shift
+    }
+
+    pub(crate) fn sector_shift(&self) -> u32 {
+        self.sector_shift
+    }
+
+    /// Sector mask covering every sector of a line.
+    pub(crate) fn full_mask(&self) -> u8 {
+        ((1u16 << self.sectors) - 1) as u8
+    }
+
+    fn set_range(&self, line: u64) -> std::ops::Range<usize> {
+        // Slices pass line numbers with the slice bits already removed, so modulo suffices.
+        let set = (line % self.sets) as usize;
+        set * self.ways..(set + 1) * self.ways
+    }
+
+    fn find(&self, line: u64) -> Option<usize> {
+        let tag = line + 1;
+        self.set_range(line).find(|&i| self.tags[i] == tag)
+    }
+
+    /// Looks `mask`'s sectors of `line` up at cycle `now`, refreshing LRU state on a tag hit.
+    pub(crate) fn lookup(&mut self, line: u64, mask: u8, now: u64) -> Lookup {
+        let Some(slot) = self.find(line) else {
+            return Lookup {
+                slot: None,
+                hit: 0,
+                pending: 0,
+                pending_ready: 0,
+                miss: mask,
+            };
+        };
+        if self.replacement == Replacement::Lru {
+            self.stamp += 1;
+            self.stamps[slot] = self.stamp;
+        }
+        let mut hit = 0u8;
+        let mut pending = 0u8;
+        let mut pending_ready = 0u64;
+        let present = self.valid[slot] & mask;
+        for s in 0..self.sectors {
+            let bit = 1u8 << s;
+            if present & bit != 0 {
+                let r = self.ready[slot * self.sectors + s];
+                if r > now {
+                    pending |= bit;
+                    pending_ready = pending_ready.max(r);
+                } else {
+                    hit |= bit;
+                }
+            }
+        }
+        Lookup {
+            slot: Some(slot),
+            hit,
+            pending,
+            pending_ready,
+            miss: mask & !present,
+        }
+    }
+
+    /// Marks `mask`'s sectors of `line` as arriving at `ready` (allocating the line if absent),
+    /// optionally dirty. Returns the line evicted to make room, if any.
+    pub(crate) fn fill(
+        &mut self,
+        line: u64,
+        mask: u8,
+        ready: u64,
+        now: u64,
+        dirty: bool,
+    ) -> Option<Evicted> {
+        let (slot, evicted) = match self.find(line) {
+            Some(slot) => (slot, None),
+            None => {
+                let slot = self.victim(line, now);
+                let old = self.tags[slot];
+                let evicted = (old != 0).then(|| Evicted {
+                    line: old - 1,
+                    dirty: self.dirty[slot],
+                });
+                self.tags[slot] = line + 1;
+                self.valid[slot] = 0;
+                self.dirty[slot] = 0;
+                self.stamp += 1;
+                self.stamps[slot] = self.stamp;
+                (slot, evicted)
+            }
+        };
+        self.valid[slot] |= mask;
+        if dirty {
+            self.dirty[slot] |= mask;
+        }
+        for s in 0..self.sectors {
+            if mask & (1 << s) != 0 {
+                self.ready[slot * self.sectors + s] = ready;
+            }
+        }
+        evicted
+    }
+
+    /// Invalid way first; else the oldest stamp among lines with nothing in flight; else the
+    /// oldest stamp (its waiting requests already know their completion cycles).
+    fn victim(&self, line: u64, now: u64) -> usize {
+        let range = self.set_range(line);
+        if let Some(i) = range.clone().find(|&i| self.tags[i] == 0) {
+            return i;
+        }
+        let idle = |i: &usize| {
+            let base = *i * self.sectors;
+            (0..self.sectors).all(|s| self.valid[*i] & (1 << s) == 0 || self.ready[base + s] <= now)
+        };
+        range
+            .clone()
+            .filter(idle)
+            .min_by_key(|&i| self.stamps[i])
+            .or_else(|| range.clone().min_by_key(|&i| self.stamps[i]))
+            .unwrap_or(range.start)
+    }
+
+    /// Whether `line` is resident (any sector), for tests.
+    #[cfg(test)]
+    pub(crate) fn contains(&self, line: u64) -> bool {
+        self.find(line).is_some()
+    }
+}
+
+/// Miss-status holding registers: a fixed number of outstanding line misses. A miss that finds
+/// all busy starts when the earliest one returns.
+#[derive(Debug, Clone)]
+pub(crate) struct Mshrs {
+    capacity: usize,
+    /// Release cycles of busy entries (min-heap).
+    busy: BinaryHeap<Reverse<u64>>,
+}
+
+impl Mshrs {
+    pub(crate) fn new(capacity: u32) -> Self {
+        Mshrs {
+            capacity: capacity.max(1) as usize,
+            busy: BinaryHeap::new(),
+        }
+    }
+
+    /// The cycle (≥ `now`) at which a new miss can be sent; the caller then calls
+    /// [`Mshrs::occupy`] with its return cycle.
+    pub(crate) fn acquire(&mut self, now: u64) -> u64 {
+        while let Some(&Reverse(t)) = self.busy.peek() {
+            if t <= now {
+                self.busy.pop();
+            } else {
+                break;
+            }
+        }
+        if self.busy.len() < self.capacity {
+            now
+        } else {
+            self.busy.pop().map_or(now, |Reverse(t)| t.max(now))
+        }
+    }
+
+    pub(crate) fn occupy(&mut self, until: u64) {
+        self.busy.push(Reverse(until));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(size: u32, ways: u32, replacement: Replacement) -> CacheConfig {
+        CacheConfig {
+            size_bytes: size,
+            line_bytes: 128,
+            sector_bytes: 32,
+            ways,
+            latency_cycles: 1,
+            replacement,
+            mshrs: 4,
+        }
+    }
+
+    #[test]
+    fn miss_then_hit_then_sector_miss() {
+        let mut c = Cache::new(&cfg(1024, 2, Replacement::Lru));
+        let l = c.lookup(5, 0b0001, 0);
+        assert_eq!((l.slot, l.miss), (None, 0b0001));
+        assert!(c.fill(5, 0b0001, 10, 0, false).is_none());
+        let l = c.lookup(5, 0b0011, 20);
+        assert_eq!((l.hit, l.miss, l.pending), (0b0001, 0b0010, 0));
+    }
+
+    #[test]
+    fn in_flight_sector_is_a_merge_with_its_arrival_time() {
+        let mut c = Cache::new(&cfg(1024, 2, Replacement::Lru));
+        c.fill(7, 0b1111, 300, 0, false);
+        let l = c.lookup(7, 0b0100, 50);
+        assert_eq!(
+            (l.hit, l.pending, l.pending_ready, l.miss),
+            (0, 0b0100, 300, 0)
+        );
+        let l = c.lookup(7, 0b0100, 300);
+        assert_eq!((l.hit, l.pending), (0b0100, 0));
+    }
+
+    #[test]
+    fn lru_evicts_least_recently_used_fifo_evicts_oldest_fill() {
+        // 2 ways × 4 sets: lines 0, 4, 8 share set 0.
+        for (policy, expect_evicted) in [(Replacement::Lru, 4), (Replacement::Fifo, 0)] {
+            let mut c = Cache::new(&cfg(1024, 2, policy));
+            c.fill(0, 1, 1, 1, false);
+            c.fill(4, 1, 2, 2, false);
+            c.lookup(0, 1, 3); // touch line 0: LRU keeps it, FIFO does not care
+            let ev = c.fill(8, 1, 4, 4, false).unwrap();
+            assert_eq!(ev.line, expect_evicted, "{policy:?}");
+            assert!(c.contains(8));
+        }
+    }
+
+    #[test]
+    fn lines_in_flight_are_not_preferred_victims() {
+        let mut c = Cache::new(&cfg(1024, 2, Replacement::Lru));
+        c.fill(0, 1, 1000, 0, false); // older but still in flight at cycle 10
+        c.fill(4, 1, 5, 1, false);
+        let ev = c.fill(8, 1, 50, 10, false).unwrap();
+        assert_eq!(ev.line, 4);
+    }
+
+    #[test]
+    fn dirty_sectors_travel_with_the_evicted_line() {
+        let mut c = Cache::new(&cfg(256, 1, Replacement::Lru)); // 2 sets × 1 way
+        c.fill(0, 0b0110, 1, 1, true);
+        let ev = c.fill(2, 1, 2, 2, false).unwrap();
+        assert_eq!(
+            ev,
+            Evicted {
+                line: 0,
+                dirty: 0b0110
+            }
+        );
+    }
+
+    #[test]
+    fn mshrs_delay_a_miss_when_all_are_busy() {
+        let mut m = Mshrs::new(2);
+        assert_eq!(m.acquire(0), 0);
+        m.occupy(100);
+        assert_eq!(m.acquire(1), 1);
+        m.occupy(150);
+        assert_eq!(m.acquire(2), 100); // waits for the first to return
+        m.occupy(300);
+        assert_eq!(m.acquire(400), 400); // all returned
+    }
+}

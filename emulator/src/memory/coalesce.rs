@@ -1,0 +1,199 @@
+//! Address analysis for one warp instruction: coalescing lanes into cache lines and sectors,
+//! shared-memory bank conflicts, and distinct-address counting.
+//!
+//! Why separate: these are pure functions of the lane addresses, hand-checkable in tests, and the
+//! hot path calls them with caller-owned scratch vectors so nothing allocates per instruction.
+
+/// The sectors one warp instruction touches in one cache line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LineReq {
+    pub line: u64,
+    pub mask: u8,
+}
+
+/// Groups the byte ranges `[addr, addr + bytes)` of every lane into lines of `1 << line_shift`
+/// bytes with a mask of the `1 << sector_shift`-byte sectors touched, in order of first touch.
+pub(crate) fn coalesce(
+    lanes: &[(u8, u64)],
+    bytes: u32,
+    line_shift: u32,
+    sector_shift: u32,
+    out: &mut Vec<LineReq>,
+) {
+    out.clear();
+    let per_line = line_shift - sector_shift;
+    let sector_index_mask = (1u64 << per_line) - 1;
+    let len = u64::from(bytes.max(1));
+    for &(_, addr) in lanes {
+        let first = addr >> sector_shift;
+        let last = addr.saturating_add(len - 1) >> sector_shift;
+        for sector in first..=last {
+            let line = sector >> per_line;
+            let bit = 1u8 << (sector & sector_index_mask);
+            // Consecutive lanes usually hit the line just added: check it first.
+            if let Some(r) = out.last_mut().filter(|r| r.line == line) {
+                r.mask |= bit;
+            } else if let Some(r) = out.iter_mut().find(|r| r.line == line) {
+                r.mask |= bit;
+            } else {
+                out.push(LineReq { line, mask: bit });
+            }
+        }
+    }
+}
+
+/// Bank-conflict degree of a shared-memory access: the largest number of *distinct* words any
+/// one bank must serve (lanes reading the same word share one access: broadcast). 1 = no
+/// conflict; 0 for no lanes. `scratch` is reused storage.
+pub(crate) fn bank_conflict_ways(
+    lanes: &[(u8, u64)],
+    bytes: u32,
+    banks: u32,
+    bank_width: u32,
+    scratch: &mut Vec<(u64, u64)>,
+) -> u32 {
+    scratch.clear();
+    let width = u64::from(bank_width.max(1));
+    let banks = u64::from(banks.max(1));
+    let len = u64::from(bytes.max(1));
+    for &(_, addr) in lanes {
+        let first = addr / width;
+        let last = addr.saturating_add(len - 1) / width;
+        for word in first..=last {
+            scratch.push((word % banks, word));
+        }
+    }
+    scratch.sort_unstable();
+    scratch.dedup();
+    let mut best = 0u32;
+    let mut run = 0u32;
+    let mut current = None;
+    for &(bank, _) in scratch.iter() {
+        if current == Some(bank) {
+            run += 1;
+        } else {
+            current = Some(bank);
+            run = 1;
+        }
+        best = best.max(run);
+    }
+    best
+}
+
+/// Distinct addresses among the lanes, sorted, into `out`.
+pub(crate) fn distinct_addresses(lanes: &[(u8, u64)], out: &mut Vec<u64>) {
+    out.clear();
+    out.extend(lanes.iter().map(|&(_, a)| a));
+    out.sort_unstable();
+    out.dedup();
+}
+
+/// The most lanes sharing one address (atomics to one word serialize).
+pub(crate) fn max_same_address(lanes: &[(u8, u64)], scratch: &mut Vec<u64>) -> u32 {
+    scratch.clear();
+    scratch.extend(lanes.iter().map(|&(_, a)| a));
+    scratch.sort_unstable();
+    let mut best = 0u32;
+    let mut run = 0u32;
+    let mut prev = None;
+    for &a in scratch.iter() {
+        if prev == Some(a) {
+            run += 1;
+        } else {
+            prev = Some(a);
+            run = 1;
+        }
+        best = best.max(run);
+    }
+    best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lanes(f: impl Fn(u64) -> u64) -> Vec<(u8, u64)> {
+        (0..32u8).map(|l| (l, f(u64::from(l)))).collect()
+    }
+
+    #[test]
+    fn consecutive_words_are_one_line_four_sectors() {
+        let mut out = Vec::new();
+        coalesce(&lanes(|l| 0x1000 + 4 * l), 4, 7, 5, &mut out);
+        assert_eq!(
+            out,
+            vec![LineReq {
+                line: 0x1000 >> 7,
+                mask: 0b1111
+            }]
+        );
+    }
+
+    #[test]
+    fn stride_of_a_line_is_thirty_two_single_sectors() {
+        let mut out = Vec::new();
+        coalesce(&lanes(|l| 128 * l), 4, 7, 5, &mut out);
+        assert_eq!(out.len(), 32);
+        assert!(out.iter().all(|r| r.mask.count_ones() == 1));
+        let sectors: u32 = out.iter().map(|r| r.mask.count_ones()).sum();
+        assert_eq!(sectors, 32);
+    }
+
+    #[test]
+    fn stride_of_a_sector_is_eight_lines_of_four_sectors() {
+        let mut out = Vec::new();
+        coalesce(&lanes(|l| 32 * l), 4, 7, 5, &mut out);
+        assert_eq!(out.len(), 8);
+        assert!(out.iter().all(|r| r.mask == 0b1111));
+    }
+
+    #[test]
+    fn misaligned_access_spans_two_sectors_and_lines() {
+        let mut out = Vec::new();
+        coalesce(&[(0, 126)], 4, 7, 5, &mut out);
+        assert_eq!(
+            out,
+            vec![
+                LineReq {
+                    line: 0,
+                    mask: 0b1000
+                },
+                LineReq {
+                    line: 1,
+                    mask: 0b0001
+                }
+            ]
+        );
+    }
+
+    #[test]
+    fn unsectored_line_has_one_sector_bit() {
+        let mut out = Vec::new();
+        coalesce(&lanes(|l| 4 * l), 4, 7, 7, &mut out);
+        assert_eq!(out, vec![LineReq { line: 0, mask: 1 }]);
+    }
+
+    #[test]
+    fn bank_conflicts_stride_two_words_is_two_way_same_word_is_broadcast() {
+        let mut s = Vec::new();
+        assert_eq!(bank_conflict_ways(&lanes(|l| 4 * l), 4, 32, 4, &mut s), 1);
+        assert_eq!(bank_conflict_ways(&lanes(|l| 8 * l), 4, 32, 4, &mut s), 2);
+        assert_eq!(
+            bank_conflict_ways(&lanes(|l| 128 * l), 4, 32, 4, &mut s),
+            32
+        );
+        assert_eq!(bank_conflict_ways(&lanes(|_| 64), 4, 32, 4, &mut s), 1);
+        // 8-byte accesses by 32 lanes cover 64 words: every bank serves two.
+        assert_eq!(bank_conflict_ways(&lanes(|l| 8 * l), 8, 32, 4, &mut s), 2);
+        assert_eq!(bank_conflict_ways(&[], 4, 32, 4, &mut s), 0);
+    }
+
+    #[test]
+    fn distinct_and_same_address_counts() {
+        let mut s = Vec::new();
+        let l = lanes(|l| 4 * (l % 4));
+        distinct_addresses(&l, &mut s);
+        assert_eq!(s, vec![0, 4, 8, 12]);
+        assert_eq!(max_same_address(&l, &mut s), 8);
+    }
+}

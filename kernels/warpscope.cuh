@@ -350,6 +350,43 @@ __device__ __forceinline__ void begin(const Log& log, State& st) {
     __syncwarp(mask);
 }
 
+// Summary updates: reductions (no return value) in an explicit state space.
+__device__ __forceinline__ void red_shared(unsigned int* count, unsigned int* mn, unsigned int* mx,
+                                           unsigned long long* sum, unsigned int d) {
+    asm volatile(
+        "{\n\t"
+        ".reg .u64 a;\n\t"
+        "cvta.to.shared.u64 a, %0;\n\t"
+        "red.shared.add.u32 [a], 1;\n\t"
+        "cvta.to.shared.u64 a, %1;\n\t"
+        "red.shared.min.u32 [a], %4;\n\t"
+        "cvta.to.shared.u64 a, %2;\n\t"
+        "red.shared.max.u32 [a], %4;\n\t"
+        "cvta.to.shared.u64 a, %3;\n\t"
+        "red.shared.add.u64 [a], %5;\n\t"
+        "}" ::"l"(count),
+        "l"(mn), "l"(mx), "l"(sum), "r"(d), "l"((unsigned long long)d)
+        : "memory");
+}
+
+__device__ __forceinline__ void red_global(unsigned int* count, unsigned int* mn, unsigned int* mx,
+                                           unsigned long long* sum, unsigned int d) {
+    asm volatile(
+        "{\n\t"
+        ".reg .u64 a;\n\t"
+        "cvta.to.global.u64 a, %0;\n\t"
+        "red.global.add.u32 [a], 1;\n\t"
+        "cvta.to.global.u64 a, %1;\n\t"
+        "red.global.min.u32 [a], %4;\n\t"
+        "cvta.to.global.u64 a, %2;\n\t"
+        "red.global.max.u32 [a], %4;\n\t"
+        "cvta.to.global.u64 a, %3;\n\t"
+        "red.global.add.u64 [a], %5;\n\t"
+        "}" ::"l"(count),
+        "l"(mn), "l"(mx), "l"(sum), "r"(d), "l"((unsigned long long)d)
+        : "memory");
+}
+
 __device__ __forceinline__ void record(State& st, unsigned int site, unsigned long long t0,
                                        unsigned long long t1) {
     const unsigned int mask = __activemask();
@@ -366,11 +403,14 @@ __device__ __forceinline__ void record(State& st, unsigned int site, unsigned lo
         }
 #else
         if (site < WS_MAX_SITES) {
+            // Explicit state spaces: a generic 64-bit atomic makes ptxas emit a shared-window test
+            // and a load/CAS loop, i.e. extra loads between probe sites.
             SiteSummary* p = reinterpret_cast<SiteSummary*>(st.local) + site;
-            atomicAdd(&p->count, 1u);
-            atomicMin(&p->min, d);
-            atomicMax(&p->max, d);
-            atomicAdd(&p->sum, (unsigned long long)d);
+            if (st.shared) {
+                red_shared(&p->count, &p->min, &p->max, &p->sum, d);
+            } else {
+                red_global(&p->count, &p->min, &p->max, &p->sum, d);
+            }
         }
         // Sites outside the table are still counted as attempted records (reported as dropped).
         atomicAdd(st.counter, 1u);

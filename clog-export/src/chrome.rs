@@ -15,9 +15,11 @@
 //!   [`crate::TimelineMapping`] (default rank = SM, thread = warp slot) and S = 1000, or the
 //!   next power of ten above the largest rank + 1. Neither is ever 0 (Perfetto reserves pid 0
 //!   and tid 0 for the system).
-//! * ts = (start − the SM's earliest kernel-begin clock) / clock_mhz, dur = (end − start) /
-//!   clock_mhz, both in microseconds (the format's unit); `start`/`end` in args are the raw
-//!   cycles, so nothing is lost to floating point.
+//! * ts = (start − the SM's earliest kernel-begin clock) / clock_mhz and dur = (end − start) /
+//!   clock_mhz, in microseconds (the format's unit), rounded to whole nanoseconds (start and end
+//!   separately, so back-to-back accesses never overlap) and written as ns + ¼ so that readers
+//!   that truncate and readers that round both get those nanoseconds. `start`/`end` in args
+//!   are the raw cycles, so nothing is lost to floating point.
 //! * A record with a wrapped clock (end < start) gets dur 0 and category `wrapped`; a warp with
 //!   dropped records gets a `"C"` counter sample "dropped records" at its kernel end (counters
 //!   are not slices, so the slice count stays the record count). Totals go in `otherData`.
@@ -125,6 +127,14 @@ fn pid_stride(max_rank: u64) -> u64 {
     s
 }
 
+/// `ns` nanoseconds plus a quarter, in microseconds: a reader that multiplies by 1000 and then
+/// truncates gets `ns`, and so does one that rounds. Exact decimal nanoseconds would not do:
+/// 12.345 µs is 12344.999… ns in binary, and truncating readers would then make back-to-back
+/// accesses overlap by 1 ns, which Perfetto drops ("slice_drop_overlapping_complete_event").
+fn quarter_ns_in_us(ns: u64) -> f64 {
+    (ns as f64 + 0.25) / 1000.0
+}
+
 /// Writes `src` as Chrome Trace Event JSON (layout in the module docs).
 pub fn write_chrome<S, W>(
     src: &S,
@@ -194,7 +204,7 @@ where
         let (h, records) = src.open_warp(i, 1 << 16)?;
         let (rank, thread) = mapping.line(launch, &h);
         let base = layout.base(h.sm.0);
-        let us = |cycles: u64| cycles.saturating_sub(base) as f64 / mhz;
+        let ns = |cycles: u64| (cycles.saturating_sub(base) as f64 * 1000.0 / mhz).round() as u64;
         for rec in records {
             let rec = rec?;
             let wrapped = rec.wrapped();
@@ -209,14 +219,16 @@ where
             };
             summary.records += 1;
             summary.wrapped += wrapped as u64;
+            let start_ns = ns(rec.start.0);
+            let end_ns = if wrapped { start_ns } else { ns(rec.end.0) };
             out.event(&Slice {
                 name,
                 cat: if wrapped { "wrapped" } else { cat },
                 ph: "X",
                 pid: pid(rank),
                 tid: thread + 1,
-                ts: us(rec.start.0),
-                dur: rec.duration().0 as f64 / mhz,
+                ts: quarter_ns_in_us(start_ns),
+                dur: quarter_ns_in_us(end_ns - start_ns),
                 args: SliceArgs {
                     site: rec.site,
                     block: h.block,
@@ -233,7 +245,7 @@ where
                 name: "dropped records",
                 ph: "C",
                 pid: pid(rank),
-                ts: us(h.end.0),
+                ts: quarter_ns_in_us(ns(h.end.0)),
                 args: CounterArgs { dropped: h.dropped },
             })?;
         }
@@ -391,14 +403,17 @@ mod tests {
         assert_eq!((a.name.as_str(), a.cat.as_str()), ("tex\\1", "texture"));
         // launch 2, SM 4: pid = 2·1000 + 4 + 1; slot 3 → tid 4; 200 cycles at 2000 MHz = 0.1 µs.
         assert_eq!((a.pid, a.tid), (2005, 4));
-        assert!((a.ts - 0.1).abs() < 1e-12 && (a.dur - 0.2).abs() < 1e-12);
+        assert_eq!(
+            ((a.ts * 1000.0) as u64, (a.dur * 1000.0).round() as u64),
+            (100, 200)
+        );
         let w = &back.slices[1];
         assert_eq!(
-            (w.cat.as_str(), w.dur, w.name.as_str()),
-            ("wrapped", 0.0, "site 9")
+            (w.cat.as_str(), (w.dur * 1000.0) as u64, w.name.as_str()),
+            ("wrapped", 0, "site 9")
         );
         // The second warp is on SM 5: aligned to its own begin, so the same ts.
-        assert!((back.slices[2].ts - 0.1).abs() < 1e-12);
+        assert_eq!((back.slices[2].ts * 1000.0) as u64, 100);
         assert_eq!(back.slices[2].args.start, 20_200);
         assert_eq!(back.dropped, vec![(2006, 1)]);
         assert!(
@@ -409,6 +424,15 @@ mod tests {
         assert!(back.names.iter().all(|n| n.0 != 0));
         assert!(back.slices.iter().all(|s| s.pid != 0 && s.tid != 0));
         assert_eq!(back.other_data["wrapped_records"], 2);
+    }
+
+    #[test]
+    fn quarter_nanoseconds_survive_truncation_and_rounding() {
+        for ns in [0u64, 1, 12_345, 999_999_999, 123_456_789_012] {
+            let us = quarter_ns_in_us(ns);
+            assert_eq!((us * 1000.0) as u64, ns);
+            assert_eq!((us * 1000.0).round() as u64, ns);
+        }
     }
 
     #[test]

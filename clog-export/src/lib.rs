@@ -37,6 +37,7 @@ mod error;
 mod export;
 mod options;
 mod source;
+mod synthetic;
 mod timeline;
 
 pub use chrome::{ChromeSlice, ChromeTrace, SliceArgs, read_chrome, write_chrome};
@@ -53,3 +54,4 @@ pub use options::{
     DEFAULT_CLOG2_BLOCK_BYTES, ExportOptions, ExportSummary, Format, TimelineMapping,
 };
 pub use source::{RecordStream, TraceSource};
+pub use synthetic::SyntheticTrace;

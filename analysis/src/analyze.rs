@@ -845,7 +845,7 @@ fn figures(runs: &[Run], views: &[String], opts: &AnalyzeOptions) -> Vec<Figure>
                 .map(|r| pretty_shape(&r.files.row.shape))
                 .collect();
             stacked.push(StackedPanel {
-                title: format!("{mode}"),
+                title: mode.to_string(),
                 categories: cats.clone(),
                 values: rs
                     .iter()
@@ -866,7 +866,7 @@ fn figures(runs: &[Run], views: &[String], opts: &AnalyzeOptions) -> Vec<Figure>
                     .collect::<Vec<_>>()
             };
             lines.push(LinePanel {
-                title: format!("{mode}"),
+                title: mode.to_string(),
                 categories: cats,
                 series: vec![
                     (

@@ -187,6 +187,16 @@ fn category_axis(n: usize) -> std::ops::Range<f64> {
     -0.5f64..(n.max(1) as f64 - 0.5)
 }
 
+/// Whole-number tick labels only: an index axis has no access 2.5.
+fn int_label(x: &f64) -> String {
+    let i = x.round();
+    if (x - i).abs() < 1e-6 && i >= 0.0 {
+        format!("{}", i as i64)
+    } else {
+        String::new()
+    }
+}
+
 fn label_at(categories: &[String], x: f64) -> String {
     let i = x.round();
     if (x - i).abs() < 1e-6 && i >= 0.0 {
@@ -219,7 +229,7 @@ fn draw_stacked<DB: DrawingBackend>(
         .disable_x_mesh()
         .x_labels(n.max(1))
         .x_label_formatter(&fmt)
-        .x_desc("block shape (threads x × y)")
+        .x_desc("block shape (x × y threads)")
         .y_desc(y_desc)
         .draw()
         .map_err(e)?;
@@ -280,7 +290,7 @@ fn draw_lines<DB: DrawingBackend>(
         .configure_mesh()
         .x_labels(n.max(1))
         .x_label_formatter(&fmt)
-        .x_desc("block shape (threads x × y)")
+        .x_desc("block shape (x × y threads)")
         .y_desc(y_desc)
         .draw()
         .map_err(e)?;
@@ -334,7 +344,8 @@ fn draw_bars<DB: DrawingBackend>(
     chart
         .configure_mesh()
         .disable_x_mesh()
-        .x_label_formatter(&|x| format!("{}", x.round() as i64))
+        .x_labels(n.min(20))
+        .x_label_formatter(&int_label)
         .x_desc(x_desc)
         .y_desc(y_desc)
         .draw()
@@ -366,7 +377,8 @@ fn draw_series<DB: DrawingBackend>(
         .map_err(e)?;
     chart
         .configure_mesh()
-        .x_label_formatter(&|x| format!("{}", x.round() as i64))
+        .x_labels((x_max as usize + 1).min(20))
+        .x_label_formatter(&int_label)
         .x_desc(x_desc)
         .y_desc(y_desc)
         .draw()

@@ -70,10 +70,7 @@ pub(crate) fn rank(stats: &RunStats, top_k: usize, z_threshold: f64) -> Vec<Hot>
         let e = blocks.entry(key).or_insert_with(|| Entity {
             id: format!("block ({},{},{})", w.block[0], w.block[1], w.block[2]),
             sm: Some(w.sm),
-            sums: Sums {
-                exact_sq: true,
-                ..Sums::default()
-            },
+            sums: Sums::default(),
         });
         e.sums.merge(&w.all);
     }

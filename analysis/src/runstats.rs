@@ -17,7 +17,7 @@ use trace::{SiteInfo, TraceReader};
 
 /// Exact running sums of access durations: count, sum and sum of squares (in u128, so the
 /// variance is computed without cancellation error).
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Sums {
     pub count: u64,
     pub sum: u64,
@@ -26,12 +26,21 @@ pub(crate) struct Sums {
     pub exact_sq: bool,
 }
 
+impl Default for Sums {
+    /// Empty sums; exact until a summary (count and sum only) is added.
+    fn default() -> Self {
+        Sums {
+            count: 0,
+            sum: 0,
+            sum_sq: 0,
+            exact_sq: true,
+        }
+    }
+}
+
 impl Sums {
     fn new() -> Self {
-        Sums {
-            exact_sq: true,
-            ..Sums::default()
-        }
+        Sums::default()
     }
 
     fn add(&mut self, d: u64) {
@@ -165,7 +174,7 @@ impl RunStats {
                     st.wrapped += 1;
                 }
                 st.all.add(d);
-                st.sites.entry(r.site).or_insert_with(Sums::new).add(d);
+                st.sites.entry(r.site).or_default().add(d);
                 st.min = Some(st.min.map_or(d, |m| m.min(d)));
                 st.max = Some(st.max.map_or(d, |m| m.max(d)));
             }
@@ -173,7 +182,7 @@ impl RunStats {
                 st.all.add_summary(s.count, s.sum.0);
                 st.sites
                     .entry(s.site)
-                    .or_insert_with(Sums::new)
+                    .or_default()
                     .add_summary(s.count, s.sum.0);
                 if s.count > 0 {
                     st.min = Some(st.min.map_or(s.min.0, |m| m.min(s.min.0)));
@@ -181,10 +190,7 @@ impl RunStats {
                 }
             }
             for (site, sums) in &st.sites {
-                site_totals
-                    .entry(*site)
-                    .or_insert_with(Sums::new)
-                    .merge(sums);
+                site_totals.entry(*site).or_default().merge(sums);
             }
             dropped += w.dropped as u64;
             wrapped += st.wrapped;

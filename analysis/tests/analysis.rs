@@ -616,7 +616,11 @@ fn report_renders_in_headless_chromium() {
     assert_eq!(&png[1..4], b"PNG");
     // A blank page compresses to a few KiB; tables and figures make it much larger.
     assert!(png.len() > 50_000, "screenshot only {} bytes", png.len());
-    if let Ok(keep) = std::env::var("WARPSCOPE_KEEP_SCREENSHOT") {
-        std::fs::copy(&shot, keep).unwrap();
+    // For a human look at the report, its figures and the screenshot.
+    if let Ok(keep) = std::env::var("WARPSCOPE_KEEP_REPORT") {
+        std::fs::create_dir_all(&keep).unwrap();
+        for (name, bytes) in all_files(&out) {
+            std::fs::write(Path::new(&keep).join(name), bytes).unwrap();
+        }
     }
 }

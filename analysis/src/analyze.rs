@@ -548,10 +548,7 @@ fn hot_table(runs: &[Run], hot: &[Vec<Hot>]) -> Table {
     t.push("mode", s(&|i, _| runs[i].files.row.mode.clone()));
     t.push("kind", s(&|_, h| h.kind.into()));
     t.push("id", s(&|_, h| h.id.clone()));
-    t.push(
-        "sm",
-        s(&|_, h| h.sm.map(|v| v.to_string()).unwrap_or_default()),
-    );
+    t.push("sm", Col::OptU32(rows.iter().map(|(_, h)| h.sm).collect()));
     t.push(
         "accesses",
         Col::U64(rows.iter().map(|(_, h)| h.accesses).collect()),
@@ -572,7 +569,7 @@ fn hot_table(runs: &[Run], hot: &[Vec<Hot>]) -> Table {
     );
     t.push(
         "rank_variance",
-        s(&|_, h| h.rank_variance.map(|v| v.to_string()).unwrap_or_default()),
+        Col::OptU32(rows.iter().map(|(_, h)| h.rank_variance).collect()),
     );
     t.push(
         "outlier",

@@ -12,6 +12,7 @@ pub(crate) enum Col {
     Str(Vec<String>),
     U64(Vec<u64>),
     U32(Vec<u32>),
+    OptU32(Vec<Option<u32>>),
     F64(Vec<Option<f64>>),
     Bool(Vec<bool>),
 }
@@ -22,6 +23,7 @@ impl Col {
             Col::Str(v) => v.len(),
             Col::U64(v) => v.len(),
             Col::U32(v) => v.len(),
+            Col::OptU32(v) => v.len(),
             Col::F64(v) => v.len(),
             Col::Bool(v) => v.len(),
         }
@@ -33,6 +35,7 @@ impl Col {
             Col::Str(v) => v[row].clone(),
             Col::U64(v) => v[row].to_string(),
             Col::U32(v) => v[row].to_string(),
+            Col::OptU32(v) => v[row].map_or_else(|| "–".to_string(), |x| x.to_string()),
             Col::F64(v) => v[row].map_or_else(|| "–".to_string(), fmt_sig),
             Col::Bool(v) => if v[row] { "yes" } else { "" }.to_string(),
         }
@@ -81,6 +84,7 @@ impl Table {
                     Col::Str(v) => Column::new(name, v),
                     Col::U64(v) => Column::new(name, v),
                     Col::U32(v) => Column::new(name, v),
+                    Col::OptU32(v) => Column::new(name, v),
                     Col::F64(v) => Column::new(name, v),
                     Col::Bool(v) => Column::new(name, v),
                 }

@@ -1,0 +1,260 @@
+//! The crate's public face: parse a PTX [`Module`], [`Emulator::load`] it into device memory,
+//! allocate buffers and textures, and [`Emulator::launch`] kernels, getting [`LaunchStats`].
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::config::GpuConfig;
+use crate::decode::{DYN_SHARED_SYM, DecodedModule, decode_module};
+use crate::devmem::DeviceMemory;
+use crate::engine::{LaunchInput, run};
+use crate::engine_mem::{MemCounters, MemorySystem};
+use crate::error::EmuError;
+use crate::ir::{EntrySignature, Opnd, Program};
+use crate::occupancy::occupancy;
+use crate::ptx;
+use crate::texture::{HANDLE_BASE, Texture, TextureDesc};
+
+/// A parsed and decoded PTX module (all of its kernels), not yet in device memory.
+#[derive(Debug, Clone)]
+pub struct Module {
+    decoded: DecodedModule,
+}
+
+impl Module {
+    /// Parses PTX text (what `nvcc -ptx` emits). Errors carry the line and column.
+    pub fn parse(ptx_text: &str) -> Result<Module, EmuError> {
+        let ast = ptx::parse(ptx_text)?;
+        Ok(Module { decoded: decode_module(&ast)? })
+    }
+
+    /// The kernels (`.entry`) of the module with their parameters.
+    pub fn entries(&self) -> Vec<EntrySignature> {
+        self.decoded
+            .kernels
+            .iter()
+            .map(|k| EntrySignature { name: k.name.clone(), params: k.params.clone() })
+            .collect()
+    }
+}
+
+/// Handle of a module loaded into an [`Emulator`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct ModuleId(pub u32);
+
+struct Loaded {
+    kernels: Vec<Program>,
+    symbols: BTreeMap<String, (u64, u64)>,
+}
+
+/// How to launch a kernel.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LaunchParams {
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub dynamic_shared_bytes: u32,
+    /// Registers per thread for the occupancy calculation (PTX does not fix it; ptxas does).
+    pub regs_per_thread: u32,
+    /// One little-endian blob per PTX parameter, in order; sizes are checked.
+    pub args: Vec<Vec<u8>>,
+    /// Runaway guard: the launch fails with `EmuError::Budget` past this many warp instructions.
+    pub max_warp_instructions: u64,
+}
+
+/// What a launch measured. All counts are deterministic.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LaunchStats {
+    /// Cycles of the whole kernel (the slowest SM).
+    pub cycles: u64,
+    pub sm_cycles: Vec<u64>,
+    pub warp_instructions: u64,
+    pub thread_instructions: u64,
+    /// Warp instructions by class (int, fp32, fp64, sfu, mem, tex, branch, special, shuffle,
+    /// barrier, nop) and `flops` (thread-level floating-point operations, fma = 2).
+    pub instructions_by_class: BTreeMap<String, u64>,
+    /// Scheduler-cycles without issue, by reason (scoreboard, memory, barrier, membar,
+    /// pipe_busy, idle).
+    pub stall_cycles: BTreeMap<String, u64>,
+    pub mem: MemCounters,
+    pub blocks_per_sm: u32,
+}
+
+/// A CPU-emulated GPU: device memory, loaded modules, textures and the timing model.
+pub struct Emulator {
+    config: GpuConfig,
+    dev: DeviceMemory,
+    modules: Vec<Loaded>,
+    textures: Vec<Texture>,
+}
+
+impl Emulator {
+    pub fn new(config: GpuConfig) -> Emulator {
+        Emulator { config, dev: DeviceMemory::default(), modules: Vec::new(), textures: Vec::new() }
+    }
+
+    pub fn config(&self) -> &GpuConfig {
+        &self.config
+    }
+
+    /// Allocates zeroed device memory; returns its 256-aligned device address.
+    pub fn alloc(&mut self, bytes: u64) -> Result<u64, EmuError> {
+        self.dev.alloc(bytes)
+    }
+
+    pub fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), EmuError> {
+        self.dev.write(addr, data)
+    }
+
+    pub fn read(&self, addr: u64, out: &mut [u8]) -> Result<(), EmuError> {
+        self.dev.read(addr, out)
+    }
+
+    /// Loads a module: allocates and initializes its `.global`/`.const` variables and resolves
+    /// their addresses in the kernels.
+    pub fn load(&mut self, module: &Module) -> Result<ModuleId, EmuError> {
+        let d = &module.decoded;
+        let mut addrs = Vec::with_capacity(d.globals.len());
+        let mut symbols = BTreeMap::new();
+        for g in &d.globals {
+            let a = self.dev.alloc(g.size.max(1))?;
+            addrs.push(a);
+            symbols.insert(g.name.clone(), (a, g.size));
+        }
+        for (g, &a) in d.globals.iter().zip(&addrs) {
+            let mut bytes = g.init.clone();
+            for &(off, target) in &g.relocs {
+                let ta = addrs.get(target as usize).copied().unwrap_or(0);
+                let o = off as usize;
+                if o + 8 <= bytes.len() {
+                    bytes[o..o + 8].copy_from_slice(&ta.to_le_bytes());
+                }
+            }
+            if !bytes.is_empty() {
+                self.dev.write(a, &bytes)?;
+            }
+        }
+        let mut kernels = d.kernels.clone();
+        for k in &mut kernels {
+            let dyn_off = k.dyn_shared_offset as u64;
+            for x in &mut k.insts {
+                let patch = |o: &mut Opnd| {
+                    if let Opnd::Sym(s) = *o {
+                        *o = Opnd::Imm(if s == DYN_SHARED_SYM { dyn_off } else { addrs.get(s as usize).copied().unwrap_or(0) });
+                    }
+                };
+                x.s.iter_mut().for_each(patch);
+                patch(&mut x.a);
+            }
+        }
+        self.modules.push(Loaded { kernels, symbols });
+        Ok(ModuleId(self.modules.len() as u32 - 1))
+    }
+
+    fn symbol(&self, m: ModuleId, name: &str) -> Result<(u64, u64), EmuError> {
+        let l = self.modules.get(m.0 as usize).ok_or(EmuError::NotFound { kind: "module", name: m.0.to_string() })?;
+        l.symbols.get(name).copied().ok_or(EmuError::NotFound { kind: "symbol", name: name.to_string() })
+    }
+
+    /// Writes a module-level `.global`/`.const` variable (`cudaMemcpyToSymbol`).
+    pub fn write_symbol(&mut self, m: ModuleId, name: &str, data: &[u8]) -> Result<(), EmuError> {
+        let (a, size) = self.symbol(m, name)?;
+        if data.len() as u64 > size {
+            return Err(EmuError::Memory { addr: a, what: format!("{} bytes do not fit symbol {name} ({size} bytes)", data.len()) });
+        }
+        self.dev.write(a, data)
+    }
+
+    /// Reads a module-level variable (`cudaMemcpyFromSymbol`).
+    pub fn read_symbol(&self, m: ModuleId, name: &str, out: &mut [u8]) -> Result<(), EmuError> {
+        let (a, size) = self.symbol(m, name)?;
+        if out.len() as u64 > size {
+            return Err(EmuError::Memory { addr: a, what: format!("{} bytes exceed symbol {name} ({size} bytes)", out.len()) });
+        }
+        self.dev.read(a, out)
+    }
+
+    /// Creates a texture object from row-major texel data (ignored for `linear_buffer`
+    /// textures); returns the 64-bit handle to pass as a kernel argument.
+    pub fn create_texture(&mut self, desc: &TextureDesc, data: &[u8]) -> Result<u64, EmuError> {
+        desc.validate().map_err(|what| EmuError::Args { kernel: "create_texture".into(), what })?;
+        let base = match desc.linear_buffer {
+            Some(a) => {
+                let len = desc.width as u64 * desc.texel_bytes();
+                if self.dev.slice(a, len as usize).is_none() {
+                    return Err(EmuError::Memory { addr: a, what: format!("linear texture of {len} bytes outside any allocation") });
+                }
+                a
+            }
+            None => {
+                let [w, h, d] = [desc.width, desc.height.max(1), desc.depth.max(1)].map(u64::from);
+                let want = w * if desc.dims >= 2 { h } else { 1 } * if desc.dims == 3 { d } else { 1 } * desc.texel_bytes();
+                if data.len() as u64 != want {
+                    return Err(EmuError::Args {
+                        kernel: "create_texture".into(),
+                        what: format!("data has {} bytes, the texture needs {want}", data.len()),
+                    });
+                }
+                self.dev.alloc(desc.storage_bytes())?
+            }
+        };
+        let t = Texture { desc: desc.clone(), base };
+        if desc.linear_buffer.is_none() {
+            t.upload(&mut self.dev, data)?;
+        }
+        self.textures.push(t);
+        Ok(HANDLE_BASE + self.textures.len() as u64 - 1)
+    }
+
+    /// Runs a kernel to completion and returns what it measured.
+    pub fn launch(&mut self, m: ModuleId, kernel: &str, p: &LaunchParams) -> Result<LaunchStats, EmuError> {
+        let l = self.modules.get(m.0 as usize).ok_or(EmuError::NotFound { kind: "module", name: m.0.to_string() })?;
+        let prog = l
+            .kernels
+            .iter()
+            .find(|k| k.name == kernel)
+            .ok_or(EmuError::NotFound { kind: "kernel", name: kernel.to_string() })?;
+        let args_err = |what: String| EmuError::Args { kernel: kernel.to_string(), what };
+        if p.args.len() != prog.params.len() {
+            return Err(args_err(format!("{} arguments given, the kernel has {} parameters", p.args.len(), prog.params.len())));
+        }
+        let mut params = vec![0u8; prog.param_bytes as usize];
+        for (i, (a, decl)) in p.args.iter().zip(&prog.params).enumerate() {
+            if a.len() != decl.size_bytes as usize {
+                return Err(args_err(format!("argument {i} ({}) has {} bytes, expected {}", decl.name, a.len(), decl.size_bytes)));
+            }
+            let o = prog.param_offsets[i] as usize;
+            params[o..o + a.len()].copy_from_slice(a);
+        }
+        if p.grid.contains(&0) || p.block.contains(&0) {
+            return Err(args_err(format!("grid {:?} and block {:?} must be positive", p.grid, p.block)));
+        }
+        let threads = p.block.iter().map(|&b| b as u64).product::<u64>();
+        let shared = prog.dyn_shared_offset as u64 + p.dynamic_shared_bytes as u64;
+        let shared = shared.max(prog.shared_static_bytes as u64);
+        let occ = occupancy(&self.config.sm, threads.min(u32::MAX as u64) as u32, p.regs_per_thread, shared.min(u32::MAX as u64) as u32)
+            .map_err(|e| args_err(e.to_string()))?;
+        let mut mem = MemorySystem::new(&self.config);
+        let inp = LaunchInput {
+            prog,
+            cfg: &self.config,
+            params: &params,
+            grid: p.grid,
+            block: p.block,
+            dyn_smem: p.dynamic_shared_bytes,
+            blocks_per_sm: occ.blocks_per_sm,
+            budget: p.max_warp_instructions,
+        };
+        let out = run(&inp, &mut self.dev, &self.textures, &mut mem)?;
+        Ok(LaunchStats {
+            cycles: out.cycles,
+            sm_cycles: out.sm_cycles,
+            warp_instructions: out.warp_instructions,
+            thread_instructions: out.thread_instructions,
+            instructions_by_class: out.by_class,
+            stall_cycles: out.stalls,
+            mem: mem.counters(),
+            blocks_per_sm: occ.blocks_per_sm,
+        })
+    }
+}

@@ -1,0 +1,1324 @@
+//! Lowers the PTX syntax tree into [`Program`]s: one per `.entry`, with `.func` calls inlined,
+//! registers numbered densely, symbols resolved, labels turned into instruction indices and the
+//! reconvergence point of every conditional branch precomputed.
+//!
+//! Reconvergence uses immediate post-dominators (as GPGPU-Sim's SIMT stack does): a divergent
+//! branch pushes both paths and both resume together at the first instruction of the branch
+//! block's immediate post-dominator. Post-dominators are computed on the basic-block graph with a
+//! virtual exit node that every `ret`/`exit` reaches (Cooper-Harvey-Kennedy iteration on the
+//! reversed graph). A branch whose paths only meet at exit gets `u32::MAX`: its lanes stay split
+//! until they exit, which is what hardware does for early `ret`/`exit` of some lanes.
+//!
+//! Example (module-internal):
+//! ```ignore
+//! let ast = ptx::parse(src)?;
+//! let dm = decode::decode_module(&ast)?;
+//! let prog = &dm.kernels[0];
+//! ```
+
+use std::collections::HashMap;
+
+use crate::error::EmuError;
+use crate::ir::*;
+use crate::ptx::{self, Function, Init, Operand, StateSpace, Stmt, VarDecl};
+
+type R<T> = Result<T, EmuError>;
+
+/// A module-level `.global`/`.const` variable, allocated in device memory at load.
+#[derive(Debug, Clone)]
+pub(crate) struct GlobalVar {
+    pub name: String,
+    pub size: u64,
+    pub align: u32,
+    /// Initial bytes (zero-filled to `size`).
+    pub init: Vec<u8>,
+    /// `(byte offset, index of the variable whose address goes there)` for address initializers.
+    pub relocs: Vec<(u64, u32)>,
+}
+
+/// A decoded module.
+#[derive(Debug, Clone)]
+pub(crate) struct DecodedModule {
+    pub globals: Vec<GlobalVar>,
+    pub kernels: Vec<Program>,
+}
+
+fn unsupported<T>(line: u32, what: impl Into<String>) -> R<T> {
+    Err(EmuError::Unsupported { line, what: what.into() })
+}
+
+fn perr<T>(line: u32, col: u32, msg: impl Into<String>) -> R<T> {
+    Err(EmuError::Parse { line, col, msg: msg.into() })
+}
+
+fn decl_size(d: &VarDecl) -> u64 {
+    let elem = Ty::parse(d.ty).map_or(8, |t| t.bytes() as u64).max(1) * d.vector as u64;
+    elem * d.array.unwrap_or(1).max(if d.array.is_some() { 0 } else { 1 })
+}
+
+fn decl_align(d: &VarDecl) -> u32 {
+    if d.align > 0 {
+        d.align
+    } else {
+        Ty::parse(d.ty).map_or(8, |t| t.bytes()).max(1) * d.vector
+    }
+}
+
+fn align_up(x: u64, a: u64) -> u64 {
+    if a <= 1 { x } else { x.div_ceil(a) * a }
+}
+
+/// Decodes every kernel of a parsed module.
+pub(crate) fn decode_module(m: &ptx::Module) -> R<DecodedModule> {
+    let mut globals = Vec::new();
+    let mut gindex: HashMap<&str, u32> = HashMap::new();
+    for v in &m.vars {
+        if matches!(v.space, StateSpace::Global | StateSpace::Const) {
+            gindex.insert(v.name, globals.len() as u32);
+            globals.push(GlobalVar {
+                name: v.name.to_string(),
+                size: decl_size(v),
+                align: decl_align(v),
+                init: Vec::new(),
+                relocs: Vec::new(),
+            });
+        }
+    }
+    for v in &m.vars {
+        if let Some(&gi) = gindex.get(v.name) {
+            let (bytes, relocs) = init_bytes(v, &gindex)?;
+            let g = &mut globals[gi as usize];
+            g.init = bytes;
+            g.relocs = relocs;
+            if g.size < g.init.len() as u64 {
+                g.size = g.init.len() as u64;
+            }
+        } else if v.space == StateSpace::Tex {
+            return unsupported(v.line, "texture references (.tex/.texref); use texture objects");
+        }
+    }
+    let funcs: HashMap<&str, &Function> = m.functions.iter().map(|f| (f.name, f)).collect();
+    let mut kernels = Vec::new();
+    for f in m.functions.iter().filter(|f| f.is_entry) {
+        kernels.push(decode_kernel(m, f, &gindex, &funcs)?);
+    }
+    Ok(DecodedModule { globals, kernels })
+}
+
+fn init_bytes(v: &VarDecl, gindex: &HashMap<&str, u32>) -> R<(Vec<u8>, Vec<(u64, u32)>)> {
+    let ty = Ty::parse(v.ty).unwrap_or(Ty::B8);
+    let eb = ty.bytes().max(1) as usize;
+    let mut out = Vec::with_capacity(v.init.len() * eb);
+    let mut relocs = Vec::new();
+    for e in &v.init {
+        let raw: u64 = match *e {
+            Init::Int(i) => i as u64,
+            Init::F32(b) => {
+                if ty == Ty::F64 {
+                    (f32::from_bits(b) as f64).to_bits()
+                } else {
+                    b as u64
+                }
+            }
+            Init::F64(b) => {
+                if ty == Ty::F32 {
+                    (f64::from_bits(b) as f32).to_bits() as u64
+                } else {
+                    b
+                }
+            }
+            Init::Sym(n) => match gindex.get(n) {
+                Some(&gi) => {
+                    relocs.push((out.len() as u64, gi));
+                    0
+                }
+                None => return unsupported(v.line, format!("initializer refers to unknown '{n}'")),
+            },
+        };
+        out.extend_from_slice(&raw.to_le_bytes()[..eb.min(8)]);
+    }
+    Ok((out, relocs))
+}
+
+#[derive(Clone, Copy, Debug)]
+enum SymRes {
+    Global(u32),
+    Shared(u32),
+    Local(u32),
+    KParam(u32),
+}
+
+struct KDec<'a, 'm> {
+    funcs: &'a HashMap<&'m str, &'m Function<'m>>,
+    gindex: &'a HashMap<&'m str, u32>,
+    insts: Vec<Inst>,
+    nregs: u32,
+    local_bytes: u64,
+    shared_bytes: u64,
+    shared_syms: HashMap<&'m str, u32>,
+    dyn_shared: Vec<&'m str>,
+    /// (instruction index, instance, label)
+    fixups: Vec<(usize, u32, &'m str, u32)>,
+    labels: HashMap<(u32, &'m str), u32>,
+    instances: u32,
+    depth: u32,
+}
+
+/// Per-function-instance scope: register and symbol names.
+struct Env<'m> {
+    regs: HashMap<String, u32>,
+    syms: HashMap<&'m str, SymRes>,
+    undo: Vec<Vec<(String, Option<u32>, Option<(&'m str, Option<SymRes>)>)>>,
+    instance: u32,
+    is_kernel: bool,
+    /// For inlined functions: label index of the instance end (where `ret` jumps).
+    func_name: &'m str,
+}
+
+fn decode_kernel<'m>(
+    m: &'m ptx::Module<'m>,
+    f: &'m Function<'m>,
+    gindex: &HashMap<&'m str, u32>,
+    funcs: &HashMap<&'m str, &'m Function<'m>>,
+) -> R<Program> {
+    let mut k = KDec {
+        funcs,
+        gindex,
+        insts: Vec::new(),
+        nregs: 0,
+        local_bytes: 0,
+        shared_bytes: 0,
+        shared_syms: HashMap::new(),
+        dyn_shared: Vec::new(),
+        fixups: Vec::new(),
+        labels: HashMap::new(),
+        instances: 0,
+        depth: 0,
+    };
+    // Module-level shared variables: every kernel gets its own copy at fixed offsets.
+    for v in &m.vars {
+        if v.space == StateSpace::Shared {
+            k.add_shared(v);
+        }
+    }
+    let mut params = Vec::new();
+    let mut param_offsets = Vec::new();
+    let mut poff = 0u64;
+    let mut env = Env {
+        regs: HashMap::new(),
+        syms: HashMap::new(),
+        undo: vec![Vec::new()],
+        instance: 0,
+        is_kernel: true,
+        func_name: f.name,
+    };
+    for p in &f.params {
+        let size = decl_size(p) as u32;
+        let align = decl_align(p);
+        poff = align_up(poff, align as u64);
+        env.syms.insert(p.name, SymRes::KParam(poff as u32));
+        params.push(ParamDecl { name: p.name.to_string(), size_bytes: size, align });
+        param_offsets.push(poff as u32);
+        poff += size as u64;
+    }
+    let body = f.body.as_deref().unwrap_or(&[]);
+    k.body(body, &mut env)?;
+    // Falling off the end of a kernel ends the thread.
+    let last_line = k.insts.last().map_or(f.line, |i| i.line);
+    let mut ex = Inst::new(Op::Exit, last_line);
+    ex.class = Class::Branch;
+    k.insts.push(ex);
+    for &(idx, inst, label, line) in &k.fixups {
+        match k.labels.get(&(inst, label)) {
+            Some(&t) => k.insts[idx].target = t,
+            None => return perr(line, 1, format!("unknown label '{label}'")),
+        }
+    }
+    // Dynamic shared memory starts after the static variables, 16-byte aligned.
+    let dyn_off = align_up(k.shared_bytes, 16) as u32;
+    for name in std::mem::take(&mut k.dyn_shared) {
+        k.shared_syms.insert(name, dyn_off);
+    }
+    compute_reconvergence(&mut k.insts);
+    Ok(Program {
+        name: f.name.to_string(),
+        insts: k.insts,
+        nregs: k.nregs,
+        params,
+        param_offsets,
+        param_bytes: poff as u32,
+        shared_static_bytes: k.shared_bytes as u32,
+        dyn_shared_offset: dyn_off,
+        local_bytes: align_up(k.local_bytes, 8) as u32,
+    })
+}
+
+const SREGS: &[(&str, Sreg)] = &[
+    ("%tid.x", Sreg::Tid(0)),
+    ("%tid.y", Sreg::Tid(1)),
+    ("%tid.z", Sreg::Tid(2)),
+    ("%ntid.x", Sreg::Ntid(0)),
+    ("%ntid.y", Sreg::Ntid(1)),
+    ("%ntid.z", Sreg::Ntid(2)),
+    ("%ctaid.x", Sreg::Ctaid(0)),
+    ("%ctaid.y", Sreg::Ctaid(1)),
+    ("%ctaid.z", Sreg::Ctaid(2)),
+    ("%nctaid.x", Sreg::Nctaid(0)),
+    ("%nctaid.y", Sreg::Nctaid(1)),
+    ("%nctaid.z", Sreg::Nctaid(2)),
+    ("%laneid", Sreg::Laneid),
+    ("%warpid", Sreg::Warpid),
+    ("%nwarpid", Sreg::Nwarpid),
+    ("%smid", Sreg::Smid),
+    ("%nsmid", Sreg::Nsmid),
+    ("%clock", Sreg::Clock),
+    ("%clock_hi", Sreg::ClockHi),
+    ("%clock64", Sreg::Clock64),
+    ("%globaltimer", Sreg::Globaltimer),
+    ("%globaltimer_lo", Sreg::GlobaltimerLo),
+    ("%globaltimer_hi", Sreg::GlobaltimerHi),
+    ("%lanemask_eq", Sreg::LanemaskEq),
+    ("%lanemask_lt", Sreg::LanemaskLt),
+    ("%lanemask_le", Sreg::LanemaskLe),
+    ("%lanemask_gt", Sreg::LanemaskGt),
+    ("%lanemask_ge", Sreg::LanemaskGe),
+    ("%gridid", Sreg::Gridid),
+    ("%dynamic_smem_size", Sreg::DynSmem),
+    ("%total_smem_size", Sreg::TotalSmem),
+];
+
+/// Parsed opcode modifiers.
+#[derive(Default)]
+struct Mods<'m> {
+    types: Vec<Ty>,
+    rnd: Option<Rnd>,
+    ftz: bool,
+    sat: bool,
+    approx: bool,
+    space: Option<Sp>,
+    vec: u8,
+    cmp: Option<Cmp>,
+    bop: Option<BoolOp>,
+    words: Vec<&'m str>,
+}
+
+impl Mods<'_> {
+    fn has(&self, w: &str) -> bool {
+        self.words.contains(&w)
+    }
+}
+
+fn parse_mods<'m>(parts: &[&'m str]) -> Mods<'m> {
+    let mut m = Mods { vec: 1, ..Default::default() };
+    for &p in parts {
+        if let Some(t) = Ty::parse(p) {
+            m.types.push(t);
+            continue;
+        }
+        match p {
+            "rn" => m.rnd = Some(Rnd::Rn),
+            "rz" => m.rnd = Some(Rnd::Rz),
+            "rm" => m.rnd = Some(Rnd::Rm),
+            "rp" => m.rnd = Some(Rnd::Rp),
+            "rni" => m.rnd = Some(Rnd::Rni),
+            "rzi" => m.rnd = Some(Rnd::Rzi),
+            "rmi" => m.rnd = Some(Rnd::Rmi),
+            "rpi" => m.rnd = Some(Rnd::Rpi),
+            "ftz" => m.ftz = true,
+            "sat" | "satfinite" => m.sat = true,
+            "approx" => m.approx = true,
+            "global" => m.space = Some(Sp::Global),
+            "shared" => m.space = Some(Sp::Shared),
+            "local" => m.space = Some(Sp::Local),
+            "const" => m.space = Some(Sp::Const),
+            "param" => m.space = Some(Sp::Param),
+            "v2" => m.vec = 2,
+            "v4" => m.vec = 4,
+            "eq" => m.cmp = Some(Cmp::Eq),
+            "ne" => m.cmp = Some(Cmp::Ne),
+            "lt" => m.cmp = Some(Cmp::Lt),
+            "le" => m.cmp = Some(Cmp::Le),
+            "gt" => m.cmp = Some(Cmp::Gt),
+            "ge" => m.cmp = Some(Cmp::Ge),
+            "lo" => m.cmp = Some(Cmp::Lo),
+            "ls" => m.cmp = Some(Cmp::Ls),
+            "hi" => m.cmp = Some(Cmp::Hi),
+            "hs" => m.cmp = Some(Cmp::Hs),
+            "equ" => m.cmp = Some(Cmp::Equ),
+            "neu" => m.cmp = Some(Cmp::Neu),
+            "ltu" => m.cmp = Some(Cmp::Ltu),
+            "leu" => m.cmp = Some(Cmp::Leu),
+            "gtu" => m.cmp = Some(Cmp::Gtu),
+            "geu" => m.cmp = Some(Cmp::Geu),
+            "num" => m.cmp = Some(Cmp::Num),
+            "nan" => m.cmp = Some(Cmp::Nan),
+            "and" => {
+                m.bop = Some(BoolOp::And);
+                m.words.push(p)
+            }
+            "or" => {
+                m.bop = Some(BoolOp::Or);
+                m.words.push(p)
+            }
+            "xor" => {
+                m.bop = Some(BoolOp::Xor);
+                m.words.push(p)
+            }
+            _ => m.words.push(p),
+        }
+    }
+    m
+}
+
+impl<'a, 'm> KDec<'a, 'm> {
+    fn add_shared(&mut self, v: &'m VarDecl<'m>) {
+        if v.is_extern || v.array == Some(0) {
+            self.dyn_shared.push(v.name);
+            return;
+        }
+        let off = align_up(self.shared_bytes, decl_align(v) as u64);
+        self.shared_syms.insert(v.name, off as u32);
+        self.shared_bytes = off + decl_size(v);
+    }
+
+    fn new_reg(&mut self) -> u32 {
+        self.nregs += 1;
+        self.nregs - 1
+    }
+
+    fn declare(&mut self, d: &'m VarDecl<'m>, env: &mut Env<'m>) -> R<()> {
+        match d.space {
+            StateSpace::Reg => {
+                let names: Vec<String> = match d.range {
+                    Some(n) => (0..n).map(|i| format!("{}{}", d.name, i)).collect(),
+                    None => vec![d.name.to_string()],
+                };
+                for n in names {
+                    let r = self.new_reg();
+                    let prev = env.regs.insert(n.clone(), r);
+                    if let Some(u) = env.undo.last_mut() {
+                        u.push((n, prev, None));
+                    }
+                }
+            }
+            StateSpace::Local | StateSpace::Param => {
+                let off = align_up(self.local_bytes, decl_align(d) as u64);
+                self.local_bytes = off + decl_size(d);
+                let prev = env.syms.insert(d.name, SymRes::Local(off as u32));
+                if let Some(u) = env.undo.last_mut() {
+                    u.push((String::new(), None, Some((d.name, prev))));
+                }
+            }
+            StateSpace::Shared => {
+                self.add_shared(d);
+            }
+            StateSpace::Global | StateSpace::Const => {
+                return unsupported(d.line, "function-scope .global/.const variables");
+            }
+            StateSpace::Tex => return unsupported(d.line, "texture references"),
+        }
+        Ok(())
+    }
+
+    fn body(&mut self, body: &'m [Stmt<'m>], env: &mut Env<'m>) -> R<()> {
+        for s in body {
+            match s {
+                Stmt::Decl(d) => self.declare(d, env)?,
+                Stmt::Label(l, _) => {
+                    self.labels.insert((env.instance, l), self.insts.len() as u32);
+                }
+                Stmt::ScopeOpen => env.undo.push(Vec::new()),
+                Stmt::ScopeClose => {
+                    if let Some(u) = env.undo.pop() {
+                        for (name, prev, sym) in u.into_iter().rev() {
+                            if let Some((sname, sprev)) = sym {
+                                match sprev {
+                                    Some(p) => env.syms.insert(sname, p),
+                                    None => env.syms.remove(sname),
+                                };
+                            } else {
+                                match prev {
+                                    Some(p) => env.regs.insert(name, p),
+                                    None => env.regs.remove(&name),
+                                };
+                            }
+                        }
+                    }
+                }
+                Stmt::Instr(i) => self.instr(i, env)?,
+            }
+        }
+        Ok(())
+    }
+
+    fn name_opnd(&self, n: &str, env: &Env<'m>, line: u32, col: u32) -> R<Opnd> {
+        if let Some(&r) = env.regs.get(n) {
+            return Ok(Opnd::Reg(r));
+        }
+        if n.starts_with('%') {
+            if let Some((_, s)) = SREGS.iter().find(|(k, _)| *k == n) {
+                return Ok(Opnd::Sreg(*s));
+            }
+            if n.starts_with("%envreg") {
+                return Ok(Opnd::Imm(0));
+            }
+            return perr(line, col, format!("undeclared register '{n}'"));
+        }
+        if let Some(s) = env.syms.get(n) {
+            return Ok(match *s {
+                SymRes::Local(o) | SymRes::KParam(o) => Opnd::Imm(o as u64),
+                SymRes::Shared(o) => Opnd::Imm(o as u64),
+                SymRes::Global(g) => Opnd::Sym(g),
+            });
+        }
+        if let Some(&o) = self.shared_syms.get(n) {
+            return Ok(Opnd::Imm(o as u64));
+        }
+        if self.dyn_shared.contains(&n) {
+            // Patched after all static shared variables are known: use a marker symbol.
+            return Ok(Opnd::Sym(DYN_SHARED_SYM));
+        }
+        if let Some(&g) = self.gindex.get(n) {
+            return Ok(Opnd::Sym(g));
+        }
+        perr(line, col, format!("unknown symbol '{n}'"))
+    }
+
+    fn opnd(&self, o: &Operand<'m>, ty: Ty, env: &Env<'m>, line: u32, col: u32) -> R<Opnd> {
+        Ok(match o {
+            Operand::Name(n) => self.name_opnd(n, env, line, col)?,
+            Operand::Int(i) => Opnd::Imm(*i as u64),
+            Operand::F32(b) => Opnd::Imm(if ty == Ty::F64 {
+                (f32::from_bits(*b) as f64).to_bits()
+            } else {
+                *b as u64
+            }),
+            Operand::F64(b) => Opnd::Imm(match ty {
+                Ty::F32 => (f64::from_bits(*b) as f32).to_bits() as u64,
+                Ty::F16 => half::f16::from_f64(f64::from_bits(*b)).to_bits() as u64,
+                _ => *b,
+            }),
+            Operand::Not(inner) => match self.opnd(inner, ty, env, line, col)? {
+                Opnd::Reg(r) => Opnd::NotReg(r),
+                Opnd::Imm(v) => Opnd::Imm((v == 0) as u64),
+                _ => return perr(line, col, "'!' applies to predicates only"),
+            },
+            Operand::Sink => Opnd::None,
+            _ => return perr(line, col, format!("unexpected operand {o:?}")),
+        })
+    }
+
+    fn addr(&self, o: &Operand<'m>, env: &Env<'m>, line: u32, col: u32) -> R<(Opnd, i64, bool)> {
+        match o {
+            Operand::Addr { base, offset, .. } => {
+                let mut kparam = false;
+                let b = match base {
+                    Some(n) => {
+                        kparam = matches!(env.syms.get(n), Some(SymRes::KParam(_)));
+                        self.name_opnd(n, env, line, col)?
+                    }
+                    None => Opnd::Imm(0),
+                };
+                Ok((b, *offset, kparam))
+            }
+            _ => perr(line, col, "expected an address [..]"),
+        }
+    }
+
+    fn instr(&mut self, i: &'m ptx::Instr<'m>, env: &mut Env<'m>) -> R<()> {
+        let (line, col) = (i.line, i.col);
+        let parts: Vec<&str> = i.opcode.split('.').collect();
+        let base = parts[0];
+        let m = parse_mods(&parts[1..]);
+        let ops = &i.operands;
+        let guard = match i.guard {
+            None => Opnd::None,
+            Some((p, neg)) => match self.name_opnd(p, env, line, col)? {
+                Opnd::Reg(r) if neg => Opnd::NotReg(r),
+                Opnd::Reg(r) => Opnd::Reg(r),
+                _ => return perr(line, col, format!("guard '{p}' is not a predicate register")),
+            },
+        };
+        if base == "call" {
+            return self.call(i, env, guard);
+        }
+        let t0 = m.types.first().copied().unwrap_or(Ty::B32);
+        let t1 = m.types.get(1).copied().unwrap_or(t0);
+        let mut x = Inst::new(Op::Nop, line);
+        x.guard = guard;
+        x.ty = t0;
+        x.ty2 = t1;
+        x.rnd = m.rnd.unwrap_or(Rnd::None);
+        x.ftz = m.ftz;
+        x.sat = m.sat;
+        x.approx = m.approx;
+        x.vec = m.vec;
+        let need = |n: usize| -> R<()> {
+            if ops.len() < n {
+                perr(line, col, format!("'{}' needs {n} operands, has {}", i.opcode, ops.len()))
+            } else {
+                Ok(())
+            }
+        };
+        let fl = t0.is_float();
+        let arith_class = |t: Ty| match t {
+            Ty::F64 => Class::Fp64,
+            t if t.is_float() => Class::Fp32,
+            _ => Class::Int,
+        };
+        x.class = arith_class(t0);
+        // Simple "d, a[, b[, c]]" shapes.
+        let simple = |x: &mut Inst, this: &Self, nsrc: usize, sty: Ty| -> R<()> {
+            need(1 + nsrc)?;
+            x.nd = 1;
+            x.d[0] = this.opnd(&ops[0], x.ty, env, line, col)?;
+            x.ns = nsrc as u8;
+            for k in 0..nsrc {
+                x.s[k] = this.opnd(&ops[1 + k], sty, env, line, col)?;
+            }
+            Ok(())
+        };
+        match base {
+            "mov" => {
+                need(2)?;
+                match (&ops[0], &ops[1]) {
+                    (Operand::Vector(ds), _) => {
+                        x.op = Op::Unpack;
+                        x.nd = ds.len().min(4) as u8;
+                        x.ty2 = bits_ty(t0.bits() / ds.len().max(1) as u32);
+                        for (k, d) in ds.iter().take(4).enumerate() {
+                            x.d[k] = self.opnd(d, x.ty2, env, line, col)?;
+                        }
+                        x.ns = 1;
+                        x.s[0] = self.opnd(&ops[1], t0, env, line, col)?;
+                    }
+                    (_, Operand::Vector(ss)) => {
+                        x.op = Op::Pack;
+                        x.ns = ss.len().min(4) as u8;
+                        x.ty2 = bits_ty(t0.bits() / ss.len().max(1) as u32);
+                        for (k, s) in ss.iter().take(4).enumerate() {
+                            x.s[k] = self.opnd(s, x.ty2, env, line, col)?;
+                        }
+                        x.nd = 1;
+                        x.d[0] = self.opnd(&ops[0], t0, env, line, col)?;
+                    }
+                    _ => {
+                        x.op = Op::Mov;
+                        simple(&mut x, self, 1, t0)?;
+                        x.class = if matches!(x.s[0], Opnd::Sreg(_)) { Class::Special } else { Class::Int };
+                    }
+                }
+            }
+            "add" | "sub" | "addc" | "subc" => {
+                let cc = m.has("cc");
+                x.op = match (base, cc) {
+                    ("add", false) => Op::Add,
+                    ("sub", false) => Op::Sub,
+                    ("add", true) => Op::AddCc,
+                    ("sub", true) => Op::SubCc,
+                    ("addc", _) => Op::AddC,
+                    _ => Op::SubC,
+                };
+                simple(&mut x, self, 2, t0)?;
+                if cc || base.ends_with('c') {
+                    // The carry flag is per-warp state written in program order; keep it in
+                    // issue order by treating it as a zero-latency integer op.
+                }
+            }
+            "mul" | "mad" | "mul24" | "mad24" | "madc" => {
+                let mode = if m.has("hi") {
+                    1
+                } else if m.has("wide") {
+                    2
+                } else {
+                    0
+                };
+                let mad = base.starts_with("mad");
+                x.op = if fl {
+                    if mad { Op::Fma } else { Op::Mul }
+                } else {
+                    let cc = m.has("cc");
+                    match (base, mode, cc) {
+                        ("mul", 0, _) => Op::MulLo,
+                        ("mul", 1, _) => Op::MulHi,
+                        ("mul", _, _) => Op::MulWide,
+                        ("mad", 0, false) => Op::MadLo,
+                        ("mad", 1, false) => Op::MadHi,
+                        ("mad", 0, true) => Op::MadLoCc,
+                        ("mad", 1, true) => Op::MadHiCc,
+                        ("mad", _, _) => Op::MadWide,
+                        ("mul24", 0, _) => Op::Mul24Lo,
+                        ("mul24", _, _) => Op::Mul24Hi,
+                        ("mad24", _, _) => Op::Mad24Lo,
+                        ("madc", 1, _) => Op::MadCHi,
+                        _ => Op::MadCLo,
+                    }
+                };
+                if mad && fl && x.rnd == Rnd::None && t0 == Ty::F32 {
+                    // mad.f32 without rounding is the legacy non-fused multiply-add.
+                    x.op = Op::Fma;
+                    x.sub = 1;
+                }
+                simple(&mut x, self, if mad { 3 } else { 2 }, t0)?;
+            }
+            "sad" => {
+                x.op = Op::Sad;
+                simple(&mut x, self, 3, t0)?;
+            }
+            "div" | "rem" | "abs" | "neg" | "min" | "max" | "and" | "or" | "xor" | "not" | "cnot"
+            | "shl" | "shr" | "popc" | "clz" | "brev" | "bfe" | "bfi" | "bfind" | "prmt" | "fma"
+            | "rcp" | "sqrt" | "rsqrt" | "sin" | "cos" | "lg2" | "ex2" | "tanh" | "copysign"
+            | "selp" | "slct" | "testp" => {
+                let (op, n) = match base {
+                    "div" => (Op::Div, 2),
+                    "rem" => (Op::Rem, 2),
+                    "abs" => (Op::Abs, 1),
+                    "neg" => (Op::Neg, 1),
+                    "min" => (Op::Min, 2),
+                    "max" => (Op::Max, 2),
+                    "and" => (Op::And, 2),
+                    "or" => (Op::Or, 2),
+                    "xor" => (Op::Xor, 2),
+                    "not" => (Op::Not, 1),
+                    "cnot" => (Op::Cnot, 1),
+                    "shl" => (Op::Shl, 2),
+                    "shr" => (Op::Shr, 2),
+                    "popc" => (Op::Popc, 1),
+                    "clz" => (Op::Clz, 1),
+                    "brev" => (Op::Brev, 1),
+                    "bfe" => (Op::Bfe, 3),
+                    "bfi" => (Op::Bfi, 4),
+                    "bfind" => (if m.has("shiftamt") { Op::BfindShift } else { Op::Bfind }, 1),
+                    "prmt" => (Op::Prmt, 3),
+                    "fma" => (Op::Fma, 3),
+                    "rcp" => (Op::Rcp, 1),
+                    "sqrt" => (Op::Sqrt, 1),
+                    "rsqrt" => (Op::Rsqrt, 1),
+                    "sin" => (Op::Sin, 1),
+                    "cos" => (Op::Cos, 1),
+                    "lg2" => (Op::Lg2, 1),
+                    "ex2" => (Op::Ex2, 1),
+                    "tanh" => (Op::Tanh, 1),
+                    "copysign" => (Op::Copysign, 2),
+                    "selp" => (Op::Selp, 3),
+                    "slct" => (Op::Slct, 3),
+                    _ => (Op::Testp, 1),
+                };
+                x.op = op;
+                let sty = if matches!(op, Op::Shl | Op::Shr) { Ty::U32 } else { t0 };
+                simple(&mut x, self, n, sty)?;
+                match op {
+                    Op::Prmt => {
+                        x.sub = ["f4e", "b4e", "rc8", "ecl", "ecr", "rc16"]
+                            .iter()
+                            .position(|w| m.has(w))
+                            .map_or(0, |p| p as u8 + 1);
+                    }
+                    Op::Selp => {
+                        x.s[2] = self.opnd(&ops[3], Ty::Pred, env, line, col)?;
+                    }
+                    Op::Slct => {
+                        x.s[2] = self.opnd(&ops[3], t1, env, line, col)?;
+                    }
+                    Op::Testp => {
+                        x.sub = ["finite", "infinite", "number", "notanumber", "normal", "subnormal"]
+                            .iter()
+                            .position(|w| m.has(w))
+                            .map_or(0, |p| p as u8);
+                        x.class = Class::Fp32;
+                    }
+                    Op::Popc | Op::Clz | Op::Bfind | Op::BfindShift => x.class = Class::Int,
+                    Op::Rcp | Op::Sqrt | Op::Rsqrt | Op::Sin | Op::Cos | Op::Lg2 | Op::Ex2
+                    | Op::Tanh
+                        if t0 != Ty::F64 =>
+                    {
+                        x.class = Class::Sfu
+                    }
+                    Op::Div if t0 == Ty::F32 => x.class = Class::Sfu,
+                    _ => {}
+                }
+            }
+            "setp" => {
+                need(3)?;
+                x.op = Op::Setp;
+                x.ty2 = t0;
+                x.cmp = m.cmp.unwrap_or(Cmp::Eq);
+                x.bop = m.bop.unwrap_or(BoolOp::None);
+                x.class = arith_class(t0);
+                match &ops[0] {
+                    Operand::Pipe(p, q) => {
+                        x.nd = 2;
+                        x.d[0] = self.opnd(p, Ty::Pred, env, line, col)?;
+                        x.d[1] = self.opnd(q, Ty::Pred, env, line, col)?;
+                    }
+                    o => {
+                        x.nd = 1;
+                        x.d[0] = self.opnd(o, Ty::Pred, env, line, col)?;
+                    }
+                }
+                x.ns = 2;
+                x.s[0] = self.opnd(&ops[1], t0, env, line, col)?;
+                x.s[1] = self.opnd(&ops[2], t0, env, line, col)?;
+                if x.bop != BoolOp::None {
+                    need(4)?;
+                    x.ns = 3;
+                    x.s[2] = self.opnd(&ops[3], Ty::Pred, env, line, col)?;
+                }
+            }
+            "set" => {
+                need(3)?;
+                x.op = Op::Set;
+                x.cmp = m.cmp.unwrap_or(Cmp::Eq);
+                x.bop = m.bop.unwrap_or(BoolOp::None);
+                x.class = arith_class(t1);
+                x.nd = 1;
+                x.d[0] = self.opnd(&ops[0], t0, env, line, col)?;
+                x.ns = 2;
+                x.s[0] = self.opnd(&ops[1], t1, env, line, col)?;
+                x.s[1] = self.opnd(&ops[2], t1, env, line, col)?;
+                if x.bop != BoolOp::None {
+                    need(4)?;
+                    x.ns = 3;
+                    x.s[2] = self.opnd(&ops[3], Ty::Pred, env, line, col)?;
+                }
+            }
+            "cvt" => {
+                if ops.len() == 3 {
+                    x.op = Op::CvtPack;
+                    simple(&mut x, self, 2, t1)?;
+                } else {
+                    x.op = Op::Cvt;
+                    simple(&mut x, self, 1, t1)?;
+                }
+                x.class = if t0 == Ty::F64 || t1 == Ty::F64 {
+                    Class::Fp64
+                } else if t0.is_float() || t1.is_float() {
+                    Class::Fp32
+                } else {
+                    Class::Int
+                };
+            }
+            "cvta" | "isspacep" => {
+                x.op = if base == "isspacep" {
+                    Op::Isspacep
+                } else if m.has("to") {
+                    Op::CvtaTo
+                } else {
+                    Op::Cvta
+                };
+                x.space = m.space.unwrap_or(Sp::Global);
+                simple(&mut x, self, 1, t0)?;
+            }
+            "ld" | "ldu" | "st" => {
+                need(2)?;
+                let is_ld = base != "st";
+                x.op = if is_ld { Op::Ld } else { Op::St };
+                x.class = Class::Mem;
+                x.nc = m.has("nc") || base == "ldu";
+                let (vals, adr) = if is_ld { (&ops[0], &ops[1]) } else { (&ops[1], &ops[0]) };
+                let (a, off, kparam) = self.addr(adr, env, line, col)?;
+                x.space = m.space.unwrap_or(Sp::Generic);
+                if x.space == Sp::Param && !kparam {
+                    // .param variables of calls live in the thread's local frame.
+                    x.space = if env.is_kernel && matches!(a, Opnd::Reg(_)) { Sp::Param } else { Sp::Local };
+                }
+                x.a = a;
+                x.off = off;
+                let list: Vec<&Operand> = match vals {
+                    Operand::Vector(v) => v.iter().collect(),
+                    o => vec![o],
+                };
+                x.vec = list.len().min(4) as u8;
+                let mut ops4 = [Opnd::None; 4];
+                for (k, o) in list.iter().take(4).enumerate() {
+                    ops4[k] = self.opnd(o, t0, env, line, col)?;
+                }
+                if is_ld {
+                    x.nd = x.vec;
+                    x.d = ops4;
+                } else {
+                    x.ns = x.vec;
+                    x.s = ops4;
+                }
+            }
+            "atom" | "red" => {
+                let is_atom = base == "atom";
+                x.op = if is_atom { Op::Atom } else { Op::Red };
+                x.class = Class::Mem;
+                x.space = m.space.unwrap_or(Sp::Generic);
+                x.atom = match () {
+                    _ if m.has("add") => AtomOp::Add,
+                    _ if m.has("min") => AtomOp::Min,
+                    _ if m.has("max") => AtomOp::Max,
+                    _ if m.has("inc") => AtomOp::Inc,
+                    _ if m.has("dec") => AtomOp::Dec,
+                    _ if m.has("cas") => AtomOp::Cas,
+                    _ if m.has("exch") => AtomOp::Exch,
+                    _ if m.bop == Some(BoolOp::And) => AtomOp::And,
+                    _ if m.bop == Some(BoolOp::Or) => AtomOp::Or,
+                    _ if m.bop == Some(BoolOp::Xor) => AtomOp::Xor,
+                    _ => return unsupported(line, format!("atomic operation '{}'", i.opcode)),
+                };
+                if x.vec != 1 {
+                    return unsupported(line, "vector atomics");
+                }
+                let k = if is_atom { 1 } else { 0 };
+                need(k + 2)?;
+                if is_atom {
+                    x.nd = 1;
+                    x.d[0] = self.opnd(&ops[0], t0, env, line, col)?;
+                }
+                let (a, off, _) = self.addr(&ops[k], env, line, col)?;
+                x.a = a;
+                x.off = off;
+                x.ns = (ops.len() - k - 1).min(2) as u8;
+                for j in 0..x.ns as usize {
+                    x.s[j] = self.opnd(&ops[k + 1 + j], t0, env, line, col)?;
+                }
+            }
+            "tex" => {
+                need(2)?;
+                x.op = Op::Tex;
+                x.class = Class::Tex;
+                x.sub = if m.has("1d") {
+                    1
+                } else if m.has("2d") {
+                    2
+                } else if m.has("3d") {
+                    3
+                } else {
+                    return unsupported(line, format!("texture geometry in '{}'", i.opcode));
+                };
+                let dsts = match &ops[0] {
+                    Operand::Vector(v) => v.clone(),
+                    Operand::Pipe(..) => return unsupported(line, "tex with predicate output"),
+                    o => vec![o.clone()],
+                };
+                x.nd = dsts.len().min(4) as u8;
+                for (k, o) in dsts.iter().take(4).enumerate() {
+                    x.d[k] = self.opnd(o, t0, env, line, col)?;
+                }
+                match &ops[1] {
+                    Operand::Addr { base: Some(h), extra: Some(c), .. } => {
+                        x.a = self.name_opnd(h, env, line, col)?;
+                        let coords = match c.as_ref() {
+                            Operand::Vector(v) => v.clone(),
+                            o => vec![o.clone()],
+                        };
+                        x.ns = coords.len().min(4) as u8;
+                        for (k, o) in coords.iter().take(4).enumerate() {
+                            x.s[k] = self.opnd(o, t1, env, line, col)?;
+                        }
+                    }
+                    _ => return unsupported(line, "tex without a texture-object handle"),
+                }
+            }
+            "bra" | "brx" => {
+                if base == "brx" {
+                    return unsupported(line, "brx.idx (indirect branch)");
+                }
+                need(1)?;
+                x.op = Op::Bra;
+                x.class = Class::Branch;
+                match &ops[0] {
+                    Operand::Name(l) => self.fixups.push((self.insts.len(), env.instance, l, line)),
+                    _ => return perr(line, col, "branch target must be a label"),
+                }
+            }
+            "ret" => {
+                if env.is_kernel {
+                    x.op = Op::Exit;
+                } else {
+                    x.op = Op::Bra;
+                    self.fixups.push((self.insts.len(), env.instance, RET_LABEL, line));
+                }
+                x.class = Class::Branch;
+            }
+            "exit" => {
+                x.op = Op::Exit;
+                x.class = Class::Branch;
+            }
+            "trap" => {
+                x.op = Op::Trap;
+                x.class = Class::Branch;
+            }
+            "bar" | "barrier" => {
+                x.class = Class::Barrier;
+                if m.has("warp") {
+                    x.op = Op::Nop;
+                } else {
+                    x.op = Op::Bar;
+                    // sub: 0 sync, 1 arrive, 2 red.popc, 3 red.and, 4 red.or
+                    x.sub = if m.has("arrive") {
+                        1
+                    } else if m.has("red") {
+                        if m.has("popc") {
+                            2
+                        } else if m.bop == Some(BoolOp::And) {
+                            3
+                        } else {
+                            4
+                        }
+                    } else {
+                        0
+                    };
+                    let mut k = 0;
+                    if x.sub >= 2 {
+                        need(3)?;
+                        x.nd = 1;
+                        x.d[0] = self.opnd(&ops[0], t0, env, line, col)?;
+                        k = 1;
+                    }
+                    let rest = &ops[k..];
+                    let srcs: Vec<Opnd> =
+                        rest.iter().map(|o| self.opnd(o, Ty::U32, env, line, col)).collect::<R<_>>()?;
+                    // srcs: id [, count] [, pred]
+                    x.s[0] = srcs.first().copied().unwrap_or(Opnd::Imm(0));
+                    if x.sub >= 2 {
+                        x.s[2] = *srcs.last().unwrap_or(&Opnd::Imm(0));
+                        if srcs.len() == 3 {
+                            x.s[1] = srcs[1];
+                        }
+                        x.ns = 3;
+                    } else {
+                        if srcs.len() >= 2 {
+                            x.s[1] = srcs[1];
+                        }
+                        x.ns = srcs.len().min(2) as u8;
+                    }
+                }
+            }
+            "membar" | "fence" => {
+                x.op = Op::Membar;
+                x.class = Class::Barrier;
+            }
+            "shfl" => {
+                need(5)?;
+                x.op = Op::Shfl;
+                x.class = Class::Shuffle;
+                x.sub = ["up", "down", "bfly", "idx"]
+                    .iter()
+                    .position(|w| m.has(w))
+                    .map_or(3, |p| p as u8);
+                match &ops[0] {
+                    Operand::Pipe(d, p) => {
+                        x.nd = 2;
+                        x.d[0] = self.opnd(d, t0, env, line, col)?;
+                        x.d[1] = self.opnd(p, Ty::Pred, env, line, col)?;
+                    }
+                    o => {
+                        x.nd = 1;
+                        x.d[0] = self.opnd(o, t0, env, line, col)?;
+                    }
+                }
+                x.ns = 4;
+                for k in 0..4 {
+                    x.s[k] = self.opnd(&ops[1 + k], Ty::B32, env, line, col)?;
+                }
+            }
+            "vote" => {
+                need(2)?;
+                x.op = Op::Vote;
+                x.class = Class::Shuffle;
+                x.sub = ["all", "any", "uni", "ballot"]
+                    .iter()
+                    .position(|w| m.has(w))
+                    .map_or(0, |p| p as u8);
+                x.nd = 1;
+                x.d[0] = self.opnd(&ops[0], t0, env, line, col)?;
+                x.ns = (ops.len() - 1).min(2) as u8;
+                for k in 0..x.ns as usize {
+                    x.s[k] = self.opnd(&ops[1 + k], Ty::Pred, env, line, col)?;
+                }
+            }
+            "activemask" => {
+                x.op = Op::Activemask;
+                simple(&mut x, self, 0, t0)?;
+            }
+            "prefetch" | "prefetchu" | "pmevent" | "nanosleep" | "griddepcontrol" | "brkpt"
+            | "discard" | "applypriority" | "createpolicy" => {
+                x.op = Op::Nop;
+                x.class = Class::Nop;
+                if base == "createpolicy" {
+                    // writes a cache-policy register the program only passes back to hints
+                    x.op = Op::Mov;
+                    x.class = Class::Int;
+                    x.nd = 1;
+                    x.d[0] = self.opnd(&ops[0], Ty::B64, env, line, col)?;
+                    x.ns = 1;
+                    x.s[0] = Opnd::Imm(0);
+                }
+            }
+            _ => return unsupported(line, format!("instruction '{}'", i.opcode)),
+        }
+        self.insts.push(x);
+        Ok(())
+    }
+
+    /// Inlines `call[.uni] (ret), func, (args);`. Arguments and results are `.param` variables
+    /// of the caller, which live in its local frame; the callee's parameters alias them, so no
+    /// copies are needed.
+    fn call(&mut self, i: &'m ptx::Instr<'m>, env: &mut Env<'m>, guard: Opnd) -> R<()> {
+        let line = i.line;
+        if guard != Opnd::None {
+            return unsupported(line, "predicated call");
+        }
+        let mut it = i.operands.iter();
+        let mut rets: Vec<&'m str> = Vec::new();
+        let mut first = it.next();
+        if let Some(Operand::List(l)) = first {
+            for o in l {
+                if let Operand::Name(n) = o {
+                    rets.push(n);
+                }
+            }
+            first = it.next();
+        }
+        let fname = match first {
+            Some(Operand::Name(n)) => *n,
+            _ => return unsupported(line, "indirect call"),
+        };
+        let mut args: Vec<&'m str> = Vec::new();
+        if let Some(Operand::List(l)) = it.next() {
+            for o in l {
+                match o {
+                    Operand::Name(n) => args.push(n),
+                    _ => return unsupported(line, "call argument that is not a .param variable"),
+                }
+            }
+        }
+        let f = match self.funcs.get(fname) {
+            Some(f) => *f,
+            None => return perr(line, i.col, format!("call to unknown function '{fname}'")),
+        };
+        let body = match &f.body {
+            Some(b) => b,
+            None => return unsupported(line, format!("call to external function '{fname}'")),
+        };
+        if self.depth >= 16 || f.name == env.func_name {
+            return unsupported(line, format!("recursive call to '{fname}'"));
+        }
+        self.instances += 1;
+        let mut callee = Env {
+            regs: HashMap::new(),
+            syms: HashMap::new(),
+            undo: vec![Vec::new()],
+            instance: self.instances,
+            is_kernel: false,
+            func_name: f.name,
+        };
+        let lookup = |n: &str| -> R<SymRes> {
+            match env.syms.get(n) {
+                Some(s @ SymRes::Local(_)) => Ok(*s),
+                _ => unsupported(line, format!("call argument '{n}' is not a local .param")),
+            }
+        };
+        for (p, a) in f.params.iter().zip(&args) {
+            callee.syms.insert(p.name, lookup(a)?);
+        }
+        for (p, r) in f.rets.iter().zip(&rets) {
+            callee.syms.insert(p.name, lookup(r)?);
+        }
+        if args.len() != f.params.len() || rets.len() != f.rets.len() {
+            return unsupported(line, format!("call to '{fname}' with mismatched parameters"));
+        }
+        self.depth += 1;
+        self.body(body, &mut callee)?;
+        self.depth -= 1;
+        self.labels.insert((callee.instance, RET_LABEL), self.insts.len() as u32);
+        Ok(())
+    }
+}
+
+const RET_LABEL: &str = "%%ret";
+/// Marker symbol index for extern dynamic shared memory (patched per kernel).
+pub(crate) const DYN_SHARED_SYM: u32 = u32::MAX;
+
+fn bits_ty(bits: u32) -> Ty {
+    match bits {
+        8 => Ty::B8,
+        16 => Ty::B16,
+        32 => Ty::B32,
+        _ => Ty::B64,
+    }
+}
+
+/// Fills `Inst::reconv` of every conditional branch (see the module docs).
+pub(crate) fn compute_reconvergence(insts: &mut [Inst]) {
+    let n = insts.len();
+    if n == 0 {
+        return;
+    }
+    // Basic-block leaders.
+    let mut leader = vec![false; n + 1];
+    leader[0] = true;
+    for (k, x) in insts.iter().enumerate() {
+        if matches!(x.op, Op::Bra | Op::Exit | Op::Trap) {
+            leader[k + 1] = true;
+            if x.op == Op::Bra {
+                leader[(x.target as usize).min(n)] = true;
+            }
+        }
+    }
+    let starts: Vec<usize> = (0..n).filter(|&k| leader[k]).collect();
+    let mut block_of = vec![0usize; n + 1];
+    for (b, &s) in starts.iter().enumerate() {
+        let e = starts.get(b + 1).copied().unwrap_or(n);
+        for slot in &mut block_of[s..e] {
+            *slot = b;
+        }
+    }
+    let nb = starts.len();
+    let exit = nb; // virtual exit node
+    block_of[n] = exit;
+    let mut succ: Vec<Vec<usize>> = vec![Vec::new(); nb + 1];
+    for b in 0..nb {
+        let e = starts.get(b + 1).copied().unwrap_or(n);
+        let last = &insts[e - 1];
+        let unconditional = last.guard == Opnd::None;
+        match last.op {
+            Op::Bra => {
+                succ[b].push(block_of[(last.target as usize).min(n)]);
+                if !unconditional {
+                    succ[b].push(block_of[e]);
+                }
+            }
+            Op::Exit | Op::Trap => {
+                succ[b].push(exit);
+                if !unconditional {
+                    succ[b].push(block_of[e]);
+                }
+            }
+            _ => succ[b].push(block_of[e]),
+        }
+    }
+    let mut pred: Vec<Vec<usize>> = vec![Vec::new(); nb + 1];
+    for (b, ss) in succ.iter().enumerate() {
+        for &s in ss {
+            pred[s].push(b);
+        }
+    }
+    // Post-order of the reversed graph from exit.
+    let mut order = Vec::with_capacity(nb + 1);
+    let mut seen = vec![false; nb + 1];
+    let mut stack = vec![(exit, 0usize)];
+    seen[exit] = true;
+    while let Some(&mut (v, ref mut i)) = stack.last_mut() {
+        if *i < pred[v].len() {
+            let w = pred[v][*i];
+            *i += 1;
+            if !seen[w] {
+                seen[w] = true;
+                stack.push((w, 0));
+            }
+        } else {
+            order.push(v);
+            stack.pop();
+        }
+    }
+    let mut po = vec![usize::MAX; nb + 1];
+    for (k, &v) in order.iter().enumerate() {
+        po[v] = k;
+    }
+    let mut ipdom = vec![usize::MAX; nb + 1];
+    ipdom[exit] = exit;
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for &v in order.iter().rev() {
+            if v == exit {
+                continue;
+            }
+            let mut new = usize::MAX;
+            for &s in &succ[v] {
+                if ipdom[s] == usize::MAX {
+                    continue;
+                }
+                new = if new == usize::MAX {
+                    s
+                } else {
+                    let (mut a, mut b) = (new, s);
+                    while a != b {
+                        while po[a] < po[b] {
+                            a = ipdom[a];
+                        }
+                        while po[b] < po[a] {
+                            b = ipdom[b];
+                        }
+                    }
+                    a
+                };
+            }
+            if new != usize::MAX && ipdom[v] != new {
+                ipdom[v] = new;
+                changed = true;
+            }
+        }
+    }
+    for b in 0..nb {
+        let e = starts.get(b + 1).copied().unwrap_or(n);
+        let last = &mut insts[e - 1];
+        if last.guard != Opnd::None && matches!(last.op, Op::Bra | Op::Exit | Op::Trap) {
+            let p = ipdom[b];
+            last.reconv = if p == usize::MAX || p >= nb { u32::MAX } else { starts[p] as u32 };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kernel(body: &str) -> Program {
+        let src = format!(
+            ".version 9.0\n.target sm_75\n.address_size 64\n.visible .entry k(.param .u64 k_p0, .param .u32 k_p1)\n{{\n{body}\n}}\n"
+        );
+        let m = ptx::parse(&src).unwrap();
+        decode_module(&m).unwrap().kernels.remove(0)
+    }
+
+    #[test]
+    fn undeclared_register_is_a_parse_error_with_line() {
+        let src = ".version 9.0\n.entry k()\n{\n  .reg .b32 %r<2>;\n  add.s32 %r1, %r1, %q;\n}\n";
+        let m = ptx::parse(src).unwrap();
+        match decode_module(&m) {
+            Err(EmuError::Parse { line, .. }) => assert_eq!(line, 5),
+            other => panic!("expected error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn diamond_and_loop_reconverge_at_post_dominator() {
+        let p = kernel(
+            "  .reg .pred %p<3>;\n  .reg .b32 %r<4>;\n  .reg .b64 %rd<2>;\n  ld.param.u32 %r1, [k_p1];\n  setp.eq.s32 %p1, %r1, 0;\n  @%p1 bra $A;\n  add.s32 %r2, %r1, 1;\n  bra.uni $B;\n$A:\n  add.s32 %r2, %r1, 2;\n$B:\n  add.s32 %r3, %r3, 1;\n  setp.lt.s32 %p2, %r3, %r2;\n  @%p2 bra $B;\n  ld.param.u64 %rd1, [k_p0];\n  st.global.u32 [%rd1], %r2;\n  ret;",
+        );
+        let ins = &p.insts;
+        // registers: %p0-2 = 0..3, %r0-3 = 3..7, so %r3 is register 6
+        let b_label = ins.iter().position(|x| x.op == Op::Add && x.d[0] == Opnd::Reg(6)).unwrap();
+        let first_branch = ins.iter().position(|x| x.op == Op::Bra && x.guard != Opnd::None).unwrap();
+        // The if/else joins at $B (index of "add %r3").
+        assert_eq!(ins[first_branch].reconv as usize, b_label);
+        let loop_branch = ins.iter().rposition(|x| x.op == Op::Bra && x.guard != Opnd::None).unwrap();
+        assert_eq!(ins[loop_branch].target as usize, b_label);
+        // The loop exits to the instruction after the back edge.
+        assert_eq!(ins[loop_branch].reconv as usize, loop_branch + 1);
+        assert_eq!(p.param_offsets, vec![0, 8]);
+        assert_eq!(p.param_bytes, 12);
+    }
+
+    #[test]
+    fn inlines_func_calls_with_param_aliasing() {
+        let src = ".version 9.0\n.target sm_75\n.address_size 64\n.func (.param .b32 r) f(.param .b32 a)\n{\n .reg .b32 %r<3>;\n ld.param.b32 %r1, [a];\n add.s32 %r2, %r1, 1;\n st.param.b32 [r], %r2;\n ret;\n}\n.entry k()\n{\n .reg .b32 %r<3>;\n { .param .b32 p0; st.param.b32 [p0], %r1; .param .b32 rv; call.uni (rv), f, (p0); ld.param.b32 %r2, [rv]; }\n ret;\n}\n";
+        let m = ptx::parse(src).unwrap();
+        let p = decode_module(&m).unwrap().kernels.remove(0);
+        let st = p.insts.iter().position(|x| x.op == Op::St).unwrap();
+        let ld = p.insts.iter().position(|x| x.op == Op::Ld).unwrap();
+        assert_eq!(p.insts[st].space, Sp::Local);
+        // caller's p0 and callee's a are the same local slot
+        assert_eq!(p.insts[st].a, p.insts[ld].a);
+        // callee's ret became a branch to the instruction after the inlined body
+        let ret = p.insts.iter().position(|x| x.op == Op::Bra).unwrap();
+        assert_eq!(p.insts[ret].target as usize, ret + 1);
+        assert_eq!(p.local_bytes, 8);
+    }
+}

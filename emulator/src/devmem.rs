@@ -1,0 +1,137 @@
+//! The emulated device's flat global address space: checked allocations, so any guest access
+//! outside an allocation is a fault instead of silent corruption.
+//!
+//! Layout: allocations are bump-allocated from `GLOBAL_BASE` (4 GiB, so null and small integers
+//! never alias memory), 256-byte aligned, with at least 256 unmapped bytes between neighbours so
+//! that running off the end of a buffer faults. Generic addresses of shared and local memory live
+//! in two windows far above any allocation (`SHARED_WINDOW`, `LOCAL_WINDOW`), as `cvta` produces
+//! them.
+//!
+//! ```ignore
+//! let mut m = DeviceMemory::default();
+//! let a = m.alloc(16)?;
+//! m.write(a, &[1, 2, 3])?;
+//! assert!(m.slice(a + 16, 1).is_none()); // past the end: unmapped
+//! ```
+
+use std::cell::Cell;
+
+use crate::error::EmuError;
+
+pub(crate) const GLOBAL_BASE: u64 = 1 << 32;
+/// Generic address of shared-memory offset 0.
+pub(crate) const SHARED_WINDOW: u64 = 0x7E00_0000_0000;
+/// Generic address of local-memory offset 0 (per thread).
+pub(crate) const LOCAL_WINDOW: u64 = 0x7F00_0000_0000;
+pub(crate) const WINDOW_BYTES: u64 = 1 << 32;
+
+struct Alloc {
+    base: u64,
+    data: Vec<u8>,
+}
+
+/// Checked, sparse device memory.
+#[derive(Default)]
+pub(crate) struct DeviceMemory {
+    allocs: Vec<Alloc>,
+    next: u64,
+    /// Index of the allocation hit last: consecutive accesses almost always hit the same one.
+    last: Cell<usize>,
+}
+
+impl DeviceMemory {
+    /// Allocates `bytes` zeroed bytes; returns the device address (256-aligned).
+    pub(crate) fn alloc(&mut self, bytes: u64) -> Result<u64, EmuError> {
+        let base = if self.next == 0 { GLOBAL_BASE } else { self.next };
+        let len = usize::try_from(bytes).map_err(|_| EmuError::Memory {
+            addr: base,
+            what: format!("allocation of {bytes} bytes is too large"),
+        })?;
+        if base.saturating_add(bytes) >= SHARED_WINDOW {
+            return Err(EmuError::Memory { addr: base, what: "device address space exhausted".into() });
+        }
+        let mut data = Vec::new();
+        data.try_reserve_exact(len)
+            .map_err(|_| EmuError::Memory { addr: base, what: format!("cannot allocate {bytes} bytes") })?;
+        data.resize(len, 0);
+        self.allocs.push(Alloc { base, data });
+        self.next = (base + bytes.max(1) + 256).div_ceil(256) * 256;
+        Ok(base)
+    }
+
+    fn find(&self, addr: u64, len: u64) -> Option<(usize, usize)> {
+        let hit = |i: usize| -> Option<(usize, usize)> {
+            let a = self.allocs.get(i)?;
+            let off = addr.checked_sub(a.base)?;
+            (off.checked_add(len)? <= a.data.len() as u64).then_some((i, off as usize))
+        };
+        if let Some(r) = hit(self.last.get()) {
+            return Some(r);
+        }
+        let i = self.allocs.partition_point(|a| a.base <= addr).checked_sub(1)?;
+        let r = hit(i)?;
+        self.last.set(i);
+        Some(r)
+    }
+
+    /// The `len` bytes at `addr`, if they lie inside one allocation.
+    pub(crate) fn slice(&self, addr: u64, len: usize) -> Option<&[u8]> {
+        let (i, off) = self.find(addr, len as u64)?;
+        Some(&self.allocs[i].data[off..off + len])
+    }
+
+    pub(crate) fn slice_mut(&mut self, addr: u64, len: usize) -> Option<&mut [u8]> {
+        let (i, off) = self.find(addr, len as u64)?;
+        Some(&mut self.allocs[i].data[off..off + len])
+    }
+
+    pub(crate) fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), EmuError> {
+        match self.slice_mut(addr, data.len()) {
+            Some(s) => {
+                s.copy_from_slice(data);
+                Ok(())
+            }
+            None => Err(EmuError::Memory {
+                addr,
+                what: format!("write of {} bytes outside any allocation", data.len()),
+            }),
+        }
+    }
+
+    pub(crate) fn read(&self, addr: u64, out: &mut [u8]) -> Result<(), EmuError> {
+        match self.slice(addr, out.len()) {
+            Some(s) => {
+                out.copy_from_slice(s);
+                Ok(())
+            }
+            None => Err(EmuError::Memory {
+                addr,
+                what: format!("read of {} bytes outside any allocation", out.len()),
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allocations_are_aligned_separated_and_checked() {
+        let mut m = DeviceMemory::default();
+        let a = m.alloc(100).unwrap();
+        let b = m.alloc(8).unwrap();
+        assert_eq!(a % 256, 0);
+        assert_eq!(b % 256, 0);
+        assert!(b >= a + 100 + 256);
+        m.write(a + 96, &[1, 2, 3, 4]).unwrap();
+        assert!(m.write(a + 97, &[1, 2, 3, 4]).is_err());
+        assert!(m.slice(a + 100, 1).is_none());
+        assert!(m.slice(0, 1).is_none());
+        let mut out = [0u8; 4];
+        m.read(a + 96, &mut out).unwrap();
+        assert_eq!(out, [1, 2, 3, 4]);
+        m.write(b, &[9]).unwrap();
+        assert_eq!(m.slice(b, 1), Some(&[9u8][..]));
+    }
+}

@@ -1,0 +1,628 @@
+//! The issue engine: blocks resident on SMs up to the occupancy limit, warp schedulers issuing
+//! in order per warp, a per-warp register scoreboard, functional-unit pipelines, barriers and
+//! memory fences — with functional execution happening at issue, so one engine gives both the
+//! results and the clocks.
+//!
+//! Timing rules (the ones the paper's method depends on):
+//! - an instruction issues when every register it reads (sources, address, guard predicate —
+//!   even if the guard turns it off) and every register it writes is ready;
+//! - a load's destinations become ready at the completion cycle the memory model returns; the
+//!   warp keeps issuing independent instructions meanwhile, so `%clock` right after a load reads
+//!   the issue time, not the arrival time;
+//! - `membar`/`fence` issue only after all of the warp's outstanding memory operations completed;
+//! - `bar.sync` releases when every live warp of the block (or `count` threads) arrived.
+//!
+//! Scheduling: `sm.warp_schedulers` schedulers per SM, warp slot `s` belongs to scheduler
+//! `s % n`; each picks greedy-then-oldest (the last warp it issued if still ready, else the
+//! oldest ready one by launch order). SMs advance in global time order — always the SM with the
+//! smallest cycle, ties by SM index — so the shared L2/DRAM model sees requests in a consistent
+//! order, and every run is identical. When no warp of an SM can issue, the SM jumps to the next
+//! cycle at which one can, charging the skipped cycles to a stall reason.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
+
+use crate::config::GpuConfig;
+use crate::devmem::DeviceMemory;
+use crate::engine_mem::{MemRequest, MemorySystem};
+use crate::error::EmuError;
+use crate::exec::{Ctx, Entry, FULL, Flow, Warp, exec};
+use crate::ir::{Class, Op, Program};
+use crate::texture::Texture;
+
+const NCLASS: usize = Class::ALL.len();
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WState {
+    Free,
+    Run,
+    Bar,
+    Done,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Stall {
+    Scoreboard,
+    Memory,
+    Barrier,
+    Membar,
+    PipeBusy,
+    Idle,
+}
+
+impl Stall {
+    fn name(self) -> &'static str {
+        match self {
+            Stall::Scoreboard => "scoreboard",
+            Stall::Memory => "memory",
+            Stall::Barrier => "barrier",
+            Stall::Membar => "membar",
+            Stall::PipeBusy => "pipe_busy",
+            Stall::Idle => "idle",
+        }
+    }
+}
+
+struct TWarp {
+    arch: Warp,
+    ready: Vec<u64>,
+    from_mem: Vec<bool>,
+    state: WState,
+    block: usize,
+    outstanding: u64,
+    next_ok: u64,
+    wake: u64,
+    reason: Stall,
+    class: Class,
+    bar_dst: Option<u32>,
+    age: u64,
+}
+
+struct TBlock {
+    id: [u32; 3],
+    shared: Vec<u8>,
+    warps: Vec<u32>,
+    live: u32,
+    arrived: u32,
+    expected: u32,
+    red_kind: u8,
+    red_acc: u32,
+    bar_pc: u32,
+}
+
+struct Sm {
+    id: u32,
+    cycle: u64,
+    warps: Vec<TWarp>,
+    blocks: Vec<Option<TBlock>>,
+    pipe: Vec<[u64; NCLASS]>,
+    last: Vec<Option<u32>>,
+    live_blocks: u32,
+}
+
+/// Inputs of one launch.
+pub(crate) struct LaunchInput<'a> {
+    pub prog: &'a Program,
+    pub cfg: &'a GpuConfig,
+    pub params: &'a [u8],
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub dyn_smem: u32,
+    pub blocks_per_sm: u32,
+    pub budget: u64,
+}
+
+/// Raw results of one launch (turned into `LaunchStats` by the API layer).
+pub(crate) struct LaunchOutput {
+    pub cycles: u64,
+    pub sm_cycles: Vec<u64>,
+    pub warp_instructions: u64,
+    pub thread_instructions: u64,
+    pub by_class: BTreeMap<String, u64>,
+    pub stalls: BTreeMap<String, u64>,
+}
+
+struct Engine<'a> {
+    inp: &'a LaunchInput<'a>,
+    dev: &'a mut DeviceMemory,
+    textures: &'a [Texture],
+    mem: &'a mut MemorySystem,
+    lanes: Vec<(u8, u64)>,
+    texaddrs: Vec<u64>,
+    warps_per_block: u32,
+    shared_total: usize,
+    next_block: u64,
+    total_blocks: u64,
+    age: u64,
+    warp_instructions: u64,
+    thread_instructions: u64,
+    class_counts: [u64; NCLASS],
+    flops: u64,
+    stalls: [u64; 6],
+}
+
+fn lat(cfg: &GpuConfig, c: Class) -> u64 {
+    let p = &cfg.pipeline;
+    (match c {
+        Class::Int => p.int_latency_cycles,
+        Class::Fp32 => p.fp32_latency_cycles,
+        Class::Fp64 => p.fp64_latency_cycles,
+        Class::Sfu => p.sfu_latency_cycles,
+        Class::Branch => p.branch_latency_cycles,
+        Class::Special => p.special_reg_latency_cycles,
+        Class::Shuffle => p.shuffle_latency_cycles,
+        _ => 1,
+    }) as u64
+}
+
+fn issue_interval(cfg: &GpuConfig, c: Class) -> u64 {
+    let p = &cfg.pipeline;
+    (match c {
+        Class::Int => p.int_issue_cycles,
+        Class::Fp32 => p.fp32_issue_cycles,
+        Class::Fp64 => p.fp64_issue_cycles,
+        Class::Sfu => p.sfu_issue_cycles,
+        Class::Mem | Class::Tex => p.mem_issue_cycles,
+        _ => 1,
+    })
+    .max(1) as u64
+}
+
+/// Runs a whole grid.
+pub(crate) fn run(
+    inp: &LaunchInput,
+    dev: &mut DeviceMemory,
+    textures: &[Texture],
+    mem: &mut MemorySystem,
+) -> Result<LaunchOutput, EmuError> {
+    let threads = inp.block[0] * inp.block[1] * inp.block[2];
+    let nsm = inp.cfg.sm.count.max(1);
+    let nsched = inp.cfg.sm.warp_schedulers.max(1) as usize;
+    let mut e = Engine {
+        inp,
+        dev,
+        textures,
+        mem,
+        lanes: Vec::with_capacity(256),
+        texaddrs: Vec::with_capacity(8),
+        warps_per_block: threads.div_ceil(32),
+        shared_total: (inp.prog.dyn_shared_offset as usize + inp.dyn_smem as usize).max(inp.prog.shared_static_bytes as usize),
+        next_block: 0,
+        total_blocks: inp.grid.iter().map(|&g| g as u64).product(),
+        age: 0,
+        warp_instructions: 0,
+        thread_instructions: 0,
+        class_counts: [0; NCLASS],
+        flops: 0,
+        stalls: [0; 6],
+    };
+    let mut sms: Vec<Sm> = (0..nsm)
+        .map(|id| Sm {
+            id,
+            cycle: 0,
+            warps: Vec::new(),
+            blocks: Vec::new(),
+            pipe: vec![[0; NCLASS]; nsched],
+            last: vec![None; nsched],
+            live_blocks: 0,
+        })
+        .collect();
+    // Initial distribution: round-robin over SMs, up to the occupancy limit.
+    for _ in 0..inp.blocks_per_sm.max(1) {
+        for sm in sms.iter_mut() {
+            if e.next_block < e.total_blocks {
+                e.launch_block(sm);
+            }
+        }
+    }
+    let mut heap: BinaryHeap<Reverse<(u64, u32)>> =
+        sms.iter().filter(|s| s.live_blocks > 0).map(|s| Reverse((s.cycle, s.id))).collect();
+    while let Some(Reverse((_, sid))) = heap.pop() {
+        let sm = &mut sms[sid as usize];
+        e.step(sm)?;
+        while sm.live_blocks < inp.blocks_per_sm.max(1) && e.next_block < e.total_blocks {
+            e.launch_block(sm);
+        }
+        if sm.live_blocks > 0 {
+            heap.push(Reverse((sm.cycle, sid)));
+        }
+    }
+    let sm_cycles: Vec<u64> = sms.iter().map(|s| s.cycle).collect();
+    let mut by_class = BTreeMap::new();
+    for (k, c) in Class::ALL.iter().enumerate() {
+        by_class.insert(c.name().to_string(), e.class_counts[k]);
+    }
+    by_class.insert("flops".to_string(), e.flops);
+    let mut stalls = BTreeMap::new();
+    for s in [Stall::Scoreboard, Stall::Memory, Stall::Barrier, Stall::Membar, Stall::PipeBusy, Stall::Idle] {
+        stalls.insert(s.name().to_string(), e.stalls[s as usize]);
+    }
+    Ok(LaunchOutput {
+        cycles: sm_cycles.iter().copied().max().unwrap_or(0),
+        sm_cycles,
+        warp_instructions: e.warp_instructions,
+        thread_instructions: e.thread_instructions,
+        by_class,
+        stalls,
+    })
+}
+
+impl Engine<'_> {
+    fn launch_block(&mut self, sm: &mut Sm) {
+        let b = self.next_block;
+        self.next_block += 1;
+        let [gx, gy, _] = self.inp.grid.map(|v| v as u64);
+        let id = [(b % gx) as u32, ((b / gx) % gy) as u32, (b / (gx * gy)) as u32];
+        let slot = match sm.blocks.iter().position(Option::is_none) {
+            Some(s) => s,
+            None => {
+                sm.blocks.push(None);
+                sm.blocks.len() - 1
+            }
+        };
+        let prog = self.inp.prog;
+        let nregs = prog.nregs as usize;
+        let threads = self.inp.block.iter().product::<u32>();
+        let mut warps = Vec::with_capacity(self.warps_per_block as usize);
+        for wib in 0..self.warps_per_block {
+            let ws = match sm.warps.iter().position(|w| matches!(w.state, WState::Free | WState::Done)) {
+                Some(s) => s,
+                None => {
+                    sm.warps.push(TWarp {
+                        arch: Warp::default(),
+                        ready: Vec::new(),
+                        from_mem: Vec::new(),
+                        state: WState::Free,
+                        block: 0,
+                        outstanding: 0,
+                        next_ok: 0,
+                        wake: 0,
+                        reason: Stall::Scoreboard,
+                        class: Class::Int,
+                        bar_dst: None,
+                        age: 0,
+                    });
+                    sm.warps.len() - 1
+                }
+            };
+            let w = &mut sm.warps[ws];
+            let valid_lanes = (threads - wib * 32).min(32);
+            let valid = if valid_lanes == 32 { FULL } else { (1u32 << valid_lanes) - 1 };
+            w.arch.regs.clear();
+            w.arch.regs.resize(nregs * 32, 0);
+            w.arch.stack.clear();
+            w.arch.stack.push(Entry { pc: 0, rpc: u32::MAX, mask: valid });
+            w.arch.carry = 0;
+            w.arch.local.clear();
+            w.arch.local.resize(prog.local_bytes as usize * 32, 0);
+            w.arch.wib = wib;
+            w.arch.slot = ws as u32;
+            w.ready.clear();
+            w.ready.resize(nregs, 0);
+            w.from_mem.clear();
+            w.from_mem.resize(nregs, false);
+            w.state = WState::Run;
+            w.block = slot;
+            w.outstanding = sm.cycle;
+            w.next_ok = sm.cycle;
+            w.bar_dst = None;
+            w.age = self.age;
+            self.age += 1;
+            refresh(w, prog);
+            warps.push(ws as u32);
+        }
+        sm.blocks[slot] = Some(TBlock {
+            id,
+            shared: vec![0; self.shared_total],
+            live: warps.len() as u32,
+            warps,
+            arrived: 0,
+            expected: 0,
+            red_kind: 0,
+            red_acc: 0,
+            bar_pc: 0,
+        });
+        sm.live_blocks += 1;
+    }
+
+    /// One scheduling step of an SM: issue in the current cycle, or jump to the next cycle at
+    /// which something can issue.
+    fn step(&mut self, sm: &mut Sm) -> Result<(), EmuError> {
+        let now = sm.cycle;
+        let nsched = sm.pipe.len();
+        let per = self.inp.cfg.sm.issue_per_scheduler.max(1);
+        let mut issued_any = false;
+        for s in 0..nsched {
+            let mut issued = 0;
+            while issued < per {
+                let pick = self.pick(sm, s, now);
+                let Some(ws) = pick else { break };
+                self.issue(sm, ws, s, now)?;
+                sm.last[s] = Some(ws as u32);
+                issued += 1;
+            }
+            if issued == 0 {
+                let r = self.stall_reason(sm, s, now);
+                self.stalls[r as usize] += 1;
+            } else {
+                issued_any = true;
+            }
+        }
+        if issued_any {
+            sm.cycle = now + 1;
+            return Ok(());
+        }
+        // Nothing issued: jump to the earliest cycle at which some warp can issue.
+        let mut next = u64::MAX;
+        for (ws, w) in sm.warps.iter().enumerate() {
+            if w.state == WState::Run {
+                let s = ws % nsched;
+                next = next.min(w.wake.max(w.next_ok).max(sm.pipe[s][w.class as usize]));
+            }
+        }
+        if next == u64::MAX {
+            if sm.live_blocks == 0 {
+                return Ok(());
+            }
+            // Live blocks but no runnable warp: a barrier that can never complete.
+            let blk = sm.blocks.iter().flatten().find(|b| b.live > 0);
+            let (id, pc) = blk.map_or(([0; 3], 0), |b| (b.id, b.bar_pc));
+            let line = self.inp.prog.insts.get(pc as usize).map_or(0, |x| x.line);
+            return Err(EmuError::Deadlock { kernel: self.inp.prog.name.clone(), block: id, pc, line });
+        }
+        let skipped = next.saturating_sub(now + 1);
+        if skipped > 0 {
+            for s in 0..nsched {
+                let r = self.stall_reason(sm, s, now + 1);
+                self.stalls[r as usize] += skipped;
+            }
+        }
+        sm.cycle = next.max(now + 1);
+        Ok(())
+    }
+
+    fn eligible(sm: &Sm, ws: usize, s: usize, now: u64) -> bool {
+        let w = &sm.warps[ws];
+        w.state == WState::Run && w.wake <= now && w.next_ok <= now && sm.pipe[s][w.class as usize] <= now
+    }
+
+    fn pick(&self, sm: &Sm, s: usize, now: u64) -> Option<usize> {
+        let nsched = sm.pipe.len();
+        if let Some(l) = sm.last[s] {
+            if Self::eligible(sm, l as usize, s, now) {
+                return Some(l as usize);
+            }
+        }
+        let mut best: Option<(u64, usize)> = None;
+        let mut ws = s;
+        while ws < sm.warps.len() {
+            if Self::eligible(sm, ws, s, now) {
+                let age = sm.warps[ws].age;
+                if best.is_none_or(|(a, _)| age < a) {
+                    best = Some((age, ws));
+                }
+            }
+            ws += nsched;
+        }
+        best.map(|(_, w)| w)
+    }
+
+    fn stall_reason(&self, sm: &Sm, s: usize, now: u64) -> Stall {
+        let nsched = sm.pipe.len();
+        let mut best: Option<(u64, Stall)> = None;
+        let mut any = false;
+        let mut ws = s;
+        while ws < sm.warps.len() {
+            let w = &sm.warps[ws];
+            ws += nsched;
+            match w.state {
+                WState::Bar => {
+                    any = true;
+                    if best.is_none() {
+                        best = Some((u64::MAX, Stall::Barrier));
+                    }
+                }
+                WState::Run => {
+                    any = true;
+                    let (t, r) = if w.wake > now {
+                        (w.wake, w.reason)
+                    } else if sm.pipe[s][w.class as usize] > now {
+                        (sm.pipe[s][w.class as usize], Stall::PipeBusy)
+                    } else {
+                        (w.next_ok, Stall::Scoreboard)
+                    };
+                    if best.is_none_or(|(bt, _)| t < bt) {
+                        best = Some((t, r));
+                    }
+                }
+                _ => {}
+            }
+        }
+        if !any {
+            return Stall::Idle;
+        }
+        best.map_or(Stall::Idle, |(_, r)| r)
+    }
+
+    fn issue(&mut self, sm: &mut Sm, ws: usize, s: usize, now: u64) -> Result<(), EmuError> {
+        let prog = self.inp.prog;
+        let cfg = self.inp.cfg;
+        let w = &mut sm.warps[ws];
+        let Some(pc) = w.arch.pc() else {
+            w.state = WState::Done;
+            return Ok(());
+        };
+        let x = &prog.insts[pc as usize];
+        let active = w.arch.active();
+        let bslot = w.block;
+        let Some(block) = sm.blocks[bslot].as_mut() else {
+            return Err(EmuError::Fault {
+                kernel: prog.name.clone(),
+                pc,
+                line: x.line,
+                block: [0; 3],
+                warp: w.arch.wib,
+                thread: 0,
+                what: "internal: warp without a block".into(),
+            });
+        };
+        let mut ctx = Ctx {
+            dev: self.dev,
+            textures: self.textures,
+            params: self.inp.params,
+            shared: &mut block.shared,
+            local_bytes: prog.local_bytes,
+            block: block.id,
+            ntid: self.inp.block,
+            nctaid: self.inp.grid,
+            smid: sm.id,
+            nsm: cfg.sm.count,
+            max_warps: cfg.sm.max_warps,
+            now,
+            clock_mhz: cfg.clock_mhz,
+            dyn_smem: self.inp.dyn_smem,
+            lanes: &mut self.lanes,
+            texaddrs: &mut self.texaddrs,
+        };
+        let flow = exec(x, &mut w.arch, &mut ctx).map_err(|f| EmuError::Fault {
+            kernel: prog.name.clone(),
+            pc,
+            line: x.line,
+            block: block.id,
+            warp: w.arch.wib,
+            thread: w.arch.wib * 32 + f.lane,
+            what: f.what,
+        })?;
+        self.warp_instructions += 1;
+        let lanes = active.count_ones() as u64;
+        self.thread_instructions += lanes;
+        self.class_counts[x.class as usize] += 1;
+        if matches!(x.class, Class::Fp32 | Class::Fp64) {
+            match x.op {
+                Op::Fma => self.flops += 2 * lanes,
+                Op::Add | Op::Sub | Op::Mul | Op::Div => self.flops += lanes,
+                _ => {}
+            }
+        }
+        if self.warp_instructions > self.inp.budget {
+            return Err(EmuError::Budget {
+                kernel: prog.name.clone(),
+                executed: self.warp_instructions,
+                limit: self.inp.budget,
+            });
+        }
+        let mut done_at = now + lat(cfg, x.class);
+        let mut from_mem = false;
+        let mut flow_bar = None;
+        match flow {
+            Flow::Mem { space, kind, bytes_per_lane, readonly } => {
+                if !self.lanes.is_empty() {
+                    let req = MemRequest {
+                        sm: sm.id,
+                        warp: ws as u32,
+                        space,
+                        kind,
+                        bytes_per_lane,
+                        lanes: &self.lanes,
+                        readonly_path: readonly,
+                    };
+                    done_at = self.mem.access(now, &req).max(now + 1);
+                    w.outstanding = w.outstanding.max(done_at);
+                    from_mem = true;
+                }
+            }
+            Flow::Bar { id, expected, red, contrib, dst } => flow_bar = Some((id, expected, red, contrib, dst)),
+            Flow::Exited | Flow::Done => {}
+        }
+        for r in x.writes() {
+            w.ready[r as usize] = done_at;
+            w.from_mem[r as usize] = from_mem;
+        }
+        sm.pipe[s][x.class as usize] = now + issue_interval(cfg, x.class);
+        w.next_ok = now + if x.op == Op::Bra { lat(cfg, Class::Branch).max(1) } else { 1 };
+        if w.arch.pc().is_none() {
+            w.state = WState::Done;
+            block.live -= 1;
+        } else if let Some((_, expected, red, contrib, dst)) = flow_bar {
+            w.state = WState::Bar;
+            w.bar_dst = dst;
+            block.arrived += 1;
+            block.expected = expected;
+            block.bar_pc = pc;
+            if red != 0 {
+                block.red_acc = match (block.arrived, red) {
+                    (1, 2) => contrib,
+                    (1, 3) => contrib,
+                    (1, _) => contrib,
+                    (_, 1) => block.red_acc + contrib,
+                    (_, 2) => block.red_acc & contrib,
+                    _ => block.red_acc | contrib,
+                };
+                block.red_kind = red;
+            }
+        }
+        refresh(w, prog);
+        // Barrier release (also when a warp exits while others wait).
+        let need = if block.expected > 0 { block.expected.div_ceil(32) } else { block.live };
+        if block.arrived > 0 && block.arrived >= need {
+            let red = block.red_kind;
+            let acc = block.red_acc;
+            let member = block.warps.clone();
+            block.arrived = 0;
+            block.expected = 0;
+            block.red_kind = 0;
+            block.red_acc = 0;
+            for &m in &member {
+                let wm = &mut sm.warps[m as usize];
+                if wm.state == WState::Bar {
+                    wm.state = WState::Run;
+                    wm.next_ok = now + 1;
+                    if let (Some(r), true) = (wm.bar_dst.take(), red != 0) {
+                        let row = &mut wm.arch.regs[r as usize * 32..r as usize * 32 + 32];
+                        row.fill(acc as u64);
+                        wm.ready[r as usize] = now + 1;
+                    }
+                }
+            }
+        }
+        let Some(block) = sm.blocks[bslot].as_mut() else { return Ok(()) };
+        if block.live == 0 {
+            for &m in &block.warps {
+                sm.warps[m as usize].state = WState::Free;
+            }
+            sm.blocks[bslot] = None;
+            sm.live_blocks -= 1;
+            for l in sm.last.iter_mut() {
+                if l.is_some_and(|v| sm.warps[v as usize].state == WState::Free) {
+                    *l = None;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Recomputes when a warp's next instruction can issue (scoreboard and fences).
+fn refresh(w: &mut TWarp, prog: &Program) {
+    let Some(pc) = w.arch.pc() else {
+        w.state = WState::Done;
+        return;
+    };
+    let x = &prog.insts[pc as usize];
+    let mut t = 0;
+    let mut reason = Stall::Scoreboard;
+    for r in x.reads().chain(x.writes()) {
+        let rt = w.ready[r as usize];
+        if rt > t {
+            t = rt;
+            reason = if w.from_mem[r as usize] { Stall::Memory } else { Stall::Scoreboard };
+        }
+    }
+    if x.op == Op::Membar && w.outstanding > t {
+        t = w.outstanding;
+        reason = Stall::Membar;
+    }
+    w.wake = t;
+    w.reason = reason;
+    w.class = x.class;
+}

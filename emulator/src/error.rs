@@ -1,0 +1,54 @@
+//! The crate's one error type: every way a parse, load or launch can fail, with its context as data.
+//!
+//! Why: a fault in a guest kernel (bad address, unsupported PTX, deadlock, runaway loop) must reach
+//! the caller as a value naming the kernel, PC, source line, block and warp, never as a panic.
+
+use thiserror::Error;
+
+/// Everything the emulator can report instead of a result.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum EmuError {
+    /// The PTX text is malformed; `line`/`col` are 1-based positions in the PTX source.
+    #[error("PTX parse error at {line}:{col}: {msg}")]
+    Parse { line: u32, col: u32, msg: String },
+    /// Well-formed PTX that uses a feature the emulator does not implement.
+    #[error("unsupported PTX at line {line}: {what}")]
+    Unsupported { line: u32, what: String },
+    /// A guest thread did something illegal (out-of-bounds or misaligned access, trap, ...).
+    #[error(
+        "fault in kernel {kernel} at pc {pc} (PTX line {line}), block {block:?}, warp {warp}, thread {thread}: {what}"
+    )]
+    Fault {
+        kernel: String,
+        pc: u32,
+        line: u32,
+        block: [u32; 3],
+        warp: u32,
+        thread: u32,
+        what: String,
+    },
+    /// Every live warp of a block waits at a barrier that can never complete.
+    #[error("deadlock in kernel {kernel}: block {block:?} waits at a barrier (pc {pc}, PTX line {line}) that cannot complete")]
+    Deadlock {
+        kernel: String,
+        block: [u32; 3],
+        pc: u32,
+        line: u32,
+    },
+    /// The launch executed more warp instructions than `LaunchParams::max_warp_instructions`.
+    #[error("kernel {kernel} exceeded its budget: {executed} warp instructions executed, limit {limit}")]
+    Budget {
+        kernel: String,
+        executed: u64,
+        limit: u64,
+    },
+    /// The launch arguments or configuration do not match the kernel.
+    #[error("bad launch of {kernel}: {what}")]
+    Args { kernel: String, what: String },
+    /// A host-side access to device memory outside any allocation, or an allocation failure.
+    #[error("device memory error at address {addr:#x}: {what}")]
+    Memory { addr: u64, what: String },
+    /// A name (kernel, symbol, texture, module) that does not exist.
+    #[error("unknown {kind} '{name}'")]
+    NotFound { kind: &'static str, name: String },
+}

@@ -1,0 +1,460 @@
+//! The interpreter's compact instruction form: what `decode` produces and `exec` runs.
+//!
+//! Why a separate form: the syntax tree keeps strings; the hot loop wants small enums, registers
+//! numbered densely per kernel (`Opnd::Reg(n)` indexes the warp's `[reg][lane]` file directly),
+//! branch targets and reconvergence points as instruction indices, and symbols resolved to
+//! addresses or offsets.
+
+/// Value types of PTX instructions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ty {
+    Pred,
+    B8,
+    B16,
+    B32,
+    B64,
+    B128,
+    U8,
+    U16,
+    U32,
+    U64,
+    S8,
+    S16,
+    S32,
+    S64,
+    F16,
+    F16x2,
+    BF16,
+    BF16x2,
+    F32,
+    F64,
+}
+
+impl Ty {
+    pub(crate) fn parse(s: &str) -> Option<Ty> {
+        Some(match s {
+            "pred" => Ty::Pred,
+            "b8" => Ty::B8,
+            "b16" => Ty::B16,
+            "b32" => Ty::B32,
+            "b64" => Ty::B64,
+            "b128" => Ty::B128,
+            "u8" => Ty::U8,
+            "u16" => Ty::U16,
+            "u32" => Ty::U32,
+            "u64" => Ty::U64,
+            "s8" => Ty::S8,
+            "s16" => Ty::S16,
+            "s32" => Ty::S32,
+            "s64" => Ty::S64,
+            "f16" => Ty::F16,
+            "f16x2" => Ty::F16x2,
+            "bf16" => Ty::BF16,
+            "bf16x2" => Ty::BF16x2,
+            "f32" => Ty::F32,
+            "f64" => Ty::F64,
+            _ => return None,
+        })
+    }
+    pub(crate) fn bits(self) -> u32 {
+        match self {
+            Ty::Pred => 1,
+            Ty::B8 | Ty::U8 | Ty::S8 => 8,
+            Ty::B16 | Ty::U16 | Ty::S16 | Ty::F16 | Ty::BF16 => 16,
+            Ty::B32 | Ty::U32 | Ty::S32 | Ty::F32 | Ty::F16x2 | Ty::BF16x2 => 32,
+            Ty::B64 | Ty::U64 | Ty::S64 | Ty::F64 => 64,
+            Ty::B128 => 128,
+        }
+    }
+    pub(crate) fn bytes(self) -> u32 {
+        self.bits().div_ceil(8)
+    }
+    pub(crate) fn is_signed(self) -> bool {
+        matches!(self, Ty::S8 | Ty::S16 | Ty::S32 | Ty::S64)
+    }
+    pub(crate) fn is_float(self) -> bool {
+        matches!(self, Ty::F16 | Ty::F16x2 | Ty::BF16 | Ty::BF16x2 | Ty::F32 | Ty::F64)
+    }
+    /// Mask of the value bits of this type in a 64-bit register word.
+    pub(crate) fn mask(self) -> u64 {
+        match self.bits() {
+            64 | 128 => u64::MAX,
+            b => (1u64 << b) - 1,
+        }
+    }
+    /// Sign- or zero-extends the low `bits()` of `v` to 64 bits.
+    pub(crate) fn extend(self, v: u64) -> u64 {
+        let b = self.bits();
+        if b >= 64 {
+            return v;
+        }
+        if self.is_signed() {
+            (((v << (64 - b)) as i64) >> (64 - b)) as u64
+        } else {
+            v & self.mask()
+        }
+    }
+}
+
+/// Rounding modifiers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Rnd {
+    None,
+    Rn,
+    Rz,
+    Rm,
+    Rp,
+    Rni,
+    Rzi,
+    Rmi,
+    Rpi,
+}
+
+/// Comparison operators of `setp`/`set`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Cmp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Lo,
+    Ls,
+    Hi,
+    Hs,
+    Equ,
+    Neu,
+    Ltu,
+    Leu,
+    Gtu,
+    Geu,
+    Num,
+    Nan,
+}
+
+/// Boolean combiner of `setp`/`set`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BoolOp {
+    None,
+    And,
+    Or,
+    Xor,
+}
+
+/// Memory state spaces of instructions (`Generic` resolves per lane at run time).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sp {
+    Generic,
+    Global,
+    Shared,
+    Local,
+    Const,
+    Param,
+}
+
+/// Read-modify-write operations of `atom`/`red`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AtomOp {
+    Add,
+    Min,
+    Max,
+    Inc,
+    Dec,
+    Cas,
+    Exch,
+    And,
+    Or,
+    Xor,
+}
+
+/// Special registers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sreg {
+    Tid(u8),
+    Ntid(u8),
+    Ctaid(u8),
+    Nctaid(u8),
+    Laneid,
+    Warpid,
+    Nwarpid,
+    Smid,
+    Nsmid,
+    Clock,
+    ClockHi,
+    Clock64,
+    Globaltimer,
+    GlobaltimerLo,
+    GlobaltimerHi,
+    LanemaskEq,
+    LanemaskLt,
+    LanemaskLe,
+    LanemaskGt,
+    LanemaskGe,
+    Gridid,
+    DynSmem,
+    TotalSmem,
+}
+
+/// An operand after decoding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Opnd {
+    None,
+    Reg(u32),
+    /// `!%p` (a negated predicate source).
+    NotReg(u32),
+    Imm(u64),
+    Sreg(Sreg),
+    /// Address of module-level global/const variable `n`, patched to `Imm` when loaded.
+    Sym(u32),
+}
+
+/// Timing class: which pipeline (latency, issue interval) an instruction uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Class {
+    Int,
+    Fp32,
+    Fp64,
+    Sfu,
+    Mem,
+    Tex,
+    Branch,
+    Special,
+    Shuffle,
+    Barrier,
+    Nop,
+}
+
+impl Class {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Class::Int => "int",
+            Class::Fp32 => "fp32",
+            Class::Fp64 => "fp64",
+            Class::Sfu => "sfu",
+            Class::Mem => "mem",
+            Class::Tex => "tex",
+            Class::Branch => "branch",
+            Class::Special => "special",
+            Class::Shuffle => "shuffle",
+            Class::Barrier => "barrier",
+            Class::Nop => "nop",
+        }
+    }
+    pub(crate) const ALL: [Class; 11] = [
+        Class::Int,
+        Class::Fp32,
+        Class::Fp64,
+        Class::Sfu,
+        Class::Mem,
+        Class::Tex,
+        Class::Branch,
+        Class::Special,
+        Class::Shuffle,
+        Class::Barrier,
+        Class::Nop,
+    ];
+}
+
+/// Decoded operations. Arithmetic ops are typed by `Inst::ty`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Op {
+    Mov,
+    /// `mov.b64 %rd, {%r1, %r2}`: pack `ns` sources of `ty2` into one `ty` value.
+    Pack,
+    /// `mov.b64 {%r1, %r2}, %rd`: split into `nd` pieces of `ty2`.
+    Unpack,
+    Add,
+    Sub,
+    MulLo,
+    MulHi,
+    MulWide,
+    MadLo,
+    MadHi,
+    MadWide,
+    Mul24Lo,
+    Mul24Hi,
+    Mad24Lo,
+    Sad,
+    Div,
+    Rem,
+    Abs,
+    Neg,
+    Min,
+    Max,
+    AddCc,
+    AddC,
+    SubCc,
+    SubC,
+    MadLoCc,
+    MadCLo,
+    MadHiCc,
+    MadCHi,
+    And,
+    Or,
+    Xor,
+    Not,
+    Cnot,
+    Shl,
+    Shr,
+    Popc,
+    Clz,
+    Brev,
+    Bfe,
+    Bfi,
+    Bfind,
+    BfindShift,
+    Prmt,
+    Mul,
+    Fma,
+    Rcp,
+    Sqrt,
+    Rsqrt,
+    Sin,
+    Cos,
+    Lg2,
+    Ex2,
+    Tanh,
+    Copysign,
+    Testp,
+    Setp,
+    Set,
+    Selp,
+    Slct,
+    Cvt,
+    CvtPack,
+    Cvta,
+    CvtaTo,
+    Isspacep,
+    Ld,
+    St,
+    Atom,
+    Red,
+    Tex,
+    Bra,
+    Ret,
+    Exit,
+    Bar,
+    Membar,
+    Shfl,
+    Vote,
+    Activemask,
+    Nop,
+    Trap,
+}
+
+/// One decoded instruction. Unused fields keep their defaults.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Inst {
+    pub op: Op,
+    pub ty: Ty,
+    /// Second type: source type of `cvt`/`set`/`slct`, element type of pack/unpack, coordinate
+    /// type of `tex`, compare type of `setp`.
+    pub ty2: Ty,
+    pub rnd: Rnd,
+    pub ftz: bool,
+    pub sat: bool,
+    pub approx: bool,
+    pub cmp: Cmp,
+    pub bop: BoolOp,
+    pub space: Sp,
+    /// Vector width of ld/st/tex (1, 2, 4), or the op-specific sub-mode (shfl/vote/prmt/testp/
+    /// bar/atom kinds are stored in `sub`).
+    pub vec: u8,
+    pub sub: u8,
+    pub atom: AtomOp,
+    pub nc: bool,
+    pub nd: u8,
+    pub ns: u8,
+    pub d: [Opnd; 4],
+    pub s: [Opnd; 4],
+    /// Address base (ld/st/atom), texture handle (tex) or extra source (bfi/setp/mad carry...).
+    pub a: Opnd,
+    pub off: i64,
+    pub guard: Opnd,
+    /// Branch target.
+    pub target: u32,
+    /// Reconvergence point of a conditional branch: the first instruction of the branch's
+    /// immediate post-dominator, or `u32::MAX` (reconverge only at exit).
+    pub reconv: u32,
+    pub line: u32,
+    pub class: Class,
+}
+
+impl Inst {
+    pub(crate) fn new(op: Op, line: u32) -> Inst {
+        Inst {
+            op,
+            ty: Ty::B32,
+            ty2: Ty::B32,
+            rnd: Rnd::None,
+            ftz: false,
+            sat: false,
+            approx: false,
+            cmp: Cmp::Eq,
+            bop: BoolOp::None,
+            space: Sp::Generic,
+            vec: 1,
+            sub: 0,
+            atom: AtomOp::Add,
+            nc: false,
+            nd: 0,
+            ns: 0,
+            d: [Opnd::None; 4],
+            s: [Opnd::None; 4],
+            a: Opnd::None,
+            off: 0,
+            guard: Opnd::None,
+            target: 0,
+            reconv: u32::MAX,
+            line,
+            class: Class::Int,
+        }
+    }
+    /// Registers this instruction reads (sources, address base, guard), for the scoreboard.
+    pub(crate) fn reads(&self) -> impl Iterator<Item = u32> + '_ {
+        let srcs = self.s[..self.ns as usize].iter().chain([&self.a, &self.guard]);
+        srcs.filter_map(|o| match o {
+            Opnd::Reg(r) | Opnd::NotReg(r) => Some(*r),
+            _ => None,
+        })
+    }
+    /// Registers this instruction writes.
+    pub(crate) fn writes(&self) -> impl Iterator<Item = u32> + '_ {
+        self.d[..self.nd as usize].iter().filter_map(|o| match o {
+            Opnd::Reg(r) => Some(*r),
+            _ => None,
+        })
+    }
+}
+
+/// A kernel parameter as the host sees it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ParamDecl {
+    pub name: String,
+    pub size_bytes: u32,
+    pub align: u32,
+}
+
+/// A kernel's name and parameters.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct EntrySignature {
+    pub name: String,
+    pub params: Vec<ParamDecl>,
+}
+
+/// A decoded kernel, ready to run once its `Sym` operands are patched.
+#[derive(Debug, Clone)]
+pub(crate) struct Program {
+    pub name: String,
+    pub insts: Vec<Inst>,
+    pub nregs: u32,
+    pub params: Vec<ParamDecl>,
+    /// Byte offset of each parameter in the parameter buffer.
+    pub param_offsets: Vec<u32>,
+    pub param_bytes: u32,
+    pub shared_static_bytes: u32,
+    /// Where `extern .shared` (dynamic) memory starts.
+    pub dyn_shared_offset: u32,
+    pub local_bytes: u32,
+}

@@ -20,33 +20,34 @@
 // WS_LOAD(s, r, e) is exactly (e): the kernel compiles to the same PTX as without this header.
 //
 // THE ORDER PROBLEM AND WHY IT HOLDS HERE
-// The paper's dummy, `if (dummy < 0) x += 1; t1 = clock();`, is control flow that ptxas is free to
-// schedule after the clock read (nvcc 13 does, in kernels with several independent loads): nothing
-// makes the clock read *wait* for x. We instead build a data dependency that no scheduler may break:
+// The paper's dummy, `if (dummy < 0) x += 1; t1 = clock();`, is control flow that ptxas may
+// schedule after the clock read (reported for nvcc 13.5 in kernels with several independent
+// loads): nothing makes the clock read wait for x. Predicating the clock read on a predicate
+// computed from x does not help either: ptxas 13.0 turns `@p mov.u64 t1, %clock64` into an
+// unconditional CS2R plus a SEL, so the read floats free again (checked on sm_90). Two facts do
+// hold, and the construct below rests on them:
+//   (1) SASS issues in order, and an instruction that reads a load's destination register waits
+//       (scoreboard) for the load to complete before it issues — whatever its predicate;
+//   (2) ptxas does not move a clock read across a memory operation (a load, a store, a membar):
+//       that is also what keeps the OPENING read before the timed load.
+// So the closing read is placed after a volatile store OF THE LOADED VALUE that never executes:
 //
-//     setp.ne.or.b32  p, bits(x), dummy, q;   // q = (dummy >= 0): true at run time (dummy == 0),
-//                                             //   unknown at compile time, so p depends on x
-//     mov.u64         t1, t0;                 // default: an empty interval (never taken)
-//     @p mov.u64      t1, %clock64;           // the closing clock read is PREDICATED on p
+//     or.b32          bits, <all 32-bit words of x>;  // reads every destination register
+//     setp.lt.s32     q, dummy, 0;                    // false at run time (dummy == 0), unknown
+//     @q st.volatile.global.u32 [sink], bits;         //   to the compiler; the store waits for x
+//     mov.u64         t1, %clock64;                   // after the store, by (2)
 //
-// The clock read cannot issue before p exists, and p cannot be computed before the loaded value is
-// in its register, i.e. before the load has completed (C1). t1 feeds the log (C2). x itself is
-// returned untouched and p is always true, so outputs do not change (C3). `bits(x)` ORs all 32-bit
-// words of the value (float, int, float2, float4, uchar4, half, ...), so the instruction reads the
-// load's destination registers; in SASS this is an ISETP/LOP3 that waits on the load's scoreboard.
-// The closing clock is an `asm volatile` with a "memory" clobber, so the front end cannot move
-// memory operations across it either.
-// WS_FENCE puts `__threadfence_block()` (membar.cta, SASS MEMBAR.SC.CTA on sm_90) between the load
-// and the clock read, with the clock read ALSO predicated on the loaded value as above: the fence
-// orders memory, and the data dependency pins the clock read after the fence's operand (the fence
-// itself is asm-volatile-ordered before the clock read). The dummy dependency alone would already
-// make the clock wait for a global load; the fence is what the paper prescribes for writable memory
-// (a load whose value is unused elsewhere can only be forced complete by a fence), and it is what
-// the SASS tests check for.
-// The OPENING clock read is an `asm volatile(... : "memory")` placed before the load in program
-// order; the load value is captured into a local before the closing sequence starts. The SASS tests
-// (kernels/tests/sass.rs) check on sm_75 and sm_90 that every timed load lies between its two clock
-// reads and that, per mode, the MEMBAR / dependent instruction lies between load and closing read.
+// C1: the store consumes x, so it issues only once the load completed (1), and the clock read
+// follows it (2). C2: the store is volatile and t1 feeds the log, so neither is removed. C3: the
+// store never executes and x is returned untouched, so outputs do not change.
+// WS_FENCE is the paper's fence: `membar.cta` (== __threadfence_block(), SASS MEMBAR.SC.CTA) then
+// the clock read. On sm_75 the MEMBAR carries no scoreboard and blocks issue until prior memory
+// operations completed; on sm_90 it sets a scoreboard and ptxas makes the clock read (or an
+// instruction before it) wait on it. Both membar and clock are `asm volatile` with a "memory"
+// clobber, so the front end keeps load, membar and clock in program order in the PTX as well.
+// kernels/tests/sass.rs checks all of this per kernel, mode and architecture (sm_75, sm_90) on the
+// SASS control bits (which instruction waits on which scoreboard), and the same order in the PTX
+// that the emulator runs.
 //
 // RECORDS
 // One record per warp and access: the leader of __activemask() (lowest active lane) writes it. When
@@ -260,20 +261,19 @@ __device__ __forceinline__ unsigned int bits_of(const T& v) {
     return r;
 }
 
-// The closing clock read, ordered after an instruction that consumes the loaded value: a volatile
-// store of `bits` predicated on `dummy < 0` (never true at run time, unknown at compile time). The
-// store's data operand is the load's destination register, so in SASS the store waits on the
-// load's scoreboard (an instruction's dependency waits are honoured before its predicate is
-// evaluated); ptxas never moves a clock read across a volatile memory operation, so the clock read
-// issues after the store, i.e. after the load completed. See the header comment.
+// The closing clock read, ordered after a never-executed volatile store of the loaded value's bits
+// (see "THE ORDER PROBLEM" at the top of this file). `sink` is a global address inside this
+// warp's log area; nothing is ever stored there while dummy >= 0.
 __device__ __forceinline__ unsigned long long clock_close_dependent(unsigned int bits, int dummy,
                                                                     unsigned int* sink) {
     unsigned long long t1;
     asm volatile(
         "{\n\t"
         ".reg .pred q;\n\t"
+        ".reg .u64 g;\n\t"
         "setp.lt.s32 q, %1, 0;\n\t"
-        "@q st.volatile.global.u32 [%2], %3;\n\t"
+        "cvta.to.global.u64 g, %2;\n\t"
+        "@q st.volatile.global.u32 [g], %3;\n\t"
         "mov.u64 %0, %%clock64;\n\t"
         "}"
         : "=l"(t1)

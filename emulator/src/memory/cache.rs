@@ -98,7 +98,12 @@ impl Cache {
 
     fn find(&self, line: u64) -> Option<usize> {
         let tag = line + 1;
-        self.set_range(line).find(|&i| self.tags[i] == tag)
+        let range = self.set_range(line);
+        let start = range.start;
+        self.tags
+            .get(range)
+            .and_then(|set| set.iter().position(|&t| t == tag))
+            .map(|i| start + i)
     }
 
     /// Looks `mask`'s sectors of `line` up at cycle `now`, refreshing LRU state on a tag hit.
@@ -184,8 +189,12 @@ impl Cache {
     /// oldest stamp (its waiting requests already know their completion cycles).
     fn victim(&self, line: u64, now: u64) -> usize {
         let range = self.set_range(line);
-        if let Some(i) = range.clone().find(|&i| self.tags[i] == 0) {
-            return i;
+        if let Some(i) = self
+            .tags
+            .get(range.clone())
+            .and_then(|set| set.iter().position(|&t| t == 0))
+        {
+            return range.start + i;
         }
         let idle = |i: &usize| {
             let base = *i * self.sectors;

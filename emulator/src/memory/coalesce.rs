@@ -24,20 +24,29 @@ pub(crate) fn coalesce(
     let per_line = line_shift - sector_shift;
     let sector_index_mask = (1u64 << per_line) - 1;
     let len = u64::from(bytes.max(1));
+    // Index of the entry touched last: consecutive lanes almost always stay in its line.
+    let mut cur = usize::MAX;
+    let mut add = |sector: u64, out: &mut Vec<LineReq>| {
+        let line = sector >> per_line;
+        let bit = 1u8 << (sector & sector_index_mask);
+        if let Some(r) = out.get_mut(cur).filter(|r| r.line == line) {
+            r.mask |= bit;
+        } else if let Some(i) = out.iter().position(|r| r.line == line) {
+            out[i].mask |= bit;
+            cur = i;
+        } else {
+            cur = out.len();
+            out.push(LineReq { line, mask: bit });
+        }
+    };
     for &(_, addr) in lanes {
         let first = addr >> sector_shift;
         let last = addr.saturating_add(len - 1) >> sector_shift;
-        for sector in first..=last {
-            let line = sector >> per_line;
-            let bit = 1u8 << (sector & sector_index_mask);
-            // Consecutive lanes usually hit the line just added: check it first.
-            if let Some(r) = out.last_mut().filter(|r| r.line == line) {
-                r.mask |= bit;
-            } else if let Some(r) = out.iter_mut().find(|r| r.line == line) {
-                r.mask |= bit;
-            } else {
-                out.push(LineReq { line, mask: bit });
-            }
+        add(first, out);
+        let mut s = first + 1;
+        while s <= last {
+            add(s, out);
+            s += 1;
         }
     }
 }

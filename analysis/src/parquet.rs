@@ -30,8 +30,10 @@ use polars::prelude::*;
 use std::path::Path;
 use trace::TraceReader;
 
-/// Rows per batch (one row group each): ~60 MiB of column buffers at most.
-pub const BATCH_ROWS: usize = 1 << 20;
+/// Rows per batch (one row group each): about 64 bytes a row in the column buffers, so ~32 MiB,
+/// plus polars' copy while encoding. A batch closes at the first warp boundary past this count,
+/// so it may exceed it by one warp's records.
+pub const BATCH_ROWS: usize = 1 << 19;
 
 #[derive(Default)]
 struct Batch {
@@ -44,14 +46,36 @@ struct Batch {
     sm: Vec<u32>,
     hw_warp: Vec<u32>,
     site: Vec<u16>,
-    site_name: Vec<String>,
-    region: Vec<String>,
     seq: Vec<u32>,
     start: Vec<u64>,
     end: Vec<u64>,
     duration: Vec<u64>,
-    mode: Vec<String>,
     wrapped: Vec<bool>,
+}
+
+/// Site names and regions (the launch's, or made up for undeclared sites), so that the string
+/// columns are built from the site column at frame time instead of holding a string per row.
+struct SiteText {
+    names: std::collections::BTreeMap<u16, (String, &'static str)>,
+}
+
+impl SiteText {
+    fn note(&mut self, launch: &trace::LaunchInfo, site: u16) {
+        self.names
+            .entry(site)
+            .or_insert_with(|| match launch.site(site) {
+                Some(s) => (s.name.clone(), s.region.name()),
+                None => (format!("site {site}"), ""),
+            });
+    }
+
+    fn name(&self, site: u16) -> &str {
+        self.names.get(&site).map_or("", |n| n.0.as_str())
+    }
+
+    fn region(&self, site: u16) -> &'static str {
+        self.names.get(&site).map_or("", |n| n.1)
+    }
 }
 
 impl Batch {
@@ -59,9 +83,12 @@ impl Batch {
         self.seq.len()
     }
 
-    fn take_frame(&mut self) -> PolarsResult<DataFrame> {
+    fn take_frame(&mut self, text: &SiteText, mode: &str) -> PolarsResult<DataFrame> {
         let b = std::mem::take(self);
         let h = b.len();
+        let site_name: Vec<&str> = b.site.iter().map(|&s| text.name(s)).collect();
+        let region: Vec<&str> = b.site.iter().map(|&s| text.region(s)).collect();
+        let mode = vec![mode; h];
         DataFrame::new(
             h,
             vec![
@@ -74,13 +101,13 @@ impl Batch {
                 Column::new("sm".into(), b.sm),
                 Column::new("hw_warp".into(), b.hw_warp),
                 Column::new("site".into(), b.site),
-                Column::new("site_name".into(), b.site_name),
-                Column::new("region".into(), b.region),
+                Column::new("site_name".into(), site_name),
+                Column::new("region".into(), region),
                 Column::new("seq".into(), b.seq),
                 Column::new("start".into(), b.start),
                 Column::new("end".into(), b.end),
                 Column::new("duration".into(), b.duration),
-                Column::new("mode".into(), b.mode),
+                Column::new("mode".into(), mode),
                 Column::new("wrapped".into(), b.wrapped),
             ],
         )
@@ -118,7 +145,7 @@ fn schema() -> Schema {
 /// of rows written.
 pub fn write_parquet(reader: &TraceReader, out: &Path) -> Result<u64, AnalysisError> {
     let tmp = tmp_path(out);
-    let result = write_to(reader, &tmp, out);
+    let result = write_to(reader, &tmp, out, BATCH_ROWS);
     match result {
         Ok(rows) => {
             commit(&tmp, out, Ok(()))?;
@@ -131,12 +158,20 @@ pub fn write_parquet(reader: &TraceReader, out: &Path) -> Result<u64, AnalysisEr
     }
 }
 
-fn write_to(reader: &TraceReader, tmp: &Path, out: &Path) -> Result<u64, AnalysisError> {
+fn write_to(
+    reader: &TraceReader,
+    tmp: &Path,
+    out: &Path,
+    batch_rows: usize,
+) -> Result<u64, AnalysisError> {
     let pe = |e: PolarsError| AnalysisError::polars(out, e);
     let file = std::fs::File::create(tmp).map_err(|e| AnalysisError::io(tmp, e))?;
     let mut buffered = std::io::BufWriter::with_capacity(1 << 20, file);
     let launch = reader.launch();
-    let mode = launch.mode.name().to_string();
+    let mode = launch.mode.name();
+    let mut text = SiteText {
+        names: Default::default(),
+    };
     let mut writer = ParquetWriter::new(&mut buffered)
         .with_compression(ParquetCompression::Snappy)
         .batched(&schema())
@@ -146,7 +181,7 @@ fn write_to(reader: &TraceReader, tmp: &Path, out: &Path) -> Result<u64, Analysi
     for w in reader.warps()? {
         let w = w?;
         for r in &w.records {
-            let site = launch.site(r.site);
+            text.note(launch, r.site);
             batch.launch.push(launch.launch);
             batch.block_x.push(w.block[0]);
             batch.block_y.push(w.block[1]);
@@ -156,32 +191,23 @@ fn write_to(reader: &TraceReader, tmp: &Path, out: &Path) -> Result<u64, Analysi
             batch.sm.push(w.sm.0);
             batch.hw_warp.push(w.hw_warp);
             batch.site.push(r.site);
-            batch.site_name.push(
-                site.map(|s| s.name.clone())
-                    .unwrap_or_else(|| format!("site {}", r.site)),
-            );
-            batch.region.push(
-                site.map(|s| s.region.name().to_string())
-                    .unwrap_or_default(),
-            );
             batch.seq.push(r.seq);
             batch.start.push(r.start.0);
             batch.end.push(r.end.0);
             batch.duration.push(r.duration().0);
-            batch.mode.push(mode.clone());
             batch.wrapped.push(r.wrapped());
         }
-        if batch.len() >= BATCH_ROWS {
+        if batch.len() >= batch_rows {
             rows += batch.len() as u64;
             writer
-                .write_batch(&batch.take_frame().map_err(pe)?)
+                .write_batch(&batch.take_frame(&text, mode).map_err(pe)?)
                 .map_err(pe)?;
         }
     }
     if batch.len() > 0 {
         rows += batch.len() as u64;
         writer
-            .write_batch(&batch.take_frame().map_err(pe)?)
+            .write_batch(&batch.take_frame(&text, mode).map_err(pe)?)
             .map_err(pe)?;
     }
     writer.finish().map_err(pe)?;
@@ -191,4 +217,52 @@ fn write_to(reader: &TraceReader, tmp: &Path, out: &Path) -> Result<u64, Analysi
         .map_err(|e| AnalysisError::io(tmp, e.into_error()))?;
     file.sync_all().map_err(|e| AnalysisError::io(tmp, e))?;
     Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use trace::{Cycles, Dim3, LaunchInfo, Record, SmId, Trace, TraceWriter, WarpTrace};
+
+    #[test]
+    fn many_small_batches_keep_every_record_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let launch = LaunchInfo::new("k", Dim3::new(1, 1, 1), Dim3::new(32, 1, 1));
+        let warps = (0..6u32)
+            .map(|g| {
+                let mut w = WarpTrace::new([g, 0, 0], 0, g, SmId(g));
+                w.records = (0..(g * 3 + 1))
+                    .map(|k| Record {
+                        site: (k % 3) as u16,
+                        seq: k,
+                        start: Cycles(u64::from(g * 1000 + k)),
+                        end: Cycles(u64::from(g * 1000 + 2 * k)),
+                    })
+                    .collect();
+                w
+            })
+            .collect();
+        let t = Trace { launch, warps };
+        let path = dir.path().join("trace.wst");
+        TraceWriter::write_all(&path, &t).unwrap();
+        let reader = TraceReader::open(&path).unwrap();
+        let out = dir.path().join("r.parquet");
+        // Batches close at the first warp boundary past 4 rows: several row groups.
+        let n = write_to(&reader, &out, &out, 4).unwrap();
+        assert_eq!(n, t.record_count());
+        let df = ParquetReader::new(std::fs::File::open(&out).unwrap())
+            .finish()
+            .unwrap();
+        let starts = df.column("start").unwrap().u64().unwrap();
+        let gws = df.column("global_warp").unwrap().u32().unwrap();
+        let expected: Vec<(u32, u64)> = t
+            .warps
+            .iter()
+            .flat_map(|w| w.records.iter().map(|r| (w.global_warp, r.start.0)))
+            .collect();
+        let got: Vec<(u32, u64)> = (0..df.height())
+            .map(|i| (gws.get(i).unwrap(), starts.get(i).unwrap()))
+            .collect();
+        assert_eq!(got, expected);
+    }
 }

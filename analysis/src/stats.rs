@@ -122,6 +122,35 @@ pub fn robust_z(xs: &[f64]) -> Vec<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        // Spearman depends only on order: a strictly increasing transform of x leaves it unchanged,
+        // and a decreasing one flips its sign.
+        #[test]
+        fn spearman_is_rank_based(pairs in proptest::collection::vec((0i32..50, 0i32..50), 3..30)) {
+            let xs: Vec<f64> = pairs.iter().map(|p| p.0 as f64).collect();
+            let ys: Vec<f64> = pairs.iter().map(|p| p.1 as f64).collect();
+            let up: Vec<f64> = xs.iter().map(|x| x.powi(3) + 7.0).collect();
+            let down: Vec<f64> = xs.iter().map(|x| -x.exp()).collect();
+            let r = spearman(&xs, &ys);
+            prop_assert_eq!(r.map(|v| (v * 1e9).round()), spearman(&up, &ys).map(|v| (v * 1e9).round()));
+            prop_assert_eq!(r.map(|v| (-v * 1e9).round()), spearman(&down, &ys).map(|v| (v * 1e9).round()));
+            if let Some(p) = pearson(&xs, &ys) {
+                prop_assert!((-1.0..=1.0).contains(&p));
+            }
+        }
+
+        // Robust z-scores do not change when every value is shifted by the same amount.
+        #[test]
+        fn robust_z_is_shift_invariant(xs in proptest::collection::vec(0i32..1000, 1..40), shift in -500i32..500) {
+            let a: Vec<f64> = xs.iter().map(|&x| x as f64).collect();
+            let b: Vec<f64> = xs.iter().map(|&x| (x + shift) as f64).collect();
+            for (za, zb) in robust_z(&a).iter().zip(robust_z(&b)) {
+                prop_assert!((za - zb).abs() < 1e-9);
+            }
+        }
+    }
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() < 1e-12

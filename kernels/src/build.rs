@@ -139,11 +139,16 @@ pub(crate) fn which(tool: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// PTX compiled at run time, with the command that made it.
+/// PTX compiled at run time, with the command that made it and ptxas's resource usage.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CompiledPtx {
     pub ptx: String,
     pub command: String,
+    /// The most registers per thread of any entry (ptxas `-v` for sm_75); `None` if ptxas could
+    /// not assemble the PTX (the PTX itself is still returned).
+    pub registers: Option<u32>,
+    /// Per entry, in PTX order: (name, registers, static shared bytes), for sm_75.
+    pub entries: Vec<(String, u32, u32)>,
 }
 
 /// Compiles a user's `.cu` to PTX for `compute_75` with the probe header on the include path and
@@ -203,9 +208,82 @@ pub fn compile_ptx(source: &Path, mode: u32, kind: u32) -> Result<CompiledPtx, K
             stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
         });
     }
-    let ptx =
-        std::fs::read_to_string(&out).map_err(|source| KernelsError::Io { path: out, source })?;
-    Ok(CompiledPtx { ptx, command })
+    let ptx = std::fs::read_to_string(&out).map_err(|source| KernelsError::Io {
+        path: out.clone(),
+        source,
+    })?;
+    // Resource usage: assemble the PTX for sm_75 with `ptxas -v` (through nvcc, like build.rs).
+    let cubin = dir.path().join("out.cubin");
+    let entries = Command::new(&nvcc)
+        .args([
+            format!("-arch=sm_{PTX_ARCH}"),
+            "-cubin".into(),
+            "-Xptxas".into(),
+            "-v".into(),
+        ])
+        .arg(&out)
+        .arg("-o")
+        .arg(&cubin)
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| {
+            let mut log = String::from_utf8_lossy(&o.stdout).into_owned();
+            log.push_str(&String::from_utf8_lossy(&o.stderr));
+            parse_resource_usage(&ptx, &log)
+        })
+        .unwrap_or_default();
+    let registers = entries.iter().map(|e| e.1).max();
+    Ok(CompiledPtx {
+        ptx,
+        command,
+        registers,
+        entries,
+    })
+}
+
+/// Entry names of a PTX module in order, with (registers, static shared bytes) from a `ptxas -v`
+/// log (0 where the log does not mention the entry). Same parsing as build.rs.
+fn parse_resource_usage(ptx: &str, log: &str) -> Vec<(String, u32, u32)> {
+    let mut usage = std::collections::BTreeMap::new();
+    let mut current: Option<String> = None;
+    for line in log.lines() {
+        if let Some(p) = line.find("Compiling entry function '") {
+            current = line[p + 26..].split('\'').next().map(str::to_string);
+        } else if let (Some(name), Some(p)) = (&current, line.find("Used ")) {
+            let tail = &line[p..];
+            usage.insert(
+                name.clone(),
+                (
+                    number_before(tail, " registers").unwrap_or(0),
+                    number_before(tail, " bytes smem").unwrap_or(0),
+                ),
+            );
+        }
+    }
+    ptx.lines()
+        .filter_map(|l| {
+            let rest = &l[l.find(".entry ")? + 7..];
+            let name: String = rest
+                .trim_start()
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '$')
+                .collect();
+            (!name.is_empty()).then_some(name)
+        })
+        .map(|n| {
+            let (r, s) = usage.get(&n).copied().unwrap_or((0, 0));
+            (n, r, s)
+        })
+        .collect()
+}
+
+fn number_before(s: &str, suffix: &str) -> Option<u32> {
+    let head = &s[..s.find(suffix)?];
+    let start = head
+        .rfind(|c: char| !c.is_ascii_digit())
+        .map_or(0, |i| i + 1);
+    head[start..].parse().ok()
 }
 
 #[cfg(test)]
@@ -306,6 +384,40 @@ mod tests {
     fn static_shared_bytes_are_reported() {
         let k = find_corpus("histogram_shared").expect("histogram_shared");
         assert_eq!(k.entries[0].static_shared_bytes, 256 * 4);
+    }
+
+    #[test]
+    fn resource_usage_is_parsed_per_entry() {
+        let ptx = ".visible .entry a(\n)\n.visible .entry b_2(\n)\n";
+        let log = "ptxas info    : Compiling entry function 'b_2' for 'sm_75'\n\
+                   ptxas info    : Used 12 registers, used 1 barriers, 256 bytes smem, 360 bytes cmem[0]\n\
+                   ptxas info    : Compiling entry function 'a' for 'sm_75'\n\
+                   ptxas info    : Used 7 registers, 352 bytes cmem[0]\n";
+        assert_eq!(
+            parse_resource_usage(ptx, log),
+            vec![("a".to_string(), 7, 0), ("b_2".to_string(), 12, 256)]
+        );
+    }
+
+    #[test]
+    fn compile_ptx_builds_a_user_kernel_with_the_header() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let src = dir.path().join("user.cu");
+        std::fs::write(
+            &src,
+            "#include \"warpscope.cuh\"\n\
+             extern \"C\" __global__ void k(const int* p, int* o, ws::Log log) {\n\
+             WS_KERNEL_BEGIN(log);\n o[threadIdx.x] = WS_LOAD(0, WS_GLOBAL, p[threadIdx.x]);\n\
+             WS_KERNEL_END(log);\n}\n",
+        )
+        .expect("write");
+        let c = compile_ptx(&src, layout::WS_FENCE, layout::WS_KIND_TRACE).expect("nvcc");
+        assert!(c.ptx.contains(".entry k(") && c.ptx.contains("membar.cta"));
+        assert!(c.command.contains("-DWS_MODE=2"));
+        assert_eq!(c.entries.len(), 1);
+        assert!(c.registers.is_some_and(|r| r > 0));
+        let err = compile_ptx(&dir.path().join("missing.cu"), 0, 0);
+        assert!(matches!(err, Err(KernelsError::ToolFailed { .. })));
     }
 
     #[test]

@@ -340,9 +340,15 @@ fn parse_mods<'m>(parts: &[&'m str]) -> Mods<'m> {
             "le" => m.cmp = Some(Cmp::Le),
             "gt" => m.cmp = Some(Cmp::Gt),
             "ge" => m.cmp = Some(Cmp::Ge),
-            "lo" => m.cmp = Some(Cmp::Lo),
+            "lo" => {
+                m.cmp = Some(Cmp::Lo);
+                m.words.push(p)
+            }
             "ls" => m.cmp = Some(Cmp::Ls),
-            "hi" => m.cmp = Some(Cmp::Hi),
+            "hi" => {
+                m.cmp = Some(Cmp::Hi);
+                m.words.push(p)
+            }
             "hs" => m.cmp = Some(Cmp::Hs),
             "equ" => m.cmp = Some(Cmp::Equ),
             "neu" => m.cmp = Some(Cmp::Neu),
@@ -660,6 +666,11 @@ impl<'a, 'm> KDec<'a, 'm> {
                     x.sub = 1;
                 }
                 simple(&mut x, self, if mad { 3 } else { 2 }, t0)?;
+            }
+            "shf" => {
+                x.op = Op::Shf;
+                x.sub = (m.has("r") as u8) | ((m.has("clamp") as u8) << 1);
+                simple(&mut x, self, 3, Ty::B32)?;
             }
             "sad" => {
                 x.op = Op::Sad;

@@ -685,6 +685,11 @@ fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Result<Flow, Fault> {
             });
         }
         Op::Prmt => map!(r, |l| numeric::prmt(x.sub, a[l], b[l], cc[l])),
+        Op::Shf => map!(r, |l| {
+            let n = if x.sub & 2 != 0 { (cc[l] as u32).min(32) } else { cc[l] as u32 & 31 } as u64;
+            let v = ((b[l] & 0xFFFF_FFFF) << 32) | (a[l] & 0xFFFF_FFFF);
+            if x.sub & 1 != 0 { (v >> n) & 0xFFFF_FFFF } else { ((v << n) >> 32) & 0xFFFF_FFFF }
+        }),
         Op::Testp => {
             map!(r, |l| numeric::testp(ty, x.sub, a[l]) as u64);
             put(&mut w.regs, x.d[0], m, &r, 1);

@@ -305,6 +305,8 @@ pub(crate) enum Op {
     Bfind,
     BfindShift,
     Prmt,
+    /// Funnel shift: `sub` bit 0 = right, bit 1 = clamp (else wrap).
+    Shf,
     Mul,
     Fma,
     Rcp,

@@ -373,6 +373,17 @@ impl<'a> P<'a> {
                 Some(Tok::Punct(';')) => self.pos += 1,
                 Some(Tok::Word(w)) if space_of(w).is_some() => {
                     let d = self.var_decl()?;
+                    // `.reg .f16 low, high;` declares several names at once
+                    while self.eat(',') {
+                        let mut more = d.clone();
+                        more.name = self.word()?;
+                        more.range = None;
+                        if self.eat('<') {
+                            more.range = Some(self.int()? as u32);
+                            self.expect('>')?;
+                        }
+                        body.push(Stmt::Decl(more));
+                    }
                     self.expect(';')?;
                     body.push(Stmt::Decl(d));
                 }

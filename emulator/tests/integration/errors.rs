@@ -1,0 +1,1 @@
+//! Bad input ends a launch with an error value naming where it happened.

@@ -1,0 +1,1 @@
+//! Timing semantics the paper's method relies on.

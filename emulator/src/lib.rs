@@ -48,18 +48,18 @@ mod engine;
 mod error;
 mod exec;
 mod ir;
-mod memstub;
+mod memory;
 mod numeric;
 mod occupancy;
 mod ptx;
 mod texture;
 
-/// The memory model the engine uses (the fixed-latency stand-in until `memory` lands).
-use memstub as engine_mem;
+/// The memory model the engine uses (`memory`: caches, L2, DRAM, shared-memory banks).
+use memory as engine_mem;
 
 pub use api::{Emulator, LaunchParams, LaunchStats, Module, ModuleId};
 pub use config::*;
-pub use engine_mem::MemCounters;
+pub use memory::{CacheCounters, MemCounters};
 pub use error::EmuError;
 pub use ir::{EntrySignature, ParamDecl};
 pub use occupancy::{Limiter, Occupancy, OccupancyError, occupancy};

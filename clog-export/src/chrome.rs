@@ -90,31 +90,52 @@ struct CounterArgs {
     dropped: u32,
 }
 
-/// Counts bytes and remembers whether an event was written (for the commas).
+/// Collects events in a buffer and hands the sink about 64 KiB at a time: serde_json writes
+/// many tiny pieces, and a `Vec` takes them far more cheaply than a chain of writers.
 struct Out<W: Write> {
-    inner: std::io::BufWriter<W>,
+    inner: W,
+    buf: Vec<u8>,
     bytes: u64,
     first: bool,
 }
 
-impl<W: Write> Write for Out<W> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let n = self.inner.write(buf)?;
-        self.bytes += n as u64;
-        Ok(n)
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.inner.flush()
-    }
-}
+const CHUNK_BYTES: usize = 1 << 16;
 
 impl<W: Write> Out<W> {
+    fn raw(&mut self, bytes: &[u8]) -> Result<(), ExportError> {
+        self.buf.extend_from_slice(bytes);
+        self.spill(CHUNK_BYTES)
+    }
+
     fn event<T: Serialize>(&mut self, ev: &T) -> Result<(), ExportError> {
         let sep: &[u8] = if self.first { b"\n" } else { b",\n" };
         self.first = false;
-        self.write_all(sep).map_err(ExportError::stream(FORMAT))?;
-        serde_json::to_writer(&mut *self, ev)?;
+        self.buf.extend_from_slice(sep);
+        serde_json::to_writer(&mut self.buf, ev)?;
+        self.spill(CHUNK_BYTES)
+    }
+
+    fn value<T: Serialize>(&mut self, v: &T) -> Result<(), ExportError> {
+        serde_json::to_writer(&mut self.buf, v)?;
+        self.spill(CHUNK_BYTES)
+    }
+
+    /// Writes the buffer out once it holds at least `threshold` bytes.
+    fn spill(&mut self, threshold: usize) -> Result<(), ExportError> {
+        if self.buf.len() >= threshold {
+            self.inner
+                .write_all(&self.buf)
+                .map_err(ExportError::stream(FORMAT))?;
+            self.bytes += self.buf.len() as u64;
+            self.buf.clear();
+        }
         Ok(())
+    }
+
+    fn finish(mut self) -> Result<u64, ExportError> {
+        self.spill(0)?;
+        self.inner.flush().map_err(ExportError::stream(FORMAT))?;
+        Ok(self.bytes)
     }
 }
 
@@ -153,12 +174,12 @@ where
     let stride = pid_stride(max_rank);
     let pid = |rank: u64| launch.launch as u64 * stride + rank + 1;
     let mut out = Out {
-        inner: std::io::BufWriter::with_capacity(1 << 16, out),
+        inner: out,
+        buf: Vec::with_capacity(CHUNK_BYTES + 4096),
         bytes: 0,
         first: true,
     };
-    out.write_all(b"{\"traceEvents\":[")
-        .map_err(ExportError::stream(FORMAT))?;
+    out.raw(b"{\"traceEvents\":[")?;
 
     let rank_word = match mapping {
         crate::TimelineMapping::SmSlot => "SM",
@@ -262,12 +283,10 @@ where
         "wrapped_records": summary.wrapped,
         "time_origin": "each SM's earliest kernel-begin clock",
     });
-    out.write_all(b"\n],\"displayTimeUnit\":\"ns\",\"otherData\":")
-        .map_err(ExportError::stream(FORMAT))?;
-    serde_json::to_writer(&mut out, &other)?;
-    out.write_all(b"}\n").map_err(ExportError::stream(FORMAT))?;
-    out.flush().map_err(ExportError::stream(FORMAT))?;
-    summary.bytes = out.bytes;
+    out.raw(b"\n],\"displayTimeUnit\":\"ns\",\"otherData\":")?;
+    out.value(&other)?;
+    out.raw(b"}\n")?;
+    summary.bytes = out.finish()?;
     Ok(summary)
 }
 

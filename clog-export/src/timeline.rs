@@ -229,8 +229,12 @@ pub(crate) struct Merge<'a, S: TraceSource + ?Sized> {
     buffer_bytes: usize,
     /// Next entry of `layout.starts` to open.
     next_start: usize,
+    /// `(time, warp index, slot)` of each open warp's next event.
     heap: BinaryHeap<Reverse<(u64, u32, usize)>>,
-    slots: Vec<Option<(TimedEvent, WarpEvents<'a>)>>,
+    /// Open warps and their next event, by slot; slots are reused so that the vectors stay as
+    /// long as the most warps open at once, and a warp never moves while it is open.
+    warps: Vec<Option<WarpEvents<'a>>>,
+    pending: Vec<Option<TimedEvent>>,
     free: Vec<usize>,
     /// Most warps open at once (for the memory bound).
     pub peak_open: usize,
@@ -250,7 +254,8 @@ impl<'a, S: TraceSource + ?Sized> Merge<'a, S> {
             buffer_bytes,
             next_start: 0,
             heap: BinaryHeap::new(),
-            slots: Vec::new(),
+            warps: Vec::new(),
+            pending: Vec::new(),
             free: Vec::new(),
             peak_open: 0,
         }
@@ -265,12 +270,14 @@ impl<'a, S: TraceSource + ?Sized> Merge<'a, S> {
             let slot = match self.free.pop() {
                 Some(s) => s,
                 None => {
-                    self.slots.push(None);
-                    self.slots.len() - 1
+                    self.warps.push(None);
+                    self.pending.push(None);
+                    self.warps.len() - 1
                 }
             };
             self.heap.push(Reverse((first.cycles, index, slot)));
-            self.slots[slot] = Some((first, events));
+            self.warps[slot] = Some(events);
+            self.pending[slot] = Some(first);
             self.peak_open = self.peak_open.max(self.heap.len());
         }
         Ok(())
@@ -290,10 +297,12 @@ impl<'a, S: TraceSource + ?Sized> Merge<'a, S> {
             self.next_start += 1;
             self.open(index)?;
         }
-        let Some(Reverse((_, index, slot))) = self.heap.pop() else {
+        let Some(mut top) = self.heap.peek_mut() else {
             return Ok(None);
         };
-        let Some((event, mut events)) = self.slots[slot].take() else {
+        let Reverse((_, index, slot)) = *top;
+        let (Some(event), Some(events)) = (self.pending[slot].take(), self.warps[slot].as_mut())
+        else {
             return Err(ExportError::parse(
                 "merge",
                 format!("slot {slot}"),
@@ -302,10 +311,15 @@ impl<'a, S: TraceSource + ?Sized> Merge<'a, S> {
         };
         match events.next_event()? {
             Some(next) => {
-                self.heap.push(Reverse((next.cycles, index, slot)));
-                self.slots[slot] = Some((next, events));
+                // Replacing the top in place costs one sift-down instead of a pop and a push.
+                *top = Reverse((next.cycles, index, slot));
+                self.pending[slot] = Some(next);
             }
-            None => self.free.push(slot),
+            None => {
+                std::collections::binary_heap::PeekMut::pop(top);
+                self.warps[slot] = None;
+                self.free.push(slot);
+            }
         }
         Ok(Some(event))
     }

@@ -265,7 +265,7 @@ impl Engine<'_> {
         let threads = self.inp.block.iter().product::<u32>();
         let mut warps = Vec::with_capacity(self.warps_per_block as usize);
         for wib in 0..self.warps_per_block {
-            let ws = match sm.warps.iter().position(|w| matches!(w.state, WState::Free | WState::Done)) {
+            let ws = match sm.warps.iter().position(|w| w.state == WState::Free) {
                 Some(s) => s,
                 None => {
                     sm.warps.push(TWarp {

@@ -195,6 +195,7 @@ pub fn analyze(
     let views = first_seen(runs.iter().map(|r| r.files.row.view.clone()));
     let mut findings = Vec::new();
     findings.extend(naive_vs_measured(&runs, &views));
+    findings.extend(site_findings(&runs, &views));
     findings.extend(correlation_findings(&corrs));
     findings.extend(variance_findings(
         &runs,
@@ -652,6 +653,45 @@ fn naive_vs_measured(runs: &[Run], views: &[String]) -> Vec<String> {
             pairs.len(),
             examples.join(", ")
         ));
+    }
+    out
+}
+
+/// Which site takes most of the memory time, per view in its measuring mode.
+fn site_findings(runs: &[Run], views: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    for view in views {
+        let Some(mm) = measured_mode(runs, view) else {
+            continue;
+        };
+        let rs: Vec<&Run> = runs
+            .iter()
+            .filter(|r| {
+                r.files.row.view == *view && r.files.row.mode == mm && r.bd.mem_cycles > 0.0
+            })
+            .collect();
+        // Mean over runs of each site's fraction of the run's memory time.
+        let mut frac: BTreeMap<u16, f64> = BTreeMap::new();
+        for r in &rs {
+            for (id, (c, _)) in &r.bd.sites {
+                *frac.entry(*id).or_default() += c / r.bd.mem_cycles / rs.len() as f64;
+            }
+        }
+        if frac.len() < 2 {
+            continue;
+        }
+        if let Some((id, f)) = frac
+            .iter()
+            .max_by(|a, b| a.1.total_cmp(b.1).then(b.0.cmp(a.0)))
+        {
+            out.push(format!(
+                "At {} ({mm}), site {id} ({}) accounts for {} of the memory time (mean over {} shapes).",
+                pretty_view(view),
+                rs[0].stats.site_name(*id),
+                pct(*f),
+                rs.len()
+            ));
+        }
     }
     out
 }

@@ -12,12 +12,35 @@
 //! [`AnalysisSummary`], [`write_parquet`] (one trace's records as Parquet), [`AnalysisError`],
 //! and the statistics in [`stats`].
 //!
-//! Definitions (per warp): memory time = sum of its record durations; other = (kernel end −
-//! kernel begin) − memory time; mean access time = memory time / accesses. Per run: memory
-//! reference frequency = 1 / (all memory time / all accesses), in accesses per cycle. The
-//! single-warp series (fig. 11) shows, by default, the warp with the highest mean access time
-//! among the warps with at least the median number of accesses. Hot spots: see `hotspots.csv`'s
-//! columns in the report.
+//! # Definitions
+//! Per warp: memory time = sum of its record durations (or of its summaries' sums); other =
+//! (kernel end − kernel begin) − memory time, at least 0; mean access time = memory time /
+//! accesses. Per run: `mem_cycles`/`other_cycles` are means over warps, `mem_share` = mem /
+//! (mem + other); memory reference frequency = 1 / (all memory time / all accesses), in accesses
+//! per cycle; per-warp variance and spread are the population variance and max − min of the
+//! per-warp mean access times. Correlations (Pearson; Spearman with average ranks for ties) run
+//! across the runs (block shapes) of one backend, preset, view and mode; a run without the metric
+//! is left out and named in the report. The single-warp series (fig. 11) shows, by default, the
+//! warp with the highest mean access time among warps with at least the median number of
+//! accesses (ties: lowest global warp index). Hot spots: baseline `b` = median per-warp mean access
+//! time of the run; an entity (site, warp, block) with `n` accesses and memory time `m` has excess
+//! `m − n·b` and ratio `m / (n·b)`; robust z = 0.6745·(x − median)/MAD within the run and kind
+//! (mean-absolute-deviation fallback when MAD = 0); outlier when |z| of excess or of variance
+//! exceeds 3.5.
+//!
+//! # Output files (in `out_dir`)
+//! | file | one row per | columns |
+//! |---|---|---|
+//! | `breakdown.csv` | run | run, backend, preset, shape, view, mode, warps, accesses, mem_cycles, other_cycles, mem_share, mem_cycles_siteN, mem_share_siteN (each site), mean_access_cycles, mem_ref_freq, tex_hit_rate, frame_rate, kernel_ms, warp_mean_var, warp_mean_spread, dropped_records, wrapped_records |
+//! | `correlation.csv` | (backend, preset, view, mode, y) | backend, preset, view, mode, x (= mem_ref_freq), y (tex_hit_rate or frame_rate), pearson, spearman, n, excluded |
+//! | `warps.csv` | warp of a run | run, shape, view, mode, sm, issue_order (position on its SM by kernel-begin clock), block_x/y/z, warp, global_warp, hw_warp, begin, end, accesses, mem_cycles, other_cycles, mean_access, var_access, min_access, max_access, dropped |
+//! | `hotspots.csv` | ranked entity | run, shape, view, mode, kind (site, warp, block), id, sm, accesses, mem_cycles, excess_cycles, excess_ratio, mean_access, variance, z_excess, z_variance, rank_excess, rank_variance, outlier |
+//!
+//! Cycles are SM clock cycles; shares and rates are fractions in 0–1; an empty cell is a value
+//! that does not exist (no accesses, fewer than two points, a metric the backend cannot measure).
+//! Figures: `breakdown_<view>`, `frequency_<view>`, `warps_<run>`, `series_<run>`, each `.png` and
+//! `.svg`. `report.html` is one self-contained page (figures inline as SVG, no scripts);
+//! `report.md` links the PNGs.
 //!
 //! ```no_run
 //! use analysis::{analyze, AnalyzeOptions};

@@ -274,6 +274,9 @@ fn findings_state_naive_vs_fenced_shares_and_correlations() {
         .find(|f| f.starts_with("At (0,0,0), naive"))
         .unwrap();
     assert!(f.contains("0 of 2 shapes"), "{f}");
+    // Uniform runs: 3 of 4 accesses at site 0, all of t cycles → 75% of memory time.
+    let site = "At (0,0,0) (fence), site 0 (volume sample) accounts for 75% of the memory time (mean over 4 shapes).";
+    assert!(s.findings.iter().any(|f| f == site), "{:?}", s.findings);
     assert!(
         s.findings.iter().any(
             |f| f.contains("correlates positively with texture-cache hit rate across 3 shapes")

@@ -52,7 +52,12 @@ pub enum StudyError {
     /// Nsight Compute output that is not the `--csv` long format.
     #[error("ncu CSV output: {0}")]
     Ncu(String),
-    // INSTRUMENT-VARIANT
+    #[error("run {run}: {source}")]
+    Instrument {
+        run: String,
+        #[source]
+        source: instrument::InstrumentError,
+    },
     #[error(transparent)]
     Trace(#[from] trace::TraceError),
     /// The kernels crate has no build of the volume renderer for this probe mode and record kind.

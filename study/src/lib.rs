@@ -8,7 +8,9 @@
 //!
 //! Main types: [`Volume`] / [`VolumeSource`] (procedural or raw volumes), [`View`] and
 //! [`BlockShape`] (the experiment's axes), [`RenderParams`] and [`render_reference`] (the CPU
-//! reference), [`parse_hit_rate`] (Nsight Compute CSV).
+//! reference), [`parse_hit_rate`] (Nsight Compute CSV), [`RenderConfig`] / [`render`] (one
+//! frame on a `instrument::Device`, written to a run folder) and [`SweepConfig`] / [`sweep`] /
+//! [`demo_config`] (the cross product of shapes × views × modes, and `sweep.csv`).
 //!
 //! ```
 //! use study::{render_reference, BlockShape, RenderParams, View, Volume, VolumeKind};
@@ -22,6 +24,8 @@
 mod error;
 mod ncu;
 mod reference;
+mod render;
+mod sweep;
 mod view;
 mod volume;
 
@@ -33,6 +37,13 @@ pub use ncu::{
 pub use reference::{
     Image, ImageDiff, MAX_STEPS, OPACITY_THRESHOLD, RenderParams, TRANSFER_FUNCTION, TSTEP,
     render_pixel, render_reference, sample_transfer, sample_volume,
+};
+pub use render::{
+    KERNEL_NAME, KERNEL_SOURCE, NcuProfile, RenderConfig, RenderResult, VIEW_MATRIX_SYMBOL, render,
+    render_volume, sites, transfer_texture, volume_texture,
+};
+pub use sweep::{
+    SWEEP_CSV, SweepConfig, SweepRow, SweepSummary, demo_config, run_is_complete, sweep, write_csv,
 };
 pub use view::{
     BlockShape, CAMERA_DISTANCE, MAX_THREADS_PER_BLOCK, View, parse_shapes, parse_views,

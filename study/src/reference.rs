@@ -240,7 +240,11 @@ fn filter<const D: usize>(
 /// `tex3D<float>` of a u8 volume read as normalized float: trilinear, normalized coords, clamp.
 pub fn sample_volume(vol: &Volume, c: [f32; 3]) -> f32 {
     let [w, h, d] = vol.dims;
-    let idx = [texel_weight(c[0], w), texel_weight(c[1], h), texel_weight(c[2], d)];
+    let idx = [
+        texel_weight(c[0], w),
+        texel_weight(c[1], h),
+        texel_weight(c[2], d),
+    ];
     let v = filter(idx, vol.dims, |[x, y, z]| {
         let b = vol.data[x + w as usize * (y + h as usize * z)];
         [b as f32 / 255.0, 0.0, 0.0, 1.0]

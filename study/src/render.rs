@@ -1,0 +1,645 @@
+//! One frame of the study: render a volume from a viewpoint with a block shape and a probe mode,
+//! and write what it measured.
+//!
+//! Why the bare frame too: the probes add instructions and registers, which can lower the resident
+//! blocks per SM and slow the kernel — the measurement perturbing what it measures. So every
+//! probed run also renders the same frame with the `WS_OFF` build and records the kernel-time ratio
+//! (`overhead`) and the occupancy of both builds; and since the probes must not change the output
+//! (condition C3), it compares the two images pixel by pixel (`image_matches_bare`).
+//!
+//! Files of a run folder (each written atomically; `run.json` last, so a folder with a complete
+//! `run.json` is a finished run):
+//! - `image.png` — the probed build's image, top row first;
+//! - `trace.wst` — the decoded probe log ([`trace::TraceWriter`]); absent for mode `off`;
+//! - `config.toml` — the effective emulator configuration (emulator runs only);
+//! - `run.json` — [`trace::RunMetrics`] with these extra keys: `shape` (`16x8`), `view`
+//!   (`0,0,0`), `image` (`128x128`), `volume`, `density`, `brightness`, `transfer_offset`,
+//!   `transfer_scale`, `frames`, `overhead` (probed ÷ bare kernel time, null for mode off),
+//!   `bare_kernel_ms`, `bare_cycles`, `occupancy_bare` / `occupancy_probed` (resident blocks per
+//!   SM), `registers_bare` / `registers_probed`, `buffering`, `image_matches_bare`,
+//!   `hit_rate_source` (`emulator counters`, `ncu <metric>`, or why it is unavailable),
+//!   `emulator_counters` (the emulator's memory counters, verbatim).
+//!
+//! ```no_run
+//! use study::{render, RenderConfig};
+//! let config = emulator::GpuConfig::preset("gtx480").unwrap();
+//! let mut dev = instrument::EmuDevice::new(config);
+//! let result = render(&mut dev, &RenderConfig::default(), std::path::Path::new("out")).unwrap();
+//! println!("{} ms", result.metrics.kernel_ms.unwrap_or(0.0));
+//! ```
+
+use crate::StudyError;
+use crate::ncu::{NcuHitRate, ncu_path, run_ncu};
+use crate::reference::{Image, RenderParams, TRANSFER_FUNCTION, write_atomic};
+use crate::view::{BlockShape, View};
+use crate::volume::{Volume, VolumeKind, VolumeSource, check_fits, host_available_bytes};
+use emulator::{TexAddress, TexFilter, TexFormat, TextureDesc};
+use instrument::{
+    Arg, Backend, Buffering, Device, LaunchConfig, ModuleId, Probe, ProbedLaunch, launch_probed,
+};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use trace::{
+    Dim3, ProbeMode, RecordKind, Region, RunMetrics, SiteInfo, TRACE_FILE_NAME, TraceWriter,
+};
+
+/// The kernel's source stem in the `kernels` crate and its entry point.
+pub const KERNEL_SOURCE: &str = "volume_render";
+pub const KERNEL_NAME: &str = "d_render";
+/// The `__constant__` the inverse view matrix goes to.
+pub const VIEW_MATRIX_SYMBOL: &str = "c_invViewMatrix";
+
+/// The kernel's two `WS_LOAD` sites.
+pub fn sites() -> Vec<SiteInfo> {
+    vec![
+        SiteInfo::new(0, "volume sample", Region::Texture),
+        SiteInfo::new(1, "transfer function", Region::Texture),
+    ]
+}
+
+/// How to profile the GPU render with Nsight Compute for its texture hit rate: the program and
+/// arguments that render the same frame once (the CLI passes itself with `--frames 1`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NcuProfile {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+}
+
+/// Everything one render needs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RenderConfig {
+    pub volume: VolumeSource,
+    /// Image size, density, brightness, transfer offset and scale.
+    pub params: RenderParams,
+    pub shape: BlockShape,
+    pub view: View,
+    pub mode: ProbeMode,
+    pub kind: RecordKind,
+    /// Records each warp can keep; beyond that they are counted as dropped.
+    pub slots_per_warp: u32,
+    pub buffering: Buffering,
+    /// Launches timed after one warm-up launch on a GPU (the emulator is deterministic: 1).
+    pub frames: u32,
+    /// Also render the `WS_OFF` build for the overhead and the image check (C3).
+    pub measure_overhead: bool,
+    /// GPU only: profile with ncu for the texture hit rate (when ncu is installed).
+    pub ncu: Option<NcuProfile>,
+    /// The configuration the emulator device was opened with: its name is the run's preset and it
+    /// is written to `config.toml`. Ignored on a GPU.
+    pub emu_config: Option<emulator::GpuConfig>,
+}
+
+impl Default for RenderConfig {
+    /// A 64³ shell, 128×128, 16×8, view (0,0,0), fence mode, trace records (1024 slots per warp:
+    /// enough for a ray of 500 steps × 2 sites).
+    fn default() -> Self {
+        RenderConfig {
+            volume: VolumeSource::Generated {
+                kind: VolumeKind::Shell,
+                dims: [64, 64, 64],
+                seed: 1,
+            },
+            params: RenderParams::with_size(128, 128),
+            shape: BlockShape::new(16, 8),
+            view: View::new(0.0, 0.0, 0.0),
+            mode: ProbeMode::Fence,
+            kind: RecordKind::Trace,
+            slots_per_warp: 1024,
+            buffering: Buffering::Global,
+            frames: 10,
+            measure_overhead: true,
+            ncu: None,
+            emu_config: None,
+        }
+    }
+}
+
+impl RenderConfig {
+    /// The run's folder name: `16x8_v0-0-0_fence`.
+    pub fn run_name(&self) -> String {
+        format!(
+            "{}_{}_{}",
+            self.shape.name(),
+            self.view.slug(),
+            self.mode.name()
+        )
+    }
+
+    fn validate(&self) -> Result<(), StudyError> {
+        let p = &self.params;
+        if p.width == 0 || p.height == 0 || p.width > 16384 || p.height > 16384 {
+            return Err(StudyError::Config {
+                field: "image",
+                value: format!("{}x{}", p.width, p.height),
+                reason: "width and height must be in 1..=16384".into(),
+            });
+        }
+        for (field, v) in [
+            ("density", p.density),
+            ("brightness", p.brightness),
+            ("transfer_offset", p.transfer_offset),
+            ("transfer_scale", p.transfer_scale),
+        ] {
+            if !v.is_finite() {
+                return Err(StudyError::Config {
+                    field,
+                    value: v.to_string(),
+                    reason: "must be a finite number".into(),
+                });
+            }
+        }
+        if self.frames == 0 {
+            return Err(StudyError::Config {
+                field: "frames",
+                value: "0".into(),
+                reason: "at least one frame".into(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// What a render produced.
+#[derive(Debug, Clone)]
+pub struct RenderResult {
+    pub run_dir: PathBuf,
+    pub metrics: RunMetrics,
+    /// The probed build's image.
+    pub image: Image,
+    /// The bare build's image, when the overhead was measured.
+    pub bare_image: Option<Image>,
+}
+
+/// One launch of one build: its image, timing and probe results.
+pub(crate) struct Frame {
+    image: Image,
+    launch: ProbedLaunch,
+    kernel_ms: f64,
+    registers: u32,
+}
+
+impl Frame {
+    /// The frame with an empty trace (kept as a bare reference without holding its records).
+    fn without_trace(self) -> Frame {
+        let mut launch = self.launch;
+        launch.trace.warps = Vec::new();
+        Frame { launch, ..self }
+    }
+}
+
+/// Loads the volume, renders, writes the run folder `out_dir` (created if needed).
+pub fn render(
+    dev: &mut dyn Device,
+    cfg: &RenderConfig,
+    out_dir: &Path,
+) -> Result<RenderResult, StudyError> {
+    cfg.validate()?;
+    let volume = cfg.volume.load()?;
+    render_volume(dev, cfg, &volume, out_dir)
+}
+
+/// [`render`] with the volume already in memory (a sweep loads it once for all runs).
+pub fn render_volume(
+    dev: &mut dyn Device,
+    cfg: &RenderConfig,
+    volume: &Volume,
+    out_dir: &Path,
+) -> Result<RenderResult, StudyError> {
+    let mut session = Session::new(dev, volume);
+    let mut bare = None;
+    session.render_run(cfg, out_dir, &mut bare)
+}
+
+/// A device with the volume's textures, the output buffer and the loaded builds, kept across the
+/// runs of a sweep so that a 1 GiB volume is uploaded once, not once per run.
+pub(crate) struct Session<'a> {
+    dev: &'a mut dyn Device,
+    volume: &'a Volume,
+    /// (mode, kind) → module and the entry's registers per thread.
+    modules: std::collections::BTreeMap<(u32, u32), (ModuleId, u32)>,
+    textures: Option<(u64, u64)>,
+    out: Option<instrument::DevBuf>,
+}
+
+impl<'a> Session<'a> {
+    pub(crate) fn new(dev: &'a mut dyn Device, volume: &'a Volume) -> Self {
+        Session {
+            dev,
+            volume,
+            modules: Default::default(),
+            textures: None,
+            out: None,
+        }
+    }
+
+    /// Renders `cfg` (and its bare frame, unless `bare` already holds the bare frame of the same
+    /// shape and view) and writes the run folder.
+    pub(crate) fn render_run(
+        &mut self,
+        cfg: &RenderConfig,
+        out_dir: &Path,
+        bare: &mut Option<Frame>,
+    ) -> Result<RenderResult, StudyError> {
+        cfg.validate()?;
+        let wall = std::time::Instant::now();
+        let run = cfg.run_name();
+        if self.textures.is_none() {
+            // later runs of a session reuse the uploaded volume and image buffer
+            check_memory(&*self.dev, cfg, self.volume)?;
+        }
+        let frame = self.render_frame(cfg, cfg.mode, &run)?;
+        if cfg.measure_overhead && cfg.mode != ProbeMode::Off && bare.is_none() {
+            *bare = Some(self.render_frame(cfg, ProbeMode::Off, &run)?);
+        }
+        let bare_frame = if cfg.measure_overhead && cfg.mode != ProbeMode::Off {
+            bare.as_ref()
+        } else {
+            None
+        };
+        std::fs::create_dir_all(out_dir).map_err(|e| StudyError::io(out_dir, e))?;
+        let metrics = write_run(
+            &*self.dev,
+            cfg,
+            self.volume,
+            &frame,
+            bare_frame,
+            out_dir,
+            wall,
+        )?;
+        let bare_image = bare_frame.map(|b| b.image.clone());
+        let image = frame.image.clone();
+        if cfg.mode == ProbeMode::Off && bare.is_none() {
+            // the bare frame of this shape and view, for the probed runs that follow
+            *bare = Some(frame.without_trace());
+        }
+        Ok(RenderResult {
+            run_dir: out_dir.to_path_buf(),
+            metrics,
+            image,
+            bare_image,
+        })
+    }
+}
+
+/// Refuses a volume + image + log that cannot fit on the device, or an image that cannot fit in
+/// host memory, before anything is allocated.
+fn check_memory(dev: &dyn Device, cfg: &RenderConfig, volume: &Volume) -> Result<(), StudyError> {
+    let p = &cfg.params;
+    let image_bytes = p.width as u64 * p.height as u64 * 4;
+    check_fits(
+        &format!("a {}x{} image", p.width, p.height),
+        "host",
+        image_bytes * 3,
+        host_available_bytes(),
+    )?;
+    let (gx, gy) = cfg.shape.grid_for(p.width, p.height);
+    let warps = gx as u64 * gy as u64 * cfg.shape.threads().div_ceil(32) as u64;
+    let log_bytes = match (cfg.mode, cfg.kind) {
+        (ProbeMode::Off, _) => 0,
+        (_, RecordKind::Trace) => warps * (32 + cfg.slots_per_warp as u64 * 16) + 64,
+        (_, RecordKind::Summary) => warps * (32 + 16 * 24) + 64,
+    };
+    let needed = volume.voxel_count() + image_bytes + log_bytes;
+    let what = format!(
+        "a {}x{}x{} volume, a {}x{} image and the probe log",
+        volume.dims[0], volume.dims[1], volume.dims[2], p.width, p.height
+    );
+    check_fits(
+        &what,
+        dev_memory_name(dev),
+        needed,
+        Some(dev.free_memory_bytes()),
+    )
+}
+
+fn dev_memory_name(dev: &dyn Device) -> &'static str {
+    match dev.backend() {
+        Backend::Gpu => "device",
+        Backend::Emu => "host (emulator device)",
+    }
+}
+
+fn instrument_err(run: &str) -> impl Fn(instrument::InstrumentError) -> StudyError + '_ {
+    move |source| StudyError::Instrument {
+        run: run.to_string(),
+        source,
+    }
+}
+
+/// The volume texture of the kernel's host contract: u8, read as normalized float, trilinear,
+/// normalized coordinates, clamp (the SDK's `tex` setup).
+pub fn volume_texture(dims: [u32; 3]) -> TextureDesc {
+    TextureDesc {
+        dims: 3,
+        width: dims[0],
+        height: dims[1],
+        depth: dims[2],
+        format: TexFormat::U8,
+        channels: 1,
+        normalized_read: true,
+        filter: TexFilter::Linear,
+        address: [TexAddress::Clamp; 3],
+        normalized_coords: true,
+        linear_buffer: None,
+    }
+}
+
+/// The transfer-function texture: 9 float4 entries, linear, normalized coordinates, clamp.
+pub fn transfer_texture() -> TextureDesc {
+    TextureDesc {
+        dims: 1,
+        width: TRANSFER_FUNCTION.len() as u32,
+        height: 1,
+        depth: 1,
+        format: TexFormat::F32,
+        channels: 4,
+        normalized_read: false,
+        filter: TexFilter::Linear,
+        address: [TexAddress::Clamp; 3],
+        normalized_coords: true,
+        linear_buffer: None,
+    }
+}
+
+impl Session<'_> {
+    /// Loads the build for `mode`, sets up matrix, textures and output, launches (warm-up + frames on
+    /// a GPU) and reads the image back.
+    fn render_frame(
+        &mut self,
+        cfg: &RenderConfig,
+        mode: ProbeMode,
+        run: &str,
+    ) -> Result<Frame, StudyError> {
+        let ie = instrument_err(run);
+        let volume = self.volume;
+        let kind = if mode == ProbeMode::Off {
+            RecordKind::Trace
+        } else {
+            cfg.kind
+        };
+        let build = kernels::find(KERNEL_SOURCE, mode.ws_mode(), kind as u32).ok_or_else(|| {
+            StudyError::NoBuild {
+                source_name: KERNEL_SOURCE,
+                mode: mode.name().into(),
+                kind: kind.name().into(),
+            }
+        })?;
+        let (module, registers) = match self.modules.get(&(mode.ws_mode(), kind as u32)) {
+            Some(m) => *m,
+            None => {
+                let registers = build.entry(KERNEL_NAME).map_or(0, |e| e.registers);
+                let module = self.dev.load(build.ptx, Some(build.fatbin)).map_err(&ie)?;
+                self.modules
+                    .insert((mode.ws_mode(), kind as u32), (module, registers));
+                (module, registers)
+            }
+        };
+        let dev = &mut *self.dev;
+        let matrix: Vec<u8> = cfg
+            .view
+            .inv_view_matrix()
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        dev.write_symbol(module, VIEW_MATRIX_SYMBOL, &matrix)
+            .map_err(&ie)?;
+        let (vol_tex, tf_tex) = match self.textures {
+            Some(t) => t,
+            None => {
+                let vol_tex = dev
+                    .create_texture(&volume_texture(volume.dims), &volume.data)
+                    .map_err(&ie)?;
+                let tf_bytes: Vec<u8> = TRANSFER_FUNCTION
+                    .iter()
+                    .flatten()
+                    .flat_map(|v| v.to_le_bytes())
+                    .collect();
+                let tf_tex = dev
+                    .create_texture(&transfer_texture(), &tf_bytes)
+                    .map_err(&ie)?;
+                self.textures = Some((vol_tex, tf_tex));
+                (vol_tex, tf_tex)
+            }
+        };
+
+        let p = &cfg.params;
+        let pixels = p.width as usize * p.height as usize;
+        let out = match self.out {
+            Some(b) if b.bytes == pixels as u64 * 4 => b,
+            _ => {
+                let b = dev.alloc(pixels as u64 * 4).map_err(&ie)?;
+                self.out = Some(b);
+                b
+            }
+        };
+        let (gx, gy) = cfg.shape.grid_for(p.width, p.height);
+        let launch_cfg = LaunchConfig {
+            grid: Dim3::new(gx, gy, 1),
+            block: Dim3::new(cfg.shape.x, cfg.shape.y, 1),
+            dynamic_shared_bytes: 0,
+            regs_per_thread: registers,
+        };
+        let args = [
+            Arg::Buf(out),
+            Arg::U32(p.width),
+            Arg::U32(p.height),
+            Arg::F32(p.density),
+            Arg::F32(p.brightness),
+            Arg::F32(p.transfer_offset),
+            Arg::F32(p.transfer_scale),
+            Arg::Tex(vol_tex),
+            Arg::Tex(tf_tex),
+            Arg::Log,
+        ];
+        let probe = Probe {
+            mode,
+            kind,
+            slots_per_warp: cfg.slots_per_warp,
+            buffering: cfg.buffering,
+            sites: sites(),
+        };
+        // The SDK clears the output before every frame: pixels whose ray misses stay 0.
+        let zeros = vec![0u8; pixels * 4];
+        let timed_frames = match dev.backend() {
+            Backend::Gpu => cfg.frames,
+            Backend::Emu => 1,
+        };
+        if dev.backend() == Backend::Gpu {
+            // warm-up: module load, texture cache and clocks
+            dev.upload(&out, &zeros).map_err(&ie)?;
+            launch_probed(dev, module, KERNEL_NAME, &launch_cfg, &args, &probe).map_err(&ie)?;
+        }
+        let mut total_ms = 0.0;
+        let mut last = None;
+        for _ in 0..timed_frames {
+            dev.upload(&out, &zeros).map_err(&ie)?;
+            let l =
+                launch_probed(dev, module, KERNEL_NAME, &launch_cfg, &args, &probe).map_err(&ie)?;
+            total_ms += l.outcome.kernel_ms;
+            last = Some(l);
+        }
+        let launch = last.ok_or_else(|| StudyError::Config {
+            field: "frames",
+            value: "0".into(),
+            reason: "at least one frame".into(),
+        })?;
+        let mut rgba = vec![0u8; pixels * 4];
+        dev.download(&out, &mut rgba).map_err(&ie)?;
+        Ok(Frame {
+            image: Image::from_rgba(p.width, p.height, rgba),
+            launch,
+            kernel_ms: total_ms / timed_frames as f64,
+            registers,
+        })
+    }
+}
+
+/// Reads a rate (0–1) from the emulator's counters by key, so that the study does not depend on
+/// the counters' struct layout.
+fn counter_rate(counters: &Value, key: &str) -> Option<f64> {
+    counters
+        .get(key)
+        .and_then(Value::as_f64)
+        .filter(|v| v.is_finite())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn write_run(
+    dev: &dyn Device,
+    cfg: &RenderConfig,
+    volume: &Volume,
+    frame: &Frame,
+    bare: Option<&Frame>,
+    out_dir: &Path,
+    wall: std::time::Instant,
+) -> Result<RunMetrics, StudyError> {
+    let l = &frame.launch;
+    let trace = &l.trace;
+    let mut m = RunMetrics::new(
+        dev.backend().name(),
+        KERNEL_NAME,
+        trace.launch.grid,
+        trace.launch.block,
+        cfg.mode,
+    );
+    m.device = dev.name();
+    m.clock_mhz = dev.clock_mhz();
+    m.cycles = l.outcome.cycles;
+    m.kernel_ms = Some(frame.kernel_ms);
+    m.frame_rate = (frame.kernel_ms > 0.0).then(|| 1000.0 / frame.kernel_ms);
+    m.records = trace.record_count();
+    m.dropped_records = trace.dropped_count();
+    let mut hit_rate_source = String::from("unavailable");
+    let mut counters = Value::Null;
+    if let Some(stats) = &l.outcome.stats {
+        m.warp_instructions = Some(stats.warp_instructions);
+        counters = serde_json::to_value(&stats.mem).unwrap_or(Value::Null);
+        m.tex_hit_rate = counter_rate(&counters, "tex_hit_rate");
+        m.l1_hit_rate = counter_rate(&counters, "l1_hit_rate");
+        m.l2_hit_rate = counter_rate(&counters, "l2_hit_rate");
+        hit_rate_source = if m.tex_hit_rate.is_some() {
+            "emulator counters".into()
+        } else {
+            "unavailable: the emulator counted no texture access".into()
+        };
+    }
+    if dev.backend() == Backend::Gpu {
+        let (rate, source) = gpu_hit_rate(cfg);
+        m.tex_hit_rate = rate.map(|r| r.rate);
+        hit_rate_source = source;
+    }
+    if dev.backend() == Backend::Emu {
+        m.preset = cfg.emu_config.as_ref().map(|c| c.name.clone());
+    }
+    m.wall_seconds = wall.elapsed().as_secs_f64();
+
+    let p = &cfg.params;
+    let x = &mut m.extra;
+    x.insert("shape".into(), json!(cfg.shape.name()));
+    x.insert("view".into(), json!(cfg.view.name()));
+    x.insert("image".into(), json!(format!("{}x{}", p.width, p.height)));
+    x.insert("volume".into(), json!(cfg.volume.describe()));
+    x.insert("density".into(), json!(p.density));
+    x.insert("brightness".into(), json!(p.brightness));
+    x.insert("transfer_offset".into(), json!(p.transfer_offset));
+    x.insert("transfer_scale".into(), json!(p.transfer_scale));
+    x.insert("frames".into(), json!(cfg.frames));
+    x.insert("kind".into(), json!(cfg.kind.name()));
+    x.insert("slots_per_warp".into(), json!(cfg.slots_per_warp));
+    x.insert("buffering".into(), json!(l.buffering_reason));
+    x.insert("shared_buffer".into(), json!(l.shared_buffer));
+    x.insert("occupancy_probed".into(), json!(l.blocks_per_sm));
+    x.insert("registers_probed".into(), json!(frame.registers));
+    x.insert("hit_rate_source".into(), json!(hit_rate_source));
+    x.insert("emulator_counters".into(), counters);
+    x.insert("volume_voxels".into(), json!(volume.voxel_count()));
+    match bare {
+        Some(b) => {
+            let ratio = (b.kernel_ms > 0.0).then(|| frame.kernel_ms / b.kernel_ms);
+            x.insert("overhead".into(), json!(ratio));
+            x.insert("bare_kernel_ms".into(), json!(b.kernel_ms));
+            x.insert("bare_cycles".into(), json!(b.launch.outcome.cycles));
+            x.insert("occupancy_bare".into(), json!(b.launch.blocks_per_sm));
+            x.insert("registers_bare".into(), json!(b.registers));
+            let diff = frame.image.diff(&b.image);
+            x.insert(
+                "image_matches_bare".into(),
+                json!(diff.pixels_differing == 0),
+            );
+            if diff.pixels_differing > 0 {
+                m.errors.push(
+                    StudyError::ImageChanged {
+                        run: cfg.run_name(),
+                        mode: cfg.mode.name().into(),
+                        pixels: diff.pixels_differing,
+                    }
+                    .to_string(),
+                );
+            }
+        }
+        None => {
+            let own = (cfg.mode == ProbeMode::Off).then_some(l.blocks_per_sm);
+            x.insert(
+                "overhead".into(),
+                if cfg.mode == ProbeMode::Off {
+                    json!(1.0)
+                } else {
+                    Value::Null
+                },
+            );
+            x.insert("occupancy_bare".into(), json!(own));
+            x.insert("image_matches_bare".into(), Value::Null);
+        }
+    }
+
+    frame.image.write_png(&out_dir.join("image.png"))?;
+    if cfg.mode != ProbeMode::Off {
+        TraceWriter::write_all(&out_dir.join(TRACE_FILE_NAME), trace)?;
+    }
+    if let (Backend::Emu, Some(config)) = (dev.backend(), &cfg.emu_config) {
+        write_atomic(&out_dir.join("config.toml"), config.to_toml().as_bytes())?;
+    }
+    m.write(&out_dir.join("run.json"))?;
+    Ok(m)
+}
+
+/// The GPU's texture hit rate from Nsight Compute, and where it came from (or why it is missing).
+fn gpu_hit_rate(cfg: &RenderConfig) -> (Option<NcuHitRate>, String) {
+    let Some(profile) = &cfg.ncu else {
+        return (None, "unavailable: ncu profiling not requested".into());
+    };
+    let Some(ncu) = ncu_path() else {
+        return (
+            None,
+            "unavailable: ncu (Nsight Compute) is not installed".into(),
+        );
+    };
+    match run_ncu(&ncu, KERNEL_NAME, &profile.program, &profile.args) {
+        Ok(Some(r)) => {
+            let source = format!("ncu {}", r.metric);
+            (Some(r), source)
+        }
+        Ok(None) => (None, "unavailable: ncu reported no hit-rate value".into()),
+        Err(e) => (None, format!("unavailable: {e}")),
+    }
+}

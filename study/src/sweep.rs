@@ -1,0 +1,427 @@
+//! The paper's experiment as a sweep: the cross product of block shapes × viewpoints × probe modes,
+//! one run folder each, plus `sweep.csv` with one row per run.
+//!
+//! Why this shape: the paper's findings are correlations *across* shapes and views (memory
+//! reference frequency vs texture hit rate vs frame rate), so the unit of analysis is the table of
+//! runs. On the emulator runs are independent and deterministic, so they run in parallel (rayon),
+//! one emulator instance per (shape, view) group — the group shares its bare `WS_OFF` frame for
+//! the overhead of every mode. An interrupted sweep resumes: a run whose folder holds a readable
+//! `run.json` (written last, atomically) is not redone.
+//!
+//! `sweep.csv` columns, in order: `run` (folder name, `16x8_v0-0-0_fence`), `backend`, `preset`,
+//! `shape`, `view`, `mode`, `cycles`, `kernel_ms`, `frame_rate`, `tex_hit_rate` (0–1, empty when
+//! unavailable), `dropped_records`, `overhead` (probed ÷ bare kernel time), `occupancy_bare`,
+//! `occupancy_probed` (resident blocks per SM), `warp_instructions`, `records`, `image_matches_bare`.
+//! Rows follow the order shapes × views × modes as configured.
+//!
+//! ```no_run
+//! let cfg = study::demo_config(std::path::Path::new("warpscope-demo/sweep"));
+//! let summary = study::sweep(&cfg, &|done, total| eprintln!("{done}/{total}")).unwrap();
+//! println!("{} runs, table at {}", summary.rows.len(), summary.csv.display());
+//! ```
+
+use crate::StudyError;
+use crate::reference::{RenderParams, write_atomic};
+use crate::render::{Frame, RenderConfig, Session};
+use crate::view::{BlockShape, View};
+use crate::volume::{Volume, VolumeKind, VolumeSource};
+use instrument::{BackendChoice, Buffering, Device, EmuDevice};
+use rayon::prelude::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use trace::{ProbeMode, RecordKind, RunMetrics};
+
+/// The file name of the sweep table inside the sweep folder.
+pub const SWEEP_CSV: &str = "sweep.csv";
+
+/// A sweep: everything of a [`RenderConfig`] except shape, view and mode, which are crossed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SweepConfig {
+    pub out_dir: PathBuf,
+    pub backend: BackendChoice,
+    /// The emulator configuration (each parallel run gets its own emulator with it).
+    pub emu_config: emulator::GpuConfig,
+    pub volume: VolumeSource,
+    pub params: RenderParams,
+    pub shapes: Vec<BlockShape>,
+    pub views: Vec<View>,
+    pub modes: Vec<ProbeMode>,
+    pub kind: RecordKind,
+    pub slots_per_warp: u32,
+    pub buffering: Buffering,
+    /// Timed launches per run on a GPU.
+    pub frames: u32,
+    pub measure_overhead: bool,
+    /// Emulator runaway budget per launch (warp instructions); None = the instrument default.
+    pub max_warp_instructions: Option<u64>,
+}
+
+/// One row of `sweep.csv`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct SweepRow {
+    pub run: String,
+    pub backend: String,
+    pub preset: String,
+    pub shape: String,
+    pub view: String,
+    pub mode: String,
+    pub cycles: Option<u64>,
+    pub kernel_ms: Option<f64>,
+    pub frame_rate: Option<f64>,
+    pub tex_hit_rate: Option<f64>,
+    pub dropped_records: u64,
+    pub overhead: Option<f64>,
+    pub occupancy_bare: Option<u64>,
+    pub occupancy_probed: Option<u64>,
+    pub warp_instructions: Option<u64>,
+    pub records: u64,
+    pub image_matches_bare: Option<bool>,
+}
+
+impl SweepRow {
+    fn from_metrics(run: &str, m: &RunMetrics) -> SweepRow {
+        let s = |k: &str| {
+            m.extra
+                .get(k)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
+        SweepRow {
+            run: run.to_string(),
+            backend: m.backend.clone(),
+            preset: m.preset.clone().unwrap_or_default(),
+            shape: s("shape"),
+            view: s("view"),
+            mode: m.mode.name().to_string(),
+            cycles: m.cycles,
+            kernel_ms: m.kernel_ms,
+            frame_rate: m.frame_rate,
+            tex_hit_rate: m.tex_hit_rate,
+            dropped_records: m.dropped_records,
+            overhead: m.extra.get("overhead").and_then(Value::as_f64),
+            occupancy_bare: m.extra.get("occupancy_bare").and_then(Value::as_u64),
+            occupancy_probed: m.extra.get("occupancy_probed").and_then(Value::as_u64),
+            warp_instructions: m.warp_instructions,
+            records: m.records,
+            image_matches_bare: m.extra.get("image_matches_bare").and_then(Value::as_bool),
+        }
+    }
+}
+
+/// What a sweep did.
+#[derive(Debug, Clone)]
+pub struct SweepSummary {
+    pub csv: PathBuf,
+    pub rows: Vec<SweepRow>,
+    /// Runs rendered now, and runs found complete from an earlier, interrupted sweep.
+    pub rendered: usize,
+    pub resumed: usize,
+    /// Which backend ran, and why (from `instrument::open_device`).
+    pub backend_note: String,
+}
+
+/// The demo: sized to finish in about a minute on a 2-core laptop on the emulator — a 64³
+/// molecule-like volume, a 128×128 image, the GTX 480 preset (the paper's GPU), the paper's eight
+/// shapes × its two views × modes naive and fence.
+pub fn demo_config(out_dir: &Path) -> Result<SweepConfig, StudyError> {
+    let emu_config = emulator::GpuConfig::preset("gtx480").map_err(|e| StudyError::Config {
+        field: "preset",
+        value: "gtx480".into(),
+        reason: e.to_string(),
+    })?;
+    Ok(SweepConfig {
+        out_dir: out_dir.to_path_buf(),
+        backend: BackendChoice::Emu,
+        emu_config,
+        volume: VolumeSource::Generated {
+            kind: VolumeKind::Blobs,
+            dims: [64, 64, 64],
+            seed: 1,
+        },
+        params: RenderParams::with_size(128, 128),
+        shapes: BlockShape::PAPER.to_vec(),
+        views: View::PAPER.to_vec(),
+        modes: vec![ProbeMode::Naive, ProbeMode::Fence],
+        kind: RecordKind::Trace,
+        slots_per_warp: 1024,
+        buffering: Buffering::Global,
+        frames: 10,
+        measure_overhead: true,
+        max_warp_instructions: None,
+    })
+}
+
+impl SweepConfig {
+    /// The render of one cell of the cross product.
+    pub fn run_config(&self, shape: BlockShape, view: View, mode: ProbeMode) -> RenderConfig {
+        RenderConfig {
+            volume: self.volume.clone(),
+            params: self.params,
+            shape,
+            view,
+            mode,
+            kind: self.kind,
+            slots_per_warp: self.slots_per_warp,
+            buffering: self.buffering,
+            frames: self.frames,
+            measure_overhead: self.measure_overhead,
+            ncu: None,
+            emu_config: Some(self.emu_config.clone()),
+        }
+    }
+
+    /// Every run's config, in table order (shapes × views × modes).
+    pub fn runs(&self) -> Vec<RenderConfig> {
+        let mut v = Vec::new();
+        for &shape in &self.shapes {
+            for &view in &self.views {
+                for &mode in &self.modes {
+                    v.push(self.run_config(shape, view, mode));
+                }
+            }
+        }
+        v
+    }
+
+    fn validate(&self) -> Result<(), StudyError> {
+        for (field, empty) in [
+            ("shapes", self.shapes.is_empty()),
+            ("views", self.views.is_empty()),
+            ("modes", self.modes.is_empty()),
+        ] {
+            if empty {
+                return Err(StudyError::Config {
+                    field,
+                    value: "[]".into(),
+                    reason: "the sweep needs at least one".into(),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether `dir` holds a finished run (a readable `run.json`).
+pub fn run_is_complete(dir: &Path) -> bool {
+    RunMetrics::read(&dir.join("run.json")).is_ok()
+}
+
+/// Runs the sweep into `cfg.out_dir`, calling `progress(done, total)` after each run (from worker
+/// threads), and writes `sweep.csv`.
+pub fn sweep(
+    cfg: &SweepConfig,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Result<SweepSummary, StudyError> {
+    cfg.validate()?;
+    std::fs::create_dir_all(&cfg.out_dir).map_err(|e| StudyError::io(&cfg.out_dir, e))?;
+    let runs = cfg.runs();
+    let total = runs.len();
+    let pending: Vec<&RenderConfig> = runs
+        .iter()
+        .filter(|r| !run_is_complete(&cfg.out_dir.join(r.run_name())))
+        .collect();
+    let resumed = total - pending.len();
+    let done = AtomicUsize::new(resumed);
+    progress(resumed, total);
+    let tick = || progress(done.fetch_add(1, Ordering::SeqCst) + 1, total);
+
+    let mut backend_note = String::from("nothing to run: every run was complete");
+    if !pending.is_empty() {
+        let volume = cfg.volume.load()?;
+        // groups of the same shape and view share one device and one bare frame
+        let mut groups: Vec<Vec<&RenderConfig>> = Vec::new();
+        for r in &pending {
+            match groups
+                .iter_mut()
+                .find(|g| g[0].shape == r.shape && g[0].view == r.view)
+            {
+                Some(g) => g.push(r),
+                None => groups.push(vec![r]),
+            }
+        }
+        let emu = || {
+            let dev = EmuDevice::new(cfg.emu_config.clone());
+            match cfg.max_warp_instructions {
+                Some(b) => dev.with_budget(b),
+                None => dev,
+            }
+        };
+        let use_gpu =
+            match cfg.backend {
+                BackendChoice::Emu => None,
+                choice => {
+                    let (dev, note) = instrument::open_device(choice, cfg.emu_config.clone())
+                        .map_err(|source| StudyError::Instrument {
+                            run: "sweep".into(),
+                            source,
+                        })?;
+                    backend_note = note;
+                    (dev.backend() == instrument::Backend::Gpu).then_some(dev)
+                }
+            };
+        match use_gpu {
+            Some(mut dev) => {
+                // one GPU: runs in sequence, the volume uploaded once
+                let mut session = Session::new(dev.as_mut(), &volume);
+                for g in &groups {
+                    let mut bare = None;
+                    for r in g {
+                        session.render_run(r, &cfg.out_dir.join(r.run_name()), &mut bare)?;
+                        tick();
+                    }
+                }
+            }
+            None => {
+                if cfg.backend == BackendChoice::Emu {
+                    backend_note = "emulator (--backend emu)".into();
+                }
+                groups.par_iter().try_for_each(|g| {
+                    let mut dev = emu();
+                    run_group(&mut dev, &volume, g, &cfg.out_dir, &tick)
+                })?;
+            }
+        }
+    }
+
+    let mut rows = Vec::with_capacity(total);
+    for r in &runs {
+        let name = r.run_name();
+        let m = RunMetrics::read(&cfg.out_dir.join(&name).join("run.json"))?;
+        rows.push(SweepRow::from_metrics(&name, &m));
+    }
+    let csv_path = cfg.out_dir.join(SWEEP_CSV);
+    write_csv(&csv_path, &rows)?;
+    Ok(SweepSummary {
+        csv: csv_path,
+        rows,
+        rendered: total - resumed,
+        resumed,
+        backend_note,
+    })
+}
+
+fn run_group(
+    dev: &mut dyn Device,
+    volume: &Volume,
+    group: &[&RenderConfig],
+    out_dir: &Path,
+    tick: &(dyn Fn() + Sync),
+) -> Result<(), StudyError> {
+    let mut session = Session::new(dev, volume);
+    let mut bare: Option<Frame> = None;
+    for r in group {
+        session.render_run(r, &out_dir.join(r.run_name()), &mut bare)?;
+        tick();
+    }
+    Ok(())
+}
+
+/// Writes the rows as CSV (header from [`SweepRow`]'s fields; None as an empty cell), atomically.
+pub fn write_csv(path: &Path, rows: &[SweepRow]) -> Result<(), StudyError> {
+    let csv_err = |e: csv::Error| StudyError::Csv {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    };
+    let mut w = csv::Writer::from_writer(Vec::new());
+    for r in rows {
+        w.serialize(r).map_err(csv_err)?;
+    }
+    let bytes = w.into_inner().map_err(|e| StudyError::Csv {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    })?;
+    write_atomic(path, &bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(run: &str) -> SweepRow {
+        SweepRow {
+            run: run.into(),
+            backend: "emu".into(),
+            preset: "gtx480".into(),
+            shape: "16x8".into(),
+            view: "90,0,90".into(),
+            mode: "fence".into(),
+            cycles: Some(1234),
+            kernel_ms: Some(0.5),
+            frame_rate: Some(2000.0),
+            tex_hit_rate: None,
+            dropped_records: 0,
+            overhead: Some(1.25),
+            occupancy_bare: Some(8),
+            occupancy_probed: Some(5),
+            warp_instructions: None,
+            records: 10,
+            image_matches_bare: Some(true),
+        }
+    }
+
+    #[test]
+    fn csv_has_the_required_columns_in_order_and_empty_cells_for_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join(SWEEP_CSV);
+        write_csv(&p, &[row("16x8_v90-0-90_fence")]).unwrap();
+        let text = std::fs::read_to_string(&p).unwrap();
+        let mut lines = text.lines();
+        let header = lines.next().unwrap();
+        assert!(header.starts_with(
+            "run,backend,preset,shape,view,mode,cycles,kernel_ms,frame_rate,tex_hit_rate,dropped_records,overhead,occupancy_bare,occupancy_probed"
+        ), "{header}");
+        let cells: Vec<&str> = lines.next().unwrap().split(',').collect();
+        // the view contains commas, so it is quoted: count from the end instead
+        assert_eq!(cells[0], "16x8_v90-0-90_fence");
+        assert!(text.contains("\"90,0,90\""), "{text}");
+        let mut rdr = csv::Reader::from_path(&p).unwrap();
+        let rec = rdr.records().next().unwrap().unwrap();
+        assert_eq!(&rec[4], "90,0,90");
+        assert_eq!(&rec[9], "", "tex_hit_rate None is an empty cell");
+        assert_eq!(&rec[11], "1.25");
+    }
+
+    #[test]
+    fn runs_cross_shapes_views_modes_in_order_with_unique_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = demo_config(dir.path()).unwrap();
+        let runs = cfg.runs();
+        assert_eq!(runs.len(), 8 * 2 * 2);
+        assert_eq!(runs[0].run_name(), "128x1_v0-0-0_naive");
+        assert_eq!(runs[1].run_name(), "128x1_v0-0-0_fence");
+        assert_eq!(runs[2].run_name(), "128x1_v90-0-90_naive");
+        let mut names: Vec<String> = runs.iter().map(|r| r.run_name()).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), runs.len());
+        assert_eq!(cfg.emu_config.name, "gtx480");
+    }
+
+    #[test]
+    fn a_run_folder_is_complete_only_with_a_readable_run_json() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(!run_is_complete(dir.path()));
+        std::fs::write(dir.path().join("run.json"), "{\"backend\":").unwrap();
+        assert!(!run_is_complete(dir.path()));
+        let m = RunMetrics::new(
+            "emu",
+            "d_render",
+            trace::Dim3::new(1, 1, 1),
+            trace::Dim3::new(32, 1, 1),
+            ProbeMode::Fence,
+        );
+        m.write(&dir.path().join("run.json")).unwrap();
+        assert!(run_is_complete(dir.path()));
+    }
+
+    #[test]
+    fn empty_axes_are_refused_with_the_field_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = demo_config(dir.path()).unwrap();
+        cfg.modes.clear();
+        let e = sweep(&cfg, &|_, _| {}).unwrap_err().to_string();
+        assert!(e.contains("modes"), "{e}");
+    }
+}

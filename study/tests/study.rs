@@ -1,0 +1,279 @@
+//! End-to-end tests of the study on the emulator: the kernel's image against the CPU reference,
+//! the image across probe modes (C3), the run folder, the memory check, and sweep resume.
+
+use instrument::InstrumentError;
+use instrument::{Arg, Backend, DevBuf, Device, EmuDevice, LaunchConfig, LaunchOutcome, ModuleId};
+use study::{
+    BlockShape, RenderConfig, RenderParams, StudyError, SweepConfig, View, Volume, VolumeKind,
+    VolumeSource, render, render_reference, sweep,
+};
+use trace::{ProbeMode, RecordKind, RunMetrics};
+
+fn gtx480() -> emulator::GpuConfig {
+    emulator::GpuConfig::preset("gtx480").expect("the gtx480 preset exists")
+}
+
+fn small(kind: VolumeKind, mode: ProbeMode) -> RenderConfig {
+    RenderConfig {
+        volume: VolumeSource::Generated {
+            kind,
+            dims: [16, 16, 16],
+            seed: 3,
+        },
+        params: RenderParams::with_size(32, 32),
+        shape: BlockShape::new(16, 8),
+        view: View::new(0.0, 0.0, 0.0),
+        mode,
+        kind: RecordKind::Trace,
+        slots_per_warp: 1024,
+        buffering: instrument::Buffering::Global,
+        frames: 1,
+        measure_overhead: true,
+        ncu: None,
+        emu_config: Some(gtx480()),
+    }
+}
+
+#[test]
+fn emulator_image_matches_the_cpu_reference_within_one_lsb() {
+    for (kind, view) in [
+        (VolumeKind::Shell, View::new(0.0, 0.0, 0.0)),
+        (VolumeKind::Blobs, View::new(90.0, 0.0, 90.0)),
+        (VolumeKind::Noise, View::new(30.0, 45.0, 10.0)),
+    ] {
+        let mut cfg = small(kind, ProbeMode::Off);
+        cfg.view = view;
+        let dir = tempfile::tempdir().unwrap();
+        let mut dev = EmuDevice::new(gtx480());
+        let r = render(&mut dev, &cfg, dir.path()).unwrap();
+        let vol = cfg.volume.load().unwrap();
+        let reference = render_reference(&vol, &view, &cfg.params);
+        assert!(
+            reference.rgba.iter().any(|&b| b > 0),
+            "{kind:?} {view}: blank reference"
+        );
+        let d = r.image.diff(&reference);
+        eprintln!(
+            "{kind:?} {view}: {} pixels differ, max {}",
+            d.pixels_differing, d.max_channel_diff
+        );
+        assert!(
+            d.max_channel_diff <= 1,
+            "{kind:?} {view}: {} pixels differ, by up to {}",
+            d.pixels_differing,
+            d.max_channel_diff
+        );
+    }
+}
+
+#[test]
+fn probes_do_not_change_the_image_in_any_mode() {
+    let mut images = Vec::new();
+    for mode in ProbeMode::ALL {
+        let dir = tempfile::tempdir().unwrap();
+        let mut dev = EmuDevice::new(gtx480());
+        let mut cfg = small(VolumeKind::Blobs, mode);
+        cfg.view = View::new(90.0, 0.0, 90.0);
+        let r = render(&mut dev, &cfg, dir.path()).unwrap();
+        if mode != ProbeMode::Off {
+            assert_eq!(
+                r.metrics.extra["image_matches_bare"], true,
+                "{mode}: probed and bare images differ"
+            );
+            assert!(r.metrics.records > 0, "{mode}: no records");
+        }
+        images.push((mode, r.image));
+    }
+    for (mode, img) in &images[1..] {
+        assert_eq!(img, &images[0].1, "{mode} image differs from off");
+    }
+}
+
+#[test]
+fn a_run_folder_has_image_trace_config_and_run_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut dev = EmuDevice::new(gtx480());
+    let cfg = small(VolumeKind::Shell, ProbeMode::Fence);
+    let r = render(&mut dev, &cfg, dir.path()).unwrap();
+    for f in ["image.png", "trace.wst", "config.toml", "run.json"] {
+        assert!(dir.path().join(f).is_file(), "{f} missing");
+    }
+    let m = RunMetrics::read(&dir.path().join("run.json")).unwrap();
+    // (floats in JSON round-trip to within an ulp, so compare the exact fields)
+    assert_eq!(
+        (m.cycles, m.records, &m.extra["shape"]),
+        (
+            r.metrics.cycles,
+            r.metrics.records,
+            &r.metrics.extra["shape"]
+        )
+    );
+    assert_eq!(m.backend, "emu");
+    assert_eq!(m.preset.as_deref(), Some("gtx480"));
+    assert_eq!(m.extra["shape"], "16x8");
+    assert_eq!(m.extra["view"], "0,0,0");
+    assert_eq!(m.extra["image"], "32x32");
+    let cycles = m.cycles.expect("emulator cycles");
+    let ms = m.kernel_ms.expect("kernel time");
+    assert!((ms - cycles as f64 / (m.clock_mhz * 1e3)).abs() < 1e-9 * ms.max(1.0));
+    let overhead = m.extra["overhead"].as_f64().expect("overhead");
+    assert!(overhead > 0.0);
+    assert!(m.extra["occupancy_bare"].as_u64().is_some());
+    assert!(m.extra["occupancy_probed"].as_u64().is_some());
+    let reader = trace::TraceReader::open(&dir.path().join("trace.wst")).unwrap();
+    assert_eq!(reader.record_count(), m.records);
+    assert_eq!(reader.launch().sites.len(), 2);
+}
+
+/// The emulator with a small memory, to see the up-front refusal.
+struct Tiny(EmuDevice);
+
+impl Device for Tiny {
+    fn backend(&self) -> Backend {
+        self.0.backend()
+    }
+    fn name(&self) -> String {
+        self.0.name()
+    }
+    fn clock_mhz(&self) -> f64 {
+        self.0.clock_mhz()
+    }
+    fn free_memory_bytes(&self) -> u64 {
+        4096
+    }
+    fn alloc(&mut self, bytes: u64) -> Result<DevBuf, InstrumentError> {
+        self.0.alloc(bytes)
+    }
+    fn upload(&mut self, b: &DevBuf, d: &[u8]) -> Result<(), InstrumentError> {
+        self.0.upload(b, d)
+    }
+    fn download(&mut self, b: &DevBuf, o: &mut [u8]) -> Result<(), InstrumentError> {
+        self.0.download(b, o)
+    }
+    fn create_texture(
+        &mut self,
+        desc: &emulator::TextureDesc,
+        data: &[u8],
+    ) -> Result<u64, InstrumentError> {
+        self.0.create_texture(desc, data)
+    }
+    fn load(&mut self, ptx: &str, fatbin: Option<&[u8]>) -> Result<ModuleId, InstrumentError> {
+        self.0.load(ptx, fatbin)
+    }
+    fn write_symbol(&mut self, m: ModuleId, n: &str, d: &[u8]) -> Result<(), InstrumentError> {
+        self.0.write_symbol(m, n, d)
+    }
+    fn occupancy(
+        &mut self,
+        m: ModuleId,
+        k: &str,
+        c: &LaunchConfig,
+    ) -> Result<u32, InstrumentError> {
+        self.0.occupancy(m, k, c)
+    }
+    fn launch(
+        &mut self,
+        m: ModuleId,
+        k: &str,
+        c: &LaunchConfig,
+        a: &[Arg],
+    ) -> Result<LaunchOutcome, InstrumentError> {
+        self.0.launch(m, k, c, a)
+    }
+}
+
+#[test]
+fn a_volume_that_does_not_fit_is_refused_with_both_sizes() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut dev = Tiny(EmuDevice::new(gtx480()));
+    let e = render(
+        &mut dev,
+        &small(VolumeKind::Shell, ProbeMode::Off),
+        dir.path(),
+    )
+    .unwrap_err();
+    assert!(matches!(e, StudyError::TooLarge { .. }), "{e}");
+    let text = e.to_string();
+    // 16³ voxels + 32·32·4 image bytes
+    assert!(
+        text.contains(&(16 * 16 * 16 + 32 * 32 * 4).to_string()),
+        "{text}"
+    );
+    assert!(text.contains("4096"), "{text}");
+    assert!(!dir.path().join("run.json").exists());
+}
+
+#[test]
+fn sweep_writes_the_table_and_resumes_without_redoing_finished_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = SweepConfig {
+        out_dir: dir.path().join("sweep"),
+        backend: instrument::BackendChoice::Emu,
+        emu_config: gtx480(),
+        volume: VolumeSource::Generated {
+            kind: VolumeKind::Blobs,
+            dims: [16, 16, 16],
+            seed: 1,
+        },
+        params: RenderParams::with_size(32, 16),
+        shapes: vec![BlockShape::new(32, 1), BlockShape::new(1, 32)],
+        views: vec![View::new(0.0, 0.0, 0.0)],
+        modes: vec![ProbeMode::Naive, ProbeMode::Fence],
+        kind: RecordKind::Summary,
+        slots_per_warp: 64,
+        buffering: instrument::Buffering::Auto,
+        frames: 1,
+        measure_overhead: true,
+        max_warp_instructions: None,
+    };
+    let calls = std::sync::Mutex::new(Vec::new());
+    let s = sweep(&cfg, &|done, total| {
+        calls.lock().unwrap().push((done, total))
+    })
+    .unwrap();
+    assert_eq!((s.rendered, s.resumed, s.rows.len()), (4, 0, 4));
+    assert_eq!(calls.lock().unwrap().last(), Some(&(4, 4)));
+    let names: Vec<&str> = s.rows.iter().map(|r| r.run.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "32x1_v0-0-0_naive",
+            "32x1_v0-0-0_fence",
+            "1x32_v0-0-0_naive",
+            "1x32_v0-0-0_fence"
+        ]
+    );
+    for r in &s.rows {
+        assert!(r.cycles.unwrap_or(0) > 0 && r.overhead.is_some(), "{r:?}");
+        assert_eq!(r.preset, "gtx480");
+    }
+    let first = std::fs::read(&s.csv).unwrap();
+
+    // interrupt: one run lost its run.json; the rerun redoes only that one, with the same table
+    std::fs::remove_file(cfg.out_dir.join("1x32_v0-0-0_fence/run.json")).unwrap();
+    let again = sweep(&cfg, &|_, _| {}).unwrap();
+    assert_eq!((again.rendered, again.resumed), (1, 3));
+    let second = std::fs::read(&again.csv).unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&first).lines().count(),
+        String::from_utf8_lossy(&second).lines().count()
+    );
+    assert_eq!(
+        again.rows[3].cycles, s.rows[3].cycles,
+        "the emulator is deterministic"
+    );
+}
+
+#[test]
+fn empty_volume_renders_black_on_the_emulator() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut dev = EmuDevice::new(gtx480());
+    let r = render(
+        &mut dev,
+        &small(VolumeKind::Empty, ProbeMode::Off),
+        dir.path(),
+    )
+    .unwrap();
+    assert!(r.image.rgba.iter().all(|&b| b == 0));
+    let _ = Volume::zeros([1, 1, 1]).unwrap();
+}

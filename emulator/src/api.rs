@@ -26,7 +26,9 @@ impl Module {
     /// Parses PTX text (what `nvcc -ptx` emits). Errors carry the line and column.
     pub fn parse(ptx_text: &str) -> Result<Module, EmuError> {
         let ast = ptx::parse(ptx_text)?;
-        Ok(Module { decoded: decode_module(&ast)? })
+        Ok(Module {
+            decoded: decode_module(&ast)?,
+        })
     }
 
     /// The kernels (`.entry`) of the module with their parameters.
@@ -34,7 +36,10 @@ impl Module {
         self.decoded
             .kernels
             .iter()
-            .map(|k| EntrySignature { name: k.name.clone(), params: k.params.clone() })
+            .map(|k| EntrySignature {
+                name: k.name.clone(),
+                params: k.params.clone(),
+            })
             .collect()
     }
 }
@@ -90,7 +95,12 @@ pub struct Emulator {
 
 impl Emulator {
     pub fn new(config: GpuConfig) -> Emulator {
-        Emulator { config, dev: DeviceMemory::default(), modules: Vec::new(), textures: Vec::new() }
+        Emulator {
+            config,
+            dev: DeviceMemory::default(),
+            modules: Vec::new(),
+            textures: Vec::new(),
+        }
     }
 
     pub fn config(&self) -> &GpuConfig {
@@ -140,7 +150,11 @@ impl Emulator {
             for x in &mut k.insts {
                 let patch = |o: &mut Opnd| {
                     if let Opnd::Sym(s) = *o {
-                        *o = Opnd::Imm(if s == DYN_SHARED_SYM { dyn_off } else { addrs.get(s as usize).copied().unwrap_or(0) });
+                        *o = Opnd::Imm(if s == DYN_SHARED_SYM {
+                            dyn_off
+                        } else {
+                            addrs.get(s as usize).copied().unwrap_or(0)
+                        });
                     }
                 };
                 x.s.iter_mut().for_each(patch);
@@ -152,15 +166,27 @@ impl Emulator {
     }
 
     fn symbol(&self, m: ModuleId, name: &str) -> Result<(u64, u64), EmuError> {
-        let l = self.modules.get(m.0 as usize).ok_or(EmuError::NotFound { kind: "module", name: m.0.to_string() })?;
-        l.symbols.get(name).copied().ok_or(EmuError::NotFound { kind: "symbol", name: name.to_string() })
+        let l = self.modules.get(m.0 as usize).ok_or(EmuError::NotFound {
+            kind: "module",
+            name: m.0.to_string(),
+        })?;
+        l.symbols.get(name).copied().ok_or(EmuError::NotFound {
+            kind: "symbol",
+            name: name.to_string(),
+        })
     }
 
     /// Writes a module-level `.global`/`.const` variable (`cudaMemcpyToSymbol`).
     pub fn write_symbol(&mut self, m: ModuleId, name: &str, data: &[u8]) -> Result<(), EmuError> {
         let (a, size) = self.symbol(m, name)?;
         if data.len() as u64 > size {
-            return Err(EmuError::Memory { addr: a, what: format!("{} bytes do not fit symbol {name} ({size} bytes)", data.len()) });
+            return Err(EmuError::Memory {
+                addr: a,
+                what: format!(
+                    "{} bytes do not fit symbol {name} ({size} bytes)",
+                    data.len()
+                ),
+            });
         }
         self.dev.write(a, data)
     }
@@ -169,7 +195,10 @@ impl Emulator {
     pub fn read_symbol(&self, m: ModuleId, name: &str, out: &mut [u8]) -> Result<(), EmuError> {
         let (a, size) = self.symbol(m, name)?;
         if out.len() as u64 > size {
-            return Err(EmuError::Memory { addr: a, what: format!("{} bytes exceed symbol {name} ({size} bytes)", out.len()) });
+            return Err(EmuError::Memory {
+                addr: a,
+                what: format!("{} bytes exceed symbol {name} ({size} bytes)", out.len()),
+            });
         }
         self.dev.read(a, out)
     }
@@ -177,18 +206,27 @@ impl Emulator {
     /// Creates a texture object from row-major texel data (ignored for `linear_buffer`
     /// textures); returns the 64-bit handle to pass as a kernel argument.
     pub fn create_texture(&mut self, desc: &TextureDesc, data: &[u8]) -> Result<u64, EmuError> {
-        desc.validate().map_err(|what| EmuError::Args { kernel: "create_texture".into(), what })?;
+        desc.validate().map_err(|what| EmuError::Args {
+            kernel: "create_texture".into(),
+            what,
+        })?;
         let base = match desc.linear_buffer {
             Some(a) => {
                 let len = desc.width as u64 * desc.texel_bytes();
                 if self.dev.slice(a, len as usize).is_none() {
-                    return Err(EmuError::Memory { addr: a, what: format!("linear texture of {len} bytes outside any allocation") });
+                    return Err(EmuError::Memory {
+                        addr: a,
+                        what: format!("linear texture of {len} bytes outside any allocation"),
+                    });
                 }
                 a
             }
             None => {
                 let [w, h, d] = [desc.width, desc.height.max(1), desc.depth.max(1)].map(u64::from);
-                let want = w * if desc.dims >= 2 { h } else { 1 } * if desc.dims == 3 { d } else { 1 } * desc.texel_bytes();
+                let want = w
+                    * if desc.dims >= 2 { h } else { 1 }
+                    * if desc.dims == 3 { d } else { 1 }
+                    * desc.texel_bytes();
                 if data.len() as u64 != want {
                     return Err(EmuError::Args {
                         kernel: "create_texture".into(),
@@ -198,7 +236,10 @@ impl Emulator {
                 self.dev.alloc(desc.storage_bytes())?
             }
         };
-        let t = Texture { desc: desc.clone(), base };
+        let t = Texture {
+            desc: desc.clone(),
+            base,
+        };
         if desc.linear_buffer.is_none() {
             t.upload(&mut self.dev, data)?;
         }
@@ -207,33 +248,64 @@ impl Emulator {
     }
 
     /// Runs a kernel to completion and returns what it measured.
-    pub fn launch(&mut self, m: ModuleId, kernel: &str, p: &LaunchParams) -> Result<LaunchStats, EmuError> {
-        let l = self.modules.get(m.0 as usize).ok_or(EmuError::NotFound { kind: "module", name: m.0.to_string() })?;
+    pub fn launch(
+        &mut self,
+        m: ModuleId,
+        kernel: &str,
+        p: &LaunchParams,
+    ) -> Result<LaunchStats, EmuError> {
+        let l = self.modules.get(m.0 as usize).ok_or(EmuError::NotFound {
+            kind: "module",
+            name: m.0.to_string(),
+        })?;
         let prog = l
             .kernels
             .iter()
             .find(|k| k.name == kernel)
-            .ok_or(EmuError::NotFound { kind: "kernel", name: kernel.to_string() })?;
-        let args_err = |what: String| EmuError::Args { kernel: kernel.to_string(), what };
+            .ok_or(EmuError::NotFound {
+                kind: "kernel",
+                name: kernel.to_string(),
+            })?;
+        let args_err = |what: String| EmuError::Args {
+            kernel: kernel.to_string(),
+            what,
+        };
         if p.args.len() != prog.params.len() {
-            return Err(args_err(format!("{} arguments given, the kernel has {} parameters", p.args.len(), prog.params.len())));
+            return Err(args_err(format!(
+                "{} arguments given, the kernel has {} parameters",
+                p.args.len(),
+                prog.params.len()
+            )));
         }
         let mut params = vec![0u8; prog.param_bytes as usize];
         for (i, (a, decl)) in p.args.iter().zip(&prog.params).enumerate() {
             if a.len() != decl.size_bytes as usize {
-                return Err(args_err(format!("argument {i} ({}) has {} bytes, expected {}", decl.name, a.len(), decl.size_bytes)));
+                return Err(args_err(format!(
+                    "argument {i} ({}) has {} bytes, expected {}",
+                    decl.name,
+                    a.len(),
+                    decl.size_bytes
+                )));
             }
             let o = prog.param_offsets[i] as usize;
             params[o..o + a.len()].copy_from_slice(a);
         }
         if p.grid.contains(&0) || p.block.contains(&0) {
-            return Err(args_err(format!("grid {:?} and block {:?} must be positive", p.grid, p.block)));
+            return Err(args_err(format!(
+                "grid {:?} and block {:?} must be positive",
+                p.grid, p.block
+            )));
         }
         let threads = p.block.iter().map(|&b| b as u64).product::<u64>();
         let shared = prog.dyn_shared_offset as u64 + p.dynamic_shared_bytes as u64;
         let shared = shared.max(prog.shared_static_bytes as u64);
-        let occ = occupancy(&self.config.sm, threads.min(u32::MAX as u64) as u32, p.regs_per_thread, shared.min(u32::MAX as u64) as u32)
-            .map_err(|e| args_err(e.to_string()))?;
+        let occ = occupancy(
+            &self.config.sm,
+            threads.min(u32::MAX as u64) as u32,
+            p.regs_per_thread,
+            shared.min(u32::MAX as u64) as u32,
+        )
+        .map_err(|e| args_err(e.to_string()))?;
         let mut mem = MemorySystem::new(&self.config);
         let inp = LaunchInput {
             prog,

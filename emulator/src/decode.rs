@@ -29,7 +29,6 @@ type R<T> = Result<T, EmuError>;
 pub(crate) struct GlobalVar {
     pub name: String,
     pub size: u64,
-    pub align: u32,
     /// Initial bytes (zero-filled to `size`).
     pub init: Vec<u8>,
     /// `(byte offset, index of the variable whose address goes there)` for address initializers.
@@ -44,16 +43,26 @@ pub(crate) struct DecodedModule {
 }
 
 fn unsupported<T>(line: u32, what: impl Into<String>) -> R<T> {
-    Err(EmuError::Unsupported { line, what: what.into() })
+    Err(EmuError::Unsupported {
+        line,
+        what: what.into(),
+    })
 }
 
 fn perr<T>(line: u32, col: u32, msg: impl Into<String>) -> R<T> {
-    Err(EmuError::Parse { line, col, msg: msg.into() })
+    Err(EmuError::Parse {
+        line,
+        col,
+        msg: msg.into(),
+    })
 }
 
 fn decl_size(d: &VarDecl) -> u64 {
     let elem = Ty::parse(d.ty).map_or(8, |t| t.bytes() as u64).max(1) * d.vector as u64;
-    elem * d.array.unwrap_or(1).max(if d.array.is_some() { 0 } else { 1 })
+    elem * d
+        .array
+        .unwrap_or(1)
+        .max(if d.array.is_some() { 0 } else { 1 })
 }
 
 fn decl_align(d: &VarDecl) -> u32 {
@@ -78,7 +87,6 @@ pub(crate) fn decode_module(m: &ptx::Module) -> R<DecodedModule> {
             globals.push(GlobalVar {
                 name: v.name.to_string(),
                 size: decl_size(v),
-                align: decl_align(v),
                 init: Vec::new(),
                 relocs: Vec::new(),
             });
@@ -94,7 +102,10 @@ pub(crate) fn decode_module(m: &ptx::Module) -> R<DecodedModule> {
                 g.size = g.init.len() as u64;
             }
         } else if v.space == StateSpace::Tex {
-            return unsupported(v.line, "texture references (.tex/.texref); use texture objects");
+            return unsupported(
+                v.line,
+                "texture references (.tex/.texref); use texture objects",
+            );
         }
     }
     let funcs: HashMap<&str, &Function> = m.functions.iter().map(|f| (f.name, f)).collect();
@@ -105,7 +116,10 @@ pub(crate) fn decode_module(m: &ptx::Module) -> R<DecodedModule> {
     Ok(DecodedModule { globals, kernels })
 }
 
-fn init_bytes(v: &VarDecl, gindex: &HashMap<&str, u32>) -> R<(Vec<u8>, Vec<(u64, u32)>)> {
+/// Initial bytes and address relocations `(offset, variable)`.
+type InitImage = (Vec<u8>, Vec<(u64, u32)>);
+
+fn init_bytes(v: &VarDecl, gindex: &HashMap<&str, u32>) -> R<InitImage> {
     let ty = Ty::parse(v.ty).unwrap_or(Ty::B8);
     let eb = ty.bytes().max(1) as usize;
     let mut out = Vec::with_capacity(v.init.len() * eb);
@@ -142,8 +156,6 @@ fn init_bytes(v: &VarDecl, gindex: &HashMap<&str, u32>) -> R<(Vec<u8>, Vec<(u64,
 
 #[derive(Clone, Copy, Debug)]
 enum SymRes {
-    Global(u32),
-    Shared(u32),
     Local(u32),
     KParam(u32),
 }
@@ -164,11 +176,15 @@ struct KDec<'a, 'm> {
     depth: u32,
 }
 
+/// What to restore when a `{ }` scope closes: a register name and its previous binding, or a
+/// symbol and its previous binding.
+type Undo<'m> = (String, Option<u32>, Option<(&'m str, Option<SymRes>)>);
+
 /// Per-function-instance scope: register and symbol names.
 struct Env<'m> {
     regs: HashMap<String, u32>,
     syms: HashMap<&'m str, SymRes>,
-    undo: Vec<Vec<(String, Option<u32>, Option<(&'m str, Option<SymRes>)>)>>,
+    undo: Vec<Vec<Undo<'m>>>,
     instance: u32,
     is_kernel: bool,
     /// For inlined functions: label index of the instance end (where `ret` jumps).
@@ -217,7 +233,11 @@ fn decode_kernel<'m>(
         let align = decl_align(p);
         poff = align_up(poff, align as u64);
         env.syms.insert(p.name, SymRes::KParam(poff as u32));
-        params.push(ParamDecl { name: p.name.to_string(), size_bytes: size, align });
+        params.push(ParamDecl {
+            name: p.name.to_string(),
+            size_bytes: size,
+            align,
+        });
         param_offsets.push(poff as u32);
         poff += size as u64;
     }
@@ -309,7 +329,10 @@ impl Mods<'_> {
 }
 
 fn parse_mods<'m>(parts: &[&'m str]) -> Mods<'m> {
-    let mut m = Mods { vec: 1, ..Default::default() };
+    let mut m = Mods {
+        vec: 1,
+        ..Default::default()
+    };
     for &p in parts {
         if let Some(t) = Ty::parse(p) {
             m.types.push(t);
@@ -430,8 +453,9 @@ impl<'a, 'm> KDec<'a, 'm> {
         for s in body {
             match s {
                 Stmt::Decl(d) => self.declare(d, env)?,
-                Stmt::Label(l, _) => {
-                    self.labels.insert((env.instance, l), self.insts.len() as u32);
+                Stmt::Label(l) => {
+                    self.labels
+                        .insert((env.instance, l), self.insts.len() as u32);
                 }
                 Stmt::ScopeOpen => env.undo.push(Vec::new()),
                 Stmt::ScopeClose => {
@@ -473,8 +497,6 @@ impl<'a, 'm> KDec<'a, 'm> {
         if let Some(s) = env.syms.get(n) {
             return Ok(match *s {
                 SymRes::Local(o) | SymRes::KParam(o) => Opnd::Imm(o as u64),
-                SymRes::Shared(o) => Opnd::Imm(o as u64),
-                SymRes::Global(g) => Opnd::Sym(g),
             });
         }
         if let Some(&o) = self.shared_syms.get(n) {
@@ -542,7 +564,13 @@ impl<'a, 'm> KDec<'a, 'm> {
             Some((p, neg)) => match self.name_opnd(p, env, line, col)? {
                 Opnd::Reg(r) if neg => Opnd::NotReg(r),
                 Opnd::Reg(r) => Opnd::Reg(r),
-                _ => return perr(line, col, format!("guard '{p}' is not a predicate register")),
+                _ => {
+                    return perr(
+                        line,
+                        col,
+                        format!("guard '{p}' is not a predicate register"),
+                    );
+                }
             },
         };
         if base == "call" {
@@ -561,7 +589,11 @@ impl<'a, 'm> KDec<'a, 'm> {
         x.vec = m.vec;
         let need = |n: usize| -> R<()> {
             if ops.len() < n {
-                perr(line, col, format!("'{}' needs {n} operands, has {}", i.opcode, ops.len()))
+                perr(
+                    line,
+                    col,
+                    format!("'{}' needs {n} operands, has {}", i.opcode, ops.len()),
+                )
             } else {
                 Ok(())
             }
@@ -611,7 +643,11 @@ impl<'a, 'm> KDec<'a, 'm> {
                     _ => {
                         x.op = Op::Mov;
                         simple(&mut x, self, 1, t0)?;
-                        x.class = if matches!(x.s[0], Opnd::Sreg(_)) { Class::Special } else { Class::Int };
+                        x.class = if matches!(x.s[0], Opnd::Sreg(_)) {
+                            Class::Special
+                        } else {
+                            Class::Int
+                        };
                     }
                 }
             }
@@ -676,10 +712,10 @@ impl<'a, 'm> KDec<'a, 'm> {
                 x.op = Op::Sad;
                 simple(&mut x, self, 3, t0)?;
             }
-            "div" | "rem" | "abs" | "neg" | "min" | "max" | "and" | "or" | "xor" | "not" | "cnot"
-            | "shl" | "shr" | "popc" | "clz" | "brev" | "bfe" | "bfi" | "bfind" | "prmt" | "fma"
-            | "rcp" | "sqrt" | "rsqrt" | "sin" | "cos" | "lg2" | "ex2" | "tanh" | "copysign"
-            | "selp" | "slct" | "testp" => {
+            "div" | "rem" | "abs" | "neg" | "min" | "max" | "and" | "or" | "xor" | "not"
+            | "cnot" | "shl" | "shr" | "popc" | "clz" | "brev" | "bfe" | "bfi" | "bfind"
+            | "prmt" | "fma" | "rcp" | "sqrt" | "rsqrt" | "sin" | "cos" | "lg2" | "ex2"
+            | "tanh" | "copysign" | "selp" | "slct" | "testp" => {
                 let (op, n) = match base {
                     "div" => (Op::Div, 2),
                     "rem" => (Op::Rem, 2),
@@ -699,7 +735,14 @@ impl<'a, 'm> KDec<'a, 'm> {
                     "brev" => (Op::Brev, 1),
                     "bfe" => (Op::Bfe, 3),
                     "bfi" => (Op::Bfi, 4),
-                    "bfind" => (if m.has("shiftamt") { Op::BfindShift } else { Op::Bfind }, 1),
+                    "bfind" => (
+                        if m.has("shiftamt") {
+                            Op::BfindShift
+                        } else {
+                            Op::Bfind
+                        },
+                        1,
+                    ),
                     "prmt" => (Op::Prmt, 3),
                     "fma" => (Op::Fma, 3),
                     "rcp" => (Op::Rcp, 1),
@@ -716,7 +759,11 @@ impl<'a, 'm> KDec<'a, 'm> {
                     _ => (Op::Testp, 1),
                 };
                 x.op = op;
-                let sty = if matches!(op, Op::Shl | Op::Shr) { Ty::U32 } else { t0 };
+                let sty = if matches!(op, Op::Shl | Op::Shr) {
+                    Ty::U32
+                } else {
+                    t0
+                };
                 simple(&mut x, self, n, sty)?;
                 match op {
                     Op::Prmt => {
@@ -732,14 +779,27 @@ impl<'a, 'm> KDec<'a, 'm> {
                         x.s[2] = self.opnd(&ops[3], t1, env, line, col)?;
                     }
                     Op::Testp => {
-                        x.sub = ["finite", "infinite", "number", "notanumber", "normal", "subnormal"]
-                            .iter()
-                            .position(|w| m.has(w))
-                            .map_or(0, |p| p as u8);
+                        x.sub = [
+                            "finite",
+                            "infinite",
+                            "number",
+                            "notanumber",
+                            "normal",
+                            "subnormal",
+                        ]
+                        .iter()
+                        .position(|w| m.has(w))
+                        .map_or(0, |p| p as u8);
                         x.class = Class::Fp32;
                     }
                     Op::Popc | Op::Clz | Op::Bfind | Op::BfindShift => x.class = Class::Int,
-                    Op::Rcp | Op::Sqrt | Op::Rsqrt | Op::Sin | Op::Cos | Op::Lg2 | Op::Ex2
+                    Op::Rcp
+                    | Op::Sqrt
+                    | Op::Rsqrt
+                    | Op::Sin
+                    | Op::Cos
+                    | Op::Lg2
+                    | Op::Ex2
                     | Op::Tanh
                         if t0 != Ty::F64 =>
                     {
@@ -826,12 +886,20 @@ impl<'a, 'm> KDec<'a, 'm> {
                 x.op = if is_ld { Op::Ld } else { Op::St };
                 x.class = Class::Mem;
                 x.nc = m.has("nc") || base == "ldu";
-                let (vals, adr) = if is_ld { (&ops[0], &ops[1]) } else { (&ops[1], &ops[0]) };
+                let (vals, adr) = if is_ld {
+                    (&ops[0], &ops[1])
+                } else {
+                    (&ops[1], &ops[0])
+                };
                 let (a, off, kparam) = self.addr(adr, env, line, col)?;
                 x.space = m.space.unwrap_or(Sp::Generic);
                 if x.space == Sp::Param && !kparam {
                     // .param variables of calls live in the thread's local frame.
-                    x.space = if env.is_kernel && matches!(a, Opnd::Reg(_)) { Sp::Param } else { Sp::Local };
+                    x.space = if env.is_kernel && matches!(a, Opnd::Reg(_)) {
+                        Sp::Param
+                    } else {
+                        Sp::Local
+                    };
                 }
                 x.a = a;
                 x.off = off;
@@ -910,7 +978,11 @@ impl<'a, 'm> KDec<'a, 'm> {
                     x.d[k] = self.opnd(o, t0, env, line, col)?;
                 }
                 match &ops[1] {
-                    Operand::Addr { base: Some(h), extra: Some(c), .. } => {
+                    Operand::Addr {
+                        base: Some(h),
+                        extra: Some(c),
+                        ..
+                    } => {
                         x.a = self.name_opnd(h, env, line, col)?;
                         let coords = match c.as_ref() {
                             Operand::Vector(v) => v.clone(),
@@ -941,7 +1013,8 @@ impl<'a, 'm> KDec<'a, 'm> {
                     x.op = Op::Exit;
                 } else {
                     x.op = Op::Bra;
-                    self.fixups.push((self.insts.len(), env.instance, RET_LABEL, line));
+                    self.fixups
+                        .push((self.insts.len(), env.instance, RET_LABEL, line));
                 }
                 x.class = Class::Branch;
             }
@@ -981,8 +1054,10 @@ impl<'a, 'm> KDec<'a, 'm> {
                         k = 1;
                     }
                     let rest = &ops[k..];
-                    let srcs: Vec<Opnd> =
-                        rest.iter().map(|o| self.opnd(o, Ty::U32, env, line, col)).collect::<R<_>>()?;
+                    let srcs: Vec<Opnd> = rest
+                        .iter()
+                        .map(|o| self.opnd(o, Ty::U32, env, line, col))
+                        .collect::<R<_>>()?;
                     // srcs: id [, count] [, pred]
                     x.s[0] = srcs.first().copied().unwrap_or(Opnd::Imm(0));
                     if x.sub >= 2 {
@@ -1131,12 +1206,16 @@ impl<'a, 'm> KDec<'a, 'm> {
             callee.syms.insert(p.name, lookup(r)?);
         }
         if args.len() != f.params.len() || rets.len() != f.rets.len() {
-            return unsupported(line, format!("call to '{fname}' with mismatched parameters"));
+            return unsupported(
+                line,
+                format!("call to '{fname}' with mismatched parameters"),
+            );
         }
         self.depth += 1;
         self.body(body, &mut callee)?;
         self.depth -= 1;
-        self.labels.insert((callee.instance, RET_LABEL), self.insts.len() as u32);
+        self.labels
+            .insert((callee.instance, RET_LABEL), self.insts.len() as u32);
         Ok(())
     }
 }
@@ -1155,6 +1234,7 @@ fn bits_ty(bits: u32) -> Ty {
 }
 
 /// Fills `Inst::reconv` of every conditional branch (see the module docs).
+#[allow(clippy::needless_range_loop)] // block ids index several parallel tables
 pub(crate) fn compute_reconvergence(insts: &mut [Inst]) {
     let n = insts.len();
     if n == 0 {
@@ -1271,7 +1351,11 @@ pub(crate) fn compute_reconvergence(insts: &mut [Inst]) {
         let last = &mut insts[e - 1];
         if last.guard != Opnd::None && matches!(last.op, Op::Bra | Op::Exit | Op::Trap) {
             let p = ipdom[b];
-            last.reconv = if p == usize::MAX || p >= nb { u32::MAX } else { starts[p] as u32 };
+            last.reconv = if p == usize::MAX || p >= nb {
+                u32::MAX
+            } else {
+                starts[p] as u32
+            };
         }
     }
 }
@@ -1305,11 +1389,20 @@ mod tests {
         );
         let ins = &p.insts;
         // registers: %p0-2 = 0..3, %r0-3 = 3..7, so %r3 is register 6
-        let b_label = ins.iter().position(|x| x.op == Op::Add && x.d[0] == Opnd::Reg(6)).unwrap();
-        let first_branch = ins.iter().position(|x| x.op == Op::Bra && x.guard != Opnd::None).unwrap();
+        let b_label = ins
+            .iter()
+            .position(|x| x.op == Op::Add && x.d[0] == Opnd::Reg(6))
+            .unwrap();
+        let first_branch = ins
+            .iter()
+            .position(|x| x.op == Op::Bra && x.guard != Opnd::None)
+            .unwrap();
         // The if/else joins at $B (index of "add %r3").
         assert_eq!(ins[first_branch].reconv as usize, b_label);
-        let loop_branch = ins.iter().rposition(|x| x.op == Op::Bra && x.guard != Opnd::None).unwrap();
+        let loop_branch = ins
+            .iter()
+            .rposition(|x| x.op == Op::Bra && x.guard != Opnd::None)
+            .unwrap();
         assert_eq!(ins[loop_branch].target as usize, b_label);
         // The loop exits to the instruction after the back edge.
         assert_eq!(ins[loop_branch].reconv as usize, loop_branch + 1);

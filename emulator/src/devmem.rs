@@ -42,17 +42,26 @@ pub(crate) struct DeviceMemory {
 impl DeviceMemory {
     /// Allocates `bytes` zeroed bytes; returns the device address (256-aligned).
     pub(crate) fn alloc(&mut self, bytes: u64) -> Result<u64, EmuError> {
-        let base = if self.next == 0 { GLOBAL_BASE } else { self.next };
+        let base = if self.next == 0 {
+            GLOBAL_BASE
+        } else {
+            self.next
+        };
         let len = usize::try_from(bytes).map_err(|_| EmuError::Memory {
             addr: base,
             what: format!("allocation of {bytes} bytes is too large"),
         })?;
         if base.saturating_add(bytes) >= SHARED_WINDOW {
-            return Err(EmuError::Memory { addr: base, what: "device address space exhausted".into() });
+            return Err(EmuError::Memory {
+                addr: base,
+                what: "device address space exhausted".into(),
+            });
         }
         let mut data = Vec::new();
-        data.try_reserve_exact(len)
-            .map_err(|_| EmuError::Memory { addr: base, what: format!("cannot allocate {bytes} bytes") })?;
+        data.try_reserve_exact(len).map_err(|_| EmuError::Memory {
+            addr: base,
+            what: format!("cannot allocate {bytes} bytes"),
+        })?;
         data.resize(len, 0);
         self.allocs.push(Alloc { base, data });
         self.next = (base + bytes.max(1) + 256).div_ceil(256) * 256;
@@ -68,7 +77,10 @@ impl DeviceMemory {
         if let Some(r) = hit(self.last.get()) {
             return Some(r);
         }
-        let i = self.allocs.partition_point(|a| a.base <= addr).checked_sub(1)?;
+        let i = self
+            .allocs
+            .partition_point(|a| a.base <= addr)
+            .checked_sub(1)?;
         let r = hit(i)?;
         self.last.set(i);
         Some(r)

@@ -186,7 +186,8 @@ pub(crate) fn run(
         lanes: Vec::with_capacity(256),
         texaddrs: Vec::with_capacity(8),
         warps_per_block: threads.div_ceil(32),
-        shared_total: (inp.prog.dyn_shared_offset as usize + inp.dyn_smem as usize).max(inp.prog.shared_static_bytes as usize),
+        shared_total: (inp.prog.dyn_shared_offset as usize + inp.dyn_smem as usize)
+            .max(inp.prog.shared_static_bytes as usize),
         next_block: 0,
         total_blocks: inp.grid.iter().map(|&g| g as u64).product(),
         age: 0,
@@ -215,8 +216,11 @@ pub(crate) fn run(
             }
         }
     }
-    let mut heap: BinaryHeap<Reverse<(u64, u32)>> =
-        sms.iter().filter(|s| s.live_blocks > 0).map(|s| Reverse((s.cycle, s.id))).collect();
+    let mut heap: BinaryHeap<Reverse<(u64, u32)>> = sms
+        .iter()
+        .filter(|s| s.live_blocks > 0)
+        .map(|s| Reverse((s.cycle, s.id)))
+        .collect();
     while let Some(Reverse((_, sid))) = heap.pop() {
         let sm = &mut sms[sid as usize];
         e.step(sm)?;
@@ -234,7 +238,14 @@ pub(crate) fn run(
     }
     by_class.insert("flops".to_string(), e.flops);
     let mut stalls = BTreeMap::new();
-    for s in [Stall::Scoreboard, Stall::Memory, Stall::Barrier, Stall::Membar, Stall::PipeBusy, Stall::Idle] {
+    for s in [
+        Stall::Scoreboard,
+        Stall::Memory,
+        Stall::Barrier,
+        Stall::Membar,
+        Stall::PipeBusy,
+        Stall::Idle,
+    ] {
         stalls.insert(s.name().to_string(), e.stalls[s as usize]);
     }
     Ok(LaunchOutput {
@@ -252,7 +263,11 @@ impl Engine<'_> {
         let b = self.next_block;
         self.next_block += 1;
         let [gx, gy, _] = self.inp.grid.map(|v| v as u64);
-        let id = [(b % gx) as u32, ((b / gx) % gy) as u32, (b / (gx * gy)) as u32];
+        let id = [
+            (b % gx) as u32,
+            ((b / gx) % gy) as u32,
+            (b / (gx * gy)) as u32,
+        ];
         let slot = match sm.blocks.iter().position(Option::is_none) {
             Some(s) => s,
             None => {
@@ -287,11 +302,19 @@ impl Engine<'_> {
             };
             let w = &mut sm.warps[ws];
             let valid_lanes = (threads - wib * 32).min(32);
-            let valid = if valid_lanes == 32 { FULL } else { (1u32 << valid_lanes) - 1 };
+            let valid = if valid_lanes == 32 {
+                FULL
+            } else {
+                (1u32 << valid_lanes) - 1
+            };
             w.arch.regs.clear();
             w.arch.regs.resize(nregs * 32, 0);
             w.arch.stack.clear();
-            w.arch.stack.push(Entry { pc: 0, rpc: u32::MAX, mask: valid });
+            w.arch.stack.push(Entry {
+                pc: 0,
+                rpc: u32::MAX,
+                mask: valid,
+            });
             w.arch.carry = 0;
             w.arch.local.clear();
             w.arch.local.resize(prog.local_bytes as usize * 32, 0);
@@ -368,7 +391,12 @@ impl Engine<'_> {
             let blk = sm.blocks.iter().flatten().find(|b| b.live > 0);
             let (id, pc) = blk.map_or(([0; 3], 0), |b| (b.id, b.bar_pc));
             let line = self.inp.prog.insts.get(pc as usize).map_or(0, |x| x.line);
-            return Err(EmuError::Deadlock { kernel: self.inp.prog.name.clone(), block: id, pc, line });
+            return Err(EmuError::Deadlock {
+                kernel: self.inp.prog.name.clone(),
+                block: id,
+                pc,
+                line,
+            });
         }
         let skipped = next.saturating_sub(now + 1);
         if skipped > 0 {
@@ -383,15 +411,18 @@ impl Engine<'_> {
 
     fn eligible(sm: &Sm, ws: usize, s: usize, now: u64) -> bool {
         let w = &sm.warps[ws];
-        w.state == WState::Run && w.wake <= now && w.next_ok <= now && sm.pipe[s][w.class as usize] <= now
+        w.state == WState::Run
+            && w.wake <= now
+            && w.next_ok <= now
+            && sm.pipe[s][w.class as usize] <= now
     }
 
     fn pick(&self, sm: &Sm, s: usize, now: u64) -> Option<usize> {
         let nsched = sm.pipe.len();
-        if let Some(l) = sm.last[s] {
-            if Self::eligible(sm, l as usize, s, now) {
-                return Some(l as usize);
-            }
+        if let Some(l) = sm.last[s]
+            && Self::eligible(sm, l as usize, s, now)
+        {
+            return Some(l as usize);
         }
         let mut best: Option<(u64, usize)> = None;
         let mut ws = s;
@@ -515,7 +546,12 @@ impl Engine<'_> {
         let mut from_mem = false;
         let mut flow_bar = None;
         match flow {
-            Flow::Mem { space, kind, bytes_per_lane, readonly } => {
+            Flow::Mem {
+                space,
+                kind,
+                bytes_per_lane,
+                readonly,
+            } => {
                 if !self.lanes.is_empty() {
                     let req = MemRequest {
                         sm: sm.id,
@@ -531,7 +567,13 @@ impl Engine<'_> {
                     from_mem = true;
                 }
             }
-            Flow::Bar { id, expected, red, contrib, dst } => flow_bar = Some((id, expected, red, contrib, dst)),
+            Flow::Bar {
+                id,
+                expected,
+                red,
+                contrib,
+                dst,
+            } => flow_bar = Some((id, expected, red, contrib, dst)),
             Flow::Exited | Flow::Done => {}
         }
         for r in x.writes() {
@@ -539,7 +581,12 @@ impl Engine<'_> {
             w.from_mem[r as usize] = from_mem;
         }
         sm.pipe[s][x.class as usize] = now + issue_interval(cfg, x.class);
-        w.next_ok = now + if x.op == Op::Bra { lat(cfg, Class::Branch).max(1) } else { 1 };
+        w.next_ok = now
+            + if x.op == Op::Bra {
+                lat(cfg, Class::Branch).max(1)
+            } else {
+                1
+            };
         if w.arch.pc().is_none() {
             w.state = WState::Done;
             block.live -= 1;
@@ -563,7 +610,11 @@ impl Engine<'_> {
         }
         refresh(w, prog);
         // Barrier release (also when a warp exits while others wait).
-        let need = if block.expected > 0 { block.expected.div_ceil(32) } else { block.live };
+        let need = if block.expected > 0 {
+            block.expected.div_ceil(32)
+        } else {
+            block.live
+        };
         if block.arrived > 0 && block.arrived >= need {
             let red = block.red_kind;
             let acc = block.red_acc;
@@ -585,7 +636,9 @@ impl Engine<'_> {
                 }
             }
         }
-        let Some(block) = sm.blocks[bslot].as_mut() else { return Ok(()) };
+        let Some(block) = sm.blocks[bslot].as_mut() else {
+            return Ok(());
+        };
         if block.live == 0 {
             for &m in &block.warps {
                 sm.warps[m as usize].state = WState::Free;
@@ -615,7 +668,11 @@ fn refresh(w: &mut TWarp, prog: &Program) {
         let rt = w.ready[r as usize];
         if rt > t {
             t = rt;
-            reason = if w.from_mem[r as usize] { Stall::Memory } else { Stall::Scoreboard };
+            reason = if w.from_mem[r as usize] {
+                Stall::Memory
+            } else {
+                Stall::Scoreboard
+            };
         }
     }
     if x.op == Op::Membar && w.outstanding > t {

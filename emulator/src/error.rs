@@ -28,7 +28,9 @@ pub enum EmuError {
         what: String,
     },
     /// Every live warp of a block waits at a barrier that can never complete.
-    #[error("deadlock in kernel {kernel}: block {block:?} waits at a barrier (pc {pc}, PTX line {line}) that cannot complete")]
+    #[error(
+        "deadlock in kernel {kernel}: block {block:?} waits at a barrier (pc {pc}, PTX line {line}) that cannot complete"
+    )]
     Deadlock {
         kernel: String,
         block: [u32; 3],
@@ -36,7 +38,9 @@ pub enum EmuError {
         line: u32,
     },
     /// The launch executed more warp instructions than `LaunchParams::max_warp_instructions`.
-    #[error("kernel {kernel} exceeded its budget: {executed} warp instructions executed, limit {limit}")]
+    #[error(
+        "kernel {kernel} exceeded its budget: {executed} warp instructions executed, limit {limit}"
+    )]
     Budget {
         kernel: String,
         executed: u64,

@@ -128,7 +128,10 @@ pub(crate) struct Fault {
 }
 
 fn fault<T>(lane: u32, what: impl Into<String>) -> Result<T, Fault> {
-    Err(Fault { lane, what: what.into() })
+    Err(Fault {
+        lane,
+        what: what.into(),
+    })
 }
 
 macro_rules! each_lane {
@@ -304,20 +307,36 @@ impl Ctx<'_> {
     fn resolve(&self, sp: Sp, addr: u64, lane: usize, len: usize) -> Result<Target, Fault> {
         let l = lane as u32;
         let check = |off: u64, size: usize, what: &str| -> Result<usize, Fault> {
-            if off.checked_add(len as u64).is_some_and(|e| e <= size as u64) {
+            if off
+                .checked_add(len as u64)
+                .is_some_and(|e| e <= size as u64)
+            {
                 Ok(off as usize)
             } else {
-                fault(l, format!("{what} access of {len} bytes at offset {off:#x} is out of bounds ({size} bytes)"))
+                fault(
+                    l,
+                    format!(
+                        "{what} access of {len} bytes at offset {off:#x} is out of bounds ({size} bytes)"
+                    ),
+                )
             }
         };
         match sp {
             Sp::Global | Sp::Const => Ok(Target::Global(addr)),
             Sp::Shared => {
-                let off = if addr >= SHARED_WINDOW && addr < SHARED_WINDOW + WINDOW_BYTES { addr - SHARED_WINDOW } else { addr };
+                let off = if (SHARED_WINDOW..SHARED_WINDOW + WINDOW_BYTES).contains(&addr) {
+                    addr - SHARED_WINDOW
+                } else {
+                    addr
+                };
                 Ok(Target::Shared(check(off, self.shared.len(), "shared")?))
             }
             Sp::Local => {
-                let off = if addr >= LOCAL_WINDOW && addr < LOCAL_WINDOW + WINDOW_BYTES { addr - LOCAL_WINDOW } else { addr };
+                let off = if (LOCAL_WINDOW..LOCAL_WINDOW + WINDOW_BYTES).contains(&addr) {
+                    addr - LOCAL_WINDOW
+                } else {
+                    addr
+                };
                 let o = check(off, self.local_bytes as usize, "local")?;
                 Ok(Target::Local(lane * self.local_bytes as usize + o))
             }
@@ -344,7 +363,8 @@ impl Ctx<'_> {
                 // local memory is interleaved per 4-byte word across the warp's lanes, as on GPUs
                 let lb = self.local_bytes.max(1) as u64;
                 let off = i as u64 - lane as u64 * lb;
-                let warp_base = (self.smid as u64 * self.max_warps as u64 + w.slot as u64) * lb * 32;
+                let warp_base =
+                    (self.smid as u64 * self.max_warps as u64 + w.slot as u64) * lb * 32;
                 LOCAL_WINDOW + warp_base + (off / 4) * 128 + lane as u64 * 4 + off % 4
             }
         }
@@ -355,7 +375,12 @@ impl Ctx<'_> {
         let src: &[u8] = match *t {
             Target::Global(a) => match self.dev.slice(a, len) {
                 Some(s) => s,
-                None => return fault(lane as u32, format!("load of {len} bytes at {a:#x} outside any allocation")),
+                None => {
+                    return fault(
+                        lane as u32,
+                        format!("load of {len} bytes at {a:#x} outside any allocation"),
+                    );
+                }
             },
             Target::Shared(o) => &self.shared[o..o + len],
             Target::Local(o) => &w.local[o..o + len],
@@ -365,12 +390,24 @@ impl Ctx<'_> {
         Ok(u64::from_le_bytes(buf))
     }
 
-    fn write(&mut self, w: &mut Warp, t: &Target, len: usize, lane: usize, v: u64) -> Result<(), Fault> {
+    fn write(
+        &mut self,
+        w: &mut Warp,
+        t: &Target,
+        len: usize,
+        lane: usize,
+        v: u64,
+    ) -> Result<(), Fault> {
         let bytes = v.to_le_bytes();
         let dst: &mut [u8] = match *t {
             Target::Global(a) => match self.dev.slice_mut(a, len) {
                 Some(s) => s,
-                None => return fault(lane as u32, format!("store of {len} bytes at {a:#x} outside any allocation")),
+                None => {
+                    return fault(
+                        lane as u32,
+                        format!("store of {len} bytes at {a:#x} outside any allocation"),
+                    );
+                }
             },
             Target::Shared(o) => &mut self.shared[o..o + len],
             Target::Local(o) => &mut w.local[o..o + len],
@@ -403,7 +440,11 @@ pub(crate) fn exec(x: &Inst, w: &mut Warp, c: &mut Ctx) -> Result<Flow, Fault> {
             } else {
                 w.normalize();
             }
-            return Ok(if w.stack.is_empty() { Flow::Exited } else { Flow::Done });
+            return Ok(if w.stack.is_empty() {
+                Flow::Exited
+            } else {
+                Flow::Done
+            });
         }
         _ => {}
     }
@@ -418,7 +459,9 @@ pub(crate) fn exec(x: &Inst, w: &mut Warp, c: &mut Ctx) -> Result<Flow, Fault> {
 
 fn branch(w: &mut Warp, x: &Inst, taken: u32, active: u32) {
     let nt = active & !taken;
-    let Some(top) = w.stack.last_mut() else { return };
+    let Some(top) = w.stack.last_mut() else {
+        return;
+    };
     if taken == 0 {
         w.advance();
         return;
@@ -436,10 +479,18 @@ fn branch(w: &mut Warp, x: &Inst, taken: u32, active: u32) {
         top.pc = rpc;
     }
     if pc + 1 != rpc {
-        w.stack.push(Entry { pc: pc + 1, rpc, mask: nt });
+        w.stack.push(Entry {
+            pc: pc + 1,
+            rpc,
+            mask: nt,
+        });
     }
     if x.target != rpc {
-        w.stack.push(Entry { pc: x.target, rpc, mask: taken });
+        w.stack.push(Entry {
+            pc: x.target,
+            rpc,
+            mask: taken,
+        });
     }
     w.normalize();
 }
@@ -472,7 +523,13 @@ fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Result<Flow, Fault> {
     let ext = |v: u64| ty.extend(v);
     match x.op {
         Op::Mov => {
-            put(&mut w.regs, x.d[0], m, &a, if ty == Ty::Pred { 1 } else { tm });
+            put(
+                &mut w.regs,
+                x.d[0],
+                m,
+                &a,
+                if ty == Ty::Pred { 1 } else { tm },
+            );
             return Ok(Flow::Done);
         }
         Op::Pack => {
@@ -502,9 +559,26 @@ fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Result<Flow, Fault> {
         Op::Add if plain_f32 => map!(r, |l| b32(f32v(a[l]) + f32v(b[l]))),
         Op::Sub if plain_f32 => map!(r, |l| b32(f32v(a[l]) - f32v(b[l]))),
         Op::Mul if plain_f32 => map!(r, |l| b32(f32v(a[l]) * f32v(b[l]))),
-        Op::Fma if plain_f32 && x.sub == 0 => map!(r, |l| b32(f32v(a[l]).mul_add(f32v(b[l]), f32v(cc[l])))),
-        Op::Add | Op::Sub | Op::Mul | Op::Fma | Op::Div | Op::Min | Op::Max | Op::Abs | Op::Neg
-        | Op::Rcp | Op::Sqrt | Op::Rsqrt | Op::Sin | Op::Cos | Op::Lg2 | Op::Ex2 | Op::Tanh
+        Op::Fma if plain_f32 && x.sub == 0 => {
+            map!(r, |l| b32(f32v(a[l]).mul_add(f32v(b[l]), f32v(cc[l]))))
+        }
+        Op::Add
+        | Op::Sub
+        | Op::Mul
+        | Op::Fma
+        | Op::Div
+        | Op::Min
+        | Op::Max
+        | Op::Abs
+        | Op::Neg
+        | Op::Rcp
+        | Op::Sqrt
+        | Op::Rsqrt
+        | Op::Sin
+        | Op::Cos
+        | Op::Lg2
+        | Op::Ex2
+        | Op::Tanh
         | Op::Copysign
             if fl =>
         {
@@ -512,25 +586,45 @@ fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Result<Flow, Fault> {
         }
         Op::Add => {
             if x.sat && ty == Ty::S32 {
-                map!(r, |l| (a[l] as u32 as i32).saturating_add(b[l] as u32 as i32) as u32 as u64)
+                map!(
+                    r,
+                    |l| (a[l] as u32 as i32).saturating_add(b[l] as u32 as i32) as u32 as u64
+                )
             } else {
                 map!(r, |l| a[l].wrapping_add(b[l]))
             }
         }
         Op::Sub => {
             if x.sat && ty == Ty::S32 {
-                map!(r, |l| (a[l] as u32 as i32).saturating_sub(b[l] as u32 as i32) as u32 as u64)
+                map!(
+                    r,
+                    |l| (a[l] as u32 as i32).saturating_sub(b[l] as u32 as i32) as u32 as u64
+                )
             } else {
                 map!(r, |l| a[l].wrapping_sub(b[l]))
             }
         }
-        Op::AddCc | Op::AddC | Op::SubCc | Op::SubC | Op::MadLoCc | Op::MadCLo | Op::MadHiCc
+        Op::AddCc
+        | Op::AddC
+        | Op::SubCc
+        | Op::SubC
+        | Op::MadLoCc
+        | Op::MadCLo
+        | Op::MadHiCc
         | Op::MadCHi => {
             let mut carry = w.carry;
             let use_in = matches!(x.op, Op::AddC | Op::SubC | Op::MadCLo | Op::MadCHi);
             for l in 0..32 {
-                let cin = if use_in { ((w.carry >> l) & 1) as u128 } else { 0 };
-                let (ua, ub, uc) = ((a[l] & tm) as u128, (b[l] & tm) as u128, (cc[l] & tm) as u128);
+                let cin = if use_in {
+                    ((w.carry >> l) & 1) as u128
+                } else {
+                    0
+                };
+                let (ua, ub, uc) = (
+                    (a[l] & tm) as u128,
+                    (b[l] & tm) as u128,
+                    (cc[l] & tm) as u128,
+                );
                 let full: u128 = match x.op {
                     Op::AddCc | Op::AddC => ua + ub + cin,
                     Op::SubCc | Op::SubC => ua.wrapping_sub(ub).wrapping_sub(cin),
@@ -554,9 +648,13 @@ fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Result<Flow, Fault> {
         Op::MadLo => map!(r, |l| a[l].wrapping_mul(b[l]).wrapping_add(cc[l])),
         Op::MulHi | Op::MadHi => {
             if ty.is_signed() {
-                map!(r, |l| ((ext(a[l]) as i64 as i128 * ext(b[l]) as i64 as i128) >> bits) as u64)
+                map!(
+                    r,
+                    |l| ((ext(a[l]) as i64 as i128 * ext(b[l]) as i64 as i128) >> bits) as u64
+                )
             } else {
-                map!(r, |l| (((a[l] & tm) as u128 * (b[l] & tm) as u128) >> bits) as u64)
+                map!(r, |l| (((a[l] & tm) as u128 * (b[l] & tm) as u128) >> bits)
+                    as u64)
             }
             if x.op == Op::MadHi {
                 map!(r, |l| r[l].wrapping_add(cc[l]));
@@ -564,19 +662,30 @@ fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Result<Flow, Fault> {
         }
         Op::MulWide | Op::MadWide => {
             if ty.is_signed() {
-                map!(r, |l| (ext(a[l]) as i64).wrapping_mul(ext(b[l]) as i64) as u64)
+                map!(r, |l| (ext(a[l]) as i64).wrapping_mul(ext(b[l]) as i64)
+                    as u64)
             } else {
                 map!(r, |l| (a[l] & tm).wrapping_mul(b[l] & tm))
             }
             if x.op == Op::MadWide {
                 map!(r, |l| r[l].wrapping_add(cc[l]));
             }
-            let wm = if bits >= 32 { u64::MAX } else { (1u64 << (2 * bits)) - 1 };
+            let wm = if bits >= 32 {
+                u64::MAX
+            } else {
+                (1u64 << (2 * bits)) - 1
+            };
             put(&mut w.regs, x.d[0], m, &r, wm);
             return Ok(Flow::Done);
         }
         Op::Mul24Lo | Op::Mul24Hi | Op::Mad24Lo => {
-            let e24 = |v: u64| if ty.is_signed() { ((v << 40) as i64 >> 40) as i64 } else { (v & 0xFF_FFFF) as i64 };
+            let e24 = |v: u64| {
+                if ty.is_signed() {
+                    (v << 40) as i64 >> 40
+                } else {
+                    (v & 0xFF_FFFF) as i64
+                }
+            };
             map!(r, |l| {
                 let p = e24(a[l]).wrapping_mul(e24(b[l]));
                 match x.op {
@@ -587,7 +696,11 @@ fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Result<Flow, Fault> {
             });
         }
         Op::Sad => map!(r, |l| {
-            let (p, q) = if ty.is_signed() { (ext(a[l]) as i64 as i128, ext(b[l]) as i64 as i128) } else { ((a[l] & tm) as i128, (b[l] & tm) as i128) };
+            let (p, q) = if ty.is_signed() {
+                (ext(a[l]) as i64 as i128, ext(b[l]) as i64 as i128)
+            } else {
+                ((a[l] & tm) as i128, (b[l] & tm) as i128)
+            };
             ((p - q).unsigned_abs() as u64).wrapping_add(cc[l])
         }),
         Op::Div | Op::Rem => {
@@ -596,10 +709,22 @@ fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Result<Flow, Fault> {
             map!(r, |l| {
                 if signed {
                     let (p, q) = (ext(a[l]) as i64, ext(b[l]) as i64);
-                    if q == 0 { u64::MAX } else if rem { p.wrapping_rem(q) as u64 } else { p.wrapping_div(q) as u64 }
+                    if q == 0 {
+                        u64::MAX
+                    } else if rem {
+                        p.wrapping_rem(q) as u64
+                    } else {
+                        p.wrapping_div(q) as u64
+                    }
                 } else {
                     let (p, q) = (a[l] & tm, b[l] & tm);
-                    if q == 0 { u64::MAX } else if rem { p % q } else { p / q }
+                    if q == 0 {
+                        u64::MAX
+                    } else if rem {
+                        p % q
+                    } else {
+                        p / q
+                    }
                 }
             });
         }
@@ -642,12 +767,20 @@ fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Result<Flow, Fault> {
         Op::Clz => map!(r, |l| ((a[l] & tm).leading_zeros() - (64 - bits)) as u64),
         Op::Brev => map!(r, |l| (a[l] & tm).reverse_bits() >> (64 - bits)),
         Op::Bfind | Op::BfindShift => map!(r, |l| {
-            let v = if ty.is_signed() && (ext(a[l]) as i64) < 0 { !a[l] & tm } else { a[l] & tm };
+            let v = if ty.is_signed() && (ext(a[l]) as i64) < 0 {
+                !a[l] & tm
+            } else {
+                a[l] & tm
+            };
             if v == 0 {
                 0xFFFF_FFFF
             } else {
                 let pos = 63 - v.leading_zeros() as u64;
-                if x.op == Op::BfindShift { (bits as u64 - 1) - pos } else { pos }
+                if x.op == Op::BfindShift {
+                    (bits as u64 - 1) - pos
+                } else {
+                    pos
+                }
             }
         }),
         Op::Bfe => map!(r, |l| {
@@ -655,14 +788,26 @@ fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Result<Flow, Fault> {
             let len = (cc[l] & 0xFF) as u32;
             let v = a[l] & tm;
             if len == 0 {
-                if ty.is_signed() && pos >= bits && (ext(a[l]) as i64) < 0 { tm } else { 0 }
+                if ty.is_signed() && pos >= bits && (ext(a[l]) as i64) < 0 {
+                    tm
+                } else {
+                    0
+                }
             } else {
                 let field = if pos >= 64 { 0 } else { v >> pos };
-                let field = if len >= 64 { field } else { field & ((1u64 << len) - 1) };
+                let field = if len >= 64 {
+                    field
+                } else {
+                    field & ((1u64 << len) - 1)
+                };
                 if ty.is_signed() {
                     let sbit = (pos + len - 1).min(bits - 1);
                     let neg = (v >> sbit) & 1 == 1;
-                    if neg && len < 64 { field | (!0u64 << len.min(63)) } else { field }
+                    if neg && len < 64 {
+                        field | (!0u64 << len.min(63))
+                    } else {
+                        field
+                    }
                 } else {
                     field
                 }
@@ -678,7 +823,11 @@ fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Result<Flow, Fault> {
                 if len == 0 || pos >= bits {
                     b[l]
                 } else {
-                    let fm = if len >= 64 { u64::MAX } else { (1u64 << len) - 1 };
+                    let fm = if len >= 64 {
+                        u64::MAX
+                    } else {
+                        (1u64 << len) - 1
+                    };
                     let mask = (fm << pos) & tm;
                     (b[l] & !mask) | ((a[l] << pos) & mask)
                 }
@@ -686,9 +835,17 @@ fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Result<Flow, Fault> {
         }
         Op::Prmt => map!(r, |l| numeric::prmt(x.sub, a[l], b[l], cc[l])),
         Op::Shf => map!(r, |l| {
-            let n = if x.sub & 2 != 0 { (cc[l] as u32).min(32) } else { cc[l] as u32 & 31 } as u64;
+            let n = if x.sub & 2 != 0 {
+                (cc[l] as u32).min(32)
+            } else {
+                cc[l] as u32 & 31
+            } as u64;
             let v = ((b[l] & 0xFFFF_FFFF) << 32) | (a[l] & 0xFFFF_FFFF);
-            if x.sub & 1 != 0 { (v >> n) & 0xFFFF_FFFF } else { ((v << n) >> 32) & 0xFFFF_FFFF }
+            if x.sub & 1 != 0 {
+                (v >> n) & 0xFFFF_FFFF
+            } else {
+                ((v << n) >> 32) & 0xFFFF_FFFF
+            }
         }),
         Op::Testp => {
             map!(r, |l| numeric::testp(ty, x.sub, a[l]) as u64);
@@ -729,7 +886,11 @@ fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Result<Flow, Fault> {
             if x.ty2 == Ty::F32 {
                 map!(r, |l| if f32v(cc[l]) >= 0.0 { a[l] } else { b[l] })
             } else {
-                map!(r, |l| if (cc[l] as u32 as i32) >= 0 { a[l] } else { b[l] })
+                map!(r, |l| if (cc[l] as u32 as i32) >= 0 {
+                    a[l]
+                } else {
+                    b[l]
+                })
             }
         }
         Op::Cvt => {
@@ -746,7 +907,8 @@ fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Result<Flow, Fault> {
         Op::CvtPack => {
             let mut h = *x;
             h.ty = if ty == Ty::BF16x2 { Ty::BF16 } else { Ty::F16 };
-            map!(r, |l| (numeric::cvt(&h, a[l]) << 16) | numeric::cvt(&h, b[l]));
+            map!(r, |l| (numeric::cvt(&h, a[l]) << 16)
+                | numeric::cvt(&h, b[l]));
         }
         Op::Cvta => map!(r, |l| match x.space {
             Sp::Shared => a[l].wrapping_add(SHARED_WINDOW),
@@ -814,12 +976,22 @@ fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Result<Flow, Fault> {
                 _ => ballot as u64,
             };
             r.fill(v);
-            put(&mut w.regs, x.d[0], m, &r, if x.sub == 3 { 0xFFFF_FFFF } else { 1 });
+            put(
+                &mut w.regs,
+                x.d[0],
+                m,
+                &r,
+                if x.sub == 3 { 0xFFFF_FFFF } else { 1 },
+            );
             return Ok(Flow::Done);
         }
         Op::Activemask => r.fill(m as u64),
         Op::Bar => {
-            let expected = if x.ns > 1 && x.s[1] != Opnd::None { a_count(x, w, c)? } else { 0 };
+            let expected = if x.ns > 1 && x.s[1] != Opnd::None {
+                a_count(x, w, c)?
+            } else {
+                0
+            };
             let id = (a[0] & 15) as u32;
             let (red, contrib) = if x.sub >= 2 {
                 let mut ballot = 0u32;
@@ -841,17 +1013,32 @@ fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Result<Flow, Fault> {
             if x.sub == 1 {
                 return Ok(Flow::Done);
             }
-            return Ok(Flow::Bar { id, expected, red, contrib, dst });
+            return Ok(Flow::Bar {
+                id,
+                expected,
+                red,
+                contrib,
+                dst,
+            });
         }
         Op::Membar | Op::Nop => return Ok(Flow::Done),
         Op::Trap => {
             return fault(m.trailing_zeros(), "trap instruction executed");
         }
         _ => {
-            return fault(m.trailing_zeros(), format!("{:?}.{:?} is not implemented", x.op, x.ty));
+            return fault(
+                m.trailing_zeros(),
+                format!("{:?}.{:?} is not implemented", x.op, x.ty),
+            );
         }
     }
-    put(&mut w.regs, x.d[0], m, &r, if ty == Ty::Pred { 1 } else { tm });
+    put(
+        &mut w.regs,
+        x.d[0],
+        m,
+        &r,
+        if ty == Ty::Pred { 1 } else { tm },
+    );
     Ok(Flow::Done)
 }
 
@@ -861,6 +1048,7 @@ fn a_count(x: &Inst, w: &Warp, c: &Ctx) -> Result<u32, Fault> {
     Ok(v[0] as u32)
 }
 
+#[allow(clippy::needless_range_loop)] // lane and element indices address parallel arrays
 fn memory(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Result<Flow, Fault> {
     let mut base = [0u64; 32];
     c.fetch(x.a, w, &mut base);
@@ -876,7 +1064,10 @@ fn memory(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Result<Flow, Fault> {
             each_lane!(m, l, {
                 let addr = base[l].wrapping_add(x.off as u64);
                 if addr % total.min(16) as u64 != 0 {
-                    return fault(l as u32, format!("misaligned {total}-byte load at {addr:#x}"));
+                    return fault(
+                        l as u32,
+                        format!("misaligned {total}-byte load at {addr:#x}"),
+                    );
                 }
                 let t = c.resolve(x.space, addr, l, total)?;
                 space.get_or_insert(space_of(&t));
@@ -896,8 +1087,17 @@ fn memory(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Result<Flow, Fault> {
             }
             let sp = space.unwrap_or(Space::Global);
             let readonly = x.nc || x.space == Sp::Const || sp == Space::Param;
-            let sp = if x.space == Sp::Const { Space::Const } else { sp };
-            Ok(Flow::Mem { space: sp, kind: AccessKind::Load, bytes_per_lane: total as u32, readonly })
+            let sp = if x.space == Sp::Const {
+                Space::Const
+            } else {
+                sp
+            };
+            Ok(Flow::Mem {
+                space: sp,
+                kind: AccessKind::Load,
+                bytes_per_lane: total as u32,
+                readonly,
+            })
         }
         Op::St => {
             let mut vals = [[0u64; 32]; 4];
@@ -907,7 +1107,10 @@ fn memory(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Result<Flow, Fault> {
             each_lane!(m, l, {
                 let addr = base[l].wrapping_add(x.off as u64);
                 if addr % total.min(16) as u64 != 0 {
-                    return fault(l as u32, format!("misaligned {total}-byte store at {addr:#x}"));
+                    return fault(
+                        l as u32,
+                        format!("misaligned {total}-byte store at {addr:#x}"),
+                    );
                 }
                 let t = c.resolve(x.space, addr, l, total)?;
                 space.get_or_insert(space_of(&t));
@@ -922,7 +1125,12 @@ fn memory(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Result<Flow, Fault> {
                     c.write(w, &tk, eb, l, vals[k][l])?;
                 }
             });
-            Ok(Flow::Mem { space: space.unwrap_or(Space::Global), kind: AccessKind::Store, bytes_per_lane: total as u32, readonly: false })
+            Ok(Flow::Mem {
+                space: space.unwrap_or(Space::Global),
+                kind: AccessKind::Store,
+                bytes_per_lane: total as u32,
+                readonly: false,
+            })
         }
         _ => {
             let mut bv = [0u64; 32];
@@ -936,7 +1144,10 @@ fn memory(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Result<Flow, Fault> {
             each_lane!(m, l, {
                 let addr = base[l].wrapping_add(x.off as u64);
                 if addr % eb as u64 != 0 {
-                    return fault(l as u32, format!("misaligned {eb}-byte atomic at {addr:#x}"));
+                    return fault(
+                        l as u32,
+                        format!("misaligned {eb}-byte atomic at {addr:#x}"),
+                    );
                 }
                 let t = c.resolve(x.space, addr, l, eb)?;
                 space.get_or_insert(space_of(&t));
@@ -962,17 +1173,33 @@ fn memory(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Result<Flow, Fault> {
                         } else {
                             (p & tm) < (o & tm)
                         };
-                        let take = if x.atom == AtomOp::Min { lt } else { !lt && p & tm != o & tm };
+                        let take = if x.atom == AtomOp::Min {
+                            lt
+                        } else {
+                            !lt && p & tm != o & tm
+                        };
                         if take { p } else { o }
                     }
                     AtomOp::Inc => {
-                        if (o & tm) >= (p & tm) { 0 } else { o + 1 }
+                        if (o & tm) >= (p & tm) {
+                            0
+                        } else {
+                            o + 1
+                        }
                     }
                     AtomOp::Dec => {
-                        if (o & tm) == 0 || (o & tm) > (p & tm) { p } else { o - 1 }
+                        if (o & tm) == 0 || (o & tm) > (p & tm) {
+                            p
+                        } else {
+                            o - 1
+                        }
                     }
                     AtomOp::Cas => {
-                        if (o & tm) == (p & tm) { q } else { o }
+                        if (o & tm) == (p & tm) {
+                            q
+                        } else {
+                            o
+                        }
                     }
                     AtomOp::Exch => p,
                     AtomOp::And => o & p,
@@ -985,11 +1212,17 @@ fn memory(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Result<Flow, Fault> {
             if x.op == Op::Atom {
                 put(&mut w.regs, x.d[0], m, &old, ty.mask());
             }
-            Ok(Flow::Mem { space: space.unwrap_or(Space::Global), kind: AccessKind::Atomic, bytes_per_lane: eb as u32, readonly: false })
+            Ok(Flow::Mem {
+                space: space.unwrap_or(Space::Global),
+                kind: AccessKind::Atomic,
+                bytes_per_lane: eb as u32,
+                readonly: false,
+            })
         }
     }
 }
 
+#[allow(clippy::needless_range_loop)] // lane and element indices address parallel arrays
 fn texture(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Result<Flow, Fault> {
     let mut h = [0u64; 32];
     c.fetch(x.a, w, &mut h);
@@ -1003,7 +1236,10 @@ fn texture(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Result<Flow, Fault> {
     each_lane!(m, l, {
         let idx = h[l].wrapping_sub(HANDLE_BASE);
         let Some(tex) = c.textures.get(idx as usize) else {
-            return fault(l as u32, format!("{:#x} is not a texture object handle", h[l]));
+            return fault(
+                l as u32,
+                format!("{:#x} is not a texture object handle", h[l]),
+            );
         };
         texel_bytes = tex.desc.texel_bytes() as u32;
         c.texaddrs.clear();
@@ -1011,23 +1247,43 @@ fn texture(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Result<Flow, Fault> {
         let v = if int_coords && x.sub == 1 {
             tex.fetch_int(c.dev, co[0][l] as u32 as i32 as i64, c.texaddrs)
         } else {
-            let f = |k: usize| if int_coords { co[k][l] as u32 as i32 as f32 } else { f32v(co[k][l]) };
+            let f = |k: usize| {
+                if int_coords {
+                    co[k][l] as u32 as i32 as f32
+                } else {
+                    f32v(co[k][l])
+                }
+            };
             let mut p = [0.0f32; 3];
             for (k, slot) in p.iter_mut().enumerate().take((x.sub as usize).min(3)) {
                 *slot = f(k);
             }
             tex.sample(c.dev, p, c.texaddrs)
         };
-        let v = v.map_err(|what| Fault { lane: l as u32, what })?;
+        let v = v.map_err(|what| Fault {
+            lane: l as u32,
+            what,
+        })?;
         for &a in c.texaddrs.iter() {
             c.lanes.push((l as u8, a));
         }
         for k in 0..4 {
-            out[k][l] = if x.ty == Ty::F32 { b32(v[k]) } else if x.ty.is_signed() { v[k] as i32 as u32 as u64 } else { v[k] as u32 as u64 };
+            out[k][l] = if x.ty == Ty::F32 {
+                b32(v[k])
+            } else if x.ty.is_signed() {
+                v[k] as i32 as u32 as u64
+            } else {
+                v[k] as u32 as u64
+            };
         }
     });
     for k in 0..x.nd as usize {
         put(&mut w.regs, x.d[k], m, &out[k], 0xFFFF_FFFF);
     }
-    Ok(Flow::Mem { space: Space::Texture, kind: AccessKind::Load, bytes_per_lane: texel_bytes, readonly: true })
+    Ok(Flow::Mem {
+        space: Space::Texture,
+        kind: AccessKind::Load,
+        bytes_per_lane: texel_bytes,
+        readonly: true,
+    })
 }

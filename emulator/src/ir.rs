@@ -73,7 +73,10 @@ impl Ty {
         matches!(self, Ty::S8 | Ty::S16 | Ty::S32 | Ty::S64)
     }
     pub(crate) fn is_float(self) -> bool {
-        matches!(self, Ty::F16 | Ty::F16x2 | Ty::BF16 | Ty::BF16x2 | Ty::F32 | Ty::F64)
+        matches!(
+            self,
+            Ty::F16 | Ty::F16x2 | Ty::BF16 | Ty::BF16x2 | Ty::F32 | Ty::F64
+        )
     }
     /// Mask of the value bits of this type in a 64-bit register word.
     pub(crate) fn mask(self) -> u64 {
@@ -334,7 +337,6 @@ pub(crate) enum Op {
     Red,
     Tex,
     Bra,
-    Ret,
     Exit,
     Bar,
     Membar,
@@ -415,7 +417,9 @@ impl Inst {
     }
     /// Registers this instruction reads (sources, address base, guard), for the scoreboard.
     pub(crate) fn reads(&self) -> impl Iterator<Item = u32> + '_ {
-        let srcs = self.s[..self.ns as usize].iter().chain([&self.a, &self.guard]);
+        let srcs = self.s[..self.ns as usize]
+            .iter()
+            .chain([&self.a, &self.guard]);
         srcs.filter_map(|o| match o {
             Opnd::Reg(r) | Opnd::NotReg(r) => Some(*r),
             _ => None,

@@ -59,8 +59,8 @@ use memory as engine_mem;
 
 pub use api::{Emulator, LaunchParams, LaunchStats, Module, ModuleId};
 pub use config::*;
-pub use memory::{CacheCounters, MemCounters};
 pub use error::EmuError;
 pub use ir::{EntrySignature, ParamDecl};
+pub use memory::{CacheCounters, MemCounters};
 pub use occupancy::{Limiter, Occupancy, OccupancyError, occupancy};
 pub use texture::{TexAddress, TexFilter, TexFormat, TextureDesc};

@@ -24,7 +24,11 @@ pub(crate) fn b32(f: f32) -> u64 {
 }
 #[inline]
 pub(crate) fn ftz32(f: f32) -> f32 {
-    if f.is_subnormal() { 0.0f32.copysign(f) } else { f }
+    if f.is_subnormal() {
+        0.0f32.copysign(f)
+    } else {
+        f
+    }
 }
 #[inline]
 pub(crate) fn sat(f: f64) -> f64 {
@@ -91,7 +95,12 @@ pub(crate) fn float_op(x: &Inst, a: u64, b: u64, c: u64) -> u64 {
         Ty::F16 | Ty::BF16 => half_op(x, a & 0xFFFF, b & 0xFFFF, c & 0xFFFF),
         Ty::F16x2 | Ty::BF16x2 => {
             let lo = half_op(x, a & 0xFFFF, b & 0xFFFF, c & 0xFFFF);
-            let hi = half_op(x, (a >> 16) & 0xFFFF, (b >> 16) & 0xFFFF, (c >> 16) & 0xFFFF);
+            let hi = half_op(
+                x,
+                (a >> 16) & 0xFFFF,
+                (b >> 16) & 0xFFFF,
+                (c >> 16) & 0xFFFF,
+            );
             (lo & 0xFFFF) | ((hi & 0xFFFF) << 16)
         }
         _ => 0,
@@ -118,7 +127,11 @@ fn f32_op(x: &Inst, a: u64, b: u64, c: u64) -> u64 {
             }
         }
         Op::Mul => {
-            if directed { f64_to_f32(da * db, x.rnd) } else { fa * fb }
+            if directed {
+                f64_to_f32(da * db, x.rnd)
+            } else {
+                fa * fb
+            }
         }
         Op::Fma if x.sub == 1 => {
             // legacy mad.f32: rounded multiply, then rounded add
@@ -126,24 +139,56 @@ fn f32_op(x: &Inst, a: u64, b: u64, c: u64) -> u64 {
             p + fc
         }
         Op::Fma => {
-            if directed { f64_to_f32(da.mul_add(db, dc), x.rnd) } else { fa.mul_add(fb, fc) }
+            if directed {
+                f64_to_f32(da.mul_add(db, dc), x.rnd)
+            } else {
+                fa.mul_add(fb, fc)
+            }
         }
         Op::Div => {
-            if directed { f64_to_f32(da / db, x.rnd) } else { fa / fb }
+            if directed {
+                f64_to_f32(da / db, x.rnd)
+            } else {
+                fa / fb
+            }
         }
         Op::Min => {
-            if fa.is_nan() { fb } else if fb.is_nan() { fa } else if fa == fb && fa == 0.0 { if fa.is_sign_negative() { fa } else { fb } } else { fa.min(fb) }
+            if fa.is_nan() {
+                fb
+            } else if fb.is_nan() {
+                fa
+            } else if fa == fb && fa == 0.0 {
+                if fa.is_sign_negative() { fa } else { fb }
+            } else {
+                fa.min(fb)
+            }
         }
         Op::Max => {
-            if fa.is_nan() { fb } else if fb.is_nan() { fa } else if fa == fb && fa == 0.0 { if fa.is_sign_positive() { fa } else { fb } } else { fa.max(fb) }
+            if fa.is_nan() {
+                fb
+            } else if fb.is_nan() {
+                fa
+            } else if fa == fb && fa == 0.0 {
+                if fa.is_sign_positive() { fa } else { fb }
+            } else {
+                fa.max(fb)
+            }
         }
         Op::Abs => fa.abs(),
         Op::Neg => -fa,
         Op::Rcp => {
-            if directed { f64_to_f32(1.0 / da, x.rnd) } else { 1.0 / fa }
+            if directed {
+                f64_to_f32(1.0 / da, x.rnd)
+            } else {
+                1.0 / fa
+            }
         }
         Op::Sqrt => {
-            if directed { f64_to_f32(da.sqrt(), x.rnd) } else { fa.sqrt() }
+            if directed {
+                f64_to_f32(da.sqrt(), x.rnd)
+            } else {
+                fa.sqrt()
+            }
         }
         Op::Rsqrt => (1.0 / da.sqrt()) as f32,
         Op::Sin => fa.sin(),
@@ -194,10 +239,22 @@ fn f64_op(x: &Inst, a: u64, b: u64, c: u64) -> u64 {
         }
         Op::Rsqrt => 1.0 / fa.sqrt(),
         Op::Min => {
-            if fa.is_nan() { fb } else if fb.is_nan() { fa } else { fa.min(fb) }
+            if fa.is_nan() {
+                fb
+            } else if fb.is_nan() {
+                fa
+            } else {
+                fa.min(fb)
+            }
         }
         Op::Max => {
-            if fa.is_nan() { fb } else if fb.is_nan() { fa } else { fa.max(fb) }
+            if fa.is_nan() {
+                fb
+            } else if fb.is_nan() {
+                fa
+            } else {
+                fa.max(fb)
+            }
         }
         Op::Abs => fa.abs(),
         Op::Neg => -fa,
@@ -230,7 +287,11 @@ fn f32_to_half(ty: Ty, f: f32) -> u64 {
 }
 
 fn half_op(x: &Inst, a: u64, b: u64, c: u64) -> u64 {
-    let (fa, fb, fc) = (half_to_f32(x.ty, a), half_to_f32(x.ty, b), half_to_f32(x.ty, c));
+    let (fa, fb, fc) = (
+        half_to_f32(x.ty, a),
+        half_to_f32(x.ty, b),
+        half_to_f32(x.ty, c),
+    );
     // f32 has more than 2×11+2 significand bits, so one f32 operation rounded again to f16 is
     // correctly rounded for add/sub/mul; fma goes through f64 for the same reason.
     let r = match x.op {
@@ -288,7 +349,11 @@ fn int_to_float(v: i128, dst: Ty, rnd: Rnd) -> u64 {
     match dst {
         Ty::F64 => {
             let r = v as f64;
-            let err = if r.is_finite() { (v - r as i128).signum() as f64 } else { 0.0 };
+            let err = if r.is_finite() {
+                (v - r as i128).signum() as f64
+            } else {
+                0.0
+            };
             direct64(r, err, rnd).to_bits()
         }
         Ty::F32 => {
@@ -313,7 +378,11 @@ pub(crate) fn cvt(x: &Inst, v: u64) -> u64 {
     match (dst.is_float(), src.is_float()) {
         (false, false) => {
             let s = src.extend(v) as i64 as i128;
-            let s = if src.is_signed() { s } else { src.extend(v) as i128 };
+            let s = if src.is_signed() {
+                s
+            } else {
+                src.extend(v) as i128
+            };
             if x.sat {
                 let (lo, hi) = int_range(dst);
                 s.clamp(lo, hi) as u64 & dst.mask()
@@ -332,11 +401,21 @@ pub(crate) fn cvt(x: &Inst, v: u64) -> u64 {
             }
             let r = round_int(f, x.rnd);
             let (lo, hi) = int_range(dst);
-            let i = if r >= hi as f64 { hi } else if r <= lo as f64 { lo } else { r as i128 };
+            let i = if r >= hi as f64 {
+                hi
+            } else if r <= lo as f64 {
+                lo
+            } else {
+                r as i128
+            };
             i as u64 & dst.mask()
         }
         (true, false) => {
-            let s = if src.is_signed() { src.extend(v) as i64 as i128 } else { src.extend(v) as i128 };
+            let s = if src.is_signed() {
+                src.extend(v) as i64 as i128
+            } else {
+                src.extend(v) as i128
+            };
             let r = int_to_float(s, dst, x.rnd);
             if x.sat { float_sat_bits(dst, r) } else { r }
         }
@@ -377,7 +456,11 @@ fn float_sat_bits(ty: Ty, bits: u64) -> u64 {
 /// `testp.op.type` of one lane.
 pub(crate) fn testp(ty: Ty, kind: u8, v: u64) -> bool {
     let f = float_to_f64(ty, v);
-    let sub = if ty == Ty::F32 { f32v(v).is_subnormal() } else { f.is_subnormal() };
+    let sub = if ty == Ty::F32 {
+        f32v(v).is_subnormal()
+    } else {
+        f.is_subnormal()
+    };
     match kind {
         0 => f.is_finite(),
         1 => f.is_infinite(),
@@ -408,11 +491,11 @@ pub(crate) fn prmt(mode: u8, a: u64, b: u64, c: u64) -> u64 {
         _ => {
             let s = (sel & 3) as u64;
             let idx: [u64; 4] = match mode {
-                1 => [s, (s + 1) & 7, (s + 2) & 7, (s + 3) & 7],           // f4e
-                2 => [s, (s + 7) & 7, (s + 6) & 7, (s + 5) & 7],           // b4e
-                3 => [s, s, s, s],                                          // rc8
-                4 => [0, 1, 2, 3].map(|k: u64| k.max(s)), // ecl
-                5 => [0, 1, 2, 3].map(|k: u64| k.min(s)), // ecr
+                1 => [s, (s + 1) & 7, (s + 2) & 7, (s + 3) & 7], // f4e
+                2 => [s, (s + 7) & 7, (s + 6) & 7, (s + 5) & 7], // b4e
+                3 => [s, s, s, s],                               // rc8
+                4 => [0, 1, 2, 3].map(|k: u64| k.max(s)),        // ecl
+                5 => [0, 1, 2, 3].map(|k: u64| k.min(s)),        // ecr
                 _ => {
                     let h = (s & 1) * 2;
                     [h, h + 1, h, h + 1]
@@ -456,7 +539,12 @@ mod tests {
     fn directed_rounding_of_f64_div_brackets_the_quotient() {
         let x = inst(Op::Div, Ty::F64, Rnd::Rm);
         let lo = f64v(f64_op(&x, 1f64.to_bits(), 3f64.to_bits(), 0));
-        let hi = f64v(f64_op(&inst(Op::Div, Ty::F64, Rnd::Rp), 1f64.to_bits(), 3f64.to_bits(), 0));
+        let hi = f64v(f64_op(
+            &inst(Op::Div, Ty::F64, Rnd::Rp),
+            1f64.to_bits(),
+            3f64.to_bits(),
+            0,
+        ));
         assert_eq!(hi, lo.next_up());
         assert!(lo < 1.0 / 3.0 || hi > 1.0 / 3.0);
     }

@@ -79,7 +79,11 @@ impl TextureDesc {
         e * self.channels as u64
     }
     fn extent(&self) -> [u32; 3] {
-        let h = if self.dims >= 2 { self.height.max(1) } else { 1 };
+        let h = if self.dims >= 2 {
+            self.height.max(1)
+        } else {
+            1
+        };
         let d = if self.dims >= 3 { self.depth.max(1) } else { 1 };
         [self.width.max(1), h, d]
     }
@@ -98,15 +102,24 @@ impl TextureDesc {
             return Err(format!("dims: must be 1, 2 or 3, got {}", self.dims));
         }
         if ![1, 2, 4].contains(&self.channels) {
-            return Err(format!("channels: must be 1, 2 or 4, got {}", self.channels));
+            return Err(format!(
+                "channels: must be 1, 2 or 4, got {}",
+                self.channels
+            ));
         }
-        if self.width == 0 || (self.dims >= 2 && self.height == 0) || (self.dims == 3 && self.depth == 0) {
+        if self.width == 0
+            || (self.dims >= 2 && self.height == 0)
+            || (self.dims == 3 && self.depth == 0)
+        {
             return Err("width/height/depth: must be positive for the texture's dimensions".into());
         }
         if self.linear_buffer.is_some() && self.dims != 1 {
             return Err("linear_buffer: only 1D textures can read linear memory".into());
         }
-        if self.filter == TexFilter::Linear && !self.normalized_read && self.format != TexFormat::F32 {
+        if self.filter == TexFilter::Linear
+            && !self.normalized_read
+            && self.format != TexFormat::F32
+        {
             return Err("filter: linear filtering needs float texels or normalized_read".into());
         }
         Ok(())
@@ -141,7 +154,11 @@ impl Texture {
     }
 
     /// Host copy of row-major `data` into the storage layout.
-    pub(crate) fn upload(&self, dev: &mut DeviceMemory, data: &[u8]) -> Result<(), crate::EmuError> {
+    pub(crate) fn upload(
+        &self,
+        dev: &mut DeviceMemory,
+        data: &[u8],
+    ) -> Result<(), crate::EmuError> {
         let tb = self.desc.texel_bytes() as usize;
         let [w, h, d] = self.desc.extent();
         if self.desc.dims != 3 {
@@ -162,7 +179,12 @@ impl Texture {
 
     fn index(&self, i: i64, n: u32, mode: TexAddress) -> Option<u32> {
         let n = n as i64;
-        let mode = if self.desc.normalized_coords { mode } else if mode == TexAddress::Border { mode } else { TexAddress::Clamp };
+        // wrap and mirror need normalized coordinates (as in CUDA); otherwise they clamp
+        let mode = if self.desc.normalized_coords || mode == TexAddress::Border {
+            mode
+        } else {
+            TexAddress::Clamp
+        };
         Some(match mode {
             TexAddress::Clamp => i.clamp(0, n - 1) as u32,
             TexAddress::Wrap => i.rem_euclid(n) as u32,
@@ -181,7 +203,12 @@ impl Texture {
 
     /// Reads one texel as 4 floats (or raw integers as f32 bit-cast-free values) and records
     /// its address.
-    fn texel(&self, dev: &DeviceMemory, at: [Option<u32>; 3], addrs: &mut Vec<u64>) -> Result<[f32; 4], String> {
+    fn texel(
+        &self,
+        dev: &DeviceMemory,
+        at: [Option<u32>; 3],
+        addrs: &mut Vec<u64>,
+    ) -> Result<[f32; 4], String> {
         let (Some(x), Some(y), Some(z)) = (at[0], at[1], at[2]) else {
             return Ok([0.0; 4]);
         };
@@ -189,26 +216,46 @@ impl Texture {
         let addr = self.base + off;
         addrs.push(addr);
         let tb = self.desc.texel_bytes() as usize;
-        let bytes = dev.slice(addr, tb).ok_or_else(|| format!("texel address {addr:#x} is not mapped"))?;
+        let bytes = dev
+            .slice(addr, tb)
+            .ok_or_else(|| format!("texel address {addr:#x} is not mapped"))?;
         let mut v = [0.0f32, 0.0, 0.0, 1.0];
         for c in 0..self.desc.channels as usize {
             v[c] = match self.desc.format {
                 TexFormat::U8 => {
                     let b = bytes[c] as f32;
-                    if self.desc.normalized_read { b / 255.0 } else { b }
+                    if self.desc.normalized_read {
+                        b / 255.0
+                    } else {
+                        b
+                    }
                 }
                 TexFormat::U16 => {
                     let b = u16::from_le_bytes([bytes[2 * c], bytes[2 * c + 1]]) as f32;
-                    if self.desc.normalized_read { b / 65535.0 } else { b }
+                    if self.desc.normalized_read {
+                        b / 65535.0
+                    } else {
+                        b
+                    }
                 }
-                TexFormat::F32 => f32::from_le_bytes([bytes[4 * c], bytes[4 * c + 1], bytes[4 * c + 2], bytes[4 * c + 3]]),
+                TexFormat::F32 => f32::from_le_bytes([
+                    bytes[4 * c],
+                    bytes[4 * c + 1],
+                    bytes[4 * c + 2],
+                    bytes[4 * c + 3],
+                ]),
             };
         }
         Ok(v)
     }
 
     /// Integer-coordinate fetch (`tex1Dfetch`): no filtering, out of range reads 0.
-    pub(crate) fn fetch_int(&self, dev: &DeviceMemory, i: i64, addrs: &mut Vec<u64>) -> Result<[f32; 4], String> {
+    pub(crate) fn fetch_int(
+        &self,
+        dev: &DeviceMemory,
+        i: i64,
+        addrs: &mut Vec<u64>,
+    ) -> Result<[f32; 4], String> {
         if i < 0 || i >= self.desc.width as i64 {
             return Ok([0.0; 4]);
         }
@@ -216,12 +263,21 @@ impl Texture {
     }
 
     /// Float-coordinate sample with the texture's filter and address modes.
-    pub(crate) fn sample(&self, dev: &DeviceMemory, coords: [f32; 3], addrs: &mut Vec<u64>) -> Result<[f32; 4], String> {
+    pub(crate) fn sample(
+        &self,
+        dev: &DeviceMemory,
+        coords: [f32; 3],
+        addrs: &mut Vec<u64>,
+    ) -> Result<[f32; 4], String> {
         let ext = self.desc.extent();
         let nd = self.desc.dims as usize;
         let mut u = [0.0f32; 3];
         for k in 0..nd {
-            u[k] = if self.desc.normalized_coords { coords[k] * ext[k] as f32 } else { coords[k] };
+            u[k] = if self.desc.normalized_coords {
+                coords[k] * ext[k] as f32
+            } else {
+                coords[k]
+            };
         }
         match self.desc.filter {
             TexFilter::Point => {
@@ -309,15 +365,27 @@ mod tests {
         d.address[0] = TexAddress::Wrap;
         let (dev, t) = make(d.clone(), &[10.0, 11.0, 12.0, 13.0]);
         let mut a = Vec::new();
-        assert_eq!(t.sample(&dev, [1.25 + 0.01, 0.0, 0.0], &mut a).unwrap()[0], 11.0);
+        assert_eq!(
+            t.sample(&dev, [1.25 + 0.01, 0.0, 0.0], &mut a).unwrap()[0],
+            11.0
+        );
         d.address[0] = TexAddress::Mirror;
-        let t2 = Texture { desc: d.clone(), base: t.base };
+        let t2 = Texture {
+            desc: d.clone(),
+            base: t.base,
+        };
         // u = 1.125*4 = 4.5 -> index 4 mirrors to 3
         assert_eq!(t2.sample(&dev, [1.125, 0.0, 0.0], &mut a).unwrap()[0], 13.0);
         d.address[0] = TexAddress::Border;
-        let t3 = Texture { desc: d, base: t.base };
+        let t3 = Texture {
+            desc: d,
+            base: t.base,
+        };
         assert_eq!(t3.sample(&dev, [1.5, 0.0, 0.0], &mut a).unwrap()[0], 0.0);
-        assert_eq!(t.sample(&dev, [-0.25 + 0.01, 0.0, 0.0], &mut a).unwrap()[0], 13.0);
+        assert_eq!(
+            t.sample(&dev, [-0.25 + 0.01, 0.0, 0.0], &mut a).unwrap()[0],
+            13.0
+        );
     }
 
     #[test]

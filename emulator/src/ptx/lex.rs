@@ -46,7 +46,11 @@ pub(crate) fn lex(src: &str) -> Result<Vec<Token<'_>>, EmuError> {
         let c = b[i];
         let col = (i - line_start + 1) as u32;
         let (l0, c0) = (line, col);
-        let err = move |msg: String| EmuError::Parse { line: l0, col: c0, msg };
+        let err = move |msg: String| EmuError::Parse {
+            line: l0,
+            col: c0,
+            msg,
+        };
         match c {
             b'\n' => {
                 i += 1;
@@ -88,7 +92,11 @@ pub(crate) fn lex(src: &str) -> Result<Vec<Token<'_>>, EmuError> {
                 if i >= b.len() {
                     return Err(err("unterminated string".into()));
                 }
-                out.push(Token { tok: Tok::Str(&src[start..i]), line, col });
+                out.push(Token {
+                    tok: Tok::Str(&src[start..i]),
+                    line,
+                    col,
+                });
                 i += 1;
             }
             b'0'..=b'9' => {
@@ -122,11 +130,19 @@ pub(crate) fn lex(src: &str) -> Result<Vec<Token<'_>>, EmuError> {
                 while i < b.len() && is_word_char(b[i]) {
                     i += 1;
                 }
-                out.push(Token { tok: Tok::Word(&src[start..i]), line, col });
+                out.push(Token {
+                    tok: Tok::Word(&src[start..i]),
+                    line,
+                    col,
+                });
             }
             b'{' | b'}' | b'(' | b')' | b'[' | b']' | b',' | b';' | b':' | b'+' | b'-' | b'<'
             | b'>' | b'@' | b'!' | b'|' | b'=' | b'*' => {
-                out.push(Token { tok: Tok::Punct(c as char), line, col });
+                out.push(Token {
+                    tok: Tok::Punct(c as char),
+                    line,
+                    col,
+                });
                 i += 1;
             }
             _ => {
@@ -140,15 +156,15 @@ pub(crate) fn lex(src: &str) -> Result<Vec<Token<'_>>, EmuError> {
 
 fn number(text: &str) -> Option<Tok<'_>> {
     let t = text.strip_suffix(['U', 'u']).unwrap_or(text);
-    if let Some(h) = t.strip_prefix("0f").or_else(|| t.strip_prefix("0F")) {
-        if h.len() == 8 {
-            return u32::from_str_radix(h, 16).ok().map(Tok::F32);
-        }
+    if let Some(h) = t.strip_prefix("0f").or_else(|| t.strip_prefix("0F"))
+        && h.len() == 8
+    {
+        return u32::from_str_radix(h, 16).ok().map(Tok::F32);
     }
-    if let Some(h) = t.strip_prefix("0d").or_else(|| t.strip_prefix("0D")) {
-        if h.len() == 16 {
-            return u64::from_str_radix(h, 16).ok().map(Tok::F64);
-        }
+    if let Some(h) = t.strip_prefix("0d").or_else(|| t.strip_prefix("0D"))
+        && h.len() == 16
+    {
+        return u64::from_str_radix(h, 16).ok().map(Tok::F64);
     }
     if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
         return u64::from_str_radix(h, 16).ok().map(Tok::Int);
@@ -171,9 +187,14 @@ mod tests {
 
     #[test]
     fn words_numbers_and_positions() {
-        let t = lex("ld.global.f32 %f1, [%rd2+-4];\n  mov.f32 %f2, 0f3F800000; // c\n x 0x10 7 1.5").unwrap();
+        let t =
+            lex("ld.global.f32 %f1, [%rd2+-4];\n  mov.f32 %f2, 0f3F800000; // c\n x 0x10 7 1.5")
+                .unwrap();
         assert_eq!(t[0].tok, Tok::Word("ld.global.f32"));
-        assert!(t.iter().any(|x| x.tok == Tok::F32(0x3F80_0000) && x.line == 2));
+        assert!(
+            t.iter()
+                .any(|x| x.tok == Tok::F32(0x3F80_0000) && x.line == 2)
+        );
         let last = t.last().unwrap();
         assert_eq!(last.tok, Tok::F64(1.5f64.to_bits()));
         assert_eq!((last.line, last.col), (3, 11));

@@ -81,7 +81,7 @@ pub(crate) struct Function<'a> {
 /// A statement of a function body.
 #[derive(Debug, Clone)]
 pub(crate) enum Stmt<'a> {
-    Label(&'a str, u32),
+    Label(&'a str),
     Decl(VarDecl<'a>),
     Instr(Instr<'a>),
     /// `{` / `}`: nested scopes (inline asm blocks, call sequences).

@@ -35,8 +35,28 @@ fn space_of(w: &str) -> Option<StateSpace> {
 }
 
 const TYPES: &[&str] = &[
-    ".b8", ".b16", ".b32", ".b64", ".b128", ".u8", ".u16", ".u32", ".u64", ".s8", ".s16", ".s32",
-    ".s64", ".f16", ".f16x2", ".bf16", ".bf16x2", ".f32", ".f64", ".pred", ".texref", ".samplerref",
+    ".b8",
+    ".b16",
+    ".b32",
+    ".b64",
+    ".b128",
+    ".u8",
+    ".u16",
+    ".u32",
+    ".u64",
+    ".s8",
+    ".s16",
+    ".s32",
+    ".s64",
+    ".f16",
+    ".f16x2",
+    ".bf16",
+    ".bf16x2",
+    ".f32",
+    ".f64",
+    ".pred",
+    ".texref",
+    ".samplerref",
     ".surfref",
 ];
 
@@ -48,11 +68,18 @@ impl<'a> P<'a> {
         self.toks.get(self.pos + k).map(|t| t.tok)
     }
     fn here(&self) -> (u32, u32) {
-        self.toks.get(self.pos).map(|t| (t.line, t.col)).unwrap_or(self.end)
+        self.toks
+            .get(self.pos)
+            .map(|t| (t.line, t.col))
+            .unwrap_or(self.end)
     }
     fn err<T>(&self, msg: impl Into<String>) -> R<T> {
         let (line, col) = self.here();
-        Err(EmuError::Parse { line, col, msg: msg.into() })
+        Err(EmuError::Parse {
+            line,
+            col,
+            msg: msg.into(),
+        })
     }
     fn next(&mut self) -> R<Tok<'a>> {
         match self.peek() {
@@ -170,9 +197,9 @@ impl<'a> P<'a> {
         let mut is_extern = false;
         loop {
             match self.peek() {
-                Some(Tok::Word(".visible")) | Some(Tok::Word(".weak")) | Some(Tok::Word(".common")) => {
-                    self.pos += 1
-                }
+                Some(Tok::Word(".visible"))
+                | Some(Tok::Word(".weak"))
+                | Some(Tok::Word(".common")) => self.pos += 1,
                 Some(Tok::Word(".extern")) => {
                     is_extern = true;
                     self.pos += 1
@@ -231,8 +258,11 @@ impl<'a> P<'a> {
                     self.pos += 1;
                     d.vector = 4
                 }
-                Some(Tok::Word(".ptr")) | Some(Tok::Word(".global")) | Some(Tok::Word(".shared"))
-                | Some(Tok::Word(".const")) | Some(Tok::Word(".local")) => self.pos += 1,
+                Some(Tok::Word(".ptr"))
+                | Some(Tok::Word(".global"))
+                | Some(Tok::Word(".shared"))
+                | Some(Tok::Word(".const"))
+                | Some(Tok::Word(".local")) => self.pos += 1,
                 Some(Tok::Word(t)) if TYPES.contains(&t) => {
                     self.pos += 1;
                     d.ty = &t[1..];
@@ -249,7 +279,11 @@ impl<'a> P<'a> {
             self.expect('>')?;
         }
         while self.eat('[') {
-            let n = if self.peek() == Some(Tok::Punct(']')) { 0 } else { self.int()? as u64 };
+            let n = if self.peek() == Some(Tok::Punct(']')) {
+                0
+            } else {
+                self.int()? as u64
+            };
             d.array = Some(d.array.map_or(n, |a| a * n));
             self.expect(']')?;
         }
@@ -334,7 +368,11 @@ impl<'a> P<'a> {
             rets = self.param_list()?;
         }
         let name = self.word()?;
-        let params = if self.peek() == Some(Tok::Punct('(')) { self.param_list()? } else { Vec::new() };
+        let params = if self.peek() == Some(Tok::Punct('(')) {
+            self.param_list()?
+        } else {
+            Vec::new()
+        };
         // performance directives: .maxntid 256, 1, 1 / .reqntid / .minnctapersm / .noreturn ...
         while let Some(Tok::Word(w)) = self.peek() {
             if !w.starts_with('.') {
@@ -349,7 +387,14 @@ impl<'a> P<'a> {
             }
         }
         if self.eat(';') {
-            return Ok(Function { name, is_entry, params, rets, body: None, line });
+            return Ok(Function {
+                name,
+                is_entry,
+                params,
+                rets,
+                body: None,
+                line,
+            });
         }
         self.expect('{')?;
         let mut body = Vec::new();
@@ -391,14 +436,20 @@ impl<'a> P<'a> {
                     self.skip_to_semicolon_or_line()?;
                 }
                 Some(Tok::Word(w)) if self.peek_at(1) == Some(Tok::Punct(':')) => {
-                    let l = self.here().0;
                     self.pos += 2;
-                    body.push(Stmt::Label(w, l));
+                    body.push(Stmt::Label(w));
                 }
                 _ => body.push(Stmt::Instr(self.instr()?)),
             }
         }
-        Ok(Function { name, is_entry, params, rets, body: Some(body), line })
+        Ok(Function {
+            name,
+            is_entry,
+            params,
+            rets,
+            body: Some(body),
+            line,
+        })
     }
 
     /// `.loc` has no semicolon; `.pragma` does.
@@ -435,7 +486,13 @@ impl<'a> P<'a> {
                 self.expect(',')?;
             }
         }
-        Ok(Instr { guard, opcode, operands, line, col })
+        Ok(Instr {
+            guard,
+            opcode,
+            operands,
+            line,
+            col,
+        })
     }
 
     fn operand(&mut self) -> R<Operand<'a>> {
@@ -459,7 +516,10 @@ impl<'a> P<'a> {
                 Tok::F64(b) => Ok(Operand::F64((-f64::from_bits(b)).to_bits())),
                 _ => {
                     self.pos -= 1;
-                    self.err(format!("expected a number after '-', found {}", self.describe()))
+                    self.err(format!(
+                        "expected a number after '-', found {}",
+                        self.describe()
+                    ))
                 }
             },
             Tok::Punct('!') => Ok(Operand::Not(Box::new(self.simple_operand()?))),
@@ -511,7 +571,11 @@ impl<'a> P<'a> {
                     extra = Some(Box::new(self.operand()?));
                 }
                 self.expect(']')?;
-                Ok(Operand::Addr { base, offset, extra })
+                Ok(Operand::Addr {
+                    base,
+                    offset,
+                    extra,
+                })
             }
             _ => {
                 self.pos -= 1;
@@ -555,7 +619,10 @@ $L__BB0_2:
     fn parses_nvcc_style_ptx() {
         let m = parse(SRC).unwrap();
         assert_eq!(m.vars.len(), 2);
-        assert_eq!(m.vars[0].init, vec![Init::Int(1), Init::Int(2), Init::Int(3), Init::Int(4)]);
+        assert_eq!(
+            m.vars[0].init,
+            vec![Init::Int(1), Init::Int(2), Init::Int(3), Init::Int(4)]
+        );
         assert_eq!(m.vars[1].array, Some(0));
         let f = &m.functions[0];
         assert!(f.is_entry);
@@ -563,14 +630,26 @@ $L__BB0_2:
         let body = f.body.as_ref().unwrap();
         let instrs: Vec<_> = body
             .iter()
-            .filter_map(|s| if let Stmt::Instr(i) = s { Some(i) } else { None })
+            .filter_map(|s| {
+                if let Stmt::Instr(i) = s {
+                    Some(i)
+                } else {
+                    None
+                }
+            })
             .collect();
         assert_eq!(instrs[2].guard, Some(("%p1", true)));
         assert!(matches!(instrs[3].operands[0], Operand::Pipe(..)));
         assert_eq!(instrs[3].operands[4], Operand::Int(-1));
-        assert!(matches!(&instrs[4].operands[1], Operand::Addr { extra: Some(_), .. }));
-        assert!(matches!(instrs[5].operands[1], Operand::Addr { offset: -4, .. }));
-        assert!(body.iter().any(|s| matches!(s, Stmt::Label("$L__BB0_2", _))));
+        assert!(matches!(
+            &instrs[4].operands[1],
+            Operand::Addr { extra: Some(_), .. }
+        ));
+        assert!(matches!(
+            instrs[5].operands[1],
+            Operand::Addr { offset: -4, .. }
+        ));
+        assert!(body.iter().any(|s| matches!(s, Stmt::Label("$L__BB0_2"))));
     }
 
     #[test]

@@ -29,13 +29,25 @@ impl Rig {
     pub fn get_u32(&self, addr: u64, n: usize) -> Vec<u32> {
         let mut b = vec![0u8; n * 4];
         self.emu.read(addr, &mut b).unwrap();
-        b.chunks(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect()
+        b.chunks(4)
+            .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+            .collect()
     }
     pub fn get_f32(&self, addr: u64, n: usize) -> Vec<f32> {
-        self.get_u32(addr, n).into_iter().map(f32::from_bits).collect()
+        self.get_u32(addr, n)
+            .into_iter()
+            .map(f32::from_bits)
+            .collect()
     }
-    pub fn launch(&mut self, kernel: &str, grid: [u32; 3], block: [u32; 3], args: Vec<Vec<u8>>) -> LaunchStats {
-        self.try_launch(kernel, grid, block, 0, args).unwrap_or_else(|e| panic!("{kernel}: {e}"))
+    pub fn launch(
+        &mut self,
+        kernel: &str,
+        grid: [u32; 3],
+        block: [u32; 3],
+        args: Vec<Vec<u8>>,
+    ) -> LaunchStats {
+        self.try_launch(kernel, grid, block, 0, args)
+            .unwrap_or_else(|e| panic!("{kernel}: {e}"))
     }
     pub fn try_launch(
         &mut self,
@@ -90,5 +102,7 @@ impl Rng {
 }
 
 pub fn corpus_ptx(name: &str) -> &'static str {
-    kernels::find_corpus(name).unwrap_or_else(|| panic!("corpus kernel {name}")).ptx
+    kernels::find_corpus(name)
+        .unwrap_or_else(|| panic!("corpus kernel {name}"))
+        .ptx
 }

@@ -6,22 +6,38 @@ use emulator::{EmuError, Module};
 const HEAD: &str = ".version 8.0\n.target sm_75\n.address_size 64\n";
 
 fn kernel(body: &str) -> String {
-    format!("{HEAD}.visible .entry k(.param .u64 p, .param .u32 n)\n{{\n .reg .b64 %rd<8>;\n .reg .b32 %r<8>;\n .reg .pred %p<4>;\n ld.param.u64 %rd1, [p];\n ld.param.u32 %r1, [n];\n mov.u32 %r2, %tid.x;\n{body}\n ret;\n}}\n")
+    format!(
+        "{HEAD}.visible .entry k(.param .u64 p, .param .u32 n)\n{{\n .reg .b64 %rd<8>;\n .reg .b32 %r<8>;\n .reg .pred %p<4>;\n ld.param.u64 %rd1, [p];\n ld.param.u32 %r1, [n];\n mov.u32 %r2, %tid.x;\n{body}\n ret;\n}}\n"
+    )
 }
 
 #[test]
 fn out_of_bounds_store_names_kernel_line_block_and_thread() {
-    let src = kernel(" mul.wide.u32 %rd2, %r2, 4;\n add.s64 %rd3, %rd1, %rd2;\n st.global.u32 [%rd3], %r2;");
+    let src = kernel(
+        " mul.wide.u32 %rd2, %r2, 4;\n add.s64 %rd3, %rd1, %rd2;\n st.global.u32 [%rd3], %r2;",
+    );
     let mut r = Rig::new(&src);
     let buf = r.zeros(40); // 10 ints, 64 threads write
-    let e = r.try_launch("k", [2, 1, 1], [64, 1, 1], 0, vec![a64(buf), a32(0)]).unwrap_err();
+    let e = r
+        .try_launch("k", [2, 1, 1], [64, 1, 1], 0, vec![a64(buf), a32(0)])
+        .unwrap_err();
     match e {
-        EmuError::Fault { kernel, line, block, warp, thread, .. } => {
+        EmuError::Fault {
+            kernel,
+            line,
+            block,
+            warp,
+            thread,
+            ..
+        } => {
             assert_eq!(kernel, "k");
             assert_eq!(line, 14);
             assert_eq!(block, [0, 0, 0]);
             // 256-byte allocation granularity + guard: the first thread past the padding faults
-            assert!(thread >= 10 && warp == thread / 32, "thread {thread} warp {warp}");
+            assert!(
+                thread >= 10 && warp == thread / 32,
+                "thread {thread} warp {warp}"
+            );
         }
         other => panic!("expected a fault, got {other:?}"),
     }
@@ -32,19 +48,30 @@ fn misaligned_load_faults() {
     let src = kernel(" add.s64 %rd3, %rd1, 2;\n ld.global.u32 %r3, [%rd3];");
     let mut r = Rig::new(&src);
     let buf = r.zeros(64);
-    let e = r.try_launch("k", [1, 1, 1], [32, 1, 1], 0, vec![a64(buf), a32(0)]).unwrap_err();
-    assert!(matches!(&e, EmuError::Fault { what, .. } if what.contains("misaligned")), "{e}");
+    let e = r
+        .try_launch("k", [1, 1, 1], [32, 1, 1], 0, vec![a64(buf), a32(0)])
+        .unwrap_err();
+    assert!(
+        matches!(&e, EmuError::Fault { what, .. } if what.contains("misaligned")),
+        "{e}"
+    );
 }
 
 #[test]
 fn bad_ptx_reports_line_and_column() {
-    let src = format!("{HEAD}.visible .entry k()\n{{\n .reg .b32 %r<3>;\n add.s32 %r1, %r2 %r2;\n ret;\n}}\n");
+    let src = format!(
+        "{HEAD}.visible .entry k()\n{{\n .reg .b32 %r<3>;\n add.s32 %r1, %r2 %r2;\n ret;\n}}\n"
+    );
     match Module::parse(&src) {
         Err(EmuError::Parse { line, col, .. }) => assert_eq!((line, col), (7, 19)),
         other => panic!("expected a parse error, got {other:?}"),
     }
-    match Module::parse(&format!("{HEAD}.visible .entry k()\n{{\n frobnicate.b32 %r1;\n}}\n")) {
-        Err(EmuError::Unsupported { line, .. }) | Err(EmuError::Parse { line, .. }) => assert_eq!(line, 6),
+    match Module::parse(&format!(
+        "{HEAD}.visible .entry k()\n{{\n frobnicate.b32 %r1;\n}}\n"
+    )) {
+        Err(EmuError::Unsupported { line, .. }) | Err(EmuError::Parse { line, .. }) => {
+            assert_eq!(line, 6)
+        }
         other => panic!("expected an error, got {other:?}"),
     }
 }
@@ -62,7 +89,11 @@ fn runaway_kernel_hits_the_budget() {
         max_warp_instructions: 10_000,
     };
     match r.emu.launch(r.m, "k", &p) {
-        Err(EmuError::Budget { kernel, executed, limit }) => {
+        Err(EmuError::Budget {
+            kernel,
+            executed,
+            limit,
+        }) => {
             assert_eq!(kernel, "k");
             assert_eq!(limit, 10_000);
             assert!(executed > limit);
@@ -77,7 +108,12 @@ fn barrier_that_cannot_complete_is_a_deadlock() {
     let src = kernel(" bar.sync 1, 64;");
     let mut r = Rig::new(&src);
     match r.try_launch("k", [1, 1, 1], [32, 1, 1], 0, vec![a64(0), a32(0)]) {
-        Err(EmuError::Deadlock { kernel, block, line, .. }) => {
+        Err(EmuError::Deadlock {
+            kernel,
+            block,
+            line,
+            ..
+        }) => {
             assert_eq!(kernel, "k");
             assert_eq!(block, [0, 0, 0]);
             assert_eq!(line, 12);
@@ -90,11 +126,17 @@ fn barrier_that_cannot_complete_is_a_deadlock() {
 fn wrong_arguments_are_rejected() {
     let src = kernel("");
     let mut r = Rig::new(&src);
-    let e = r.try_launch("k", [1, 1, 1], [32, 1, 1], 0, vec![a64(0)]).unwrap_err();
+    let e = r
+        .try_launch("k", [1, 1, 1], [32, 1, 1], 0, vec![a64(0)])
+        .unwrap_err();
     assert!(matches!(e, EmuError::Args { .. }), "{e}");
-    let e = r.try_launch("k", [1, 1, 1], [32, 1, 1], 0, vec![a64(0), a64(0)]).unwrap_err();
+    let e = r
+        .try_launch("k", [1, 1, 1], [32, 1, 1], 0, vec![a64(0), a64(0)])
+        .unwrap_err();
     assert!(matches!(e, EmuError::Args { .. }), "{e}");
-    let e = r.try_launch("nope", [1, 1, 1], [32, 1, 1], 0, vec![]).unwrap_err();
+    let e = r
+        .try_launch("nope", [1, 1, 1], [32, 1, 1], 0, vec![])
+        .unwrap_err();
     assert!(matches!(e, EmuError::NotFound { .. }), "{e}");
 }
 
@@ -106,10 +148,17 @@ fn divergent_early_exit_and_reconvergence() {
     );
     let mut r = Rig::new(&src);
     let buf = r.zeros(64 * 4);
-    r.try_launch("k", [1, 1, 1], [64, 1, 1], 0, vec![a64(buf), a32(0)]).unwrap();
+    r.try_launch("k", [1, 1, 1], [64, 1, 1], 0, vec![a64(buf), a32(0)])
+        .unwrap();
     let got = r.get_u32(buf, 64);
     for t in 0..64u32 {
-        let want = if t % 2 == 1 { 0 } else if t & 2 == 0 { 200 + t } else { 100 + t };
+        let want = if t % 2 == 1 {
+            0
+        } else if t & 2 == 0 {
+            200 + t
+        } else {
+            100 + t
+        };
         assert_eq!(got[t as usize], want, "thread {t}");
     }
 }

@@ -11,7 +11,11 @@ fn probe_ptx(fence: bool, use_it: bool) -> String {
         (false, true) => "add.s32 %r4, %r3, 1;\n mov.u64 %rd6, %clock64;\n add.s64 %rd6, %rd6, 0;",
         _ => "",
     };
-    let second = if use_it && !fence { "" } else { "mov.u64 %rd6, %clock64;" };
+    let second = if use_it && !fence {
+        ""
+    } else {
+        "mov.u64 %rd6, %clock64;"
+    };
     format!(
         r#".version 8.0
 .target sm_75
@@ -50,14 +54,26 @@ fn measure(fence: bool, use_it: bool, preset: &str) -> u64 {
 #[test]
 fn clock_after_load_does_not_wait_but_fence_and_use_do() {
     for preset in ["v100", "h100"] {
-        let dram = emulator::GpuConfig::preset(preset).unwrap().unloaded_latencies().dram;
+        let dram = emulator::GpuConfig::preset(preset)
+            .unwrap()
+            .unloaded_latencies()
+            .dram;
         let naive = measure(false, false, preset);
         let fenced = measure(true, false, preset);
         let used = measure(false, true, preset);
-        assert!(naive * 10 < fenced, "{preset}: naive {naive} vs fenced {fenced}");
+        assert!(
+            naive * 10 < fenced,
+            "{preset}: naive {naive} vs fenced {fenced}"
+        );
         // The fenced time tracks the configured DRAM latency (plus a few issue cycles).
-        assert!(fenced as f64 >= 0.9 * dram as f64 && (fenced as f64) <= 1.25 * dram as f64, "{preset}: fenced {fenced} vs DRAM {dram}");
-        assert!(used >= fenced.saturating_sub(5), "{preset}: dependent use {used} vs fenced {fenced}");
+        assert!(
+            fenced as f64 >= 0.9 * dram as f64 && (fenced as f64) <= 1.25 * dram as f64,
+            "{preset}: fenced {fenced} vs DRAM {dram}"
+        );
+        assert!(
+            used >= fenced.saturating_sub(5),
+            "{preset}: dependent use {used} vs fenced {fenced}"
+        );
     }
 }
 
@@ -69,7 +85,12 @@ fn same_launch_twice_is_identical() {
         let data: Vec<u8> = (0..50_000).map(|_| rng.below(256) as u8).collect();
         let d = r.buf(&data);
         let h = r.zeros(1024);
-        let s = r.launch("histogram_shared", [40, 1, 1], [128, 1, 1], vec![a64(d), a64(h), a32(data.len() as i32)]);
+        let s = r.launch(
+            "histogram_shared",
+            [40, 1, 1],
+            [128, 1, 1],
+            vec![a64(d), a64(h), a32(data.len() as i32)],
+        );
         (s, r.get_u32(h, 256))
     };
     let (s1, h1) = run();
@@ -77,18 +98,26 @@ fn same_launch_twice_is_identical() {
     assert_eq!(h1, h2);
     assert_eq!(s1, s2);
     assert!(s1.cycles > 0 && s1.warp_instructions > 0);
-    assert_eq!(s1.sm_cycles.len(), emulator::GpuConfig::preset("v100").unwrap().sm.count as usize);
+    assert_eq!(
+        s1.sm_cycles.len(),
+        emulator::GpuConfig::preset("v100").unwrap().sm.count as usize
+    );
 }
 
 #[test]
 fn more_blocks_than_fit_run_in_waves() {
     // 1000 blocks of 1024 threads: only a couple fit per SM at once, the rest wait for slots.
     let mut r = Rig::new(corpus_ptx("reduce_shuffle"));
-    let n = 1000 * 1024;
-    let input: Vec<i32> = (0..n).map(|i| (i % 7) as i32).collect();
+    let n: i32 = 1000 * 1024;
+    let input: Vec<i32> = (0..n).map(|i| i % 7).collect();
     let i = r.buf(&input);
     let t = r.zeros(4);
-    let s = r.launch("reduce_shuffle", [1000, 1, 1], [1024, 1, 1], vec![a64(i), a64(t), a32(n as i32)]);
+    let s = r.launch(
+        "reduce_shuffle",
+        [1000, 1, 1],
+        [1024, 1, 1],
+        vec![a64(i), a64(t), a32(n)],
+    );
     assert_eq!(r.get_u32(t, 1)[0] as i32, input.iter().sum::<i32>());
     assert!(s.blocks_per_sm >= 1 && s.blocks_per_sm <= 2);
 }

@@ -4,7 +4,9 @@
 //! A timed load is a load (SASS `LDG`/`LD`/`TEX`/`TLD*`; PTX `ld.global*`/`ld`/`tex.*`/`tld4.*`)
 //! that lies between two consecutive clock reads; each such interval must hold exactly one load,
 //! and SASS and PTX must have the same number of them per kernel (so a load hoisted out of its
-//! interval, or a clock read moved across a load, fails). Per interval (load L, closing read C):
+//! interval, or a clock read moved across a load, fails), and the window a load sits in must not
+//! open with the kernel-begin read or another site's closing read (a load hoisted above its own
+//! opening read). Per interval (load L, closing read C):
 //! - naive: no MEMBAR in (L, C) and nothing in (L, C] waits on L's scoreboard: C reads the clock
 //!   while the load may still be in flight (the paper's naive method, kept on purpose);
 //! - dummy: an instruction in (L, C) reads L's destination register, and an instruction in (L, C]
@@ -112,6 +114,16 @@ fn sass_intervals(f: &SassFunction) -> Result<Vec<Interval>, String> {
                     f.instrs[w[1]].offset
                 ));
             }
+        }
+    }
+    // A load hoisted above its opening read lands in the window that starts at the kernel-begin
+    // read (the first clock read) or at the previous site's closing read: reject both.
+    for iv in &out {
+        if Some(&iv.open) == clocks.first() || out.iter().any(|o| o.close == iv.open) {
+            return Err(format!(
+                "{}: the load at {:#x} is not preceded by its own opening clock read",
+                f.name, f.instrs[iv.load].offset
+            ));
         }
     }
     Ok(out)
@@ -362,6 +374,34 @@ fn a_close_read_hoisted_above_the_waiting_instruction_is_detected() {
     );
 }
 
+#[test]
+fn a_load_hoisted_above_its_opening_read_is_detected() {
+    // In every mode, naive included: move each timed load to just before its opening clock read.
+    for mode in [WS_NAIVE, WS_FENCE, WS_DUMMY] {
+        let b = find("probe_test", mode, WS_KIND_TRACE).expect("build");
+        for &arch in &ARCHS {
+            for f in sass_of(b, arch) {
+                for iv in sass_intervals(&f).expect("well-formed") {
+                    let mut g = f.clone();
+                    let load = g.instrs.remove(iv.load);
+                    g.instrs.insert(iv.open, load);
+                    let caught = match sass_intervals(&g) {
+                        Err(_) => true,
+                        Ok(ivs) => ivs
+                            .iter()
+                            .any(|v| check_sass_interval(&g, v, mode).is_err()),
+                    };
+                    assert!(
+                        caught,
+                        "mode {mode} sm_{arch} {}: hoisted load not detected: {iv:?}",
+                        f.name
+                    );
+                }
+            }
+        }
+    }
+}
+
 // ---------------------------------------------------------------- PTX
 
 /// (entry name, instruction lines) per `.entry` of a PTX module.
@@ -435,6 +475,14 @@ fn ptx_intervals(body: &[&str]) -> Result<Vec<(usize, usize, usize)>, String> {
                     body[w[0]]
                 ));
             }
+        }
+    }
+    for &(o, l, _) in &out {
+        if Some(&o) == clocks.first() || out.iter().any(|&(_, _, c)| c == o) {
+            return Err(format!(
+                "{} is not preceded by its own opening clock read",
+                body[l]
+            ));
         }
     }
     Ok(out)
@@ -531,6 +579,27 @@ fn ptx_moved_close_is_detected() {
                 let close = moved.remove(c);
                 moved.insert(l + 1, close);
                 assert!(check_ptx_interval(&moved, (o, l, l + 1), mode).is_err());
+            }
+        }
+    }
+}
+
+#[test]
+fn ptx_load_hoisted_above_its_opening_read_is_detected() {
+    for mode in [WS_NAIVE, WS_FENCE, WS_DUMMY] {
+        let b = find("probe_test", mode, WS_KIND_TRACE).expect("build");
+        for (name, body) in ptx_entries(b.ptx) {
+            for (o, l, _) in ptx_intervals(&body).expect("well-formed") {
+                let mut moved = body.clone();
+                let load = moved.remove(l);
+                moved.insert(o, load);
+                let caught = match ptx_intervals(&moved) {
+                    Err(_) => true,
+                    Ok(ivs) => ivs
+                        .iter()
+                        .any(|&iv| check_ptx_interval(&moved, iv, mode).is_err()),
+                };
+                assert!(caught, "mode {mode} {name}: hoisted load not detected");
             }
         }
     }

@@ -123,6 +123,29 @@ impl SassInstr {
             .unwrap_or_default()
     }
 
+    /// Destination registers of a load: `LDG.E.128 R4` writes R4..R7, `.64` two registers, else
+    /// one; a texture fetch (`TEX`, `TLD`, `TLD4`, `TXD`) names up to two destination register
+    /// pairs in its first two operands (over-approximated as both registers of each pair).
+    pub fn dest_registers(&self) -> Vec<u32> {
+        if self.base_opcode().starts_with('T') {
+            return (0..2)
+                .flat_map(|k| self.registers_in(k))
+                .flat_map(|r| [r, r + 1])
+                .collect();
+        }
+        let width = if self.opcode.contains(".128") {
+            4
+        } else if self.opcode.contains(".64") {
+            2
+        } else {
+            1
+        };
+        self.registers_in(0)
+            .first()
+            .map(|&r| (r..r + width).collect())
+            .unwrap_or_default()
+    }
+
     /// Every general register read by the instruction: all operands after the destinations
     /// (`n_dest` of them), including address registers and their 64-bit pair.
     pub fn source_registers(&self, n_dest: usize) -> Vec<u32> {
@@ -290,6 +313,17 @@ mod tests {
         assert_eq!(i.operands.len(), 2);
         assert_eq!(i.source_registers(0), vec![10, 11, 13]);
         assert!(!i.is_clock_read());
+    }
+
+    #[test]
+    fn load_destinations_follow_the_access_width() {
+        let sass = "Function : f\n /*0010*/ LDG.E.128 R4, desc[UR6][R2.64] ; /* 0x0 */\n /* 0x000ea2000c1e1d00 */\n\
+                    /*0020*/ LDG.E.U8 R9, desc[UR6][R2.64] ; /* 0x0 */\n /* 0x000ea2000c1e1d00 */\n\
+                    /*0030*/ TEX.LL RZ, R6, R6, R17, UR4, 0x0, 2D, 0x3 ; /* 0x0 */\n /* 0x000ea2000c1e1d00 */\n";
+        let f = parse_sass(sass);
+        assert_eq!(f[0].instrs[0].dest_registers(), vec![4, 5, 6, 7]);
+        assert_eq!(f[0].instrs[1].dest_registers(), vec![9]);
+        assert_eq!(f[0].instrs[2].dest_registers(), vec![6, 7]);
     }
 
     #[test]

@@ -55,32 +55,6 @@ fn sass_read_only(i: &SassInstr) -> bool {
     i.base_opcode().starts_with('T') || i.opcode.contains(".CONSTANT")
 }
 
-/// Destination registers of a load: `LDG.E.128 R4` is R4..R7; a texture fetch writes up to two
-/// register pairs (its first two operands).
-fn sass_dests(i: &SassInstr) -> Vec<u32> {
-    let width = if i.opcode.contains(".128") {
-        4
-    } else if i.opcode.contains(".64") {
-        2
-    } else {
-        1
-    };
-    if i.base_opcode().starts_with('T') {
-        let mut v = Vec::new();
-        for k in 0..2 {
-            for r in i.registers_in(k) {
-                v.extend([r, r + 1]);
-            }
-        }
-        v
-    } else {
-        i.registers_in(0)
-            .first()
-            .map(|&r| (r..r + width).collect())
-            .unwrap_or_default()
-    }
-}
-
 #[derive(Debug)]
 struct Interval {
     open: usize,
@@ -151,7 +125,7 @@ fn check_sass_interval(f: &SassFunction, iv: &Interval, mode: u32) -> Result<(),
         .clone()
         .find(|&i| f.instrs[i].base_opcode() == "MEMBAR");
     let waited = through.clone().any(|i| waits_on(&f.instrs[i], bar));
-    let dests = sass_dests(load);
+    let dests = load.dest_registers();
     let reader = between.clone().any(|i| {
         f.instrs[i]
             .source_registers(0)

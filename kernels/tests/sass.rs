@@ -18,6 +18,9 @@
 //!
 //! Requires cuobjdump and nvcc (scripts/setup-cuda installs both; build.rs already needed nvcc).
 
+use std::collections::BTreeMap;
+use std::sync::{Mutex, OnceLock};
+
 use kernels::layout::{WS_AUTO, WS_DUMMY, WS_FENCE, WS_KIND_TRACE, WS_NAIVE, WS_OFF};
 use kernels::tools::{SassFunction, SassInstr, cuobjdump_sass, parse_sass};
 use kernels::{KernelBuild, builds, find};
@@ -179,7 +182,16 @@ fn check_sass_interval(f: &SassFunction, iv: &Interval, mode: u32) -> Result<(),
     Ok(())
 }
 
+/// Disassembly per (source, mode, kind, arch), cached: several tests look at the same builds and
+/// cuobjdump dominates the run time.
 fn sass_of(b: &KernelBuild, arch: u32) -> Vec<SassFunction> {
+    type Cache = Mutex<BTreeMap<(&'static str, u32, u32, u32), Vec<SassFunction>>>;
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    let key = (b.source, b.mode, b.kind, arch);
+    let cache = CACHE.get_or_init(|| Mutex::new(BTreeMap::new()));
+    if let Some(f) = cache.lock().expect("cache").get(&key) {
+        return f.clone();
+    }
     let text = cuobjdump_sass(b.fatbin, arch)
         .unwrap_or_else(|e| panic!("{} mode {} sm_{arch}: {e}", b.source, b.mode));
     let funcs = parse_sass(&text);
@@ -188,6 +200,7 @@ fn sass_of(b: &KernelBuild, arch: u32) -> Vec<SassFunction> {
         "{} sm_{arch}: no functions in cuobjdump output",
         b.source
     );
+    cache.lock().expect("cache").insert(key, funcs.clone());
     funcs
 }
 

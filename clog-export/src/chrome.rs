@@ -1,31 +1,6 @@
 //! Chrome Trace Event JSON (the "JSON object" form) for Perfetto and `chrome://tracing`.
 //!
-//! # Layout
-//! ```text
-//! {"traceEvents":[
-//!   {"name":"process_name","ph":"M","pid":P,"tid":0,"args":{"name":"launch 0 k · SM 3"}}, …
-//!   {"name":"thread_name","ph":"M","pid":P,"tid":T,"args":{"name":"warp slot 5"}}, …
-//!   {"name":SITE,"cat":REGION,"ph":"X","pid":P,"tid":T,"ts":µs,"dur":µs,
-//!    "args":{"site":…,"block":[x,y,z],"warp":…,"global_warp":…,"seq":…,"start":…,"end":…}}, …
-//!   {"name":"dropped records","ph":"C","pid":P,"ts":µs,"args":{"dropped":N}}, …
-//! ],"displayTimeUnit":"ns","otherData":{…launch, totals…}}
-//! ```
-//! * One complete (`"X"`) event per record, so Perfetto's slice count equals the record count.
-//! * pid = launch·S + rank + 1 and tid = thread + 1, where (rank, thread) is the
-//!   [`crate::TimelineMapping`] (default rank = SM, thread = warp slot) and S = 1000, or the
-//!   next power of ten above the largest rank + 1. Neither is ever 0 (Perfetto reserves pid 0
-//!   and tid 0 for the system).
-//! * ts = (start − the SM's earliest kernel-begin clock) / clock_mhz and dur = (end − start) /
-//!   clock_mhz, in microseconds (the format's unit), rounded to whole nanoseconds (start and end
-//!   separately, so back-to-back accesses never overlap) and written as ns + ¼ so that readers
-//!   that truncate and readers that round both get those nanoseconds. `start`/`end` in args
-//!   are the raw cycles, so nothing is lost to floating point.
-//! * A record with a wrapped clock (end < start) gets dur 0 and category `wrapped`; a warp with
-//!   dropped records gets a `"C"` counter sample "dropped records" at its kernel end (counters
-//!   are not slices, so the slice count stays the record count). Totals go in `otherData`.
-//! * Events come warp by warp (trace order), not sorted: the format does not need it.
-//!
-//! Every string goes through serde_json, so site and kernel names are escaped properly.
+//! The layout is documented on [`write_chrome`]; [`read_chrome`] reads it back (tests).
 
 use crate::error::ExportError;
 use crate::options::{ExportOptions, ExportSummary, clock_hz};
@@ -156,7 +131,34 @@ fn quarter_ns_in_us(ns: u64) -> f64 {
     (ns as f64 + 0.25) / 1000.0
 }
 
-/// Writes `src` as Chrome Trace Event JSON (layout in the module docs).
+/// Writes `src` as Chrome Trace Event JSON.
+///
+/// # Layout
+/// ```text
+/// {"traceEvents":[
+///   {"name":"process_name","ph":"M","pid":P,"tid":0,"args":{"name":"launch 0 k · SM 3"}}, …
+///   {"name":"thread_name","ph":"M","pid":P,"tid":T,"args":{"name":"warp slot 5"}}, …
+///   {"name":SITE,"cat":REGION,"ph":"X","pid":P,"tid":T,"ts":µs,"dur":µs,
+///    "args":{"site":…,"block":[x,y,z],"warp":…,"global_warp":…,"seq":…,"start":…,"end":…}}, …
+///   {"name":"dropped records","ph":"C","pid":P,"ts":µs,"args":{"dropped":N}}, …
+/// ],"displayTimeUnit":"ns","otherData":{…launch, totals…}}
+/// ```
+/// * One complete (`"X"`) event per record, so Perfetto's slice count equals the record count.
+/// * pid = launch·S + rank + 1 and tid = thread + 1, where (rank, thread) is the
+///   [`crate::TimelineMapping`] (default rank = SM, thread = warp slot) and S = 1000, or the
+///   next power of ten above the largest rank + 1. Neither is ever 0 (Perfetto reserves pid 0
+///   and tid 0 for the system).
+/// * ts = (start − the SM's earliest kernel-begin clock) / clock_mhz and dur = (end − start) /
+///   clock_mhz, in microseconds (the format's unit), rounded to whole nanoseconds (start and end
+///   separately, so back-to-back accesses never overlap) and written as ns + ¼ so that readers
+///   that truncate and readers that round both get those nanoseconds. `start`/`end` in args
+///   are the raw cycles, so nothing is lost to floating point.
+/// * A record with a wrapped clock (end < start) gets dur 0 and category `wrapped`; a warp with
+///   dropped records gets a `"C"` counter sample "dropped records" at its kernel end (counters
+///   are not slices, so the slice count stays the record count). Totals go in `otherData`.
+/// * Events come warp by warp (trace order), not sorted: the format does not need it.
+///
+/// Every string goes through serde_json, so site and kernel names are escaped properly.
 pub fn write_chrome<S, W>(
     src: &S,
     out: W,

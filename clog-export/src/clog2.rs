@@ -3,34 +3,7 @@
 //! Why a reader: tests check our files field by field and against the genuine MPE-written files
 //! in `tests/fixtures/`, and a round trip proves no record is lost.
 //!
-//! # Layout (MPICH MPE2 `clog_preamble.c`, `clog_record.h`, `clog_commset.c`; see
-//! `shared/specs/clog2.md` in the project notes)
-//! ```text
-//! offset 0                    preamble, 1024 bytes: 33 NUL-terminated ASCII strings
-//!                             "CLOG-02.44" then title/value pairs ("is_big_endian=" "TRUE " …,
-//!                             note the trailing space and the "is_finalzed=" spelling), then
-//!                             "commtable_fptr=" G "1073741824" R; zero fill
-//! offset 1024 + k·block_size  block k: records packed back to back, closed by ENDBLOCK
-//!                             (rectype 1), the last by ENDLOG (rectype 0); zero padded
-//! offset commtable_fptr       i32 count, count × (char[32] UUID, i32 local_ID, i32 kind)
-//! ```
-//! Every number is big-endian (`is_big_endian=TRUE `; the reader also accepts `FALSE`, as MPE's
-//! C reader does). A record is a 24-byte header (f64 time in seconds, i32 icomm, i32 rank,
-//! i32 thread, i32 rectype) and a body whose length the rectype fixes:
-//!
-//! | rectype | record | body | layout |
-//! |--|--|--|--|
-//! | 0/1 | ENDLOG/ENDBLOCK | 0 | — |
-//! | 2 | STATEDEF | 112 | i32 stateID, startetype, finaletype, pad; char[24] color, [32] name, [40] format |
-//! | 3 | EVENTDEF | 104 | i32 etype, pad; char[24] color, [32] name, [40] format |
-//! | 4 | CONSTDEF | 40 | i32 etype, value; char[32] name |
-//! | 5 | BAREEVT | 8 | i32 etype, pad |
-//! | 6 | CARGOEVT | 40 | i32 etype, pad; 32 payload bytes (big-endian values the def's format reads) |
-//! | 7 | MSGEVT | 24 | i32 etype (-101 send, -102 recv), icomm, rank, tag, size, pad |
-//! | 8 | COLLEVT | 16 | i32 etype, root, size, pad |
-//! | 9 | COMMEVT | 48 | i32 etype, icomm, rank, wrank; UUID (i32 rand, f64 time, char[20] name) |
-//! | 10 | SRCLOC | 48 | i32 id, lineno; char[40] filename |
-//! | 11 | TIMESHIFT | 8 | f64 shift |
+//! The byte layout is documented on [`Clog2Reader`].
 //!
 //! Main types: [`Clog2Reader`] (streams records), [`Clog2Log`] (a whole file in memory),
 //! [`Preamble`], [`RecHeader`], [`RecBody`], [`CommEntry`].
@@ -615,6 +588,35 @@ fn decode_record(buf: &[u8], big: bool) -> Result<Option<(RecHeader, RecBody, us
 
 /// Streams the records of a CLOG2 file block by block (one block in memory), then reads the
 /// comm table. ENDBLOCK and ENDLOG records are returned too, so a caller can check them.
+///
+/// # Layout (MPICH MPE2 `clog_preamble.c`, `clog_record.h`, `clog_commset.c`; see
+/// `shared/specs/clog2.md` in the project notes)
+/// ```text
+/// offset 0                    preamble, 1024 bytes: 33 NUL-terminated ASCII strings
+///                             "CLOG-02.44" then title/value pairs ("is_big_endian=" "TRUE " …,
+///                             note the trailing space and the "is_finalzed=" spelling), then
+///                             "commtable_fptr=" G "1073741824" R; zero fill
+/// offset 1024 + k·block_size  block k: records packed back to back, closed by ENDBLOCK
+///                             (rectype 1), the last by ENDLOG (rectype 0); zero padded
+/// offset commtable_fptr       i32 count, count × (char[32] UUID, i32 local_ID, i32 kind)
+/// ```
+/// Every number is big-endian (`is_big_endian=TRUE `; the reader also accepts `FALSE`, as MPE's
+/// C reader does). A record is a 24-byte header (f64 time in seconds, i32 icomm, i32 rank,
+/// i32 thread, i32 rectype) and a body whose length the rectype fixes:
+///
+/// | rectype | record | body | layout |
+/// |--|--|--|--|
+/// | 0/1 | ENDLOG/ENDBLOCK | 0 | — |
+/// | 2 | STATEDEF | 112 | i32 stateID, startetype, finaletype, pad; `char[24]` color, `char[32]` name, `char[40]` format |
+/// | 3 | EVENTDEF | 104 | i32 etype, pad; `char[24]` color, `char[32]` name, `char[40]` format |
+/// | 4 | CONSTDEF | 40 | i32 etype, value; `char[32]` name |
+/// | 5 | BAREEVT | 8 | i32 etype, pad |
+/// | 6 | CARGOEVT | 40 | i32 etype, pad; 32 payload bytes (big-endian values the def's format reads) |
+/// | 7 | MSGEVT | 24 | i32 etype (-101 send, -102 recv), icomm, rank, tag, size, pad |
+/// | 8 | COLLEVT | 16 | i32 etype, root, size, pad |
+/// | 9 | COMMEVT | 48 | i32 etype, icomm, rank, wrank; UUID (i32 rand, f64 time, `char[20]` name) |
+/// | 10 | SRCLOC | 48 | i32 id, lineno; `char[40]` filename |
+/// | 11 | TIMESHIFT | 8 | f64 shift |
 pub struct Clog2Reader<R: Read> {
     input: R,
     preamble: Preamble,

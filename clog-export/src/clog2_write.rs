@@ -1,36 +1,8 @@
 //! The CLOG2 writer: one launch → one finalized, merged CLOG2 file that Jumpshot's
 //! `clog2TOslog2` converts.
 //!
-//! # What the file holds
-//! * **Timelines**: by default rank = SM and thread = hardware warp slot
-//!   ([`TimelineMapping::SmSlot`]); [`TimelineMapping::BlockWarp`] gives rank = linear block
-//!   index, thread = warp in block. `max_comm_world_size` = largest rank + 1,
-//!   `max_thread_count` = largest thread + 1. One COMMEVT (WORLD_CREATE, icomm 0) per rank in
-//!   use, before anything else; the comm table holds the one WORLD row (local ID 0, intra).
-//! * **Time**: seconds = (clock − the SM's earliest kernel-begin clock) / (clock_mhz · 10⁶). SM
-//!   clocks are not synchronised, so each SM is aligned by its first kernel begin.
-//! * **States** (stateID 300+k, events 600+2k / 601+2k, MPE's user numbering): one per declared
-//!   site k (named after the site), then `unknown site` (records whose site the launch does not
-//!   declare), `wrapped/reordered clock` (records whose end clock is before their start, drawn
-//!   with length 0, or that start before the warp's previous event and are drawn later so time
-//!   never goes backwards on a line), then `other`: the warp's whole lifetime, kernel begin to
-//!   kernel end. We chose the whole span (not the gaps between accesses) because it costs two
-//!   events per warp instead of two per record, and Jumpshot draws the access states nested
-//!   inside it, so the gaps show anyway.
-//! * **Payloads** (CARGOEVT on each state's start event, big-endian, shown by Jumpshot through
-//!   the STATEDEF's format): an access carries `i32 site, i32 seq, i64 start, i64 end (raw
-//!   cycles), i32 global warp` ([`ACCESS_FORMAT`]), so every record survives exactly; `other`
-//!   carries `i32 block x, y, z, warp, global warp`.
-//! * **Dropped records**: solo event 5000 `dropped records` (payload `i64 n`) after the warp's
-//!   last logged record.
-//! * **Order**: COMMEVTs, then definitions (time 0), then all events in non-decreasing time
-//!   across timelines (k-way merge, see `timeline.rs`), blocks of `block_size` bytes closed by
-//!   ENDBLOCK (MPE's rule: a record of length L at offset p starts a new block when
-//!   p + L + 24 ≥ block_size), the last by ENDLOG, then the comm table.
-//!
-//! Memory: one block buffer plus one read buffer per warp whose lifetime overlaps the merge
-//! clock. The preamble's `commtable_fptr` is known only at the end, so the writer needs `Seek`
-//! to rewrite the first 1024 bytes.
+//! The file layout and the choices made (timelines, states, payloads) are documented on
+//! [`write_clog2`].
 
 use crate::clog2::{
     CLOG2_VERSION, Clog2Log, CommEntry, FORMAT, HEADER_BYTES, PREAMBLE_BYTES, Preamble, RecBody,
@@ -162,6 +134,37 @@ fn access_cargo(rec: &Record, global_warp: u32) -> [u8; 32] {
 
 /// Writes `src` as CLOG2 to `out` (which must start empty at its current position; the
 /// preamble is rewritten there at the end). Returns what was written.
+///
+/// # What the file holds
+/// * **Timelines**: by default rank = SM and thread = hardware warp slot
+///   ([`crate::TimelineMapping::SmSlot`]); [`crate::TimelineMapping::BlockWarp`] gives rank = linear block
+///   index, thread = warp in block. `max_comm_world_size` = largest rank + 1,
+///   `max_thread_count` = largest thread + 1. One COMMEVT (WORLD_CREATE, icomm 0) per rank in
+///   use, before anything else; the comm table holds the one WORLD row (local ID 0, intra).
+/// * **Time**: seconds = (clock − the SM's earliest kernel-begin clock) / (clock_mhz · 10⁶). SM
+///   clocks are not synchronised, so each SM is aligned by its first kernel begin.
+/// * **States** (stateID 300+k, events 600+2k / 601+2k, MPE's user numbering): one per declared
+///   site k (named after the site), then `unknown site` (records whose site the launch does not
+///   declare), `wrapped/reordered clock` (records whose end clock is before their start, drawn
+///   with length 0, or that start before the warp's previous event and are drawn later so time
+///   never goes backwards on a line), then `other`: the warp's whole lifetime, kernel begin to
+///   kernel end. We chose the whole span (not the gaps between accesses) because it costs two
+///   events per warp instead of two per record, and Jumpshot draws the access states nested
+///   inside it, so the gaps show anyway.
+/// * **Payloads** (CARGOEVT on each state's start event, big-endian, shown by Jumpshot through
+///   the STATEDEF's format): an access carries `i32 site, i32 seq, i64 start, i64 end (raw
+///   cycles), i32 global warp` ([`ACCESS_FORMAT`]), so every record survives exactly; `other`
+///   carries `i32 block x, y, z, warp, global warp`.
+/// * **Dropped records**: solo event 5000 `dropped records` (payload `i64 n`) after the warp's
+///   last logged record.
+/// * **Order**: COMMEVTs, then definitions (time 0), then all events in non-decreasing time
+///   across timelines (k-way merge, see `timeline.rs`), blocks of `block_size` bytes closed by
+///   ENDBLOCK (MPE's rule: a record of length L at offset p starts a new block when
+///   p + L + 24 ≥ block_size), the last by ENDLOG, then the comm table.
+///
+/// Memory: one block buffer plus one read buffer per warp whose lifetime overlaps the merge
+/// clock. The preamble's `commtable_fptr` is known only at the end, so the writer needs `Seek`
+/// to rewrite the first 1024 bytes.
 pub fn write_clog2<S, W>(
     src: &S,
     out: W,

@@ -3,39 +3,7 @@
 //! ends, a header row). Rows come in trace order (warp by warp, each warp's records in log
 //! order), not sorted by time.
 //!
-//! # Records CSV columns
-//! | column | meaning |
-//! |--|--|
-//! | `launch` | index of the kernel launch within the run |
-//! | `block_x`, `block_y`, `block_z` | the warp's block index (`%ctaid`) |
-//! | `warp` | warp index within the block (thread linear index / 32) |
-//! | `global_warp` | warp index in the grid: block linear index × warps per block + `warp` |
-//! | `sm` | the SM the warp ran on (`%smid`) |
-//! | `hw_warp` | the warp's hardware slot on that SM (`%warpid`) |
-//! | `site` | the load site's id (`WS_LOAD` number) |
-//! | `site_name` | the site's name from the launch (empty if the launch does not declare it) |
-//! | `region` | memory the site reads: global, texture, constant, readonly (empty if undeclared) |
-//! | `seq` | the record's position among the warp's records (0, 1, …; dropped ones counted) |
-//! | `start`, `end` | raw SM clock (cycles) before and after the access |
-//! | `duration` | `end − start` in cycles; **empty** when the clock wrapped (`end < start`) |
-//! | `mode` | probe mode: off, naive, fence, dummy, auto |
-//! | `wrapped` | `true` when `end < start` (32-bit clock wrap or SM clock reset) |
-//!
-//! # Warps CSV columns
-//! | column | meaning |
-//! |--|--|
-//! | `launch`, `block_x..z`, `warp`, `global_warp`, `sm`, `hw_warp` | as above |
-//! | `count` | records with a valid duration (wrapped ones excluded) |
-//! | `mean` | mean access time, cycles |
-//! | `min`, `max` | shortest and longest access, cycles |
-//! | `variance` | **population** variance of the access time (divide by `count`, not `count − 1`), cycles²; empty for the `summary` record kind (it keeps no sum of squares) |
-//! | `begin`, `end` | clock at kernel begin and end (`WS_KERNEL_BEGIN`/`END`) |
-//! | `lifetime` | `end − begin`, cycles (0 if the clock went backwards) |
-//! | `dropped` | records the log had no room for |
-//! | `wrapped` | records with a wrapped clock (not in count/mean/…) |
-//!
-//! Statistics of a warp with no valid record are empty. For the `summary` record kind the
-//! statistics come from the per-site summaries (count, sum, min, max) over all sites.
+//! Column meanings are documented on [`write_records_csv`] and [`write_warps_csv`].
 //!
 //! ```
 //! use trace::{Dim3, LaunchInfo, Trace};
@@ -206,13 +174,31 @@ fn push_u64(buf: &mut Vec<u8>, mut v: u64) {
     buf.extend_from_slice(&digits[i..]);
 }
 
-/// Writes one row per record (columns in the module docs).
+/// Writes one row per record.
 ///
 /// Why rows are assembled by hand: going through the csv crate's writer for every field runs
 /// at about a million rows per second, too slow for 10⁸ records. The only fields that could
 /// need quoting are the site name, the region and the mode; they are quoted once per site by
-/// the csv crate ([`escaped`]), and the rest of a row is numbers and `true`/`false`. The output
+/// the csv crate, and the rest of a row is numbers and `true`/`false`. The output
 /// is byte-identical to what the csv crate writes (tests read it back with the csv crate).
+///
+/// # Records CSV columns
+/// | column | meaning |
+/// |--|--|
+/// | `launch` | index of the kernel launch within the run |
+/// | `block_x`, `block_y`, `block_z` | the warp's block index (`%ctaid`) |
+/// | `warp` | warp index within the block (thread linear index / 32) |
+/// | `global_warp` | warp index in the grid: block linear index × warps per block + `warp` |
+/// | `sm` | the SM the warp ran on (`%smid`) |
+/// | `hw_warp` | the warp's hardware slot on that SM (`%warpid`) |
+/// | `site` | the load site's id (`WS_LOAD` number) |
+/// | `site_name` | the site's name from the launch (empty if the launch does not declare it) |
+/// | `region` | memory the site reads: global, texture, constant, readonly (empty if undeclared) |
+/// | `seq` | the record's position among the warp's records (0, 1, …; dropped ones counted) |
+/// | `start`, `end` | raw SM clock (cycles) before and after the access |
+/// | `duration` | `end − start` in cycles; **empty** when the clock wrapped (`end < start`) |
+/// | `mode` | probe mode: off, naive, fence, dummy, auto |
+/// | `wrapped` | `true` when `end < start` (32-bit clock wrap or SM clock reset) |
 pub fn write_records_csv<S, W>(src: &S, mut out: W) -> Result<ExportSummary, ExportError>
 where
     S: TraceSource + ?Sized,
@@ -309,7 +295,23 @@ impl Stats {
     }
 }
 
-/// Writes one row per warp with access-time statistics (columns in the module docs).
+/// Writes one row per warp with access-time statistics.
+///
+/// # Warps CSV columns
+/// | column | meaning |
+/// |--|--|
+/// | `launch`, `block_x..z`, `warp`, `global_warp`, `sm`, `hw_warp` | as above |
+/// | `count` | records with a valid duration (wrapped ones excluded) |
+/// | `mean` | mean access time, cycles |
+/// | `min`, `max` | shortest and longest access, cycles |
+/// | `variance` | **population** variance of the access time (divide by `count`, not `count − 1`), cycles²; empty for the `summary` record kind (it keeps no sum of squares) |
+/// | `begin`, `end` | clock at kernel begin and end (`WS_KERNEL_BEGIN`/`END`) |
+/// | `lifetime` | `end − begin`, cycles (0 if the clock went backwards) |
+/// | `dropped` | records the log had no room for |
+/// | `wrapped` | records with a wrapped clock (not in count/mean/…) |
+///
+/// Statistics of a warp with no valid record are empty. For the `summary` record kind the
+/// statistics come from the per-site summaries (count, sum, min, max) over all sites.
 pub fn write_warps_csv<S, W>(src: &S, out: W) -> Result<ExportSummary, ExportError>
 where
     S: TraceSource + ?Sized,

@@ -13,7 +13,7 @@
 //! [`write_chrome`]; the readers [`read_records_csv`], [`read_warps_csv`], [`Clog2Log`] /
 //! [`Clog2Reader`], [`read_chrome`]; [`ExportSummary`] (counts, including the dropped and
 //! wrapped records each format marks). Byte layouts and column meanings are in the docs of each
-//! writer's module (see the functions' pages).
+//! writer function and of [`Clog2Reader`].
 //!
 //! ```
 //! use clog_export::{write_clog2, Clog2Log, ExportOptions};

@@ -37,6 +37,13 @@ impl Layout {
         mapping: TimelineMapping,
     ) -> Result<Layout, ExportError> {
         let n = src.warp_count();
+        // Warp indices travel as u32 in the merge heap.
+        u32::try_from(n).map_err(|_| ExportError::TooLarge {
+            format: "timeline",
+            what: "warp count",
+            value: n as u64,
+            max: u32::MAX as u64,
+        })?;
         let mut raw = Vec::with_capacity(n);
         let mut layout = Layout::default();
         for i in 0..n {
@@ -47,17 +54,10 @@ impl Layout {
             layout.dropped += h.dropped as u64;
             raw.push((h.begin.0, h.sm.0));
         }
-        let index_max = u32::try_from(n).map_err(|_| ExportError::TooLarge {
-            format: "timeline",
-            what: "warp count",
-            value: n as u64,
-            max: u32::MAX as u64,
-        })?;
-        debug_assert!(index_max as usize == n);
         layout.starts = raw
             .into_iter()
             .enumerate()
-            .map(|(i, (begin, sm))| (begin - layout.sm_base[&sm], i as u32))
+            .map(|(i, (begin, sm))| (begin.saturating_sub(layout.base(sm)), i as u32))
             .collect();
         layout.starts.sort_unstable();
         layout.warps = n as u64;

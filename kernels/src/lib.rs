@@ -27,6 +27,24 @@ pub mod tools;
 /// build.rs from the header itself so the Rust decoder and the CUDA code cannot drift apart.
 pub mod layout {
     include!(concat!(env!("OUT_DIR"), "/layout.rs"));
+
+    // Compile-time checks that the generated constants describe a consistent layout: each
+    // structure's fields follow each other and end at its size, and every record stays 16-byte
+    // aligned for the shared-to-global copy in WS_KERNEL_END.
+    const _: () = {
+        assert!(WS_REC_DURATION_OFFSET == WS_REC_START_OFFSET + 8);
+        assert!(WS_REC_SITE_OFFSET == WS_REC_DURATION_OFFSET + 4);
+        assert!(WS_REC_SITE_OFFSET + 4 == WS_RECORD_BYTES);
+        assert!(WS_WH_END_OFFSET == WS_WH_BEGIN_OFFSET + 8);
+        assert!(WS_WH_SMID_OFFSET == WS_WH_END_OFFSET + 8);
+        assert!(WS_WH_FLAGS_OFFSET + 4 == WS_WARP_HEADER_BYTES);
+        assert!(WS_SUM_SUM_OFFSET + 8 == WS_SUMMARY_SITE_BYTES);
+        assert!(WS_HDR_MAX_SITES_OFFSET + 4 <= WS_LOG_HEADER_BYTES);
+        assert!(WS_LOG_HEADER_BYTES.is_multiple_of(WS_SHARED_ALIGN));
+        assert!(WS_WARP_HEADER_BYTES.is_multiple_of(WS_SHARED_ALIGN));
+        assert!(WS_SHARED_WARP_HEADER_BYTES.is_multiple_of(WS_SHARED_ALIGN));
+        assert!((WS_MAX_SITES * WS_SUMMARY_SITE_BYTES).is_multiple_of(WS_SHARED_ALIGN));
+    };
 }
 
 pub use build::{
@@ -34,3 +52,13 @@ pub use build::{
     corpus, find, find_corpus, nvcc_path, nvcc_version, probe_header,
 };
 pub use error::KernelsError;
+
+#[cfg(test)]
+mod tests {
+    use super::layout::WS_LOG_MAGIC;
+
+    #[test]
+    fn magic_reads_as_ascii_in_a_hex_dump() {
+        assert_eq!(&WS_LOG_MAGIC.to_be_bytes(), b"WSLG");
+    }
+}

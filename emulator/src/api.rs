@@ -39,6 +39,7 @@ impl Module {
             .map(|k| EntrySignature {
                 name: k.name.clone(),
                 params: k.params.clone(),
+                static_shared_bytes: k.shared_static_bytes,
             })
             .collect()
     }

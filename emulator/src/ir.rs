@@ -447,6 +447,8 @@ pub struct ParamDecl {
 pub struct EntrySignature {
     pub name: String,
     pub params: Vec<ParamDecl>,
+    /// Bytes of `.shared` variables (without dynamic shared memory), for occupancy.
+    pub static_shared_bytes: u32,
 }
 
 /// A decoded kernel, ready to run once its `Sym` operands are patched.

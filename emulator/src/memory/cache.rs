@@ -85,11 +85,6 @@ impl Cache {
         self.sector_shift
     }
 
-    /// Sector mask covering every sector of a line.
-    pub(crate) fn full_mask(&self) -> u8 {
-        ((1u16 << self.sectors) - 1) as u8
-    }
-
     fn set_range(&self, line: u64) -> std::ops::Range<usize> {
         // Slices pass line numbers with the slice bits already removed, so modulo suffices.
         let set = (line % self.sets) as usize;

@@ -9,7 +9,9 @@
 
 use emulator::{Emulator, GpuConfig, LaunchParams, Module};
 use std::path::PathBuf;
+use std::sync::OnceLock;
 
+// Probe modes and record kinds of warpscope.cuh (kernels::layout has them too).
 const WS_NAIVE: u32 = 1;
 const WS_FENCE: u32 = 2;
 const WS_DUMMY: u32 = 3;
@@ -21,12 +23,20 @@ const LOG_HEADER: u64 = 64;
 const WARP_HEADER: u64 = 32;
 const RECORD: u64 = 16;
 
-fn ptx(mode: u32) -> String {
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../kernels/micro/pointer_chase.cu");
-    kernels::compile_ptx(&src, mode, WS_KIND_TRACE)
-        .unwrap_or_else(|e| panic!("compiling {}: {e}", src.display()))
-        .ptx
+/// The microbenchmark PTX for a probe mode, compiled once per mode and test run.
+fn ptx(mode: u32) -> &'static str {
+    static CACHE: [OnceLock<String>; 4] = [const { OnceLock::new() }; 4];
+    CACHE[mode as usize].get_or_init(|| {
+        let src =
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../kernels/micro/pointer_chase.cu");
+        kernels::compile_ptx(&src, mode, WS_KIND_TRACE)
+            .unwrap_or_else(|e| panic!("compiling {}: {e}", src.display()))
+            .ptx
+    })
 }
+
+/// Steps per probe in `pointer_chase` (CHASE_STEPS_PER_PROBE in the .cu).
+const STEPS_PER_PROBE: u32 = 32;
 
 /// Where the chain lives relative to the caches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,7 +47,7 @@ pub enum Level {
 }
 
 /// Byte offsets of the chain's nodes and how many steps warm it up.
-fn chain(cfg: &GpuConfig, level: Level, timed: usize) -> (Vec<u64>, usize) {
+fn chain(cfg: &GpuConfig, level: Level, timed: u64) -> (Vec<u64>, u64) {
     let line = u64::from(cfg.l1.line_bytes);
     match level {
         // 16 lines, one pass to bring them into L1 (and L2).
@@ -47,20 +57,68 @@ fn chain(cfg: &GpuConfig, level: Level, timed: usize) -> (Vec<u64>, usize) {
         Level::L2 => {
             let sets = u64::from(cfg.l1.size_bytes) / (line * u64::from(cfg.l1.ways));
             let n = u64::from(cfg.l1.ways) + 1;
-            ((0..n).map(|i| i * sets * line).collect(), n as usize)
+            ((0..n).map(|i| i * sets * line).collect(), n)
         }
         // Never-touched lines, 4 KiB apart: every step is a cold miss to DRAM.
-        Level::Dram => ((0..timed as u64 + 1).map(|i| i * 4096).collect(), 0),
+        Level::Dram => ((0..=timed).map(|i| i * 4096).collect(), 0),
     }
 }
 
-/// Runs the chase; returns the per-record durations divided by `timed_steps`.
-pub fn run(preset: &str, mode: u32, level: Level, timed_steps: u32, repeats: u32) -> Vec<f64> {
-    let cfg = GpuConfig::preset(preset).unwrap();
-    let (offsets, warm) = chain(&cfg, level, (timed_steps * repeats) as usize);
-    let module = Module::parse(&ptx(mode)).expect("PTX parses");
-    let mut emu = Emulator::new(cfg);
+/// The log buffer and the `ws::Log` argument for one warp with `slots` records.
+fn log_arg(emu: &mut Emulator, slots: u32) -> (u64, u64, Vec<u8>) {
+    let bytes = LOG_HEADER + WARP_HEADER + u64::from(slots) * RECORD;
+    let log = emu.alloc(bytes).unwrap();
+    // ws::Log {buf, slots, dummy = 0, flags = 0 (global buffering), shared_offset = 0}
+    let mut arg = Vec::new();
+    arg.extend(log.to_le_bytes());
+    arg.extend(slots.to_le_bytes());
+    arg.extend(0i32.to_le_bytes());
+    arg.extend(0u32.to_le_bytes());
+    arg.extend(0u32.to_le_bytes());
+    (log, bytes, arg)
+}
+
+/// Launches one warp and returns the durations of its `repeats` records.
+fn launch(
+    emu: &mut Emulator,
+    ptx: &str,
+    kernel: &str,
+    args: Vec<Vec<u8>>,
+    repeats: u32,
+) -> Vec<u32> {
+    let module = Module::parse(ptx).expect("PTX parses");
     let m = emu.load(&module).expect("module loads");
+    let (log, bytes, arg) = log_arg(emu, repeats);
+    let mut args = args;
+    args.push(arg);
+    let p = LaunchParams {
+        grid: [1, 1, 1],
+        block: [32, 1, 1],
+        dynamic_shared_bytes: 0,
+        regs_per_thread: 32,
+        args,
+        max_warp_instructions: 10_000_000,
+    };
+    emu.launch(m, kernel, &p)
+        .unwrap_or_else(|e| panic!("{kernel}: {e}"));
+    let mut buf = vec![0u8; bytes as usize];
+    emu.read(log, &mut buf).unwrap();
+    let at = |o: u64| u32::from_le_bytes(buf[o as usize..o as usize + 4].try_into().unwrap());
+    assert_eq!(at(LOG_HEADER + 24), repeats, "{kernel}: records attempted");
+    (0..u64::from(repeats))
+        .map(|r| {
+            let rec = LOG_HEADER + WARP_HEADER + r * RECORD;
+            assert_eq!(at(rec + 12), 0, "{kernel}: site");
+            at(rec + 8)
+        })
+        .collect()
+}
+
+/// Cycles per chase step of each of `repeats` probes of `pointer_chase`.
+pub fn chase(preset: &str, mode: u32, level: Level, repeats: u32) -> Vec<f64> {
+    let cfg = GpuConfig::preset(preset).unwrap();
+    let (offsets, warm) = chain(&cfg, level, u64::from(STEPS_PER_PROBE * repeats));
+    let mut emu = Emulator::new(cfg);
     let span = offsets.iter().max().unwrap() + 8;
     let base = emu.alloc(span).unwrap();
     // Node i points to node i+1; the last points back to the first (a cycle).
@@ -69,44 +127,33 @@ pub fn run(preset: &str, mode: u32, level: Level, timed_steps: u32, repeats: u32
         emu.write(base + off, &next.to_le_bytes()).unwrap();
     }
     let out = emu.alloc(8).unwrap();
-    let slots = repeats;
-    let log_bytes = LOG_HEADER + WARP_HEADER + u64::from(slots) * RECORD;
-    let log = emu.alloc(log_bytes).unwrap();
-    // ws::Log {buf, slots, dummy = 0, flags = 0 (global buffering), shared_offset}
-    let mut log_arg = Vec::new();
-    log_arg.extend(log.to_le_bytes());
-    log_arg.extend(slots.to_le_bytes());
-    log_arg.extend(0i32.to_le_bytes());
-    log_arg.extend(0u32.to_le_bytes());
-    log_arg.extend(0u32.to_le_bytes());
-    let p = LaunchParams {
-        grid: [1, 1, 1],
-        block: [32, 1, 1],
-        dynamic_shared_bytes: 0,
-        regs_per_thread: 32,
-        args: vec![
-            base.to_le_bytes().to_vec(),
-            (warm as i32).to_le_bytes().to_vec(),
-            (timed_steps as i32).to_le_bytes().to_vec(),
-            (repeats as i32).to_le_bytes().to_vec(),
-            out.to_le_bytes().to_vec(),
-            log_arg,
-        ],
-        max_warp_instructions: 10_000_000,
-    };
-    emu.launch(m, "pointer_chase", &p)
-        .unwrap_or_else(|e| panic!("{preset} {level:?}: {e}"));
-    let mut buf = vec![0u8; log_bytes as usize];
-    emu.read(log, &mut buf).unwrap();
-    let at = |o: u64| u32::from_le_bytes(buf[o as usize..o as usize + 4].try_into().unwrap());
-    let count = at(LOG_HEADER + 24);
-    assert_eq!(count, repeats, "{preset} {level:?}: records");
-    (0..u64::from(repeats))
-        .map(|r| {
-            let rec = LOG_HEADER + WARP_HEADER + r * RECORD;
-            assert_eq!(at(rec + 12), 0, "site");
-            f64::from(at(rec + 8)) / f64::from(timed_steps)
-        })
+    let args = vec![
+        base.to_le_bytes().to_vec(),
+        (warm as i32).to_le_bytes().to_vec(),
+        (repeats as i32).to_le_bytes().to_vec(),
+        out.to_le_bytes().to_vec(),
+    ];
+    launch(&mut emu, ptx(mode), "pointer_chase", args, repeats)
+        .into_iter()
+        .map(|d| f64::from(d) / f64::from(STEPS_PER_PROBE))
+        .collect()
+}
+
+/// Cycles of each of `repeats` probes of one cold (DRAM) load in `strided_loads`.
+pub fn independent_dram_loads(preset: &str, mode: u32, repeats: u32) -> Vec<f64> {
+    let mut emu = Emulator::new(GpuConfig::preset(preset).unwrap());
+    let stride_words = 1024u32; // 4 KiB: every load a new line
+    let p = emu.alloc(u64::from(repeats * stride_words) * 4).unwrap();
+    let out = emu.alloc(4).unwrap();
+    let args = vec![
+        p.to_le_bytes().to_vec(),
+        (stride_words as i32).to_le_bytes().to_vec(),
+        (repeats as i32).to_le_bytes().to_vec(),
+        out.to_le_bytes().to_vec(),
+    ];
+    launch(&mut emu, ptx(mode), "strided_loads", args, repeats)
+        .into_iter()
+        .map(f64::from)
         .collect()
 }
 
@@ -123,12 +170,11 @@ fn fenced_pointer_chase_measures_configured_latency_per_level_on_every_preset() 
             (Level::L2, want.l2_hit),
             (Level::Dram, want.dram),
         ] {
-            let per_step = run(preset, WS_FENCE, level, 32, 4);
-            for (r, &c) in per_step.iter().enumerate() {
+            for (r, &c) in chase(preset, WS_FENCE, level, 4).iter().enumerate() {
                 let err = (c - target as f64).abs() / target as f64;
                 assert!(
                     err <= 0.10,
-                    "{preset} {level:?} record {r}: {c:.1} cycles/step vs configured {target}"
+                    "{preset} {level:?} probe {r}: {c:.1} cycles/step vs configured {target}"
                 );
             }
         }
@@ -137,11 +183,11 @@ fn fenced_pointer_chase_measures_configured_latency_per_level_on_every_preset() 
 
 #[test]
 fn naive_reports_a_small_fraction_of_fenced_and_dummy_for_dram_misses() {
-    for preset in ["gtx480", "h100"] {
+    for preset in GpuConfig::preset_names() {
         let dram = GpuConfig::preset(preset).unwrap().unloaded_latencies().dram as f64;
-        let naive = mean(&run(preset, WS_NAIVE, Level::Dram, 1, 16));
-        let fence = mean(&run(preset, WS_FENCE, Level::Dram, 1, 16));
-        let dummy = mean(&run(preset, WS_DUMMY, Level::Dram, 1, 16));
+        let naive = mean(&independent_dram_loads(preset, WS_NAIVE, 16));
+        let fence = mean(&independent_dram_loads(preset, WS_FENCE, 16));
+        let dummy = mean(&independent_dram_loads(preset, WS_DUMMY, 16));
         assert!(
             naive * 5.0 < fence && naive * 5.0 < dummy,
             "{preset}: naive {naive:.1} fence {fence:.1} dummy {dummy:.1}"

@@ -8,7 +8,8 @@
 //! /usr/bin/time -v $B --dir /tmp/big --format clog2            # and csv, warp-csv, chrome
 //! ```
 //! Flags: `--dir D` (work folder), `--records N`, `--make-store` (write the store and stop),
-//! `--format F` (export F from an existing store), `--keep` (keep the output; deleted by
+//! `--format F` (export F from an existing store), `--cursor-buffer BYTES` (CLOG2 merge read
+//! buffer per open warp), `--keep` (keep the output; deleted by
 //! default, since 10⁸ records make 10–25 GB).
 
 use clog_export::{ExportOptions, Format, SyntheticTrace, TraceSource, export};
@@ -22,6 +23,7 @@ struct Args {
     make_store: bool,
     format: Option<Format>,
     keep: bool,
+    cursor_buffer: usize,
 }
 
 fn parse() -> Result<Args, String> {
@@ -31,6 +33,7 @@ fn parse() -> Result<Args, String> {
         make_store: false,
         format: None,
         keep: false,
+        cursor_buffer: ExportOptions::default().cursor_buffer_bytes(),
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -41,6 +44,11 @@ fn parse() -> Result<Args, String> {
             "--format" => a.format = Some(value()?.parse()?),
             "--make-store" => a.make_store = true,
             "--keep" => a.keep = true,
+            "--cursor-buffer" => {
+                a.cursor_buffer = value()?
+                    .parse()
+                    .map_err(|e| format!("--cursor-buffer: {e}"))?
+            }
             other => return Err(format!("unknown flag {other}")),
         }
     }
@@ -71,8 +79,13 @@ fn run() -> Result<(), String> {
         let reader = trace::TraceReader::open(&store).map_err(|e| e.to_string())?;
         let out = args.dir.join(format.default_file_name());
         let t = Instant::now();
-        let s =
-            export(&reader, format, &out, &ExportOptions::default()).map_err(|e| e.to_string())?;
+        let s = export(
+            &reader,
+            format,
+            &out,
+            &ExportOptions::default().with_cursor_buffer_bytes(args.cursor_buffer),
+        )
+        .map_err(|e| e.to_string())?;
         let secs = t.elapsed().as_secs_f64();
         println!(
             "{format}: {} records ({} dropped marked), {} bytes in {secs:.1} s: {:.2} M records/s, {:.0} MB/s",

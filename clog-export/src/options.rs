@@ -104,7 +104,7 @@ impl Default for ExportOptions {
         ExportOptions {
             mapping: TimelineMapping::SmSlot,
             block_bytes: DEFAULT_CLOG2_BLOCK_BYTES,
-            cursor_buffer_bytes: 8192,
+            cursor_buffer_bytes: 4096,
         }
     }
 }

@@ -168,13 +168,21 @@ impl Cache {
                 (slot, evicted)
             }
         };
+        let was_valid = self.valid[slot];
         self.valid[slot] |= mask;
         if dirty {
             self.dirty[slot] |= mask;
         }
         for s in 0..self.sectors {
-            if mask & (1 << s) != 0 {
-                self.ready[slot * self.sectors + s] = ready;
+            let bit = 1u8 << s;
+            if mask & bit != 0 {
+                let r = &mut self.ready[slot * self.sectors + s];
+                // A write into a sector still being filled does not make the fill arrive sooner.
+                *r = if was_valid & bit != 0 {
+                    (*r).max(ready)
+                } else {
+                    ready
+                };
             }
         }
         evicted
@@ -309,6 +317,15 @@ mod tests {
         c.fill(4, 1, 5, 1, false);
         let ev = c.fill(8, 1, 50, 10, false).unwrap();
         assert_eq!(ev.line, 4);
+    }
+
+    #[test]
+    fn refilling_a_sector_in_flight_keeps_the_later_arrival() {
+        let mut c = Cache::new(&cfg(1024, 2, Replacement::Lru));
+        c.fill(3, 0b0001, 500, 0, false);
+        c.fill(3, 0b0001, 100, 10, true);
+        let l = c.lookup(3, 0b0001, 200);
+        assert_eq!((l.pending, l.pending_ready), (0b0001, 500));
     }
 
     #[test]

@@ -163,7 +163,9 @@ fn access_cargo(rec: &Record, global_warp: u32) -> [u8; 32] {
 ///   p + L + 24 ≥ block_size), the last by ENDLOG, then the comm table.
 ///
 /// Memory: one block buffer plus one read buffer per warp whose lifetime overlaps the merge
-/// clock. The preamble's `commtable_fptr` is known only at the end, so the writer needs `Seek`
+/// clock (up to [`ExportOptions::max_open_warp_files`] of them, so a high-occupancy trace does
+/// not run out of file handles; warps overlapping beyond that are held in memory whole). The
+/// preamble's `commtable_fptr` is known only at the end, so the writer needs `Seek`
 /// to rewrite the first 1024 bytes.
 pub fn write_clog2<S, W>(
     src: &S,
@@ -277,7 +279,13 @@ where
         dropped: layout.dropped,
         ..Default::default()
     };
-    let mut merge = Merge::new(src, &layout, opts.mapping(), opts.cursor_buffer_bytes());
+    let mut merge = Merge::new(
+        src,
+        &layout,
+        opts.mapping(),
+        opts.cursor_buffer_bytes(),
+        opts.max_open_warp_files(),
+    );
     while let Some(TimedEvent {
         cycles,
         rank,

@@ -94,6 +94,7 @@ pub struct ExportOptions {
     mapping: TimelineMapping,
     block_bytes: u32,
     cursor_buffer_bytes: usize,
+    max_open_warp_files: usize,
 }
 
 /// MPE's default `CLOG_BLOCK_SIZE`.
@@ -105,6 +106,7 @@ impl Default for ExportOptions {
             mapping: TimelineMapping::SmSlot,
             block_bytes: DEFAULT_CLOG2_BLOCK_BYTES,
             cursor_buffer_bytes: 4096,
+            max_open_warp_files: 256,
         }
     }
 }
@@ -127,6 +129,19 @@ impl ExportOptions {
     pub fn with_cursor_buffer_bytes(mut self, bytes: usize) -> Self {
         self.cursor_buffer_bytes = bytes;
         self
+    }
+
+    /// Most warps the CLOG2 merge streams from their own open file at once. Warps that
+    /// overlap in time beyond this many are read into memory whole instead, so a
+    /// high-occupancy GPU trace (thousands of resident warps) never hits the open-file limit;
+    /// memory then grows by those warps' records (24 bytes each).
+    pub fn with_max_open_warp_files(mut self, n: usize) -> Self {
+        self.max_open_warp_files = n;
+        self
+    }
+
+    pub fn max_open_warp_files(&self) -> usize {
+        self.max_open_warp_files
     }
 
     pub fn mapping(&self) -> TimelineMapping {

@@ -20,6 +20,13 @@ pub trait TraceSource {
         i: usize,
         buffer_bytes: usize,
     ) -> Result<(WarpTrace, RecordStream<'_>), ExportError>;
+    /// Like [`TraceSource::open_warp`], but reads all of the warp's records first, so that no
+    /// file stays open while they are consumed.
+    fn load_warp(&self, i: usize) -> Result<(WarpTrace, RecordStream<'_>), ExportError> {
+        let (header, stream) = self.open_warp(i, 1 << 16)?;
+        let records: Vec<Record> = stream.collect::<Result<_, _>>()?;
+        Ok((header, Box::new(records.into_iter().map(Ok))))
+    }
     /// Warp `i`'s per-site summaries (the `summary` record kind; empty for `trace`).
     fn summaries(&self, i: usize) -> Result<Vec<SiteSummary>, ExportError>;
 }

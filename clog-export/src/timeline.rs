@@ -227,6 +227,11 @@ pub(crate) struct Merge<'a, S: TraceSource + ?Sized> {
     layout: &'a Layout,
     mapping: TimelineMapping,
     buffer_bytes: usize,
+    max_files: usize,
+    /// Open warps streamed from a file (the others were loaded whole).
+    files_open: usize,
+    /// Per slot: whether its warp holds a file open.
+    file_backed: Vec<bool>,
     /// Next entry of `layout.starts` to open.
     next_start: usize,
     /// `(time, warp index, slot)` of each open warp's next event.
@@ -246,12 +251,16 @@ impl<'a, S: TraceSource + ?Sized> Merge<'a, S> {
         layout: &'a Layout,
         mapping: TimelineMapping,
         buffer_bytes: usize,
+        max_files: usize,
     ) -> Self {
         Merge {
             src,
             layout,
             mapping,
             buffer_bytes,
+            max_files,
+            files_open: 0,
+            file_backed: Vec::new(),
             next_start: 0,
             heap: BinaryHeap::new(),
             warps: Vec::new(),
@@ -262,7 +271,12 @@ impl<'a, S: TraceSource + ?Sized> Merge<'a, S> {
     }
 
     fn open(&mut self, index: u32) -> Result<(), ExportError> {
-        let (header, records) = self.src.open_warp(index as usize, self.buffer_bytes)?;
+        let streamed = self.files_open < self.max_files;
+        let (header, records) = if streamed {
+            self.src.open_warp(index as usize, self.buffer_bytes)?
+        } else {
+            self.src.load_warp(index as usize)?
+        };
         let line = self.mapping.line(self.src.launch(), &header);
         let base = self.layout.base(header.sm.0);
         let mut events = WarpEvents::new(header, records, line, base, index);
@@ -272,12 +286,15 @@ impl<'a, S: TraceSource + ?Sized> Merge<'a, S> {
                 None => {
                     self.warps.push(None);
                     self.pending.push(None);
+                    self.file_backed.push(false);
                     self.warps.len() - 1
                 }
             };
             self.heap.push(Reverse((first.cycles, index, slot)));
             self.warps[slot] = Some(events);
             self.pending[slot] = Some(first);
+            self.file_backed[slot] = streamed;
+            self.files_open += streamed as usize;
             self.peak_open = self.peak_open.max(self.heap.len());
         }
         Ok(())
@@ -318,6 +335,8 @@ impl<'a, S: TraceSource + ?Sized> Merge<'a, S> {
             None => {
                 std::collections::binary_heap::PeekMut::pop(top);
                 self.warps[slot] = None;
+                self.files_open -= self.file_backed[slot] as usize;
+                self.file_backed[slot] = false;
                 self.free.push(slot);
             }
         }
@@ -367,11 +386,18 @@ mod tests {
         let layout = Layout::scan(&t, TimelineMapping::SmSlot).unwrap();
         assert_eq!(layout.base(0), 1000);
         assert_eq!(layout.base(1), 5000);
-        let mut m = Merge::new(&t, &layout, TimelineMapping::SmSlot, 64);
+        let mut m = Merge::new(&t, &layout, TimelineMapping::SmSlot, 64, 8);
         let mut out = Vec::new();
         while let Some(e) = m.next_event().unwrap() {
             out.push(e);
         }
+        // With one open file allowed, the other warps are loaded whole: same events.
+        let mut capped = Merge::new(&t, &layout, TimelineMapping::SmSlot, 64, 1);
+        let mut again = Vec::new();
+        while let Some(e) = capped.next_event().unwrap() {
+            again.push(e);
+        }
+        assert_eq!(again, out);
         // 3 warps × (begin + end) + 4 records × 2
         assert_eq!(out.len(), 14);
         assert!(out.windows(2).all(|p| p[0].cycles <= p[1].cycles));
@@ -400,7 +426,7 @@ mod tests {
             )],
         };
         let layout = Layout::scan(&t, TimelineMapping::SmSlot).unwrap();
-        let mut m = Merge::new(&t, &layout, TimelineMapping::SmSlot, 64);
+        let mut m = Merge::new(&t, &layout, TimelineMapping::SmSlot, 64, 0);
         let mut out = Vec::new();
         while let Some(e) = m.next_event().unwrap() {
             out.push((e.cycles, e.ev));

@@ -157,8 +157,17 @@ fn every_format_preserves_every_record_of_a_stored_trace() {
         dropped_warps
     );
 
-    for mapping in [TimelineMapping::SmSlot, TimelineMapping::BlockWarp] {
-        let opts = opts.clone().with_mapping(mapping);
+    let cases = [
+        (TimelineMapping::SmSlot, 256),
+        (TimelineMapping::BlockWarp, 256),
+        // Two warps streamed from files, the other overlapping ones loaded whole.
+        (TimelineMapping::SmSlot, 2),
+    ];
+    for (mapping, files) in cases {
+        let opts = opts
+            .clone()
+            .with_mapping(mapping)
+            .with_max_open_warp_files(files);
         let s = export(&reader, Format::Clog2, &path(Format::Clog2), &opts).unwrap();
         assert_eq!(
             s.bytes,

@@ -45,7 +45,9 @@ pub fn write_atomic<T>(
     };
     let file = File::create(&tmp).map_err(io(&tmp))?;
     let mut guard = Guard(Some(tmp.clone()));
-    let mut out = BufWriter::with_capacity(1 << 20, file);
+    // The writers hand over 64 KiB chunks (CLOG2 blocks, CSV and JSON batches), which a
+    // BufWriter of the same size passes straight through instead of copying.
+    let mut out = BufWriter::with_capacity(1 << 16, file);
     let value = write(&mut out)?;
     out.flush().map_err(io(&tmp))?;
     let file = out.into_inner().map_err(|e| ExportError::Io {

@@ -15,7 +15,7 @@
 //! Rows follow the order shapes × views × modes as configured.
 //!
 //! ```no_run
-//! let cfg = study::demo_config(std::path::Path::new("warpscope-demo/sweep"));
+//! let cfg = study::demo_config(std::path::Path::new("warpscope-demo/sweep")).unwrap();
 //! let summary = study::sweep(&cfg, &|done, total| eprintln!("{done}/{total}")).unwrap();
 //! println!("{} runs, table at {}", summary.rows.len(), summary.csv.display());
 //! ```

@@ -277,3 +277,29 @@ fn empty_volume_renders_black_on_the_emulator() {
     assert!(r.image.rgba.iter().all(|&b| b == 0));
     let _ = Volume::zeros([1, 1, 1]).unwrap();
 }
+
+/// The paper's worst and best cases on its GPU at view (0,0,0): 1×128 renders slower than 128×1
+/// and has a lower texture-cache hit rate. A property of the timing model, not of this crate, so it
+/// is not part of the default run: `cargo test --release -p warpscope-study -- --ignored`.
+#[test]
+#[ignore = "model experiment: slow in debug builds; run with --release -- --ignored"]
+fn paper_worst_case_1x128_is_slower_with_a_lower_hit_rate_than_128x1() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = study::demo_config(dir.path()).unwrap();
+    cfg.volume = VolumeSource::Generated {
+        kind: VolumeKind::Blobs,
+        dims: [256, 256, 256],
+        seed: 1,
+    };
+    cfg.shapes = vec![BlockShape::new(128, 1), BlockShape::new(1, 128)];
+    cfg.views = vec![View::new(0.0, 0.0, 0.0)];
+    cfg.modes = vec![ProbeMode::Fence];
+    cfg.measure_overhead = false;
+    let s = sweep(&cfg, &|_, _| {}).unwrap();
+    let (best, worst) = (&s.rows[0], &s.rows[1]);
+    assert!(worst.cycles > best.cycles, "{best:?}\n{worst:?}");
+    assert!(
+        worst.tex_hit_rate < best.tex_hit_rate,
+        "{best:?}\n{worst:?}"
+    );
+}

@@ -18,7 +18,9 @@
 //!   `bare_kernel_ms`, `bare_cycles`, `occupancy_bare` / `occupancy_probed` (resident blocks per
 //!   SM), `registers_bare` / `registers_probed`, `buffering`, `image_matches_bare`,
 //!   `hit_rate_source` (`emulator counters`, `ncu <metric>`, or why it is unavailable),
-//!   `emulator_counters` (the emulator's memory counters, verbatim).
+//!   `emulator_counters` (the emulator's memory counters, verbatim), and with
+//!   [`RenderConfig::compare_reference`] `reference_max_channel_diff` / `reference_pixels_differing`
+//!   (the image against the CPU reference renderer).
 //!
 //! ```no_run
 //! use study::{render, RenderConfig};
@@ -82,6 +84,9 @@ pub struct RenderConfig {
     pub frames: u32,
     /// Also render the `WS_OFF` build for the overhead and the image check (C3).
     pub measure_overhead: bool,
+    /// Also render the frame with the CPU reference ([`crate::render_reference`]) and record how
+    /// far the device's image is from it (`reference_max_channel_diff`, `reference_pixels_differing`).
+    pub compare_reference: bool,
     /// GPU only: profile with ncu for the texture hit rate (when ncu is installed).
     pub ncu: Option<NcuProfile>,
     /// The configuration the emulator device was opened with: its name is the run's preset and it
@@ -108,6 +113,7 @@ impl Default for RenderConfig {
             buffering: Buffering::Global,
             frames: 10,
             measure_overhead: true,
+            compare_reference: false,
             ncu: None,
             emu_config: None,
         }
@@ -524,7 +530,11 @@ fn write_run(
     );
     m.device = dev.name();
     m.clock_mhz = dev.clock_mhz();
-    m.cycles = l.outcome.cycles;
+    // GPU: no simulated cycles; kernel time × SM clock, as run.json documents
+    m.cycles = l.outcome.cycles.or_else(|| {
+        (frame.kernel_ms > 0.0 && m.clock_mhz > 0.0)
+            .then(|| (frame.kernel_ms * m.clock_mhz * 1e3).round() as u64)
+    });
     m.kernel_ms = Some(frame.kernel_ms);
     m.frame_rate = (frame.kernel_ms > 0.0).then(|| 1000.0 / frame.kernel_ms);
     m.records = trace.record_count();
@@ -573,6 +583,18 @@ fn write_run(
     x.insert("hit_rate_source".into(), json!(hit_rate_source));
     x.insert("emulator_counters".into(), counters);
     x.insert("volume_voxels".into(), json!(volume.voxel_count()));
+    if cfg.compare_reference {
+        let reference = crate::reference::render_reference(volume, &cfg.view, &cfg.params);
+        let d = frame.image.diff(&reference);
+        x.insert(
+            "reference_max_channel_diff".into(),
+            json!(d.max_channel_diff),
+        );
+        x.insert(
+            "reference_pixels_differing".into(),
+            json!(d.pixels_differing),
+        );
+    }
     match bare {
         Some(b) => {
             let ratio = (b.kernel_ms > 0.0).then(|| frame.kernel_ms / b.kernel_ms);

@@ -167,6 +167,7 @@ impl SweepConfig {
             buffering: self.buffering,
             frames: self.frames,
             measure_overhead: self.measure_overhead,
+            compare_reference: false,
             ncu: None,
             emu_config: Some(self.emu_config.clone()),
         }

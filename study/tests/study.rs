@@ -29,6 +29,7 @@ fn small(kind: VolumeKind, mode: ProbeMode) -> RenderConfig {
         buffering: instrument::Buffering::Global,
         frames: 1,
         measure_overhead: true,
+        compare_reference: false,
         ncu: None,
         emu_config: Some(gtx480()),
     }
@@ -93,7 +94,8 @@ fn probes_do_not_change_the_image_in_any_mode() {
 fn a_run_folder_has_image_trace_config_and_run_json() {
     let dir = tempfile::tempdir().unwrap();
     let mut dev = EmuDevice::new(gtx480());
-    let cfg = small(VolumeKind::Shell, ProbeMode::Fence);
+    let mut cfg = small(VolumeKind::Shell, ProbeMode::Fence);
+    cfg.compare_reference = true;
     let r = render(&mut dev, &cfg, dir.path()).unwrap();
     for f in ["image.png", "trace.wst", "config.toml", "run.json"] {
         assert!(dir.path().join(f).is_file(), "{f} missing");
@@ -120,6 +122,11 @@ fn a_run_folder_has_image_trace_config_and_run_json() {
     assert!(overhead > 0.0);
     assert!(m.extra["occupancy_bare"].as_u64().is_some());
     assert!(m.extra["occupancy_probed"].as_u64().is_some());
+    assert!(
+        m.extra["reference_max_channel_diff"]
+            .as_u64()
+            .is_some_and(|d| d <= 1)
+    );
     let reader = trace::TraceReader::open(&dir.path().join("trace.wst")).unwrap();
     assert_eq!(reader.record_count(), m.records);
     assert_eq!(reader.launch().sites.len(), 2);

@@ -24,30 +24,41 @@ pub(crate) fn coalesce(
     let per_line = line_shift - sector_shift;
     let sector_index_mask = (1u64 << per_line) - 1;
     let len = u64::from(bytes.max(1));
-    // Index of the entry touched last: consecutive lanes almost always stay in its line.
-    let mut cur = usize::MAX;
-    let mut add = |sector: u64, out: &mut Vec<LineReq>| {
-        let line = sector >> per_line;
-        let bit = 1u8 << (sector & sector_index_mask);
-        if let Some(r) = out.get_mut(cur).filter(|r| r.line == line) {
-            r.mask |= bit;
-        } else if let Some(i) = out.iter().position(|r| r.line == line) {
-            out[i].mask |= bit;
-            cur = i;
-        } else {
-            cur = out.len();
-            out.push(LineReq { line, mask: bit });
-        }
-    };
+    // The line being accumulated: consecutive lanes almost always stay in it, so the list of
+    // lines is only searched when the line changes.
+    let mut cur_line = u64::MAX;
+    let mut cur_mask = 0u8;
     for &(_, addr) in lanes {
         let first = addr >> sector_shift;
         let last = addr.saturating_add(len - 1) >> sector_shift;
-        add(first, out);
-        let mut s = first + 1;
-        while s <= last {
-            add(s, out);
-            s += 1;
+        let mut sector = first;
+        loop {
+            let line = sector >> per_line;
+            let bit = 1u8 << (sector & sector_index_mask);
+            if line == cur_line {
+                cur_mask |= bit;
+            } else {
+                flush(out, cur_line, cur_mask);
+                cur_line = line;
+                cur_mask = bit;
+            }
+            if sector >= last {
+                break;
+            }
+            sector += 1;
         }
+    }
+    flush(out, cur_line, cur_mask);
+}
+
+/// Merges one line's sectors into the list, keeping first-touch order.
+fn flush(out: &mut Vec<LineReq>, line: u64, mask: u8) {
+    if mask == 0 {
+        return;
+    }
+    match out.iter_mut().rev().find(|r| r.line == line) {
+        Some(r) => r.mask |= mask,
+        None => out.push(LineReq { line, mask }),
     }
 }
 

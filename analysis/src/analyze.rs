@@ -202,7 +202,7 @@ pub fn analyze(
         &views,
         opts.same_hit_rate_tolerance,
     ));
-    findings.extend(outlier_findings(&runs, &hot_rows));
+    findings.extend(outlier_findings(&runs, &views, &hot_rows, opts.z_threshold));
     let mut notes = Vec::new();
     for s in &skipped {
         notes.push(format!("Run {} was left out: {}.", s.run, s.reason));
@@ -772,37 +772,61 @@ fn variance_findings(runs: &[Run], views: &[String], tol: f64) -> Vec<String> {
     out
 }
 
-/// The strongest warp/block outliers across runs (at most five sentences).
-fn outlier_findings(runs: &[Run], hot: &[Vec<Hot>]) -> Vec<String> {
-    let mut all: Vec<(usize, &Hot)> = hot
-        .iter()
-        .enumerate()
-        .flat_map(|(i, hs)| {
-            hs.iter()
-                .filter(|h| h.kind != "site" && h.outlier && h.z_excess > 0.0)
-                .map(move |h| (i, h))
-        })
-        .collect();
-    all.sort_by(|a, b| b.1.z_excess.total_cmp(&a.1.z_excess).then(a.0.cmp(&b.0)));
+/// Per view, in its measuring mode (naive measures issue, not access, so its outliers say little):
+/// how many warps and blocks the robust z-score flags, and the strongest one.
+fn outlier_findings(runs: &[Run], views: &[String], hot: &[Vec<Hot>], z: f64) -> Vec<String> {
     let mut out = Vec::new();
-    for (i, h) in all.into_iter().take(5) {
-        let r = &runs[i];
-        let n_out = hot[i]
-            .iter()
-            .filter(|x| x.kind == h.kind && x.outlier)
-            .count();
-        out.push(format!(
-            "In run {} ({}), {}{} spends {}× the typical memory time ({} excess cycles, robust z = {:.1}); {} {}s of this run are outliers.",
-            r.files.row.run,
-            r.label(),
-            h.id,
-            h.sm.map(|s| format!(" on SM {s}")).unwrap_or_default(),
-            h.excess_ratio.map_or("–".into(), |x| format!("{x:.1}")),
-            fmt_sig(h.excess_cycles),
-            h.z_excess,
-            n_out,
-            h.kind
-        ));
+    for view in views {
+        let mm = measured_mode(runs, view).unwrap_or_else(|| "naive".into());
+        let idx: Vec<usize> = (0..runs.len())
+            .filter(|&i| runs[i].files.row.view == *view && runs[i].files.row.mode == mm)
+            .collect();
+        if idx.is_empty() {
+            continue;
+        }
+        for kind in ["warp", "block"] {
+            let total: usize = idx
+                .iter()
+                .map(|&i| {
+                    let w = &runs[i].stats.warps;
+                    match kind {
+                        "warp" => w.len(),
+                        _ => w.iter().map(|w| w.block).collect::<BTreeSet<_>>().len(),
+                    }
+                })
+                .sum();
+            let flagged: Vec<(usize, &Hot)> = idx
+                .iter()
+                .flat_map(|&i| {
+                    hot[i]
+                        .iter()
+                        .filter(move |h| h.kind == kind && h.outlier)
+                        .map(move |h| (i, h))
+                })
+                .collect();
+            let strongest = flagged
+                .iter()
+                .filter(|(_, h)| h.z_excess > z)
+                .max_by(|a, b| a.1.z_excess.total_cmp(&b.1.z_excess).then(b.0.cmp(&a.0)));
+            let head = format!(
+                "At {} ({mm}), the robust z-score (|z| > {z}) flags {} of {total} {kind}s over {} runs",
+                pretty_view(view),
+                flagged.len(),
+                idx.len()
+            );
+            out.push(match strongest {
+                Some((i, h)) => format!(
+                    "{head}; the strongest is {}{} of {}, with {}× the typical memory time ({} excess cycles, z = {:.1}).",
+                    h.id,
+                    h.sm.map(|s| format!(" on SM {s}")).unwrap_or_default(),
+                    pretty_shape(&runs[*i].files.row.shape),
+                    h.excess_ratio.map_or("–".into(), |x| format!("{x:.1}")),
+                    fmt_sig(h.excess_cycles),
+                    h.z_excess
+                ),
+                None => format!("{head}."),
+            });
+        }
     }
     out
 }
@@ -965,7 +989,7 @@ fn figures(runs: &[Run], views: &[String], opts: &AnalyzeOptions) -> Vec<Figure>
             stem: format!("warps_{}", slug(&r.files.row.run)),
             title: format!("Mean access time per warp on SM {sm}, {} (fig. 10)", r.label()),
             caption: format!(
-                "Warps of SM {sm} in issue order (kernel-begin clock); per-warp variance of the run {} cycles².",
+                "Warps of SM {sm} in issue order (kernel-begin clock); a warp without accesses (e.g. all its rays miss the volume) has no bar. Per-warp variance of the run: {} cycles².",
                 r.bd.warp_mean_var.map_or("–".into(), fmt_sig)
             ),
             kind: FigureKind::Bars {

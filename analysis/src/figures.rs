@@ -229,7 +229,7 @@ fn draw_stacked<DB: DrawingBackend>(
         .disable_x_mesh()
         .x_labels(n.max(1))
         .x_label_formatter(&fmt)
-        .x_desc("block shape (x × y threads)")
+        .x_desc("block shape")
         .y_desc(y_desc)
         .draw()
         .map_err(e)?;
@@ -290,7 +290,7 @@ fn draw_lines<DB: DrawingBackend>(
         .configure_mesh()
         .x_labels(n.max(1))
         .x_label_formatter(&fmt)
-        .x_desc("block shape (x × y threads)")
+        .x_desc("block shape")
         .y_desc(y_desc)
         .draw()
         .map_err(e)?;
@@ -368,7 +368,8 @@ fn draw_series<DB: DrawingBackend>(
 ) -> Result<(), String> {
     let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
     let x_max = points.iter().map(|p| p.0).fold(0.0, f64::max).max(1.0);
-    let y_max = points.iter().map(|p| p.1).fold(0.0, f64::max).max(1.0) * 1.05;
+    // Headroom above the points for the legend.
+    let y_max = points.iter().map(|p| p.1).fold(0.0, f64::max).max(1.0) * 1.3;
     let mut chart = ChartBuilder::on(area)
         .margin(15)
         .x_label_area_size(45)

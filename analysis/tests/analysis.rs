@@ -323,7 +323,7 @@ fn hot_spots_flag_the_slow_warp_and_say_so() {
     assert!(
         s.findings
             .iter()
-            .any(|f| f.contains("warp 9 on SM 0 spends 10.0× the typical memory time")),
+            .any(|f| f.contains("flags 1 of 10 warps over 1 runs; the strongest is warp 9 on SM 0 of 8×16, with 10.0× the typical memory time (360.0 excess cycles")),
         "{:?}",
         s.findings
     );

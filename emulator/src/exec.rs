@@ -371,50 +371,65 @@ impl Ctx<'_> {
     }
 
     fn read(&self, w: &Warp, t: &Target, len: usize, lane: usize) -> Result<u64, Fault> {
-        let mut buf = [0u8; 8];
         let src: &[u8] = match *t {
             Target::Global(a) => match self.dev.slice(a, len) {
                 Some(s) => s,
                 None => {
-                    return fault(
-                        lane as u32,
-                        format!("load of {len} bytes at {a:#x} outside any allocation"),
-                    );
+                    return fault(lane as u32, format!("load of {len} bytes at {a:#x} outside any allocation"));
                 }
             },
             Target::Shared(o) => &self.shared[o..o + len],
             Target::Local(o) => &w.local[o..o + len],
             Target::Param(o) => &self.params[o..o + len],
         };
-        buf[..len].copy_from_slice(src);
-        Ok(u64::from_le_bytes(buf))
+        Ok(le_bytes(src))
     }
 
-    fn write(
-        &mut self,
-        w: &mut Warp,
-        t: &Target,
-        len: usize,
-        lane: usize,
-        v: u64,
-    ) -> Result<(), Fault> {
-        let bytes = v.to_le_bytes();
+    fn write(&mut self, w: &mut Warp, t: &Target, len: usize, lane: usize, v: u64) -> Result<(), Fault> {
         let dst: &mut [u8] = match *t {
             Target::Global(a) => match self.dev.slice_mut(a, len) {
                 Some(s) => s,
                 None => {
-                    return fault(
-                        lane as u32,
-                        format!("store of {len} bytes at {a:#x} outside any allocation"),
-                    );
+                    return fault(lane as u32, format!("store of {len} bytes at {a:#x} outside any allocation"));
                 }
             },
             Target::Shared(o) => &mut self.shared[o..o + len],
             Target::Local(o) => &mut w.local[o..o + len],
             Target::Param(_) => return fault(lane as u32, "store to kernel parameter space"),
         };
-        dst.copy_from_slice(&bytes[..len]);
+        put_le_bytes(dst, v);
         Ok(())
+    }
+}
+
+/// Little-endian value of 1, 2, 4 or 8 bytes; fixed-size copies so no `memcpy` call per lane.
+#[inline]
+fn le_bytes(src: &[u8]) -> u64 {
+    match *src {
+        [a] => a as u64,
+        [a, b] => u16::from_le_bytes([a, b]) as u64,
+        [a, b, c, d] => u32::from_le_bytes([a, b, c, d]) as u64,
+        [a, b, c, d, e, f, g, h] => u64::from_le_bytes([a, b, c, d, e, f, g, h]),
+        _ => {
+            let mut buf = [0u8; 8];
+            let n = src.len().min(8);
+            buf[..n].copy_from_slice(&src[..n]);
+            u64::from_le_bytes(buf)
+        }
+    }
+}
+
+#[inline]
+fn put_le_bytes(dst: &mut [u8], v: u64) {
+    match dst.len() {
+        1 => dst[0] = v as u8,
+        2 => dst.copy_from_slice(&(v as u16).to_le_bytes()),
+        4 => dst.copy_from_slice(&(v as u32).to_le_bytes()),
+        8 => dst.copy_from_slice(&v.to_le_bytes()),
+        n => {
+            let n = n.min(8);
+            dst[..n].copy_from_slice(&v.to_le_bytes()[..n]);
+        }
     }
 }
 

@@ -1,0 +1,46 @@
+//! Prints simulated warp instructions per second for a corpus kernel (release build):
+//! `cargo run --release -p warpscope-emulator --example speed`.
+
+use emulator::{Emulator, GpuConfig, LaunchParams, Module};
+
+fn main() {
+    let ptx = kernels::find_corpus("matmul").map(|k| k.ptx).unwrap_or_default();
+    let module = Module::parse(ptx).expect("matmul PTX parses");
+    let mut emu = Emulator::new(GpuConfig::preset("v100").expect("preset"));
+    let m = emu.load(&module).expect("loads");
+    let n = 256usize;
+    let bytes: Vec<u8> = (0..n * n).flat_map(|i| ((i % 13) as f32).to_le_bytes()).collect();
+    let mut bufs = Vec::new();
+    for _ in 0..3 {
+        let a = emu.alloc((n * n * 4) as u64).expect("alloc");
+        emu.write(a, &bytes).expect("write");
+        bufs.push(a);
+    }
+    let dim = (n as i32).to_le_bytes().to_vec();
+    let p = LaunchParams {
+        grid: [(n / 16) as u32, (n / 16) as u32, 1],
+        block: [16, 16, 1],
+        dynamic_shared_bytes: 0,
+        regs_per_thread: 32,
+        args: vec![
+            bufs[0].to_le_bytes().to_vec(),
+            bufs[1].to_le_bytes().to_vec(),
+            bufs[2].to_le_bytes().to_vec(),
+            dim.clone(),
+            dim.clone(),
+            dim,
+        ],
+        max_warp_instructions: u64::MAX,
+    };
+    let t = std::time::Instant::now();
+    let s = emu.launch(m, "matmul", &p).expect("launch");
+    let secs = t.elapsed().as_secs_f64();
+    println!(
+        "matmul {n}: {} warp instructions, {} cycles, {:.3} s, {:.2} M warp instr/s",
+        s.warp_instructions,
+        s.cycles,
+        secs,
+        s.warp_instructions as f64 / secs / 1e6
+    );
+    println!("stalls {:?}", s.stall_cycles);
+}

@@ -562,7 +562,7 @@ fn hot_table(runs: &[Run], hot: &[Vec<Hot>]) -> Table {
     t.push("excess_ratio", fl(&|h| h.excess_ratio));
     t.push("mean_access", fl(&|h| h.mean_access));
     t.push("variance", fl(&|h| h.variance));
-    t.push("z_excess", fl(&|h| Some(h.z_excess)));
+    t.push("z_excess_ratio", fl(&|h| h.z_ratio));
     t.push("z_variance", fl(&|h| h.z_variance));
     t.push(
         "rank_excess",
@@ -806,8 +806,8 @@ fn outlier_findings(runs: &[Run], views: &[String], hot: &[Vec<Hot>], z: f64) ->
                 .collect();
             let strongest = flagged
                 .iter()
-                .filter(|(_, h)| h.z_excess > z)
-                .max_by(|a, b| a.1.z_excess.total_cmp(&b.1.z_excess).then(b.0.cmp(&a.0)));
+                .filter_map(|(i, h)| Some((*i, *h, h.z_ratio.filter(|&v| v > z)?)))
+                .max_by(|a, b| a.2.total_cmp(&b.2).then(b.0.cmp(&a.0)));
             let head = format!(
                 "At {} ({mm}), the robust z-score (|z| > {z}) flags {} of {total} {kind}s over {} runs",
                 pretty_view(view),
@@ -815,14 +815,14 @@ fn outlier_findings(runs: &[Run], views: &[String], hot: &[Vec<Hot>], z: f64) ->
                 idx.len()
             );
             out.push(match strongest {
-                Some((i, h)) => format!(
+                Some((i, h, zr)) => format!(
                     "{head}; the strongest is {}{} of {}, with {}× the typical memory time ({} excess cycles, z = {:.1}).",
                     h.id,
                     h.sm.map(|s| format!(" on SM {s}")).unwrap_or_default(),
-                    pretty_shape(&runs[*i].files.row.shape),
+                    pretty_shape(&runs[i].files.row.shape),
                     h.excess_ratio.map_or("–".into(), |x| format!("{x:.1}")),
                     fmt_sig(h.excess_cycles),
-                    h.z_excess
+                    zr
                 ),
                 None => format!("{head}."),
             });

@@ -5,9 +5,11 @@
 //! times. An entity (site, warp or block) with `n` accesses and memory time `m` has excess
 //! memory time `m − n·b` (cycles it spent beyond accessing at the typical speed) and an
 //! excess ratio `m / (n·b)`. Its variance is the population variance of its access durations.
-//! Within each kind, entities get robust z-scores (0.6745·(x − median)/MAD, see
-//! [`crate::stats::robust_z`]) of excess and of variance, ranks (1 = largest) by both, and are
-//! outliers when either |z| exceeds the threshold (3.5, Iglewicz–Hoaglin).
+//! Entities are ranked (1 = largest) by excess memory time — where the time goes — and by
+//! variance. Outliers are judged per access, so that a warp is not an outlier merely for having
+//! more rays to march: within each kind, entities with accesses get robust z-scores
+//! (0.6745·(x − median)/MAD, see [`crate::stats::robust_z`]) of the excess ratio and of the
+//! variance, and are outliers when either |z| exceeds the threshold (3.5, Iglewicz–Hoaglin).
 
 use crate::runstats::{RunStats, Sums};
 use crate::stats;
@@ -28,7 +30,8 @@ pub(crate) struct Hot {
     pub excess_ratio: Option<f64>,
     pub mean_access: Option<f64>,
     pub variance: Option<f64>,
-    pub z_excess: f64,
+    /// Robust z of the excess ratio (`None` without accesses).
+    pub z_ratio: Option<f64>,
     pub z_variance: Option<f64>,
     pub rank_excess: u32,
     pub rank_variance: Option<u32>,
@@ -103,8 +106,18 @@ fn rank_kind(
         .iter()
         .map(|e| e.sums.sum as f64 - e.sums.count as f64 * baseline)
         .collect();
-    let z_ex = stats::robust_z(&excess);
     let r_ex = ranks_desc(&excess);
+    let with_ratio: Vec<(usize, f64)> = ents
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.sums.count > 0 && baseline > 0.0)
+        .map(|(i, e)| (i, e.sums.sum as f64 / (e.sums.count as f64 * baseline)))
+        .collect();
+    let ratios: Vec<f64> = with_ratio.iter().map(|p| p.1).collect();
+    let mut z_ratio: Vec<Option<f64>> = vec![None; ents.len()];
+    for ((i, _), z) in with_ratio.iter().zip(stats::robust_z(&ratios)) {
+        z_ratio[*i] = Some(z);
+    }
     // Variance ranks and z-scores among the entities that have one.
     let with_var: Vec<(usize, f64)> = ents
         .iter()
@@ -124,7 +137,8 @@ fn rank_kind(
         .map(|(i, e)| {
             let expected = e.sums.count as f64 * baseline;
             let zv = var_info[i].map(|v| v.0);
-            let outlier = z_ex[i].abs() > z_threshold || zv.is_some_and(|z| z.abs() > z_threshold);
+            let outlier = z_ratio[i].is_some_and(|z| z.abs() > z_threshold)
+                || zv.is_some_and(|z| z.abs() > z_threshold);
             Hot {
                 kind,
                 id: e.id.clone(),
@@ -135,7 +149,7 @@ fn rank_kind(
                 excess_ratio: (expected > 0.0).then(|| e.sums.sum as f64 / expected),
                 mean_access: e.sums.mean(),
                 variance: e.sums.variance(),
-                z_excess: z_ex[i],
+                z_ratio: z_ratio[i],
                 z_variance: zv,
                 rank_excess: r_ex[i],
                 rank_variance: var_info[i].map(|v| v.1),

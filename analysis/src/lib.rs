@@ -24,9 +24,9 @@
 //! warp with the highest mean access time among warps with at least the median number of
 //! accesses (ties: lowest global warp index). Hot spots: baseline `b` = median per-warp mean access
 //! time of the run; an entity (site, warp, block) with `n` accesses and memory time `m` has excess
-//! `m − n·b` and ratio `m / (n·b)`; robust z = 0.6745·(x − median)/MAD within the run and kind
-//! (mean-absolute-deviation fallback when MAD = 0); outlier when |z| of excess or of variance
-//! exceeds 3.5.
+//! `m − n·b` and ratio `m / (n·b)`; entities are ranked by excess and by variance of their access
+//! times; robust z = 0.6745·(x − median)/MAD of the excess ratio and of the variance within the
+//! run and kind (mean-absolute-deviation fallback when MAD = 0); outlier when either |z| > 3.5.
 //!
 //! # Output files (in `out_dir`)
 //! | file | one row per | columns |
@@ -34,7 +34,7 @@
 //! | `breakdown.csv` | run | run, backend, preset, shape, view, mode, warps, accesses, mem_cycles, other_cycles, mem_share, mem_cycles_siteN, mem_share_siteN (each site), mean_access_cycles, mem_ref_freq, tex_hit_rate, frame_rate, kernel_ms, warp_mean_var, warp_mean_spread, dropped_records, wrapped_records |
 //! | `correlation.csv` | (backend, preset, view, mode, y) | backend, preset, view, mode, x (= mem_ref_freq), y (tex_hit_rate or frame_rate), pearson, spearman, n, excluded |
 //! | `warps.csv` | warp of a run | run, shape, view, mode, sm, issue_order (position on its SM by kernel-begin clock), block_x/y/z, warp, global_warp, hw_warp, begin, end, accesses, mem_cycles, other_cycles, mean_access, var_access, min_access, max_access, dropped |
-//! | `hotspots.csv` | ranked entity | run, shape, view, mode, kind (site, warp, block), id, sm, accesses, mem_cycles, excess_cycles, excess_ratio, mean_access, variance, z_excess, z_variance, rank_excess, rank_variance, outlier |
+//! | `hotspots.csv` | ranked entity | run, shape, view, mode, kind (site, warp, block), id, sm, accesses, mem_cycles, excess_cycles, excess_ratio, mean_access, variance, z_excess_ratio, z_variance, rank_excess, rank_variance, outlier |
 //!
 //! Cycles are SM clock cycles; shares and rates are fractions in 0–1; an empty cell is a value
 //! that does not exist (no accesses, fewer than two points, a metric the backend cannot measure).

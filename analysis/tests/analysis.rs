@@ -290,8 +290,9 @@ fn findings_state_naive_vs_fenced_shares_and_correlations() {
 fn hot_spots_flag_the_slow_warp_and_say_so() {
     let sweep = tempfile::tempdir().unwrap();
     // Nine warps with accesses of 10 cycles, one with 100: baseline (median warp mean) 10;
-    // the slow warp's excess is 4·100 − 4·10 = 360, everyone else's 0, so MAD = 0 and the
-    // mean-absolute-deviation fallback gives z = 360 / (1.253314 · 36) ≈ 7.98 > 3.5.
+    // the slow warp's excess is 4·100 − 4·10 = 360 (ratio 10), everyone else's 0 (ratio 1), so
+    // the ratios' MAD = 0 and the mean-absolute-deviation fallback (median 1, mean |dev| 0.9)
+    // gives z = 9 / (1.253314 · 0.9) ≈ 7.98 > 3.5.
     let mut warps: Vec<W> = (0..9).map(|i| w(0, i, 1000 + i, &[(0, 10); 4])).collect();
     warps.push(w(0, 9, 1009, &[(0, 100); 4]));
     let run = RunSpec {
@@ -314,7 +315,7 @@ fn hot_spots_flag_the_slow_warp_and_say_so() {
     assert_eq!(slow["outlier"], "true");
     assert!(close(num(slow, "excess_cycles"), 360.0));
     assert!(close(num(slow, "excess_ratio"), 10.0));
-    assert!(close(num(slow, "z_excess"), 360.0 / (1.253314 * 36.0)));
+    assert!(close(num(slow, "z_excess_ratio"), 9.0 / (1.253314 * 0.9)));
     let normal: Vec<_> = rows
         .iter()
         .filter(|r| r["kind"] == "warp" && r["id"] != "warp 9")

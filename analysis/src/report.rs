@@ -144,7 +144,7 @@ fn configs(a: &Analysis) -> Vec<(String, Vec<String>)> {
 
 const STYLE: &str = "body{font-family:sans-serif;margin:2em;max-width:1400px;color:#222}\
 table{border-collapse:collapse;margin:1em 0;font-size:13px}\
-th,td{border:1px solid #bbb;padding:3px 6px;text-align:right}\
+th,td{border:1px solid #bbb;padding:3px 6px;text-align:right;white-space:nowrap}\
 th{background:#eee}td:first-child,th:first-child{text-align:left}\
 figure{margin:1.5em 0}figure svg{max-width:100%;height:auto;border:1px solid #ddd}\
 figcaption{font-size:13px;color:#444}pre{background:#f6f6f6;padding:1em;overflow-x:auto;font-size:12px}\

@@ -58,11 +58,8 @@ fn perr<T>(line: u32, col: u32, msg: impl Into<String>) -> R<T> {
 }
 
 fn decl_size(d: &VarDecl) -> u64 {
-    let elem = Ty::parse(d.ty).map_or(8, |t| t.bytes() as u64).max(1) * d.vector as u64;
-    elem * d
-        .array
-        .unwrap_or(1)
-        .max(if d.array.is_some() { 0 } else { 1 })
+    let elem = Ty::parse(d.ty).map_or(8, |t| t.bytes() as u64).max(1) * d.vector.max(1) as u64;
+    elem.saturating_mul(d.array.unwrap_or(1))
 }
 
 fn decl_align(d: &VarDecl) -> u32 {
@@ -260,6 +257,21 @@ fn decode_kernel<'m>(
         k.shared_syms.insert(name, dyn_off);
     }
     compute_reconvergence(&mut k.insts);
+    if k.local_bytes > MAX_LOCAL_BYTES {
+        return unsupported(
+            f.line,
+            format!(
+                "{} bytes of local memory per thread (limit {MAX_LOCAL_BYTES})",
+                k.local_bytes
+            ),
+        );
+    }
+    if k.shared_bytes > u32::MAX as u64 / 2 {
+        return unsupported(
+            f.line,
+            format!("{} bytes of static shared memory", k.shared_bytes),
+        );
+    }
     Ok(Program {
         name: f.name.to_string(),
         insts: k.insts,
@@ -418,6 +430,12 @@ impl<'a, 'm> KDec<'a, 'm> {
     fn declare(&mut self, d: &'m VarDecl<'m>, env: &mut Env<'m>) -> R<()> {
         match d.space {
             StateSpace::Reg => {
+                if self.nregs as u64 + d.range.unwrap_or(1) as u64 > MAX_REGS {
+                    return unsupported(
+                        d.line,
+                        format!("more than {MAX_REGS} registers in one kernel"),
+                    );
+                }
                 let names: Vec<String> = match d.range {
                     Some(n) => (0..n).map(|i| format!("{}{}", d.name, i)).collect(),
                     None => vec![d.name.to_string()],
@@ -1221,6 +1239,10 @@ impl<'a, 'm> KDec<'a, 'm> {
 }
 
 const RET_LABEL: &str = "%%ret";
+/// Registers per kernel beyond which a module is rejected (nvcc emits hundreds, not millions).
+const MAX_REGS: u64 = 1 << 20;
+/// CUDA's limit of local memory per thread.
+const MAX_LOCAL_BYTES: u64 = 512 * 1024;
 /// Marker symbol index for extern dynamic shared memory (patched per kernel).
 pub(crate) const DYN_SHARED_SYM: u32 = u32::MAX;
 

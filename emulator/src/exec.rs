@@ -375,7 +375,10 @@ impl Ctx<'_> {
             Target::Global(a) => match self.dev.slice(a, len) {
                 Some(s) => s,
                 None => {
-                    return fault(lane as u32, format!("load of {len} bytes at {a:#x} outside any allocation"));
+                    return fault(
+                        lane as u32,
+                        format!("load of {len} bytes at {a:#x} outside any allocation"),
+                    );
                 }
             },
             Target::Shared(o) => &self.shared[o..o + len],
@@ -385,12 +388,22 @@ impl Ctx<'_> {
         Ok(le_bytes(src))
     }
 
-    fn write(&mut self, w: &mut Warp, t: &Target, len: usize, lane: usize, v: u64) -> Result<(), Fault> {
+    fn write(
+        &mut self,
+        w: &mut Warp,
+        t: &Target,
+        len: usize,
+        lane: usize,
+        v: u64,
+    ) -> Result<(), Fault> {
         let dst: &mut [u8] = match *t {
             Target::Global(a) => match self.dev.slice_mut(a, len) {
                 Some(s) => s,
                 None => {
-                    return fault(lane as u32, format!("store of {len} bytes at {a:#x} outside any allocation"));
+                    return fault(
+                        lane as u32,
+                        format!("store of {len} bytes at {a:#x} outside any allocation"),
+                    );
                 }
             },
             Target::Shared(o) => &mut self.shared[o..o + len],

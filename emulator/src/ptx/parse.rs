@@ -284,7 +284,7 @@ impl<'a> P<'a> {
             } else {
                 self.int()? as u64
             };
-            d.array = Some(d.array.map_or(n, |a| a * n));
+            d.array = Some(d.array.map_or(n, |a| a.saturating_mul(n)));
             self.expect(']')?;
         }
         if self.eat('=') {

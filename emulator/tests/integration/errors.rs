@@ -162,3 +162,29 @@ fn divergent_early_exit_and_reconvergence() {
         assert_eq!(got[t as usize], want, "thread {t}");
     }
 }
+
+#[test]
+fn absurd_declarations_are_errors_not_crashes() {
+    let regs = format!("{HEAD}.visible .entry k()\n{{\n .reg .b32 %r<4000000000>;\n ret;\n}}\n");
+    assert!(matches!(
+        Module::parse(&regs),
+        Err(EmuError::Unsupported { line: 6, .. })
+    ));
+    let local =
+        format!("{HEAD}.visible .entry k()\n{{\n .local .b8 big[99999999999999];\n ret;\n}}\n");
+    assert!(matches!(
+        Module::parse(&local),
+        Err(EmuError::Unsupported { .. })
+    ));
+    let shared = format!("{HEAD}.visible .entry k()\n{{\n .shared .b8 s[1000000];\n ret;\n}}\n");
+    let mut r = Rig::new(&shared);
+    let e = r
+        .try_launch("k", [1, 1, 1], [32, 1, 1], 0, vec![])
+        .unwrap_err();
+    assert!(matches!(e, EmuError::Args { .. }), "{e}");
+    let global =
+        format!("{HEAD}.global .b8 g[999999999999999];\n.visible .entry k()\n{{\n ret;\n}}\n");
+    let m = Module::parse(&global).unwrap();
+    let mut emu = emulator::Emulator::new(emulator::GpuConfig::preset("v100").unwrap());
+    assert!(matches!(emu.load(&m), Err(EmuError::Memory { .. })));
+}

@@ -4,4 +4,5 @@
 mod common;
 mod corpus;
 mod errors;
+mod mutate;
 mod timing;

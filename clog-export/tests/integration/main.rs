@@ -2,6 +2,7 @@
 //! (fixed and property-based), Perfetto's trace processor, and bounded memory at scale.
 
 mod clog2_fixtures;
+mod golden;
 mod perfetto;
 mod round_trip;
 mod scale;

@@ -33,7 +33,7 @@ fn fixed_trace() -> Trace {
                 let end = if g == 2 && k == 3 {
                     start - 90
                 } else {
-                    start + 300 + 37 * g as u64
+                    start + 300 + 37 * g as u64 + 11 * k as u64
                 };
                 Record {
                     site: (k % 2) as u16,

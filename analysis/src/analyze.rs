@@ -824,7 +824,10 @@ fn outlier_findings(runs: &[Run], views: &[String], hot: &[Vec<Hot>], z: f64) ->
                     fmt_sig(h.excess_cycles),
                     zr
                 ),
-                None => format!("{head}."),
+                None if flagged.is_empty() => format!("{head}."),
+                None => format!(
+                    "{head}, none for a high excess ratio (they vary more than the rest, or are faster)."
+                ),
             });
         }
     }

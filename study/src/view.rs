@@ -362,6 +362,16 @@ mod tests {
         assert!(BlockShape::PAPER.iter().all(|s| s.threads() == 128));
     }
 
+    proptest::proptest! {
+        #[test]
+        fn names_parse_back(a in -720i32..720, b in -720i32..720, g in -720i32..720, x in 1u32..=64, y in 1u32..=16) {
+            let v = View::new(a as f64, b as f64, g as f64 / 4.0);
+            proptest::prop_assert_eq!(v.name().parse::<View>().unwrap(), v);
+            let s = BlockShape::new(x, y);
+            proptest::prop_assert_eq!(s.name().parse::<BlockShape>().unwrap(), s);
+        }
+    }
+
     #[test]
     fn lists_split_on_separators() {
         let shapes = parse_shapes(&["128x1,64x2".into(), "1x128".into()]).unwrap();

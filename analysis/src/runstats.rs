@@ -308,6 +308,70 @@ impl RunStats {
 mod tests {
     use super::*;
 
+    fn warp(g: u32, sm: u32, begin: u64, durations: &[u64]) -> WarpStat {
+        let mut all = Sums::new();
+        for &d in durations {
+            all.add(d);
+        }
+        WarpStat {
+            index: g as usize,
+            block: [g, 0, 0],
+            warp: 0,
+            global_warp: g,
+            sm,
+            hw_warp: 0,
+            begin,
+            end: begin + 1000,
+            dropped: 0,
+            wrapped: 0,
+            all,
+            min: durations.iter().copied().min(),
+            max: durations.iter().copied().max(),
+            sites: BTreeMap::new(),
+        }
+    }
+
+    fn run(warps: Vec<WarpStat>) -> RunStats {
+        RunStats {
+            sites: Vec::new(),
+            warps,
+            site_totals: BTreeMap::new(),
+            dropped: 0,
+            wrapped: 0,
+        }
+    }
+
+    #[test]
+    fn series_warp_has_many_accesses_and_the_highest_mean() {
+        // Counts 1, 3, 3, 2 → median 2.5: candidates are warps 1 and 2 (3 accesses each).
+        // Warp 0 has the highest mean (500) but only one access; warp 2's mean 40 beats warp 1's 20.
+        let r = run(vec![
+            warp(0, 0, 0, &[500]),
+            warp(1, 0, 5, &[20, 20, 20]),
+            warp(2, 1, 9, &[30, 40, 50]),
+            warp(3, 1, 1, &[90, 90]),
+        ]);
+        assert_eq!(r.default_series_warp(), Some(2));
+        // A tie on the mean goes to the lower global warp index.
+        let r = run(vec![warp(7, 0, 0, &[10, 10]), warp(3, 0, 0, &[10, 10])]);
+        assert_eq!(r.default_series_warp(), Some(1));
+        assert_eq!(run(vec![warp(0, 0, 0, &[])]).default_series_warp(), None);
+    }
+
+    #[test]
+    fn issue_order_is_by_begin_clock_then_global_warp() {
+        let r = run(vec![
+            warp(0, 1, 50, &[1]),
+            warp(1, 1, 10, &[1]),
+            warp(2, 0, 0, &[1]),
+            warp(3, 1, 10, &[1]),
+        ]);
+        assert_eq!(r.issue_order(1), vec![1, 3, 0]);
+        assert_eq!(r.pick_sm(None), Some(0));
+        assert_eq!(r.pick_sm(Some(1)), Some(1));
+        assert_eq!(r.pick_sm(Some(9)), None);
+    }
+
     #[test]
     fn sums_variance_is_exact() {
         let mut s = Sums::new();

@@ -5,4 +5,5 @@ mod common;
 mod corpus;
 mod errors;
 mod mutate;
+mod probes;
 mod timing;

@@ -7,7 +7,7 @@
 //! The kernel is compiled at test time with nvcc (`kernels::compile_ptx`), so the PTX is the one
 //! the current header produces.
 
-use emulator::{Emulator, GpuConfig, LaunchParams, Module};
+use emulator::{Emulator, GpuConfig, LaunchParams, LaunchStats, Module};
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
@@ -78,14 +78,14 @@ fn log_arg(emu: &mut Emulator, slots: u32) -> (u64, u64, Vec<u8>) {
     (log, bytes, arg)
 }
 
-/// Launches one warp and returns the durations of its `repeats` records.
+/// Launches one warp; returns the durations of its `repeats` records and the launch's stats.
 fn launch(
     emu: &mut Emulator,
     ptx: &str,
     kernel: &str,
     args: Vec<Vec<u8>>,
     repeats: u32,
-) -> Vec<u32> {
+) -> (Vec<u32>, LaunchStats) {
     let module = Module::parse(ptx).expect("PTX parses");
     let m = emu.load(&module).expect("module loads");
     let (log, bytes, arg) = log_arg(emu, repeats);
@@ -99,25 +99,38 @@ fn launch(
         args,
         max_warp_instructions: 10_000_000,
     };
-    emu.launch(m, kernel, &p)
+    let stats = emu
+        .launch(m, kernel, &p)
         .unwrap_or_else(|e| panic!("{kernel}: {e}"));
     let mut buf = vec![0u8; bytes as usize];
     emu.read(log, &mut buf).unwrap();
     let at = |o: u64| u32::from_le_bytes(buf[o as usize..o as usize + 4].try_into().unwrap());
     assert_eq!(at(LOG_HEADER + 24), repeats, "{kernel}: records attempted");
-    (0..u64::from(repeats))
+    let durations = (0..u64::from(repeats))
         .map(|r| {
             let rec = LOG_HEADER + WARP_HEADER + r * RECORD;
             assert_eq!(at(rec + 12), 0, "{kernel}: site");
             at(rec + 8)
         })
-        .collect()
+        .collect();
+    (durations, stats)
 }
 
 /// Cycles per chase step of each of `repeats` probes of `pointer_chase`.
 pub fn chase(preset: &str, mode: u32, level: Level, repeats: u32) -> Vec<f64> {
     let cfg = GpuConfig::preset(preset).unwrap();
     let (offsets, warm) = chain(&cfg, level, u64::from(STEPS_PER_PROBE * repeats));
+    chase_on(cfg, mode, &offsets, warm, repeats).0
+}
+
+/// Runs `pointer_chase` on a cycle through `offsets` (bytes from the chain's base).
+fn chase_on(
+    cfg: GpuConfig,
+    mode: u32,
+    offsets: &[u64],
+    warm: u64,
+    repeats: u32,
+) -> (Vec<f64>, LaunchStats) {
     let mut emu = Emulator::new(cfg);
     let span = offsets.iter().max().unwrap() + 8;
     let base = emu.alloc(span).unwrap();
@@ -133,10 +146,12 @@ pub fn chase(preset: &str, mode: u32, level: Level, repeats: u32) -> Vec<f64> {
         (repeats as i32).to_le_bytes().to_vec(),
         out.to_le_bytes().to_vec(),
     ];
-    launch(&mut emu, ptx(mode), "pointer_chase", args, repeats)
+    let (durations, stats) = launch(&mut emu, ptx(mode), "pointer_chase", args, repeats);
+    let per_step = durations
         .into_iter()
         .map(|d| f64::from(d) / f64::from(STEPS_PER_PROBE))
-        .collect()
+        .collect();
+    (per_step, stats)
 }
 
 /// Cycles of each of `repeats` probes of one cold (DRAM) load in `strided_loads`.
@@ -152,6 +167,7 @@ pub fn independent_dram_loads(preset: &str, mode: u32, repeats: u32) -> Vec<f64>
         out.to_le_bytes().to_vec(),
     ];
     launch(&mut emu, ptx(mode), "strided_loads", args, repeats)
+        .0
         .into_iter()
         .map(f64::from)
         .collect()
@@ -199,4 +215,23 @@ fn naive_reports_a_small_fraction_of_fenced_and_dummy_for_dram_misses() {
             );
         }
     }
+}
+
+#[test]
+fn a_bigger_l1_raises_the_hit_rate_and_shortens_the_chase() {
+    // A 64 KiB working set (512 lines) walked four times: it thrashes a 32 KiB LRU L1 and fits in
+    // a 128 KiB one.
+    let offsets: Vec<u64> = (0..512).map(|i| i * 128).collect();
+    let repeats = 4 * 512 / STEPS_PER_PROBE;
+    let mut results = Vec::new();
+    for kib in [32u32, 128] {
+        let mut cfg = GpuConfig::preset("v100").unwrap();
+        cfg.l1.size_bytes = kib * 1024;
+        let (per_step, stats) = chase_on(cfg, WS_FENCE, &offsets, 0, repeats);
+        let rate = stats.mem.l1_hit_rate.expect("L1 was read");
+        results.push((kib, rate, mean(&per_step)));
+    }
+    let (small, big) = (results[0], results[1]);
+    assert!(big.1 > small.1 + 0.5, "hit rates {results:?}");
+    assert!(big.2 < small.2, "cycles per step {results:?}");
 }

@@ -4,6 +4,7 @@
 mod common;
 mod corpus;
 mod errors;
+mod micro;
 mod mutate;
 mod probes;
 mod timing;

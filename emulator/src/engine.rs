@@ -223,12 +223,23 @@ pub(crate) fn run(
         .collect();
     while let Some(Reverse((_, sid))) = heap.pop() {
         let sm = &mut sms[sid as usize];
-        e.step(sm)?;
-        while sm.live_blocks < inp.blocks_per_sm.max(1) && e.next_block < e.total_blocks {
-            e.launch_block(sm);
-        }
-        if sm.live_blocks > 0 {
-            heap.push(Reverse((sm.cycle, sid)));
+        // Keep stepping this SM while it is still the earliest: the same order as pushing it
+        // back and popping again, without the heap traffic.
+        loop {
+            e.step(sm)?;
+            while sm.live_blocks < inp.blocks_per_sm.max(1) && e.next_block < e.total_blocks {
+                e.launch_block(sm);
+            }
+            if sm.live_blocks == 0 {
+                break;
+            }
+            if heap
+                .peek()
+                .is_some_and(|Reverse(top)| *top < (sm.cycle, sid))
+            {
+                heap.push(Reverse((sm.cycle, sid)));
+                break;
+            }
         }
     }
     let sm_cycles: Vec<u64> = sms.iter().map(|s| s.cycle).collect();

@@ -201,6 +201,19 @@ impl Ctx<'_> {
         }
     }
 
+    /// The operand's lane values: a register row in place, anything else via `tmp`.
+    #[inline]
+    fn src<'a>(&self, o: Opnd, w: &'a Warp, tmp: &'a mut [u64; 32]) -> &'a [u64; 32] {
+        if let Opnd::Reg(r) = o {
+            let r = r as usize * 32;
+            if let Some(row) = w.regs.get(r..r + 32).and_then(|s| s.first_chunk::<32>()) {
+                return row;
+            }
+        }
+        self.fetch(o, w, tmp);
+        tmp
+    }
+
     #[inline]
     fn fetch(&self, o: Opnd, w: &Warp, out: &mut [u64; 32]) {
         match o {
@@ -538,19 +551,27 @@ fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Result<Flow, Fault> {
         Op::Tex => return texture(x, w, c, m),
         _ => {}
     }
-    if x.ns > 0 {
-        c.fetch(x.s[0], w, &mut a);
-    }
-    if x.ns > 1 {
-        c.fetch(x.s[1], w, &mut b);
-    }
-    if x.ns > 2 {
-        c.fetch(x.s[2], w, &mut cc);
-    }
+    // Register operands are borrowed in place (no 256-byte copy); others fill the buffers.
+    let a: &[u64; 32] = if x.ns > 0 {
+        c.src(x.s[0], w, &mut a)
+    } else {
+        &a
+    };
+    let b: &[u64; 32] = if x.ns > 1 {
+        c.src(x.s[1], w, &mut b)
+    } else {
+        &b
+    };
+    let cc: &[u64; 32] = if x.ns > 2 {
+        c.src(x.s[2], w, &mut cc)
+    } else {
+        &cc
+    };
     let plain_f32 = ty == Ty::F32 && !x.ftz && !x.sat && matches!(x.rnd, Rnd::None | Rnd::Rn);
     let ext = |v: u64| ty.extend(v);
     match x.op {
         Op::Mov => {
+            let a = *a;
             put(
                 &mut w.regs,
                 x.d[0],
@@ -576,6 +597,7 @@ fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Result<Flow, Fault> {
             });
         }
         Op::Unpack => {
+            let a = *a;
             let eb = x.ty2.bits();
             let em = x.ty2.mask();
             for k in 0..x.nd as usize {
@@ -1091,7 +1113,7 @@ fn memory(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Result<Flow, Fault> {
             let mut vals = [[0u64; 32]; 4];
             each_lane!(m, l, {
                 let addr = base[l].wrapping_add(x.off as u64);
-                if addr % total.min(16) as u64 != 0 {
+                if addr & (total.min(16) as u64 - 1) != 0 {
                     return fault(
                         l as u32,
                         format!("misaligned {total}-byte load at {addr:#x}"),
@@ -1134,7 +1156,7 @@ fn memory(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Result<Flow, Fault> {
             }
             each_lane!(m, l, {
                 let addr = base[l].wrapping_add(x.off as u64);
-                if addr % total.min(16) as u64 != 0 {
+                if addr & (total.min(16) as u64 - 1) != 0 {
                     return fault(
                         l as u32,
                         format!("misaligned {total}-byte store at {addr:#x}"),
@@ -1171,7 +1193,7 @@ fn memory(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Result<Flow, Fault> {
             let ty = x.ty;
             each_lane!(m, l, {
                 let addr = base[l].wrapping_add(x.off as u64);
-                if addr % eb as u64 != 0 {
+                if addr & (eb as u64 - 1) != 0 {
                     return fault(
                         l as u32,
                         format!("misaligned {eb}-byte atomic at {addr:#x}"),

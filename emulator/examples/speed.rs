@@ -4,12 +4,16 @@
 use emulator::{Emulator, GpuConfig, LaunchParams, Module};
 
 fn main() {
-    let ptx = kernels::find_corpus("matmul").map(|k| k.ptx).unwrap_or_default();
+    let ptx = kernels::find_corpus("matmul")
+        .map(|k| k.ptx)
+        .unwrap_or_default();
     let module = Module::parse(ptx).expect("matmul PTX parses");
     let mut emu = Emulator::new(GpuConfig::preset("v100").expect("preset"));
     let m = emu.load(&module).expect("loads");
     let n = 256usize;
-    let bytes: Vec<u8> = (0..n * n).flat_map(|i| ((i % 13) as f32).to_le_bytes()).collect();
+    let bytes: Vec<u8> = (0..n * n)
+        .flat_map(|i| ((i % 13) as f32).to_le_bytes())
+        .collect();
     let mut bufs = Vec::new();
     for _ in 0..3 {
         let a = emu.alloc((n * n * 4) as u64).expect("alloc");

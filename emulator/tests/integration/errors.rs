@@ -188,3 +188,16 @@ fn absurd_declarations_are_errors_not_crashes() {
     let mut emu = emulator::Emulator::new(emulator::GpuConfig::preset("v100").unwrap());
     assert!(matches!(emu.load(&m), Err(EmuError::Memory { .. })));
 }
+
+#[test]
+fn printf_is_accepted_and_assert_traps() {
+    let decl = ".extern .func (.param .b32 func_retval0) vprintf(.param .b64 vprintf_param_0, .param .b64 vprintf_param_1);\n";
+    let body = " { .param .b64 param0;\n st.param.b64 [param0], %rd1;\n .param .b64 param1;\n st.param.b64 [param1], %rd1;\n .param .b32 retval0;\n call.uni (retval0), vprintf, (param0, param1);\n }";
+    let src = kernel(body).replacen(".visible .entry", &format!("{decl}.visible .entry"), 1);
+    let mut r = Rig::new(&src);
+    r.try_launch("k", [1, 1, 1], [32, 1, 1], 0, vec![a64(0), a32(0)]).unwrap();
+    let trap = kernel(" setp.eq.s32 %p1, %r2, 5;\n @%p1 trap;");
+    let mut r = Rig::new(&trap);
+    let e = r.try_launch("k", [1, 1, 1], [32, 1, 1], 0, vec![a64(0), a32(0)]).unwrap_err();
+    assert!(matches!(e, EmuError::Fault { thread: 5, .. }), "{e}");
+}

@@ -40,53 +40,26 @@ struct Compiled {
 }
 
 fn compile_cu(src: &Path, mode: ProbeMode, kind: RecordKind) -> Result<Compiled> {
-    let nvcc = kernels::nvcc_path().context(
-        "nvcc not found (NVCC, CUDA_HOME, .cuda/ or PATH); run scripts/setup-cuda, or give a .ptx source",
-    )?;
-    let tmp = tempfile::tempdir().context("cannot create a temp folder")?;
-    std::fs::write(tmp.path().join("warpscope.cuh"), kernels::probe_header())
-        .context("cannot write the probe header")?;
-    let ptx_path = tmp.path().join("k.ptx");
-    let defs = [
-        format!("-DWS_MODE={}", mode.ws_mode()),
-        format!("-DWS_KIND={}", kind as u32),
-    ];
-    let run = |extra: &[&str]| -> Result<std::process::Output> {
-        let out = std::process::Command::new(&nvcc)
-            .args(["-O3", "-arch=sm_75", "-I"])
-            .arg(tmp.path())
-            .args(&defs)
-            .args(extra)
-            .arg(src)
-            .output()
-            .with_context(|| format!("cannot run {}", nvcc.display()))?;
-        if !out.status.success() {
-            bail!(
-                "nvcc failed on {}:\n{}",
-                src.display(),
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        Ok(out)
-    };
-    run(&["-ptx", "-o", ptx_path.to_str().unwrap_or("k.ptx")])?;
-    let cubin = tmp.path().join("k.cubin");
-    let verbose = run(&["-cubin", "-Xptxas", "-v", "-o", cubin.to_str().unwrap_or("k.cubin")])?;
-    let regs = String::from_utf8_lossy(&verbose.stderr)
-        .lines()
-        .find_map(|l| {
-            let i = l.find("Used ")?;
-            l[i + 5..].split_whitespace().next()?.parse().ok()
-        });
+    let c = kernels::compile_ptx(src, mode.ws_mode(), kind as u32).with_context(|| {
+        format!(
+            "compiling {} (run scripts/setup-cuda if nvcc is missing, or give a .ptx source)",
+            src.display()
+        )
+    })?;
+    eprintln!("warpscope: {}", c.command);
     Ok(Compiled {
-        ptx: std::fs::read_to_string(&ptx_path).context("nvcc wrote no PTX")?,
-        regs,
+        ptx: c.ptx,
+        regs: c.registers,
     })
 }
 
 pub fn run(args: &LaunchArgs) -> Result<()> {
     let (spec, plans) = spec::load(&args.spec)?;
-    let ext = spec.source.extension().and_then(|e| e.to_str()).unwrap_or("");
+    let ext = spec
+        .source
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or("");
     let compiled = match ext {
         "cu" => compile_cu(&spec.source, args.mode, args.kind)?,
         "ptx" => Compiled {
@@ -94,16 +67,27 @@ pub fn run(args: &LaunchArgs) -> Result<()> {
                 .with_context(|| format!("cannot read {}", spec.source.display()))?,
             regs: None,
         },
-        _ => bail!("{}: source must be a .ptx or .cu file", spec.source.display()),
+        _ => bail!(
+            "{}: source must be a .ptx or .cu file",
+            spec.source.display()
+        ),
     };
     // Parse with the emulator's front end on every backend: argument checks before any launch.
     let module = emulator::Module::parse(&compiled.ptx)
         .with_context(|| format!("PTX of {}", spec.source.display()))?;
     let entries = module.entries();
-    let entry = entries.iter().find(|e| e.name == spec.kernel).with_context(|| {
-        let names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
-        format!("kernel {:?} is not in {} (entries: {})", spec.kernel, spec.source.display(), names.join(", "))
-    })?;
+    let entry = entries
+        .iter()
+        .find(|e| e.name == spec.kernel)
+        .with_context(|| {
+            let names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
+            format!(
+                "kernel {:?} is not in {} (entries: {})",
+                spec.kernel,
+                spec.source.display(),
+                names.join(", ")
+            )
+        })?;
     if entry.params.len() != plans.len() {
         bail!(
             "{}: kernel {} takes {} parameters, the spec gives {} [[arg]]s",
@@ -135,10 +119,18 @@ pub fn run(args: &LaunchArgs) -> Result<()> {
     let config_toml = config.to_toml();
     let preset = config.name.clone();
     let (mut dev, note) = instrument::open_device(args.emu.backend, config)?;
-    eprintln!("warpscope: launching {} on {} ({note})", spec.kernel, dev.name());
+    eprintln!(
+        "warpscope: launching {} on {} ({note})",
+        spec.kernel,
+        dev.name()
+    );
     let grid = Dim3::new(spec.grid[0], spec.grid[1], spec.grid[2]);
     let block = Dim3::new(spec.block[0], spec.block[1], spec.block[2]);
-    let mode = if ext == "cu" { args.mode } else { ProbeMode::Off };
+    let mode = if ext == "cu" {
+        args.mode
+    } else {
+        ProbeMode::Off
+    };
     let mut metrics = RunMetrics::new(dev.backend().name(), &spec.kernel, grid, block, mode);
     metrics.device = dev.name();
     metrics.clock_mhz = dev.clock_mhz();
@@ -147,7 +139,16 @@ pub fn run(args: &LaunchArgs) -> Result<()> {
         atomic_write(&args.out.join("config.toml"), config_toml.as_bytes())?;
     }
     let started = Instant::now();
-    let result = execute(dev.as_mut(), &compiled, &spec, &plans, args, grid, block, &mut metrics);
+    let result = execute(
+        dev.as_mut(),
+        &compiled,
+        &spec,
+        &plans,
+        args,
+        grid,
+        block,
+        &mut metrics,
+    );
     metrics.wall_seconds = started.elapsed().as_secs_f64();
     if let Err(e) = &result {
         metrics.errors.push(format!("{e:#}"));
@@ -174,9 +175,15 @@ fn execute(
     let mut outputs = Vec::new();
     for plan in plans {
         match plan {
-            ArgPlan::Buffer { name, elem, data, output } => {
+            ArgPlan::Buffer {
+                name,
+                elem,
+                data,
+                output,
+            } => {
                 let buf = dev.alloc(data.len() as u64)?;
-                dev.upload(&buf, data).with_context(|| format!("uploading {name}"))?;
+                dev.upload(&buf, data)
+                    .with_context(|| format!("uploading {name}"))?;
                 if let Some(out) = output {
                     outputs.push((buf, *elem, args.out.join(out)));
                 }
@@ -203,7 +210,10 @@ fn execute(
         let probed = launch_probed(dev, module, &spec.kernel, &cfg, &kargs, &probe)?;
         metrics.records = probed.trace.record_count();
         metrics.dropped_records = probed.trace.dropped_count();
-        metrics.extra.insert("log_buffering".into(), probed.buffering_reason.clone().into());
+        metrics.extra.insert(
+            "log_buffering".into(),
+            probed.buffering_reason.clone().into(),
+        );
         TraceWriter::write_all(&args.out.join(trace::TRACE_FILE_NAME), &probed.trace)?;
         probed.outcome
     } else {
@@ -222,7 +232,9 @@ fn execute(
                 (stats.warp_instructions as f64 / outcome.wall_seconds).into(),
             );
         }
-        metrics.extra.insert("counters".into(), serde_json::to_value(stats)?);
+        metrics
+            .extra
+            .insert("counters".into(), serde_json::to_value(stats)?);
     }
     for (buf, elem, path) in outputs {
         let mut data = vec![0u8; buf.bytes as usize];
@@ -247,7 +259,9 @@ fn sites(spec: &spec::LaunchSpec) -> Result<Vec<SiteInfo>> {
                 "texture" => Region::Texture,
                 "constant" => Region::Constant,
                 "readonly" => Region::ReadOnly,
-                other => bail!("site[{i}].region: {other:?}; expected global, texture, constant or readonly"),
+                other => bail!(
+                    "site[{i}].region: {other:?}; expected global, texture, constant or readonly"
+                ),
             };
             Ok(SiteInfo::new(s.id, s.name.clone(), region))
         })

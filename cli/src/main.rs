@@ -2,8 +2,10 @@
 //! by the library crates. This is the only crate that uses `anyhow`; `main` prints an error once,
 //! with its chain of causes, and exits non-zero.
 
+mod export_cmd;
 mod launch;
 mod spec;
+mod study_cmd;
 
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
@@ -12,7 +14,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "warpscope", version, about = "Measure how long memory accesses inside CUDA kernels really take, warp by warp")]
+#[command(
+    name = "warpscope",
+    version,
+    about = "Measure how long memory accesses inside CUDA kernels really take, warp by warp"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -20,6 +26,22 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// The main job: the volume-rendering study (sweep + analysis report), on the emulator by default.
+    Demo(study_cmd::DemoArgs),
+    /// Render one frame of the volume renderer with probes: image, trace, run.json.
+    Render(study_cmd::RenderArgs),
+    /// Render the cross product of block shapes × viewpoints × probe modes into DIR/<run>/ + sweep.csv.
+    Sweep(study_cmd::SweepArgs),
+    /// Analyse a sweep: breakdown, correlations, per-warp distributions, hot spots, figures, report.
+    Analyze {
+        /// The sweep folder (with sweep.csv).
+        sweep: PathBuf,
+        /// Output folder (default SWEEP/report).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Write a run's records as csv, warp-csv, clog2 (Jumpshot), chrome (Perfetto) or parquet.
+    Export(export_cmd::ExportArgs),
     /// Run any kernel described by a launch spec (TOML) on the GPU or the emulator.
     Launch(launch::LaunchArgs),
     /// List the emulator presets, or print one preset's effective configuration as TOML.
@@ -54,7 +76,10 @@ impl EmuArgs {
 
 /// Writes `bytes` to `path` through a temp file and a rename, so no reader ever sees a partial file.
 pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<()> {
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let tmp = path.with_file_name(format!(".{name}.tmp"));
     let result = std::fs::File::create(&tmp)
         .and_then(|mut f| {
@@ -68,9 +93,35 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<()> {
     result.with_context(|| format!("cannot write {}", path.display()))
 }
 
+/// Runs the analysis and tells the user what it left out.
+pub fn analyze_sweep(sweep: &Path, out: &Path) -> Result<analysis::AnalysisSummary> {
+    let summary = analysis::analyze(sweep, out, &analysis::AnalyzeOptions::default())
+        .with_context(|| format!("analysing {}", sweep.display()))?;
+    for s in &summary.skipped {
+        eprintln!("warpscope: analysis left out {s}");
+    }
+    for s in &summary.excluded_from_correlation {
+        eprintln!("warpscope: left out of a correlation: {s}");
+    }
+    for f in &summary.findings {
+        println!("  * {f}");
+    }
+    Ok(summary)
+}
+
 fn run() -> Result<()> {
     let cli = Cli::parse();
     match cli.command {
+        Command::Demo(args) => study_cmd::demo(&args),
+        Command::Render(args) => study_cmd::render(&args),
+        Command::Sweep(args) => study_cmd::sweep(&args),
+        Command::Analyze { sweep, out } => {
+            let out = out.unwrap_or_else(|| sweep.join("report"));
+            let summary = analyze_sweep(&sweep, &out)?;
+            println!("warpscope: report: {}", summary.report_html.display());
+            Ok(())
+        }
+        Command::Export(args) => export_cmd::run(&args),
         Command::Launch(args) => launch::run(&args),
         Command::Presets { name: None } => {
             for name in emulator::GpuConfig::preset_names() {

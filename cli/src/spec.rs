@@ -133,11 +133,17 @@ impl Elem {
             Elem::U8 if int_ok(0.0, u8::MAX as f64) => vec![v as u8],
             Elem::I8 if int_ok(i8::MIN as f64, i8::MAX as f64) => (v as i8).to_le_bytes().to_vec(),
             Elem::U16 if int_ok(0.0, u16::MAX as f64) => (v as u16).to_le_bytes().to_vec(),
-            Elem::I16 if int_ok(i16::MIN as f64, i16::MAX as f64) => (v as i16).to_le_bytes().to_vec(),
+            Elem::I16 if int_ok(i16::MIN as f64, i16::MAX as f64) => {
+                (v as i16).to_le_bytes().to_vec()
+            }
             Elem::U32 if int_ok(0.0, u32::MAX as f64) => (v as u32).to_le_bytes().to_vec(),
-            Elem::I32 if int_ok(i32::MIN as f64, i32::MAX as f64) => (v as i32).to_le_bytes().to_vec(),
+            Elem::I32 if int_ok(i32::MIN as f64, i32::MAX as f64) => {
+                (v as i32).to_le_bytes().to_vec()
+            }
             Elem::U64 if int_ok(0.0, u64::MAX as f64) => (v as u64).to_le_bytes().to_vec(),
-            Elem::I64 if int_ok(i64::MIN as f64, i64::MAX as f64) => (v as i64).to_le_bytes().to_vec(),
+            Elem::I64 if int_ok(i64::MIN as f64, i64::MAX as f64) => {
+                (v as i64).to_le_bytes().to_vec()
+            }
             Elem::F32 => (v as f32).to_le_bytes().to_vec(),
             Elem::F64 => v.to_le_bytes().to_vec(),
             _ => return None,
@@ -177,7 +183,10 @@ pub fn load(path: &Path) -> Result<(LaunchSpec, Vec<ArgPlan>)> {
     }
     let threads: u64 = spec.block.iter().map(|&d| d as u64).product();
     if threads > 1024 {
-        bail!("{}: block has {threads} threads; CUDA allows at most 1024", path.display());
+        bail!(
+            "{}: block has {threads} threads; CUDA allows at most 1024",
+            path.display()
+        );
     }
     let mut plans = Vec::with_capacity(spec.args.len());
     for (i, a) in spec.args.iter_mut().enumerate() {
@@ -206,7 +215,9 @@ fn plan_arg(a: &ArgSpec, field: &str) -> Result<ArgPlan> {
     }
     if let Some(t) = &a.scalar {
         let elem = Elem::parse(t).with_context(|| {
-            format!("{field}.scalar: unknown type {t:?}; expected u8 i8 u16 i16 u32 i32 u64 i64 f32 f64")
+            format!(
+                "{field}.scalar: unknown type {t:?}; expected u8 i8 u16 i16 u32 i32 u64 i64 f32 f64"
+            )
         })?;
         let v = match &a.value {
             Some(toml::Value::Integer(i)) => *i as f64,
@@ -224,7 +235,9 @@ fn plan_arg(a: &ArgSpec, field: &str) -> Result<ArgPlan> {
     }
     let t = a.buffer.as_deref().unwrap_or_default();
     let elem = Elem::parse(t).with_context(|| {
-        format!("{field}.buffer: unknown type {t:?}; expected u8 i8 u16 i16 u32 i32 u64 i64 f32 f64")
+        format!(
+            "{field}.buffer: unknown type {t:?}; expected u8 i8 u16 i16 u32 i32 u64 i64 f32 f64"
+        )
     })?;
     let data = match (&a.from, a.len) {
         (Some(_), Some(_)) => bail!("{field}: give either from = FILE or len = N, not both"),
@@ -273,14 +286,18 @@ fn fill(elem: Elem, len: u64, how: &str) -> Result<Vec<u8>> {
             let seed: u64 = how
                 .strip_prefix("random:")
                 .and_then(|s| s.parse().ok())
-                .with_context(|| format!("{how:?}: expected zeros, iota or random:SEED (SEED an integer)"))?;
+                .with_context(|| {
+                    format!("{how:?}: expected zeros, iota or random:SEED (SEED an integer)")
+                })?;
             let mut state = seed;
             for _ in 0..n {
                 let r = splitmix(&mut state);
                 match elem {
                     // Floats uniform in [0, 1): 24 (53) random mantissa bits.
-                    Elem::F32 => out.extend_from_slice(&((r >> 40) as f32 / (1u64 << 24) as f32).to_le_bytes()),
-                    Elem::F64 => out.extend_from_slice(&((r >> 11) as f64 / (1u64 << 53) as f64).to_le_bytes()),
+                    Elem::F32 => out
+                        .extend_from_slice(&((r >> 40) as f32 / (1u64 << 24) as f32).to_le_bytes()),
+                    Elem::F64 => out
+                        .extend_from_slice(&((r >> 11) as f64 / (1u64 << 53) as f64).to_le_bytes()),
                     _ => out.extend_from_slice(&r.to_le_bytes()[..elem.bytes()]),
                 }
             }
@@ -294,7 +311,8 @@ fn read_npy(path: &Path, elem: Elem) -> Result<Vec<u8>> {
     let file = npyz::NpyFile::new(&bytes[..])
         .with_context(|| format!("{} is not a .npy file", path.display()))?;
     let descr = file.dtype().descr();
-    if descr != elem.npy_descr() && descr.replace('=', "<") != elem.npy_descr() {
+    let descr = descr.trim_matches('\'').replace('=', "<");
+    if descr != elem.npy_descr() {
         bail!(
             "{} holds dtype {descr}, the spec says {} ({})",
             path.display(),
@@ -303,7 +321,10 @@ fn read_npy(path: &Path, elem: Elem) -> Result<Vec<u8>> {
         );
     }
     if file.order() != npyz::Order::C && file.shape().len() > 1 {
-        bail!("{}: Fortran-ordered arrays are not supported", path.display());
+        bail!(
+            "{}: Fortran-ordered arrays are not supported",
+            path.display()
+        );
     }
     let n = file.len() as usize * elem.bytes();
     let header_len = bytes.len() - n;
@@ -313,7 +334,10 @@ fn read_npy(path: &Path, elem: Elem) -> Result<Vec<u8>> {
 /// Writes raw little-endian elements as a 1-D .npy file, atomically.
 pub fn write_npy(path: &Path, elem: Elem, data: &[u8]) -> Result<()> {
     let n = data.len() / elem.bytes();
-    let dict = format!("{{'descr': '{}', 'fortran_order': False, 'shape': ({n},), }}", elem.npy_descr());
+    let dict = format!(
+        "{{'descr': '{}', 'fortran_order': False, 'shape': ({n},), }}",
+        elem.npy_descr()
+    );
     // Header padded with spaces and a newline to a multiple of 64 bytes (npy format 1.0).
     let unpadded = 10 + dict.len() + 1;
     let padded = unpadded.next_multiple_of(64);
@@ -342,15 +366,29 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cases = [
             ("grid = [0,1,1]", "grid[0]"),
-            ("[[arg]]\nname = \"x\"\nbuffer = \"u33\"\nlen = 4", "arg[0] (\"x\").buffer"),
-            ("[[arg]]\nname = \"x\"\nscalar = \"u8\"\nvalue = 300", "arg[0] (\"x\").value"),
+            (
+                "[[arg]]\nname = \"x\"\nbuffer = \"u33\"\nlen = 4",
+                "arg[0] (\"x\").buffer",
+            ),
+            (
+                "[[arg]]\nname = \"x\"\nscalar = \"u8\"\nvalue = 300",
+                "arg[0] (\"x\").value",
+            ),
             ("[[arg]]\nname = \"x\"\nbuffer = \"u8\"", "arg[0] (\"x\")"),
-            ("[[arg]]\nname = \"x\"\nbuffer = \"u8\"\nlen = 4\nfill = \"rand\"", "arg[0] (\"x\").fill"),
+            (
+                "[[arg]]\nname = \"x\"\nbuffer = \"u8\"\nlen = 4\nfill = \"rand\"",
+                "arg[0] (\"x\").fill",
+            ),
             ("colour = 1", "colour"),
         ];
         for (extra, want) in cases {
-            let base = if extra.starts_with("grid") { "" } else { "grid = [1,1,1]\n" };
-            let text = format!("source = \"k.ptx\"\nkernel = \"k\"\n{base}block = [32,1,1]\n{extra}\n");
+            let base = if extra.starts_with("grid") {
+                ""
+            } else {
+                "grid = [1,1,1]\n"
+            };
+            let text =
+                format!("source = \"k.ptx\"\nkernel = \"k\"\n{base}block = [32,1,1]\n{extra}\n");
             let e = format!("{:#}", load(&write_spec(dir.path(), &text)).unwrap_err());
             assert!(e.contains(want), "error {e:?} should name {want:?}");
         }
@@ -366,19 +404,28 @@ mod tests {
             let v = f32::from_le_bytes(c.try_into().unwrap());
             assert!((0.0..1.0).contains(&v));
         }
-        assert!(fill(Elem::U8, 300, "iota").is_err(), "iota past 255 must not wrap silently");
+        assert!(
+            fill(Elem::U8, 300, "iota").is_err(),
+            "iota past 255 must not wrap silently"
+        );
     }
 
     #[test]
     fn npy_round_trip_and_dtype_check() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("a.npy");
-        let data: Vec<u8> = [1u32, 2, 0xdead_beef].iter().flat_map(|v| v.to_le_bytes()).collect();
+        let data: Vec<u8> = [1u32, 2, 0xdead_beef]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
         write_npy(&p, Elem::U32, &data).unwrap();
         assert_eq!(read_npy(&p, Elem::U32).unwrap(), data);
         let e = read_npy(&p, Elem::F32).unwrap_err().to_string();
         assert!(e.contains("<u4"), "{e}");
-        let back: Vec<u32> = npyz::NpyFile::new(&std::fs::read(&p).unwrap()[..]).unwrap().into_vec().unwrap();
+        let back: Vec<u32> = npyz::NpyFile::new(&std::fs::read(&p).unwrap()[..])
+            .unwrap()
+            .into_vec()
+            .unwrap();
         assert_eq!(back, vec![1, 2, 0xdead_beef]);
     }
 }

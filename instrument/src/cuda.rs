@@ -4,11 +4,11 @@
 //! fall back on. Modules load from the fatbin (SASS for sm_75…sm_90 plus PTX the driver JITs for
 //! newer GPUs). Kernel time comes from CUDA events around the launch.
 
-use crate::device::{Arg, Backend, DevBuf, Device, LaunchConfig, LaunchOutcome, ModuleId};
 use crate::InstrumentError;
-use cudarc::driver::{result, sys, CudaContext};
+use crate::device::{Arg, Backend, DevBuf, Device, LaunchConfig, LaunchOutcome, ModuleId};
+use cudarc::driver::{CudaContext, result, sys};
 use emulator::{TexAddress, TexFilter, TexFormat, TextureDesc};
-use std::ffi::{c_void, CString};
+use std::ffi::{CString, c_void};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -62,14 +62,19 @@ impl CudaDevice {
     }
 
     fn bind(&self) -> Result<(), InstrumentError> {
-        self.ctx.bind_to_thread().map_err(cuda_err("cuCtxSetCurrent"))
+        self.ctx
+            .bind_to_thread()
+            .map_err(cuda_err("cuCtxSetCurrent"))
     }
 
     fn function(&self, m: ModuleId, kernel: &str) -> Result<sys::CUfunction, InstrumentError> {
-        let module = *self.modules.get(m.0).ok_or_else(|| InstrumentError::Launch {
-            what: format!("kernel {kernel:?}"),
-            reason: format!("module {} was never loaded", m.0),
-        })?;
+        let module = *self
+            .modules
+            .get(m.0)
+            .ok_or_else(|| InstrumentError::Launch {
+                what: format!("kernel {kernel:?}"),
+                reason: format!("module {} was never loaded", m.0),
+            })?;
         let cname = CString::new(kernel).map_err(|_| InstrumentError::NoSuchKernel {
             kernel: kernel.into(),
             available: "(name contains NUL)".into(),
@@ -124,7 +129,10 @@ impl Device for CudaDevice {
     }
 
     fn free_memory_bytes(&self) -> u64 {
-        self.ctx.mem_get_info().map(|(free, _)| free as u64).unwrap_or(0)
+        self.ctx
+            .mem_get_info()
+            .map(|(free, _)| free as u64)
+            .unwrap_or(0)
     }
 
     fn alloc(&mut self, bytes: u64) -> Result<DevBuf, InstrumentError> {
@@ -158,12 +166,19 @@ impl Device for CudaDevice {
     fn create_texture(&mut self, desc: &TextureDesc, data: &[u8]) -> Result<u64, InstrumentError> {
         self.bind()?;
         let texel = texel_bytes(desc);
-        let (w, h, d) = (desc.width as usize, desc.height.max(1) as usize, desc.depth.max(1) as usize);
+        let (w, h, d) = (
+            desc.width as usize,
+            desc.height.max(1) as usize,
+            desc.depth.max(1) as usize,
+        );
         let needed = w * h * d * texel;
         if data.len() != needed {
             return Err(InstrumentError::Launch {
                 what: "texture".into(),
-                reason: format!("{} bytes of texel data, {w}x{h}x{d} texels need {needed}", data.len()),
+                reason: format!(
+                    "{} bytes of texel data, {w}x{h}x{d} texels need {needed}",
+                    data.len()
+                ),
             });
         }
         // SAFETY: zero is a valid bit pattern for these plain C descriptor structs.
@@ -251,12 +266,20 @@ impl Device for CudaDevice {
         Ok(ModuleId(self.modules.len() - 1))
     }
 
-    fn write_symbol(&mut self, m: ModuleId, name: &str, data: &[u8]) -> Result<(), InstrumentError> {
+    fn write_symbol(
+        &mut self,
+        m: ModuleId,
+        name: &str,
+        data: &[u8],
+    ) -> Result<(), InstrumentError> {
         self.bind()?;
-        let module = *self.modules.get(m.0).ok_or_else(|| InstrumentError::Launch {
-            what: format!("symbol {name:?}"),
-            reason: "module was never loaded".into(),
-        })?;
+        let module = *self
+            .modules
+            .get(m.0)
+            .ok_or_else(|| InstrumentError::Launch {
+                what: format!("symbol {name:?}"),
+                reason: "module was never loaded".into(),
+            })?;
         let cname = CString::new(name).map_err(|_| InstrumentError::Launch {
             what: format!("symbol {name:?}"),
             reason: "name contains NUL".into(),
@@ -274,7 +297,12 @@ impl Device for CudaDevice {
         unsafe { result::memcpy_htod_sync(ptr, data) }.map_err(cuda_err("cuMemcpyHtoD(symbol)"))
     }
 
-    fn occupancy(&mut self, m: ModuleId, kernel: &str, cfg: &LaunchConfig) -> Result<u32, InstrumentError> {
+    fn occupancy(
+        &mut self,
+        m: ModuleId,
+        kernel: &str,
+        cfg: &LaunchConfig,
+    ) -> Result<u32, InstrumentError> {
         self.bind()?;
         let f = self.function(m, kernel)?;
         // SAFETY: `f` is a function of a loaded module.
@@ -289,7 +317,13 @@ impl Device for CudaDevice {
         Ok(n.max(0) as u32)
     }
 
-    fn launch(&mut self, m: ModuleId, kernel: &str, cfg: &LaunchConfig, args: &[Arg]) -> Result<LaunchOutcome, InstrumentError> {
+    fn launch(
+        &mut self,
+        m: ModuleId,
+        kernel: &str,
+        cfg: &LaunchConfig,
+        args: &[Arg],
+    ) -> Result<LaunchOutcome, InstrumentError> {
         self.bind()?;
         let f = self.function(m, kernel)?;
         if cfg.dynamic_shared_bytes > 48 * 1024 {
@@ -301,7 +335,9 @@ impl Device for CudaDevice {
                     cfg.dynamic_shared_bytes as i32,
                 )
             }
-            .map_err(cuda_err("cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)"))?;
+            .map_err(cuda_err(
+                "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)",
+            ))?;
         }
         let mut blobs: Vec<Vec<u8>> = args.iter().map(Arg::to_bytes).collect();
         if let Some(i) = args.iter().position(|a| matches!(a, Arg::Log)) {
@@ -317,13 +353,20 @@ impl Device for CudaDevice {
             .map(|b| {
                 let mut w = vec![0u64; b.len().div_ceil(8).max(1)];
                 // SAFETY: `w` has at least b.len() bytes.
-                unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), w.as_mut_ptr() as *mut u8, b.len()) };
+                unsafe {
+                    std::ptr::copy_nonoverlapping(b.as_ptr(), w.as_mut_ptr() as *mut u8, b.len())
+                };
                 w
             })
             .collect();
-        let mut params: Vec<*mut c_void> = words.iter_mut().map(|w| w.as_mut_ptr() as *mut c_void).collect();
-        let start = result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT).map_err(cuda_err("cuEventCreate"))?;
-        let stop = result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT).map_err(cuda_err("cuEventCreate"))?;
+        let mut params: Vec<*mut c_void> = words
+            .iter_mut()
+            .map(|w| w.as_mut_ptr() as *mut c_void)
+            .collect();
+        let start = result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT)
+            .map_err(cuda_err("cuEventCreate"))?;
+        let stop = result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT)
+            .map_err(cuda_err("cuEventCreate"))?;
         let stream = std::ptr::null_mut();
         let wall = Instant::now();
         // SAFETY: `f` belongs to a loaded module; params point to live, aligned argument copies

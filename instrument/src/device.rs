@@ -171,7 +171,11 @@ mod tests {
     fn args_are_little_endian() {
         assert_eq!(Arg::U32(0x01020304).to_bytes(), vec![4, 3, 2, 1]);
         assert_eq!(
-            Arg::Buf(DevBuf { addr: 256, bytes: 8 }).to_bytes(),
+            Arg::Buf(DevBuf {
+                addr: 256,
+                bytes: 8
+            })
+            .to_bytes(),
             256u64.to_le_bytes().to_vec()
         );
         assert_eq!(Arg::F32(1.0).to_bytes(), 1.0f32.to_le_bytes().to_vec());

@@ -2,8 +2,8 @@
 //! of a preset. Kernel time is simulated cycles ÷ the preset's clock; the emulator's counters
 //! (cache hit rates, stalls) come back with every launch.
 
-use crate::device::{Arg, Backend, DevBuf, Device, LaunchConfig, LaunchOutcome, ModuleId};
 use crate::InstrumentError;
+use crate::device::{Arg, Backend, DevBuf, Device, LaunchConfig, LaunchOutcome, ModuleId};
 use emulator::{Emulator, GpuConfig, LaunchParams, Module, TextureDesc};
 use std::time::Instant;
 
@@ -39,10 +39,12 @@ impl EmuDevice {
     }
 
     fn module(&self, m: ModuleId) -> Result<&(Module, emulator::ModuleId), InstrumentError> {
-        self.modules.get(m.0).ok_or_else(|| InstrumentError::Launch {
-            what: format!("module {}", m.0),
-            reason: "was never loaded".into(),
-        })
+        self.modules
+            .get(m.0)
+            .ok_or_else(|| InstrumentError::Launch {
+                what: format!("module {}", m.0),
+                reason: "was never loaded".into(),
+            })
     }
 }
 
@@ -111,19 +113,31 @@ impl Device for EmuDevice {
         Ok(ModuleId(self.modules.len() - 1))
     }
 
-    fn write_symbol(&mut self, m: ModuleId, name: &str, data: &[u8]) -> Result<(), InstrumentError> {
+    fn write_symbol(
+        &mut self,
+        m: ModuleId,
+        name: &str,
+        data: &[u8],
+    ) -> Result<(), InstrumentError> {
         let id = self.module(m)?.1;
         Ok(self.emu.write_symbol(id, name, data)?)
     }
 
-    fn occupancy(&mut self, m: ModuleId, kernel: &str, cfg: &LaunchConfig) -> Result<u32, InstrumentError> {
+    fn occupancy(
+        &mut self,
+        m: ModuleId,
+        kernel: &str,
+        cfg: &LaunchConfig,
+    ) -> Result<u32, InstrumentError> {
         let (module, _) = self.module(m)?;
         let entry = module
             .entries()
             .into_iter()
             .find(|e| e.name == kernel)
             .ok_or_else(|| no_such_kernel(module, kernel))?;
-        let shared = entry.static_shared_bytes.saturating_add(cfg.dynamic_shared_bytes);
+        let shared = entry
+            .static_shared_bytes
+            .saturating_add(cfg.dynamic_shared_bytes);
         match emulator::occupancy(
             &self.emu.config().sm,
             cfg.block.volume() as u32,
@@ -135,7 +149,13 @@ impl Device for EmuDevice {
         }
     }
 
-    fn launch(&mut self, m: ModuleId, kernel: &str, cfg: &LaunchConfig, args: &[Arg]) -> Result<LaunchOutcome, InstrumentError> {
+    fn launch(
+        &mut self,
+        m: ModuleId,
+        kernel: &str,
+        cfg: &LaunchConfig,
+        args: &[Arg],
+    ) -> Result<LaunchOutcome, InstrumentError> {
         let (module, id) = self.module(m)?;
         if !module.entries().iter().any(|e| e.name == kernel) {
             return Err(no_such_kernel(module, kernel));

@@ -2,9 +2,9 @@
 //! records (shared memory unless that would lower the resident blocks per SM — the measurement must
 //! not change what it measures), fill in the `ws::Log` argument, launch, download and decode.
 
+use crate::InstrumentError;
 use crate::device::{Arg, Device, LaunchConfig, LaunchOutcome, ModuleId};
 use crate::log::{LogShape, decode, header_bytes};
-use crate::InstrumentError;
 use trace::{LaunchInfo, ProbeMode, RecordKind, SiteInfo, Trace};
 
 /// Where the probes keep records during the kernel.
@@ -24,7 +24,9 @@ impl std::str::FromStr for Buffering {
             "auto" => Ok(Buffering::Auto),
             "shared" => Ok(Buffering::Shared),
             "global" => Ok(Buffering::Global),
-            _ => Err(format!("unknown buffering {s:?}; expected auto, shared or global")),
+            _ => Err(format!(
+                "unknown buffering {s:?}; expected auto, shared or global"
+            )),
         }
     }
 }
@@ -127,7 +129,8 @@ pub fn launch_probed(
     let shared_offset = cfg.dynamic_shared_bytes.next_multiple_of(16);
     let log_shared = shape.shared_bytes_per_block(wpb);
     let with_log = LaunchConfig {
-        dynamic_shared_bytes: shared_offset.saturating_add(u32::try_from(log_shared).unwrap_or(u32::MAX)),
+        dynamic_shared_bytes: shared_offset
+            .saturating_add(u32::try_from(log_shared).unwrap_or(u32::MAX)),
         ..*cfg
     };
     let shared_blocks = dev.occupancy(module, kernel, &with_log).unwrap_or(0);
@@ -160,7 +163,12 @@ pub fn launch_probed(
         .copy_from_slice(&header_bytes(probe.mode, &shape));
     dev.upload(&buf, &init)?;
     let mut args = args.to_vec();
-    args[log_index] = Arg::Bytes(log_arg(buf.addr, probe.slots_per_warp, shared, shared_offset));
+    args[log_index] = Arg::Bytes(log_arg(
+        buf.addr,
+        probe.slots_per_warp,
+        shared,
+        shared_offset,
+    ));
     let outcome = dev.launch(module, kernel, &run_cfg, &args)?;
     dev.download(&buf, &mut init)?;
     launch.shared_buffer = shared;

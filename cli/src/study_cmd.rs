@@ -1,0 +1,326 @@
+//! `warpscope render`, `sweep` and `demo`: the volume-rendering study from the command line.
+//! Options become a `study::RenderConfig` / `study::SweepConfig`; the study crate does the work.
+
+use crate::EmuArgs;
+use crate::export_cmd::{ExportFormat, export_run};
+use anyhow::{Context, Result};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use instrument::{BackendChoice, Buffering};
+use std::path::PathBuf;
+use study::{
+    BlockShape, RawDType, RenderConfig, RenderParams, SweepConfig, View, VolumeKind, VolumeSource,
+};
+use trace::{ProbeMode, RecordKind};
+
+/// The volume and image, shared by render and sweep.
+#[derive(Args, Debug, Clone)]
+pub struct SceneArgs {
+    /// Procedural volume: shell, noise, blobs or empty.
+    #[arg(long, default_value = "blobs", conflicts_with = "volume")]
+    pub volume_kind: VolumeKind,
+    /// Edge of the procedural volume in voxels (u8), or X,Y,Z.
+    #[arg(long, default_value = "64")]
+    pub volume_size: String,
+    /// Seed of the procedural volume.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// A raw volume file instead (x fastest); needs --dims and --dtype.
+    #[arg(long, requires = "dims")]
+    pub volume: Option<PathBuf>,
+    /// Dimensions of the raw volume, X,Y,Z.
+    #[arg(long)]
+    pub dims: Option<String>,
+    /// Element type of the raw volume: u8, u16 or f32.
+    #[arg(long, default_value = "u8")]
+    pub dtype: RawDType,
+    /// Image size WxH.
+    #[arg(long, default_value = "128x128")]
+    pub image: String,
+    #[arg(long, default_value_t = 0.05)]
+    pub density: f32,
+    #[arg(long, default_value_t = 1.0)]
+    pub brightness: f32,
+    #[arg(long, default_value_t = 0.0)]
+    pub transfer_offset: f32,
+    #[arg(long, default_value_t = 1.0)]
+    pub transfer_scale: f32,
+}
+
+/// How the probes record, shared by render and sweep.
+#[derive(Args, Debug, Clone)]
+pub struct ProbeArgs {
+    /// Record every access (trace) or per-warp statistics per site (summary).
+    #[arg(long, default_value = "trace")]
+    pub kind: RecordKind,
+    /// Records each warp can keep (a ray of 500 steps makes up to 1000).
+    #[arg(long, default_value_t = 1024)]
+    pub slots: u32,
+    /// Where the probes buffer records: auto (shared unless it lowers occupancy), shared, global.
+    #[arg(long, default_value = "auto")]
+    pub buffering: Buffering,
+    /// Timed launches after a warm-up on a GPU (the emulator is deterministic: one).
+    #[arg(long, default_value_t = 10)]
+    pub frames: u32,
+    /// Skip the WS_OFF render that measures probe overhead and checks the image (C3).
+    #[arg(long)]
+    pub no_overhead: bool,
+    /// Log formats written per run: csv, warp-csv, clog2, chrome, parquet (comma-separated; none for none).
+    #[arg(long, default_value = "csv", value_delimiter = ',')]
+    pub formats: Vec<String>,
+}
+
+impl SceneArgs {
+    fn volume_source(&self) -> Result<VolumeSource> {
+        if let Some(path) = &self.volume {
+            let dims = study::parse_dims(self.dims.as_deref().unwrap_or_default())?;
+            return Ok(VolumeSource::Raw {
+                path: path.clone(),
+                dims,
+                dtype: self.dtype,
+            });
+        }
+        let dims = match self.volume_size.parse::<u32>() {
+            Ok(n) => [n, n, n],
+            Err(_) => study::parse_dims(&self.volume_size).context("--volume-size")?,
+        };
+        Ok(VolumeSource::Generated {
+            kind: self.volume_kind,
+            dims,
+            seed: self.seed,
+        })
+    }
+
+    fn params(&self) -> Result<RenderParams> {
+        let (w, h) = self
+            .image
+            .split_once('x')
+            .and_then(|(w, h)| Some((w.trim().parse().ok()?, h.trim().parse().ok()?)))
+            .with_context(|| format!("--image {:?}: expected WxH, e.g. 128x128", self.image))?;
+        let mut p = RenderParams::with_size(w, h);
+        p.density = self.density;
+        p.brightness = self.brightness;
+        p.transfer_offset = self.transfer_offset;
+        p.transfer_scale = self.transfer_scale;
+        Ok(p)
+    }
+}
+
+impl ProbeArgs {
+    fn formats(&self) -> Result<Vec<ExportFormat>> {
+        self.formats
+            .iter()
+            .filter(|f| f.as_str() != "none")
+            .map(|f| {
+                f.parse::<ExportFormat>()
+                    .map_err(anyhow::Error::msg)
+                    .context("--formats")
+            })
+            .collect()
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct RenderArgs {
+    #[command(flatten)]
+    pub scene: SceneArgs,
+    #[command(flatten)]
+    pub probe: ProbeArgs,
+    #[command(flatten)]
+    pub emu: EmuArgs,
+    /// Thread-block shape AxB.
+    #[arg(long, default_value = "16x8")]
+    pub shape: BlockShape,
+    /// Viewpoint α,β,γ in degrees (rotations about x, y, z).
+    #[arg(long, default_value = "0,0,0", allow_hyphen_values = true)]
+    pub view: View,
+    #[arg(long, default_value = "fence")]
+    pub mode: ProbeMode,
+    /// Also render on the CPU reference renderer and record the largest channel difference.
+    #[arg(long)]
+    pub compare_reference: bool,
+    #[arg(long, default_value = "render-out")]
+    pub out: PathBuf,
+}
+
+pub fn render(args: &RenderArgs) -> Result<()> {
+    let config = args.emu.gpu_config()?;
+    let (mut dev, note) = instrument::open_device(args.emu.backend, config.clone())?;
+    eprintln!("warpscope: rendering on {} ({note})", dev.name());
+    let formats = args.probe.formats()?;
+    let cfg = RenderConfig {
+        volume: args.scene.volume_source()?,
+        params: args.scene.params()?,
+        shape: args.shape,
+        view: args.view,
+        mode: args.mode,
+        kind: args.probe.kind,
+        slots_per_warp: args.probe.slots,
+        buffering: args.probe.buffering,
+        frames: args.probe.frames,
+        measure_overhead: !args.probe.no_overhead,
+        compare_reference: args.compare_reference,
+        ncu: None,
+        emu_config: Some(config),
+    };
+    let result = study::render(dev.as_mut(), &cfg, &args.out)?;
+    export_run(&result.run_dir, &formats)?;
+    let m = &result.metrics;
+    println!(
+        "{}: {:.3} ms/frame ({:.1} fps), texture hit rate {}, {} records ({} dropped) -> {}",
+        cfg.run_name(),
+        m.kernel_ms.unwrap_or(f64::NAN),
+        m.frame_rate.unwrap_or(f64::NAN),
+        m.tex_hit_rate
+            .map_or("unavailable".into(), |r| format!("{:.1} %", 100.0 * r)),
+        m.records,
+        m.dropped_records,
+        result.run_dir.display()
+    );
+    Ok(())
+}
+
+#[derive(Args, Debug)]
+pub struct SweepArgs {
+    #[command(flatten)]
+    pub scene: SceneArgs,
+    #[command(flatten)]
+    pub probe: ProbeArgs,
+    #[command(flatten)]
+    pub emu: EmuArgs,
+    /// Block shapes (comma-separated), default the paper's eight: 128x1 … 1x128.
+    #[arg(long, value_delimiter = ',')]
+    pub shapes: Vec<BlockShape>,
+    /// Viewpoints (separated by ';' or given as separate words), default 0,0,0 and 90,0,90.
+    #[arg(long, num_args = 1.., value_delimiter = ';', allow_hyphen_values = true)]
+    pub views: Vec<View>,
+    /// Probe modes (comma-separated), default naive,fence.
+    #[arg(long, value_delimiter = ',')]
+    pub modes: Vec<ProbeMode>,
+    /// Emulator: end a launch with an error after this many warp instructions.
+    #[arg(long)]
+    pub max_warp_instructions: Option<u64>,
+    #[arg(long, default_value = "sweep-out")]
+    pub out: PathBuf,
+}
+
+fn or_default<T: Clone>(given: &[T], default: &[T]) -> Vec<T> {
+    if given.is_empty() {
+        default.to_vec()
+    } else {
+        given.to_vec()
+    }
+}
+
+pub fn sweep(args: &SweepArgs) -> Result<()> {
+    let emu_config = args.emu.gpu_config()?;
+    let cfg = SweepConfig {
+        out_dir: args.out.clone(),
+        backend: args.emu.backend,
+        emu_config,
+        volume: args.scene.volume_source()?,
+        params: args.scene.params()?,
+        shapes: or_default(&args.shapes, &BlockShape::PAPER),
+        views: or_default(&args.views, &View::PAPER),
+        modes: or_default(&args.modes, &[ProbeMode::Naive, ProbeMode::Fence]),
+        kind: args.probe.kind,
+        slots_per_warp: args.probe.slots,
+        buffering: args.probe.buffering,
+        frames: args.probe.frames,
+        measure_overhead: !args.probe.no_overhead,
+        max_warp_instructions: args.max_warp_instructions,
+    };
+    run_sweep(&cfg, &args.probe.formats()?)
+}
+
+/// Runs a sweep with a progress bar, then writes the requested log formats per run.
+fn run_sweep(cfg: &SweepConfig, formats: &[ExportFormat]) -> Result<()> {
+    let bar = ProgressBar::new(0);
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{spinner} sweep [{elapsed_precise}] {bar:30} {pos}/{len} runs, ETA {eta}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let summary = study::sweep(cfg, &|done, total| {
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
+    })?;
+    bar.finish_and_clear();
+    for row in &summary.rows {
+        export_run(&cfg.out_dir.join(&row.run), formats)?;
+    }
+    eprintln!(
+        "warpscope: sweep of {} runs ({} rendered now, {} resumed) on {} -> {}",
+        summary.rows.len(),
+        summary.rendered,
+        summary.resumed,
+        summary.backend_note,
+        summary.csv.display()
+    );
+    Ok(())
+}
+
+#[derive(Args, Debug)]
+pub struct DemoArgs {
+    /// Output folder: DIR/sweep and DIR/report.
+    #[arg(long, default_value = "warpscope-demo")]
+    pub out: PathBuf,
+    /// gpu, emu, or auto: the full-size study on a GPU when one is usable, else the emulator demo.
+    #[arg(long, default_value = "auto")]
+    pub backend: BackendChoice,
+    /// Log formats written per run (comma-separated; none for none).
+    #[arg(long, default_value = "csv", value_delimiter = ',')]
+    pub formats: Vec<String>,
+}
+
+pub fn demo(args: &DemoArgs) -> Result<()> {
+    let sweep_dir = args.out.join("sweep");
+    let mut cfg = study::demo_config(&sweep_dir)?;
+    let gpu = match args.backend {
+        BackendChoice::Emu => false,
+        BackendChoice::Gpu => true,
+        BackendChoice::Auto => match instrument::CudaDevice::open(0) {
+            Ok(_) => true,
+            Err(why) => {
+                eprintln!("warpscope: demo on the emulator ({why})");
+                false
+            }
+        },
+    };
+    if gpu {
+        // The paper's full-size experiment: a 1024³ volume, a 512×512 image.
+        cfg.backend = BackendChoice::Gpu;
+        if let VolumeSource::Generated { dims, .. } = &mut cfg.volume {
+            *dims = [1024, 1024, 1024];
+        }
+        cfg.params = RenderParams::with_size(512, 512);
+    } else {
+        cfg.backend = BackendChoice::Emu;
+        eprintln!(
+            "warpscope: demo: {} runs ({} shapes × {} views × {} modes) on the {} preset, {} volume, {}x{} image",
+            cfg.shapes.len() * cfg.views.len() * cfg.modes.len(),
+            cfg.shapes.len(),
+            cfg.views.len(),
+            cfg.modes.len(),
+            cfg.emu_config.name,
+            cfg.volume.describe(),
+            cfg.params.width,
+            cfg.params.height
+        );
+    }
+    let formats = ProbeArgs {
+        kind: cfg.kind,
+        slots: cfg.slots_per_warp,
+        buffering: cfg.buffering,
+        frames: cfg.frames,
+        no_overhead: false,
+        formats: args.formats.clone(),
+    }
+    .formats()?;
+    run_sweep(&cfg, &formats)?;
+    let report_dir = args.out.join("report");
+    let summary = crate::analyze_sweep(&sweep_dir, &report_dir)?;
+    println!("warpscope: report: {}", summary.report_html.display());
+    Ok(())
+}

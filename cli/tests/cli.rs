@@ -1,0 +1,108 @@
+//! The `warpscope` binary end to end, on the emulator: what a user types, what lands on disk.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn warpscope(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_warpscope"))
+        .args(args)
+        .output()
+        .expect("the warpscope binary runs")
+}
+
+fn ok(args: &[&str]) -> String {
+    let out = warpscope(args);
+    assert!(
+        out.status.success(),
+        "warpscope {args:?} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn read_u32_npy(path: &Path) -> Vec<u32> {
+    let bytes = std::fs::read(path).unwrap();
+    npyz::NpyFile::new(&bytes[..]).unwrap().into_vec().unwrap()
+}
+
+#[test]
+fn presets_are_listed_and_printable() {
+    let names = ok(&["presets"]);
+    for p in ["gtx480", "v100", "a100", "h100"] {
+        assert!(names.lines().any(|l| l == p), "{names}");
+    }
+    let toml = ok(&["presets", "h100"]);
+    assert!(toml.contains("clock_mhz"), "{toml}");
+}
+
+/// The README's launch example, run as is, with the input also written out so the histogram can
+/// be checked against a CPU count.
+#[test]
+fn histogram_example_launches_and_matches_cpu() {
+    let dir = tempfile::tempdir().unwrap();
+    let example = repo().join("examples/histogram");
+    std::fs::copy(
+        example.join("histogram.cu"),
+        dir.path().join("histogram.cu"),
+    )
+    .unwrap();
+    let spec = std::fs::read_to_string(example.join("histogram.toml"))
+        .unwrap()
+        .replace(
+            "fill = \"random:42\"",
+            "fill = \"random:42\"\noutput = \"input.npy\"",
+        );
+    let spec_path = dir.path().join("histogram.toml");
+    std::fs::write(&spec_path, spec).unwrap();
+    let out = dir.path().join("out");
+    ok(&[
+        "launch",
+        spec_path.to_str().unwrap(),
+        "--backend",
+        "emu",
+        "--mode",
+        "fence",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let input = read_u32_npy(&out.join("input.npy"));
+    let hist = read_u32_npy(&out.join("hist.npy"));
+    assert_eq!(input.len(), 65536);
+    let mut want = vec![0u32; 256];
+    for v in &input {
+        want[(v & 255) as usize] += 1;
+    }
+    assert_eq!(hist, want);
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
+    assert_eq!(run["backend"], "emu");
+    assert_eq!(run["mode"], "fence");
+    assert!(run["errors"].as_array().unwrap().is_empty());
+    assert!(run["cycles"].as_u64().unwrap() > 0);
+    // 65536 loads / 32 lanes = 2048 warp-level accesses; 64 slots per warp × 128 warps = 8192
+    // fit, so nothing is dropped, and every access is a record.
+    assert_eq!(run["records"].as_u64().unwrap(), 2048);
+    assert_eq!(run["dropped_records"].as_u64().unwrap(), 0);
+    assert!(out.join("trace.wst").exists());
+    assert!(out.join("config.toml").exists());
+}
+
+#[test]
+fn launch_spec_mistakes_fail_with_the_field_named_and_no_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("bad.toml");
+    std::fs::write(
+        &spec,
+        "source = \"k.ptx\"\nkernel = \"k\"\ngrid = [1,1,1]\nblock = [32,1,1]\n[[arg]]\nname = \"n\"\nscalar = \"i33\"\nvalue = 1\n",
+    )
+    .unwrap();
+    let out = warpscope(&["launch", spec.to_str().unwrap(), "--backend", "emu"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("arg[0] (\"n\").scalar"), "{err}");
+    assert!(err.contains("i33"), "{err}");
+}

@@ -533,7 +533,7 @@ impl Engine<'_> {
             block: block.id,
             warp: w.arch.wib,
             thread: w.arch.wib * 32 + f.lane,
-            what: f.what,
+            what: f.what.clone(),
         })?;
         self.warp_instructions += 1;
         let lanes = active.count_ones() as u64;

@@ -127,11 +127,15 @@ pub(crate) struct Fault {
     pub what: String,
 }
 
-fn fault<T>(lane: u32, what: impl Into<String>) -> Result<T, Fault> {
-    Err(Fault {
+/// Faults are rare: boxing keeps every per-lane `Result` two words wide.
+pub(crate) type Faulty<T> = Result<T, Box<Fault>>;
+
+#[cold]
+fn fault<T>(lane: u32, what: impl Into<String>) -> Faulty<T> {
+    Err(Box::new(Fault {
         lane,
         what: what.into(),
-    })
+    }))
 }
 
 macro_rules! each_lane {
@@ -317,9 +321,9 @@ fn space_of(t: &Target) -> Space {
 }
 
 impl Ctx<'_> {
-    fn resolve(&self, sp: Sp, addr: u64, lane: usize, len: usize) -> Result<Target, Fault> {
+    fn resolve(&self, sp: Sp, addr: u64, lane: usize, len: usize) -> Faulty<Target> {
         let l = lane as u32;
-        let check = |off: u64, size: usize, what: &str| -> Result<usize, Fault> {
+        let check = |off: u64, size: usize, what: &str| -> Faulty<usize> {
             if off
                 .checked_add(len as u64)
                 .is_some_and(|e| e <= size as u64)
@@ -383,7 +387,7 @@ impl Ctx<'_> {
         }
     }
 
-    fn read(&self, w: &Warp, t: &Target, len: usize, lane: usize) -> Result<u64, Fault> {
+    fn read(&self, w: &Warp, t: &Target, len: usize, lane: usize) -> Faulty<u64> {
         let src: &[u8] = match *t {
             Target::Global(a) => match self.dev.slice(a, len) {
                 Some(s) => s,
@@ -401,14 +405,7 @@ impl Ctx<'_> {
         Ok(le_bytes(src))
     }
 
-    fn write(
-        &mut self,
-        w: &mut Warp,
-        t: &Target,
-        len: usize,
-        lane: usize,
-        v: u64,
-    ) -> Result<(), Fault> {
+    fn write(&mut self, w: &mut Warp, t: &Target, len: usize, lane: usize, v: u64) -> Faulty<()> {
         let dst: &mut [u8] = match *t {
             Target::Global(a) => match self.dev.slice_mut(a, len) {
                 Some(s) => s,
@@ -460,7 +457,7 @@ fn put_le_bytes(dst: &mut [u8], v: u64) {
 }
 
 /// Executes the instruction at the warp's pc. `x` must be `prog.insts[w.pc()]`.
-pub(crate) fn exec(x: &Inst, w: &mut Warp, c: &mut Ctx) -> Result<Flow, Fault> {
+pub(crate) fn exec(x: &Inst, w: &mut Warp, c: &mut Ctx) -> Faulty<Flow> {
     let active = w.active();
     let emask = match x.guard {
         Opnd::Reg(r) => active & predmask(&w.regs, r),
@@ -537,7 +534,7 @@ fn branch(w: &mut Warp, x: &Inst, taken: u32, active: u32) {
 }
 
 #[allow(clippy::needless_range_loop)]
-fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Result<Flow, Fault> {
+fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow> {
     let mut a = [0u64; 32];
     let mut b = [0u64; 32];
     let mut cc = [0u64; 32];
@@ -1092,14 +1089,14 @@ fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Result<Flow, Fault> {
     Ok(Flow::Done)
 }
 
-fn a_count(x: &Inst, w: &Warp, c: &Ctx) -> Result<u32, Fault> {
+fn a_count(x: &Inst, w: &Warp, c: &Ctx) -> Faulty<u32> {
     let mut v = [0u64; 32];
     c.fetch(x.s[1], w, &mut v);
     Ok(v[0] as u32)
 }
 
 #[allow(clippy::needless_range_loop)] // lane and element indices address parallel arrays
-fn memory(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Result<Flow, Fault> {
+fn memory(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow> {
     let mut base = [0u64; 32];
     c.fetch(x.a, w, &mut base);
     let eb = x.ty.bytes().max(1) as usize;
@@ -1273,7 +1270,7 @@ fn memory(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Result<Flow, Fault> {
 }
 
 #[allow(clippy::needless_range_loop)] // lane and element indices address parallel arrays
-fn texture(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Result<Flow, Fault> {
+fn texture(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow> {
     let mut h = [0u64; 32];
     c.fetch(x.a, w, &mut h);
     let mut co = [[0u64; 32]; 4];

@@ -331,3 +331,39 @@ impl Emulator {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn emulators_can_move_between_threads() {
+        fn send<T: Send>() {}
+        fn sync<T: Sync>() {}
+        send::<Emulator>();
+        send::<Module>();
+        sync::<Module>();
+        send::<LaunchStats>();
+    }
+
+    #[test]
+    fn symbols_round_trip_and_are_bounds_checked() {
+        let ptx = ".version 8.0\n.target sm_75\n.address_size 64\n.const .align 4 .u32 c[4] = {1, 2, 3, 4};\n.global .u64 g;\n.visible .entry k() { ret; }\n";
+        let m = Module::parse(ptx).unwrap();
+        assert_eq!(m.entries()[0].name, "k");
+        let mut e = Emulator::new(GpuConfig::preset("v100").unwrap());
+        let id = e.load(&m).unwrap();
+        let mut out = [0u8; 16];
+        e.read_symbol(id, "c", &mut out).unwrap();
+        assert_eq!(out[4], 2);
+        e.write_symbol(id, "g", &7u64.to_le_bytes()).unwrap();
+        let mut g = [0u8; 8];
+        e.read_symbol(id, "g", &mut g).unwrap();
+        assert_eq!(u64::from_le_bytes(g), 7);
+        assert!(e.write_symbol(id, "g", &[0u8; 9]).is_err());
+        assert!(matches!(
+            e.read_symbol(id, "nope", &mut g),
+            Err(EmuError::NotFound { .. })
+        ));
+    }
+}

@@ -10,6 +10,19 @@
 //! Main types: [`Module`] (parsed PTX), [`Emulator`] (device memory, modules, textures,
 //! launches), [`LaunchParams`], [`LaunchStats`], [`TextureDesc`], [`GpuConfig`], [`EmuError`].
 //!
+//! Pipeline: `ptx` (lexer + recursive-descent parser, errors with line/column) → `decode`
+//! (dense registers, resolved symbols, inlined `.func` calls, immediate-post-dominator
+//! reconvergence points) → `engine` (SMs, occupancy-limited blocks, warp schedulers, scoreboard,
+//! barriers, fences) calling `exec` (one warp instruction over 32 lanes, SIMT stack, memory,
+//! `texture`) at issue and `memory` (caches, L2, DRAM) for the completion cycle of each access.
+//!
+//! Not supported (each is an `EmuError::Unsupported` or `Fault` naming the line, never a panic):
+//! indirect calls and recursion, texture/surface references (`.texref`; texture *objects* are
+//! supported), `match`/`redux`/`elect`, `tld4`, mipmaps and layered textures. `printf` prints
+//! nothing; `f64` `fma` with a directed rounding mode rounds to nearest. Each launch starts with
+//! cold caches. The coverage-guided fuzz targets live in `emulator/fuzz` (own workspace:
+//! `cd emulator/fuzz && cargo +nightly fuzz run parse`).
+//!
 //! ```
 //! use emulator::{Emulator, GpuConfig, LaunchParams, Module};
 //! let ptx = r#"

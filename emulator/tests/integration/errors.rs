@@ -195,9 +195,46 @@ fn printf_is_accepted_and_assert_traps() {
     let body = " { .param .b64 param0;\n st.param.b64 [param0], %rd1;\n .param .b64 param1;\n st.param.b64 [param1], %rd1;\n .param .b32 retval0;\n call.uni (retval0), vprintf, (param0, param1);\n }";
     let src = kernel(body).replacen(".visible .entry", &format!("{decl}.visible .entry"), 1);
     let mut r = Rig::new(&src);
-    r.try_launch("k", [1, 1, 1], [32, 1, 1], 0, vec![a64(0), a32(0)]).unwrap();
+    r.try_launch("k", [1, 1, 1], [32, 1, 1], 0, vec![a64(0), a32(0)])
+        .unwrap();
     let trap = kernel(" setp.eq.s32 %p1, %r2, 5;\n @%p1 trap;");
     let mut r = Rig::new(&trap);
-    let e = r.try_launch("k", [1, 1, 1], [32, 1, 1], 0, vec![a64(0), a32(0)]).unwrap_err();
+    let e = r
+        .try_launch("k", [1, 1, 1], [32, 1, 1], 0, vec![a64(0), a32(0)])
+        .unwrap_err();
     assert!(matches!(e, EmuError::Fault { thread: 5, .. }), "{e}");
+}
+
+#[test]
+fn three_dimensional_indices_and_barrier_count() {
+    // out[linear thread id] = tid.x | tid.y<<4 | tid.z<<8 | ctaid.x<<12 | ctaid.y<<16 | ctaid.z<<20,
+    // and out[n + block] = __syncthreads_count(tid.x == 0).
+    let body = " mov.u32 %r3, %tid.y;\n mov.u32 %r4, %tid.z;\n mov.u32 %r5, %ctaid.x;\n mov.u32 %r6, %ctaid.y;\n mov.u32 %r7, %ctaid.z;\n shl.b32 %r3, %r3, 4;\n or.b32 %r3, %r3, %r2;\n shl.b32 %r4, %r4, 8;\n or.b32 %r3, %r3, %r4;\n shl.b32 %r5, %r5, 12;\n or.b32 %r3, %r3, %r5;\n shl.b32 %r6, %r6, 16;\n or.b32 %r3, %r3, %r6;\n shl.b32 %r7, %r7, 20;\n or.b32 %r3, %r3, %r7;\n mov.u32 %r4, %ntid.x;\n mov.u32 %r5, %tid.y;\n mov.u32 %r6, %ntid.y;\n mov.u32 %r7, %tid.z;\n mad.lo.s32 %r7, %r7, %r6, %r5;\n mad.lo.s32 %r7, %r7, %r4, %r2;\n mov.u32 %r5, %ctaid.x;\n mov.u32 %r6, %ctaid.y;\n mov.u32 %r4, %nctaid.x;\n mad.lo.s32 %r5, %r6, %r4, %r5;\n mov.u32 %r6, %ctaid.z;\n mov.u32 %r4, %nctaid.y;\n mul.lo.s32 %r6, %r6, %r4;\n mov.u32 %r4, %nctaid.x;\n mad.lo.s32 %r5, %r6, %r4, %r5;\n mul.lo.s32 %r6, %r5, 60;\n add.s32 %r6, %r6, %r7;\n mul.wide.u32 %rd2, %r6, 4;\n add.s64 %rd3, %rd1, %rd2;\n st.global.u32 [%rd3], %r3;\n setp.eq.s32 %p1, %r2, 0;\n bar.red.popc.u32 %r4, 0, %p1;\n setp.eq.s32 %p2, %r7, 0;\n @!%p2 bra $D;\n add.s32 %r5, %r5, %r1;\n mul.wide.u32 %rd2, %r5, 4;\n add.s64 %rd3, %rd1, %rd2;\n st.global.u32 [%rd3], %r4;\n$D:";
+    let src = kernel(body);
+    let mut r = Rig::new(&src);
+    let (grid, block) = ([2u32, 3, 2], [5u32, 4, 3]);
+    let blocks = 12usize;
+    let n = blocks * 60;
+    let buf = r.zeros((n + blocks) * 4);
+    r.try_launch("k", grid, block, 0, vec![a64(buf), a32(n as i32)])
+        .unwrap();
+    let got = r.get_u32(buf, n + blocks);
+    for bz in 0..2u32 {
+        for by in 0..3u32 {
+            for bx in 0..2u32 {
+                let b = ((bz * 3 + by) * 2 + bx) as usize;
+                for tz in 0..3u32 {
+                    for ty in 0..4u32 {
+                        for tx in 0..5u32 {
+                            let t = ((tz * 4 + ty) * 5 + tx) as usize;
+                            let want = tx | ty << 4 | tz << 8 | bx << 12 | by << 16 | bz << 20;
+                            assert_eq!(got[b * 60 + t], want);
+                        }
+                    }
+                }
+                // threads with tid.x == 0: 4 * 3 = 12 per block
+                assert_eq!(got[n + b], 12, "block {b}");
+            }
+        }
+    }
 }

@@ -47,4 +47,39 @@ fn main() {
         s.warp_instructions as f64 / secs / 1e6
     );
     println!("stalls {:?}", s.stall_cycles);
+
+    // An ALU-bound divergent loop: Collatz step counts.
+    let ptx = kernels::find_corpus("collatz")
+        .map(|k| k.ptx)
+        .unwrap_or_default();
+    let module = Module::parse(ptx).expect("collatz PTX parses");
+    let c = emu.load(&module).expect("loads");
+    let n = 1usize << 16;
+    let start: Vec<u8> = (1..=n as u32).flat_map(|v| v.to_le_bytes()).collect();
+    let ds = emu.alloc((n * 4) as u64).expect("alloc");
+    emu.write(ds, &start).expect("write");
+    let dout = emu.alloc((n * 4) as u64).expect("alloc");
+    let p = LaunchParams {
+        grid: [(n / 256) as u32, 1, 1],
+        block: [256, 1, 1],
+        dynamic_shared_bytes: 0,
+        regs_per_thread: 32,
+        args: vec![
+            ds.to_le_bytes().to_vec(),
+            dout.to_le_bytes().to_vec(),
+            (n as i32).to_le_bytes().to_vec(),
+            1000u32.to_le_bytes().to_vec(),
+        ],
+        max_warp_instructions: u64::MAX,
+    };
+    let t = std::time::Instant::now();
+    let s = emu.launch(c, "collatz", &p).expect("launch");
+    let secs = t.elapsed().as_secs_f64();
+    println!(
+        "collatz {n}: {} warp instructions, {} cycles, {:.3} s, {:.2} M warp instr/s",
+        s.warp_instructions,
+        s.cycles,
+        secs,
+        s.warp_instructions as f64 / secs / 1e6
+    );
 }

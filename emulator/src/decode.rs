@@ -171,6 +171,7 @@ struct KDec<'a, 'm> {
     labels: HashMap<(u32, &'m str), u32>,
     instances: u32,
     depth: u32,
+    messages: Vec<String>,
 }
 
 /// What to restore when a `{ }` scope closes: a register name and its previous binding, or a
@@ -207,6 +208,7 @@ fn decode_kernel<'m>(
         labels: HashMap::new(),
         instances: 0,
         depth: 0,
+        messages: Vec::new(),
     };
     // Module-level shared variables: every kernel gets its own copy at fixed offsets.
     for v in &m.vars {
@@ -282,6 +284,7 @@ fn decode_kernel<'m>(
         shared_static_bytes: k.shared_bytes as u32,
         dyn_shared_offset: dyn_off,
         local_bytes: align_up(k.local_bytes, 8) as u32,
+        messages: k.messages,
     })
 }
 
@@ -493,7 +496,18 @@ impl<'a, 'm> KDec<'a, 'm> {
                         }
                     }
                 }
-                Stmt::Instr(i) => self.instr(i, env)?,
+                Stmt::Instr(i) => match self.instr(i, env) {
+                    // Well-formed but unsupported: the module still loads and the instruction
+                    // faults if a warp ever issues it, naming the kernel, pc and line.
+                    Err(EmuError::Unsupported { line, what }) => {
+                        let mut x = Inst::new(Op::Invalid, line);
+                        x.class = Class::Nop;
+                        x.target = self.messages.len() as u32;
+                        self.messages.push(what);
+                        self.insts.push(x);
+                    }
+                    other => other?,
+                },
             }
         }
         Ok(())

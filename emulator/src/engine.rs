@@ -495,6 +495,17 @@ impl Engine<'_> {
             return Ok(());
         };
         let x = &prog.insts[pc as usize];
+        if x.op == Op::Invalid {
+            let what = prog
+                .messages
+                .get(x.target as usize)
+                .cloned()
+                .unwrap_or_default();
+            return Err(EmuError::Unsupported {
+                line: x.line,
+                what: format!("{what} (kernel {}, pc {pc})", prog.name),
+            });
+        }
         let active = w.arch.active();
         let bslot = w.block;
         let Some(block) = sm.blocks[bslot].as_mut() else {

@@ -345,6 +345,8 @@ pub(crate) enum Op {
     Activemask,
     Nop,
     Trap,
+    /// An unsupported instruction; `target` indexes `Program::messages`.
+    Invalid,
 }
 
 /// One decoded instruction. Unused fields keep their defaults.
@@ -465,4 +467,6 @@ pub(crate) struct Program {
     /// Where `extern .shared` (dynamic) memory starts.
     pub dyn_shared_offset: u32,
     pub local_bytes: u32,
+    /// Descriptions of `Op::Invalid` instructions.
+    pub messages: Vec<String>,
 }

@@ -66,13 +66,20 @@ fn bad_ptx_reports_line_and_column() {
         Err(EmuError::Parse { line, col, .. }) => assert_eq!((line, col), (7, 19)),
         other => panic!("expected a parse error, got {other:?}"),
     }
-    match Module::parse(&format!(
-        "{HEAD}.visible .entry k()\n{{\n frobnicate.b32 %r1;\n}}\n"
-    )) {
-        Err(EmuError::Unsupported { line, .. }) | Err(EmuError::Parse { line, .. }) => {
-            assert_eq!(line, 6)
+    // A well-formed but unknown instruction loads, and faults only when a warp issues it.
+    let src = format!(
+        "{HEAD}.visible .entry k()\n{{\n .reg .b32 %r<2>;\n frobnicate.b32 %r1;\n ret;\n}}\n"
+    );
+    let mut r = Rig::new(&src);
+    match r.try_launch("k", [1, 1, 1], [32, 1, 1], 0, vec![]) {
+        Err(EmuError::Unsupported { line, what }) => {
+            assert_eq!(line, 7);
+            assert!(
+                what.contains("frobnicate") && what.contains("kernel k"),
+                "{what}"
+            );
         }
-        other => panic!("expected an error, got {other:?}"),
+        other => panic!("expected an unsupported-instruction error, got {other:?}"),
     }
 }
 

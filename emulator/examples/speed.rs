@@ -10,7 +10,10 @@ fn main() {
     let module = Module::parse(ptx).expect("matmul PTX parses");
     let mut emu = Emulator::new(GpuConfig::preset("v100").expect("preset"));
     let m = emu.load(&module).expect("loads");
-    let n = 256usize;
+    let n: usize = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(256);
     let bytes: Vec<u8> = (0..n * n)
         .flat_map(|i| ((i % 13) as f32).to_le_bytes())
         .collect();

@@ -1,6 +1,7 @@
 //! Integration tests of the emulator: the kernel corpus against CPU references, determinism,
 //! error reporting and timing semantics.
 
+mod breadth;
 mod common;
 mod corpus;
 mod errors;

@@ -1012,4 +1012,54 @@ mod tests {
     struct Wrapper {
         c: MemCounters,
     }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        /// Any sequence of requests: completions never precede issue, every read sector is a hit,
+        /// a miss or a merge, and DRAM reads are whole sectors.
+        #[test]
+        fn completions_follow_issue_and_counters_add_up(
+            preset in 0usize..4,
+            ops in proptest::collection::vec(
+                (0u32..4, 0u8..6, 0u8..3, 0u64..1 << 20, 0u64..600, 1u32..5, 1u8..33), 1..60),
+        ) {
+            let name = GpuConfig::preset_names()[preset];
+            let cfg = GpuConfig::preset(name).unwrap();
+            let mut mem = MemorySystem::new(&cfg);
+            let mut now = [0u64; 4];
+            let mut read_sectors = 0u64;
+            for (sm, space, kind, base, stride, width, nlanes) in ops {
+                let space = [Space::Global, Space::Local, Space::Shared, Space::Const,
+                    Space::Param, Space::Texture][space as usize];
+                let kind = [AccessKind::Load, AccessKind::Store, AccessKind::Atomic][kind as usize];
+                let bytes = 1u32 << (width - 1).min(3);
+                let lanes: Vec<(u8, u64)> = (0..nlanes)
+                    .map(|l| (l, (base + u64::from(l) * stride) & !u64::from(bytes - 1)))
+                    .collect();
+                let req = MemRequest { sm, warp: 0, space, kind, bytes_per_lane: bytes,
+                    lanes: &lanes, readonly_path: false };
+                let t = now[sm as usize];
+                let done = mem.access(t, &req);
+                proptest::prop_assert!(done >= t);
+                now[sm as usize] = t + 1 + (done - t) % 7;
+                if kind == AccessKind::Load
+                    && matches!(space, Space::Global | Space::Local | Space::Texture)
+                {
+                    read_sectors += 1; // at least one sector per load
+                }
+            }
+            let c = mem.counters();
+            let l1 = c.l1.sector_hits + c.l1.sector_misses + c.l1.mshr_merges;
+            let tex = c.texture.sector_hits + c.texture.sector_misses + c.texture.mshr_merges;
+            proptest::prop_assert!(l1 + tex >= read_sectors);
+            proptest::prop_assert!(c.l1.requests + c.texture.requests >= read_sectors);
+            proptest::prop_assert_eq!(c.dram_bytes_read % u64::from(cfg.l2.sector_bytes), 0);
+            for r in [c.l1_hit_rate, c.tex_hit_rate, c.l2_hit_rate, c.constant_hit_rate]
+                .into_iter()
+                .flatten()
+            {
+                proptest::prop_assert!((0.0..=1.0).contains(&r));
+            }
+        }
+    }
 }

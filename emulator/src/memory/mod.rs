@@ -126,9 +126,14 @@ impl CacheCounters {
 /// Memory counters of one launch (serialized into `run.json`; keys in declaration order).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct MemCounters {
+    /// Global and local loads (and read-only loads from Volta on, which the L1 serves).
     pub l1: CacheCounters,
+    /// Texture fetches (and read-only loads on GPUs with a separate texture cache); on GPUs where
+    /// the L1 serves textures, this counts the texture traffic of that shared cache.
     pub texture: CacheCounters,
+    /// Constant and kernel-parameter loads, one lookup per distinct address.
     pub constant: CacheCounters,
+    /// Reads from every L1-level cache's misses; stores and atomics count in `write_sectors`.
     pub l2: CacheCounters,
     pub dram_bytes_read: u64,
     pub dram_bytes_written: u64,

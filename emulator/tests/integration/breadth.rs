@@ -73,12 +73,12 @@ fn dynamic_shared_memory_and_subwarp_shuffles() {
     .unwrap();
     let got = r.get_u32(o, n);
     let v = |j: usize| if j < n { input[j] } else { 0 };
-    for i in 0..n {
+    for (i, got) in got.iter().enumerate() {
         let g = i / 8 * 8;
         let group: i32 = (g..g + 8).map(v).sum();
         let blk = i / b * b;
         let next = v(blk + (i - blk + 1) % b);
-        assert_eq!(got[i] as i32, group + next, "{i}");
+        assert_eq!(*got as i32, group + next, "{i}");
     }
 }
 

@@ -294,6 +294,58 @@ fn compare(ty: Ty, cmp: Cmp, a: u64, b: u64) -> bool {
     }
 }
 
+/// `setp` of the common integer and f32 cases with the comparison chosen once per warp
+/// instruction; returns false for the cases left to [`compare`].
+fn compare_fast(ty: Ty, cmp: Cmp, a: &[u64; 32], b: &[u64; 32], r: &mut [u64; 32]) -> bool {
+    macro_rules! cmp_loop {
+        ($conv:expr, $op:tt) => {{
+            let conv = $conv;
+            for l in 0..32 {
+                r[l] = (conv(a[l]) $op conv(b[l])) as u64;
+            }
+        }};
+    }
+    let signed = ty.is_signed() && !matches!(cmp, Cmp::Lo | Cmp::Ls | Cmp::Hi | Cmp::Hs);
+    match (ty, signed) {
+        (Ty::F32, _) => match cmp {
+            Cmp::Eq => cmp_loop!(f32v, ==),
+            Cmp::Lt => cmp_loop!(f32v, <),
+            Cmp::Le => cmp_loop!(f32v, <=),
+            Cmp::Gt => cmp_loop!(f32v, >),
+            Cmp::Ge => cmp_loop!(f32v, >=),
+            _ => return false,
+        },
+        (t, _) if t.is_float() => return false,
+        (_, true) => {
+            let bits = 64 - ty.bits().min(64);
+            let conv = |v: u64| ((v << bits) as i64) >> bits;
+            match cmp {
+                Cmp::Eq => cmp_loop!(conv, ==),
+                Cmp::Ne => cmp_loop!(conv, !=),
+                Cmp::Lt => cmp_loop!(conv, <),
+                Cmp::Le => cmp_loop!(conv, <=),
+                Cmp::Gt => cmp_loop!(conv, >),
+                Cmp::Ge => cmp_loop!(conv, >=),
+                _ => return false,
+            }
+        }
+        (_, false) => {
+            let m = ty.mask();
+            let conv = |v: u64| v & m;
+            match cmp {
+                Cmp::Eq => cmp_loop!(conv, ==),
+                Cmp::Ne => cmp_loop!(conv, !=),
+                Cmp::Lt | Cmp::Lo => cmp_loop!(conv, <),
+                Cmp::Le | Cmp::Ls => cmp_loop!(conv, <=),
+                Cmp::Gt | Cmp::Hi => cmp_loop!(conv, >),
+                Cmp::Ge | Cmp::Hs => cmp_loop!(conv, >=),
+                _ => return false,
+            }
+        }
+    }
+    true
+}
+
 fn combine(bop: BoolOp, p: bool, c: bool) -> bool {
     match bop {
         BoolOp::None => p,
@@ -901,8 +953,17 @@ fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow> {
         }
         Op::Setp => {
             let mut q = [0u64; 32];
+            if !compare_fast(x.ty2, x.cmp, a, b, &mut r) {
+                for l in 0..32 {
+                    r[l] = compare(x.ty2, x.cmp, a[l], b[l]) as u64;
+                }
+            }
+            if x.bop == BoolOp::None && x.nd == 1 {
+                put(&mut w.regs, x.d[0], m, &r, 1);
+                return Ok(Flow::Done);
+            }
             for l in 0..32 {
-                let res = compare(x.ty2, x.cmp, a[l], b[l]);
+                let res = r[l] == 1;
                 let cv = cc[l] & 1 == 1;
                 r[l] = combine(x.bop, res, cv) as u64;
                 q[l] = combine(x.bop, !res, cv) as u64;
@@ -1333,4 +1394,81 @@ fn texture(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow> {
         bytes_per_lane: texel_bytes,
         readonly: true,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fast_compare_agrees_with_the_reference() {
+        let mut seed = 0x1234_5678_9abc_def0u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let specials = [
+            0u64,
+            1,
+            u64::MAX,
+            0x8000_0000,
+            0x7FFF_FFFF,
+            0x8000_0000_0000_0000,
+            0x7FC0_0000,
+            0x3F80_0000,
+        ];
+        let tys = [
+            Ty::S32,
+            Ty::U32,
+            Ty::S64,
+            Ty::U64,
+            Ty::S16,
+            Ty::U8,
+            Ty::B32,
+            Ty::F32,
+            Ty::Pred,
+        ];
+        let cmps = [
+            Cmp::Eq,
+            Cmp::Ne,
+            Cmp::Lt,
+            Cmp::Le,
+            Cmp::Gt,
+            Cmp::Ge,
+            Cmp::Lo,
+            Cmp::Ls,
+            Cmp::Hi,
+            Cmp::Hs,
+        ];
+        for round in 0..20 {
+            let mut a = [0u64; 32];
+            let mut b = [0u64; 32];
+            for l in 0..32 {
+                a[l] = if l < specials.len() {
+                    specials[(l + round) % specials.len()]
+                } else {
+                    next()
+                };
+                b[l] = if l % 3 == 0 { a[l] } else { next() >> (l % 40) };
+            }
+            for &ty in &tys {
+                for &cmp in &cmps {
+                    let mut r = [0u64; 32];
+                    if compare_fast(ty, cmp, &a, &b, &mut r) {
+                        for l in 0..32 {
+                            assert_eq!(
+                                r[l] == 1,
+                                compare(ty, cmp, a[l], b[l]),
+                                "{ty:?} {cmp:?} {:#x} {:#x}",
+                                a[l],
+                                b[l]
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
 }

@@ -373,6 +373,40 @@ mod tests {
     }
 
     #[test]
+    fn summary_traces_give_times_but_no_variance() {
+        use trace::{Cycles, Dim3, LaunchInfo, SiteSummary, SmId, Trace, TraceWriter, WarpTrace};
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = WarpTrace::new([0, 0, 0], 0, 0, SmId(2));
+        w.end = Cycles(1000);
+        for (site, count, sum) in [(0u16, 3u64, 300u64), (1, 1, 100)] {
+            w.summaries.push(SiteSummary {
+                site,
+                count,
+                sum: Cycles(sum),
+                min: Cycles(50),
+                max: Cycles(150),
+            });
+        }
+        let t = Trace {
+            launch: LaunchInfo::new("k", Dim3::new(1, 1, 1), Dim3::new(32, 1, 1)),
+            warps: vec![w],
+        };
+        let path = dir.path().join("trace.wst");
+        TraceWriter::write_all(&path, &t).unwrap();
+        let r = RunStats::scan(&TraceReader::open(&path).unwrap()).unwrap();
+        let b = r.breakdown();
+        // 4 accesses, 400 cycles of memory, 600 of other work.
+        assert_eq!(
+            (b.accesses, b.mem_cycles, b.other_cycles),
+            (4, 400.0, 600.0)
+        );
+        assert_eq!(b.mean_access, Some(100.0));
+        assert_eq!(b.sites[&0], (300.0, 0.3));
+        assert_eq!(r.warps[0].all.variance(), None);
+        assert_eq!((r.warps[0].min, r.warps[0].max), (Some(50), Some(150)));
+    }
+
+    #[test]
     fn sums_variance_is_exact() {
         let mut s = Sums::new();
         for d in [2, 4, 4, 4, 5, 5, 7, 9] {

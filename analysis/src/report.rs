@@ -93,18 +93,30 @@ fn points_rows(a: &Analysis) -> Vec<Vec<String>> {
     rows
 }
 
-/// Hot-spot rows shown in the report: outliers and rank-1 entries, at most 40.
-fn hot_rows(t: &Table) -> Vec<usize> {
+/// Hot-spot rows shown in the report: (a) the 20 warps and blocks with the largest robust z of
+/// the excess ratio over all runs; (b) per run, the warp with the most excess memory time.
+fn hot_rows(t: &Table) -> (Vec<usize>, Vec<usize>) {
     use crate::table::Col;
-    let (Some(Col::Bool(outlier)), Some(Col::U32(rank))) = (t.get("outlier"), t.get("rank_excess"))
+    let (Some(Col::Str(kind)), Some(Col::F64(z)), Some(Col::U32(rank))) =
+        (t.get("kind"), t.get("z_excess_ratio"), t.get("rank_excess"))
     else {
-        return Vec::new();
+        return (Vec::new(), Vec::new());
     };
-    (0..t.height())
-        .filter(|&i| outlier[i] || rank[i] <= 3)
-        .take(40)
-        .collect()
+    let mut by_z: Vec<usize> = (0..t.height())
+        .filter(|&i| kind[i] != "site" && z[i].is_some())
+        .collect();
+    by_z.sort_by(|&a, &b| {
+        let (za, zb) = (z[a].unwrap_or(0.0), z[b].unwrap_or(0.0));
+        zb.total_cmp(&za).then(a.cmp(&b))
+    });
+    by_z.truncate(20);
+    let top_warps = (0..t.height())
+        .filter(|&i| kind[i] == "warp" && rank[i] == 1)
+        .collect();
+    (by_z, top_warps)
 }
+
+const HOT_INTRO: &str = "Excess memory time = memory time − accesses × the run's median per-warp mean access time; excess ratio = memory time / (accesses × that median). Outliers have a robust |z| above the threshold in excess ratio or in variance. All ranked rows are in hotspots.csv.";
 
 fn site_legend(a: &Analysis) -> Vec<String> {
     let mut names: BTreeMap<u16, String> = BTreeMap::new();
@@ -239,9 +251,12 @@ pub(crate) fn html(a: &Analysis) -> String {
     } else {
         s.push_str("<p>No per-warp figures (figures disabled or no run with accesses).</p>\n");
     }
-    s.push_str("<h2>Hot spots</h2>\n<p>Excess memory time = memory time − accesses × the run's median per-warp mean access time; outliers have |robust z| &gt; the threshold in excess or variance. Outliers and the top three per kind and run; all ranked rows are in hotspots.csv.</p>\n");
-    let rows = hot_rows(&a.hot);
-    s.push_str(&html_table(&a.hot.text_rows(Some(&rows))));
+    let _ = writeln!(s, "<h2>Hot spots</h2>\n<p>{}</p>", html_escape(HOT_INTRO));
+    let (by_z, top) = hot_rows(&a.hot);
+    s.push_str("<h3>Largest excess ratio (robust z), all runs</h3>\n");
+    s.push_str(&html_table(&a.hot.text_rows(Some(&by_z))));
+    s.push_str("<h3>The warp with the most excess memory time, per run</h3>\n");
+    s.push_str(&html_table(&a.hot.text_rows(Some(&top))));
     s.push_str("<h2>Effective configurations</h2>\n");
     let cfgs = configs(a);
     if cfgs.is_empty() {
@@ -334,9 +349,12 @@ pub(crate) fn markdown(a: &Analysis) -> String {
     s.push_str("## Per-warp distribution (figs. 10, 11)\n\n");
     s.push_str(&md_figures(a, "warps_"));
     s.push_str(&md_figures(a, "series_"));
-    s.push_str("## Hot spots\n\nOutliers and the top three per kind and run (all ranked rows: hotspots.csv).\n\n");
-    let rows = hot_rows(&a.hot);
-    s.push_str(&md_table(&a.hot.text_rows(Some(&rows))));
+    let _ = writeln!(s, "## Hot spots\n\n{HOT_INTRO}\n");
+    let (by_z, top) = hot_rows(&a.hot);
+    s.push_str("### Largest excess ratio (robust z), all runs\n\n");
+    s.push_str(&md_table(&a.hot.text_rows(Some(&by_z))));
+    s.push_str("### The warp with the most excess memory time, per run\n\n");
+    s.push_str(&md_table(&a.hot.text_rows(Some(&top))));
     s.push_str("## Effective configurations\n\n");
     let views: Vec<String> = a.views.iter().map(|v| pretty_view(v)).collect();
     let _ = writeln!(s, "Views: {}.\n", views.join(", "));

@@ -1,7 +1,9 @@
 //! Prints simulated warp instructions per second for a corpus kernel (release build):
 //! `cargo run --release -p warpscope-emulator --example speed`.
 
-use emulator::{Emulator, GpuConfig, LaunchParams, Module};
+use emulator::{
+    Emulator, GpuConfig, LaunchParams, Module, TexAddress, TexFilter, TexFormat, TextureDesc,
+};
 
 fn main() {
     let ptx = kernels::find_corpus("matmul")
@@ -80,6 +82,105 @@ fn main() {
     let secs = t.elapsed().as_secs_f64();
     println!(
         "collatz {n}: {} warp instructions, {} cycles, {:.3} s, {:.2} M warp instr/s",
+        s.warp_instructions,
+        s.cycles,
+        secs,
+        s.warp_instructions as f64 / secs / 1e6
+    );
+
+    // The paper's workload: the SDK volume renderer, fenced probes, 128x128 image, 64^3 volume.
+    let Some(b) = kernels::find("volume_render", 2, 0) else {
+        return;
+    };
+    let module = Module::parse(b.ptx).expect("volume_render parses");
+    let v = emu.load(&module).expect("loads");
+    let vw = 64u32;
+    let c = (vw as f32 - 1.0) / 2.0;
+    let vol: Vec<u8> = (0..vw * vw * vw)
+        .map(|i| {
+            let (x, y, z) = (
+                (i % vw) as f32 - c,
+                ((i / vw) % vw) as f32 - c,
+                (i / (vw * vw)) as f32 - c,
+            );
+            ((x * x + y * y + z * z).sqrt() * 4.0) as u8
+        })
+        .collect();
+    let vdesc = TextureDesc {
+        dims: 3,
+        width: vw,
+        height: vw,
+        depth: vw,
+        format: TexFormat::U8,
+        channels: 1,
+        normalized_read: true,
+        filter: TexFilter::Linear,
+        address: [TexAddress::Clamp; 3],
+        normalized_coords: true,
+        linear_buffer: None,
+    };
+    let vt = emu.create_texture(&vdesc, &vol).expect("volume");
+    let tf: Vec<u8> = [
+        0.0f32, 0.0, 0.0, 0.0, 1.0, 0.5, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0,
+    ]
+    .iter()
+    .flat_map(|f| f.to_le_bytes())
+    .collect();
+    let tdesc = TextureDesc {
+        dims: 1,
+        width: 3,
+        height: 1,
+        depth: 1,
+        format: TexFormat::F32,
+        channels: 4,
+        normalized_read: false,
+        ..vdesc
+    };
+    let tt = emu.create_texture(&tdesc, &tf).expect("transfer function");
+    let inv: Vec<u8> = [
+        1.0f32, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 4.0,
+    ]
+    .iter()
+    .flat_map(|f| f.to_le_bytes())
+    .collect();
+    emu.write_symbol(v, "c_invViewMatrix", &inv)
+        .expect("view matrix");
+    let iw = 128u32;
+    let out = emu.alloc((iw * iw * 4) as u64).expect("alloc");
+    let slots = 512u32;
+    let n_warps = (iw / 16) * (iw / 16) * 8;
+    let log = emu
+        .alloc((64 + n_warps * (32 + slots * 16)) as u64)
+        .expect("alloc");
+    let mut logarg = Vec::new();
+    logarg.extend_from_slice(&log.to_le_bytes());
+    logarg.extend_from_slice(&slots.to_le_bytes());
+    logarg.extend_from_slice(&[0u8; 12]);
+    let f = |x: f32| x.to_le_bytes().to_vec();
+    let p = LaunchParams {
+        grid: [iw / 16, iw / 16, 1],
+        block: [16, 16, 1],
+        dynamic_shared_bytes: 0,
+        regs_per_thread: 40,
+        args: vec![
+            out.to_le_bytes().to_vec(),
+            iw.to_le_bytes().to_vec(),
+            iw.to_le_bytes().to_vec(),
+            f(0.05),
+            f(1.0),
+            f(0.0),
+            f(1.0),
+            vt.to_le_bytes().to_vec(),
+            tt.to_le_bytes().to_vec(),
+            logarg,
+        ],
+        max_warp_instructions: u64::MAX,
+    };
+    let t = std::time::Instant::now();
+    let s = emu.launch(v, "d_render", &p).expect("launch");
+    let secs = t.elapsed().as_secs_f64();
+    println!(
+        "volume_render {iw}x{iw}, {vw}^3: {} warp instructions, {} cycles, {:.3} s, {:.2} M warp instr/s",
         s.warp_instructions,
         s.cycles,
         secs,

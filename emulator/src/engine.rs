@@ -98,6 +98,11 @@ struct Sm {
     pipe: Vec<[u64; NCLASS]>,
     last: Vec<Option<u32>>,
     live_blocks: u32,
+    /// Per scheduler: the earliest cycle one of its warps can issue, and why not before —
+    /// cached after a scan that found nothing, until an issue, a barrier release or a block
+    /// launch can change it (0 = rescan).
+    sched_next: Vec<u64>,
+    sched_reason: Vec<Stall>,
 }
 
 /// Inputs of one launch.
@@ -206,6 +211,8 @@ pub(crate) fn run(
             pipe: vec![[0; NCLASS]; nsched],
             last: vec![None; nsched],
             live_blocks: 0,
+            sched_next: vec![0; nsched],
+            sched_reason: vec![Stall::Idle; nsched],
         })
         .collect();
     // Initial distribution: round-robin over SMs, up to the occupancy limit.
@@ -357,6 +364,7 @@ impl Engine<'_> {
             bar_pc: 0,
         });
         sm.live_blocks += 1;
+        sm.sched_next.fill(0);
     }
 
     /// One scheduling step of an SM: issue in the current cycle, or jump to the next cycle at
@@ -367,6 +375,14 @@ impl Engine<'_> {
         let per = self.inp.cfg.sm.issue_per_scheduler.max(1);
         let mut issued_any = false;
         for s in 0..nsched {
+            if sm.sched_next[s] > now {
+                debug_assert!(
+                    self.pick(sm, s, now).is_none(),
+                    "stale scheduler cache at cycle {now}"
+                );
+                self.stalls[sm.sched_reason[s] as usize] += 1;
+                continue;
+            }
             let mut issued = 0;
             while issued < per {
                 let pick = self.pick(sm, s, now);
@@ -376,10 +392,13 @@ impl Engine<'_> {
                 issued += 1;
             }
             if issued == 0 {
-                let r = self.stall_reason(sm, s, now);
+                let (t, r) = self.scan(sm, s);
+                sm.sched_next[s] = t;
+                sm.sched_reason[s] = r;
                 self.stalls[r as usize] += 1;
             } else {
                 issued_any = true;
+                sm.sched_next[s] = 0;
             }
         }
         if issued_any {
@@ -387,13 +406,7 @@ impl Engine<'_> {
             return Ok(());
         }
         // Nothing issued: jump to the earliest cycle at which some warp can issue.
-        let mut next = u64::MAX;
-        for (ws, w) in sm.warps.iter().enumerate() {
-            if w.state == WState::Run {
-                let s = ws % nsched;
-                next = next.min(w.wake.max(w.next_ok).max(sm.pipe[s][w.class as usize]));
-            }
-        }
+        let next = sm.sched_next.iter().copied().min().unwrap_or(u64::MAX);
         if next == u64::MAX {
             if sm.live_blocks == 0 {
                 return Ok(());
@@ -412,8 +425,7 @@ impl Engine<'_> {
         let skipped = next.saturating_sub(now + 1);
         if skipped > 0 {
             for s in 0..nsched {
-                let r = self.stall_reason(sm, s, now + 1);
-                self.stalls[r as usize] += skipped;
+                self.stalls[sm.sched_reason[s] as usize] += skipped;
             }
         }
         sm.cycle = next.max(now + 1);
@@ -449,41 +461,40 @@ impl Engine<'_> {
         best.map(|(_, w)| w)
     }
 
-    fn stall_reason(&self, sm: &Sm, s: usize, now: u64) -> Stall {
+    /// The earliest cycle any warp of scheduler `s` can issue and the reason it cannot issue
+    /// before (the limiting one of scoreboard/memory/fence, pipe and issue slot; `Barrier` or
+    /// `Idle` with `u64::MAX` when no warp can become ready by itself).
+    fn scan(&self, sm: &Sm, s: usize) -> (u64, Stall) {
         let nsched = sm.pipe.len();
-        let mut best: Option<(u64, Stall)> = None;
-        let mut any = false;
+        let (mut best_t, mut best_r) = (u64::MAX, Stall::Idle);
+        let mut any_bar = false;
         let mut ws = s;
         while ws < sm.warps.len() {
             let w = &sm.warps[ws];
             ws += nsched;
             match w.state {
-                WState::Bar => {
-                    any = true;
-                    if best.is_none() {
-                        best = Some((u64::MAX, Stall::Barrier));
-                    }
-                }
+                WState::Bar => any_bar = true,
                 WState::Run => {
-                    any = true;
-                    let (t, r) = if w.wake > now {
-                        (w.wake, w.reason)
-                    } else if sm.pipe[s][w.class as usize] > now {
-                        (sm.pipe[s][w.class as usize], Stall::PipeBusy)
+                    let pipe = sm.pipe[s][w.class as usize];
+                    let t = w.wake.max(w.next_ok).max(pipe);
+                    let r = if w.wake >= w.next_ok && w.wake >= pipe {
+                        w.reason
+                    } else if pipe >= w.next_ok {
+                        Stall::PipeBusy
                     } else {
-                        (w.next_ok, Stall::Scoreboard)
+                        Stall::Scoreboard
                     };
-                    if best.is_none_or(|(bt, _)| t < bt) {
-                        best = Some((t, r));
+                    if t < best_t {
+                        (best_t, best_r) = (t, r);
                     }
                 }
                 _ => {}
             }
         }
-        if !any {
-            return Stall::Idle;
+        if best_t == u64::MAX && any_bar {
+            best_r = Stall::Barrier;
         }
-        best.map_or(Stall::Idle, |(_, r)| r)
+        (best_t, best_r)
     }
 
     fn issue(&mut self, sm: &mut Sm, ws: usize, s: usize, now: u64) -> Result<(), EmuError> {
@@ -638,6 +649,7 @@ impl Engine<'_> {
             block.live
         };
         if block.arrived > 0 && block.arrived >= need {
+            sm.sched_next.fill(0);
             let red = block.red_kind;
             let acc = block.red_acc;
             let member = block.warps.clone();

@@ -19,6 +19,8 @@ use std::cell::Cell;
 use crate::error::EmuError;
 
 pub(crate) const GLOBAL_BASE: u64 = 1 << 32;
+/// Generic address of kernel-parameter offset 0 (`cvta.param`).
+pub(crate) const PARAM_WINDOW: u64 = 0x7D00_0000_0000;
 /// Generic address of shared-memory offset 0.
 pub(crate) const SHARED_WINDOW: u64 = 0x7E00_0000_0000;
 /// Generic address of local-memory offset 0 (per thread).
@@ -51,7 +53,7 @@ impl DeviceMemory {
             addr: base,
             what: format!("allocation of {bytes} bytes is too large"),
         })?;
-        if base.saturating_add(bytes) >= SHARED_WINDOW {
+        if base.saturating_add(bytes) >= PARAM_WINDOW {
             return Err(EmuError::Memory {
                 addr: base,
                 what: "device address space exhausted".into(),

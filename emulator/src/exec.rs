@@ -15,7 +15,7 @@
 //!
 //! Main items: [`Warp`], [`Ctx`], [`exec`], [`Flow`].
 
-use crate::devmem::{DeviceMemory, LOCAL_WINDOW, SHARED_WINDOW, WINDOW_BYTES};
+use crate::devmem::{DeviceMemory, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, WINDOW_BYTES};
 use crate::engine_mem::{AccessKind, Space};
 use crate::ir::*;
 use crate::numeric::{self, b32, f32v, float_op, float_to_f64};
@@ -409,12 +409,21 @@ impl Ctx<'_> {
                 let o = check(off, self.local_bytes as usize, "local")?;
                 Ok(Target::Local(lane * self.local_bytes as usize + o))
             }
-            Sp::Param => Ok(Target::Param(check(addr, self.params.len(), "param")?)),
+            Sp::Param => {
+                let off = if (PARAM_WINDOW..PARAM_WINDOW + WINDOW_BYTES).contains(&addr) {
+                    addr - PARAM_WINDOW
+                } else {
+                    addr
+                };
+                Ok(Target::Param(check(off, self.params.len(), "param")?))
+            }
             Sp::Generic => {
                 if (SHARED_WINDOW..SHARED_WINDOW + WINDOW_BYTES).contains(&addr) {
                     self.resolve(Sp::Shared, addr, lane, len)
                 } else if (LOCAL_WINDOW..LOCAL_WINDOW + WINDOW_BYTES).contains(&addr) {
                     self.resolve(Sp::Local, addr, lane, len)
+                } else if (PARAM_WINDOW..PARAM_WINDOW + WINDOW_BYTES).contains(&addr) {
+                    self.resolve(Sp::Param, addr, lane, len)
                 } else {
                     Ok(Target::Global(addr))
                 }
@@ -1021,11 +1030,13 @@ fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow> {
         Op::Cvta => map!(r, |l| match x.space {
             Sp::Shared => a[l].wrapping_add(SHARED_WINDOW),
             Sp::Local => a[l].wrapping_add(LOCAL_WINDOW),
+            Sp::Param => a[l].wrapping_add(PARAM_WINDOW),
             _ => a[l],
         }),
         Op::CvtaTo => map!(r, |l| match x.space {
             Sp::Shared => a[l].wrapping_sub(SHARED_WINDOW),
             Sp::Local => a[l].wrapping_sub(LOCAL_WINDOW),
+            Sp::Param => a[l].wrapping_sub(PARAM_WINDOW),
             _ => a[l],
         }),
         Op::Isspacep => {

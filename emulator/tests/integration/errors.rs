@@ -245,3 +245,16 @@ fn three_dimensional_indices_and_barrier_count() {
         }
     }
 }
+
+#[test]
+fn kernel_parameters_through_generic_pointers() {
+    // newer nvcc reads by-value struct parameters through `cvta.param` generic pointers
+    let src = kernel(
+        " mov.b64 %rd4, p;\n cvta.param.u64 %rd5, %rd4;\n ld.u64 %rd6, [%rd5];\n ld.u32 %r3, [%rd5+8];\n st.global.u32 [%rd6], %r3;",
+    );
+    let mut r = Rig::new(&src);
+    let buf = r.zeros(4);
+    r.try_launch("k", [1, 1, 1], [1, 1, 1], 0, vec![a64(buf), a32(4242)])
+        .unwrap();
+    assert_eq!(r.get_u32(buf, 1)[0], 4242);
+}

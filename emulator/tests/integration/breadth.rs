@@ -4,141 +4,157 @@
 
 use crate::common::*;
 
-const PTX: &str = include_str!("../fixtures/breadth.ptx");
+/// The same source compiled -O3 for sm_75, -G (debug: stack frames, real calls, no
+/// optimization) and -O3 for sm_90.
+const PTXS: [(&str, &str); 3] = [
+    ("O3", include_str!("../fixtures/breadth.ptx")),
+    ("debug", include_str!("../fixtures/breadth_debug.ptx")),
+    ("sm90", include_str!("../fixtures/breadth_sm90.ptx")),
+];
 
 #[test]
 fn noinline_function_calls() {
-    let mut r = Rig::new(PTX);
-    let n = 300usize;
-    let x: Vec<f32> = (0..n).map(|i| i as f32 * 0.01 - 1.0).collect();
-    let dx = r.buf(&x);
-    let o = r.zeros(n * 4);
-    r.launch(
-        "calls",
-        [3, 1, 1],
-        [128, 1, 1],
-        vec![a64(dx), a64(o), a32(n as i32)],
-    );
-    let got = r.get_f32(o, n);
-    for i in 0..n {
-        let mut want = 0.0f32;
-        for k in 0..(1 + i % 5) {
-            want = want.mul_add(x[i], (k + 1) as f32);
-        }
-        let plain = (0..(1 + i % 5)).fold(0.0f32, |acc, k| acc * x[i] + (k + 1) as f32);
-        assert!(
-            got[i] == want || got[i] == plain,
-            "{i}: {} vs {want}",
-            got[i]
+    for (variant, ptx) in PTXS {
+        let mut r = Rig::new(ptx);
+        let n = 300usize;
+        let x: Vec<f32> = (0..n).map(|i| i as f32 * 0.01 - 1.0).collect();
+        let dx = r.buf(&x);
+        let o = r.zeros(n * 4);
+        r.launch(
+            "calls",
+            [3, 1, 1],
+            [128, 1, 1],
+            vec![a64(dx), a64(o), a32(n as i32)],
         );
+        let got = r.get_f32(o, n);
+        for i in 0..n {
+            let mut want = 0.0f32;
+            for k in 0..(1 + i % 5) {
+                want = want.mul_add(x[i], (k + 1) as f32);
+            }
+            let plain = (0..(1 + i % 5)).fold(0.0f32, |acc, k| acc * x[i] + (k + 1) as f32);
+            assert!(
+                got[i] == want || got[i] == plain,
+                "{variant} {i}: {} vs {want}",
+                got[i]
+            );
+        }
     }
 }
 
 #[test]
 fn local_memory_arrays() {
-    let mut r = Rig::new(PTX);
-    let n = 200usize;
-    let o = r.zeros(n * 4);
-    r.launch(
-        "local_array",
-        [2, 1, 1],
-        [128, 1, 1],
-        vec![a64(o), a32(n as i32)],
-    );
-    let got = r.get_u32(o, n);
-    for i in 0..n as u32 {
-        let a: Vec<u32> = (0..16u32).map(|k| k.wrapping_mul(i)).collect();
-        let want = (0..16u32).fold(0u32, |s, k| {
-            s.wrapping_add(a[((k * (i + 1)) % 16) as usize])
-        });
-        assert_eq!(got[i as usize], want, "{i}");
+    for (variant, ptx) in PTXS {
+        let mut r = Rig::new(ptx);
+        let n = 200usize;
+        let o = r.zeros(n * 4);
+        r.launch(
+            "local_array",
+            [2, 1, 1],
+            [128, 1, 1],
+            vec![a64(o), a32(n as i32)],
+        );
+        let got = r.get_u32(o, n);
+        for i in 0..n as u32 {
+            let a: Vec<u32> = (0..16u32).map(|k| k.wrapping_mul(i)).collect();
+            let want = (0..16u32).fold(0u32, |s, k| {
+                s.wrapping_add(a[((k * (i + 1)) % 16) as usize])
+            });
+            assert_eq!(got[i as usize], want, "{variant} {i}");
+        }
     }
 }
 
 #[test]
 fn dynamic_shared_memory_and_subwarp_shuffles() {
-    let mut r = Rig::new(PTX);
-    let n = 250usize;
-    let b = 64usize;
-    let input: Vec<i32> = (0..n as i32).map(|i| i * 3 - 100).collect();
-    let di = r.buf(&input);
-    let o = r.zeros(n * 4);
-    r.try_launch(
-        "dyn_shared_shfl",
-        [4, 1, 1],
-        [b as u32, 1, 1],
-        (b * 4) as u32,
-        vec![a64(di), a64(o), a32(n as i32)],
-    )
-    .unwrap();
-    let got = r.get_u32(o, n);
-    let v = |j: usize| if j < n { input[j] } else { 0 };
-    for (i, got) in got.iter().enumerate() {
-        let g = i / 8 * 8;
-        let group: i32 = (g..g + 8).map(v).sum();
-        let blk = i / b * b;
-        let next = v(blk + (i - blk + 1) % b);
-        assert_eq!(*got as i32, group + next, "{i}");
+    for (variant, ptx) in PTXS {
+        let mut r = Rig::new(ptx);
+        let n = 250usize;
+        let b = 64usize;
+        let input: Vec<i32> = (0..n as i32).map(|i| i * 3 - 100).collect();
+        let di = r.buf(&input);
+        let o = r.zeros(n * 4);
+        r.try_launch(
+            "dyn_shared_shfl",
+            [4, 1, 1],
+            [b as u32, 1, 1],
+            (b * 4) as u32,
+            vec![a64(di), a64(o), a32(n as i32)],
+        )
+        .unwrap();
+        let got = r.get_u32(o, n);
+        let v = |j: usize| if j < n { input[j] } else { 0 };
+        for (i, got) in got.iter().enumerate() {
+            let g = i / 8 * 8;
+            let group: i32 = (g..g + 8).map(v).sum();
+            let blk = i / b * b;
+            let next = v(blk + (i - blk + 1) % b);
+            assert_eq!(*got as i32, group + next, "{variant} {i}");
+        }
     }
 }
 
 #[test]
 fn f64_and_64bit_integer_math() {
-    let mut r = Rig::new(PTX);
-    let n = 100usize;
-    let a: Vec<i64> = (0..n as i64).map(|i| i * i * 12345 + 7).collect();
-    let b: Vec<i64> = (0..n as i64).map(|i| (i - 50) * 987_654_321_987).collect();
-    let (da, db) = (r.buf(&a), r.buf(&b));
-    let o = r.zeros(n * 8);
-    r.launch(
-        "wide_math",
-        [1, 1, 1],
-        [128, 1, 1],
-        vec![a64(da), a64(db), a64(o), a32(n as i32)],
-    );
-    let mut raw = vec![0u8; n * 8];
-    r.emu.read(o, &mut raw).unwrap();
-    for i in 0..n {
-        let got = f64::from_le_bytes(raw[8 * i..8 * i + 8].try_into().unwrap());
-        let want = (a[i] as f64).sqrt() / 3.0 + (b[i] / 7 % 1000) as f64;
-        assert_eq!(got, want, "{i}");
+    for (variant, ptx) in PTXS {
+        let mut r = Rig::new(ptx);
+        let n = 100usize;
+        let a: Vec<i64> = (0..n as i64).map(|i| i * i * 12345 + 7).collect();
+        let b: Vec<i64> = (0..n as i64).map(|i| (i - 50) * 987_654_321_987).collect();
+        let (da, db) = (r.buf(&a), r.buf(&b));
+        let o = r.zeros(n * 8);
+        r.launch(
+            "wide_math",
+            [1, 1, 1],
+            [128, 1, 1],
+            vec![a64(da), a64(db), a64(o), a32(n as i32)],
+        );
+        let mut raw = vec![0u8; n * 8];
+        r.emu.read(o, &mut raw).unwrap();
+        for i in 0..n {
+            let got = f64::from_le_bytes(raw[8 * i..8 * i + 8].try_into().unwrap());
+            let want = (a[i] as f64).sqrt() / 3.0 + (b[i] / 7 % 1000) as f64;
+            assert_eq!(got, want, "{variant} {i}");
+        }
     }
 }
 
 #[test]
 fn atomics_of_every_kind_and_printf() {
-    let mut r = Rig::new(PTX);
-    let n = 1000usize;
-    let x: Vec<f32> = (0..n)
-        .map(|i| ((i * 7919) % 1000) as f32 * 0.5 - 100.0)
-        .collect();
-    let dx = r.buf(&x);
-    let f = r.buf(&[f32::MIN]);
-    let u = r.buf(&[0u32, u32::MAX, 0]);
-    let w = r.zeros(8);
-    let e = r.buf(&[-1i32]);
-    r.launch(
-        "atomics",
-        [4, 1, 1],
-        [256, 1, 1],
-        vec![a64(dx), a64(f), a64(u), a64(w), a64(e), a32(n as i32)],
-    );
-    assert_eq!(
-        r.get_f32(f, 1)[0],
-        x.iter().cloned().fold(f32::MIN, f32::max)
-    );
-    let us = r.get_u32(u, 3);
-    let hs: Vec<u32> = (0..n as u32)
-        .map(|i| i.wrapping_mul(2_654_435_761))
-        .collect();
-    assert_eq!(us[0], n as u32);
-    assert_eq!(us[1], *hs.iter().min().unwrap());
-    assert_eq!(us[2], *hs.iter().max().unwrap());
-    let ws = r.get_u32(w, 2);
-    assert_eq!(
-        ws[0] as u64 | (ws[1] as u64) << 32,
-        (0..n as u64).sum::<u64>()
-    );
-    let last = r.get_u32(e, 1)[0] as i32;
-    assert!((0..n as i32).contains(&last));
+    for (variant, ptx) in PTXS {
+        let mut r = Rig::new(ptx);
+        let n = 1000usize;
+        let x: Vec<f32> = (0..n)
+            .map(|i| ((i * 7919) % 1000) as f32 * 0.5 - 100.0)
+            .collect();
+        let dx = r.buf(&x);
+        let f = r.buf(&[f32::MIN]);
+        let u = r.buf(&[0u32, u32::MAX, 0]);
+        let w = r.zeros(8);
+        let e = r.buf(&[-1i32]);
+        r.launch(
+            "atomics",
+            [4, 1, 1],
+            [256, 1, 1],
+            vec![a64(dx), a64(f), a64(u), a64(w), a64(e), a32(n as i32)],
+        );
+        assert_eq!(
+            r.get_f32(f, 1)[0],
+            x.iter().cloned().fold(f32::MIN, f32::max)
+        );
+        let us = r.get_u32(u, 3);
+        let hs: Vec<u32> = (0..n as u32)
+            .map(|i| i.wrapping_mul(2_654_435_761))
+            .collect();
+        assert_eq!(us[0], n as u32);
+        assert_eq!(us[1], *hs.iter().min().unwrap());
+        assert_eq!(us[2], *hs.iter().max().unwrap());
+        let ws = r.get_u32(w, 2);
+        assert_eq!(
+            ws[0] as u64 | (ws[1] as u64) << 32,
+            (0..n as u64).sum::<u64>()
+        );
+        let last = r.get_u32(e, 1)[0] as i32;
+        assert!((0..n as i32).contains(&last));
+    }
 }

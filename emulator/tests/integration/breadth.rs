@@ -140,7 +140,8 @@ fn atomics_of_every_kind_and_printf() {
         );
         assert_eq!(
             r.get_f32(f, 1)[0],
-            x.iter().cloned().fold(f32::MIN, f32::max)
+            x.iter().cloned().fold(f32::MIN, f32::max),
+            "{variant}"
         );
         let us = r.get_u32(u, 3);
         let hs: Vec<u32> = (0..n as u32)

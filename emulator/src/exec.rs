@@ -1167,6 +1167,53 @@ fn a_count(x: &Inst, w: &Warp, c: &Ctx) -> Faulty<u32> {
     Ok(v[0] as u32)
 }
 
+/// The most frequent memory instruction (`ld.shared` of one element) without the general
+/// path's per-lane space dispatch.
+fn load_shared_scalar(
+    x: &Inst,
+    w: &mut Warp,
+    c: &mut Ctx,
+    m: u32,
+    base: &[u64; 32],
+    eb: usize,
+) -> Faulty<Flow> {
+    let mut vals = [0u64; 32];
+    let len = c.shared.len() as u64;
+    each_lane!(m, l, {
+        let mut addr = base[l].wrapping_add(x.off as u64);
+        if (SHARED_WINDOW..SHARED_WINDOW + WINDOW_BYTES).contains(&addr) {
+            addr -= SHARED_WINDOW;
+        }
+        if addr & (eb as u64 - 1) != 0 {
+            return fault(l as u32, format!("misaligned {eb}-byte load at {addr:#x}"));
+        }
+        if addr.saturating_add(eb as u64) > len {
+            return fault(
+                l as u32,
+                format!(
+                    "shared access of {eb} bytes at offset {addr:#x} is out of bounds ({len} bytes)"
+                ),
+            );
+        }
+        let o = addr as usize;
+        vals[l] = x.ty.extend(le_bytes(&c.shared[o..o + eb]));
+        c.lanes.push((l as u8, addr));
+    });
+    put(
+        &mut w.regs,
+        x.d[0],
+        m,
+        &vals,
+        if x.ty == Ty::Pred { 1 } else { u64::MAX },
+    );
+    Ok(Flow::Mem {
+        space: Space::Shared,
+        kind: AccessKind::Load,
+        bytes_per_lane: eb as u32,
+        readonly: false,
+    })
+}
+
 #[allow(clippy::needless_range_loop)] // lane and element indices address parallel arrays
 fn memory(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow> {
     let mut base = [0u64; 32];
@@ -1177,6 +1224,9 @@ fn memory(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow> {
     c.lanes.clear();
     let mut space = None;
     let ld_mask = if x.ty == Ty::Pred { 1 } else { u64::MAX };
+    if x.op == Op::Ld && vec == 1 && x.space == Sp::Shared && eb <= 8 {
+        return load_shared_scalar(x, w, c, m, &base, eb);
+    }
     match x.op {
         Op::Ld => {
             let mut vals = [[0u64; 32]; 4];

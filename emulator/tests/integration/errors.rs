@@ -258,3 +258,25 @@ fn kernel_parameters_through_generic_pointers() {
         .unwrap();
     assert_eq!(r.get_u32(buf, 1)[0], 4242);
 }
+
+#[test]
+fn shared_memory_out_of_bounds_faults() {
+    let src = format!(
+        "{HEAD}.visible .entry k()\n{{\n .reg .b32 %r<4>;\n .shared .align 4 .b8 s[128];\n mov.u32 %r1, %tid.x;\n shl.b32 %r2, %r1, 2;\n ld.shared.u32 %r3, [%r2];\n st.shared.u32 [%r2], %r3;\n ret;\n}}\n"
+    );
+    let mut r = Rig::new(&src);
+    r.try_launch("k", [1, 1, 1], [32, 1, 1], 0, vec![]).unwrap();
+    let e = r
+        .try_launch("k", [1, 1, 1], [64, 1, 1], 0, vec![])
+        .unwrap_err();
+    match e {
+        EmuError::Fault {
+            thread, line, what, ..
+        } => {
+            assert_eq!(thread, 32);
+            assert_eq!(line, 10);
+            assert!(what.contains("out of bounds"), "{what}");
+        }
+        other => panic!("expected a fault, got {other:?}"),
+    }
+}

@@ -5,6 +5,7 @@ mod breadth;
 mod common;
 mod corpus;
 mod errors;
+mod golden;
 mod micro;
 mod mutate;
 mod probes;

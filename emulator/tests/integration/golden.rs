@@ -1,0 +1,254 @@
+//! Golden LaunchStats and output hashes for a fixed set of launches, so that speed work on the
+//! interpreter and the issue engine cannot silently change the timing model (which is a spec).
+//!
+//! The golden file is `tests/fixtures/golden_stats.json`: one entry per launch with its full
+//! `LaunchStats` (serde_json) and an FNV-1a hash of every output buffer (image, result, probe log).
+//! Regenerate it only when a timing change is intended:
+//! `WS_REGEN_GOLDEN=1 cargo test -p warpscope-emulator --release golden`.
+
+use crate::common::*;
+use emulator::{TexAddress, TexFilter, TexFormat, TextureDesc};
+use kernels::layout as L;
+use std::collections::BTreeMap;
+
+/// FNV-1a over bytes: stable across platforms and versions, unlike `DefaultHasher`.
+fn fnv(bytes: &[u8]) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
+fn read(r: &Rig, addr: u64, bytes: usize) -> Vec<u8> {
+    let mut b = vec![0u8; bytes];
+    r.emu.read(addr, &mut b).unwrap();
+    b
+}
+
+fn entry(stats: &emulator::LaunchStats, outputs: &[Vec<u8>]) -> serde_json::Value {
+    serde_json::json!({
+        "stats": serde_json::to_value(stats).unwrap(),
+        "outputs": outputs.iter().map(|o| fnv(o)).collect::<Vec<_>>(),
+    })
+}
+
+fn matmul(preset: &str, n: usize) -> serde_json::Value {
+    let mut r = Rig::with_preset(corpus_ptx("matmul"), preset);
+    let a: Vec<f32> = (0..n * n).map(|i| (i % 13) as f32).collect();
+    let b: Vec<f32> = (0..n * n).map(|i| (i % 7) as f32 - 3.0).collect();
+    let (da, db) = (r.buf(&a), r.buf(&b));
+    let dc = r.zeros(n * n * 4);
+    let s = r.launch(
+        "matmul",
+        [(n / 16) as u32, (n / 16) as u32, 1],
+        [16, 16, 1],
+        vec![
+            a64(da),
+            a64(db),
+            a64(dc),
+            a32(n as i32),
+            a32(n as i32),
+            a32(n as i32),
+        ],
+    );
+    entry(&s, &[read(&r, dc, n * n * 4)])
+}
+
+fn collatz(preset: &str, n: usize) -> serde_json::Value {
+    let mut r = Rig::with_preset(corpus_ptx("collatz"), preset);
+    let start: Vec<u32> = (1..=n as u32).collect();
+    let ds = r.buf(&start);
+    let o = r.zeros(n * 4);
+    let s = r.launch(
+        "collatz",
+        [(n as u32).div_ceil(256), 1, 1],
+        [256, 1, 1],
+        vec![a64(ds), a64(o), a32(n as i32), a32(1000)],
+    );
+    entry(&s, &[read(&r, o, n * 4)])
+}
+
+fn reductions(preset: &str) -> serde_json::Value {
+    let mut rng = Rng(11);
+    let n = 20_000usize;
+    let input: Vec<u32> = (0..n).map(|_| rng.next() as u32 >> 8).collect();
+    let mut r = Rig::with_preset(corpus_ptx("reduce_shared"), preset);
+    let i = r.buf(&input);
+    let blocks = (n as u32).div_ceil(256);
+    let o = r.zeros(blocks as usize * 4);
+    let s1 = r.launch(
+        "reduce_shared",
+        [blocks, 1, 1],
+        [128, 1, 1],
+        vec![a64(i), a64(o), a32(n as i32)],
+    );
+    let out1 = read(&r, o, blocks as usize * 4);
+    let mut r = Rig::with_preset(corpus_ptx("reduce_shuffle"), preset);
+    let i = r.buf(&input);
+    let t = r.zeros(4);
+    let s2 = r.launch(
+        "reduce_shuffle",
+        [16, 1, 1],
+        [256, 1, 1],
+        vec![a64(i), a64(t), a32(n as i32)],
+    );
+    serde_json::json!([entry(&s1, &[out1]), entry(&s2, &[read(&r, t, 4)])])
+}
+
+fn probe(preset: &str, mode: u32, kind: u32) -> Option<serde_json::Value> {
+    let b = kernels::find("probe_test", mode, kind)?;
+    let mut r = Rig::with_preset(b.ptx, preset);
+    let n = 1000usize;
+    let (block, grid) = (128u32, 8u32);
+    let p: Vec<f32> = (0..n).map(|i| i as f32 * 0.5 - 7.0).collect();
+    let dp = r.buf(&p);
+    let out = r.zeros(n * 4);
+    let slots = 4u32;
+    let body = if kind == L::WS_KIND_TRACE {
+        slots * L::WS_RECORD_BYTES
+    } else {
+        L::WS_MAX_SITES * L::WS_SUMMARY_SITE_BYTES
+    };
+    let n_warps = grid * block / 32;
+    let log_bytes = L::WS_LOG_HEADER_BYTES + n_warps * (L::WS_WARP_HEADER_BYTES + body);
+    let log = r.zeros(log_bytes as usize);
+    let mut logarg = Vec::new();
+    logarg.extend_from_slice(&log.to_le_bytes());
+    logarg.extend_from_slice(&slots.to_le_bytes());
+    logarg.extend_from_slice(&[0u8; 12]);
+    let s = r.launch(
+        "probe_global",
+        [grid, 1, 1],
+        [block, 1, 1],
+        vec![a64(dp), a64(out), a32(n as i32), logarg],
+    );
+    Some(entry(
+        &s,
+        &[read(&r, out, n * 4), read(&r, log, log_bytes as usize)],
+    ))
+}
+
+fn volume(preset: &str, mode: u32, vw: u32, iw: u32) -> Option<serde_json::Value> {
+    let b = kernels::find("volume_render", mode, L::WS_KIND_TRACE)?;
+    let mut r = Rig::with_preset(b.ptx, preset);
+    let c = (vw as f32 - 1.0) / 2.0;
+    let vol: Vec<u8> = (0..vw * vw * vw)
+        .map(|i| {
+            let (x, y, z) = (
+                (i % vw) as f32 - c,
+                ((i / vw) % vw) as f32 - c,
+                (i / (vw * vw)) as f32 - c,
+            );
+            ((x * x + y * y + z * z).sqrt() * 4.0) as u8
+        })
+        .collect();
+    let vdesc = TextureDesc {
+        dims: 3,
+        width: vw,
+        height: vw,
+        depth: vw,
+        format: TexFormat::U8,
+        channels: 1,
+        normalized_read: true,
+        filter: TexFilter::Linear,
+        address: [TexAddress::Clamp; 3],
+        normalized_coords: true,
+        linear_buffer: None,
+    };
+    let vt = r.emu.create_texture(&vdesc, &vol).unwrap();
+    let tf: [f32; 12] = [0.0, 0.0, 0.0, 0.0, 1.0, 0.5, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0];
+    let tdesc = TextureDesc {
+        dims: 1,
+        width: 3,
+        height: 1,
+        depth: 1,
+        format: TexFormat::F32,
+        channels: 4,
+        normalized_read: false,
+        ..vdesc
+    };
+    let tt = r.emu.create_texture(&tdesc, &as_bytes(&tf)).unwrap();
+    let inv: [f32; 12] = [1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 4.0];
+    r.emu
+        .write_symbol(r.m, "c_invViewMatrix", &as_bytes(&inv))
+        .unwrap();
+    let out = r.zeros((iw * iw * 4) as usize);
+    let slots = 64u32;
+    let n_warps = (iw / 16) * (iw / 16) * 8;
+    let log_bytes = (64 + n_warps * (32 + slots * 16)) as usize;
+    let log = r.zeros(log_bytes);
+    let mut logarg = Vec::new();
+    logarg.extend_from_slice(&log.to_le_bytes());
+    logarg.extend_from_slice(&slots.to_le_bytes());
+    logarg.extend_from_slice(&[0u8; 12]);
+    let args = vec![
+        a64(out),
+        a32(iw as i32),
+        a32(iw as i32),
+        af(0.05),
+        af(1.0),
+        af(0.0),
+        af(1.0),
+        a64(vt),
+        a64(tt),
+        logarg,
+    ];
+    let s = r
+        .try_launch("d_render", [iw / 16, iw / 16, 1], [16, 16, 1], 0, args)
+        .unwrap_or_else(|e| panic!("volume mode {mode}: {e}"));
+    Some(entry(
+        &s,
+        &[
+            read(&r, out, (iw * iw * 4) as usize),
+            read(&r, log, log_bytes),
+        ],
+    ))
+}
+
+/// Every launch of the golden set, keyed by a readable name (BTreeMap: stable order in the file).
+fn golden_set() -> BTreeMap<String, serde_json::Value> {
+    let mut g = BTreeMap::new();
+    for preset in ["gtx480", "v100"] {
+        g.insert(format!("matmul_64_{preset}"), matmul(preset, 64));
+        g.insert(format!("collatz_4096_{preset}"), collatz(preset, 4096));
+        g.insert(format!("reductions_{preset}"), reductions(preset));
+    }
+    for mode in [L::WS_OFF, L::WS_NAIVE, L::WS_FENCE] {
+        for kind in [L::WS_KIND_TRACE, L::WS_KIND_SUMMARY] {
+            if let Some(v) = probe("gtx480", mode, kind) {
+                g.insert(format!("probe_test_m{mode}_k{kind}_gtx480"), v);
+            }
+        }
+        if let Some(v) = volume("gtx480", mode, 32, 64) {
+            g.insert(format!("volume_render_m{mode}_64x64_32cubed_gtx480"), v);
+        }
+    }
+    g
+}
+
+#[test]
+fn golden_stats_and_outputs_are_unchanged() {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/golden_stats.json");
+    let got = golden_set();
+    // A missing probe build would shrink the set silently; the corpus always has these.
+    assert!(got.contains_key("matmul_64_gtx480") && got.contains_key("collatz_4096_v100"));
+    if std::env::var_os("WS_REGEN_GOLDEN").is_some() {
+        let text = serde_json::to_string_pretty(&got).unwrap();
+        std::fs::write(&path, text + "\n").unwrap();
+        return;
+    }
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (WS_REGEN_GOLDEN=1 writes it)", path.display()));
+    let want: BTreeMap<String, serde_json::Value> = serde_json::from_str(&text).unwrap();
+    let names = |m: &BTreeMap<String, serde_json::Value>| m.keys().cloned().collect::<Vec<_>>();
+    assert_eq!(names(&got), names(&want), "the golden set's launches");
+    for (k, w) in &want {
+        assert_eq!(
+            &got[k], w,
+            "{k}: stats or outputs differ from the golden file"
+        );
+    }
+}

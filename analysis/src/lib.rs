@@ -66,6 +66,7 @@ mod hotspots;
 mod output;
 mod parquet;
 mod report;
+pub mod reuse;
 mod runstats;
 pub mod stats;
 mod sweep;

@@ -108,6 +108,11 @@ impl Emulator {
         &self.config
     }
 
+    /// Frees an allocation made by [`Emulator::alloc`]; later accesses to it fault.
+    pub fn free(&mut self, addr: u64) -> Result<(), EmuError> {
+        self.dev.free(addr)
+    }
+
     /// Allocates zeroed device memory; returns its 256-aligned device address.
     pub fn alloc(&mut self, bytes: u64) -> Result<u64, EmuError> {
         self.dev.alloc(bytes)

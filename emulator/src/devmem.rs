@@ -70,6 +70,22 @@ impl DeviceMemory {
         Ok(base)
     }
 
+    /// Frees the allocation that starts at `addr`. Addresses are never reused (the allocator only
+    /// bumps), so a later access through a stale pointer faults instead of reading new data.
+    pub(crate) fn free(&mut self, addr: u64) -> Result<(), EmuError> {
+        let i = self
+            .allocs
+            .iter()
+            .position(|a| a.base == addr)
+            .ok_or_else(|| EmuError::Memory {
+                addr,
+                what: "free of an address that is not the start of a live allocation".into(),
+            })?;
+        self.allocs.remove(i);
+        self.last.set(0);
+        Ok(())
+    }
+
     fn find(&self, addr: u64, len: u64) -> Option<(usize, usize)> {
         let hit = |i: usize| -> Option<(usize, usize)> {
             let a = self.allocs.get(i)?;
@@ -129,6 +145,23 @@ impl DeviceMemory {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn freed_memory_faults_and_is_never_reused() {
+        let mut m = DeviceMemory::default();
+        let a = m.alloc(64).unwrap();
+        let b = m.alloc(64).unwrap();
+        m.free(a).unwrap();
+        assert!(m.slice(a, 4).is_none(), "stale pointer must fault");
+        assert!(m.slice(b, 4).is_some());
+        assert!(m.free(a).is_err(), "double free is an error");
+        assert!(
+            m.free(b + 4).is_err(),
+            "free of an interior address is an error"
+        );
+        let c = m.alloc(64).unwrap();
+        assert!(c > b, "addresses are not reused");
+    }
 
     #[test]
     fn allocations_are_aligned_separated_and_checked() {

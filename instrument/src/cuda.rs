@@ -149,6 +149,21 @@ impl Device for CudaDevice {
         Ok(DevBuf { addr, bytes })
     }
 
+    fn free(&mut self, buf: &DevBuf) -> Result<(), InstrumentError> {
+        self.bind()?;
+        let i = self
+            .allocs
+            .iter()
+            .position(|&a| a == buf.addr)
+            .ok_or_else(|| InstrumentError::Launch {
+                what: "device free".into(),
+                reason: format!("{:#x} is not a live allocation of this device", buf.addr),
+            })?;
+        self.allocs.swap_remove(i);
+        // SAFETY: `buf.addr` is a live allocation of this context, removed from the list above.
+        unsafe { result::free_sync(buf.addr) }.map_err(cuda_err("cuMemFree"))
+    }
+
     fn upload(&mut self, buf: &DevBuf, data: &[u8]) -> Result<(), InstrumentError> {
         self.bind()?;
         check_len(buf, data.len())?;

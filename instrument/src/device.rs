@@ -131,6 +131,8 @@ pub trait Device {
     /// Free device memory in bytes.
     fn free_memory_bytes(&self) -> u64;
     fn alloc(&mut self, bytes: u64) -> Result<DevBuf, InstrumentError>;
+    /// Releases an allocation (a probed launch frees its log after decoding it).
+    fn free(&mut self, buf: &DevBuf) -> Result<(), InstrumentError>;
     fn upload(&mut self, buf: &DevBuf, data: &[u8]) -> Result<(), InstrumentError>;
     fn download(&mut self, buf: &DevBuf, out: &mut [u8]) -> Result<(), InstrumentError>;
     /// Creates a texture object over `data` (laid out x fastest) and returns its handle.

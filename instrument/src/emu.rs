@@ -14,7 +14,6 @@ pub const DEFAULT_MAX_WARP_INSTRUCTIONS: u64 = 20_000_000_000;
 pub struct EmuDevice {
     emu: Emulator,
     modules: Vec<(Module, emulator::ModuleId)>,
-    allocated_bytes: u64,
     max_warp_instructions: u64,
 }
 
@@ -23,7 +22,6 @@ impl EmuDevice {
         EmuDevice {
             emu: Emulator::new(config),
             modules: Vec::new(),
-            allocated_bytes: 0,
             max_warp_instructions: DEFAULT_MAX_WARP_INSTRUCTIONS,
         }
     }
@@ -90,8 +88,12 @@ impl Device for EmuDevice {
             });
         }
         let addr = self.emu.alloc(bytes)?;
-        self.allocated_bytes += bytes;
         Ok(DevBuf { addr, bytes })
+    }
+
+    fn free(&mut self, buf: &DevBuf) -> Result<(), InstrumentError> {
+        self.emu.free(buf.addr)?;
+        Ok(())
     }
 
     fn upload(&mut self, buf: &DevBuf, data: &[u8]) -> Result<(), InstrumentError> {

@@ -169,8 +169,12 @@ pub fn launch_probed(
         shared,
         shared_offset,
     ));
-    let outcome = dev.launch(module, kernel, &run_cfg, &args)?;
-    dev.download(&buf, &mut init)?;
+    let launched = dev
+        .launch(module, kernel, &run_cfg, &args)
+        .and_then(|outcome| dev.download(&buf, &mut init).map(|_| outcome));
+    // The log is freed on every path: timing N frames must not leak N logs.
+    dev.free(&buf)?;
+    let outcome = launched?;
     launch.shared_buffer = shared;
     launch.slots_per_warp = probe.slots_per_warp;
     let trace = decode(&init, &launch, &shape)?;

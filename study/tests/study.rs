@@ -151,6 +151,9 @@ impl Device for Tiny {
     fn alloc(&mut self, bytes: u64) -> Result<DevBuf, InstrumentError> {
         self.0.alloc(bytes)
     }
+    fn free(&mut self, b: &DevBuf) -> Result<(), InstrumentError> {
+        self.0.free(b)
+    }
     fn upload(&mut self, b: &DevBuf, d: &[u8]) -> Result<(), InstrumentError> {
         self.0.upload(b, d)
     }

@@ -1,1 +1,187 @@
-//! Cross-crate tests: the `warpscope` binary end to end.
+//! Cross-crate tests: the embedded kernel builds, launched through `instrument` on the emulator
+//! device, decoded, stored and exported — the path every real run takes.
+
+use emulator::GpuConfig;
+use instrument::{Arg, Buffering, Device, EmuDevice, LaunchConfig, Probe, launch_probed};
+use trace::{Dim3, ProbeMode, RecordKind, Region, SiteInfo, Trace};
+
+const N: usize = 4096;
+
+struct Run {
+    out: Vec<f32>,
+    trace: Trace,
+    shared: bool,
+}
+
+/// `probe_multi` (three independent global loads per thread) in `mode`, on a fresh emulator.
+fn run_multi(mode: ProbeMode, buffering: Buffering) -> Run {
+    let build = kernels::find("probe_test", mode.ws_mode(), RecordKind::Trace as u32)
+        .expect("probe_test is built in every mode");
+    let entry = build.entry("probe_multi").expect("entry");
+    let mut dev = EmuDevice::new(GpuConfig::preset("gtx480").unwrap());
+    let m = dev.load(build.ptx, Some(build.fatbin)).unwrap();
+    let mut bufs = Vec::new();
+    for k in 0..3 {
+        let data: Vec<u8> = (0..N)
+            .flat_map(|i| ((i * (k + 1)) as f32).to_le_bytes())
+            .collect();
+        let b = dev.alloc(data.len() as u64).unwrap();
+        dev.upload(&b, &data).unwrap();
+        bufs.push(Arg::Buf(b));
+    }
+    let out = dev.alloc((N * 4) as u64).unwrap();
+    bufs.push(Arg::Buf(out));
+    bufs.push(Arg::I32(N as i32));
+    bufs.push(Arg::Log);
+    let cfg = LaunchConfig {
+        grid: Dim3::new((N / 128) as u32, 1, 1),
+        block: Dim3::new(128, 1, 1),
+        dynamic_shared_bytes: 0,
+        regs_per_thread: entry.registers,
+    };
+    let probe = Probe {
+        mode,
+        kind: RecordKind::Trace,
+        slots_per_warp: 8,
+        buffering,
+        sites: (0..3)
+            .map(|s| {
+                SiteInfo::new(
+                    s,
+                    format!("{}[i]", ["a", "b", "c"][s as usize]),
+                    Region::Global,
+                )
+            })
+            .collect(),
+    };
+    let p = launch_probed(&mut dev, m, "probe_multi", &cfg, &bufs, &probe).unwrap();
+    let mut bytes = vec![0u8; N * 4];
+    dev.download(&out, &mut bytes).unwrap();
+    Run {
+        out: bytes
+            .chunks(4)
+            .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+            .collect(),
+        trace: p.trace,
+        shared: p.shared_buffer,
+    }
+}
+
+fn mean_duration(t: &Trace) -> f64 {
+    let d: Vec<f64> = t
+        .warps
+        .iter()
+        .flat_map(|w| w.records.iter().map(|r| r.duration().0 as f64))
+        .collect();
+    d.iter().sum::<f64>() / d.len() as f64
+}
+
+/// The paper's effect through the real header, the real host code and the timing model: the naive
+/// probe sees issue time, the completion probes see the memory latency; outputs never change (C3).
+#[test]
+fn naive_sees_issue_fence_and_dummy_see_completion() {
+    let want: Vec<f32> = (0..N)
+        .map(|i| i as f32 + 2.0 * (2 * i) as f32 + 4.0 * (3 * i) as f32)
+        .collect();
+    let off = run_multi(ProbeMode::Off, Buffering::Auto);
+    assert_eq!(off.out, want);
+    assert!(off.trace.warps.is_empty());
+    let naive = run_multi(ProbeMode::Naive, Buffering::Auto);
+    let fence = run_multi(ProbeMode::Fence, Buffering::Auto);
+    let dummy = run_multi(ProbeMode::Dummy, Buffering::Auto);
+    for r in [&naive, &fence, &dummy] {
+        assert_eq!(r.out, want, "probes must not change the output");
+        assert_eq!(r.trace.warps.len(), N / 32);
+        assert_eq!(
+            r.trace.record_count(),
+            3 * (N / 32) as u64,
+            "one record per site and warp"
+        );
+        assert_eq!(r.trace.dropped_count(), 0);
+    }
+    let (n, f, d) = (
+        mean_duration(&naive.trace),
+        mean_duration(&fence.trace),
+        mean_duration(&dummy.trace),
+    );
+    assert!(
+        n * 4.0 < f,
+        "naive {n} should be a small fraction of fence {f}"
+    );
+    assert!(
+        n * 4.0 < d,
+        "naive {n} should be a small fraction of dummy {d}"
+    );
+}
+
+/// Shared and global buffering record the same accesses (the order of warps and sites agrees).
+#[test]
+fn shared_and_global_buffering_agree_on_what_was_recorded() {
+    let s = run_multi(ProbeMode::Fence, Buffering::Shared);
+    let g = run_multi(ProbeMode::Fence, Buffering::Global);
+    assert!(s.shared && !g.shared);
+    assert_eq!(s.out, g.out);
+    let shape = |t: &Trace| -> Vec<(u32, Vec<(u16, u32)>)> {
+        t.warps
+            .iter()
+            .map(|w| {
+                (
+                    w.global_warp,
+                    w.records.iter().map(|r| (r.site, r.seq)).collect(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(shape(&s.trace), shape(&g.trace));
+}
+
+/// A log too small for the accesses counts what it drops instead of losing it silently, and the
+/// trace store and CSV export carry the count.
+#[test]
+fn dropped_records_are_counted_stored_and_exported() {
+    let build = kernels::find("probe_test", ProbeMode::Fence.ws_mode(), 0).unwrap();
+    let mut dev = EmuDevice::new(GpuConfig::preset("v100").unwrap());
+    let m = dev.load(build.ptx, None).unwrap();
+    let mut args = Vec::new();
+    for _ in 0..4 {
+        let b = dev.alloc(256 * 4).unwrap();
+        args.push(Arg::Buf(b));
+    }
+    args.extend([Arg::I32(256), Arg::Log]);
+    let cfg = LaunchConfig {
+        grid: Dim3::new(2, 1, 1),
+        block: Dim3::new(128, 1, 1),
+        dynamic_shared_bytes: 0,
+        regs_per_thread: 32,
+    };
+    let probe = Probe {
+        mode: ProbeMode::Fence,
+        kind: RecordKind::Trace,
+        slots_per_warp: 2,
+        buffering: Buffering::Auto,
+        sites: (0..3)
+            .map(|s| SiteInfo::new(s, format!("s{s}"), Region::Global))
+            .collect(),
+    };
+    let p = launch_probed(&mut dev, m, "probe_multi", &cfg, &args, &probe).unwrap();
+    assert_eq!(p.trace.record_count(), 8 * 2);
+    assert_eq!(p.trace.dropped_count(), 8);
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join(trace::TRACE_FILE_NAME);
+    trace::TraceWriter::write_all(&store, &p.trace).unwrap();
+    let reader = trace::TraceReader::open(&store).unwrap();
+    let csv = dir.path().join("warps.csv");
+    let s = clog_export::export(
+        &reader,
+        clog_export::Format::WarpCsv,
+        &csv,
+        &clog_export::ExportOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(s.dropped, 8);
+    let rows = clog_export::read_warps_csv(std::fs::File::open(&csv).unwrap()).unwrap();
+    assert!(
+        rows.iter().all(|r| r.dropped == 1),
+        "each warp made 3 accesses into 2 slots"
+    );
+}

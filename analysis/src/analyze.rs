@@ -109,6 +109,8 @@ pub(crate) struct Analysis {
     pub notes: Vec<String>,
     pub figures: Vec<Drawn>,
     pub views: Vec<String>,
+    /// Roofline and throughput-bound section (roofline_report.rs).
+    pub roofline: crate::roofline_report::Section,
 }
 
 /// Modes that measure completion, best first; naive last (it measures issue only).
@@ -244,6 +246,13 @@ pub fn analyze(
             drawn.push(d);
         }
     }
+    let run_names: Vec<(String, String)> = runs
+        .iter()
+        .map(|r| (r.files.row.run.clone(), r.files.row.preset.clone()))
+        .collect();
+    let roofline =
+        crate::roofline_report::write_section(sweep_dir, out_dir, &run_names, opts.figures)?;
+    files.extend(roofline.files.iter().cloned());
     let analysis = Analysis {
         sweep_dir: sweep_dir.to_path_buf(),
         runs,
@@ -257,6 +266,7 @@ pub fn analyze(
         notes,
         figures: drawn,
         views,
+        roofline,
     };
     let report_html = out_dir.join("report.html");
     let report_md = out_dir.join("report.md");

@@ -29,6 +29,14 @@ pub enum AnalysisError {
     },
     #[error("{path}: cannot draw the figure: {reason}")]
     Plot { path: PathBuf, reason: String },
+    #[error("{origin}: {message}")]
+    Toml { origin: String, message: String },
+    #[error("{origin}: {field}: {message}")]
+    Invalid {
+        origin: String,
+        field: String,
+        message: String,
+    },
     #[error("{path}: no run of the sweep could be analysed: {reason}")]
     NoRuns { path: PathBuf, reason: String },
 }

@@ -16,7 +16,7 @@ use std::sync::Once;
 static FONT: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
 static REGISTER: Once = Once::new();
 
-fn register_font() {
+pub(crate) fn register_font() {
     REGISTER.call_once(|| {
         // The embedded font is a valid TTF (checked by a test), so this cannot fail at run time;
         // if it ever did, text would be missing and the drawing call would report the error.

@@ -60,6 +60,7 @@
 //! ```
 
 mod analyze;
+mod bound;
 mod error;
 mod figures;
 mod hotspots;
@@ -67,11 +68,22 @@ mod output;
 mod parquet;
 mod report;
 pub mod reuse;
+mod roofline;
+mod roofline_report;
 mod runstats;
 pub mod stats;
 mod sweep;
 mod table;
 
 pub use analyze::{AnalysisSummary, AnalyzeOptions, analyze};
+pub use bound::{
+    CacheSpec, Component, ComponentKind, ComponentUse, DramSpec, Edge, GpuSpec, Hierarchy, L2Spec,
+    PipelineSpec, RunBound, SmSpec, TextureSpec, bound_of, busy_cycles, run_bound,
+};
 pub use error::AnalysisError;
 pub use parquet::{BATCH_ROWS, write_parquet};
+pub use roofline::{
+    Bound, Ceilings, Level, LevelCounters, MemCounts, RooflinePoint, RunCounters, RunRoofline,
+    WorkKind, attainable, ridge_point, roofline_point, run_roofline,
+};
+pub use roofline_report::{BenchMeasurement, MeasuredCeilings, write_ceilings};

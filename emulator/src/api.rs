@@ -9,7 +9,7 @@ use crate::config::GpuConfig;
 use crate::decode::{DYN_SHARED_SYM, DecodedModule, decode_module};
 use crate::devmem::DeviceMemory;
 use crate::engine::{LaunchInput, run};
-use crate::engine_mem::{MemCounters, MemorySystem};
+use crate::engine_mem::{AddressEvent, MemCounters, MemorySystem};
 use crate::error::EmuError;
 use crate::ir::{EntrySignature, Opnd, Program};
 use crate::occupancy::occupancy;
@@ -92,6 +92,9 @@ pub struct Emulator {
     dev: DeviceMemory,
     modules: Vec<Loaded>,
     textures: Vec<Texture>,
+    /// Record the L1/texture address stream of each launch (off by default; memory/record.rs).
+    record_addresses: bool,
+    addresses: Vec<Vec<AddressEvent>>,
 }
 
 impl Emulator {
@@ -101,7 +104,21 @@ impl Emulator {
             dev: DeviceMemory::default(),
             modules: Vec::new(),
             textures: Vec::new(),
+            record_addresses: false,
+            addresses: Vec::new(),
         }
+    }
+
+    /// Turns the address recorder on or off for later launches. Off (the default) changes no
+    /// result and costs one branch per memory request.
+    pub fn set_record_addresses(&mut self, on: bool) {
+        self.record_addresses = on;
+    }
+
+    /// The last launch's recorded address stream, one list per SM (index = SM id), each in the
+    /// order the memory model saw the requests; empty when recording was off. Taking it frees it.
+    pub fn take_address_streams(&mut self) -> Vec<Vec<AddressEvent>> {
+        std::mem::take(&mut self.addresses)
     }
 
     pub fn config(&self) -> &GpuConfig {
@@ -313,6 +330,10 @@ impl Emulator {
         )
         .map_err(|e| args_err(e.to_string()))?;
         let mut mem = MemorySystem::new(&self.config);
+        self.addresses.clear();
+        if self.record_addresses {
+            mem.record_addresses();
+        }
         let inp = LaunchInput {
             prog,
             cfg: &self.config,
@@ -324,6 +345,7 @@ impl Emulator {
             budget: p.max_warp_instructions,
         };
         let out = run(&inp, &mut self.dev, &self.textures, &mut mem)?;
+        self.addresses = mem.take_addresses();
         Ok(LaunchStats {
             cycles: out.cycles,
             sm_cycles: out.sm_cycles,
@@ -370,5 +392,54 @@ mod tests {
             e.read_symbol(id, "nope", &mut g),
             Err(EmuError::NotFound { .. })
         ));
+    }
+
+    #[test]
+    fn address_recorder_sees_each_sector_and_changes_no_result() {
+        let ptx = ".version 8.0\n.target sm_75\n.address_size 64\n\
+            .visible .entry copy(.param .u64 src, .param .u64 dst) {\n\
+            .reg .b32 %r<4>;\n.reg .b64 %rd<8>;\n\
+            ld.param.u64 %rd1, [src];\nld.param.u64 %rd2, [dst];\n\
+            cvta.to.global.u64 %rd1, %rd1;\ncvta.to.global.u64 %rd2, %rd2;\n\
+            mov.u32 %r1, %tid.x;\nmul.wide.u32 %rd3, %r1, 4;\n\
+            add.s64 %rd4, %rd1, %rd3;\nadd.s64 %rd5, %rd2, %rd3;\n\
+            ld.global.u32 %r2, [%rd4];\nst.global.u32 [%rd5], %r2;\nret;\n}\n";
+        let m = Module::parse(ptx).unwrap();
+        let launch = |record: bool| {
+            let mut e = Emulator::new(GpuConfig::preset("v100").unwrap());
+            e.set_record_addresses(record);
+            let id = e.load(&m).unwrap();
+            let src = e.alloc(256).unwrap();
+            let dst = e.alloc(256).unwrap();
+            let p = LaunchParams {
+                grid: [1, 1, 1],
+                block: [64, 1, 1],
+                dynamic_shared_bytes: 0,
+                regs_per_thread: 16,
+                args: vec![src.to_le_bytes().to_vec(), dst.to_le_bytes().to_vec()],
+                max_warp_instructions: 1_000_000,
+            };
+            let stats = e.launch(id, "copy", &p).unwrap();
+            (stats, e.take_address_streams(), src, dst)
+        };
+        let (off, none, _, _) = launch(false);
+        let (on, streams, src, dst) = launch(true);
+        assert_eq!(off, on);
+        assert!(none.is_empty());
+        let events: Vec<&AddressEvent> = streams.iter().flatten().collect();
+        let mut loads: Vec<u64> = events
+            .iter()
+            .filter(|e| e.kind == crate::AddressKind::Load)
+            .map(|e| e.sector_addr)
+            .collect();
+        loads.sort_unstable();
+        let want: Vec<u64> = (0..8).map(|i| src + 32 * i).collect();
+        assert_eq!(loads, want);
+        let writes = events
+            .iter()
+            .filter(|e| e.kind == crate::AddressKind::Write)
+            .count();
+        assert_eq!(writes, 8);
+        assert!(events.iter().all(|e| e.sector_addr < dst + 256));
     }
 }

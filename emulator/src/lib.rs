@@ -74,6 +74,6 @@ pub use api::{Emulator, LaunchParams, LaunchStats, Module, ModuleId};
 pub use config::*;
 pub use error::EmuError;
 pub use ir::{EntrySignature, ParamDecl};
-pub use memory::{CacheCounters, MemCounters};
+pub use memory::{AddressEvent, AddressKind, CacheCounters, MemCounters};
 pub use occupancy::{Limiter, Occupancy, OccupancyError, occupancy};
 pub use texture::{TexAddress, TexFilter, TexFormat, TextureDesc};

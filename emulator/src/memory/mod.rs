@@ -51,10 +51,13 @@
 
 mod cache;
 mod coalesce;
+mod record;
 
 use crate::config::{CacheConfig, GpuConfig};
 use cache::{Cache, Mshrs};
 use coalesce::{LineReq, bank_conflict_ways, coalesce, distinct_addresses, max_same_address};
+use record::AddressRecorder;
+pub use record::{AddressEvent, AddressKind};
 use serde::Serialize;
 
 /// PTX state space of a memory instruction.
@@ -377,6 +380,8 @@ pub(crate) struct MemorySystem {
     lines: Vec<LineReq>,
     words: Vec<(u64, u64)>,
     addrs: Vec<u64>,
+    /// The optional address recorder (record.rs); `None` unless asked for.
+    recorder: Option<AddressRecorder>,
 }
 
 impl MemorySystem {
@@ -439,7 +444,18 @@ impl MemorySystem {
             lines: Vec::with_capacity(64),
             words: Vec::with_capacity(128),
             addrs: Vec::with_capacity(32),
+            recorder: None,
         }
+    }
+
+    /// Starts recording the L1/texture-level address stream of every SM (record.rs).
+    pub(crate) fn record_addresses(&mut self) {
+        self.recorder = Some(AddressRecorder::new(self.sms.len()));
+    }
+
+    /// The recorded stream per SM (empty when recording was off).
+    pub(crate) fn take_addresses(&mut self) -> Vec<Vec<AddressEvent>> {
+        self.recorder.take().map(|r| r.per_sm).unwrap_or_default()
     }
 
     /// Completion cycle: when a load's data is in registers / a store or atomic is acknowledged.
@@ -449,6 +465,9 @@ impl MemorySystem {
             return now;
         }
         let sm = req.sm as usize % self.sms.len();
+        if let Some(r) = &mut self.recorder {
+            r.record(now, sm, req);
+        }
         match (req.space, req.kind) {
             (Space::Shared, kind) => self.shared(now, sm, req, kind == AccessKind::Atomic),
             (Space::Const | Space::Param, AccessKind::Load) => self.constant(now, sm, req),

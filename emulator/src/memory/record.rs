@@ -1,0 +1,135 @@
+//! The optional address recorder: per SM, the sequence of 32-byte sectors that global, local and
+//! texture requests ask of the L1/texture level, in the order the memory model sees them.
+//!
+//! Why: working-set curves and LRU stack distances (analysis's `reuse` module) need the address
+//! stream itself, not just hit counts. Off by default ([`crate::Emulator::set_record_addresses`]);
+//! when off, the memory model pays one `Option` test per request and no result changes.
+//!
+//! Main types: [`AddressEvent`] (cycle, kind, sector address) and [`AddressKind`]. The sectors of
+//! one request are recorded once each, in the order of their first lane (the coalescer merges
+//! lanes of one sector into one sector request too). Shared, constant and parameter accesses are
+//! not recorded: they never reach the L1/texture caches.
+//!
+//! ```
+//! use emulator::{AddressEvent, AddressKind};
+//! let e = AddressEvent { cycle: 10, kind: AddressKind::Texture, sector_addr: 0x1000 };
+//! assert_eq!(e.sector_addr % 32, 0);
+//! ```
+
+use super::{AccessKind, MemRequest, Space};
+use serde::Serialize;
+
+/// Bytes of the sector unit the recorder reports.
+const SECTOR_BYTES: u64 = 32;
+
+/// What kind of request touched a sector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AddressKind {
+    /// Global or local load through the L1.
+    Load,
+    /// Read-only load (`ld.global.nc`, `__ldg`).
+    ReadOnlyLoad,
+    /// Texture fetch (one per texel footprint sector).
+    Texture,
+    /// Store or atomic (global or local).
+    Write,
+}
+
+/// One sector requested at the L1/texture level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct AddressEvent {
+    /// Cycle the request was issued.
+    pub cycle: u64,
+    pub kind: AddressKind,
+    /// Byte address of the 32-byte sector (a multiple of 32).
+    pub sector_addr: u64,
+}
+
+/// Per-SM event lists, filled by `MemorySystem::access` while recording is on.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct AddressRecorder {
+    pub per_sm: Vec<Vec<AddressEvent>>,
+}
+
+impl AddressRecorder {
+    pub(crate) fn new(sms: usize) -> Self {
+        AddressRecorder {
+            per_sm: vec![Vec::new(); sms],
+        }
+    }
+
+    pub(crate) fn record(&mut self, now: u64, sm: usize, req: &MemRequest) {
+        let kind = match (req.space, req.kind) {
+            (Space::Texture, _) => AddressKind::Texture,
+            (Space::Global | Space::Local, AccessKind::Load) if req.readonly_path => {
+                AddressKind::ReadOnlyLoad
+            }
+            (Space::Global | Space::Local, AccessKind::Load) => AddressKind::Load,
+            (Space::Global | Space::Local, _) => AddressKind::Write,
+            _ => return,
+        };
+        let Some(list) = self.per_sm.get_mut(sm) else {
+            return;
+        };
+        let start = list.len();
+        let width = u64::from(req.bytes_per_lane.max(1));
+        for &(_, addr) in req.lanes {
+            // A lane's access may straddle sectors (vector loads): record each sector it covers.
+            let first = addr / SECTOR_BYTES;
+            let last = (addr + width - 1) / SECTOR_BYTES;
+            for s in first..=last {
+                let sector_addr = s * SECTOR_BYTES;
+                if !list[start..].iter().any(|e| e.sector_addr == sector_addr) {
+                    list.push(AddressEvent {
+                        cycle: now,
+                        kind,
+                        sector_addr,
+                    });
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(space: Space, kind: AccessKind, lanes: &[(u8, u64)]) -> MemRequest<'_> {
+        MemRequest {
+            sm: 0,
+            warp: 0,
+            space,
+            kind,
+            bytes_per_lane: 4,
+            lanes,
+            readonly_path: false,
+        }
+    }
+
+    #[test]
+    fn one_event_per_distinct_sector_in_first_lane_order() {
+        let mut r = AddressRecorder::new(2);
+        let lanes = [(0, 64), (1, 68), (2, 0), (3, 30)];
+        r.record(7, 1, &req(Space::Global, AccessKind::Load, &lanes));
+        let got: Vec<u64> = r.per_sm[1].iter().map(|e| e.sector_addr).collect();
+        // Lane 3 reads bytes 30..34: sectors 0 and 32.
+        assert_eq!(got, vec![64, 0, 32]);
+        assert!(r.per_sm[1].iter().all(|e| e.cycle == 7));
+        assert!(r.per_sm[0].is_empty());
+    }
+
+    #[test]
+    fn shared_is_not_recorded_and_kinds_are_named() {
+        let mut r = AddressRecorder::new(1);
+        r.record(0, 0, &req(Space::Shared, AccessKind::Load, &[(0, 0)]));
+        assert!(r.per_sm[0].is_empty());
+        r.record(1, 0, &req(Space::Texture, AccessKind::Load, &[(0, 0)]));
+        r.record(2, 0, &req(Space::Global, AccessKind::Store, &[(0, 0)]));
+        let kinds: Vec<AddressKind> = r.per_sm[0].iter().map(|e| e.kind).collect();
+        assert_eq!(kinds, vec![AddressKind::Texture, AddressKind::Write]);
+        // A sector seen in an earlier request is recorded again: reuse is what we measure.
+        assert_eq!(r.per_sm[0][1].sector_addr, 0);
+    }
+}

@@ -5,7 +5,9 @@
 //! newer GPUs). Kernel time comes from CUDA events around the launch.
 
 use crate::InstrumentError;
-use crate::device::{Arg, Backend, DevBuf, Device, LaunchConfig, LaunchOutcome, ModuleId};
+use crate::device::{
+    Arg, Backend, DevBuf, Device, LaunchConfig, LaunchOutcome, ModuleId, arg_blobs,
+};
 use cudarc::driver::{CudaContext, result, sys};
 use emulator::{TexAddress, TexFilter, TexFormat, TextureDesc};
 use std::ffi::{CString, c_void};
@@ -354,14 +356,7 @@ impl Device for CudaDevice {
                 "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)",
             ))?;
         }
-        let mut blobs: Vec<Vec<u8>> = args.iter().map(Arg::to_bytes).collect();
-        if let Some(i) = args.iter().position(|a| matches!(a, Arg::Log)) {
-            return Err(InstrumentError::Arg {
-                kernel: kernel.into(),
-                index: i,
-                what: "ws::Log placeholder: launch probed kernels through launch_probed".into(),
-            });
-        }
+        let mut blobs = arg_blobs(kernel, args)?;
         // 8-byte aligned copies: the driver reads each parameter through its pointer.
         let mut words: Vec<Vec<u64>> = blobs
             .iter_mut()

@@ -108,6 +108,19 @@ impl Arg {
     }
 }
 
+/// The bytes of every argument, in order, for a backend's launch. `Arg::Log` has no bytes of its
+/// own: it must have been filled in by [`crate::launch_probed`].
+pub(crate) fn arg_blobs(kernel: &str, args: &[Arg]) -> Result<Vec<Vec<u8>>, InstrumentError> {
+    if let Some(index) = args.iter().position(|a| matches!(a, Arg::Log)) {
+        return Err(InstrumentError::Arg {
+            kernel: kernel.into(),
+            index,
+            what: "ws::Log placeholder: launch probed kernels through launch_probed".into(),
+        });
+    }
+    Ok(args.iter().map(Arg::to_bytes).collect())
+}
+
 /// What a launch measured.
 #[derive(Debug, Clone)]
 pub struct LaunchOutcome {

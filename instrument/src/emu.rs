@@ -3,7 +3,9 @@
 //! (cache hit rates, stalls) come back with every launch.
 
 use crate::InstrumentError;
-use crate::device::{Arg, Backend, DevBuf, Device, LaunchConfig, LaunchOutcome, ModuleId};
+use crate::device::{
+    Arg, Backend, DevBuf, Device, LaunchConfig, LaunchOutcome, ModuleId, arg_blobs,
+};
 use emulator::{Emulator, GpuConfig, LaunchParams, Module, TextureDesc};
 use std::time::Instant;
 
@@ -162,19 +164,12 @@ impl Device for EmuDevice {
         if !module.entries().iter().any(|e| e.name == kernel) {
             return Err(no_such_kernel(module, kernel));
         }
-        if let Some(i) = args.iter().position(|a| matches!(a, Arg::Log)) {
-            return Err(InstrumentError::Arg {
-                kernel: kernel.into(),
-                index: i,
-                what: "ws::Log placeholder: launch probed kernels through launch_probed".into(),
-            });
-        }
         let params = LaunchParams {
             grid: [cfg.grid.x, cfg.grid.y, cfg.grid.z],
             block: [cfg.block.x, cfg.block.y, cfg.block.z],
             dynamic_shared_bytes: cfg.dynamic_shared_bytes,
             regs_per_thread: cfg.regs_per_thread,
-            args: args.iter().map(Arg::to_bytes).collect(),
+            args: arg_blobs(kernel, args)?,
             max_warp_instructions: self.max_warp_instructions,
         };
         let id = *id;

@@ -67,6 +67,7 @@ mod hotspots;
 mod output;
 mod parquet;
 mod report;
+pub mod regress;
 pub mod reuse;
 mod roofline;
 mod roofline_report;

@@ -48,19 +48,15 @@ impl EmuDevice {
     }
 }
 
-/// Host memory available to the emulator's device memory (MemAvailable of /proc/meminfo), so a
-/// volume that cannot fit is refused up front rather than by the allocator.
-fn host_available_bytes() -> u64 {
-    std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|text| {
-            text.lines()
-                .find(|l| l.starts_with("MemAvailable:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|kb| kb.parse::<u64>().ok())
-        })
+/// Bytes of host memory available now (`MemAvailable` of /proc/meminfo), when the OS says. The
+/// emulator's device memory is host memory, so this is what a volume or log must fit in.
+pub fn host_available_bytes() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))
+        .and_then(|rest| rest.trim().strip_suffix("kB"))
+        .and_then(|kb| kb.trim().parse::<u64>().ok())
         .map(|kb| kb * 1024)
-        .unwrap_or(u64::MAX / 2)
 }
 
 impl Device for EmuDevice {
@@ -77,7 +73,8 @@ impl Device for EmuDevice {
     }
 
     fn free_memory_bytes(&self) -> u64 {
-        host_available_bytes()
+        // Unknown (not Linux): do not refuse up front; the allocator still reports failure.
+        host_available_bytes().unwrap_or(u64::MAX)
     }
 
     fn alloc(&mut self, bytes: u64) -> Result<DevBuf, InstrumentError> {

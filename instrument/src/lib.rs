@@ -27,7 +27,7 @@ pub use cuda::CudaDevice;
 pub use device::{
     Arg, Backend, BackendChoice, DevBuf, Device, LaunchConfig, LaunchOutcome, ModuleId,
 };
-pub use emu::{DEFAULT_MAX_WARP_INSTRUCTIONS, EmuDevice};
+pub use emu::{DEFAULT_MAX_WARP_INSTRUCTIONS, EmuDevice, host_available_bytes};
 pub use error::InstrumentError;
 pub use log::{LogShape, decode, header_bytes};
 pub use probe::{Buffering, Probe, ProbedLaunch, launch_probed};

@@ -217,15 +217,7 @@ impl VolumeSource {
     }
 }
 
-/// Bytes of host memory available now (`MemAvailable` of /proc/meminfo), when the OS says.
-pub fn host_available_bytes() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    text.lines()
-        .find_map(|l| l.strip_prefix("MemAvailable:"))
-        .and_then(|rest| rest.trim().strip_suffix("kB"))
-        .and_then(|kb| kb.trim().parse::<u64>().ok())
-        .map(|kb| kb * 1024)
-}
+pub use instrument::host_available_bytes;
 
 /// Refuses `what` when `needed_bytes` exceeds `available_bytes` (None = unknown: allowed).
 pub fn check_fits(

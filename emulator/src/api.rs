@@ -262,6 +262,7 @@ impl Emulator {
         let t = Texture {
             desc: desc.clone(),
             base,
+            linear_3d: self.config.texture.linear_3d,
         };
         if desc.linear_buffer.is_none() {
             t.upload(&mut self.dev, data)?;

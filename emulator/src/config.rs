@@ -175,6 +175,10 @@ pub struct TextureConfig {
     /// Required when `unified_with_l1 = false`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache: Option<CacheConfig>,
+    /// Store 3D textures row-major (x fastest, then y, then z) instead of in 8×8×8 bricks: the
+    /// untiled baseline of the tiling experiment (working set per layout). Off by default.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub linear_3d: bool,
 }
 
 /// Shared memory: banks serve one 4-byte word each per cycle; lanes reading the same word are

@@ -8,6 +8,8 @@
 //! - 3D: blocked like a cudaArray — 8×8×8-texel bricks, bricks ordered x, then y, then z, texels
 //!   inside a brick x-fastest, then y, then z; extents padded to multiples of 8. Neighbours in all
 //!   three directions share cache lines, which is what makes texture caches work for volumes.
+//!   With `TextureConfig::linear_3d` a 3D texture is row-major instead (x, then y, then z), the
+//!   untiled baseline of the tiling experiment.
 //!
 //! Filtering (CUDA Programming Guide, "Texture Fetching" appendix): point sampling takes texel
 //! `floor(u)`; linear filtering with `xb = u - 0.5`, `i = floor(xb)`, `α = frac(xb)` stored in
@@ -131,6 +133,8 @@ impl TextureDesc {
 pub(crate) struct Texture {
     pub desc: TextureDesc,
     pub base: u64,
+    /// 3D textures row-major instead of bricked (`TextureConfig::linear_3d`).
+    pub linear_3d: bool,
 }
 
 /// Texture handles are this base plus the texture's index, so a stray integer is not a handle.
@@ -143,12 +147,14 @@ impl Texture {
         let [w, h, _] = self.desc.extent().map(u64::from);
         let (x, y, z) = (x as u64, y as u64, z as u64);
         match self.desc.dims {
-            3 => {
+            3 if !self.linear_3d => {
                 let (bw, bh) = (w.div_ceil(8), h.div_ceil(8));
                 let brick = (z / 8 * bh + y / 8) * bw + x / 8;
                 let inner = ((z % 8) * 8 + y % 8) * 8 + x % 8;
                 (brick * 512 + inner) * tb
             }
+            // Linear 3D: row-major slices (the tiling experiment's baseline).
+            3 => ((z * h + y) * w + x) * tb,
             _ => (y * w + x) * tb,
         }
     }
@@ -341,7 +347,11 @@ mod tests {
     fn make(d: TextureDesc, data: &[f32]) -> (DeviceMemory, Texture) {
         let mut dev = DeviceMemory::default();
         let base = dev.alloc(d.storage_bytes()).unwrap();
-        let t = Texture { desc: d, base };
+        let t = Texture {
+            desc: d,
+            base,
+            linear_3d: false,
+        };
         let bytes: Vec<u8> = data.iter().flat_map(|f| f.to_le_bytes()).collect();
         t.upload(&mut dev, &bytes).unwrap();
         (dev, t)
@@ -373,6 +383,7 @@ mod tests {
         let t2 = Texture {
             desc: d.clone(),
             base: t.base,
+            linear_3d: false,
         };
         // u = 1.125*4 = 4.5 -> index 4 mirrors to 3
         assert_eq!(t2.sample(&dev, [1.125, 0.0, 0.0], &mut a).unwrap()[0], 13.0);
@@ -380,6 +391,7 @@ mod tests {
         let t3 = Texture {
             desc: d,
             base: t.base,
+            linear_3d: false,
         };
         assert_eq!(t3.sample(&dev, [1.5, 0.0, 0.0], &mut a).unwrap()[0], 0.0);
         assert_eq!(
@@ -391,7 +403,20 @@ mod tests {
     #[test]
     fn volume_is_bricked() {
         let d = desc(3, 16, 16, 16, TexFilter::Point);
-        let t = Texture { desc: d, base: 0 };
+        let t = Texture {
+            desc: d.clone(),
+            base: 0,
+            linear_3d: false,
+        };
+        let linear = Texture {
+            desc: d,
+            base: 0,
+            linear_3d: true,
+        };
+        // Row-major: a row of 16 texels of 4 bytes, a slice of 16 rows.
+        assert_eq!(linear.texel_offset(1, 0, 0), 4);
+        assert_eq!(linear.texel_offset(0, 1, 0), 64);
+        assert_eq!(linear.texel_offset(0, 0, 1), 1024);
         assert_eq!(t.texel_offset(1, 0, 0), 4);
         assert_eq!(t.texel_offset(0, 1, 0), 32);
         assert_eq!(t.texel_offset(0, 0, 1), 256);

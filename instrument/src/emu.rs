@@ -38,6 +38,17 @@ impl EmuDevice {
         self.emu.config()
     }
 
+    /// Records the L1/texture address stream of later launches (off by default; see
+    /// `emulator::Emulator::set_record_addresses`). For working-set and reuse-distance studies.
+    pub fn set_record_addresses(&mut self, on: bool) {
+        self.emu.set_record_addresses(on);
+    }
+
+    /// The last launch's address stream, one list per SM (empty when recording was off).
+    pub fn take_address_streams(&mut self) -> Vec<Vec<emulator::AddressEvent>> {
+        self.emu.take_address_streams()
+    }
+
     fn module(&self, m: ModuleId) -> Result<&(Module, emulator::ModuleId), InstrumentError> {
         self.modules
             .get(m.0)

@@ -144,6 +144,7 @@ struct Engine<'a> {
     class_counts: [u64; NCLASS],
     flops: u64,
     stalls: [u64; 6],
+    deps: Deps,
 }
 
 fn lat(cfg: &GpuConfig, c: Class) -> u64 {
@@ -201,6 +202,7 @@ pub(crate) fn run(
         class_counts: [0; NCLASS],
         flops: 0,
         stalls: [0; 6],
+        deps: Deps::new(inp.prog),
     };
     let mut sms: Vec<Sm> = (0..nsm)
         .map(|id| Sm {
@@ -223,30 +225,51 @@ pub(crate) fn run(
             }
         }
     }
-    let mut heap: BinaryHeap<Reverse<(u64, u32)>> = sms
-        .iter()
-        .filter(|s| s.live_blocks > 0)
-        .map(|s| Reverse((s.cycle, s.id)))
-        .collect();
-    while let Some(Reverse((_, sid))) = heap.pop() {
-        let sm = &mut sms[sid as usize];
-        // Keep stepping this SM while it is still the earliest: the same order as pushing it
-        // back and popping again, without the heap traffic.
-        loop {
-            e.step(sm)?;
-            while sm.live_blocks < inp.blocks_per_sm.max(1) && e.next_block < e.total_blocks {
-                e.launch_block(sm);
+    // SMs run in global (cycle, SM index) order. Most steps advance an SM by exactly one
+    // cycle, so the SMs due now and those due next cycle live in bit sets (lowest index first
+    // gives the index order) and only SMs that jump further ahead go through the heap.
+    let mut now_set = SmSet::new(sms.len());
+    let mut next_set = SmSet::new(sms.len());
+    let mut heap: BinaryHeap<Reverse<(u64, u32)>> = BinaryHeap::new();
+    let mut t = u64::MAX;
+    for s in sms.iter().filter(|s| s.live_blocks > 0) {
+        heap.push(Reverse((s.cycle, s.id)));
+    }
+    loop {
+        let sid = match now_set.pop_lowest() {
+            Some(sid) => sid,
+            None => {
+                let from_next = if next_set.is_empty() { u64::MAX } else { t + 1 };
+                let from_heap = heap.peek().map_or(u64::MAX, |Reverse((c, _))| *c);
+                let nt = from_next.min(from_heap);
+                if nt == u64::MAX {
+                    break;
+                }
+                if nt == from_next {
+                    std::mem::swap(&mut now_set, &mut next_set);
+                }
+                while let Some(Reverse((c, id))) = heap.peek().copied()
+                    && c == nt
+                {
+                    heap.pop();
+                    now_set.insert(id as usize);
+                }
+                t = nt;
+                continue;
             }
-            if sm.live_blocks == 0 {
-                break;
-            }
-            if heap
-                .peek()
-                .is_some_and(|Reverse(top)| *top < (sm.cycle, sid))
-            {
-                heap.push(Reverse((sm.cycle, sid)));
-                break;
-            }
+        };
+        let sm = &mut sms[sid];
+        e.step(sm)?;
+        while sm.live_blocks < inp.blocks_per_sm.max(1) && e.next_block < e.total_blocks {
+            e.launch_block(sm);
+        }
+        if sm.live_blocks == 0 {
+            continue;
+        }
+        if sm.cycle == t + 1 {
+            next_set.insert(sid);
+        } else {
+            heap.push(Reverse((sm.cycle, sm.id)));
         }
     }
     let sm_cycles: Vec<u64> = sms.iter().map(|s| s.cycle).collect();
@@ -274,6 +297,47 @@ pub(crate) fn run(
         by_class,
         stalls,
     })
+}
+
+/// A set of SM indices, iterated lowest first.
+struct SmSet {
+    words: Vec<u64>,
+    count: usize,
+}
+
+impl SmSet {
+    fn new(n: usize) -> SmSet {
+        SmSet {
+            words: vec![0; n.div_ceil(64)],
+            count: 0,
+        }
+    }
+    fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+    fn insert(&mut self, i: usize) {
+        if let Some(w) = self.words.get_mut(i / 64) {
+            let bit = 1u64 << (i % 64);
+            if *w & bit == 0 {
+                *w |= bit;
+                self.count += 1;
+            }
+        }
+    }
+    fn pop_lowest(&mut self) -> Option<usize> {
+        if self.count == 0 {
+            return None;
+        }
+        for (k, w) in self.words.iter_mut().enumerate() {
+            if *w != 0 {
+                let b = w.trailing_zeros() as usize;
+                *w &= *w - 1;
+                self.count -= 1;
+                return Some(k * 64 + b);
+            }
+        }
+        None
+    }
 }
 
 impl Engine<'_> {
@@ -349,7 +413,7 @@ impl Engine<'_> {
             w.bar_dst = None;
             w.age = self.age;
             self.age += 1;
-            refresh(w, prog);
+            refresh(w, prog, &self.deps);
             warps.push(ws as u32);
         }
         sm.blocks[slot] = Some(TBlock {
@@ -641,7 +705,7 @@ impl Engine<'_> {
                 block.red_kind = red;
             }
         }
-        refresh(w, prog);
+        refresh(w, prog, &self.deps);
         // Barrier release (also when a warp exits while others wait).
         let need = if block.expected > 0 {
             block.expected.div_ceil(32)
@@ -689,8 +753,38 @@ impl Engine<'_> {
     }
 }
 
+/// Every instruction's scoreboard registers (reads, then writes — the order decides which
+/// register names the stall reason on a tie), flattened once per launch so that the per-issue
+/// `refresh` walks a slice instead of filtering operand enums.
+struct Deps {
+    start: Vec<u32>,
+    regs: Vec<u32>,
+}
+
+impl Deps {
+    fn new(prog: &Program) -> Deps {
+        let mut start = Vec::with_capacity(prog.insts.len() + 1);
+        let mut regs = Vec::new();
+        for x in &prog.insts {
+            start.push(regs.len() as u32);
+            regs.extend(x.reads().chain(x.writes()));
+        }
+        start.push(regs.len() as u32);
+        Deps { start, regs }
+    }
+
+    #[inline]
+    fn of(&self, pc: u32) -> &[u32] {
+        let pc = pc as usize;
+        match (self.start.get(pc), self.start.get(pc + 1)) {
+            (Some(&a), Some(&b)) => self.regs.get(a as usize..b as usize).unwrap_or(&[]),
+            _ => &[],
+        }
+    }
+}
+
 /// Recomputes when a warp's next instruction can issue (scoreboard and fences).
-fn refresh(w: &mut TWarp, prog: &Program) {
+fn refresh(w: &mut TWarp, prog: &Program, deps: &Deps) {
     let Some(pc) = w.arch.pc() else {
         w.state = WState::Done;
         return;
@@ -698,7 +792,7 @@ fn refresh(w: &mut TWarp, prog: &Program) {
     let x = &prog.insts[pc as usize];
     let mut t = 0;
     let mut reason = Stall::Scoreboard;
-    for r in x.reads().chain(x.writes()) {
+    for &r in deps.of(pc) {
         let rt = w.ready[r as usize];
         if rt > t {
             t = rt;

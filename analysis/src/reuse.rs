@@ -34,6 +34,7 @@
 //! assert_eq!(ws.last().map(|p| (p.accesses, p.sectors, p.lines)), Some((5, 3, 1)));
 //! ```
 
+use crate::AnalysisError;
 use serde::Serialize;
 use std::collections::HashMap;
 
@@ -210,6 +211,185 @@ pub fn simulate_lru_hit_rate(addrs: &[u64], granularity_bytes: u64, capacity_blo
     }
 }
 
+/// One series of an [`write_xy_figure`] plot: a line, or markers only (simulated points).
+#[derive(Debug, Clone, PartialEq)]
+pub struct XySeries {
+    pub name: String,
+    pub points: Vec<(f64, f64)>,
+    pub markers_only: bool,
+}
+
+/// What an [`write_xy_figure`] draws: axes, series and labelled horizontal lines (capacities).
+#[derive(Debug, Clone, PartialEq)]
+pub struct XyFigure {
+    pub stem: String,
+    pub title: String,
+    pub x_desc: String,
+    pub y_desc: String,
+    /// The x axis is always log₁₀; y too when set (working-set curves), else linear 0–1.05.
+    pub log_y: bool,
+    pub series: Vec<XySeries>,
+    pub hlines: Vec<(String, f64)>,
+}
+
+/// Colour-blind-safe (Okabe–Ito) order, as the other figures use.
+const XY_PALETTE: [RGBColor; 6] = [
+    RGBColor(0, 114, 178),
+    RGBColor(230, 159, 0),
+    RGBColor(0, 158, 115),
+    RGBColor(204, 121, 167),
+    RGBColor(86, 180, 233),
+    RGBColor(213, 94, 0),
+];
+
+use plotters::prelude::*;
+
+/// Draws `fig` into `dir/<stem>.png` and `dir/<stem>.svg` (atomically) and returns the SVG text
+/// for inlining. Log axes are drawn as log₁₀ of the values with `1e3`-style labels; points with
+/// a non-positive coordinate on a log axis are left out.
+pub fn write_xy_figure(dir: &std::path::Path, fig: &XyFigure) -> Result<String, AnalysisError> {
+    crate::figures::register_font();
+    let svg_path = dir.join(format!("{}.svg", fig.stem));
+    let png_path = dir.join(format!("{}.png", fig.stem));
+    let plot_err = |path: &std::path::Path, reason: String| AnalysisError::Plot {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (900, 560)).into_drawing_area();
+        draw_xy(&root, fig).map_err(|r| plot_err(&svg_path, r))?;
+        root.present()
+            .map_err(|e| plot_err(&svg_path, e.to_string()))?;
+    }
+    crate::output::write_atomic(&svg_path, svg.as_bytes())?;
+    let tmp = crate::output::tmp_path(&png_path);
+    let drawn = (|| {
+        let root = BitMapBackend::new(&tmp, (900, 560)).into_drawing_area();
+        draw_xy(&root, fig)?;
+        root.present().map_err(|e| e.to_string())
+    })();
+    if let Err(reason) = drawn {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(plot_err(&png_path, reason));
+    }
+    crate::output::commit(&tmp, &png_path, Ok(()))?;
+    Ok(svg)
+}
+
+fn draw_xy<DB: DrawingBackend>(
+    root: &DrawingArea<DB, plotters::coord::Shift>,
+    fig: &XyFigure,
+) -> Result<(), String> {
+    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    root.fill(&WHITE).map_err(e)?;
+    let tx = |x: f64| (x > 0.0).then(|| x.log10());
+    let ty = |y: f64| {
+        if fig.log_y {
+            (y > 0.0).then(|| y.log10())
+        } else {
+            y.is_finite().then_some(y)
+        }
+    };
+    let pts: Vec<Vec<(f64, f64)>> = fig
+        .series
+        .iter()
+        .map(|s| {
+            s.points
+                .iter()
+                .filter_map(|&(x, y)| tx(x).zip(ty(y)))
+                .collect()
+        })
+        .collect();
+    let xs = pts.iter().flatten().map(|p| p.0);
+    let (x0, x1) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
+        (a.min(x), b.max(x))
+    });
+    let (x0, x1) = if x0.is_finite() {
+        (x0.floor(), x1.ceil().max(x0.floor() + 1.0))
+    } else {
+        (0.0, 1.0)
+    };
+    let (y0, y1) = if fig.log_y {
+        let ys = pts
+            .iter()
+            .flatten()
+            .map(|p| p.1)
+            .chain(fig.hlines.iter().filter_map(|h| ty(h.1)));
+        let (a, b) = ys.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), y| {
+            (a.min(y), b.max(y))
+        });
+        if a.is_finite() {
+            (a.floor(), b.ceil().max(a.floor() + 1.0))
+        } else {
+            (0.0, 1.0)
+        }
+    } else {
+        (0.0, 1.05)
+    };
+    let mut chart = ChartBuilder::on(root)
+        .caption(&fig.title, ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(45)
+        .y_label_area_size(70)
+        .build_cartesian_2d(x0..x1, y0..y1)
+        .map_err(e)?;
+    let pow_label = |v: &f64| format!("{:.0e}", 10f64.powf(*v));
+    let lin_label = |v: &f64| format!("{v:.2}");
+    let y_label: &dyn Fn(&f64) -> String = if fig.log_y { &pow_label } else { &lin_label };
+    chart
+        .configure_mesh()
+        .x_label_formatter(&pow_label)
+        .y_label_formatter(y_label)
+        .x_desc(fig.x_desc.as_str())
+        .y_desc(fig.y_desc.as_str())
+        .draw()
+        .map_err(e)?;
+    for (i, (h, v)) in fig.hlines.iter().enumerate() {
+        let Some(y) = ty(*v) else { continue };
+        let c = RGBColor(120, 120, 120);
+        chart
+            .draw_series(DashedLineSeries::new(
+                vec![(x0, y), (x1, y)],
+                6,
+                4,
+                c.stroke_width(1),
+            ))
+            .map_err(e)?;
+        chart
+            .draw_series(std::iter::once(Text::new(
+                h.clone(),
+                (x0 + 0.02 * (x1 - x0) * (1.0 + 10.0 * i as f64), y),
+                ("sans-serif", 13).into_font().color(&c),
+            )))
+            .map_err(e)?;
+    }
+    for (i, (s, p)) in fig.series.iter().zip(&pts).enumerate() {
+        let c = XY_PALETTE[i % XY_PALETTE.len()];
+        let drawn = if s.markers_only {
+            chart
+                .draw_series(p.iter().map(|&q| TriangleMarker::new(q, 6, c.filled())))
+                .map_err(e)?
+        } else {
+            chart
+                .draw_series(LineSeries::new(p.clone(), c.stroke_width(2)))
+                .map_err(e)?
+        };
+        drawn
+            .label(s.name.as_str())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], c.stroke_width(2)));
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::LowerRight)
+        .label_font(("sans-serif", 13))
+        .draw()
+        .map_err(e)?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -282,5 +462,31 @@ mod tests {
             prop_assert!((h.predicted_hit_rate(cap) - sim).abs() < 1e-12);
             prop_assert_eq!(h.cold + h.counts.iter().sum::<u64>(), addrs.len() as u64);
         }
+    }
+
+    #[test]
+    fn xy_figure_writes_png_and_svg_with_its_labels() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = working_set_curve(&(0..4000u64).map(|i| i * 8).collect::<Vec<_>>(), 100);
+        let fig = XyFigure {
+            stem: "ws".into(),
+            title: "working set".into(),
+            x_desc: "accesses".into(),
+            y_desc: "bytes".into(),
+            log_y: true,
+            series: vec![XySeries {
+                name: "stride 8".into(),
+                points: ws
+                    .iter()
+                    .map(|p| (p.accesses as f64, p.sector_bytes() as f64))
+                    .collect(),
+                markers_only: false,
+            }],
+            hlines: vec![("texture cache".into(), 12288.0)],
+        };
+        let svg = write_xy_figure(dir.path(), &fig).unwrap();
+        assert!(svg.contains("stride 8") && svg.contains("texture cache"));
+        assert!(dir.path().join("ws.png").is_file());
+        assert!(dir.path().join("ws.svg").is_file());
     }
 }

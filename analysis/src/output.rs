@@ -1,28 +1,18 @@
 //! Atomic file output and small text helpers shared by the writers.
 
 use crate::AnalysisError;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
-/// A temp name beside `path` that keeps its extension (plotters' bitmap backend picks the image
-/// format from it): `dir/.tmp-name.ext`.
+/// The temp name beside `path` (`dir/.tmp-name.ext`, see [`trace::temp_path`]); it keeps the
+/// extension, from which plotters' bitmap backend picks the image format.
 pub(crate) fn tmp_path(path: &Path) -> PathBuf {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    path.with_file_name(format!(".tmp-{name}"))
+    trace::temp_path(path)
 }
 
 /// Writes `bytes` to a temp file beside `path`, syncs it and renames it over `path`, so a reader
 /// never sees a half-written output.
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), AnalysisError> {
-    let tmp = tmp_path(path);
-    let result = std::fs::File::create(&tmp).and_then(|mut f| {
-        f.write_all(bytes)?;
-        f.sync_all()
-    });
-    commit(&tmp, path, result)
+    Ok(trace::write_bytes_atomic(path, bytes)?)
 }
 
 /// Renames `tmp` to `path` when `result` is Ok; removes `tmp` otherwise.

@@ -9,7 +9,6 @@ mod study_cmd;
 
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -76,21 +75,7 @@ impl EmuArgs {
 
 /// Writes `bytes` to `path` through a temp file and a rename, so no reader ever sees a partial file.
 pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<()> {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.tmp"));
-    let result = std::fs::File::create(&tmp)
-        .and_then(|mut f| {
-            f.write_all(bytes)?;
-            f.sync_all()
-        })
-        .and_then(|_| std::fs::rename(&tmp, path));
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result.with_context(|| format!("cannot write {}", path.display()))
+    Ok(trace::write_bytes_atomic(path, bytes)?)
 }
 
 /// Runs the analysis and tells the user what it left out.

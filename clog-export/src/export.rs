@@ -8,57 +8,23 @@ use crate::error::ExportError;
 use crate::options::{ExportOptions, ExportSummary, Format};
 use crate::source::TraceSource;
 use std::fs::File;
-use std::io::{BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::io::BufWriter;
+use std::path::Path;
 
-/// `dir/.name.tmp`: beside the target so that the rename stays on one file system.
-pub fn temp_path(path: &Path) -> PathBuf {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    path.with_file_name(format!(".{name}.tmp"))
-}
+pub use trace::temp_path;
 
-/// Creates `temp_path(path)`, lets `write` fill it, then flushes, syncs and renames it to
-/// `path`. On any error (or a panic in `write`) the temp file is removed and `path` is left as
-/// it was.
+/// Writes `path` atomically through `write` (see [`trace::write_atomic_with`]): on any error, or
+/// a panic in `write`, the temp file is removed and `path` is left as it was. The writers hand
+/// over 64 KiB chunks (CLOG2 blocks, CSV and JSON batches), which the 64 KiB buffer passes
+/// straight through instead of copying.
 pub fn write_atomic<T>(
     path: &Path,
     write: impl FnOnce(&mut BufWriter<File>) -> Result<T, ExportError>,
 ) -> Result<T, ExportError> {
-    struct Guard(Option<PathBuf>);
-    impl Drop for Guard {
-        fn drop(&mut self) {
-            if let Some(p) = self.0.take() {
-                let _ = std::fs::remove_file(p);
-            }
-        }
-    }
-    let tmp = temp_path(path);
-    let io = |p: &Path| {
-        let p = p.to_path_buf();
-        move |source| ExportError::Io {
-            path: p.clone(),
-            source,
-        }
-    };
-    let file = File::create(&tmp).map_err(io(&tmp))?;
-    let mut guard = Guard(Some(tmp.clone()));
-    // The writers hand over 64 KiB chunks (CLOG2 blocks, CSV and JSON batches), which a
-    // BufWriter of the same size passes straight through instead of copying.
-    let mut out = BufWriter::with_capacity(1 << 16, file);
-    let value = write(&mut out)?;
-    out.flush().map_err(io(&tmp))?;
-    let file = out.into_inner().map_err(|e| ExportError::Io {
-        path: tmp.clone(),
-        source: e.into_error(),
-    })?;
-    file.sync_all().map_err(io(&tmp))?;
-    drop(file);
-    std::fs::rename(&tmp, path).map_err(io(path))?;
-    guard.0 = None;
-    Ok(value)
+    trace::write_atomic_with(path, write, |p, source| ExportError::Io {
+        path: p.to_path_buf(),
+        source,
+    })
 }
 
 /// Exports `src` in `format` to the file `out` (atomically, see [`write_atomic`]).
@@ -80,6 +46,7 @@ pub fn export<S: TraceSource + ?Sized>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write;
 
     #[test]
     fn failed_write_leaves_neither_file() {

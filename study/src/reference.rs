@@ -29,7 +29,6 @@ use crate::StudyError;
 use crate::view::View;
 use crate::volume::Volume;
 use rayon::prelude::*;
-use std::io::Write;
 use std::path::Path;
 
 /// The SDK's transfer function: RGBA at 9 evenly spaced sample values.
@@ -179,24 +178,9 @@ impl Image {
     }
 }
 
-/// Writes `bytes` to `path` through `.name.tmp` beside it and a rename.
+/// Writes `bytes` to `path` atomically (see [`trace::write_bytes_atomic`]).
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StudyError> {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.tmp"));
-    let result = std::fs::File::create(&tmp)
-        .and_then(|mut f| {
-            f.write_all(bytes)?;
-            f.sync_all()
-        })
-        .and_then(|_| std::fs::rename(&tmp, path));
-    if let Err(e) = result {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(StudyError::io(path, e));
-    }
-    Ok(())
+    Ok(trace::write_bytes_atomic(path, bytes)?)
 }
 
 /// The texel index and the 1.8 fixed-point weight for normalized coordinate `c` over `n` texels.

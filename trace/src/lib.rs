@@ -21,12 +21,14 @@
 //! assert_eq!(launch.warps_per_block(), 1);
 //! ```
 
+mod atomic;
 mod error;
 mod model;
 mod run;
 mod store;
 mod units;
 
+pub use atomic::{temp_path, write_atomic_with, write_bytes_atomic};
 pub use error::TraceError;
 pub use model::{
     Dim3, LaunchInfo, ProbeMode, Record, RecordKind, Region, SiteInfo, SiteSummary, Trace,

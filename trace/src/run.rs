@@ -4,7 +4,6 @@
 
 use crate::{Dim3, ProbeMode, TraceError};
 use serde::{Deserialize, Serialize};
-use std::io::Write;
 use std::path::Path;
 
 /// The metrics of one run. Rates are fractions in 0–1. Keys beyond these (per-command details,
@@ -92,27 +91,7 @@ pub fn write_json_atomic<T: Serialize + ?Sized>(path: &Path, value: &T) -> Resul
         source,
     })?;
     bytes.push(b'\n');
-    let tmp = tmp_path(path);
-    let result = std::fs::File::create(&tmp)
-        .and_then(|mut f| {
-            f.write_all(&bytes)?;
-            f.sync_all()
-        })
-        .and_then(|_| std::fs::rename(&tmp, path));
-    if let Err(e) = result {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(TraceError::io(path, e));
-    }
-    Ok(())
-}
-
-/// `dir/.name.tmp`: beside the target so the rename stays on one file system.
-pub(crate) fn tmp_path(path: &Path) -> std::path::PathBuf {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    path.with_file_name(format!(".{name}.tmp"))
+    crate::write_bytes_atomic(path, &bytes)
 }
 
 #[cfg(test)]
@@ -139,7 +118,7 @@ mod tests {
         assert_eq!(v["mode"], "fence");
         assert_eq!(v["tex_hit_rate"], 0.75);
         assert_eq!(RunMetrics::read(&path).unwrap(), m);
-        assert!(!tmp_path(&path).exists());
+        assert!(!crate::temp_path(&path).exists());
     }
 
     #[test]

@@ -20,9 +20,9 @@
 //! crashed run never leaves a `trace.wst` that looks complete. A file without its footer is
 //! reported as truncated.
 
+use crate::atomic::temp_path;
 use crate::error::TraceError;
 use crate::model::{LaunchInfo, Record, SiteSummary, WarpTrace};
-use crate::run::tmp_path;
 use crate::units::{Cycles, SmId};
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
@@ -52,7 +52,7 @@ pub struct TraceWriter {
 impl TraceWriter {
     /// Starts `path` (written as a temp file beside it until `finish`).
     pub fn create(path: &Path, launch: &LaunchInfo) -> Result<Self, TraceError> {
-        let tmp = tmp_path(path);
+        let tmp = temp_path(path);
         let file = File::create(&tmp).map_err(|e| TraceError::io(&tmp, e))?;
         let json = serde_json::to_vec(launch).map_err(|source| TraceError::Json {
             path: path.to_path_buf(),

@@ -221,7 +221,7 @@ fn every_format_preserves_every_record_of_a_stored_trace() {
     let leftovers: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()
         .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+        .filter(|e| e.file_name().to_string_lossy().starts_with(".tmp-"))
         .collect();
     assert!(leftovers.is_empty());
 }

@@ -120,6 +120,21 @@ impl StackDistanceHistogram {
     pub fn capacity_for_all_reuse(&self) -> u64 {
         self.counts.len() as u64
     }
+
+    /// The smallest capacity in blocks that captures `fraction` (0–1) of all re-references, i.e.
+    /// reaches `fraction` × the best possible hit rate; 0 when nothing is re-referenced.
+    pub fn capacity_for_fraction(&self, fraction: f64) -> u64 {
+        let reuses: u64 = self.counts.iter().sum();
+        let want = (fraction.clamp(0.0, 1.0) * reuses as f64).ceil() as u64;
+        let mut acc = 0u64;
+        for (d, c) in self.counts.iter().enumerate() {
+            if acc >= want {
+                return d as u64;
+            }
+            acc += c;
+        }
+        self.counts.len() as u64
+    }
 }
 
 /// A Fenwick (binary indexed) tree of counts over time slots `0..n`.
@@ -408,6 +423,10 @@ mod tests {
         assert_eq!(h.predicted_hit_rate(4), 4.0 / 8.0);
         assert_eq!(h.predicted_hit_rate(2), 0.0);
         assert_eq!(h.capacity_for_all_reuse(), 4);
+        // Three of four re-references need 3 blocks; all four need 4; none needs 0.
+        assert_eq!(h.capacity_for_fraction(0.75), 3);
+        assert_eq!(h.capacity_for_fraction(0.76), 4);
+        assert_eq!(h.capacity_for_fraction(0.0), 0);
     }
 
     #[test]

@@ -60,6 +60,9 @@ pub enum StudyError {
     },
     #[error(transparent)]
     Trace(#[from] trace::TraceError),
+    /// A roofline microbenchmark failed on the emulator.
+    #[error("roofline microbenchmark {bench}: {reason}")]
+    Bench { bench: String, reason: String },
     /// The kernels crate has no build of the volume renderer for this probe mode and record kind.
     #[error(
         "no build of kernel source {source_name:?} for probe mode {mode} and record kind {kind}"

@@ -25,6 +25,7 @@ mod error;
 mod ncu;
 mod reference;
 mod render;
+mod reuse_study;
 mod roofline_bench;
 mod sweep;
 mod view;
@@ -43,6 +44,7 @@ pub use render::{
     KERNEL_NAME, KERNEL_SOURCE, NcuProfile, RenderConfig, RenderResult, VIEW_MATRIX_SYMBOL, render,
     render_volume, sites, transfer_texture, volume_texture,
 };
+pub use reuse_study::{HitRow, ReuseRow, ReuseStudyConfig, ReuseStudySummary, reuse_study};
 pub use roofline_bench::{BenchOptions, BenchResult, run_roofline_benches};
 pub use sweep::{
     SWEEP_CSV, SweepConfig, SweepRow, SweepSummary, demo_config, run_is_complete, sweep, write_csv,

@@ -45,7 +45,7 @@ pub use render::{
     render_volume, sites, transfer_texture, volume_texture,
 };
 pub use reuse_study::{HitRow, ReuseRow, ReuseStudyConfig, ReuseStudySummary, reuse_study};
-pub use roofline_bench::{BenchOptions, BenchResult, run_roofline_benches};
+pub use roofline_bench::{BenchOptions, BenchResult, roofline_command, run_roofline_benches};
 pub use sweep::{
     SWEEP_CSV, SweepConfig, SweepRow, SweepSummary, demo_config, run_is_complete, sweep, write_csv,
 };

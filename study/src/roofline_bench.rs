@@ -5,7 +5,8 @@
 //! on `trace` (DESIGN.md). This module runs the kernels of `kernels/corpus/roofline.cu` and returns
 //! plain counts; `analysis::write_ceilings` turns them into `ceilings.csv` and a figure.
 //!
-//! Main items: [`run_roofline_benches`], [`BenchOptions`], [`BenchResult`].
+//! Main items: [`run_roofline_benches`], [`roofline_command`] (the `warpscope roofline`
+//! subcommand: benchmarks plus `analysis::write_ceilings`), [`BenchOptions`], [`BenchResult`].
 //!
 //! # The benchmarks
 //! - `fma`: 8 independent FMA chains per thread (16 flops per step), reduced and stored at the
@@ -29,6 +30,7 @@
 
 use crate::StudyError;
 use emulator::{Emulator, GpuConfig, LaunchParams, LaunchStats, Module, ModuleId};
+use std::path::Path;
 
 /// What to run.
 #[derive(Debug, Clone, PartialEq)]
@@ -208,6 +210,42 @@ pub fn run_roofline_benches(
         out.push(result(&format!("sweep_n{}", 8 * fmas + 6), "sweep", &s, n));
     }
     Ok(out)
+}
+
+/// `warpscope roofline`: runs the benchmarks on `cfg` and writes `ceilings.csv`, `benches.json`
+/// (every count) and, when `figures`, `roofline_ceilings.{png,svg}` into `out_dir`; returns the
+/// measured ceilings (as % of the theoretical ones) for the command to print.
+pub fn roofline_command(
+    cfg: &GpuConfig,
+    opts: &BenchOptions,
+    out_dir: &Path,
+    figures: bool,
+) -> Result<analysis::MeasuredCeilings, StudyError> {
+    let res = run_roofline_benches(cfg, opts)?;
+    let spec = analysis::GpuSpec::from_toml_str(&cfg.to_toml(), &cfg.name)
+        .map_err(|e| err("ceilings", e))?;
+    let benches: Vec<analysis::BenchMeasurement> = res
+        .iter()
+        .map(|r| analysis::BenchMeasurement {
+            bench: r.bench.clone(),
+            kind: r.kind.clone(),
+            ops: r.flops,
+            bytes_dram: r.dram_bytes,
+            cycles: r.cycles,
+        })
+        .collect();
+    let m = analysis::write_ceilings(out_dir, &spec, &benches, figures)
+        .map_err(|e| err("ceilings", e))?;
+    let json = serde_json::to_string_pretty(&res).map_err(|e| err("ceilings", e))? + "\n";
+    let path = out_dir.join("benches.json");
+    std::fs::write(&path, json).map_err(|source| StudyError::Io { path, source })?;
+    std::fs::write(out_dir.join("config.toml"), cfg.to_toml()).map_err(|source| {
+        StudyError::Io {
+            path: out_dir.join("config.toml"),
+            source,
+        }
+    })?;
+    Ok(m)
 }
 
 #[cfg(test)]

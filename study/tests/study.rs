@@ -392,3 +392,29 @@ fn roofline_benches_trace_the_roof_and_bound_triad() {
     assert_eq!(b.bottleneck, "dram");
     assert!((0.8..=1.0).contains(&b.ratio), "T_est/T_sim = {}", b.ratio);
 }
+
+/// `warpscope roofline`'s function writes its files; a small configuration keeps it quick.
+#[test]
+fn roofline_command_writes_ceilings_and_counts() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let opts = study::BenchOptions {
+        buffer_bytes: Some(1 << 20),
+        fma_iters: 16,
+        sweep_fmas: vec![0, 8],
+        block: 256,
+    };
+    let m = study::roofline_command(&gtx480(), &opts, dir.path(), true).expect("runs");
+    assert!(m.pct_of_theoretical_flops > 0.0 && m.pct_of_theoretical_flops <= 100.5);
+    assert!(m.pct_of_theoretical_dram > 0.0);
+    let csv = std::fs::read_to_string(dir.path().join("ceilings.csv")).expect("ceilings.csv");
+    // fma, read, write, copy, triad, two sweep points, plus the header.
+    assert_eq!(csv.lines().count(), 8, "{csv}");
+    for f in [
+        "benches.json",
+        "config.toml",
+        "roofline_ceilings.png",
+        "roofline_ceilings.svg",
+    ] {
+        assert!(dir.path().join(f).is_file(), "{f}");
+    }
+}

@@ -28,6 +28,8 @@ enum Command {
     /// The main job: the volume-rendering study (sweep + analysis report), on the emulator by default.
     Demo(study_cmd::DemoArgs),
     /// Render one frame of the volume renderer with probes: image, trace, run.json.
+    // A later occurrence of an option wins: the ncu re-run appends its own --frames, --out, …
+    #[command(args_override_self = true)]
     Render(study_cmd::RenderArgs),
     /// Render the cross product of block shapes × viewpoints × probe modes into DIR/<run>/ + sweep.csv.
     Sweep(study_cmd::SweepArgs),

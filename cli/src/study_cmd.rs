@@ -141,6 +141,41 @@ pub struct RenderArgs {
     pub compare_reference: bool,
     #[arg(long, default_value = "render-out")]
     pub out: PathBuf,
+    /// Internal: set on the render that Nsight Compute profiles, so it does not profile itself.
+    #[arg(long, hide = true)]
+    pub no_ncu: bool,
+}
+
+/// On a GPU with Nsight Compute installed: profile one frame of the same render (this program,
+/// the same arguments, one frame, no overhead run, no logs, a scratch folder) for the texture hit
+/// rate, which only ncu can read on real hardware.
+fn ncu_profile(args: &RenderArgs, gpu: bool) -> Result<Option<study::NcuProfile>> {
+    if !gpu || args.no_ncu || study::ncu_path().is_none() {
+        return Ok(None);
+    }
+    let program =
+        std::env::current_exe().context("cannot find the warpscope executable for ncu")?;
+    let scratch = std::env::temp_dir().join(format!("warpscope-ncu-{}", std::process::id()));
+    let mut argv: Vec<String> = std::env::args().skip(1).collect();
+    argv.extend(
+        [
+            "--frames",
+            "1",
+            "--no-overhead",
+            "--formats",
+            "none",
+            "--backend",
+            "gpu",
+            "--no-ncu",
+            "--out",
+        ]
+        .map(String::from),
+    );
+    argv.push(scratch.display().to_string());
+    Ok(Some(study::NcuProfile {
+        program,
+        args: argv,
+    }))
 }
 
 pub fn render(args: &RenderArgs) -> Result<()> {
@@ -160,7 +195,7 @@ pub fn render(args: &RenderArgs) -> Result<()> {
         frames: args.probe.frames,
         measure_overhead: !args.probe.no_overhead,
         compare_reference: args.compare_reference,
-        ncu: None,
+        ncu: ncu_profile(args, dev.backend() == instrument::Backend::Gpu)?,
         emu_config: Some(config),
     };
     let result = study::render(dev.as_mut(), &cfg, &args.out)?;

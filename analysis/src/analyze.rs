@@ -111,6 +111,8 @@ pub(crate) struct Analysis {
     pub views: Vec<String>,
     /// Roofline and throughput-bound section (roofline_report.rs).
     pub roofline: crate::roofline_report::Section,
+    /// Working-set and regression sections (reuse_regress_report.rs).
+    pub reuse_regress: crate::reuse_regress_report::Section,
 }
 
 /// Modes that measure completion, best first; naive last (it measures issue only).
@@ -253,6 +255,9 @@ pub fn analyze(
     let roofline =
         crate::roofline_report::write_section(sweep_dir, out_dir, &run_names, opts.figures)?;
     files.extend(roofline.files.iter().cloned());
+    let reuse_regress =
+        crate::reuse_regress_report::write_section(sweep_dir, out_dir, opts.figures)?;
+    files.extend(reuse_regress.files.iter().cloned());
     let analysis = Analysis {
         sweep_dir: sweep_dir.to_path_buf(),
         runs,
@@ -267,6 +272,7 @@ pub fn analyze(
         figures: drawn,
         views,
         roofline,
+        reuse_regress,
     };
     let report_html = out_dir.join("report.html");
     let report_md = out_dir.join("report.md");

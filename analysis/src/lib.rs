@@ -12,6 +12,10 @@
 //! [`AnalysisSummary`], [`write_parquet`] (one trace's records as Parquet), [`AnalysisError`],
 //! and the statistics in [`stats`].
 //!
+//! Companion methods: [`reuse`] (working-set curves and LRU stack-distance histograms of an
+//! address stream) and [`regress`] / [`compare`] (single-reference regression: which emulator
+//! features explain each platform's kernel time, and where the faster platform flips).
+//!
 //! # Definitions
 //! Per warp: memory time = sum of its record durations (or of its summaries' sums); other =
 //! (kernel end − kernel begin) − memory time, at least 0; mean access time = memory time /
@@ -66,9 +70,10 @@ mod figures;
 mod hotspots;
 mod output;
 mod parquet;
-mod report;
 pub mod regress;
+mod report;
 pub mod reuse;
+mod reuse_regress_report;
 mod roofline;
 mod roofline_report;
 mod runstats;
@@ -83,6 +88,7 @@ pub use bound::{
 };
 pub use error::AnalysisError;
 pub use parquet::{BATCH_ROWS, write_parquet};
+pub use regress::{CompareSummary, compare};
 pub use roofline::{
     Bound, Ceilings, Level, LevelCounters, MemCounts, RooflinePoint, RunCounters, RunRoofline,
     WorkKind, attainable, ridge_point, roofline_point, run_roofline,

@@ -258,6 +258,7 @@ pub(crate) fn html(a: &Analysis) -> String {
     s.push_str("<h3>The warp with the most excess memory time, per run</h3>\n");
     s.push_str(&html_table(&a.hot.text_rows(Some(&top))));
     s.push_str(&a.roofline.html);
+    s.push_str(&a.reuse_regress.html);
     s.push_str("<h2>Effective configurations</h2>\n");
     let cfgs = configs(a);
     if cfgs.is_empty() {
@@ -357,6 +358,7 @@ pub(crate) fn markdown(a: &Analysis) -> String {
     s.push_str("### The warp with the most excess memory time, per run\n\n");
     s.push_str(&md_table(&a.hot.text_rows(Some(&top))));
     s.push_str(&a.roofline.md);
+    s.push_str(&a.reuse_regress.md);
     s.push_str("## Effective configurations\n\n");
     let views: Vec<String> = a.views.iter().map(|v| pretty_view(v)).collect();
     let _ = writeln!(s, "Views: {}.\n", views.join(", "));

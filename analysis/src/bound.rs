@@ -476,7 +476,10 @@ pub struct RunBound {
 fn traffic(name: &str, c: &RunCounters, spec: &GpuSpec) -> Option<(f64, f64)> {
     let m = &c.mem;
     match name {
-        "sm" => Some((c.flops().max(c.int_ops() as u64) as f64, 0.0)),
+        // Without instruction counts the work is unknown: leave the SMs out rather than guess.
+        "sm" => c
+            .has_work()
+            .then(|| ((c.flops() as f64).max(c.int_ops()), 0.0)),
         "l1" => {
             let sb = f64::from(spec.l1.sector_bytes);
             let reads = m.l1.sector_hits

@@ -205,17 +205,41 @@ pub struct RunCounters {
 
 impl RunCounters {
     /// Reads `run.json`; `None` when it has no `emulator_counters` (a GPU run) or no cycles.
+    /// `emulator_counters` may be the whole launch statistics (with `mem` and
+    /// `instructions_by_class`) or only the memory counters, as the study writes them; then the
+    /// instruction counts come from the top-level `emulator_instructions` object
+    /// (`warp_instructions`, `thread_instructions`, `instructions_by_class`) when present.
     pub fn from_run_json(text: &str) -> Option<RunCounters> {
         let v: serde_json::Value = serde_json::from_str(text).ok()?;
         let counters = v.get("emulator_counters")?;
-        let mut c: RunCounters = serde_json::from_value(counters.clone()).ok()?;
+        let mut c: RunCounters = if counters.get("mem").is_some() {
+            serde_json::from_value(counters.clone()).ok()?
+        } else {
+            let mem: MemCounts = serde_json::from_value(counters.clone()).ok()?;
+            let mut c: RunCounters = v
+                .get("emulator_instructions")
+                .and_then(|i| serde_json::from_value(i.clone()).ok())
+                .unwrap_or_default();
+            c.mem = mem;
+            c
+        };
         // run.json's top-level cycles are the run's kernel cycles; the counters' own are the same
         // launch, so either is fine: prefer the top level, which GPU-aware tools also fill.
         if let Some(cy) = v.get("cycles").and_then(|x| x.as_u64()) {
             c.cycles = cy;
         }
+        if c.warp_instructions == 0
+            && let Some(w) = v.get("warp_instructions").and_then(|x| x.as_u64())
+        {
+            c.warp_instructions = w;
+        }
         c.clock_mhz = v.get("clock_mhz").and_then(|x| x.as_f64()).unwrap_or(0.0);
         (c.cycles > 0).then_some(c)
+    }
+
+    /// Whether the run says how much work it did (instruction counts by class).
+    pub fn has_work(&self) -> bool {
+        !self.instructions_by_class.is_empty()
     }
 
     pub fn flops(&self) -> u64 {
@@ -411,5 +435,28 @@ mod tests {
         let binding = r.levels.iter().find(|l| l.0 == r.binding).unwrap();
         assert_eq!(binding.2.attainable, min);
         assert!(RunCounters::from_run_json(r#"{"cycles":5}"#).is_none());
+        // The study's layout: memory counters only, instructions (maybe) beside them.
+        let flat = r#"{"cycles":10,"clock_mhz":1.0,"warp_instructions":7,
+            "emulator_counters":{"l2":{"sector_hits":3},"dram_bytes_read":32}}"#;
+        let c = RunCounters::from_run_json(flat).unwrap();
+        assert!(!c.has_work());
+        assert_eq!(
+            (
+                c.mem.l2.sector_hits,
+                c.mem.dram_bytes_read,
+                c.warp_instructions
+            ),
+            (3, 32, 7)
+        );
+        let with = flat.replace(
+            "\"emulator_counters\"",
+            "\"emulator_instructions\":{\"thread_instructions\":64,\"warp_instructions\":2,\"instructions_by_class\":{\"flops\":9}},\"emulator_counters\"",
+        );
+        let c = RunCounters::from_run_json(&with).unwrap();
+        assert!(c.has_work());
+        assert_eq!(
+            (c.flops(), c.warp_instructions, c.thread_instructions),
+            (9, 2, 64)
+        );
     }
 }

@@ -210,9 +210,18 @@ pub(crate) fn write_section(
     figures: bool,
 ) -> Result<Section, AnalysisError> {
     let (inputs, left) = read_runs(sweep_dir, runs);
+    // A run without instruction counts still has a bound over its memory components.
     let mut sec = Section::default();
+    let mut left = left;
+    for r in inputs.iter().filter(|r| !r.counters.has_work()) {
+        left.push(format!(
+            "{}: no roofline: run.json has no instruction counts (`emulator_instructions`), so the work W is unknown; the bound leaves the SMs out",
+            r.run
+        ));
+    }
     let rl: Vec<(&RunInput, RunRoofline, Ceilings)> = inputs
         .iter()
+        .filter(|r| r.counters.has_work())
         .map(|r| {
             let ce = Ceilings::theoretical(&r.spec);
             (r, run_roofline(&r.counters, &r.spec, &ce), ce)

@@ -232,6 +232,8 @@ pub struct XySeries {
     pub name: String,
     pub points: Vec<(f64, f64)>,
     pub markers_only: bool,
+    /// Palette index: a prediction and its simulated points share one colour.
+    pub color: usize,
 }
 
 /// What an [`write_xy_figure`] draws: axes, series and labelled horizontal lines (capacities).
@@ -379,8 +381,8 @@ fn draw_xy<DB: DrawingBackend>(
             )))
             .map_err(e)?;
     }
-    for (i, (s, p)) in fig.series.iter().zip(&pts).enumerate() {
-        let c = XY_PALETTE[i % XY_PALETTE.len()];
+    for (s, p) in fig.series.iter().zip(&pts) {
+        let c = XY_PALETTE[s.color % XY_PALETTE.len()];
         let drawn = if s.markers_only {
             chart
                 .draw_series(p.iter().map(|&q| TriangleMarker::new(q, 6, c.filled())))
@@ -500,6 +502,7 @@ mod tests {
                     .map(|p| (p.accesses as f64, p.sector_bytes() as f64))
                     .collect(),
                 markers_only: false,
+                color: 0,
             }],
             hlines: vec![("texture cache".into(), 12288.0)],
         };

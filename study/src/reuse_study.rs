@@ -351,13 +351,15 @@ pub fn reuse_study(
         log_y: true,
         series: curves
             .iter()
-            .map(|(name, c)| XySeries {
+            .enumerate()
+            .map(|(i, (name, c))| XySeries {
                 name: name.clone(),
                 points: c
                     .iter()
                     .map(|p| (p.accesses as f64, p.sector_bytes() as f64))
                     .collect(),
                 markers_only: false,
+                color: i,
             })
             .collect(),
         hlines: vec![
@@ -370,7 +372,7 @@ pub fn reuse_study(
     };
     write_xy_figure(out_dir, &ws_fig).map_err(fig_err)?;
     let mut series = Vec::new();
-    for r in &rows {
+    for (i, r) in rows.iter().enumerate() {
         let mine: Vec<&HitRow> = hits
             .iter()
             .filter(|h| h.shape == r.shape && h.layout == r.layout)
@@ -383,6 +385,7 @@ pub fn reuse_study(
                 .map(|h| (f64::from(h.cache_bytes), h.predicted_sector))
                 .collect(),
             markers_only: false,
+            color: i,
         });
         series.push(XySeries {
             name: format!("{name} simulated"),
@@ -391,6 +394,7 @@ pub fn reuse_study(
                 .filter_map(|h| h.simulated.map(|s| (f64::from(h.cache_bytes), s)))
                 .collect(),
             markers_only: true,
+            color: i,
         });
     }
     let hit_fig = XyFigure {

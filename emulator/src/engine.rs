@@ -441,7 +441,7 @@ impl Engine<'_> {
         for s in 0..nsched {
             if sm.sched_next[s] > now {
                 debug_assert!(
-                    self.pick(sm, s, now).is_none(),
+                    self.pick(sm, s, now).is_err(),
                     "stale scheduler cache at cycle {now}"
                 );
                 self.stalls[sm.sched_reason[s] as usize] += 1;
@@ -449,18 +449,23 @@ impl Engine<'_> {
             }
             let mut issued = 0;
             while issued < per {
-                let pick = self.pick(sm, s, now);
-                let Some(ws) = pick else { break };
-                self.issue(sm, ws, s, now)?;
-                sm.last[s] = Some(ws as u32);
-                issued += 1;
+                match self.pick(sm, s, now) {
+                    Ok(ws) => {
+                        self.issue(sm, ws, s, now)?;
+                        sm.last[s] = Some(ws as u32);
+                        issued += 1;
+                    }
+                    Err((t, r)) => {
+                        if issued == 0 {
+                            sm.sched_next[s] = t;
+                            sm.sched_reason[s] = r;
+                            self.stalls[r as usize] += 1;
+                        }
+                        break;
+                    }
+                }
             }
-            if issued == 0 {
-                let (t, r) = self.scan(sm, s);
-                sm.sched_next[s] = t;
-                sm.sched_reason[s] = r;
-                self.stalls[r as usize] += 1;
-            } else {
+            if issued > 0 {
                 issued_any = true;
                 sm.sched_next[s] = 0;
             }
@@ -504,61 +509,55 @@ impl Engine<'_> {
             && sm.pipe[s][w.class as usize] <= now
     }
 
-    fn pick(&self, sm: &Sm, s: usize, now: u64) -> Option<usize> {
+    /// The warp scheduler `s` issues at `now` (greedy-then-oldest), or, when none can, the
+    /// earliest cycle one of its warps can and the reason it cannot before (the limiting one
+    /// of scoreboard/memory/fence, pipe and issue slot; `Barrier` or `Idle` with `u64::MAX`
+    /// when no warp can become ready by itself). One pass over the warps serves both, since
+    /// a cycle without issue would otherwise scan them twice.
+    fn pick(&self, sm: &Sm, s: usize, now: u64) -> Result<usize, (u64, Stall)> {
         let nsched = sm.pipe.len();
         if let Some(l) = sm.last[s]
             && Self::eligible(sm, l as usize, s, now)
         {
-            return Some(l as usize);
+            return Ok(l as usize);
         }
+        let pipes = &sm.pipe[s];
         let mut best: Option<(u64, usize)> = None;
-        let mut ws = s;
-        while ws < sm.warps.len() {
-            if Self::eligible(sm, ws, s, now) {
-                let age = sm.warps[ws].age;
-                if best.is_none_or(|(a, _)| age < a) {
-                    best = Some((age, ws));
-                }
-            }
-            ws += nsched;
-        }
-        best.map(|(_, w)| w)
-    }
-
-    /// The earliest cycle any warp of scheduler `s` can issue and the reason it cannot issue
-    /// before (the limiting one of scoreboard/memory/fence, pipe and issue slot; `Barrier` or
-    /// `Idle` with `u64::MAX` when no warp can become ready by itself).
-    fn scan(&self, sm: &Sm, s: usize) -> (u64, Stall) {
-        let nsched = sm.pipe.len();
         let (mut best_t, mut best_r) = (u64::MAX, Stall::Idle);
         let mut any_bar = false;
         let mut ws = s;
-        while ws < sm.warps.len() {
-            let w = &sm.warps[ws];
-            ws += nsched;
+        while let Some(w) = sm.warps.get(ws) {
             match w.state {
                 WState::Bar => any_bar = true,
                 WState::Run => {
-                    let pipe = sm.pipe[s][w.class as usize];
+                    let pipe = pipes[w.class as usize];
                     let t = w.wake.max(w.next_ok).max(pipe);
-                    let r = if w.wake >= w.next_ok && w.wake >= pipe {
-                        w.reason
-                    } else if pipe >= w.next_ok {
-                        Stall::PipeBusy
-                    } else {
-                        Stall::Scoreboard
-                    };
-                    if t < best_t {
-                        (best_t, best_r) = (t, r);
+                    if t <= now {
+                        if best.is_none_or(|(a, _)| w.age < a) {
+                            best = Some((w.age, ws));
+                        }
+                    } else if t < best_t {
+                        best_t = t;
+                        best_r = if w.wake >= w.next_ok && w.wake >= pipe {
+                            w.reason
+                        } else if pipe >= w.next_ok {
+                            Stall::PipeBusy
+                        } else {
+                            Stall::Scoreboard
+                        };
                     }
                 }
                 _ => {}
             }
+            ws += nsched;
+        }
+        if let Some((_, w)) = best {
+            return Ok(w);
         }
         if best_t == u64::MAX && any_bar {
             best_r = Stall::Barrier;
         }
-        (best_t, best_r)
+        Err((best_t, best_r))
     }
 
     fn issue(&mut self, sm: &mut Sm, ws: usize, s: usize, now: u64) -> Result<(), EmuError> {

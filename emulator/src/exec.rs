@@ -23,6 +23,9 @@ use crate::texture::{HANDLE_BASE, Texture};
 
 pub(crate) const FULL: u32 = u32::MAX;
 
+/// The lane values of an absent operand.
+static ZERO_LANES: [u64; 32] = [0; 32];
+
 /// One SIMT stack entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Entry {
@@ -205,17 +208,22 @@ impl Ctx<'_> {
         }
     }
 
-    /// The operand's lane values: a register row in place, anything else via `tmp`.
+    /// A register operand's row, borrowed in place.
     #[inline]
-    fn src<'a>(&self, o: Opnd, w: &'a Warp, tmp: &'a mut [u64; 32]) -> &'a [u64; 32] {
+    fn reg_row<'a>(&self, o: Opnd, w: &'a Warp) -> Option<&'a [u64; 32]> {
         if let Opnd::Reg(r) = o {
             let r = r as usize * 32;
-            if let Some(row) = w.regs.get(r..r + 32).and_then(|s| s.first_chunk::<32>()) {
-                return row;
-            }
+            return w.regs.get(r..r + 32).and_then(|s| s.first_chunk::<32>());
         }
-        self.fetch(o, w, tmp);
-        tmp
+        None
+    }
+
+    /// The operand's lane values by value.
+    #[inline]
+    fn fetched(&self, o: Opnd, w: &Warp) -> [u64; 32] {
+        let mut out = [0u64; 32];
+        self.fetch(o, w, &mut out);
+        out
     }
 
     #[inline]
@@ -596,9 +604,6 @@ fn branch(w: &mut Warp, x: &Inst, taken: u32, active: u32) {
 
 #[allow(clippy::needless_range_loop)]
 fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow> {
-    let mut a = [0u64; 32];
-    let mut b = [0u64; 32];
-    let mut cc = [0u64; 32];
     let mut r = [0u64; 32];
     let ty = x.ty;
     let tm = ty.mask();
@@ -609,22 +614,28 @@ fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow> {
         Op::Tex => return texture(x, w, c, m),
         _ => {}
     }
-    // Register operands are borrowed in place (no 256-byte copy); others fill the buffers.
-    let a: &[u64; 32] = if x.ns > 0 {
-        c.src(x.s[0], w, &mut a)
-    } else {
-        &a
-    };
-    let b: &[u64; 32] = if x.ns > 1 {
-        c.src(x.s[1], w, &mut b)
-    } else {
-        &b
-    };
-    let cc: &[u64; 32] = if x.ns > 2 {
-        c.src(x.s[2], w, &mut cc)
-    } else {
-        &cc
-    };
+    // Register operands are borrowed in place (no 256-byte copy); only other operands fill a
+    // buffer, and a missing operand reads zeros from a shared array — so no buffer is zeroed
+    // per instruction when every source is a register.
+    let (ta, tb, tc): ([u64; 32], [u64; 32], [u64; 32]);
+    macro_rules! operand {
+        ($k:expr, $tmp:ident) => {
+            if x.ns as usize > $k {
+                match c.reg_row(x.s[$k], w) {
+                    Some(row) => row,
+                    None => {
+                        $tmp = c.fetched(x.s[$k], w);
+                        &$tmp
+                    }
+                }
+            } else {
+                &ZERO_LANES
+            }
+        };
+    }
+    let a: &[u64; 32] = operand!(0, ta);
+    let b: &[u64; 32] = operand!(1, tb);
+    let cc: &[u64; 32] = operand!(2, tc);
     let plain_f32 = ty == Ty::F32 && !x.ftz && !x.sat && matches!(x.rnd, Rnd::None | Rnd::Rn);
     let ext = |v: u64| ty.extend(v);
     match x.op {

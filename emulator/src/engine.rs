@@ -145,6 +145,9 @@ struct Engine<'a> {
     flops: u64,
     stalls: [u64; 6],
     deps: Deps,
+    /// `lat` and `issue_interval` of every class, looked up once per launch.
+    lat: [u64; NCLASS],
+    interval: [u64; NCLASS],
 }
 
 fn lat(cfg: &GpuConfig, c: Class) -> u64 {
@@ -203,6 +206,8 @@ pub(crate) fn run(
         flops: 0,
         stalls: [0; 6],
         deps: Deps::new(inp.prog),
+        lat: Class::ALL.map(|c| lat(inp.cfg, c)),
+        interval: Class::ALL.map(|c| issue_interval(inp.cfg, c)),
     };
     let mut sms: Vec<Sm> = (0..nsm)
         .map(|id| Sm {
@@ -638,7 +643,7 @@ impl Engine<'_> {
                 limit: self.inp.budget,
             });
         }
-        let mut done_at = now + lat(cfg, x.class);
+        let mut done_at = now + self.lat[x.class as usize];
         let mut from_mem = false;
         let mut flow_bar = None;
         match flow {
@@ -676,10 +681,10 @@ impl Engine<'_> {
             w.ready[r as usize] = done_at;
             w.from_mem[r as usize] = from_mem;
         }
-        sm.pipe[s][x.class as usize] = now + issue_interval(cfg, x.class);
+        sm.pipe[s][x.class as usize] = now + self.interval[x.class as usize];
         w.next_ok = now
             + if x.op == Op::Bra {
-                lat(cfg, Class::Branch).max(1)
+                self.lat[Class::Branch as usize].max(1)
             } else {
                 1
             };
@@ -715,12 +720,11 @@ impl Engine<'_> {
             sm.sched_next.fill(0);
             let red = block.red_kind;
             let acc = block.red_acc;
-            let member = block.warps.clone();
             block.arrived = 0;
             block.expected = 0;
             block.red_kind = 0;
             block.red_acc = 0;
-            for &m in &member {
+            for &m in &block.warps {
                 let wm = &mut sm.warps[m as usize];
                 if wm.state == WState::Bar {
                     wm.state = WState::Run;

@@ -290,8 +290,11 @@ struct Platform {
     runs: Vec<(String, Option<f64>, Option<Value>)>,
 }
 
-fn load_platform(dir: &Path) -> Result<Platform, AnalysisError> {
-    let rows = read_sweep_csv(dir)?;
+fn load_platform(dir: &Path, mode: Option<&str>) -> Result<Platform, AnalysisError> {
+    let mut rows = read_sweep_csv(dir)?;
+    if let Some(m) = mode {
+        rows.retain(|r| r.mode == m);
+    }
     let name = rows
         .first()
         .map(|r| format!("{}:{}", r.backend, r.preset))
@@ -368,6 +371,16 @@ pub fn run_features(run_json: &Value) -> Vec<(&'static str, Option<f64>)> {
 /// Compares the platforms of `sweeps` (the first is the reference) and writes the files named in
 /// the module docs into `out` (created if missing).
 pub fn compare(sweeps: &[PathBuf], out: &Path) -> Result<CompareSummary, AnalysisError> {
+    compare_mode(sweeps, out, None)
+}
+
+/// [`compare`] over the runs of one probe mode only (`None`: all runs). Probe overhead differs by
+/// mode and is no feature of the workload, so mixing modes blurs the fit.
+pub fn compare_mode(
+    sweeps: &[PathBuf],
+    out: &Path,
+    mode: Option<&str>,
+) -> Result<CompareSummary, AnalysisError> {
     let Some(first) = sweeps.first() else {
         return Err(AnalysisError::NoRuns {
             path: out.to_path_buf(),
@@ -376,7 +389,7 @@ pub fn compare(sweeps: &[PathBuf], out: &Path) -> Result<CompareSummary, Analysi
     };
     let mut platforms = sweeps
         .iter()
-        .map(|s| load_platform(s))
+        .map(|s| load_platform(s, mode))
         .collect::<Result<Vec<_>, _>>()?;
     // Two sweeps of the same preset are told apart by their folder names.
     for i in 0..platforms.len() {
@@ -438,8 +451,14 @@ pub fn compare(sweeps: &[PathBuf], out: &Path) -> Result<CompareSummary, Analysi
                 .iter()
                 .map(|f| f.get(k).and_then(|(_, v)| *v))
                 .collect();
+            let present = per_run
+                .iter()
+                .filter(|f| f.get(k).is_some_and(|(_, v)| v.is_some()))
+                .count();
             match col {
                 Some(col) => features.push((name.to_string(), col)),
+                // A counter no run has (e.g. active lanes on the study's run.json) is no news.
+                None if present == 0 => {}
                 None => warnings.push(format!(
                     "feature {name} is missing from some reference run.json: left out"
                 )),
@@ -818,5 +837,14 @@ mod tests {
         let times = std::fs::read_to_string(out.join("compare_times.csv")).unwrap();
         assert_eq!(times.lines().count(), n + 1);
         assert!(compare(&[], &out).is_err());
+        // Every run is in fence mode: keeping only naive runs leaves nothing to compare.
+        assert!(compare_mode(&[tmp.path().join("a")], &out, Some("naive")).is_err());
+        assert_eq!(
+            compare_mode(&[tmp.path().join("a")], &out, Some("fence"))
+                .unwrap()
+                .runs
+                .len(),
+            n
+        );
     }
 }

@@ -112,14 +112,24 @@ fn regress_section(sec: &mut Section, sweep_dir: &Path, out_dir: &Path) {
         .push_str("<h2>What the kernel time depends on (single-reference regression)</h2>\n");
     sec.md
         .push_str("## What the kernel time depends on (single-reference regression)\n\n");
-    match crate::regress::compare(&[sweep_dir.to_path_buf()], out_dir) {
+    // One probe mode: its overhead is not a workload feature. The measuring mode when present.
+    let modes: Vec<String> = crate::sweep::read_sweep_csv(sweep_dir)
+        .map(|rows| rows.into_iter().map(|r| r.mode).collect())
+        .unwrap_or_default();
+    let mode = ["fence", "dummy", "auto", "off", "naive"]
+        .into_iter()
+        .find(|m| modes.iter().any(|x| x == m))
+        .map(str::to_string)
+        .or_else(|| modes.first().cloned());
+    match crate::regress::compare_mode(&[sweep_dir.to_path_buf()], out_dir, mode.as_deref()) {
         Ok(s) => {
             let intro = format!(
                 "Forward selection by adjusted R² over natural-cubic-spline bases of the emulator's \
-                 features ({}) explains each platform's kernel time over {} runs. `warpscope compare \
-                 SWEEP_A SWEEP_B …` does the same across platforms and names crossovers.",
+                 features ({}) explains the kernel time of the {} runs in mode {}. `warpscope \
+                 compare SWEEP_A SWEEP_B …` does the same across platforms and names crossovers.",
                 s.features.join(", "),
-                s.runs.len()
+                s.runs.len(),
+                mode.as_deref().unwrap_or("any")
             );
             let _ = writeln!(sec.html, "<p>{}</p>", html_escape(&intro));
             let _ = writeln!(sec.md, "{intro}\n");

@@ -218,14 +218,6 @@ impl Ctx<'_> {
         None
     }
 
-    /// The operand's lane values by value.
-    #[inline]
-    fn fetched(&self, o: Opnd, w: &Warp) -> [u64; 32] {
-        let mut out = [0u64; 32];
-        self.fetch(o, w, &mut out);
-        out
-    }
-
     #[inline]
     fn fetch(&self, o: Opnd, w: &Warp, out: &mut [u64; 32]) {
         match o {
@@ -617,14 +609,20 @@ fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow> {
     // Register operands are borrowed in place (no 256-byte copy); only other operands fill a
     // buffer, and a missing operand reads zeros from a shared array — so no buffer is zeroed
     // per instruction when every source is a register.
-    let (ta, tb, tc): ([u64; 32], [u64; 32], [u64; 32]);
+    let (mut ta, mut tb, mut tc): ([u64; 32], [u64; 32], [u64; 32]);
     macro_rules! operand {
         ($k:expr, $tmp:ident) => {
             if x.ns as usize > $k {
                 match c.reg_row(x.s[$k], w) {
                     Some(row) => row,
                     None => {
-                        $tmp = c.fetched(x.s[$k], w);
+                        // Filled in place: returning a 256-byte array by value costs a memcpy.
+                        if let Opnd::Imm(v) = x.s[$k] {
+                            $tmp = [v; 32];
+                        } else {
+                            $tmp = [0u64; 32];
+                            c.fetch(x.s[$k], w, &mut $tmp);
+                        }
                         &$tmp
                     }
                 }

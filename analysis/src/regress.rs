@@ -23,8 +23,9 @@
 //!   does not count as a parameter). R² = 1 − SS_res/SS_tot.
 //! - Selection: start empty (adjusted R² 0); each step adds the feature whose basis gives the
 //!   highest adjusted R² = 1 − (1 − R²)(n − 1)/(n − p − 1), p = parameters besides the intercept;
-//!   stop when no candidate improves it by more than 1e-9 or none leaves n − p − 1 > 0. Ties go to
-//!   the earlier feature. A final R² ≤ 0.8 carries a warning: the features do not explain the time.
+//!   stop when no candidate improves it by more than 1e-9. A candidate needs at least two runs
+//!   per coefficient (n ≥ 2(p + 1)), so an exact fit through too few runs is not taken for an
+//!   explanation. Ties go to the earlier feature. A final R² ≤ 0.8 carries a warning: the features do not explain the time.
 //!
 //! # `compare` inputs and outputs
 //! Each sweep folder is one platform (`sweep.csv` + `<run>/run.json`, as `warpscope sweep`
@@ -219,6 +220,11 @@ pub fn forward_select(target: &str, features: &[(String, Vec<f64>)], y: &[f64]) 
             let Some((r2_t, p)) = fit_r2(&trial, y) else {
                 continue;
             };
+            // At least two runs per fitted coefficient (p + intercept): an exact fit through
+            // too few runs explains nothing.
+            if n < 2 * (p + 1) {
+                continue;
+            }
             let Some(adj_t) = adjusted_r2(r2_t, n, p) else {
                 continue;
             };
@@ -392,14 +398,13 @@ pub fn compare_mode(
         .map(|s| load_platform(s, mode))
         .collect::<Result<Vec<_>, _>>()?;
     // Two sweeps of the same preset are told apart by their folder names.
-    for i in 0..platforms.len() {
-        let dup = platforms
-            .iter()
-            .filter(|p| p.name == platforms[i].name)
-            .count()
-            > 1;
-        if dup || platforms[i].name.is_empty() {
-            platforms[i].name = sweeps[i].display().to_string();
+    let dup: Vec<bool> = platforms
+        .iter()
+        .map(|a| a.name.is_empty() || platforms.iter().filter(|b| b.name == a.name).count() > 1)
+        .collect();
+    for (i, p) in platforms.iter_mut().enumerate() {
+        if dup[i] {
+            p.name = sweeps[i].display().to_string();
         }
     }
     let reference = &platforms[0];

@@ -212,13 +212,11 @@ pub(crate) fn write_section(
     let (inputs, left) = read_runs(sweep_dir, runs);
     // A run without instruction counts still has a bound over its memory components.
     let mut sec = Section::default();
-    let mut left = left;
-    for r in inputs.iter().filter(|r| !r.counters.has_work()) {
-        left.push(format!(
-            "{}: no roofline: run.json has no instruction counts (`emulator_instructions`), so the work W is unknown; the bound leaves the SMs out",
-            r.run
-        ));
-    }
+    let no_work: Vec<&str> = inputs
+        .iter()
+        .filter(|r| !r.counters.has_work())
+        .map(|r| r.run.as_str())
+        .collect();
     let rl: Vec<(&RunInput, RunRoofline, Ceilings)> = inputs
         .iter()
         .filter(|r| r.counters.has_work())
@@ -337,11 +335,21 @@ pub(crate) fn write_section(
         let _ = writeln!(sec.html, "<p>{}</p>", html_escape(&line));
         let _ = writeln!(sec.md, "{line}\n");
     }
+    let mut lines = Vec::new();
+    if !no_work.is_empty() {
+        lines.push(format!(
+            "No roofline for {} run(s) ({}): their run.json has no instruction counts (`emulator_instructions`), so the work W is unknown; their bound leaves the SMs out.",
+            no_work.len(),
+            no_work.join(", ")
+        ));
+    }
     if !left.is_empty() {
-        let line = format!(
+        lines.push(format!(
             "Left out of the roofline and the bound: {}.",
             left.join("; ")
-        );
+        ));
+    }
+    for line in lines {
         let _ = writeln!(sec.html, "<p>{}</p>", html_escape(&line));
         let _ = writeln!(sec.md, "{line}\n");
     }

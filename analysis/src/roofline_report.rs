@@ -533,7 +533,8 @@ pub fn write_ceilings(
         let measured_ce = Ceilings {
             flops_per_s: flops,
             int_ops_per_s: th.int_ops_per_s,
-            bytes_per_s: [th.bytes_per_s[0], th.bytes_per_s[1], dram],
+            // Only DRAM is measured; 0 leaves the L1 and L2 roofs undrawn.
+            bytes_per_s: [0.0, 0.0, dram],
         };
         let points: Vec<(Level, f64, f64)> = benches
             .iter()
@@ -677,6 +678,8 @@ fn draw<DB: DrawingBackend>(
                     let x = x0 * (x1 / x0).powf(i as f64 / steps as f64);
                     (x, c.flops_per_s.min(bw * x) / g)
                 })
+                // Below the axis a point would be drawn clamped onto it, as a false flat roof.
+                .filter(|p| p.1 >= y0)
                 .collect();
             let style = ShapeStyle {
                 color: color.to_rgba(),

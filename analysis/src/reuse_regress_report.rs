@@ -75,7 +75,7 @@ fn reuse_section(
         // The study's own Markdown carries its method note after the table: keep the prose lines.
         for para in words
             .split("\n\n")
-            .filter(|p| p.starts_with("Mean") || p.starts_with("\nMean"))
+            .filter(|p| p.starts_with("Mean") || p.starts_with("The simulated"))
         {
             let p = para.trim();
             let _ = writeln!(sec.html, "<p>{}</p>", html_escape(p));

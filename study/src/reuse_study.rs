@@ -471,6 +471,19 @@ fn markdown(cfg: &ReuseStudyConfig, s: &ReuseStudySummary) -> String {
             r.simulated.map_or("–".into(), |v| format!("{v:.3}"))
         );
     }
+    let cache = match (&cfg.gpu.texture.cache, cfg.gpu.texture.unified_with_l1) {
+        (Some(c), false) => c,
+        _ => &cfg.gpu.l1,
+    };
+    let ways = cache.ways.max(1);
+    let sets = u64::from(cache.size_bytes) / (u64::from(cache.line_bytes.max(1)) * u64::from(ways));
+    let _ = writeln!(
+        m,
+        "\nThe simulated texture-serving cache at the preset's size has {sets} sets × {ways} ways \
+         of {}-B lines (set = line address mod sets): where a shape's simulated hit rate falls \
+         far below the prediction at that size, its simultaneous fetches crowd few sets.",
+        cache.line_bytes
+    );
     if let Some(e) = s.mean_abs_error {
         let _ = writeln!(
             m,

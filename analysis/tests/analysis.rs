@@ -727,6 +727,9 @@ fn roofline_and_bound_land_in_the_report() {
     assert_eq!(b1["busy_cycles_sm"], "");
     let dot = std::fs::read_to_string(out.join("hierarchy_small.dot")).unwrap();
     assert!(dot.starts_with("digraph") && dot.contains("\"l2\" -> \"dram\""));
+    let toml = std::fs::read_to_string(out.join("hierarchy_small.toml")).unwrap();
+    let h = analysis::Hierarchy::from_toml_str(&toml, "hierarchy_small.toml").unwrap();
+    assert_eq!(h.components[3].read_bytes_per_cycle, 64.0);
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("hierarchy_small.json")).unwrap())
             .unwrap();

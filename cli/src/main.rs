@@ -2,6 +2,7 @@
 //! by the library crates. This is the only crate that uses `anyhow`; `main` prints an error once,
 //! with its chain of causes, and exits non-zero.
 
+mod companion_cmd;
 mod export_cmd;
 mod launch;
 mod spec;
@@ -41,6 +42,12 @@ enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// Measure the roofline ceilings on the emulator with microbenchmark kernels.
+    Roofline(companion_cmd::RooflineArgs),
+    /// Working set and LRU reuse distance of the volume renderer's texture stream.
+    Reuse(companion_cmd::ReuseArgs),
+    /// Which architecture-neutral features explain each platform's frame time (sweeps of a parameter).
+    Compare(companion_cmd::CompareArgs),
     /// Write a run's records as csv, warp-csv, clog2 (Jumpshot), chrome (Perfetto) or parquet.
     Export(export_cmd::ExportArgs),
     /// Run any kernel described by a launch spec (TOML) on the GPU or the emulator.
@@ -108,6 +115,9 @@ fn run() -> Result<()> {
             println!("warpscope: report: {}", summary.report_html.display());
             Ok(())
         }
+        Command::Roofline(args) => companion_cmd::roofline(&args),
+        Command::Reuse(args) => companion_cmd::reuse(&args),
+        Command::Compare(args) => companion_cmd::compare(&args),
         Command::Export(args) => export_cmd::run(&args),
         Command::Launch(args) => launch::run(&args),
         Command::Presets { name: None } => {

@@ -354,6 +354,11 @@ pub fn demo(args: &DemoArgs) -> Result<()> {
     }
     .formats()?;
     run_sweep(&cfg, &formats)?;
+    let reuse_dir = sweep_dir.join("reuse");
+    if !gpu && !reuse_dir.join("reuse.md").exists() {
+        eprintln!("warpscope: demo: working-set and reuse-distance study (issue 8 §2)");
+        crate::companion_cmd::reuse_into(cfg.emu_config.clone(), &reuse_dir)?;
+    }
     let report_dir = args.out.join("report");
     let summary = crate::analyze_sweep(&sweep_dir, &report_dir)?;
     println!("warpscope: report: {}", summary.report_html.display());

@@ -18,7 +18,8 @@
 //!   `bare_kernel_ms`, `bare_cycles`, `occupancy_bare` / `occupancy_probed` (resident blocks per
 //!   SM), `registers_bare` / `registers_probed`, `buffering`, `image_matches_bare`,
 //!   `hit_rate_source` (`emulator counters`, `ncu <metric>`, or why it is unavailable),
-//!   `emulator_counters` (the emulator's memory counters, verbatim), and with
+//!   `emulator_counters` (the emulator's memory counters, verbatim), `emulator_instructions`
+//!   (warp/thread instructions, by class), `emulator_pipeline` (cycles per SM, stalls by reason), and with
 //!   [`RenderConfig::compare_reference`] `reference_max_channel_diff` / `reference_pixels_differing`
 //!   (the image against the CPU reference renderer).
 //!
@@ -541,8 +542,21 @@ fn write_run(
     m.dropped_records = trace.dropped_count();
     let mut hit_rate_source = String::from("unavailable");
     let mut counters = Value::Null;
+    let mut instructions = Value::Null;
+    let mut pipeline = Value::Null;
     if let Some(stats) = &l.outcome.stats {
         m.warp_instructions = Some(stats.warp_instructions);
+        // Work by class (the roofline's W) and where the cycles went (stalls by reason, per SM).
+        instructions = json!({
+            "warp_instructions": stats.warp_instructions,
+            "thread_instructions": stats.thread_instructions,
+            "instructions_by_class": stats.instructions_by_class,
+        });
+        pipeline = json!({
+            "sm_cycles": stats.sm_cycles,
+            "stall_cycles": stats.stall_cycles,
+            "blocks_per_sm": stats.blocks_per_sm,
+        });
         counters = serde_json::to_value(&stats.mem).unwrap_or(Value::Null);
         m.tex_hit_rate = counter_rate(&counters, "tex_hit_rate");
         m.l1_hit_rate = counter_rate(&counters, "l1_hit_rate");
@@ -582,6 +596,8 @@ fn write_run(
     x.insert("registers_probed".into(), json!(frame.registers));
     x.insert("hit_rate_source".into(), json!(hit_rate_source));
     x.insert("emulator_counters".into(), counters);
+    x.insert("emulator_instructions".into(), instructions);
+    x.insert("emulator_pipeline".into(), pipeline);
     x.insert("volume_voxels".into(), json!(volume.voxel_count()));
     if cfg.compare_reference {
         let reference = crate::reference::render_reference(volume, &cfg.view, &cfg.params);

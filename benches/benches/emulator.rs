@@ -7,7 +7,9 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use emulator::{Emulator, GpuConfig, LaunchParams, Module};
 
 fn setup(name: &str) -> (Emulator, emulator::ModuleId) {
-    let ptx = kernels::find_corpus(name).map(|k| k.ptx).unwrap_or_default();
+    let ptx = kernels::find_corpus(name)
+        .map(|k| k.ptx)
+        .unwrap_or_default();
     let module = Module::parse(ptx).unwrap_or_else(|e| panic!("{name}: {e}"));
     let mut emu = Emulator::new(GpuConfig::preset("v100").unwrap_or_else(|e| panic!("{e}")));
     let m = emu.load(&module).unwrap_or_else(|e| panic!("{e}"));
@@ -33,21 +35,32 @@ fn matmul(c: &mut Criterion) {
         block: [16, 16, 1],
         dynamic_shared_bytes: 0,
         regs_per_thread: 32,
-        args: vec![da.to_le_bytes().to_vec(), db.to_le_bytes().to_vec(), dc.to_le_bytes().to_vec(), dim.clone(), dim.clone(), dim],
+        args: vec![
+            da.to_le_bytes().to_vec(),
+            db.to_le_bytes().to_vec(),
+            dc.to_le_bytes().to_vec(),
+            dim.clone(),
+            dim.clone(),
+            dim,
+        ],
         max_warp_instructions: u64::MAX,
     };
     let instrs = emu.launch(m, "matmul", &p).unwrap().warp_instructions;
     let mut g = c.benchmark_group("emulator");
     g.throughput(Throughput::Elements(instrs));
     g.sample_size(10);
-    g.bench_function("matmul_128", |b| b.iter(|| emu.launch(m, "matmul", &p).unwrap().cycles));
+    g.bench_function("matmul_128", |b| {
+        b.iter(|| emu.launch(m, "matmul", &p).unwrap().cycles)
+    });
     g.finish();
 }
 
 fn histogram(c: &mut Criterion) {
     let (mut emu, m) = setup("histogram_shared");
     let n = 1 << 20;
-    let data: Vec<u8> = (0..n).map(|i| (i * 2_654_435_761u64 as usize >> 7) as u8).collect();
+    let data: Vec<u8> = (0..n)
+        .map(|i| ((i * 2_654_435_761u64 as usize) >> 7) as u8)
+        .collect();
     let d = emu.alloc(n as u64).unwrap();
     emu.write(d, &data).unwrap();
     let h = emu.alloc(1024).unwrap();
@@ -56,14 +69,23 @@ fn histogram(c: &mut Criterion) {
         block: [256, 1, 1],
         dynamic_shared_bytes: 0,
         regs_per_thread: 32,
-        args: vec![d.to_le_bytes().to_vec(), h.to_le_bytes().to_vec(), (n as i32).to_le_bytes().to_vec()],
+        args: vec![
+            d.to_le_bytes().to_vec(),
+            h.to_le_bytes().to_vec(),
+            (n as i32).to_le_bytes().to_vec(),
+        ],
         max_warp_instructions: u64::MAX,
     };
-    let instrs = emu.launch(m, "histogram_shared", &p).unwrap().warp_instructions;
+    let instrs = emu
+        .launch(m, "histogram_shared", &p)
+        .unwrap()
+        .warp_instructions;
     let mut g = c.benchmark_group("emulator");
     g.throughput(Throughput::Elements(instrs));
     g.sample_size(10);
-    g.bench_function("histogram_shared_1M", |b| b.iter(|| emu.launch(m, "histogram_shared", &p).unwrap().cycles));
+    g.bench_function("histogram_shared_1M", |b| {
+        b.iter(|| emu.launch(m, "histogram_shared", &p).unwrap().cycles)
+    });
     g.finish();
 }
 

@@ -42,6 +42,7 @@
 use crate::StudyError;
 use crate::reference::RenderParams;
 use crate::render::{RenderConfig, render_volume};
+use crate::sweep::write_csv_rows;
 use crate::view::{BlockShape, View};
 use crate::volume::{VolumeKind, VolumeSource};
 use analysis::reuse::{
@@ -422,22 +423,6 @@ pub fn reuse_study(
     let mut summary = summary;
     summary.files.push(md);
     Ok(summary)
-}
-
-fn write_csv_rows<T: Serialize>(path: &Path, rows: &[T]) -> Result<(), StudyError> {
-    let csv_err = |e: csv::Error| StudyError::Csv {
-        path: path.to_path_buf(),
-        reason: e.to_string(),
-    };
-    let mut w = csv::Writer::from_writer(Vec::new());
-    for r in rows {
-        w.serialize(r).map_err(csv_err)?;
-    }
-    let bytes = w.into_inner().map_err(|e| StudyError::Csv {
-        path: path.to_path_buf(),
-        reason: e.to_string(),
-    })?;
-    crate::reference::write_atomic(path, &bytes)
 }
 
 fn markdown(cfg: &ReuseStudyConfig, s: &ReuseStudySummary) -> String {

@@ -321,6 +321,14 @@ fn run_group(
 
 /// Writes the rows as CSV (header from [`SweepRow`]'s fields; None as an empty cell), atomically.
 pub fn write_csv(path: &Path, rows: &[SweepRow]) -> Result<(), StudyError> {
+    write_csv_rows(path, rows)
+}
+
+/// Any serializable rows as CSV (header from the fields; None as an empty cell), atomically.
+pub(crate) fn write_csv_rows<T: serde::Serialize>(
+    path: &Path,
+    rows: &[T],
+) -> Result<(), StudyError> {
     let csv_err = |e: csv::Error| StudyError::Csv {
         path: path.to_path_buf(),
         reason: e.to_string(),

@@ -226,8 +226,8 @@ pub struct SweepArgs {
     /// Block shapes (comma-separated), default the paper's eight: 128x1 … 1x128.
     #[arg(long, value_delimiter = ',')]
     pub shapes: Vec<BlockShape>,
-    /// Viewpoints (separated by ';' or given as separate words), default 0,0,0 and 90,0,90.
-    #[arg(long, num_args = 1.., value_delimiter = ';', allow_hyphen_values = true)]
+    /// Viewpoints separated by ';' (or repeat --views), default "0,0,0;90,0,90".
+    #[arg(long, value_delimiter = ';', allow_hyphen_values = true)]
     pub views: Vec<View>,
     /// Probe modes (comma-separated), default naive,fence.
     #[arg(long, value_delimiter = ',')]

@@ -106,3 +106,68 @@ fn launch_spec_mistakes_fail_with_the_field_named_and_no_output() {
     assert!(err.contains("arg[0] (\"n\").scalar"), "{err}");
     assert!(err.contains("i33"), "{err}");
 }
+
+/// A small sweep on two presets, its analysis, a comparison and every export format: the
+/// commands as the README shows them.
+#[test]
+fn sweep_analyze_compare_and_export() {
+    let dir = tempfile::tempdir().unwrap();
+    let sweep = |preset: &str, out: &Path| {
+        ok(&[
+            "sweep",
+            "--shapes",
+            "16x8,1x128",
+            "--views",
+            "0,0,0;-90,0,90",
+            "--modes",
+            "naive,fence",
+            "--image",
+            "24x24",
+            "--volume-size",
+            "16",
+            "--backend",
+            "emu",
+            "--preset",
+            preset,
+            "--formats",
+            "csv",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+    };
+    let a = dir.path().join("a");
+    let b = dir.path().join("b");
+    sweep("gtx480", &a);
+    sweep("v100", &b);
+    let csv = std::fs::read_to_string(a.join("sweep.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1 + 2 * 2 * 2, "{csv}");
+    assert!(csv.contains("1x128_v-90-0-90_fence"), "{csv}");
+    let report = ok(&["analyze", a.to_str().unwrap()]);
+    assert!(report.contains("report.html"), "{report}");
+    assert!(a.join("report/report.html").exists());
+    ok(&[
+        "compare",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--out",
+        dir.path().join("cmp").to_str().unwrap(),
+    ]);
+    assert!(dir.path().join("cmp/compare.md").exists());
+    let run = a.join("16x8_v0-0-0_fence");
+    assert!(
+        run.join("records.csv").exists(),
+        "sweep writes CSV by default"
+    );
+    for format in ["warp-csv", "clog2", "chrome", "parquet"] {
+        ok(&["export", "--in", run.to_str().unwrap(), "--format", format]);
+    }
+    for f in ["warps.csv", "trace.clog2", "trace.json", "records.parquet"] {
+        assert!(run.join(f).metadata().unwrap().len() > 0, "{f}");
+    }
+    let out = warpscope(&["analyze", dir.path().to_str().unwrap()]);
+    assert!(
+        !out.status.success(),
+        "a folder without sweep.csv is not a sweep"
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("sweep.csv"));
+}

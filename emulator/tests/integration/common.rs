@@ -106,3 +106,53 @@ pub fn corpus_ptx(name: &str) -> &'static str {
         .unwrap_or_else(|| panic!("corpus kernel {name}"))
         .ptx
 }
+
+/// The volume-render tests' scene: a `vw`³ u8 volume whose voxel at centred coordinates
+/// (x, y, z) (centre `c`) is `voxel(x, y, z, c)`, the 3-entry transfer function
+/// black → orange → white, and the identity view at distance 4 in `c_invViewMatrix`.
+/// Returns the volume and transfer-function texture handles.
+pub fn volume_scene(r: &mut Rig, vw: u32, voxel: impl Fn(f32, f32, f32, f32) -> u8) -> (u64, u64) {
+    use emulator::{TexAddress, TexFilter, TexFormat, TextureDesc};
+    let c = (vw as f32 - 1.0) / 2.0;
+    let vol: Vec<u8> = (0..vw * vw * vw)
+        .map(|i| {
+            let (x, y, z) = (
+                (i % vw) as f32 - c,
+                ((i / vw) % vw) as f32 - c,
+                (i / (vw * vw)) as f32 - c,
+            );
+            voxel(x, y, z, c)
+        })
+        .collect();
+    let vdesc = TextureDesc {
+        dims: 3,
+        width: vw,
+        height: vw,
+        depth: vw,
+        format: TexFormat::U8,
+        channels: 1,
+        normalized_read: true,
+        filter: TexFilter::Linear,
+        address: [TexAddress::Clamp; 3],
+        normalized_coords: true,
+        linear_buffer: None,
+    };
+    let vt = r.emu.create_texture(&vdesc, &vol).unwrap();
+    let tf: [f32; 12] = [0.0, 0.0, 0.0, 0.0, 1.0, 0.5, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0];
+    let tdesc = TextureDesc {
+        dims: 1,
+        width: 3,
+        height: 1,
+        depth: 1,
+        format: TexFormat::F32,
+        channels: 4,
+        normalized_read: false,
+        ..vdesc
+    };
+    let tt = r.emu.create_texture(&tdesc, &as_bytes(&tf)).unwrap();
+    let inv: [f32; 12] = [1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 4.0];
+    r.emu
+        .write_symbol(r.m, "c_invViewMatrix", &as_bytes(&inv))
+        .unwrap();
+    (vt, tt)
+}

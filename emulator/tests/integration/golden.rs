@@ -7,7 +7,6 @@
 //! `WS_REGEN_GOLDEN=1 cargo test -p warpscope-emulator --release golden`.
 
 use crate::common::*;
-use emulator::{TexAddress, TexFilter, TexFormat, TextureDesc};
 use kernels::layout as L;
 use std::collections::BTreeMap;
 
@@ -133,47 +132,9 @@ fn probe(preset: &str, mode: u32, kind: u32) -> Option<serde_json::Value> {
 fn volume(preset: &str, mode: u32, vw: u32, iw: u32) -> Option<serde_json::Value> {
     let b = kernels::find("volume_render", mode, L::WS_KIND_TRACE)?;
     let mut r = Rig::with_preset(b.ptx, preset);
-    let c = (vw as f32 - 1.0) / 2.0;
-    let vol: Vec<u8> = (0..vw * vw * vw)
-        .map(|i| {
-            let (x, y, z) = (
-                (i % vw) as f32 - c,
-                ((i / vw) % vw) as f32 - c,
-                (i / (vw * vw)) as f32 - c,
-            );
-            ((x * x + y * y + z * z).sqrt() * 4.0) as u8
-        })
-        .collect();
-    let vdesc = TextureDesc {
-        dims: 3,
-        width: vw,
-        height: vw,
-        depth: vw,
-        format: TexFormat::U8,
-        channels: 1,
-        normalized_read: true,
-        filter: TexFilter::Linear,
-        address: [TexAddress::Clamp; 3],
-        normalized_coords: true,
-        linear_buffer: None,
-    };
-    let vt = r.emu.create_texture(&vdesc, &vol).unwrap();
-    let tf: [f32; 12] = [0.0, 0.0, 0.0, 0.0, 1.0, 0.5, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0];
-    let tdesc = TextureDesc {
-        dims: 1,
-        width: 3,
-        height: 1,
-        depth: 1,
-        format: TexFormat::F32,
-        channels: 4,
-        normalized_read: false,
-        ..vdesc
-    };
-    let tt = r.emu.create_texture(&tdesc, &as_bytes(&tf)).unwrap();
-    let inv: [f32; 12] = [1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 4.0];
-    r.emu
-        .write_symbol(r.m, "c_invViewMatrix", &as_bytes(&inv))
-        .unwrap();
+    let (vt, tt) = volume_scene(&mut r, vw, |x, y, z, _| {
+        ((x * x + y * y + z * z).sqrt() * 4.0) as u8
+    });
     let out = r.zeros((iw * iw * 4) as usize);
     let slots = 64u32;
     let n_warps = (iw / 16) * (iw / 16) * 8;

@@ -137,7 +137,6 @@ fn fenced_probe_measures_the_load_naive_does_not() {
 /// function, early ray termination) renders a sphere, in every probe mode.
 #[test]
 fn volume_render_draws_a_sphere_in_every_mode() {
-    use emulator::{TexAddress, TexFilter, TexFormat, TextureDesc};
     let (vw, iw) = (32u32, 32u32);
     let mut images = Vec::new();
     for mode in 0..=4u32 {
@@ -145,56 +144,13 @@ fn volume_render_draws_a_sphere_in_every_mode() {
             continue;
         };
         let mut r = Rig::new(b.ptx);
-        let c = (vw as f32 - 1.0) / 2.0;
-        let vol: Vec<u8> = (0..vw * vw * vw)
-            .map(|i| {
-                let (x, y, z) = (
-                    (i % vw) as f32 - c,
-                    ((i / vw) % vw) as f32 - c,
-                    (i / (vw * vw)) as f32 - c,
-                );
-                if (x * x + y * y + z * z).sqrt() < c * 0.8 {
-                    200
-                } else {
-                    0
-                }
-            })
-            .collect();
-        let vdesc = TextureDesc {
-            dims: 3,
-            width: vw,
-            height: vw,
-            depth: vw,
-            format: TexFormat::U8,
-            channels: 1,
-            normalized_read: true,
-            filter: TexFilter::Linear,
-            address: [TexAddress::Clamp; 3],
-            normalized_coords: true,
-            linear_buffer: None,
-        };
-        let vt = r.emu.create_texture(&vdesc, &vol).unwrap();
-        let tf: Vec<f32> = [
-            [0.0, 0.0, 0.0, 0.0],
-            [1.0, 0.5, 0.0, 1.0],
-            [1.0, 1.0, 1.0, 1.0],
-        ]
-        .concat();
-        let tdesc = TextureDesc {
-            dims: 1,
-            width: 3,
-            height: 1,
-            depth: 1,
-            format: TexFormat::F32,
-            channels: 4,
-            normalized_read: false,
-            ..vdesc
-        };
-        let tt = r.emu.create_texture(&tdesc, &as_bytes(&tf)).unwrap();
-        let inv: [f32; 12] = [1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 4.0];
-        r.emu
-            .write_symbol(r.m, "c_invViewMatrix", &as_bytes(&inv))
-            .unwrap();
+        let (vt, tt) = volume_scene(&mut r, vw, |x, y, z, c| {
+            if (x * x + y * y + z * z).sqrt() < c * 0.8 {
+                200
+            } else {
+                0
+            }
+        });
         let out = r.zeros((iw * iw * 4) as usize);
         let slots = 64u32;
         let wpb = 256 / 32;

@@ -363,6 +363,18 @@ enum Target {
     Param(usize),
 }
 
+impl Target {
+    /// The same space, `bytes` further on (element `k` of a vector access).
+    fn offset(&self, bytes: usize) -> Target {
+        match *self {
+            Target::Global(a) => Target::Global(a + bytes as u64),
+            Target::Shared(o) => Target::Shared(o + bytes),
+            Target::Local(o) => Target::Local(o + bytes),
+            Target::Param(o) => Target::Param(o + bytes),
+        }
+    }
+}
+
 fn space_of(t: &Target) -> Space {
     match t {
         Target::Global(_) => Space::Global,
@@ -1251,13 +1263,7 @@ fn memory(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow> {
                 space.get_or_insert(space_of(&t));
                 c.lanes.push((l as u8, c.timing_addr(&t, w, l)));
                 for k in 0..vec {
-                    let tk = match t {
-                        Target::Global(a) => Target::Global(a + (k * eb) as u64),
-                        Target::Shared(o) => Target::Shared(o + k * eb),
-                        Target::Local(o) => Target::Local(o + k * eb),
-                        Target::Param(o) => Target::Param(o + k * eb),
-                    };
-                    vals[k][l] = x.ty.extend(c.read(w, &tk, eb, l)?);
+                    vals[k][l] = x.ty.extend(c.read(w, &t.offset(k * eb), eb, l)?);
                 }
             });
             for k in 0..vec {
@@ -1294,13 +1300,7 @@ fn memory(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow> {
                 space.get_or_insert(space_of(&t));
                 c.lanes.push((l as u8, c.timing_addr(&t, w, l)));
                 for k in 0..vec {
-                    let tk = match t {
-                        Target::Global(a) => Target::Global(a + (k * eb) as u64),
-                        Target::Shared(o) => Target::Shared(o + k * eb),
-                        Target::Local(o) => Target::Local(o + k * eb),
-                        Target::Param(o) => Target::Param(o + k * eb),
-                    };
-                    c.write(w, &tk, eb, l, vals[k][l])?;
+                    c.write(w, &t.offset(k * eb), eb, l, vals[k][l])?;
                 }
             });
             Ok(Flow::Mem {

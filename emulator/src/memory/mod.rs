@@ -579,14 +579,9 @@ impl MemorySystem {
         done
     }
 
-    /// Write-through, no-allocate: coalesced in L2 sectors so a 4-byte store dirties 32 bytes,
-    /// not a whole unsectored L1 line.
-    ///
-    /// Completion is when the store has passed the SM's L1 stage (`l1.latency_cycles` after its
-    /// lookup slot): from then on every thread of the CTA sees it, because CTA-mates read through
-    /// the same in-order L1 pipeline. That is what `membar.cta` must wait for; the L2
-    /// acknowledgement (`+ l2.latency_cycles`) is what a GPU-scope fence (`membar.gl`) would add.
-    fn store(&mut self, now: u64, sm: usize, req: &MemRequest) -> u64 {
+    /// The request's lanes coalesced into L2-sector masks per line, in the reusable line buffer
+    /// (hand it back with `self.lines = lines`).
+    fn coalesce_below(&mut self, req: &MemRequest) -> Vec<LineReq> {
         let mut lines = std::mem::take(&mut self.lines);
         coalesce(
             req.lanes,
@@ -595,6 +590,18 @@ impl MemorySystem {
             self.below.sector_shift,
             &mut lines,
         );
+        lines
+    }
+
+    /// Write-through, no-allocate: coalesced in L2 sectors so a 4-byte store dirties 32 bytes,
+    /// not a whole unsectored L1 line.
+    ///
+    /// Completion is when the store has passed the SM's L1 stage (`l1.latency_cycles` after its
+    /// lookup slot): from then on every thread of the CTA sees it, because CTA-mates read through
+    /// the same in-order L1 pipeline. That is what `membar.cta` must wait for; the L2
+    /// acknowledgement (`+ l2.latency_cycles`) is what a GPU-scope fence (`membar.gl`) would add.
+    fn store(&mut self, now: u64, sm: usize, req: &MemRequest) -> u64 {
+        let lines = self.coalesce_below(req);
         let start = reserve_port(&mut self.sms[sm].l1_port, now, lines.len() as u64);
         let mut done = now;
         let sector_bytes = 1u64 << self.below.sector_shift;
@@ -619,14 +626,7 @@ impl MemorySystem {
     fn atomic(&mut self, now: u64, sm: usize, req: &MemRequest) -> u64 {
         self.counters.atomics += 1;
         let serial = u64::from(max_same_address(req.lanes, &mut self.addrs).saturating_sub(1));
-        let mut lines = std::mem::take(&mut self.lines);
-        coalesce(
-            req.lanes,
-            req.bytes_per_lane,
-            self.below.line_shift,
-            self.below.sector_shift,
-            &mut lines,
-        );
+        let lines = self.coalesce_below(req);
         let start = reserve_port(&mut self.sms[sm].l1_port, now, lines.len() as u64);
         let mut done = now;
         let sector_bytes = 1u64 << self.below.sector_shift;

@@ -258,14 +258,7 @@ fn draw_stacked<DB: DrawingBackend>(
         }
     }
     if legend {
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperLeft)
-            .label_font(("sans-serif", 14))
-            .draw()
-            .map_err(e)?;
+        draw_legend(&mut chart, SeriesLabelPosition::UpperLeft, 14)?;
     }
     Ok(())
 }
@@ -314,14 +307,7 @@ fn draw_lines<DB: DrawingBackend>(
         }
     }
     if legend {
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::LowerLeft)
-            .label_font(("sans-serif", 14))
-            .draw()
-            .map_err(e)?;
+        draw_legend(&mut chart, SeriesLabelPosition::LowerLeft, 14)?;
     }
     Ok(())
 }
@@ -404,15 +390,28 @@ fn draw_series<DB: DrawingBackend>(
             .label(name.as_str())
             .legend(move |(x, y)| Circle::new((x + 6, y), 4, c.filled()));
     }
+    draw_legend(&mut chart, SeriesLabelPosition::UpperRight, 14)?;
+    Ok(())
+}
+
+/// The legend of every warpscope figure: translucent white box, black border, at `position`.
+pub(crate) fn draw_legend<'a, DB, CT>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    position: SeriesLabelPosition,
+    font_px: u32,
+) -> Result<(), String>
+where
+    DB: DrawingBackend + 'a,
+    CT: plotters::coord::CoordTranslate,
+{
     chart
         .configure_series_labels()
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
-        .position(SeriesLabelPosition::UpperRight)
-        .label_font(("sans-serif", 14))
+        .position(position)
+        .label_font(("sans-serif", font_px))
         .draw()
-        .map_err(e)?;
-    Ok(())
+        .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

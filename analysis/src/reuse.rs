@@ -396,14 +396,7 @@ fn draw_xy<DB: DrawingBackend>(
             .label(s.name.as_str())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], c.stroke_width(2)));
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .position(SeriesLabelPosition::LowerRight)
-        .label_font(("sans-serif", 13))
-        .draw()
-        .map_err(e)?;
+    crate::figures::draw_legend(&mut chart, SeriesLabelPosition::LowerRight, 13)?;
     Ok(())
 }
 

@@ -702,14 +702,7 @@ fn draw<DB: DrawingBackend>(
                 .map(|p| Circle::new((p.1, p.2 / g), 4, LEVEL_COLORS[p.0 as usize].filled())),
         )
         .map_err(e)?;
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 12))
-        .draw()
-        .map_err(e)?;
+    crate::figures::draw_legend(&mut chart, SeriesLabelPosition::LowerRight, 12)?;
     Ok(())
 }
 

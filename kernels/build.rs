@@ -14,6 +14,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 
+#[path = "src/budget.rs"]
+mod budget;
+use budget::{EntryUsage, parse_entries, register_budget, with_maxnreg};
+
 /// GPU architectures that get SASS in every fatbin; PTX is for compute_75 (JIT on newer GPUs).
 const SASS_ARCHS: [u32; 5] = [75, 80, 86, 89, 90];
 const PTX_ARCH: u32 = 75;
@@ -32,22 +36,23 @@ fn main() {
     }
 }
 
-/// One nvcc job: a source in one (mode, kind) configuration.
+/// One nvcc job: a source in one probe mode.
 #[derive(Clone)]
 struct Job {
     /// Source path relative to the workspace root, e.g. `kernels/probe_test.cu`.
     rel: String,
     stem: String,
     mode: u32,
-    kind: u32,
     corpus: bool,
+    /// Per entry (name, `.maxnreg`): the register budget of a probed build (empty otherwise).
+    budgets: Vec<(String, u32)>,
 }
 
 struct Done {
     job: Job,
     ptx_file: String,
     fatbin_file: Option<String>,
-    entries: Vec<(String, u32, u32)>,
+    entries: Vec<EntryUsage>,
     command: String,
 }
 
@@ -86,33 +91,47 @@ fn run() -> Result<(), String> {
     })?;
     let version = nvcc_version(&nvcc)?;
 
+    // Two rounds: the bare (WS_OFF) builds and the corpus first, then the probed builds, whose
+    // per-entry register budget comes from the bare build's register counts.
     let mut jobs = Vec::new();
     for rel in &top {
-        let stem = stem_of(rel);
-        for &(mode, _) in &MODES {
-            let kinds: &[u32] = if mode == 0 { &[0] } else { &[0, 1] };
-            for &kind in kinds {
-                jobs.push(Job {
-                    rel: rel.clone(),
-                    stem: stem.clone(),
-                    mode,
-                    kind,
-                    corpus: false,
-                });
-            }
-        }
+        jobs.push(Job {
+            rel: rel.clone(),
+            stem: stem_of(rel),
+            mode: 0,
+            corpus: false,
+            budgets: Vec::new(),
+        });
     }
     for rel in &corpus {
         jobs.push(Job {
             rel: rel.clone(),
             stem: stem_of(rel),
             mode: 0,
-            kind: 0,
             corpus: true,
+            budgets: Vec::new(),
         });
     }
-
-    let done = run_parallel(jobs, &nvcc, &root, &out)?;
+    let mut done = run_parallel(jobs, &nvcc, &root, &out)?;
+    let mut probed = Vec::new();
+    for bare in done.iter().filter(|d| !d.job.corpus) {
+        let budgets: Vec<(String, u32)> = bare
+            .entries
+            .iter()
+            .map(|e| (e.name.clone(), register_budget(e.registers)))
+            .collect();
+        for &(mode, _) in MODES.iter().filter(|(m, _)| *m != 0) {
+            probed.push(Job {
+                mode,
+                budgets: budgets.clone(),
+                ..bare.job.clone()
+            });
+        }
+    }
+    done.extend(run_parallel(probed, &nvcc, &root, &out)?);
+    done.sort_by(|a, b| {
+        (a.job.corpus, &a.job.stem, a.job.mode).cmp(&(b.job.corpus, &b.job.stem, b.job.mode))
+    });
     std::fs::write(out.join("builds.rs"), builds_rs(&done, &version))
         .map_err(|e| format!("writing builds.rs: {e}"))?;
     Ok(())
@@ -318,9 +337,14 @@ fn build_one(job: &Job, nvcc: &Path, root: &Path, out: &Path) -> Result<Done, St
     let base = if job.corpus {
         format!("corpus_{}", job.stem)
     } else {
-        format!("{}_m{}_k{}", job.stem, job.mode, job.kind)
+        format!("{}_m{}", job.stem, job.mode)
     };
-    let what = format!("{} (WS_MODE={}, WS_KIND={})", job.rel, job.mode, job.kind);
+    let what = format!("{} (WS_MODE={})", job.rel, job.mode);
+    let budget_text: String = job
+        .budgets
+        .iter()
+        .map(|(n, r)| format!("{n}={r};"))
+        .collect();
     let ptx_path = out.join(format!("{base}.ptx"));
     // `rerun-if-changed=.` reruns this script on any change under kernels/ (so that a newly added
     // .cu is picked up); a content key per build skips nvcc when nothing it reads has changed.
@@ -330,6 +354,8 @@ fn build_one(job: &Job, nvcc: &Path, root: &Path, out: &Path) -> Result<Done, St
             job.rel.as_bytes(),
             &read_all_inputs(root, &job.rel),
             base.as_bytes(),
+            budget_text.as_bytes(),
+            include_bytes!("src/budget.rs"),
             nvcc.as_os_str().as_encoded_bytes()
         ])
     );
@@ -340,7 +366,6 @@ fn build_one(job: &Job, nvcc: &Path, root: &Path, out: &Path) -> Result<Done, St
         "-ptx".into(),
         "-O3".into(),
         format!("-DWS_MODE={}", job.mode),
-        format!("-DWS_KIND={}", job.kind),
         "-I".into(),
         "kernels".into(),
         job.rel.clone(),
@@ -353,10 +378,19 @@ fn build_one(job: &Job, nvcc: &Path, root: &Path, out: &Path) -> Result<Done, St
         && (job.corpus || out.join(format!("{base}.fatbin")).is_file());
     if !cached {
         nvcc_run(nvcc, root, &ptx_args, &what)?;
+        if !job.budgets.is_empty() {
+            let raw = std::fs::read_to_string(&ptx_path)
+                .map_err(|e| format!("reading {}: {e}", ptx_path.display()))?;
+            std::fs::write(&ptx_path, with_maxnreg(&raw, &job.budgets))
+                .map_err(|e| format!("writing {}: {e}", ptx_path.display()))?;
+        }
     }
     let ptx = std::fs::read_to_string(&ptx_path)
         .map_err(|e| format!("reading {}: {e}", ptx_path.display()))?;
     let mut command = format!("nvcc {}", ptx_args[..ptx_args.len() - 2].join(" "));
+    if !job.budgets.is_empty() {
+        let _ = write!(command, " && .maxnreg per entry ({budget_text})");
+    }
 
     // Resource usage from ptxas for sm_75 alone (a multi-arch run interleaves its -v output).
     let cubin = out.join(format!("{base}.sm_{PTX_ARCH}.cubin"));
@@ -455,62 +489,16 @@ fn fnv1a(parts: &[&[u8]]) -> u64 {
     h
 }
 
-/// Entries in PTX order with (registers, static shared bytes) from `ptxas -v` for sm_75.
-fn parse_entries(ptx: &str, log: &str) -> Vec<(String, u32, u32)> {
-    let mut names = Vec::new();
-    for line in ptx.lines() {
-        if let Some(pos) = line.find(".entry ") {
-            let rest = line[pos + 7..].trim_start();
-            let name: String = rest
-                .chars()
-                .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '$')
-                .collect();
-            if !name.is_empty() {
-                names.push(name);
-            }
-        }
-    }
-    let mut usage = std::collections::BTreeMap::new();
-    let mut current: Option<String> = None;
-    for line in log.lines() {
-        if let Some(p) = line.find("Compiling entry function '") {
-            let rest = &line[p + 26..];
-            current = rest.split('\'').next().map(str::to_string);
-        } else if let (Some(name), Some(p)) = (&current, line.find("Used ")) {
-            let tail = &line[p..];
-            let regs = number_before(tail, " registers").unwrap_or(0);
-            let smem = number_before(tail, " bytes smem").unwrap_or(0);
-            usage.insert(name.clone(), (regs, smem));
-        }
-    }
-    names
-        .into_iter()
-        .map(|n| {
-            let (r, s) = usage.get(&n).copied().unwrap_or((0, 0));
-            (n, r, s)
-        })
-        .collect()
-}
-
-fn number_before(s: &str, suffix: &str) -> Option<u32> {
-    let end = s.find(suffix)?;
-    let head = &s[..end];
-    let start = head
-        .rfind(|c: char| !c.is_ascii_digit())
-        .map(|i| i + 1)
-        .unwrap_or(0);
-    head[start..].parse().ok()
-}
-
 fn builds_rs(done: &[Done], version: &str) -> String {
     let mut s = String::from("// Generated by build.rs; do not edit.\n");
     let _ = writeln!(s, "pub(crate) const NVCC_VERSION: &str = {version:?};");
     let entries = |d: &Done| {
         let mut e = String::from("&[");
-        for (n, r, sm) in &d.entries {
+        for u in &d.entries {
             let _ = write!(
                 e,
-                "EntryInfo {{ name: {n:?}, registers: {r}, static_shared_bytes: {sm} }}, "
+                "EntryInfo {{ name: {:?}, registers: {}, static_shared_bytes: {}, spill_bytes: {} }}, ",
+                u.name, u.registers, u.static_shared_bytes, u.spill_bytes
             );
         }
         e.push(']');
@@ -521,11 +509,10 @@ fn builds_rs(done: &[Done], version: &str) -> String {
         let fat = d.fatbin_file.as_deref().unwrap_or_default();
         let _ = writeln!(
             s,
-            "    KernelBuild {{ source: {:?}, mode: {}, kind: {}, ptx: include_str!(concat!(env!(\"OUT_DIR\"), \"/{}\")), \
+            "    KernelBuild {{ source: {:?}, mode: {}, ptx: include_str!(concat!(env!(\"OUT_DIR\"), \"/{}\")), \
              fatbin: include_bytes!(concat!(env!(\"OUT_DIR\"), \"/{}\")), entries: {}, command: {:?} }},",
             d.job.stem,
             d.job.mode,
-            d.job.kind,
             d.ptx_file,
             fat,
             entries(d),

@@ -16,8 +16,10 @@
 //       WS_KERNEL_END(log);                         // last statement, all threads (no early return)
 //   }
 //
-// and compile with -DWS_MODE=<mode> -DWS_KIND=<kind>. Under WS_OFF every macro disappears and
-// WS_LOAD(s, r, e) is exactly (e): the kernel compiles to the same PTX as without this header.
+// and compile with -DWS_MODE=<mode>. Under WS_OFF every macro disappears and WS_LOAD(s, r, e) is
+// exactly (e): the kernel compiles to the same PTX as without this header. What is kept (per-site
+// statistics for every warp, per-access records for the warps the host selects) is chosen at
+// launch time, not at compile time: one build serves both.
 //
 // THE ORDER PROBLEM AND WHY IT HOLDS HERE
 // The paper's dummy, `if (dummy < 0) x += 1; t1 = clock();`, is control flow that ptxas may
@@ -49,31 +51,58 @@
 // SASS control bits (which instruction waits on which scoreboard), and the same order in the PTX
 // that the emulator runs.
 //
-// RECORDS
-// One record per warp and access: the leader of __activemask() (lowest active lane) writes it. When
-// a warp has diverged, each divergent group is its own "warp execution" of the access: its leader
-// takes a record index with an atomicAdd on the per-warp counter, so groups never race on a slot.
-// Records beyond `slots` are counted but not written (dropped = count - min(count, slots)): never a
-// silent loss. Clocks are 64-bit (%clock64).
+// WHAT THE PROBES MUST NOT DISTURB
+// A probe that changes the kernel measures another kernel. So the probe's footprint is designed to
+// keep the bare kernel's resident blocks per SM and to keep the log's own memory traffic out of
+// every timed window:
+//   * clocks are 32-bit (%clock, the low word of %clock64): one register per open window, not two;
+//   * per-thread probe state is ONE 32-bit value (the warp's state offset in shared memory, or its
+//     index in the global log); everything else is in shared memory or in the kernel parameter
+//     `log` (constant bank, free to re-read);
+//   * every warp keeps per-site statistics (count, sum, min, max of cycles) in its shared-memory
+//     state with `red.shared` — no global store until WS_KERNEL_END copies them out;
+//   * warps the host selected for tracing (per-access records, for timelines) also store one
+//     16-byte record to global memory per access, and then DRAIN it with `membar.cta` before the
+//     next timed window opens: a fenced access waits for its own load, never for a log store.
+//     (Without the drain, the fence of access k+1 waited for the global store of record k: an L1
+//     hit read as an L2 round trip.)
+//   * with the shared state not fitting (it would lower occupancy), the host puts it in the global
+//     log instead (flags bit 0 clear); then every record is a global reduction, drained the same way.
+// kernels/tests/sass.rs checks in SASS that no store of the log lies between a timed load and its
+// closing clock read; emulator/tests/integration/micro.rs that a fenced L1 hit reads the L1 latency.
 //
-// BUFFERING (flags bit 0): records go to this warp's slots in dynamic shared memory at
-// `shared_offset` (must be 16-byte aligned) and WS_KERNEL_END copies them to global memory; without
-// the flag they go straight to the global buffer. Shared bytes the host must add per block:
-// warps_per_block * (WS_SHARED_WARP_HEADER_BYTES + body), body = slots*WS_RECORD_BYTES (trace) or
-// WS_MAX_SITES*WS_SUMMARY_SITE_BYTES (summary).
+// RECORDS
+// One update per warp and access: the lowest active lane (tested with %lanemask_lt, which costs
+// no register across the access) writes it. When a warp has diverged, each divergent group is its
+// own "warp execution" of the access. Nothing is lost silently: accesses at sites outside the
+// table (site >= log.sites) are counted in `dropped_sites`; a traced warp's records beyond `slots`
+// are counted in `count` but not stored.
 //
 // GLOBAL LOG BUFFER LAYOUT (little-endian; the constants below are THE definition — build.rs turns
 // every numeric `#define WS_...` of this file into Rust constants in kernels::layout)
 //   header WS_LOG_HEADER_BYTES (64), written by the HOST before launch, never by the kernel:
-//     0 u32 magic 0x57534C47  4 u32 version 1  8 u32 mode  12 u32 kind  16 u32 slots_per_warp
-//     20 u32 n_warps  24 u32 record_bytes (16)  28 u32 warp_header_bytes (32)  32 u32 max_sites (16)
-//     36..64 zero
-//   warp area i at 64 + i*(32 + area_body), i = linear block * warps_per_block + warp in block
-//     warp header 32 bytes: 0 u64 begin clock; 8 u64 end clock; 16 u32 smid; 20 u32 %warpid;
-//                           24 u32 count (records attempted = kept + dropped); 28 u32 flags (bit0 END ran)
-//     trace:   area_body = slots*16, record: 0 u64 start clock; 8 u32 duration; 12 u32 site
-//     summary: area_body = max_sites*24, per site: 0 u32 count; 4 u32 min; 8 u32 max; 12 u32 pad; 16 u64 sum
-//   WS_KERNEL_BEGIN initialises the warp's count (and summary area); the host need not zero it.
+//     0 u32 magic 0x57534C47  4 u32 version 2  8 u32 mode  12 u32 kind (0 every warp traced,
+//     1 summary + selected warps traced)  16 u32 slots (records per traced warp)  20 u32 n_warps
+//     24 u32 record_bytes (16)  28 u32 warp_header_bytes (48)  32 u32 sites  36 u32 n_traced
+//     40..64 zero
+//   warp area i at 64 + i*(48 + sites*16), i = linear block * warps_per_block + warp in block:
+//     warp header 48 bytes: 0 u64 begin clock; 8 u64 end clock; 16 u32 smid; 20 u32 %warpid;
+//       24 u32 count (trace records attempted: kept + dropped; 0 for untraced warps);
+//       28 u32 flags (bit0 END ran); 32 u32 trace (host-written: this warp's trace area, or
+//       0xFFFFFFFF = not traced); 36 u32 dropped_sites; 40..48 zero (16-byte alignment)
+//     then sites entries of 16 bytes: 0 u32 count; 4 u32 min; 8 u32 max; 12 u32 sum (mod 2^32:
+//     the reader widens it with count, min and max; see instrument/src/log.rs)
+//   trace area t at 64 + n_warps*(48 + sites*16) + t*slots*16, one per traced warp:
+//     record 16 bytes: 0 u32 start (low 32 bits of the clock; the reader widens it against the
+//     warp's 64-bit begin clock: a warp must not run 2^32 cycles); 4 u32 duration; 8 u32 site;
+//     12 u32 zero
+//   The host zeroes the buffer and sets min = 0xFFFFFFFF and `trace`; WS_KERNEL_BEGIN initialises
+//   the warp's state again where it lives (shared memory), so a reused buffer needs no care.
+//
+// SHARED STATE (flags bit 0): each warp's state is a copy of its global warp area (header and
+// site table, same layout) in dynamic shared memory at `shared_offset` (16-byte aligned) +
+// warp_in_block * (48 + sites*16); WS_KERNEL_END copies it out. Shared bytes the host adds per
+// block: warps_per_block * (48 + sites*16).
 #pragma once
 
 // ---- modes and kinds (same numbers as trace::ProbeMode / trace::RecordKind / trace::Region) ----
@@ -83,6 +112,8 @@
 #define WS_DUMMY 3
 #define WS_AUTO 4
 
+// Written by the host into the log header; the kernel does not depend on it (which warps are
+// traced is the per-warp `trace` field).
 #define WS_KIND_TRACE 0
 #define WS_KIND_SUMMARY 1
 
@@ -94,13 +125,10 @@
 #ifndef WS_MODE
 #define WS_MODE WS_OFF
 #endif
-#ifndef WS_KIND
-#define WS_KIND WS_KIND_TRACE
-#endif
 
 // ---- log buffer layout ----
 #define WS_LOG_MAGIC 0x57534C47
-#define WS_LOG_VERSION 1
+#define WS_LOG_VERSION 2
 #define WS_LOG_HEADER_BYTES 64
 #define WS_HDR_MAGIC_OFFSET 0
 #define WS_HDR_VERSION_OFFSET 4
@@ -110,37 +138,40 @@
 #define WS_HDR_N_WARPS_OFFSET 20
 #define WS_HDR_RECORD_BYTES_OFFSET 24
 #define WS_HDR_WARP_HEADER_BYTES_OFFSET 28
-#define WS_HDR_MAX_SITES_OFFSET 32
+#define WS_HDR_SITES_OFFSET 32
+#define WS_HDR_N_TRACED_OFFSET 36
 
-#define WS_WARP_HEADER_BYTES 32
+#define WS_WARP_HEADER_BYTES 48
 #define WS_WH_BEGIN_OFFSET 0
 #define WS_WH_END_OFFSET 8
 #define WS_WH_SMID_OFFSET 16
 #define WS_WH_WARPID_OFFSET 20
 #define WS_WH_COUNT_OFFSET 24
 #define WS_WH_FLAGS_OFFSET 28
+#define WS_WH_TRACE_OFFSET 32
+#define WS_WH_DROPPED_SITES_OFFSET 36
 #define WS_WARP_FLAG_END 1
+#define WS_NOT_TRACED 0xFFFFFFFF
 
 #define WS_RECORD_BYTES 16
 #define WS_REC_START_OFFSET 0
-#define WS_REC_DURATION_OFFSET 8
-#define WS_REC_SITE_OFFSET 12
+#define WS_REC_DURATION_OFFSET 4
+#define WS_REC_SITE_OFFSET 8
 
-#define WS_MAX_SITES 16
-#define WS_SUMMARY_SITE_BYTES 24
+// Sites a log can hold statistics for (the host passes the launch's count in ws::Log.sites).
+#define WS_MAX_SITES 64
+#define WS_SUMMARY_SITE_BYTES 16
 #define WS_SUM_COUNT_OFFSET 0
 #define WS_SUM_MIN_OFFSET 4
 #define WS_SUM_MAX_OFFSET 8
-#define WS_SUM_SUM_OFFSET 16
+#define WS_SUM_SUM_OFFSET 12
 
-// ws::Log.flags bit 0: buffer records in dynamic shared memory.
-#define WS_LOG_FLAG_SHARED 1
-// Per-warp bookkeeping ahead of the warp's shared slots (u32 counter, padded for 16-byte records).
-#define WS_SHARED_WARP_HEADER_BYTES 16
+// ws::Log.flags bit 0: at least one warp is traced (else the record path skips the trace check).
+#define WS_LOG_FLAG_TRACED 1
 #define WS_SHARED_ALIGN 16
 #define WS_WARP_SIZE 32
 // sizeof(ws::Log), passed by value as a kernel argument.
-#define WS_LOG_ARG_BYTES 24
+#define WS_LOG_ARG_BYTES 32
 #define WS_LOG_ARG_ALIGN 8
 
 namespace ws {
@@ -153,20 +184,22 @@ struct Log {
     int dummy;
     unsigned int flags;
     unsigned int shared_offset;
+    unsigned int sites;
+    unsigned int n_warps;
 };
 
 struct Record {
-    unsigned long long start;
+    unsigned int start;
     unsigned int duration;
     unsigned int site;
+    unsigned int zero;
 };
 
 struct SiteSummary {
     unsigned int count;
     unsigned int min;
     unsigned int max;
-    unsigned int pad;
-    unsigned long long sum;
+    unsigned int sum;
 };
 
 struct WarpHeader {
@@ -176,6 +209,9 @@ struct WarpHeader {
     unsigned int warpid;
     unsigned int count;
     unsigned int flags;
+    unsigned int trace;
+    unsigned int dropped_sites;
+    unsigned int reserved[2];  // keeps warp areas, and so the trace areas after them, 16-aligned
 };
 
 static_assert(sizeof(Log) == WS_LOG_ARG_BYTES, "ws::Log layout");
@@ -185,6 +221,9 @@ static_assert(sizeof(SiteSummary) == WS_SUMMARY_SITE_BYTES, "ws::SiteSummary lay
 static_assert(sizeof(WarpHeader) == WS_WARP_HEADER_BYTES, "ws::WarpHeader layout");
 static_assert(__builtin_offsetof(WarpHeader, count) == WS_WH_COUNT_OFFSET, "count offset");
 static_assert(__builtin_offsetof(WarpHeader, smid) == WS_WH_SMID_OFFSET, "smid offset");
+static_assert(__builtin_offsetof(WarpHeader, trace) == WS_WH_TRACE_OFFSET, "trace offset");
+static_assert(__builtin_offsetof(WarpHeader, dropped_sites) == WS_WH_DROPPED_SITES_OFFSET,
+              "dropped_sites offset");
 static_assert(__builtin_offsetof(SiteSummary, sum) == WS_SUM_SUM_OFFSET, "sum offset");
 static_assert(__builtin_offsetof(Record, site) == WS_REC_SITE_OFFSET, "site offset");
 
@@ -202,28 +241,20 @@ static_assert(__builtin_offsetof(Record, site) == WS_REC_SITE_OFFSET, "site offs
 #if WS_MODE < WS_NAIVE || WS_MODE > WS_AUTO
 #error "WS_MODE must be one of WS_OFF, WS_NAIVE, WS_FENCE, WS_DUMMY, WS_AUTO"
 #endif
-#if WS_KIND != WS_KIND_TRACE && WS_KIND != WS_KIND_SUMMARY
-#error "WS_KIND must be WS_KIND_TRACE or WS_KIND_SUMMARY"
-#endif
 
 namespace ws {
 
 extern __shared__ __align__(16) unsigned char ws_dynamic_shared[];
 
-// Per-thread instrumentation state, created by WS_KERNEL_BEGIN.
-struct State {
-    unsigned char* area;          // this warp's area in the global log (header + body)
-    unsigned char* local;         // where records go: shared slots or area body
-    unsigned int* counter;        // per-warp record counter (shared or global warp header)
-    unsigned int slots;
-    int dummy;
-    unsigned int shared;          // non-zero: buffered in shared memory
-    unsigned long long begin;
-};
+__device__ __forceinline__ unsigned int clock32() {
+    unsigned int t;
+    // volatile + "memory": the front end keeps it in program order with the loads around it.
+    asm volatile("mov.u32 %0, %%clock;" : "=r"(t)::"memory");
+    return t;
+}
 
-__device__ __forceinline__ unsigned long long clock_open() {
+__device__ __forceinline__ unsigned long long clock64() {
     unsigned long long t;
-    // volatile + "memory": the front end keeps it before the load that follows in program order.
     asm volatile("mov.u64 %0, %%clock64;" : "=l"(t)::"memory");
     return t;
 }
@@ -246,6 +277,13 @@ __device__ __forceinline__ unsigned int hw_warp_id() {
     return w;
 }
 
+// True in the lowest active lane of the calling group: no active lane below it.
+__device__ __forceinline__ bool is_leader() {
+    unsigned int lt;
+    asm volatile("mov.u32 %0, %%lanemask_lt;" : "=r"(lt));
+    return (__activemask() & lt) == 0u;
+}
+
 // OR of every 32-bit word of a value (bytes of a smaller value zero-extended): an expression that
 // reads all of the load's destination registers.
 template <typename T>
@@ -262,30 +300,22 @@ __device__ __forceinline__ unsigned int bits_of(const T& v) {
 }
 
 // The closing clock read, ordered after a never-executed volatile store of the loaded value's bits
-// (see "THE ORDER PROBLEM" at the top of this file). `sink` is a global address inside this
-// warp's log area; nothing is ever stored there while dummy >= 0.
-__device__ __forceinline__ unsigned long long clock_close_dependent(unsigned int bits, int dummy,
-                                                                    unsigned int* sink) {
-    unsigned long long t1;
+// (see "THE ORDER PROBLEM" at the top of this file). `sink` is the log buffer's header, which the
+// kernel never writes: nothing is ever stored there while dummy >= 0.
+__device__ __forceinline__ unsigned int clock_close_dependent(unsigned int bits, int dummy,
+                                                              unsigned int sink) {
+    unsigned int t1;
     asm volatile(
         "{\n\t"
         ".reg .pred q;\n\t"
-        ".reg .u64 g;\n\t"
         "setp.lt.s32 q, %1, 0;\n\t"
-        "cvta.to.global.u64 g, %2;\n\t"
-        "@q st.volatile.global.u32 [g], %3;\n\t"
-        "mov.u64 %0, %%clock64;\n\t"
+        "@q st.volatile.shared.u32 [%2], %3;\n\t"
+        "mov.u32 %0, %%clock;\n\t"
         "}"
-        : "=l"(t1)
-        : "r"(dummy), "l"(sink), "r"(bits)
+        : "=r"(t1)
+        : "r"(dummy), "r"(sink), "r"(bits)
         : "memory");
     return t1;
-}
-
-__device__ __forceinline__ unsigned long long clock_close_plain() {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%clock64;" : "=l"(t)::"memory");
-    return t;
 }
 
 __device__ __forceinline__ void fence_block() {
@@ -301,185 +331,191 @@ struct Method {
         WS_MODE == WS_AUTO ? (Region == WS_GLOBAL ? WS_FENCE : WS_DUMMY) : WS_MODE;
 };
 
-__device__ __forceinline__ void begin(const Log& log, State& st) {
-    st.begin = clock_open();
+#define WS_STR2(x) #x
+#define WS_STR(x) WS_STR2(x)
+
+__device__ __forceinline__ unsigned int warp_area_bytes(const Log& log) {
+    return WS_WARP_HEADER_BYTES + log.sites * WS_SUMMARY_SITE_BYTES;
+}
+
+__device__ __forceinline__ unsigned int warp_in_block() {
+    const unsigned int tid =
+        threadIdx.x + threadIdx.y * blockDim.x + threadIdx.z * blockDim.x * blockDim.y;
+    return tid / WS_WARP_SIZE;
+}
+
+__device__ __forceinline__ unsigned int global_warp() {
     const unsigned int tpb = blockDim.x * blockDim.y * blockDim.z;
     const unsigned int wpb = (tpb + WS_WARP_SIZE - 1) / WS_WARP_SIZE;
-    const unsigned int tid = threadIdx.x + threadIdx.y * blockDim.x +
-                             threadIdx.z * blockDim.x * blockDim.y;
     const unsigned int block =
         blockIdx.x + blockIdx.y * gridDim.x + blockIdx.z * gridDim.x * gridDim.y;
-    const unsigned int warp_in_block = tid / WS_WARP_SIZE;
-    const unsigned long long gwarp = (unsigned long long)block * wpb + warp_in_block;
-#if WS_KIND == WS_KIND_TRACE
-    const unsigned long long body = (unsigned long long)log.slots * WS_RECORD_BYTES;
-#else
-    const unsigned long long body = (unsigned long long)WS_MAX_SITES * WS_SUMMARY_SITE_BYTES;
-#endif
-    st.area = log.buf + WS_LOG_HEADER_BYTES + gwarp * (WS_WARP_HEADER_BYTES + body);
-    st.slots = log.slots;
-    st.dummy = log.dummy;
-    st.shared = log.flags & WS_LOG_FLAG_SHARED;
-    if (st.shared) {
-        unsigned char* s = ws_dynamic_shared + log.shared_offset +
-                           warp_in_block * (WS_SHARED_WARP_HEADER_BYTES + (unsigned int)body);
-        st.counter = reinterpret_cast<unsigned int*>(s);
-        st.local = s + WS_SHARED_WARP_HEADER_BYTES;
-    } else {
-        st.counter = reinterpret_cast<unsigned int*>(st.area + WS_WH_COUNT_OFFSET);
-        st.local = st.area + WS_WARP_HEADER_BYTES;
-    }
+    return block * wpb + warp_in_block();
+}
+
+__device__ __forceinline__ unsigned char* global_area(const Log& log, unsigned int gwarp) {
+    return log.buf + WS_LOG_HEADER_BYTES + (unsigned long long)gwarp * warp_area_bytes(log);
+}
+
+// The one value a thread keeps across the kernel: its warp's state, as an address in the shared
+// window (what `ld.shared`/`red.shared` take).
+typedef unsigned int State;
+
+__device__ __forceinline__ unsigned char* state_ptr(State st) {
+    return reinterpret_cast<unsigned char*>(__cvta_shared_to_generic(st));
+}
+
+__device__ __forceinline__ State begin(const Log& log) {
+    const unsigned int gwarp = global_warp();
+    const unsigned char* g = global_area(log, gwarp);
+    const State st = (unsigned int)__cvta_generic_to_shared(ws_dynamic_shared) +
+                     log.shared_offset + warp_in_block() * warp_area_bytes(log);
+    unsigned char* s = state_ptr(st);
+    // The host-written trace index, read by every lane in straight-line code (volatile, so that
+    // the compiler neither sinks it into the leader's branch nor moves it past the begin clock:
+    // no load may sit between the begin clock and a probe's opening clock).
+    unsigned int trace;
+    asm volatile("ld.global.u32 %0, [%1];"
+                 : "=r"(trace)
+                 : "l"(__cvta_generic_to_global(g + WS_WH_TRACE_OFFSET))
+                 : "memory");
     const unsigned int mask = __activemask();
-    const unsigned int lane = lane_id();
-    const unsigned int leader = __ffs(mask) - 1;
-    if (lane == leader) *st.counter = 0u;
-#if WS_KIND == WS_KIND_SUMMARY
-    // The leader alone fills the site table: 16 entries, and it works for a partial last warp.
-    // min starts at UINT_MAX so atomicMin works.
-    if (lane == leader) {
-        for (unsigned int s = 0; s < WS_MAX_SITES; ++s) {
-            SiteSummary* p = reinterpret_cast<SiteSummary*>(st.local) + s;
-            p->count = 0u;
-            p->min = 0xFFFFFFFFu;
-            p->max = 0u;
-            p->pad = 0u;
-            p->sum = 0ull;
+    if (is_leader()) {
+        WarpHeader* h = reinterpret_cast<WarpHeader*>(s);
+        h->count = 0u;
+        h->flags = 0u;
+        h->dropped_sites = 0u;
+        h->trace = trace;
+        // Until END, the shared copy's `end` holds a traced warp's record base address and `smid`
+        // its slot count, so that the out-of-line trace path needs no kernel parameter.
+        if (h->trace != WS_NOT_TRACED) {
+            const unsigned char* traces = log.buf + WS_LOG_HEADER_BYTES +
+                                          (unsigned long long)log.n_warps * warp_area_bytes(log);
+            h->end = (unsigned long long)(traces + (unsigned long long)h->trace * log.slots *
+                                                       WS_RECORD_BYTES);
+            h->smid = log.slots;
+        }
+        // min starts at UINT_MAX so red.min works.
+        SiteSummary* p = reinterpret_cast<SiteSummary*>(s + WS_WARP_HEADER_BYTES);
+        for (unsigned int k = 0; k < log.sites; ++k) {
+            p[k].count = 0u;
+            p[k].min = 0xFFFFFFFFu;
+            p[k].max = 0u;
+            p[k].sum = 0u;
         }
     }
-#endif
     __syncwarp(mask);
+    // Read last, after the set-up's loads, so that no load lies between it and the first probe.
+    const unsigned long long t = clock64();
+    if (is_leader()) reinterpret_cast<WarpHeader*>(s)->begin = t;
+    return st;
 }
 
-// Summary updates: reductions (no return value) in an explicit state space.
-__device__ __forceinline__ void red_shared(unsigned int* count, unsigned int* mn, unsigned int* mx,
-                                           unsigned long long* sum, unsigned int d) {
-    asm volatile(
-        "{\n\t"
-        ".reg .u64 a;\n\t"
-        "cvta.to.shared.u64 a, %0;\n\t"
-        "red.shared.add.u32 [a], 1;\n\t"
-        "cvta.to.shared.u64 a, %1;\n\t"
-        "red.shared.min.u32 [a], %4;\n\t"
-        "cvta.to.shared.u64 a, %2;\n\t"
-        "red.shared.max.u32 [a], %4;\n\t"
-        "cvta.to.shared.u64 a, %3;\n\t"
-        "red.shared.add.u64 [a], %5;\n\t"
-        "}" ::"l"(count),
-        "l"(mn), "l"(mx), "l"(sum), "r"(d), "l"((unsigned long long)d)
-        : "memory");
+// A traced warp's record: one 16-byte global store, drained before the next window opens. It reads
+// the record base and slot count from the warp's shared state, not from the kernel parameter.
+// (Out of line it would need the call ABI's registers and spill around the call.)
+__device__ __forceinline__ void trace_record(State st, unsigned int site, unsigned int t0,
+                                          unsigned int d) {
+    unsigned int idx;
+    asm volatile("atom.shared.add.u32 %0, [%1+" WS_STR(WS_WH_COUNT_OFFSET) "], 1;"
+                 : "=r"(idx)
+                 : "r"(st)
+                 : "memory");
+    unsigned long long base;
+    unsigned int slots;
+    asm volatile("ld.shared.u64 %0, [%2+" WS_STR(WS_WH_END_OFFSET) "];\n\t"
+                 "ld.shared.u32 %1, [%2+" WS_STR(WS_WH_SMID_OFFSET) "];"
+                 : "=l"(base), "=r"(slots)
+                 : "r"(st)
+                 : "memory");
+    if (idx < slots) {
+        uint4* r = reinterpret_cast<uint4*>(base + (unsigned long long)idx * WS_RECORD_BYTES);
+        *r = make_uint4(t0, d, site, 0u);
+        fence_block();
+    }
 }
 
-__device__ __forceinline__ void red_global(unsigned int* count, unsigned int* mn, unsigned int* mx,
-                                           unsigned long long* sum, unsigned int d) {
-    asm volatile(
-        "{\n\t"
-        ".reg .u64 a;\n\t"
-        "cvta.to.global.u64 a, %0;\n\t"
-        "red.global.add.u32 [a], 1;\n\t"
-        "cvta.to.global.u64 a, %1;\n\t"
-        "red.global.min.u32 [a], %4;\n\t"
-        "cvta.to.global.u64 a, %2;\n\t"
-        "red.global.max.u32 [a], %4;\n\t"
-        "cvta.to.global.u64 a, %3;\n\t"
-        "red.global.add.u64 [a], %5;\n\t"
-        "}" ::"l"(count),
-        "l"(mn), "l"(mx), "l"(sum), "r"(d), "l"((unsigned long long)d)
-        : "memory");
-}
-
-__device__ __forceinline__ void record(State& st, unsigned int site, unsigned long long t0,
-                                       unsigned long long t1) {
-    const unsigned int mask = __activemask();
-    const unsigned int lane = lane_id();
-    if (lane == (unsigned int)(__ffs(mask) - 1)) {
-        const unsigned int d = (unsigned int)(t1 - t0);
-#if WS_KIND == WS_KIND_TRACE
-        const unsigned int idx = atomicAdd(st.counter, 1u);
-        if (idx < st.slots) {
-            Record* r = reinterpret_cast<Record*>(st.local) + idx;
-            r->start = t0;
-            r->duration = d;
-            r->site = site;
+// The statistics update, by the group's leader: reductions in shared memory (no return value, so
+// the warp does not wait for them).
+__device__ __forceinline__ void record(const Log& log, State st, unsigned int site,
+                                       unsigned int t0, unsigned int t1) {
+    if (is_leader()) {
+        const unsigned int d = t1 - t0;
+        if (site < log.sites) {
+            const unsigned int a = st + WS_WARP_HEADER_BYTES + site * WS_SUMMARY_SITE_BYTES;
+            asm volatile(
+                "red.shared.add.u32 [%0+" WS_STR(WS_SUM_COUNT_OFFSET) "], 1;\n\t"
+                "red.shared.min.u32 [%0+" WS_STR(WS_SUM_MIN_OFFSET) "], %1;\n\t"
+                "red.shared.max.u32 [%0+" WS_STR(WS_SUM_MAX_OFFSET) "], %1;\n\t"
+                "red.shared.add.u32 [%0+" WS_STR(WS_SUM_SUM_OFFSET) "], %1;" ::"r"(a),
+                "r"(d)
+                : "memory");
+        } else {
+            asm volatile("red.shared.add.u32 [%0+" WS_STR(WS_WH_DROPPED_SITES_OFFSET) "], 1;" ::"r"(
+                             st)
+                         : "memory");
         }
-#else
-        if (site < WS_MAX_SITES) {
-            // Explicit state spaces: a generic 64-bit atomic makes ptxas emit a shared-window test
-            // and a load/CAS loop, i.e. extra loads between probe sites.
-            SiteSummary* p = reinterpret_cast<SiteSummary*>(st.local) + site;
-            if (st.shared) {
-                red_shared(&p->count, &p->min, &p->max, &p->sum, d);
-            } else {
-                red_global(&p->count, &p->min, &p->max, &p->sum, d);
-            }
+        if (log.flags & WS_LOG_FLAG_TRACED) {
+            unsigned int t;
+            asm volatile("ld.shared.u32 %0, [%1+" WS_STR(WS_WH_TRACE_OFFSET) "];"
+                         : "=r"(t)
+                         : "r"(st)
+                         : "memory");
+            if (t != WS_NOT_TRACED) trace_record(st, site, t0, d);
         }
-        // Sites outside the table are still counted as attempted records (reported as dropped).
-        atomicAdd(st.counter, 1u);
-#endif
     }
 }
 
 template <int Region, typename F>
-__device__ __forceinline__ auto load(State& st, unsigned int site, F&& f) -> decltype(f()) {
+__device__ __forceinline__ auto load(const Log& log, State st, unsigned int site, F&& f)
+    -> decltype(f()) {
     using T = decltype(f());
-    const unsigned long long t0 = clock_open();
+    const unsigned int t0 = clock32();
     const T v = f();
-    unsigned long long t1;
+    unsigned int t1;
     constexpr int m = Method<Region>::value;
     if (m == WS_NAIVE) {
-        t1 = clock_close_plain();
+        t1 = clock32();
     } else if (m == WS_FENCE) {
         fence_block();
-        t1 = clock_close_plain();
+        t1 = clock32();
     } else {
-        t1 = clock_close_dependent(
-            bits_of(v), st.dummy, reinterpret_cast<unsigned int*>(st.area + WS_WH_FLAGS_OFFSET));
+        t1 = clock_close_dependent(bits_of(v), log.dummy, st + WS_WH_FLAGS_OFFSET);
     }
-    record(st, site, t0, t1);
+    record(log, st, site, t0, t1);
     return v;
 }
 
-__device__ __forceinline__ void end(State& st) {
-    const unsigned long long t_end = clock_close_plain();
+__device__ __forceinline__ void end(const Log& log, State st) {
+    const unsigned long long t_end = clock64();
     const unsigned int mask = __activemask();
-    const unsigned int lane = lane_id();
-    const unsigned int leader = __ffs(mask) - 1;
     __syncwarp(mask);
-    unsigned int count = *(volatile unsigned int*)st.counter;
-    if (st.shared) {
-        // Copy kept records (or the site table) to global memory with all active lanes.
-        const unsigned int rank = __popc(mask & ((1u << lane) - 1u));
-        const unsigned int n_active = __popc(mask);
-#if WS_KIND == WS_KIND_TRACE
-        const unsigned int kept = count < st.slots ? count : st.slots;
-        const uint4* src = reinterpret_cast<const uint4*>(st.local);
-        uint4* dst = reinterpret_cast<uint4*>(st.area + WS_WARP_HEADER_BYTES);
-        for (unsigned int k = rank; k < kept; k += n_active) dst[k] = src[k];
-#else
-        const unsigned long long* src = reinterpret_cast<const unsigned long long*>(st.local);
-        unsigned long long* dst =
-            reinterpret_cast<unsigned long long*>(st.area + WS_WARP_HEADER_BYTES);
-        for (unsigned int k = rank; k < WS_MAX_SITES * WS_SUMMARY_SITE_BYTES / 8; k += n_active)
-            dst[k] = src[k];
-#endif
-    }
-    if (lane == leader) {
-        WarpHeader* h = reinterpret_cast<WarpHeader*>(st.area);
-        h->begin = st.begin;
+    unsigned char* s = state_ptr(st);
+    if (is_leader()) {
+        WarpHeader* h = reinterpret_cast<WarpHeader*>(s);
         h->end = t_end;
         h->smid = sm_id();
         h->warpid = hw_warp_id();
-        h->count = count;
         h->flags = WS_WARP_FLAG_END;
     }
+    __syncwarp(mask);
+    // Copy the state (header and site table) to the global log with all active lanes.
+    const unsigned int lane = lane_id();
+    const unsigned int rank = __popc(mask & ((1u << lane) - 1u));
+    const unsigned int n_active = __popc(mask);
+    const unsigned long long* src = reinterpret_cast<const unsigned long long*>(s);
+    unsigned long long* dst =
+        reinterpret_cast<unsigned long long*>(global_area(log, global_warp()));
+    const unsigned int words = warp_area_bytes(log) / 8;
+    for (unsigned int k = rank; k < words; k += n_active) dst[k] = src[k];
 }
 
 }  // namespace ws
 
-#define WS_KERNEL_BEGIN(log) \
-    ::ws::State ws_state_;   \
-    ::ws::begin((log), ws_state_)
-#define WS_KERNEL_END(log) ::ws::end(ws_state_)
+#define WS_KERNEL_BEGIN(log)            \
+    const ::ws::Log ws_log_ = (log);    \
+    const ::ws::State ws_state_ = ::ws::begin(ws_log_)
+#define WS_KERNEL_END(log) ::ws::end(ws_log_, ws_state_)
 #define WS_LOAD(site, region, ...) \
-    (::ws::load<(region)>(ws_state_, (site), [&]() { return (__VA_ARGS__); }))
+    (::ws::load<(region)>(ws_log_, ws_state_, (site), [&]() { return (__VA_ARGS__); }))
 
 #endif  // WS_MODE

@@ -5,10 +5,10 @@ use crate::spec::{self, ArgPlan};
 use crate::{EmuArgs, atomic_write};
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use instrument::{Arg, Buffering, Device, LaunchConfig, Probe, launch_probed};
+use instrument::{Arg, Device, LaunchConfig, Probe, TraceWarps, launch_probed};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-use trace::{Dim3, ProbeMode, RecordKind, Region, RunMetrics, SiteInfo, TraceWriter};
+use trace::{Dim3, ProbeMode, Region, RunMetrics, SiteInfo, TraceWriter};
 
 #[derive(Args, Debug)]
 pub struct LaunchArgs {
@@ -19,12 +19,10 @@ pub struct LaunchArgs {
     /// Probe mode a .cu source is built with (a .ptx source keeps the mode it was built with).
     #[arg(long, default_value = "auto")]
     pub mode: ProbeMode,
-    /// Record every access (trace) or per-warp statistics per site (summary).
-    #[arg(long, default_value = "trace")]
-    pub kind: RecordKind,
-    /// Where the probes buffer records: auto, shared or global.
-    #[arg(long, default_value = "auto")]
-    pub buffering: Buffering,
+    /// Warps that also keep every access; every warp keeps per-site statistics. Global warp
+    /// indices and ranges (`0-3,17`), `every:N`, `all` or `none`.
+    #[arg(long, default_value = "all")]
+    pub trace_warps: TraceWarps,
     /// Output folder.
     #[arg(long, default_value = "launch-out")]
     pub out: PathBuf,
@@ -39,8 +37,8 @@ struct Compiled {
     regs: Option<u32>,
 }
 
-fn compile_cu(src: &Path, mode: ProbeMode, kind: RecordKind) -> Result<Compiled> {
-    let c = kernels::compile_ptx(src, mode.ws_mode(), kind as u32).with_context(|| {
+fn compile_cu(src: &Path, mode: ProbeMode) -> Result<Compiled> {
+    let c = kernels::compile_ptx(src, mode.ws_mode()).with_context(|| {
         format!(
             "compiling {} (run scripts/setup-cuda if nvcc is missing, or give a .ptx source)",
             src.display()
@@ -61,7 +59,7 @@ pub fn run(args: &LaunchArgs) -> Result<()> {
         .and_then(|e| e.to_str())
         .unwrap_or("");
     let compiled = match ext {
-        "cu" => compile_cu(&spec.source, args.mode, args.kind)?,
+        "cu" => compile_cu(&spec.source, args.mode)?,
         "ptx" => Compiled {
             ptx: std::fs::read_to_string(&spec.source)
                 .with_context(|| format!("cannot read {}", spec.source.display()))?,
@@ -101,7 +99,7 @@ pub fn run(args: &LaunchArgs) -> Result<()> {
         let size = match plan {
             ArgPlan::Buffer { .. } => 8,
             ArgPlan::Scalar { bytes, .. } => bytes.len() as u64,
-            ArgPlan::Log => 24,
+            ArgPlan::Log => u64::from(kernels::layout::WS_LOG_ARG_BYTES),
         };
         if p.size_bytes as u64 != size {
             bail!(
@@ -202,18 +200,20 @@ fn execute(
     let outcome = if plans.contains(&ArgPlan::Log) {
         let probe = Probe {
             mode: metrics.mode,
-            kind: args.kind,
+            trace_warps: args.trace_warps.clone(),
             slots_per_warp: spec.slots_per_warp.unwrap_or(1024),
-            buffering: args.buffering,
             sites: sites(spec)?,
         };
         let probed = launch_probed(dev, module, &spec.kernel, &cfg, &kargs, &probe)?;
         metrics.records = probed.trace.record_count();
         metrics.dropped_records = probed.trace.dropped_count();
         metrics.extra.insert(
-            "log_buffering".into(),
-            probed.buffering_reason.clone().into(),
+            "occupancy_note".into(),
+            probed.occupancy_note.clone().into(),
         );
+        metrics
+            .extra
+            .insert("occupancy_probed".into(), probed.blocks_per_sm.into());
         TraceWriter::write_all(&args.out.join(trace::TRACE_FILE_NAME), &probed.trace)?;
         probed.outcome
     } else {
@@ -246,7 +246,9 @@ fn execute(
 
 fn sites(spec: &spec::LaunchSpec) -> Result<Vec<SiteInfo>> {
     if spec.sites.is_empty() {
-        return Ok((0..kernels::layout::WS_MAX_SITES as u16)
+        // Undeclared sites: statistics for ids 0..16 (each costs 16 bytes of shared memory per
+        // warp); accesses at higher ids are counted as dropped.
+        return Ok((0..16u16)
             .map(|i| SiteInfo::new(i, format!("site {i}"), Region::Global))
             .collect());
     }

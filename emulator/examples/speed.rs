@@ -89,7 +89,7 @@ fn main() {
     );
 
     // The paper's workload: the SDK volume renderer, fenced probes, 128x128 image, 64^3 volume.
-    let Some(b) = kernels::find("volume_render", 2, 0) else {
+    let Some(b) = kernels::find("volume_render", 2) else {
         return;
     };
     let module = Module::parse(b.ptx).expect("volume_render parses");
@@ -147,20 +147,26 @@ fn main() {
         .expect("view matrix");
     let iw = 128u32;
     let out = emu.alloc((iw * iw * 4) as u64).expect("alloc");
-    let slots = 512u32;
-    let n_warps = (iw / 16) * (iw / 16) * 8;
+    // The probe log (kernels/warpscope.cuh): statistics for the 2 sites of every warp, no warp
+    // traced; the warps' state lives in dynamic shared memory.
+    use kernels::layout as L;
+    let (sites, wpb) = (2u32, 8u32);
+    let n_warps = (iw / 16) * (iw / 16) * wpb;
+    let area = L::WS_WARP_HEADER_BYTES + sites * L::WS_SUMMARY_SITE_BYTES;
     let log = emu
-        .alloc((64 + n_warps * (32 + slots * 16)) as u64)
+        .alloc(u64::from(L::WS_LOG_HEADER_BYTES + n_warps * area))
         .expect("alloc");
     let mut logarg = Vec::new();
     logarg.extend_from_slice(&log.to_le_bytes());
-    logarg.extend_from_slice(&slots.to_le_bytes());
-    logarg.extend_from_slice(&[0u8; 12]);
+    // slots, dummy, flags, shared_offset, sites, n_warps
+    for v in [0, 0, 0, 0, sites, n_warps] {
+        logarg.extend_from_slice(&v.to_le_bytes());
+    }
     let f = |x: f32| x.to_le_bytes().to_vec();
     let p = LaunchParams {
         grid: [iw / 16, iw / 16, 1],
         block: [16, 16, 1],
-        dynamic_shared_bytes: 0,
+        dynamic_shared_bytes: wpb * area,
         regs_per_thread: 40,
         args: vec![
             out.to_le_bytes().to_vec(),

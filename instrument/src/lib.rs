@@ -6,8 +6,9 @@
 //!
 //! Main items: the [`Device`] trait with [`CudaDevice`] (cudarc, dynamic loading: no link-time
 //! CUDA) and [`EmuDevice`]; [`open_device`] for `--backend gpu|emu|auto`; [`launch_probed`], which
-//! chooses shared or global log buffering by occupancy, launches, and decodes the log into a
-//! `trace::Trace` ([`decode`] checks magic, sizes, sites and reports dropped records).
+//! gives the probes their shared-memory state, launches, reports what that did to occupancy, and
+//! decodes the log into a `trace::Trace` ([`decode`] checks magic, sizes, sites and reports
+//! dropped records).
 //!
 //! ```no_run
 //! use instrument::{open_device, BackendChoice};
@@ -29,8 +30,8 @@ pub use device::{
 };
 pub use emu::{DEFAULT_MAX_WARP_INSTRUCTIONS, EmuDevice, host_available_bytes};
 pub use error::InstrumentError;
-pub use log::{LogShape, decode, header_bytes};
-pub use probe::{Buffering, Probe, ProbedLaunch, launch_probed};
+pub use log::{LogShape, TraceWarps, decode, initial_log};
+pub use probe::{Probe, ProbedLaunch, launch_probed};
 
 /// Opens the backend the user chose. `Auto` takes the GPU when one is usable and otherwise the
 /// emulator; the returned note says which and why (e.g. "no CUDA driver").

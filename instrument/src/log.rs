@@ -1,74 +1,225 @@
 //! The probe log buffer: its layout (defined once, in `kernels/warpscope.cuh`, and reaching Rust
-//! as `kernels::layout`), the header the host writes before a launch, and the decoder that turns
+//! as `kernels::layout`), the bytes the host writes before a launch, and the decoder that turns
 //! the bytes the kernel wrote into `trace` records, with checks.
 //!
 //! # Layout (little-endian; see `kernels/warpscope.cuh` for the authoritative definition)
 //! ```text
-//! header (64 bytes, written by the host): u32 magic, version, mode, kind, slots_per_warp,
-//!        n_warps, record_bytes, warp_header_bytes, max_sites; zeros
-//! warp area i at header + i·(warp_header_bytes + body), i = linear block · warps/block + warp:
-//!   u64 begin, u64 end, u32 smid, u32 %warpid, u32 count (kept + dropped), u32 flags (bit0: END ran)
-//!   trace kind  : slots × {u64 start, u32 duration, u32 site}
-//!   summary kind: max_sites × {u32 count, u32 min, u32 max, u32 pad, u64 sum}
+//! header (64 bytes, written by the host): u32 magic, version, mode, kind, slots, n_warps,
+//!        record_bytes, warp_header_bytes, sites, n_traced; zeros
+//! warp area i at header + i·(warp_header_bytes + sites·16), i = linear block · warps/block + warp:
+//!   u64 begin, u64 end, u32 smid, u32 %warpid, u32 count (trace records attempted),
+//!   u32 flags (bit0: END ran), u32 trace (host: trace area index or 0xFFFFFFFF), u32 dropped_sites
+//!   sites × {u32 count, u32 min, u32 max, u32 sum (mod 2^32)}
+//! trace area t after the warp areas: slots × {u32 start (clock low word), u32 duration, u32 site, 0}
 //! ```
 
 use crate::InstrumentError;
 use kernels::layout as L;
 use trace::{Cycles, LaunchInfo, Record, RecordKind, SiteSummary, SmId, Trace, WarpTrace};
 
-/// Sizes of one launch's log, derived from the layout constants.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LogShape {
-    pub kind: RecordKind,
-    pub slots_per_warp: u32,
-    pub n_warps: u64,
+/// Which warps keep per-access records (every warp keeps per-site statistics).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TraceWarps {
+    /// Global warp indices (block linear index · warps per block + warp in block).
+    pub list: Vec<u32>,
+    /// Also every `every`-th warp (0, every, 2·every, …); `None` or 0: none by sampling.
+    pub every: Option<u32>,
 }
 
-impl LogShape {
-    /// Bytes of one warp's records (trace) or per-site statistics (summary).
-    pub fn body_bytes(&self) -> u64 {
-        match self.kind {
-            RecordKind::Trace => self.slots_per_warp as u64 * L::WS_RECORD_BYTES as u64,
-            RecordKind::Summary => L::WS_MAX_SITES as u64 * L::WS_SUMMARY_SITE_BYTES as u64,
+impl TraceWarps {
+    /// No warp traced.
+    pub fn none() -> Self {
+        TraceWarps::default()
+    }
+
+    /// Every warp traced.
+    pub fn all() -> Self {
+        TraceWarps {
+            list: Vec::new(),
+            every: Some(1),
         }
     }
 
+    /// Whether global warp `w` is traced.
+    pub fn contains(&self, w: u32) -> bool {
+        self.every.is_some_and(|e| e > 0 && w.is_multiple_of(e)) || self.list.contains(&w)
+    }
+
+    /// The traced warps among `n_warps`, ascending: their position is their trace area index.
+    pub fn select(&self, n_warps: u64) -> Vec<u32> {
+        let n = u32::try_from(n_warps).unwrap_or(u32::MAX);
+        match self.every {
+            Some(e) if e > 0 => (0..n).filter(|&w| self.contains(w)).collect(),
+            _ => {
+                let mut v: Vec<u32> = self.list.iter().copied().filter(|&w| w < n).collect();
+                v.sort_unstable();
+                v.dedup();
+                v
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for TraceWarps {
+    /// The canonical spec that parses back to the same selection: `0-3,17,every:64`, `all`, `none`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.every == Some(1) {
+            return f.write_str("all");
+        }
+        let mut list = self.list.clone();
+        list.sort_unstable();
+        list.dedup();
+        let mut parts = Vec::new();
+        let mut i = 0;
+        while i < list.len() {
+            let mut j = i;
+            while j + 1 < list.len() && list[j + 1] == list[j] + 1 {
+                j += 1;
+            }
+            parts.push(if j > i {
+                format!("{}-{}", list[i], list[j])
+            } else {
+                list[i].to_string()
+            });
+            i = j + 1;
+        }
+        if let Some(e) = self.every.filter(|&e| e > 1) {
+            parts.push(format!("every:{e}"));
+        }
+        if parts.is_empty() {
+            f.write_str("none")
+        } else {
+            f.write_str(&parts.join(","))
+        }
+    }
+}
+
+impl std::str::FromStr for TraceWarps {
+    type Err = String;
+    /// `0-3,17` (global warp indices and inclusive ranges), `every:64`, `all`, `none`, or a
+    /// comma-separated mix of ranges and one `every:N`.
+    fn from_str(s: &str) -> Result<Self, String> {
+        let mut t = TraceWarps::none();
+        for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let bad = || {
+                format!(
+                    "--trace-warps {s:?}: {part:?} is not a warp index, a range A-B, every:N, all or none"
+                )
+            };
+            match part {
+                "all" => t.every = Some(1),
+                "none" => {}
+                _ => {
+                    if let Some(n) = part.strip_prefix("every:") {
+                        let n: u32 = n.parse().map_err(|_| bad())?;
+                        if n == 0 {
+                            return Err(format!(
+                                "--trace-warps {s:?}: every:0 traces nothing; use none"
+                            ));
+                        }
+                        t.every = Some(n);
+                    } else if let Some((a, b)) = part.split_once('-') {
+                        let (a, b): (u32, u32) =
+                            (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
+                        if a > b {
+                            return Err(format!("--trace-warps {s:?}: range {a}-{b} is empty"));
+                        }
+                        if b - a >= 1 << 24 {
+                            return Err(format!(
+                                "--trace-warps {s:?}: range {a}-{b} is too long; use every:N"
+                            ));
+                        }
+                        t.list.extend(a..=b);
+                    } else {
+                        t.list.push(part.parse().map_err(|_| bad())?);
+                    }
+                }
+            }
+        }
+        Ok(t)
+    }
+}
+
+/// Sizes of one launch's log, derived from the layout constants.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogShape {
+    /// Summary statistics entries per warp (site ids `0..sites`).
+    pub sites: u32,
+    /// Records each traced warp can keep.
+    pub slots_per_warp: u32,
+    pub n_warps: u64,
+    /// Traced warps, ascending (index = trace area).
+    pub traced: Vec<u32>,
+}
+
+impl LogShape {
     pub fn warp_area_bytes(&self) -> u64 {
-        L::WS_WARP_HEADER_BYTES as u64 + self.body_bytes()
+        L::WS_WARP_HEADER_BYTES as u64 + self.sites as u64 * L::WS_SUMMARY_SITE_BYTES as u64
+    }
+
+    fn trace_area_bytes(&self) -> u64 {
+        self.slots_per_warp as u64 * L::WS_RECORD_BYTES as u64
+    }
+
+    fn traces_offset(&self) -> u64 {
+        L::WS_LOG_HEADER_BYTES as u64 + self.n_warps * self.warp_area_bytes()
     }
 
     /// The whole global buffer.
     pub fn total_bytes(&self) -> u64 {
-        L::WS_LOG_HEADER_BYTES as u64 + self.n_warps * self.warp_area_bytes()
+        self.traces_offset() + self.traced.len() as u64 * self.trace_area_bytes()
     }
 
-    /// Dynamic shared memory the probes need per block when buffering in shared memory.
+    /// Dynamic shared memory the probes' per-warp state needs per block.
     pub fn shared_bytes_per_block(&self, warps_per_block: u32) -> u64 {
-        warps_per_block as u64 * (L::WS_SHARED_WARP_HEADER_BYTES as u64 + self.body_bytes())
+        warps_per_block as u64 * self.warp_area_bytes()
+    }
+
+    /// What the launch keeps: every warp traced, or statistics (and maybe some traced warps).
+    pub fn kind(&self) -> RecordKind {
+        if self.n_warps > 0 && self.traced.len() as u64 == self.n_warps {
+            RecordKind::Trace
+        } else {
+            RecordKind::Summary
+        }
     }
 }
 
-/// The 64-byte header the host writes at the start of the log buffer.
-pub fn header_bytes(mode: trace::ProbeMode, shape: &LogShape) -> Vec<u8> {
-    let mut h = vec![0u8; L::WS_LOG_HEADER_BYTES as usize];
+/// The buffer the host uploads before a launch: the header, and per warp its trace area index
+/// and `min = u32::MAX` per site (the kernel initialises its shared copy again).
+pub fn initial_log(mode: trace::ProbeMode, shape: &LogShape) -> Vec<u8> {
+    let mut b = vec![0u8; shape.total_bytes() as usize];
     for (off, _, v) in header_fields(mode, shape) {
-        h[off as usize..off as usize + 4].copy_from_slice(&v.to_le_bytes());
+        b[off as usize..off as usize + 4].copy_from_slice(&v.to_le_bytes());
     }
-    h
+    let area = shape.warp_area_bytes() as usize;
+    let mut next_traced = shape.traced.iter().copied().enumerate().peekable();
+    for w in 0..shape.n_warps as usize {
+        let base = L::WS_LOG_HEADER_BYTES as usize + w * area;
+        let t = match next_traced.peek() {
+            Some(&(t, tw)) if tw as usize == w => {
+                next_traced.next();
+                t as u32
+            }
+            _ => L::WS_NOT_TRACED,
+        };
+        put32(&mut b, base + L::WS_WH_TRACE_OFFSET as usize, t);
+        for s in 0..shape.sites as usize {
+            let r = base + L::WS_WARP_HEADER_BYTES as usize + s * L::WS_SUMMARY_SITE_BYTES as usize;
+            put32(&mut b, r + L::WS_SUM_MIN_OFFSET as usize, u32::MAX);
+        }
+    }
+    b
 }
 
 /// (offset, name, value) of every header word; the decoder checks the same list.
-fn header_fields(mode: trace::ProbeMode, shape: &LogShape) -> [(u32, &'static str, u32); 9] {
+fn header_fields(mode: trace::ProbeMode, shape: &LogShape) -> [(u32, &'static str, u32); 10] {
     [
         (L::WS_HDR_MAGIC_OFFSET, "magic", L::WS_LOG_MAGIC),
         (L::WS_HDR_VERSION_OFFSET, "version", L::WS_LOG_VERSION),
         (L::WS_HDR_MODE_OFFSET, "mode", mode.ws_mode()),
-        (L::WS_HDR_KIND_OFFSET, "kind", shape.kind as u32),
-        (
-            L::WS_HDR_SLOTS_OFFSET,
-            "slots_per_warp",
-            shape.slots_per_warp,
-        ),
+        (L::WS_HDR_KIND_OFFSET, "kind", shape.kind() as u32),
+        (L::WS_HDR_SLOTS_OFFSET, "slots", shape.slots_per_warp),
         (L::WS_HDR_N_WARPS_OFFSET, "n_warps", shape.n_warps as u32),
         (
             L::WS_HDR_RECORD_BYTES_OFFSET,
@@ -80,8 +231,17 @@ fn header_fields(mode: trace::ProbeMode, shape: &LogShape) -> [(u32, &'static st
             "warp_header_bytes",
             L::WS_WARP_HEADER_BYTES,
         ),
-        (L::WS_HDR_MAX_SITES_OFFSET, "max_sites", L::WS_MAX_SITES),
+        (L::WS_HDR_SITES_OFFSET, "sites", shape.sites),
+        (
+            L::WS_HDR_N_TRACED_OFFSET,
+            "n_traced",
+            shape.traced.len() as u32,
+        ),
     ]
+}
+
+fn put32(b: &mut [u8], off: usize, v: u32) {
+    b[off..off + 4].copy_from_slice(&v.to_le_bytes());
 }
 
 fn u32_at(b: &[u8], off: usize) -> u32 {
@@ -92,10 +252,30 @@ fn u64_at(b: &[u8], off: usize) -> u64 {
     u32_at(b, off) as u64 | (u32_at(b, off + 4) as u64) << 32
 }
 
-/// Decodes a downloaded log buffer into a [`Trace`]. Checks the magic, version and sizes against
-/// what the host wrote, and that every record names a declared site; counts dropped records.
-/// Warps that never reached `WS_KERNEL_END` are reported as an error (their records would be
-/// incomplete), naming the first such warp.
+/// The 64-bit clock of a 32-bit reading `lo` taken at or after the 64-bit `begin`: the warp's
+/// begin clock and every probe clock are the same counter, and a warp runs under 2³² cycles.
+fn widen(begin: u64, lo: u32) -> u64 {
+    begin.wrapping_add(u64::from(lo.wrapping_sub(begin as u32)))
+}
+
+/// The 32-bit sum widened to the one value consistent with `count` accesses between `min` and
+/// `max` cycles each, or `None` when that range spans 2³² or more (then it is ambiguous).
+fn widen_sum(sum: u32, count: u64, min: u64, max: u64) -> Option<u64> {
+    let lo = count.checked_mul(min)?;
+    let hi = count.checked_mul(max)?;
+    if hi - lo >= 1 << 32 {
+        return None;
+    }
+    let k = lo.saturating_sub(u64::from(sum)).div_ceil(1 << 32);
+    let v = u64::from(sum) + (k << 32);
+    (lo..=hi).contains(&v).then_some(v)
+}
+
+/// Decodes a downloaded log buffer into a [`Trace`]: per-site statistics for every warp, records
+/// for the traced ones. Checks the magic, version and sizes against what the host wrote, and that
+/// every record names a declared site; counts dropped records. Warps that never reached
+/// `WS_KERNEL_END` are reported as an error (their statistics would be incomplete), naming the
+/// first such warp.
 pub fn decode(buf: &[u8], launch: &LaunchInfo, shape: &LogShape) -> Result<Trace, InstrumentError> {
     let bad = |offset: usize, what: String| InstrumentError::BadLog {
         kernel: launch.kernel.clone(),
@@ -133,13 +313,14 @@ pub fn decode(buf: &[u8], launch: &LaunchInfo, shape: &LogShape) -> Result<Trace
     let wpb = launch.warps_per_block().max(1);
     let grid = launch.grid;
     let area = shape.warp_area_bytes() as usize;
+    let traces = shape.traces_offset() as usize;
     let mut warps = Vec::with_capacity(shape.n_warps as usize);
     for i in 0..shape.n_warps as usize {
         let base = header + i * area;
-        let flags = u32_at(buf, base + L::WS_WH_FLAGS_OFFSET as usize);
-        if flags & L::WS_WARP_FLAG_END == 0 {
+        let at = |off: u32| base + off as usize;
+        if u32_at(buf, at(L::WS_WH_FLAGS_OFFSET)) & L::WS_WARP_FLAG_END == 0 {
             return Err(bad(
-                base + L::WS_WH_FLAGS_OFFSET as usize,
+                at(L::WS_WH_FLAGS_OFFSET),
                 format!(
                     "warp {i} never reached WS_KERNEL_END (every thread must pass it; put it before each return)"
                 ),
@@ -155,58 +336,71 @@ pub fn decode(buf: &[u8], launch: &LaunchInfo, shape: &LogShape) -> Result<Trace
             block,
             i as u32 % wpb,
             i as u32,
-            SmId(u32_at(buf, base + L::WS_WH_SMID_OFFSET as usize)),
+            SmId(u32_at(buf, at(L::WS_WH_SMID_OFFSET))),
         );
-        w.begin = Cycles(u64_at(buf, base + L::WS_WH_BEGIN_OFFSET as usize));
-        w.end = Cycles(u64_at(buf, base + L::WS_WH_END_OFFSET as usize));
-        w.hw_warp = u32_at(buf, base + L::WS_WH_WARPID_OFFSET as usize);
-        let count = u32_at(buf, base + L::WS_WH_COUNT_OFFSET as usize);
-        let body = base + L::WS_WARP_HEADER_BYTES as usize;
-        match shape.kind {
-            RecordKind::Trace => {
-                let kept = count.min(shape.slots_per_warp);
-                w.dropped = count - kept;
-                for k in 0..kept as usize {
-                    let r = body + k * L::WS_RECORD_BYTES as usize;
-                    let start = u64_at(buf, r + L::WS_REC_START_OFFSET as usize);
-                    let site = u32_at(buf, r + L::WS_REC_SITE_OFFSET as usize);
-                    if launch.site(site as u16).is_none() || site > u16::MAX as u32 {
-                        return Err(bad(
-                            r + L::WS_REC_SITE_OFFSET as usize,
-                            format!("warp {i} record {k} names undeclared site {site}"),
-                        ));
-                    }
-                    w.records.push(Record {
-                        site: site as u16,
-                        seq: k as u32,
-                        start: Cycles(start),
-                        end: Cycles(
-                            start + u32_at(buf, r + L::WS_REC_DURATION_OFFSET as usize) as u64,
-                        ),
-                    });
-                }
+        w.begin = Cycles(u64_at(buf, at(L::WS_WH_BEGIN_OFFSET)));
+        w.end = Cycles(u64_at(buf, at(L::WS_WH_END_OFFSET)));
+        w.hw_warp = u32_at(buf, at(L::WS_WH_WARPID_OFFSET));
+        w.dropped = u32_at(buf, at(L::WS_WH_DROPPED_SITES_OFFSET));
+        for s in 0..shape.sites as usize {
+            let r = base + L::WS_WARP_HEADER_BYTES as usize + s * L::WS_SUMMARY_SITE_BYTES as usize;
+            let n = u32_at(buf, r + L::WS_SUM_COUNT_OFFSET as usize);
+            if n == 0 {
+                continue;
             }
-            RecordKind::Summary => {
-                for s in 0..L::WS_MAX_SITES as usize {
-                    let r = body + s * L::WS_SUMMARY_SITE_BYTES as usize;
-                    let n = u32_at(buf, r + L::WS_SUM_COUNT_OFFSET as usize);
-                    if n == 0 {
-                        continue;
-                    }
-                    if launch.site(s as u16).is_none() {
-                        return Err(bad(
-                            r,
-                            format!("warp {i} has statistics for undeclared site {s}"),
-                        ));
-                    }
-                    w.summaries.push(SiteSummary {
-                        site: s as u16,
-                        count: n as u64,
-                        min: Cycles(u32_at(buf, r + L::WS_SUM_MIN_OFFSET as usize) as u64),
-                        max: Cycles(u32_at(buf, r + L::WS_SUM_MAX_OFFSET as usize) as u64),
-                        sum: Cycles(u64_at(buf, r + L::WS_SUM_SUM_OFFSET as usize)),
-                    });
+            if launch.site(s as u16).is_none() {
+                return Err(bad(
+                    r,
+                    format!("warp {i} has statistics for undeclared site {s}"),
+                ));
+            }
+            let min = u32_at(buf, r + L::WS_SUM_MIN_OFFSET as usize) as u64;
+            let max = u32_at(buf, r + L::WS_SUM_MAX_OFFSET as usize) as u64;
+            let raw = u32_at(buf, r + L::WS_SUM_SUM_OFFSET as usize);
+            let sum = widen_sum(raw, n as u64, min, max).ok_or_else(|| {
+                bad(
+                    r + L::WS_SUM_SUM_OFFSET as usize,
+                    format!(
+                        "warp {i} site {s}: the 32-bit cycle sum of {n} accesses of {min}..{max} cycles is ambiguous (trace this warp for exact times)"
+                    ),
+                )
+            })?;
+            w.summaries.push(SiteSummary {
+                site: s as u16,
+                count: n as u64,
+                min: Cycles(min),
+                max: Cycles(max),
+                sum: Cycles(sum),
+            });
+        }
+        let t = u32_at(buf, at(L::WS_WH_TRACE_OFFSET));
+        if t != L::WS_NOT_TRACED {
+            if shape.traced.get(t as usize) != Some(&(i as u32)) {
+                return Err(bad(
+                    at(L::WS_WH_TRACE_OFFSET),
+                    format!("warp {i} names trace area {t}, which the host gave another warp"),
+                ));
+            }
+            let count = u32_at(buf, at(L::WS_WH_COUNT_OFFSET));
+            let kept = count.min(shape.slots_per_warp);
+            w.dropped += count - kept;
+            let body = traces + t as usize * shape.trace_area_bytes() as usize;
+            for k in 0..kept as usize {
+                let r = body + k * L::WS_RECORD_BYTES as usize;
+                let site = u32_at(buf, r + L::WS_REC_SITE_OFFSET as usize);
+                if site > u16::MAX as u32 || launch.site(site as u16).is_none() {
+                    return Err(bad(
+                        r + L::WS_REC_SITE_OFFSET as usize,
+                        format!("warp {i} record {k} names undeclared site {site}"),
+                    ));
                 }
+                let start = widen(w.begin.0, u32_at(buf, r + L::WS_REC_START_OFFSET as usize));
+                w.records.push(Record {
+                    site: site as u16,
+                    seq: k as u32,
+                    start: Cycles(start),
+                    end: Cycles(start + u32_at(buf, r + L::WS_REC_DURATION_OFFSET as usize) as u64),
+                });
             }
         }
         warps.push(w);
@@ -224,69 +418,92 @@ mod tests {
 
     fn launch() -> LaunchInfo {
         LaunchInfo::new("k", Dim3::new(2, 1, 1), Dim3::new(64, 1, 1))
-            .with_probe(ProbeMode::Fence, RecordKind::Trace)
+            .with_probe(ProbeMode::Fence, RecordKind::Summary)
             .with_sites(vec![
                 SiteInfo::new(0, "a", Region::Global),
                 SiteInfo::new(1, "b", Region::Texture),
             ])
     }
 
-    fn put32(b: &mut [u8], off: usize, v: u32) {
-        b[off..off + 4].copy_from_slice(&v.to_le_bytes());
+    fn shape(traced: Vec<u32>) -> LogShape {
+        LogShape {
+            sites: 2,
+            slots_per_warp: 3,
+            n_warps: 4,
+            traced,
+        }
     }
 
-    /// A log as the kernel would leave it: warp i has `counts[i]` records (site i % 2).
+    /// A log as the kernel would leave it: warp i made `counts[i]` accesses at site i % 2, each
+    /// of 7 + k cycles starting at begin + 10·k; traced warps also wrote their records.
     fn log(shape: &LogShape, counts: &[u32]) -> Vec<u8> {
-        let mut b = vec![0u8; shape.total_bytes() as usize];
-        b[..64].copy_from_slice(&header_bytes(ProbeMode::Fence, shape));
+        let mut b = initial_log(ProbeMode::Fence, shape);
         let area = shape.warp_area_bytes() as usize;
         for (i, &n) in counts.iter().enumerate() {
             let base = 64 + i * area;
-            b[base..base + 8].copy_from_slice(&(1000 * i as u64).to_le_bytes());
-            b[base + 8..base + 16].copy_from_slice(&(1000 * i as u64 + 900).to_le_bytes());
+            let begin = (1u64 << 32) - 20 + 1000 * i as u64; // the low word wraps in warp 0
+            b[base..base + 8].copy_from_slice(&begin.to_le_bytes());
+            b[base + 8..base + 16].copy_from_slice(&(begin + 900).to_le_bytes());
             put32(&mut b, base + 16, i as u32 % 3);
             put32(&mut b, base + 20, 5 + i as u32);
-            put32(&mut b, base + 24, n);
             put32(&mut b, base + 28, L::WS_WARP_FLAG_END);
-            for k in 0..n.min(shape.slots_per_warp) as usize {
-                let r = base + 32 + k * 16;
-                b[r..r + 8].copy_from_slice(&(1000 * i as u64 + 10 * k as u64).to_le_bytes());
-                put32(&mut b, r + 8, 7 + k as u32);
-                put32(&mut b, r + 12, i as u32 % 2);
+            let site = i % 2;
+            let r = base + 48 + site * 16;
+            if n > 0 {
+                put32(&mut b, r, n);
+                put32(&mut b, r + 4, 7);
+                put32(&mut b, r + 8, 7 + n - 1);
+                put32(&mut b, r + 12, (0..n).map(|k| 7 + k).sum());
+            }
+            if let Some(t) = shape.traced.iter().position(|&w| w == i as u32) {
+                put32(&mut b, base + 24, n);
+                let body = shape.traces_offset() as usize + t * 48;
+                for k in 0..n.min(3) as usize {
+                    let r = body + k * 16;
+                    put32(&mut b, r, (begin + 10 * k as u64) as u32);
+                    put32(&mut b, r + 4, 7 + k as u32);
+                    put32(&mut b, r + 8, site as u32);
+                }
             }
         }
         b
     }
 
     #[test]
-    fn decodes_records_blocks_and_dropped_counts() {
-        let shape = LogShape {
-            kind: RecordKind::Trace,
-            slots_per_warp: 3,
-            n_warps: 4,
-        };
+    fn decodes_statistics_records_blocks_and_dropped_counts() {
+        let shape = shape(vec![0, 2]);
         let t = decode(&log(&shape, &[2, 3, 5, 0]), &launch(), &shape).unwrap();
         assert_eq!(t.warps.len(), 4);
         assert_eq!(t.warps[2].block, [1, 0, 0]);
         assert_eq!(t.warps[2].warp, 0);
         assert_eq!(t.warps[3].warp, 1);
+        // Every warp with accesses has statistics; only traced warps have records.
+        assert_eq!(t.warps[1].summaries.len(), 1);
+        let s = t.warps[1].summaries[0];
+        assert_eq!(
+            (s.site, s.count, s.min.0, s.max.0, s.sum.0),
+            (1, 3, 7, 9, 24)
+        );
+        assert!(t.warps[1].records.is_empty());
         assert_eq!(t.warps[2].records.len(), 3);
         assert_eq!(t.warps[2].dropped, 2);
         assert_eq!(t.dropped_count(), 2);
-        let r = t.warps[1].records[2];
-        assert_eq!((r.site, r.seq, r.start.0, r.end.0), (1, 2, 1020, 1029));
+        // Starts are widened against the 64-bit begin clock, across a wrap of the low word.
+        let begin = t.warps[0].begin.0;
+        let r = t.warps[0].records[1];
+        assert_eq!(
+            (r.site, r.seq, r.start.0, r.end.0),
+            (0, 1, begin + 10, begin + 18)
+        );
         assert_eq!(t.warps[1].sm, SmId(1));
         assert_eq!(t.warps[1].hw_warp, 6);
         assert_eq!(t.warps[1].lifetime(), Cycles(900));
+        assert!(t.warps[3].summaries.is_empty());
     }
 
     #[test]
     fn rejects_bad_logs_with_reasons() {
-        let shape = LogShape {
-            kind: RecordKind::Trace,
-            slots_per_warp: 3,
-            n_warps: 4,
-        };
+        let shape = shape(vec![0]);
         let good = log(&shape, &[1, 1, 1, 1]);
         let mut bad_magic = good.clone();
         bad_magic[0] ^= 0xff;
@@ -297,12 +514,15 @@ mod tests {
             0,
         );
         let mut bad_site = good.clone();
-        put32(&mut bad_site, 64 + 32 + 12, 9);
-        let cases: [(&[u8], &str); 4] = [
+        put32(&mut bad_site, shape.traces_offset() as usize + 8, 9);
+        let mut stolen = good.clone();
+        put32(&mut stolen, 64 + shape.warp_area_bytes() as usize + 32, 0);
+        let cases: [(&[u8], &str); 5] = [
             (&bad_magic, "magic"),
             (&good[..good.len() - 1], "truncated"),
             (&not_ended, "warp 2 never reached WS_KERNEL_END"),
             (&bad_site, "undeclared site 9"),
+            (&stolen, "warp 1 names trace area 0"),
         ];
         for (buf, want) in cases {
             let e = decode(buf, &launch(), &shape).unwrap_err().to_string();
@@ -313,17 +533,49 @@ mod tests {
     #[test]
     fn sizes_follow_the_header_constants() {
         let t = LogShape {
-            kind: RecordKind::Trace,
+            sites: 2,
             slots_per_warp: 10,
             n_warps: 3,
+            traced: vec![1],
         };
-        assert_eq!(t.total_bytes(), 64 + 3 * (32 + 160));
-        assert_eq!(t.shared_bytes_per_block(4), 4 * (16 + 160));
-        let s = LogShape {
-            kind: RecordKind::Summary,
-            slots_per_warp: 10,
-            n_warps: 1,
+        assert_eq!(t.total_bytes(), 64 + 3 * (48 + 32) + 160);
+        assert_eq!(t.shared_bytes_per_block(4), 4 * (48 + 32));
+        assert_eq!(t.kind(), RecordKind::Summary);
+        let all = LogShape {
+            traced: vec![0, 1, 2],
+            ..t
         };
-        assert_eq!(s.body_bytes(), 16 * 24);
+        assert_eq!(all.kind(), RecordKind::Trace);
+    }
+
+    #[test]
+    fn the_32_bit_sum_widens_when_unambiguous() {
+        assert_eq!(widen_sum(24, 3, 7, 9), Some(24));
+        // 2 accesses of 3·2^31 cycles: the true sum 3·2^32 is 0 mod 2^32.
+        let big = 3u64 << 31;
+        assert_eq!(widen_sum(0, 2, big, big), Some(3 << 32));
+        assert_eq!(widen_sum(5, 1 << 20, 0, 1 << 12), None, "range spans 2^32");
+        assert_eq!(widen(u32::MAX as u64 - 5, 3), u32::MAX as u64 + 4);
+    }
+
+    #[test]
+    fn trace_warps_parse_and_select() {
+        let t: TraceWarps = "0-3,17".parse().unwrap();
+        assert_eq!(t.select(100), vec![0, 1, 2, 3, 17]);
+        assert_eq!(t.select(2), vec![0, 1]);
+        let e: TraceWarps = "every:4,5".parse().unwrap();
+        assert_eq!(e.select(10), vec![0, 4, 5, 8]);
+        assert_eq!(
+            "all".parse::<TraceWarps>().unwrap().select(3),
+            vec![0, 1, 2]
+        );
+        assert!("none".parse::<TraceWarps>().unwrap().select(3).is_empty());
+        for spec in ["0-3,17", "5,every:4", "all", "none"] {
+            assert_eq!(spec.parse::<TraceWarps>().unwrap().to_string(), spec);
+        }
+        for bad in ["x", "3-1", "every:0", "every:x", "1-"] {
+            let e = bad.parse::<TraceWarps>().unwrap_err();
+            assert!(e.contains(bad), "{e}");
+        }
     }
 }

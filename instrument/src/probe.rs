@@ -1,44 +1,26 @@
-//! Probed launches: allocate and initialise the log buffer, choose where the probes buffer their
-//! records (shared memory unless that would lower the resident blocks per SM — the measurement must
-//! not change what it measures), fill in the `ws::Log` argument, launch, download and decode.
+//! Probed launches: allocate and initialise the log buffer, give the probes their per-warp state
+//! in dynamic shared memory, fill in the `ws::Log` argument, launch, download and decode.
+//!
+//! Why shared memory, always: the probes' statistics are updated with shared-memory reductions,
+//! so no log store to global memory is in flight when a fenced access closes (traced warps store
+//! their records to global memory and drain them before the next access; see
+//! `kernels/warpscope.cuh`). The state is small (48 bytes + 16 per site per warp); when it would
+//! still lower the resident blocks per SM, the launch goes ahead and says so
+//! ([`ProbedLaunch::occupancy_note`]) — it never changes silently.
 
 use crate::InstrumentError;
 use crate::device::{Arg, Device, LaunchConfig, LaunchOutcome, ModuleId};
-use crate::log::{LogShape, decode, header_bytes};
-use trace::{LaunchInfo, ProbeMode, RecordKind, SiteInfo, Trace};
-
-/// Where the probes keep records during the kernel.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Buffering {
-    /// Shared memory if it keeps the occupancy of the bare kernel, else global memory.
-    #[default]
-    Auto,
-    Shared,
-    Global,
-}
-
-impl std::str::FromStr for Buffering {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "auto" => Ok(Buffering::Auto),
-            "shared" => Ok(Buffering::Shared),
-            "global" => Ok(Buffering::Global),
-            _ => Err(format!(
-                "unknown buffering {s:?}; expected auto, shared or global"
-            )),
-        }
-    }
-}
+use crate::log::{LogShape, TraceWarps, decode, initial_log};
+use trace::{LaunchInfo, ProbeMode, SiteInfo, Trace};
 
 /// How to probe a launch. `mode` must match the build that was loaded.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Probe {
     pub mode: ProbeMode,
-    pub kind: RecordKind,
-    /// Records each warp can keep; more are counted as dropped.
+    /// Warps that also keep per-access records (every warp keeps per-site statistics).
+    pub trace_warps: TraceWarps,
+    /// Records each traced warp can keep; more are counted as dropped.
     pub slots_per_warp: u32,
-    pub buffering: Buffering,
     pub sites: Vec<SiteInfo>,
 }
 
@@ -47,25 +29,31 @@ pub struct Probe {
 pub struct ProbedLaunch {
     pub outcome: LaunchOutcome,
     pub trace: Trace,
-    /// Whether records were buffered in shared memory.
-    pub shared_buffer: bool,
-    /// Why that buffering was chosen, in words.
-    pub buffering_reason: String,
-    /// Resident blocks per SM as launched, and of the same kernel without the log's shared memory.
+    /// Dynamic shared memory the probes added per block.
+    pub probe_shared_bytes: u64,
+    /// Resident blocks per SM as launched, and of the same build without the probes' shared state.
     pub blocks_per_sm: u32,
     pub blocks_per_sm_without_log: u32,
+    /// Why the occupancy is what it is, in words (says so when the probes' state lowered it).
+    pub occupancy_note: String,
 }
 
-const LOG_ARG_BYTES: usize = 24;
-
-/// The `ws::Log` argument: `{u64 buf; u32 slots; i32 dummy = 0; u32 flags; u32 shared_offset}`.
-fn log_arg(buf: u64, slots: u32, shared: bool, shared_offset: u32) -> Vec<u8> {
-    let mut b = Vec::with_capacity(LOG_ARG_BYTES);
+/// The `ws::Log` argument (`WS_LOG_ARG_BYTES`):
+/// `{u64 buf; u32 slots; i32 dummy = 0; u32 flags; u32 shared_offset; u32 sites; u32 n_warps}`.
+fn log_arg(buf: u64, shape: &LogShape, shared_offset: u32) -> Vec<u8> {
+    let flags = if shape.traced.is_empty() {
+        0
+    } else {
+        kernels::layout::WS_LOG_FLAG_TRACED
+    };
+    let mut b = Vec::with_capacity(kernels::layout::WS_LOG_ARG_BYTES as usize);
     b.extend_from_slice(&buf.to_le_bytes());
-    b.extend_from_slice(&slots.to_le_bytes());
+    b.extend_from_slice(&shape.slots_per_warp.to_le_bytes());
     b.extend_from_slice(&0i32.to_le_bytes());
-    b.extend_from_slice(&(shared as u32 * kernels::layout::WS_LOG_FLAG_SHARED).to_le_bytes());
+    b.extend_from_slice(&flags.to_le_bytes());
     b.extend_from_slice(&shared_offset.to_le_bytes());
+    b.extend_from_slice(&shape.sites.to_le_bytes());
+    b.extend_from_slice(&(shape.n_warps as u32).to_le_bytes());
     b
 }
 
@@ -79,39 +67,63 @@ pub fn launch_probed(
     probe: &Probe,
 ) -> Result<ProbedLaunch, InstrumentError> {
     let log_index = single_log_arg(kernel, args)?;
+    let wpb = cfg.block.volume().div_ceil(32) as u32;
+    let n_warps = cfg.grid.volume() * wpb as u64;
+    if n_warps > u32::MAX as u64 {
+        return Err(InstrumentError::Launch {
+            what: format!("kernel {kernel:?}"),
+            reason: format!("{n_warps} warps exceed the log's 32-bit warp index"),
+        });
+    }
+    let sites = probe
+        .sites
+        .iter()
+        .map(|s| u32::from(s.id) + 1)
+        .max()
+        .unwrap_or(0);
+    if sites > kernels::layout::WS_MAX_SITES {
+        return Err(InstrumentError::Launch {
+            what: format!("kernel {kernel:?}"),
+            reason: format!(
+                "site ids up to {} declared; the log holds statistics for ids below {}",
+                sites - 1,
+                kernels::layout::WS_MAX_SITES
+            ),
+        });
+    }
+    let shape = LogShape {
+        sites,
+        slots_per_warp: probe.slots_per_warp,
+        n_warps,
+        traced: probe.trace_warps.select(n_warps),
+    };
     let mut launch = LaunchInfo::new(kernel, cfg.grid, cfg.block)
-        .with_probe(probe.mode, probe.kind)
+        .with_probe(probe.mode, shape.kind())
         .with_sites(probe.sites.clone())
         .with_clock(dev.clock_mhz())
         .with_backend(dev.backend().name(), dev.name());
-    let wpb = launch.warps_per_block();
-    let bare_blocks = dev.occupancy(module, kernel, cfg)?;
+    let blocks_without_log = dev.occupancy(module, kernel, cfg)?;
     if probe.mode == ProbeMode::Off {
         let mut args = args.to_vec();
-        args[log_index] = Arg::Bytes(log_arg(0, 0, false, 0));
+        args[log_index] = Arg::Bytes(log_arg(
+            0,
+            &LogShape {
+                traced: Vec::new(),
+                ..shape
+            },
+            0,
+        ));
         let outcome = dev.launch(module, kernel, cfg, &args)?;
-        launch.shared_buffer = false;
         return Ok(ProbedLaunch {
             outcome,
             trace: Trace {
                 launch,
                 warps: Vec::new(),
             },
-            shared_buffer: false,
-            buffering_reason: "probes off".into(),
-            blocks_per_sm: bare_blocks,
-            blocks_per_sm_without_log: bare_blocks,
-        });
-    }
-    let shape = LogShape {
-        kind: probe.kind,
-        slots_per_warp: probe.slots_per_warp,
-        n_warps: cfg.grid.volume() * wpb as u64,
-    };
-    if shape.n_warps > u32::MAX as u64 {
-        return Err(InstrumentError::Launch {
-            what: format!("kernel {kernel:?}"),
-            reason: format!("{} warps exceed the log's 32-bit warp index", shape.n_warps),
+            probe_shared_bytes: 0,
+            blocks_per_sm: blocks_without_log,
+            blocks_per_sm_without_log: blocks_without_log,
+            occupancy_note: "probes off".into(),
         });
     }
     let total = shape.total_bytes();
@@ -119,72 +131,67 @@ pub fn launch_probed(
     if total > free {
         return Err(InstrumentError::OutOfMemory {
             what: format!(
-                "the probe log ({} warps × {} slots); lower --slots or use --kind summary",
-                shape.n_warps, probe.slots_per_warp
+                "the probe log ({} warps, {} traced × {} slots); trace fewer warps or lower --slots",
+                shape.n_warps,
+                shape.traced.len(),
+                probe.slots_per_warp
             ),
             needed_bytes: total,
             available_bytes: free,
         });
     }
-    let shared_offset = cfg.dynamic_shared_bytes.next_multiple_of(16);
-    let log_shared = shape.shared_bytes_per_block(wpb);
-    let with_log = LaunchConfig {
-        dynamic_shared_bytes: shared_offset
-            .saturating_add(u32::try_from(log_shared).unwrap_or(u32::MAX)),
+    let shared_offset = cfg
+        .dynamic_shared_bytes
+        .next_multiple_of(kernels::layout::WS_SHARED_ALIGN);
+    let probe_shared = shape.shared_bytes_per_block(wpb);
+    let run_cfg = LaunchConfig {
+        dynamic_shared_bytes: u32::try_from(u64::from(shared_offset) + probe_shared).map_err(
+            |_| InstrumentError::Launch {
+                what: format!("kernel {kernel:?}"),
+                reason: format!("{probe_shared} bytes of probe state per block overflow"),
+            },
+        )?,
         ..*cfg
     };
-    let shared_blocks = dev.occupancy(module, kernel, &with_log).unwrap_or(0);
-    let (shared, reason) = match probe.buffering {
-        Buffering::Shared if shared_blocks == 0 => {
-            return Err(InstrumentError::Launch {
-                what: format!("kernel {kernel:?} with the log in shared memory"),
-                reason: format!(
-                    "{log_shared} bytes of shared memory per block for the log do not fit; use --buffering global or fewer --slots"
-                ),
-            });
-        }
-        Buffering::Shared => (true, "shared memory (requested)".to_string()),
-        Buffering::Global => (false, "global memory (requested)".to_string()),
-        Buffering::Auto if shared_blocks >= bare_blocks && shared_blocks > 0 => (
-            true,
-            format!("shared memory: {log_shared} B/block keeps {bare_blocks} blocks/SM"),
-        ),
-        Buffering::Auto => (
-            false,
-            format!(
-                "global memory: {log_shared} B/block of shared log would lower residency from {bare_blocks} to {shared_blocks} blocks/SM"
+    let blocks = dev.occupancy(module, kernel, &run_cfg).unwrap_or(0);
+    if blocks == 0 {
+        return Err(InstrumentError::Launch {
+            what: format!("kernel {kernel:?} with the probes' state in shared memory"),
+            reason: format!(
+                "{probe_shared} bytes of shared memory per block ({wpb} warps × {} bytes) do not fit beside the kernel's {} bytes",
+                shape.warp_area_bytes(),
+                cfg.dynamic_shared_bytes
             ),
-        ),
+        });
+    }
+    let occupancy_note = if blocks < blocks_without_log {
+        format!(
+            "the probes' {probe_shared} B/block of shared state lower residency from {blocks_without_log} to {blocks} blocks/SM"
+        )
+    } else {
+        format!("the probes' {probe_shared} B/block of shared state keep {blocks} blocks/SM")
     };
-    let run_cfg = if shared { with_log } else { *cfg };
     let buf = dev.alloc(total)?;
-    let mut init = vec![0u8; total as usize];
-    init[..kernels::layout::WS_LOG_HEADER_BYTES as usize]
-        .copy_from_slice(&header_bytes(probe.mode, &shape));
-    dev.upload(&buf, &init)?;
+    let mut bytes = initial_log(probe.mode, &shape);
+    dev.upload(&buf, &bytes)?;
     let mut args = args.to_vec();
-    args[log_index] = Arg::Bytes(log_arg(
-        buf.addr,
-        probe.slots_per_warp,
-        shared,
-        shared_offset,
-    ));
+    args[log_index] = Arg::Bytes(log_arg(buf.addr, &shape, shared_offset));
     let launched = dev
         .launch(module, kernel, &run_cfg, &args)
-        .and_then(|outcome| dev.download(&buf, &mut init).map(|_| outcome));
+        .and_then(|outcome| dev.download(&buf, &mut bytes).map(|_| outcome));
     // The log is freed on every path: timing N frames must not leak N logs.
     dev.free(&buf)?;
     let outcome = launched?;
-    launch.shared_buffer = shared;
+    launch.shared_buffer = true;
     launch.slots_per_warp = probe.slots_per_warp;
-    let trace = decode(&init, &launch, &shape)?;
+    let trace = decode(&bytes, &launch, &shape)?;
     Ok(ProbedLaunch {
         outcome,
         trace,
-        shared_buffer: shared,
-        buffering_reason: reason,
-        blocks_per_sm: if shared { shared_blocks } else { bare_blocks },
-        blocks_per_sm_without_log: bare_blocks,
+        probe_shared_bytes: probe_shared,
+        blocks_per_sm: blocks,
+        blocks_per_sm_without_log: blocks_without_log,
+        occupancy_note,
     })
 }
 
@@ -214,12 +221,24 @@ mod tests {
 
     #[test]
     fn log_arg_matches_the_header_struct() {
-        let b = log_arg(0x1122_3344_5566_7788, 7, true, 48);
-        assert_eq!(b.len(), LOG_ARG_BYTES);
+        let shape = LogShape {
+            sites: 3,
+            slots_per_warp: 7,
+            n_warps: 9,
+            traced: vec![2],
+        };
+        let b = log_arg(0x1122_3344_5566_7788, &shape, 48);
+        assert_eq!(b.len(), kernels::layout::WS_LOG_ARG_BYTES as usize);
         assert_eq!(&b[0..8], &0x1122_3344_5566_7788u64.to_le_bytes());
         assert_eq!(&b[8..12], &7u32.to_le_bytes());
         assert_eq!(&b[12..16], &0i32.to_le_bytes(), "dummy is always 0");
+        assert_eq!(
+            &b[16..20],
+            &kernels::layout::WS_LOG_FLAG_TRACED.to_le_bytes()
+        );
         assert_eq!(&b[20..24], &48u32.to_le_bytes());
+        assert_eq!(&b[24..28], &3u32.to_le_bytes());
+        assert_eq!(&b[28..32], &9u32.to_le_bytes());
     }
 
     #[test]

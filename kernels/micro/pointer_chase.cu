@@ -67,3 +67,17 @@ extern "C" __global__ void strided_loads(const unsigned int* p, int stride_words
     if (threadIdx.x == 0) out[0] = sum;
     WS_KERNEL_END(log);
 }
+
+// `repeats` probes of a load of p[0] (site 0, writable memory): after the first, every load hits
+// L1, and no address arithmetic sits inside the timed window, so a fenced or dummy-timed access
+// reads the L1 hit latency plus the probe's own few cycles. out[0] = the sum of the loaded values.
+extern "C" __global__ void repeated_loads(const unsigned int* p, int repeats, unsigned int* out,
+                                          ws::Log log) {
+    WS_KERNEL_BEGIN(log);
+    unsigned int sum = 0;
+    for (int r = 0; r < repeats; ++r) {
+        sum += WS_LOAD(0, WS_GLOBAL, p[0]);
+    }
+    if (threadIdx.x == 0) out[0] = sum;
+    WS_KERNEL_END(log);
+}

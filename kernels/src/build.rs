@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::KernelsError;
+use crate::budget::{EntryUsage, parse_entries, register_budget, with_maxnreg};
 use crate::layout;
 
 /// One kernel entry of a build, with its ptxas resource usage for sm_75.
@@ -24,6 +25,9 @@ pub struct EntryInfo {
     pub registers: u32,
     /// Static (`__shared__`) bytes per block; dynamic shared memory is the launcher's.
     pub static_shared_bytes: u32,
+    /// Bytes of register spill stores plus loads (ptxas `-v`, sm_75); a probed entry's register
+    /// budget can force them.
+    pub spill_bytes: u32,
 }
 
 /// One source file compiled in one probe configuration.
@@ -33,8 +37,6 @@ pub struct KernelBuild {
     pub source: &'static str,
     /// `WS_MODE` (0 off … 4 auto).
     pub mode: u32,
-    /// `WS_KIND` (0 trace, 1 summary).
-    pub kind: u32,
     /// PTX for `.target sm_75`.
     pub ptx: &'static str,
     /// Fatbin: SASS for [`SASS_ARCHS`] and the PTX for JIT on newer GPUs.
@@ -72,16 +74,14 @@ pub const PTX_ARCH: u32 = 75;
 
 include!(concat!(env!("OUT_DIR"), "/builds.rs"));
 
-/// Every embedded build, sorted by source, then mode, then kind.
+/// Every embedded build, sorted by source, then mode.
 pub fn builds() -> &'static [KernelBuild] {
     BUILDS
 }
 
-/// The build of `source` (file stem) for `mode` and `kind`. Mode off exists only with kind trace.
-pub fn find(source: &str, mode: u32, kind: u32) -> Option<&'static KernelBuild> {
-    BUILDS
-        .iter()
-        .find(|b| b.source == source && b.mode == mode && b.kind == kind)
+/// The build of `source` (file stem) for `mode`.
+pub fn find(source: &str, mode: u32) -> Option<&'static KernelBuild> {
+    BUILDS.iter().find(|b| b.source == source && b.mode == mode)
 }
 
 /// The corpus kernels, sorted by name.
@@ -147,18 +147,20 @@ pub struct CompiledPtx {
     /// The most registers per thread of any entry (ptxas `-v` for sm_75); `None` if ptxas could
     /// not assemble the PTX (the PTX itself is still returned).
     pub registers: Option<u32>,
-    /// Per entry, in PTX order: (name, registers, static shared bytes), for sm_75.
-    pub entries: Vec<(String, u32, u32)>,
+    /// Per entry, in PTX order, for sm_75.
+    pub entries: Vec<EntryUsage>,
 }
 
 /// Compiles a user's `.cu` to PTX for `compute_75` with the probe header on the include path and
-/// the same flags as the embedded builds (`-O3 -DWS_MODE=.. -DWS_KIND=..`).
+/// the same flags as the embedded builds (`-O3 -DWS_MODE=..`). A probed build gets the same
+/// per-entry register budget as the embedded ones ([`crate::budget`]): the source is compiled
+/// with `WS_OFF` first for the bare register counts.
 ///
 /// The header is written next to the output in a temporary directory, so the user's file only
 /// needs `#include "warpscope.cuh"`; its own directory is on the include path too.
-pub fn compile_ptx(source: &Path, mode: u32, kind: u32) -> Result<CompiledPtx, KernelsError> {
-    if mode > layout::WS_AUTO || kind > layout::WS_KIND_SUMMARY {
-        return Err(KernelsError::BadConfig { mode, kind });
+pub fn compile_ptx(source: &Path, mode: u32) -> Result<CompiledPtx, KernelsError> {
+    if mode > layout::WS_AUTO {
+        return Err(KernelsError::BadConfig { mode });
     }
     let nvcc = nvcc_path().ok_or(KernelsError::ToolNotFound { tool: "nvcc" })?;
     let dir = tempfile::tempdir().map_err(|source| KernelsError::Io {
@@ -170,7 +172,26 @@ pub fn compile_ptx(source: &Path, mode: u32, kind: u32) -> Result<CompiledPtx, K
         path: header.clone(),
         source,
     })?;
-    let out = dir.path().join("out.ptx");
+    let budgets = if mode == layout::WS_OFF {
+        Vec::new()
+    } else {
+        let bare = compile_once(&nvcc, dir.path(), source, layout::WS_OFF, &[])?;
+        bare.entries
+            .iter()
+            .map(|e| (e.name.clone(), register_budget(e.registers)))
+            .collect()
+    };
+    compile_once(&nvcc, dir.path(), source, mode, &budgets)
+}
+
+fn compile_once(
+    nvcc: &Path,
+    dir: &Path,
+    source: &Path,
+    mode: u32,
+    budgets: &[(String, u32)],
+) -> Result<CompiledPtx, KernelsError> {
+    let out = dir.join(format!("out_m{mode}.ptx"));
     let src_dir = source
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -180,25 +201,27 @@ pub fn compile_ptx(source: &Path, mode: u32, kind: u32) -> Result<CompiledPtx, K
         "-ptx".into(),
         "-O3".into(),
         format!("-DWS_MODE={mode}"),
-        format!("-DWS_KIND={kind}"),
         "-I".into(),
-        dir.path().to_string_lossy().into_owned(),
+        dir.to_string_lossy().into_owned(),
         "-I".into(),
         src_dir.to_string_lossy().into_owned(),
         source.to_string_lossy().into_owned(),
         "-o".into(),
         out.to_string_lossy().into_owned(),
     ];
-    let command = format!(
-        "nvcc -arch=compute_{PTX_ARCH} -ptx -O3 -DWS_MODE={mode} -DWS_KIND={kind} -I <warpscope.cuh dir> -I {} {}",
+    let mut command = format!(
+        "nvcc -arch=compute_{PTX_ARCH} -ptx -O3 -DWS_MODE={mode} -I <warpscope.cuh dir> -I {} {}",
         src_dir.display(),
         source.display()
     );
-    let o = Command::new(&nvcc)
+    if !budgets.is_empty() {
+        command.push_str(" (+ .maxnreg per entry: the bare build's registers, rounded up to 2)");
+    }
+    let o = Command::new(nvcc)
         .args(&args)
         .output()
         .map_err(|source| KernelsError::Io {
-            path: nvcc.clone(),
+            path: nvcc.to_path_buf(),
             source,
         })?;
     if !o.status.success() {
@@ -208,13 +231,23 @@ pub fn compile_ptx(source: &Path, mode: u32, kind: u32) -> Result<CompiledPtx, K
             stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
         });
     }
-    let ptx = std::fs::read_to_string(&out).map_err(|source| KernelsError::Io {
+    let raw = std::fs::read_to_string(&out).map_err(|source| KernelsError::Io {
         path: out.clone(),
         source,
     })?;
+    let ptx = if budgets.is_empty() {
+        raw
+    } else {
+        let patched = with_maxnreg(&raw, budgets);
+        std::fs::write(&out, &patched).map_err(|source| KernelsError::Io {
+            path: out.clone(),
+            source,
+        })?;
+        patched
+    };
     // Resource usage: assemble the PTX for sm_75 with `ptxas -v` (through nvcc, like build.rs).
-    let cubin = dir.path().join("out.cubin");
-    let entries = Command::new(&nvcc)
+    let cubin = dir.join(format!("out_m{mode}.cubin"));
+    let entries = Command::new(nvcc)
         .args([
             format!("-arch=sm_{PTX_ARCH}"),
             "-cubin".into(),
@@ -230,10 +263,10 @@ pub fn compile_ptx(source: &Path, mode: u32, kind: u32) -> Result<CompiledPtx, K
         .map(|o| {
             let mut log = String::from_utf8_lossy(&o.stdout).into_owned();
             log.push_str(&String::from_utf8_lossy(&o.stderr));
-            parse_resource_usage(&ptx, &log)
+            parse_entries(&ptx, &log)
         })
         .unwrap_or_default();
-    let registers = entries.iter().map(|e| e.1).max();
+    let registers = entries.iter().map(|e| e.registers).max();
     Ok(CompiledPtx {
         ptx,
         command,
@@ -242,74 +275,48 @@ pub fn compile_ptx(source: &Path, mode: u32, kind: u32) -> Result<CompiledPtx, K
     })
 }
 
-/// Entry names of a PTX module in order, with (registers, static shared bytes) from a `ptxas -v`
-/// log (0 where the log does not mention the entry). Same parsing as build.rs.
-fn parse_resource_usage(ptx: &str, log: &str) -> Vec<(String, u32, u32)> {
-    let mut usage = std::collections::BTreeMap::new();
-    let mut current: Option<String> = None;
-    for line in log.lines() {
-        if let Some(p) = line.find("Compiling entry function '") {
-            current = line[p + 26..].split('\'').next().map(str::to_string);
-        } else if let (Some(name), Some(p)) = (&current, line.find("Used ")) {
-            let tail = &line[p..];
-            usage.insert(
-                name.clone(),
-                (
-                    number_before(tail, " registers").unwrap_or(0),
-                    number_before(tail, " bytes smem").unwrap_or(0),
-                ),
-            );
-        }
-    }
-    ptx.lines()
-        .filter_map(|l| {
-            let rest = &l[l.find(".entry ")? + 7..];
-            let name: String = rest
-                .trim_start()
-                .chars()
-                .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '$')
-                .collect();
-            (!name.is_empty()).then_some(name)
-        })
-        .map(|n| {
-            let (r, s) = usage.get(&n).copied().unwrap_or((0, 0));
-            (n, r, s)
-        })
-        .collect()
-}
-
-fn number_before(s: &str, suffix: &str) -> Option<u32> {
-    let head = &s[..s.find(suffix)?];
-    let start = head
-        .rfind(|c: char| !c.is_ascii_digit())
-        .map_or(0, |i| i + 1);
-    head[start..].parse().ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn every_instrumented_mode_has_both_kinds_and_off_has_trace_only() {
+    fn every_source_has_every_mode() {
         let sources: std::collections::BTreeSet<&str> = builds().iter().map(|b| b.source).collect();
         assert!(sources.contains("probe_test"));
         for s in sources {
-            assert!(find(s, layout::WS_OFF, layout::WS_KIND_TRACE).is_some());
-            assert!(find(s, layout::WS_OFF, layout::WS_KIND_SUMMARY).is_none());
-            for m in layout::WS_NAIVE..=layout::WS_AUTO {
-                for k in [layout::WS_KIND_TRACE, layout::WS_KIND_SUMMARY] {
-                    let b = find(s, m, k).unwrap_or_else(|| panic!("{s} mode {m} kind {k}"));
-                    assert!(b.command.contains(&format!("-DWS_MODE={m}")));
-                    assert!(!b.fatbin.is_empty());
-                }
+            for m in layout::WS_OFF..=layout::WS_AUTO {
+                let b = find(s, m).unwrap_or_else(|| panic!("{s} mode {m}"));
+                assert!(b.command.contains(&format!("-DWS_MODE={m}")));
+                assert!(!b.fatbin.is_empty());
+            }
+        }
+    }
+
+    #[test]
+    fn probed_entries_stay_within_the_bare_register_budget() {
+        // The budget is what keeps the bare kernel's occupancy: every probed entry of every
+        // embedded build must meet it, and the PTX must carry the directive that enforces it.
+        for b in builds().iter().filter(|b| b.mode != layout::WS_OFF) {
+            let off = find(b.source, layout::WS_OFF).expect("off build");
+            for e in b.entries {
+                let bare = off.entry(e.name).expect("same entries").registers;
+                let budget = crate::budget::register_budget(bare);
+                assert!(
+                    e.registers <= budget,
+                    "{} mode {} {}: {} registers, budget {budget}",
+                    b.source,
+                    b.mode,
+                    e.name,
+                    e.registers
+                );
+                assert!(b.ptx.contains(&format!(".maxnreg {budget}")), "{}", e.name);
             }
         }
     }
 
     #[test]
     fn entries_have_resource_usage() {
-        let b = find("probe_test", layout::WS_AUTO, layout::WS_KIND_TRACE).expect("probe_test");
+        let b = find("probe_test", layout::WS_AUTO).expect("probe_test");
         assert!(b.entries.len() >= 5);
         for e in b.entries {
             assert!(b.ptx.contains(&format!(".entry {}(", e.name)), "{}", e.name);
@@ -370,7 +377,7 @@ mod tests {
                 );
             }
         }
-        let probe = find("probe_test", layout::WS_OFF, layout::WS_KIND_TRACE).expect("probe_test");
+        let probe = find("probe_test", layout::WS_OFF).expect("probe_test");
         for e in probe.entries {
             assert!(
                 readme.contains(&format!("`{}`", e.name)),
@@ -390,13 +397,39 @@ mod tests {
     fn resource_usage_is_parsed_per_entry() {
         let ptx = ".visible .entry a(\n)\n.visible .entry b_2(\n)\n";
         let log = "ptxas info    : Compiling entry function 'b_2' for 'sm_75'\n\
+                   ptxas info    : Function properties for b_2\n\
+                   \x20   8 bytes stack frame, 4 bytes spill stores, 8 bytes spill loads\n\
                    ptxas info    : Used 12 registers, used 1 barriers, 256 bytes smem, 360 bytes cmem[0]\n\
                    ptxas info    : Compiling entry function 'a' for 'sm_75'\n\
                    ptxas info    : Used 7 registers, 352 bytes cmem[0]\n";
+        let u = parse_entries(ptx, log);
+        assert_eq!(u.len(), 2);
         assert_eq!(
-            parse_resource_usage(ptx, log),
-            vec![("a".to_string(), 7, 0), ("b_2".to_string(), 12, 256)]
+            (u[0].name.as_str(), u[0].registers, u[0].spill_bytes),
+            ("a", 7, 0)
         );
+        assert_eq!(
+            (
+                u[1].name.as_str(),
+                u[1].registers,
+                u[1].static_shared_bytes,
+                u[1].spill_bytes
+            ),
+            ("b_2", 12, 256, 12)
+        );
+    }
+
+    #[test]
+    fn maxnreg_goes_between_parameters_and_body() {
+        let ptx = ".visible .entry a(\n.param .u32 p\n)\n{\nret;\n}\n.visible .entry b(\n)\n.maxnreg 20\n{\nret;\n}\n";
+        let out = crate::budget::with_maxnreg(ptx, &[("a".into(), 32), ("b".into(), 24)]);
+        assert_eq!(
+            out,
+            ".visible .entry a(\n.param .u32 p\n)\n.maxnreg 32\n{\nret;\n}\n.visible .entry b(\n)\n.maxnreg 20\n{\nret;\n}\n"
+        );
+        assert_eq!(crate::budget::register_budget(31), 32);
+        assert_eq!(crate::budget::register_budget(32), 32);
+        assert_eq!(crate::budget::register_budget(5), 24);
     }
 
     #[test]
@@ -411,21 +444,22 @@ mod tests {
              WS_KERNEL_END(log);\n}\n",
         )
         .expect("write");
-        let c = compile_ptx(&src, layout::WS_FENCE, layout::WS_KIND_TRACE).expect("nvcc");
+        let c = compile_ptx(&src, layout::WS_FENCE).expect("nvcc");
         assert!(c.ptx.contains(".entry k(") && c.ptx.contains("membar.cta"));
+        assert!(
+            c.ptx.contains(".maxnreg "),
+            "probed builds carry the register budget"
+        );
         assert!(c.command.contains("-DWS_MODE=2"));
         assert_eq!(c.entries.len(), 1);
         assert!(c.registers.is_some_and(|r| r > 0));
-        let err = compile_ptx(&dir.path().join("missing.cu"), 0, 0);
+        let err = compile_ptx(&dir.path().join("missing.cu"), 0);
         assert!(matches!(err, Err(KernelsError::ToolFailed { .. })));
     }
 
     #[test]
     fn bad_config_is_an_error() {
-        let r = compile_ptx(Path::new("x.cu"), 9, 0);
-        assert!(matches!(
-            r,
-            Err(KernelsError::BadConfig { mode: 9, kind: 0 })
-        ));
+        let r = compile_ptx(Path::new("x.cu"), 9);
+        assert!(matches!(r, Err(KernelsError::BadConfig { mode: 9 })));
     }
 }

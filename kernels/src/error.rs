@@ -24,7 +24,7 @@ pub enum KernelsError {
         status: String,
         stderr: String,
     },
-    /// A mode or kind number outside the header's range.
-    #[error("invalid probe configuration: mode {mode}, kind {kind}")]
-    BadConfig { mode: u32, kind: u32 },
+    /// A mode number outside the header's range.
+    #[error("invalid probe mode {mode} (WS_MODE is 0 to 4)")]
+    BadConfig { mode: u32 },
 }

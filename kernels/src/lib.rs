@@ -13,12 +13,13 @@
 //!
 //! ```
 //! use kernels::{find, layout};
-//! let b = find("probe_test", layout::WS_FENCE, layout::WS_KIND_TRACE).expect("built");
+//! let b = find("probe_test", layout::WS_FENCE).expect("built");
 //! assert!(b.ptx.contains(".entry probe_global"));
 //! assert!(b.ptx.contains("membar.cta"));
 //! assert_eq!(layout::WS_RECORD_BYTES, 16);
 //! ```
 
+pub mod budget;
 mod build;
 mod error;
 pub mod tools;
@@ -32,18 +33,21 @@ pub mod layout {
     // structure's fields follow each other and end at its size, and every record stays 16-byte
     // aligned for the shared-to-global copy in WS_KERNEL_END.
     const _: () = {
-        assert!(WS_REC_DURATION_OFFSET == WS_REC_START_OFFSET + 8);
+        assert!(WS_REC_DURATION_OFFSET == WS_REC_START_OFFSET + 4);
         assert!(WS_REC_SITE_OFFSET == WS_REC_DURATION_OFFSET + 4);
-        assert!(WS_REC_SITE_OFFSET + 4 == WS_RECORD_BYTES);
+        assert!(WS_REC_SITE_OFFSET + 8 == WS_RECORD_BYTES);
         assert!(WS_WH_END_OFFSET == WS_WH_BEGIN_OFFSET + 8);
         assert!(WS_WH_SMID_OFFSET == WS_WH_END_OFFSET + 8);
-        assert!(WS_WH_FLAGS_OFFSET + 4 == WS_WARP_HEADER_BYTES);
-        assert!(WS_SUM_SUM_OFFSET + 8 == WS_SUMMARY_SITE_BYTES);
-        assert!(WS_HDR_MAX_SITES_OFFSET + 4 <= WS_LOG_HEADER_BYTES);
+        assert!(WS_WH_TRACE_OFFSET == WS_WH_FLAGS_OFFSET + 4);
+        assert!(WS_WH_DROPPED_SITES_OFFSET + 12 == WS_WARP_HEADER_BYTES);
+        assert!(WS_SUM_SUM_OFFSET + 4 == WS_SUMMARY_SITE_BYTES);
+        assert!(WS_HDR_N_TRACED_OFFSET + 4 <= WS_LOG_HEADER_BYTES);
+        // The shared state is copied out 8 bytes at a time and must keep 8-byte alignment.
         assert!(WS_LOG_HEADER_BYTES.is_multiple_of(WS_SHARED_ALIGN));
-        assert!(WS_WARP_HEADER_BYTES.is_multiple_of(WS_SHARED_ALIGN));
-        assert!(WS_SHARED_WARP_HEADER_BYTES.is_multiple_of(WS_SHARED_ALIGN));
-        assert!((WS_MAX_SITES * WS_SUMMARY_SITE_BYTES).is_multiple_of(WS_SHARED_ALIGN));
+        // Warp areas keep the trace areas after them 16-byte aligned for the record stores.
+        assert!(WS_WARP_HEADER_BYTES.is_multiple_of(16));
+        assert!(WS_SUMMARY_SITE_BYTES.is_multiple_of(16));
+        assert!(WS_RECORD_BYTES.is_multiple_of(16));
     };
 }
 

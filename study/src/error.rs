@@ -64,13 +64,10 @@ pub enum StudyError {
     #[error("roofline microbenchmark {bench}: {reason}")]
     Bench { bench: String, reason: String },
     /// The kernels crate has no build of the volume renderer for this probe mode and record kind.
-    #[error(
-        "no build of kernel source {source_name:?} for probe mode {mode} and record kind {kind}"
-    )]
+    #[error("no build of kernel source {source_name:?} for probe mode {mode}")]
     NoBuild {
         source_name: &'static str,
         mode: String,
-        kind: String,
     },
     /// The rendered image differs between probe modes: the probes changed the output (C3).
     #[error("run {run}: the image of mode {mode} differs from the bare build's in {pixels} pixels")]

@@ -1,11 +1,13 @@
 //! One frame of the study: render a volume from a viewpoint with a block shape and a probe mode,
 //! and write what it measured.
 //!
-//! Why the bare frame too: the probes add instructions and registers, which can lower the resident
-//! blocks per SM and slow the kernel — the measurement perturbing what it measures. So every
-//! probed run also renders the same frame with the `WS_OFF` build and records the kernel-time ratio
-//! (`overhead`) and the occupancy of both builds; and since the probes must not change the output
-//! (condition C3), it compares the two images pixel by pixel (`image_matches_bare`).
+//! Why the bare frame too: the probes add instructions, registers and shared memory, which could
+//! lower the resident blocks per SM, change what the caches see and slow the kernel — the
+//! measurement perturbing what it measures. So every probed run also renders the same frame with
+//! the `WS_OFF` build and records by how much measuring changed the kernel: the kernel-time ratio
+//! (`overhead`), the occupancy and registers of both builds, and on the emulator the cache hit
+//! rates of both; and since the probes must not change the output (condition C3), it compares the
+//! two images pixel by pixel (`image_matches_bare`).
 //!
 //! Files of a run folder (each written atomically; `run.json` last, so a folder with a complete
 //! `run.json` is a finished run):
@@ -16,7 +18,10 @@
 //!   (`0,0,0`), `image` (`128x128`), `volume`, `density`, `brightness`, `transfer_offset`,
 //!   `transfer_scale`, `frames`, `overhead` (probed ÷ bare kernel time, null for mode off),
 //!   `bare_kernel_ms`, `bare_cycles`, `occupancy_bare` / `occupancy_probed` (resident blocks per
-//!   SM), `registers_bare` / `registers_probed`, `buffering`, `image_matches_bare`,
+//!   SM), `registers_bare` / `registers_probed`, `spill_bytes_probed` (ptxas, sm_75: the register
+//!   budget can force spills), `tex_hit_rate_bare` / `l1_hit_rate_bare` / `l2_hit_rate_bare` (the
+//!   bare build's emulator counters), `kind` (`trace`: every warp traced, `summary`: statistics and
+//!   the warps of `trace_warps`), `probe_shared_bytes`, `occupancy_note`, `image_matches_bare`,
 //!   `hit_rate_source` (`emulator counters`, `ncu <metric>`, or why it is unavailable),
 //!   `emulator_counters` (the emulator's memory counters, verbatim), `emulator_instructions`
 //!   (warp/thread instructions, by class), `emulator_pipeline` (cycles per SM, stalls by reason), and with
@@ -38,13 +43,12 @@ use crate::view::{BlockShape, View};
 use crate::volume::{Volume, VolumeKind, VolumeSource, check_fits, host_available_bytes};
 use emulator::{TexAddress, TexFilter, TexFormat, TextureDesc};
 use instrument::{
-    Arg, Backend, Buffering, Device, LaunchConfig, ModuleId, Probe, ProbedLaunch, launch_probed,
+    Arg, Backend, Device, LaunchConfig, LogShape, ModuleId, Probe, ProbedLaunch, TraceWarps,
+    launch_probed,
 };
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use trace::{
-    Dim3, ProbeMode, RecordKind, Region, RunMetrics, SiteInfo, TRACE_FILE_NAME, TraceWriter,
-};
+use trace::{Dim3, ProbeMode, Region, RunMetrics, SiteInfo, TRACE_FILE_NAME, TraceWriter};
 
 /// The kernel's source stem in the `kernels` crate and its entry point.
 pub const KERNEL_SOURCE: &str = "volume_render";
@@ -77,10 +81,11 @@ pub struct RenderConfig {
     pub shape: BlockShape,
     pub view: View,
     pub mode: ProbeMode,
-    pub kind: RecordKind,
-    /// Records each warp can keep; beyond that they are counted as dropped.
+    /// Warps that keep per-access records (timelines, per-access views); every warp keeps
+    /// per-site statistics.
+    pub trace_warps: TraceWarps,
+    /// Records each traced warp can keep; beyond that they are counted as dropped.
     pub slots_per_warp: u32,
-    pub buffering: Buffering,
     /// Launches timed after one warm-up launch on a GPU (the emulator is deterministic: 1).
     pub frames: u32,
     /// Also render the `WS_OFF` build for the overhead and the image check (C3).
@@ -96,8 +101,8 @@ pub struct RenderConfig {
 }
 
 impl Default for RenderConfig {
-    /// A 64³ shell, 128×128, 16×8, view (0,0,0), fence mode, trace records (1024 slots per warp:
-    /// enough for a ray of 500 steps × 2 sites).
+    /// A 64³ shell, 128×128, 16×8, view (0,0,0), fence mode, statistics for every warp and
+    /// records for the first four warps (1024 slots: enough for a ray of 500 steps × 2 sites).
     fn default() -> Self {
         RenderConfig {
             volume: VolumeSource::Generated {
@@ -109,15 +114,23 @@ impl Default for RenderConfig {
             shape: BlockShape::new(16, 8),
             view: View::new(0.0, 0.0, 0.0),
             mode: ProbeMode::Fence,
-            kind: RecordKind::Trace,
+            trace_warps: default_trace_warps(),
             slots_per_warp: 1024,
-            buffering: Buffering::Global,
             frames: 10,
             measure_overhead: true,
             compare_reference: false,
             ncu: None,
             emu_config: None,
         }
+    }
+}
+
+/// The warps a study run traces by default: the first block's (a 128-thread block has four),
+/// enough for the single-warp timeline and the timeline exports.
+pub fn default_trace_warps() -> TraceWarps {
+    TraceWarps {
+        list: (0..4).collect(),
+        every: None,
     }
 }
 
@@ -182,7 +195,8 @@ pub(crate) struct Frame {
     image: Image,
     launch: ProbedLaunch,
     kernel_ms: f64,
-    registers: u32,
+    /// The build's ptxas usage (registers, spills) for the kernel entry.
+    entry: kernels::EntryInfo,
 }
 
 impl Frame {
@@ -222,8 +236,8 @@ pub fn render_volume(
 pub(crate) struct Session<'a> {
     dev: &'a mut dyn Device,
     volume: &'a Volume,
-    /// (mode, kind) → module and the entry's registers per thread.
-    modules: std::collections::BTreeMap<(u32, u32), (ModuleId, u32)>,
+    /// mode → module and the entry's ptxas usage.
+    modules: std::collections::BTreeMap<u32, (ModuleId, kernels::EntryInfo)>,
     textures: Option<(u64, u64)>,
     out: Option<instrument::DevBuf>,
 }
@@ -301,10 +315,15 @@ fn check_memory(dev: &dyn Device, cfg: &RenderConfig, volume: &Volume) -> Result
     )?;
     let (gx, gy) = cfg.shape.grid_for(p.width, p.height);
     let warps = gx as u64 * gy as u64 * cfg.shape.threads().div_ceil(32) as u64;
-    let log_bytes = match (cfg.mode, cfg.kind) {
-        (ProbeMode::Off, _) => 0,
-        (_, RecordKind::Trace) => warps * (32 + cfg.slots_per_warp as u64 * 16) + 64,
-        (_, RecordKind::Summary) => warps * (32 + 16 * 24) + 64,
+    let log_bytes = match cfg.mode {
+        ProbeMode::Off => 0,
+        _ => LogShape {
+            sites: sites().len() as u32,
+            slots_per_warp: cfg.slots_per_warp,
+            n_warps: warps,
+            traced: cfg.trace_warps.select(warps),
+        }
+        .total_bytes(),
     };
     let needed = volume.voxel_count() + image_bytes + log_bytes;
     let what = format!(
@@ -379,26 +398,25 @@ impl Session<'_> {
     ) -> Result<Frame, StudyError> {
         let ie = instrument_err(run);
         let volume = self.volume;
-        let kind = if mode == ProbeMode::Off {
-            RecordKind::Trace
-        } else {
-            cfg.kind
-        };
-        let build = kernels::find(KERNEL_SOURCE, mode.ws_mode(), kind as u32).ok_or_else(|| {
-            StudyError::NoBuild {
+        let build =
+            kernels::find(KERNEL_SOURCE, mode.ws_mode()).ok_or_else(|| StudyError::NoBuild {
                 source_name: KERNEL_SOURCE,
                 mode: mode.name().into(),
-                kind: kind.name().into(),
-            }
-        })?;
-        let (module, registers) = match self.modules.get(&(mode.ws_mode(), kind as u32)) {
+            })?;
+        let (module, entry) = match self.modules.get(&mode.ws_mode()) {
             Some(m) => *m,
             None => {
-                let registers = build.entry(KERNEL_NAME).map_or(0, |e| e.registers);
+                let entry =
+                    build
+                        .entry(KERNEL_NAME)
+                        .copied()
+                        .ok_or_else(|| StudyError::NoBuild {
+                            source_name: KERNEL_SOURCE,
+                            mode: mode.name().into(),
+                        })?;
                 let module = self.dev.load(build.ptx, Some(build.fatbin)).map_err(&ie)?;
-                self.modules
-                    .insert((mode.ws_mode(), kind as u32), (module, registers));
-                (module, registers)
+                self.modules.insert(mode.ws_mode(), (module, entry));
+                (module, entry)
             }
         };
         let dev = &mut *self.dev;
@@ -444,7 +462,7 @@ impl Session<'_> {
             grid: Dim3::new(gx, gy, 1),
             block: Dim3::new(cfg.shape.x, cfg.shape.y, 1),
             dynamic_shared_bytes: 0,
-            regs_per_thread: registers,
+            regs_per_thread: entry.registers,
         };
         let args = [
             Arg::Buf(out),
@@ -460,9 +478,8 @@ impl Session<'_> {
         ];
         let probe = Probe {
             mode,
-            kind,
+            trace_warps: cfg.trace_warps.clone(),
             slots_per_warp: cfg.slots_per_warp,
-            buffering: cfg.buffering,
             sites: sites(),
         };
         // The SDK clears the output before every frame: pixels whose ray misses stay 0.
@@ -496,7 +513,7 @@ impl Session<'_> {
             image: Image::from_rgba(p.width, p.height, rgba),
             launch,
             kernel_ms: total_ms / timed_frames as f64,
-            registers,
+            entry,
         })
     }
 }
@@ -588,12 +605,14 @@ fn write_run(
     x.insert("transfer_offset".into(), json!(p.transfer_offset));
     x.insert("transfer_scale".into(), json!(p.transfer_scale));
     x.insert("frames".into(), json!(cfg.frames));
-    x.insert("kind".into(), json!(cfg.kind.name()));
+    x.insert("kind".into(), json!(trace.launch.kind.name()));
+    x.insert("trace_warps".into(), json!(cfg.trace_warps.to_string()));
     x.insert("slots_per_warp".into(), json!(cfg.slots_per_warp));
-    x.insert("buffering".into(), json!(l.buffering_reason));
-    x.insert("shared_buffer".into(), json!(l.shared_buffer));
+    x.insert("probe_shared_bytes".into(), json!(l.probe_shared_bytes));
+    x.insert("occupancy_note".into(), json!(l.occupancy_note));
     x.insert("occupancy_probed".into(), json!(l.blocks_per_sm));
-    x.insert("registers_probed".into(), json!(frame.registers));
+    x.insert("registers_probed".into(), json!(frame.entry.registers));
+    x.insert("spill_bytes_probed".into(), json!(frame.entry.spill_bytes));
     x.insert("hit_rate_source".into(), json!(hit_rate_source));
     x.insert("emulator_counters".into(), counters);
     x.insert("emulator_instructions".into(), instructions);
@@ -618,7 +637,21 @@ fn write_run(
             x.insert("bare_kernel_ms".into(), json!(b.kernel_ms));
             x.insert("bare_cycles".into(), json!(b.launch.outcome.cycles));
             x.insert("occupancy_bare".into(), json!(b.launch.blocks_per_sm));
-            x.insert("registers_bare".into(), json!(b.registers));
+            x.insert("registers_bare".into(), json!(b.entry.registers));
+            // What the probes did to the caches: the same counters of the bare build.
+            let bare_counters = b
+                .launch
+                .outcome
+                .stats
+                .as_ref()
+                .and_then(|s| serde_json::to_value(&s.mem).ok())
+                .unwrap_or(Value::Null);
+            for key in ["tex_hit_rate", "l1_hit_rate", "l2_hit_rate"] {
+                x.insert(
+                    format!("{key}_bare"),
+                    json!(counter_rate(&bare_counters, key)),
+                );
+            }
             let diff = frame.image.diff(&b.image);
             x.insert(
                 "image_matches_bare".into(),

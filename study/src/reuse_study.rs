@@ -50,11 +50,11 @@ use analysis::reuse::{
     stack_distances, working_set_curve, write_xy_figure,
 };
 use emulator::{AddressKind, GpuConfig};
-use instrument::{Buffering, EmuDevice};
+use instrument::EmuDevice;
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use trace::{ProbeMode, RecordKind};
+use trace::ProbeMode;
 
 /// What the reuse study renders and measures.
 #[derive(Debug, Clone, PartialEq)]
@@ -198,9 +198,8 @@ fn render_once(
         shape,
         view: cfg.view,
         mode: ProbeMode::Off,
-        kind: RecordKind::Summary,
+        trace_warps: instrument::TraceWarps::none(),
         slots_per_warp: 1,
-        buffering: Buffering::Global,
         frames: 1,
         measure_overhead: false,
         compare_reference: false,

@@ -11,7 +11,8 @@
 //! `sweep.csv` columns, in order: `run` (folder name, `16x8_v0-0-0_fence`), `backend`, `preset`,
 //! `shape`, `view`, `mode`, `cycles`, `kernel_ms`, `frame_rate`, `tex_hit_rate` (0–1, empty when
 //! unavailable), `dropped_records`, `overhead` (probed ÷ bare kernel time), `occupancy_bare`,
-//! `occupancy_probed` (resident blocks per SM), `warp_instructions`, `records`, `image_matches_bare`.
+//! `occupancy_probed` (resident blocks per SM), `tex_hit_rate_bare` (the bare build's, 0–1),
+//! `warp_instructions`, `records`, `image_matches_bare`.
 //! Rows follow the order shapes × views × modes as configured.
 //!
 //! ```no_run
@@ -25,12 +26,12 @@ use crate::reference::{RenderParams, write_atomic};
 use crate::render::{Frame, RenderConfig, Session};
 use crate::view::{BlockShape, View};
 use crate::volume::{Volume, VolumeKind, VolumeSource};
-use instrument::{BackendChoice, Buffering, Device, EmuDevice};
+use instrument::{BackendChoice, Device, EmuDevice, TraceWarps};
 use rayon::prelude::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use trace::{ProbeMode, RecordKind, RunMetrics};
+use trace::{ProbeMode, RunMetrics};
 
 /// The file name of the sweep table inside the sweep folder.
 pub const SWEEP_CSV: &str = "sweep.csv";
@@ -47,9 +48,9 @@ pub struct SweepConfig {
     pub shapes: Vec<BlockShape>,
     pub views: Vec<View>,
     pub modes: Vec<ProbeMode>,
-    pub kind: RecordKind,
+    /// Warps that keep per-access records; every warp keeps per-site statistics.
+    pub trace_warps: TraceWarps,
     pub slots_per_warp: u32,
-    pub buffering: Buffering,
     /// Timed launches per run on a GPU.
     pub frames: u32,
     pub measure_overhead: bool,
@@ -74,6 +75,8 @@ pub struct SweepRow {
     pub overhead: Option<f64>,
     pub occupancy_bare: Option<u64>,
     pub occupancy_probed: Option<u64>,
+    /// The bare build's texture hit rate (emulator), beside `tex_hit_rate`: what probing changed.
+    pub tex_hit_rate_bare: Option<f64>,
     pub warp_instructions: Option<u64>,
     pub records: u64,
     pub image_matches_bare: Option<bool>,
@@ -103,6 +106,7 @@ impl SweepRow {
             overhead: m.extra.get("overhead").and_then(Value::as_f64),
             occupancy_bare: m.extra.get("occupancy_bare").and_then(Value::as_u64),
             occupancy_probed: m.extra.get("occupancy_probed").and_then(Value::as_u64),
+            tex_hit_rate_bare: m.extra.get("tex_hit_rate_bare").and_then(Value::as_f64),
             warp_instructions: m.warp_instructions,
             records: m.records,
             image_matches_bare: m.extra.get("image_matches_bare").and_then(Value::as_bool),
@@ -144,9 +148,8 @@ pub fn demo_config(out_dir: &Path) -> Result<SweepConfig, StudyError> {
         shapes: BlockShape::PAPER.to_vec(),
         views: View::PAPER.to_vec(),
         modes: vec![ProbeMode::Naive, ProbeMode::Fence],
-        kind: RecordKind::Trace,
+        trace_warps: crate::render::default_trace_warps(),
         slots_per_warp: 1024,
-        buffering: Buffering::Global,
         frames: 10,
         measure_overhead: true,
         max_warp_instructions: None,
@@ -162,9 +165,8 @@ impl SweepConfig {
             shape,
             view,
             mode,
-            kind: self.kind,
+            trace_warps: self.trace_warps.clone(),
             slots_per_warp: self.slots_per_warp,
-            buffering: self.buffering,
             frames: self.frames,
             measure_overhead: self.measure_overhead,
             compare_reference: false,
@@ -364,6 +366,7 @@ mod tests {
             overhead: Some(1.25),
             occupancy_bare: Some(8),
             occupancy_probed: Some(5),
+            tex_hit_rate_bare: Some(0.5),
             warp_instructions: None,
             records: 10,
             image_matches_bare: Some(true),
@@ -379,7 +382,7 @@ mod tests {
         let mut lines = text.lines();
         let header = lines.next().unwrap();
         assert!(header.starts_with(
-            "run,backend,preset,shape,view,mode,cycles,kernel_ms,frame_rate,tex_hit_rate,dropped_records,overhead,occupancy_bare,occupancy_probed"
+            "run,backend,preset,shape,view,mode,cycles,kernel_ms,frame_rate,tex_hit_rate,dropped_records,overhead,occupancy_bare,occupancy_probed,tex_hit_rate_bare"
         ), "{header}");
         let cells: Vec<&str> = lines.next().unwrap().split(',').collect();
         // the view contains commas, so it is quoted: count from the end instead

@@ -7,7 +7,7 @@ use study::{
     BlockShape, RenderConfig, RenderParams, StudyError, SweepConfig, View, Volume, VolumeKind,
     VolumeSource, render, render_reference, sweep,
 };
-use trace::{ProbeMode, RecordKind, RunMetrics};
+use trace::{ProbeMode, RunMetrics};
 
 fn gtx480() -> emulator::GpuConfig {
     emulator::GpuConfig::preset("gtx480").expect("the gtx480 preset exists")
@@ -24,9 +24,8 @@ fn small(kind: VolumeKind, mode: ProbeMode) -> RenderConfig {
         shape: BlockShape::new(16, 8),
         view: View::new(0.0, 0.0, 0.0),
         mode,
-        kind: RecordKind::Trace,
+        trace_warps: instrument::TraceWarps::all(),
         slots_per_warp: 1024,
-        buffering: instrument::Buffering::Global,
         frames: 1,
         measure_overhead: true,
         compare_reference: false,
@@ -229,9 +228,8 @@ fn sweep_writes_the_table_and_resumes_without_redoing_finished_runs() {
         shapes: vec![BlockShape::new(32, 1), BlockShape::new(1, 32)],
         views: vec![View::new(0.0, 0.0, 0.0)],
         modes: vec![ProbeMode::Naive, ProbeMode::Fence],
-        kind: RecordKind::Summary,
+        trace_warps: instrument::TraceWarps::none(),
         slots_per_warp: 64,
-        buffering: instrument::Buffering::Auto,
         frames: 1,
         measure_overhead: true,
         max_warp_instructions: None,

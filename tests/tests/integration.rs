@@ -2,7 +2,7 @@
 //! device, decoded, stored and exported — the path every real run takes.
 
 use emulator::GpuConfig;
-use instrument::{Arg, Buffering, Device, EmuDevice, LaunchConfig, Probe, launch_probed};
+use instrument::{Arg, Device, EmuDevice, LaunchConfig, Probe, TraceWarps, launch_probed};
 use trace::{Dim3, ProbeMode, RecordKind, Region, SiteInfo, Trace};
 
 const N: usize = 4096;
@@ -10,19 +10,18 @@ const N: usize = 4096;
 struct Run {
     out: Vec<f32>,
     trace: Trace,
-    shared: bool,
 }
 
 /// `probe_multi` (three independent global loads per thread) in `mode`, on a fresh emulator.
-fn run_multi(mode: ProbeMode, buffering: Buffering) -> Run {
+fn run_multi(mode: ProbeMode, trace_warps: TraceWarps) -> Run {
     let mut dev = EmuDevice::new(GpuConfig::preset("gtx480").unwrap());
-    run_multi_on(&mut dev, mode, buffering)
+    run_multi_on(&mut dev, mode, trace_warps)
 }
 
 /// `probe_multi` in `mode` on any device.
-fn run_multi_on(dev: &mut dyn Device, mode: ProbeMode, buffering: Buffering) -> Run {
-    let build = kernels::find("probe_test", mode.ws_mode(), RecordKind::Trace as u32)
-        .expect("probe_test is built in every mode");
+fn run_multi_on(dev: &mut dyn Device, mode: ProbeMode, trace_warps: TraceWarps) -> Run {
+    let build =
+        kernels::find("probe_test", mode.ws_mode()).expect("probe_test is built in every mode");
     let entry = build.entry("probe_multi").expect("entry");
     let m = dev.load(build.ptx, Some(build.fatbin)).unwrap();
     let mut bufs = Vec::new();
@@ -46,9 +45,8 @@ fn run_multi_on(dev: &mut dyn Device, mode: ProbeMode, buffering: Buffering) -> 
     };
     let probe = Probe {
         mode,
-        kind: RecordKind::Trace,
+        trace_warps,
         slots_per_warp: 8,
-        buffering,
         sites: (0..3)
             .map(|s| {
                 SiteInfo::new(
@@ -68,7 +66,6 @@ fn run_multi_on(dev: &mut dyn Device, mode: ProbeMode, buffering: Buffering) -> 
             .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
             .collect(),
         trace: p.trace,
-        shared: p.shared_buffer,
     }
 }
 
@@ -88,12 +85,12 @@ fn naive_sees_issue_fence_and_dummy_see_completion() {
     let want: Vec<f32> = (0..N)
         .map(|i| i as f32 + 2.0 * (2 * i) as f32 + 4.0 * (3 * i) as f32)
         .collect();
-    let off = run_multi(ProbeMode::Off, Buffering::Auto);
+    let off = run_multi(ProbeMode::Off, TraceWarps::all());
     assert_eq!(off.out, want);
     assert!(off.trace.warps.is_empty());
-    let naive = run_multi(ProbeMode::Naive, Buffering::Auto);
-    let fence = run_multi(ProbeMode::Fence, Buffering::Auto);
-    let dummy = run_multi(ProbeMode::Dummy, Buffering::Auto);
+    let naive = run_multi(ProbeMode::Naive, TraceWarps::all());
+    let fence = run_multi(ProbeMode::Fence, TraceWarps::all());
+    let dummy = run_multi(ProbeMode::Dummy, TraceWarps::all());
     for r in [&naive, &fence, &dummy] {
         assert_eq!(r.out, want, "probes must not change the output");
         assert_eq!(r.trace.warps.len(), N / 32);
@@ -119,32 +116,47 @@ fn naive_sees_issue_fence_and_dummy_see_completion() {
     );
 }
 
-/// Shared and global buffering record the same accesses (the order of warps and sites agrees).
+/// One launch keeps statistics for every warp and records for the traced ones, and the two
+/// agree: each traced warp's per-site count, sum, min and max, reduced on the device, equal what
+/// its records give. Untraced warps have statistics only.
 #[test]
-fn shared_and_global_buffering_agree_on_what_was_recorded() {
-    let s = run_multi(ProbeMode::Fence, Buffering::Shared);
-    let g = run_multi(ProbeMode::Fence, Buffering::Global);
-    assert!(s.shared && !g.shared);
-    assert_eq!(s.out, g.out);
-    let shape = |t: &Trace| -> Vec<(u32, Vec<(u16, u32)>)> {
-        t.warps
-            .iter()
-            .map(|w| {
-                (
-                    w.global_warp,
-                    w.records.iter().map(|r| (r.site, r.seq)).collect(),
-                )
-            })
-            .collect()
-    };
-    assert_eq!(shape(&s.trace), shape(&g.trace));
+fn statistics_and_records_of_one_launch_agree() {
+    let r = run_multi(ProbeMode::Fence, "0-2,every:16".parse().unwrap());
+    assert_eq!(r.trace.launch.kind, RecordKind::Summary);
+    let traced: Vec<u32> = r
+        .trace
+        .warps
+        .iter()
+        .filter(|w| !w.records.is_empty())
+        .map(|w| w.global_warp)
+        .collect();
+    assert_eq!(traced, vec![0, 1, 2, 16, 32, 48, 64, 80, 96, 112]);
+    for w in &r.trace.warps {
+        assert_eq!(w.summaries.len(), 3, "warp {}", w.global_warp);
+        for s in &w.summaries {
+            assert_eq!(s.count, 1);
+            if w.records.is_empty() {
+                continue;
+            }
+            let mine: Vec<u64> = w
+                .records
+                .iter()
+                .filter(|x| x.site == s.site)
+                .map(|x| x.duration().0)
+                .collect();
+            assert_eq!(mine.len() as u64, s.count);
+            assert_eq!(mine.iter().sum::<u64>(), s.sum.0);
+            assert_eq!(*mine.iter().min().unwrap(), s.min.0);
+            assert_eq!(*mine.iter().max().unwrap(), s.max.0);
+        }
+    }
 }
 
 /// A log too small for the accesses counts what it drops instead of losing it silently, and the
 /// trace store and CSV export carry the count.
 #[test]
 fn dropped_records_are_counted_stored_and_exported() {
-    let build = kernels::find("probe_test", ProbeMode::Fence.ws_mode(), 0).unwrap();
+    let build = kernels::find("probe_test", ProbeMode::Fence.ws_mode()).unwrap();
     let mut dev = EmuDevice::new(GpuConfig::preset("v100").unwrap());
     let m = dev.load(build.ptx, None).unwrap();
     let mut args = Vec::new();
@@ -161,9 +173,8 @@ fn dropped_records_are_counted_stored_and_exported() {
     };
     let probe = Probe {
         mode: ProbeMode::Fence,
-        kind: RecordKind::Trace,
+        trace_warps: TraceWarps::all(),
         slots_per_warp: 2,
-        buffering: Buffering::Auto,
         sites: (0..3)
             .map(|s| SiteInfo::new(s, format!("s{s}"), Region::Global))
             .collect(),
@@ -202,9 +213,9 @@ fn gpu_fenced_access_times_exceed_naive() {
             return;
         }
     };
-    let naive = run_multi_on(&mut gpu, ProbeMode::Naive, Buffering::Auto);
-    let fence = run_multi_on(&mut gpu, ProbeMode::Fence, Buffering::Auto);
-    let dummy = run_multi_on(&mut gpu, ProbeMode::Dummy, Buffering::Auto);
+    let naive = run_multi_on(&mut gpu, ProbeMode::Naive, TraceWarps::all());
+    let fence = run_multi_on(&mut gpu, ProbeMode::Fence, TraceWarps::all());
+    let dummy = run_multi_on(&mut gpu, ProbeMode::Dummy, TraceWarps::all());
     assert_eq!(naive.out, fence.out);
     assert_eq!(naive.out, dummy.out);
     let (n, f, d) = (

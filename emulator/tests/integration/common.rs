@@ -156,3 +156,124 @@ pub fn volume_scene(r: &mut Rig, vw: u32, voxel: impl Fn(f32, f32, f32, f32) -> 
         .unwrap();
     (vt, tt)
 }
+
+/// A probe log (`kernels/warpscope.cuh`, layout version 2) for tests that launch probed builds
+/// straight on the emulator: the bytes to upload, the `ws::Log` argument, the dynamic shared
+/// memory the probes' state needs, and readers for what the kernel wrote.
+pub struct ProbeLog {
+    pub initial: Vec<u8>,
+    pub sites: u32,
+    pub slots: u32,
+    pub n_warps: u32,
+    /// Every warp traced (trace area index = warp index) or none.
+    pub traced: bool,
+    /// Dynamic shared bytes per block for the probes' state.
+    pub shared_per_block: u32,
+}
+
+impl ProbeLog {
+    pub fn new(n_warps: u32, warps_per_block: u32, sites: u32, slots: u32, traced: bool) -> Self {
+        use kernels::layout as L;
+        let area = L::WS_WARP_HEADER_BYTES + sites * L::WS_SUMMARY_SITE_BYTES;
+        let traces = if traced {
+            n_warps * slots * L::WS_RECORD_BYTES
+        } else {
+            0
+        };
+        let mut b = vec![0u8; (L::WS_LOG_HEADER_BYTES + n_warps * area + traces) as usize];
+        let mut put = |off: u32, v: u32| {
+            b[off as usize..off as usize + 4].copy_from_slice(&v.to_le_bytes());
+        };
+        put(L::WS_HDR_MAGIC_OFFSET, L::WS_LOG_MAGIC);
+        put(L::WS_HDR_VERSION_OFFSET, L::WS_LOG_VERSION);
+        for w in 0..n_warps {
+            let base = L::WS_LOG_HEADER_BYTES + w * area;
+            put(
+                base + L::WS_WH_TRACE_OFFSET,
+                if traced { w } else { L::WS_NOT_TRACED },
+            );
+            for s in 0..sites {
+                put(
+                    base + L::WS_WARP_HEADER_BYTES
+                        + s * L::WS_SUMMARY_SITE_BYTES
+                        + L::WS_SUM_MIN_OFFSET,
+                    u32::MAX,
+                );
+            }
+        }
+        ProbeLog {
+            initial: b,
+            sites,
+            slots,
+            n_warps,
+            traced,
+            shared_per_block: warps_per_block * area,
+        }
+    }
+
+    /// `ws::Log {buf, slots, dummy = 0, flags, shared_offset = 0, sites, n_warps}`.
+    pub fn arg(&self, addr: u64) -> Vec<u8> {
+        let flags = if self.traced {
+            kernels::layout::WS_LOG_FLAG_TRACED
+        } else {
+            0
+        };
+        let mut a = Vec::new();
+        a.extend(addr.to_le_bytes());
+        for v in [self.slots, 0, flags, 0, self.sites, self.n_warps] {
+            a.extend(v.to_le_bytes());
+        }
+        a
+    }
+
+    fn area(&self) -> u32 {
+        kernels::layout::WS_WARP_HEADER_BYTES + self.sites * kernels::layout::WS_SUMMARY_SITE_BYTES
+    }
+
+    fn word(buf: &[u8], off: u32) -> u32 {
+        u32::from_le_bytes(buf[off as usize..off as usize + 4].try_into().unwrap())
+    }
+
+    /// A warp-header word (`WS_WH_*_OFFSET`).
+    pub fn header(&self, buf: &[u8], warp: u32, offset: u32) -> u32 {
+        Self::word(
+            buf,
+            kernels::layout::WS_LOG_HEADER_BYTES + warp * self.area() + offset,
+        )
+    }
+
+    /// (count, min, max, sum) of one site of one warp.
+    pub fn stats(&self, buf: &[u8], warp: u32, site: u32) -> (u32, u32, u32, u32) {
+        use kernels::layout as L;
+        let r = L::WS_LOG_HEADER_BYTES
+            + warp * self.area()
+            + L::WS_WARP_HEADER_BYTES
+            + site * L::WS_SUMMARY_SITE_BYTES;
+        (
+            Self::word(buf, r + L::WS_SUM_COUNT_OFFSET),
+            Self::word(buf, r + L::WS_SUM_MIN_OFFSET),
+            Self::word(buf, r + L::WS_SUM_MAX_OFFSET),
+            Self::word(buf, r + L::WS_SUM_SUM_OFFSET),
+        )
+    }
+
+    /// (site, duration) of a traced warp's kept records, in order.
+    pub fn records(&self, buf: &[u8], warp: u32) -> Vec<(u32, u32)> {
+        use kernels::layout as L;
+        let kept = self
+            .header(buf, warp, L::WS_WH_COUNT_OFFSET)
+            .min(self.slots);
+        let base = L::WS_LOG_HEADER_BYTES
+            + self.n_warps * self.area()
+            + warp * self.slots * L::WS_RECORD_BYTES;
+        (0..kept)
+            .map(|k| {
+                let r = base + k * L::WS_RECORD_BYTES;
+                (
+                    Self::word(buf, r + L::WS_REC_SITE_OFFSET),
+                    Self::word(buf, r + L::WS_REC_DURATION_OFFSET),
+                )
+            })
+            .collect()
+    }
+}

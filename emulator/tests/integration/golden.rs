@@ -96,54 +96,41 @@ fn reductions(preset: &str) -> serde_json::Value {
     serde_json::json!([entry(&s1, &[out1]), entry(&s2, &[read(&r, t, 4)])])
 }
 
-fn probe(preset: &str, mode: u32, kind: u32) -> Option<serde_json::Value> {
-    let b = kernels::find("probe_test", mode, kind)?;
+fn probe(preset: &str, mode: u32, traced: bool) -> Option<serde_json::Value> {
+    let b = kernels::find("probe_test", mode)?;
     let mut r = Rig::with_preset(b.ptx, preset);
     let n = 1000usize;
     let (block, grid) = (128u32, 8u32);
     let p: Vec<f32> = (0..n).map(|i| i as f32 * 0.5 - 7.0).collect();
     let dp = r.buf(&p);
     let out = r.zeros(n * 4);
-    let slots = 4u32;
-    let body = if kind == L::WS_KIND_TRACE {
-        slots * L::WS_RECORD_BYTES
-    } else {
-        L::WS_MAX_SITES * L::WS_SUMMARY_SITE_BYTES
-    };
-    let n_warps = grid * block / 32;
-    let log_bytes = L::WS_LOG_HEADER_BYTES + n_warps * (L::WS_WARP_HEADER_BYTES + body);
-    let log = r.zeros(log_bytes as usize);
-    let mut logarg = Vec::new();
-    logarg.extend_from_slice(&log.to_le_bytes());
-    logarg.extend_from_slice(&slots.to_le_bytes());
-    logarg.extend_from_slice(&[0u8; 12]);
-    let s = r.launch(
-        "probe_global",
-        [grid, 1, 1],
-        [block, 1, 1],
-        vec![a64(dp), a64(out), a32(n as i32), logarg],
-    );
+    let plog = ProbeLog::new(grid * block / 32, block / 32, 1, 4, traced);
+    let log = r.buf(&plog.initial);
+    let s = r
+        .try_launch(
+            "probe_global",
+            [grid, 1, 1],
+            [block, 1, 1],
+            plog.shared_per_block,
+            vec![a64(dp), a64(out), a32(n as i32), plog.arg(log)],
+        )
+        .unwrap_or_else(|e| panic!("probe_global mode {mode}: {e}"));
     Some(entry(
         &s,
-        &[read(&r, out, n * 4), read(&r, log, log_bytes as usize)],
+        &[read(&r, out, n * 4), read(&r, log, plog.initial.len())],
     ))
 }
 
 fn volume(preset: &str, mode: u32, vw: u32, iw: u32) -> Option<serde_json::Value> {
-    let b = kernels::find("volume_render", mode, L::WS_KIND_TRACE)?;
+    let b = kernels::find("volume_render", mode)?;
     let mut r = Rig::with_preset(b.ptx, preset);
     let (vt, tt) = volume_scene(&mut r, vw, |x, y, z, _| {
         ((x * x + y * y + z * z).sqrt() * 4.0) as u8
     });
     let out = r.zeros((iw * iw * 4) as usize);
-    let slots = 64u32;
-    let n_warps = (iw / 16) * (iw / 16) * 8;
-    let log_bytes = (64 + n_warps * (32 + slots * 16)) as usize;
-    let log = r.zeros(log_bytes);
-    let mut logarg = Vec::new();
-    logarg.extend_from_slice(&log.to_le_bytes());
-    logarg.extend_from_slice(&slots.to_le_bytes());
-    logarg.extend_from_slice(&[0u8; 12]);
+    let plog = ProbeLog::new((iw / 16) * (iw / 16) * 8, 8, 2, 64, true);
+    let log = r.buf(&plog.initial);
+    let logarg = plog.arg(log);
     let args = vec![
         a64(out),
         a32(iw as i32),
@@ -157,13 +144,19 @@ fn volume(preset: &str, mode: u32, vw: u32, iw: u32) -> Option<serde_json::Value
         logarg,
     ];
     let s = r
-        .try_launch("d_render", [iw / 16, iw / 16, 1], [16, 16, 1], 0, args)
+        .try_launch(
+            "d_render",
+            [iw / 16, iw / 16, 1],
+            [16, 16, 1],
+            plog.shared_per_block,
+            args,
+        )
         .unwrap_or_else(|e| panic!("volume mode {mode}: {e}"));
     Some(entry(
         &s,
         &[
             read(&r, out, (iw * iw * 4) as usize),
-            read(&r, log, log_bytes),
+            read(&r, log, plog.initial.len()),
         ],
     ))
 }
@@ -177,9 +170,10 @@ fn golden_set() -> BTreeMap<String, serde_json::Value> {
         g.insert(format!("reductions_{preset}"), reductions(preset));
     }
     for mode in [L::WS_OFF, L::WS_NAIVE, L::WS_FENCE] {
-        for kind in [L::WS_KIND_TRACE, L::WS_KIND_SUMMARY] {
-            if let Some(v) = probe("gtx480", mode, kind) {
-                g.insert(format!("probe_test_m{mode}_k{kind}_gtx480"), v);
+        for traced in [true, false] {
+            if let Some(v) = probe("gtx480", mode, traced) {
+                let t = if traced { "traced" } else { "summary" };
+                g.insert(format!("probe_test_m{mode}_{t}_gtx480"), v);
             }
         }
         if let Some(v) = volume("gtx480", mode, 32, 64) {

@@ -7,21 +7,11 @@
 //! The kernel is compiled at test time with nvcc (`kernels::compile_ptx`), so the PTX is the one
 //! the current header produces.
 
+use crate::common::ProbeLog;
 use emulator::{Emulator, GpuConfig, LaunchParams, LaunchStats, Module};
+use kernels::layout::{WS_DUMMY, WS_FENCE, WS_NAIVE, WS_WH_COUNT_OFFSET};
 use std::path::PathBuf;
 use std::sync::OnceLock;
-
-// Probe modes and record kinds of warpscope.cuh (kernels::layout has them too).
-const WS_NAIVE: u32 = 1;
-const WS_FENCE: u32 = 2;
-const WS_DUMMY: u32 = 3;
-const WS_KIND_TRACE: u32 = 0;
-
-/// Log layout of warpscope.cuh (global buffering): 64-byte header, then per warp a 32-byte
-/// header and `slots` 16-byte records {u64 start, u32 duration, u32 site}.
-const LOG_HEADER: u64 = 64;
-const WARP_HEADER: u64 = 32;
-const RECORD: u64 = 16;
 
 /// The microbenchmark PTX for a probe mode, compiled once per mode and test run.
 fn ptx(mode: u32) -> &'static str {
@@ -29,7 +19,7 @@ fn ptx(mode: u32) -> &'static str {
     CACHE[mode as usize].get_or_init(|| {
         let src =
             PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../kernels/micro/pointer_chase.cu");
-        kernels::compile_ptx(&src, mode, WS_KIND_TRACE)
+        kernels::compile_ptx(&src, mode)
             .unwrap_or_else(|e| panic!("compiling {}: {e}", src.display()))
             .ptx
     })
@@ -64,20 +54,6 @@ fn chain(cfg: &GpuConfig, level: Level, timed: u64) -> (Vec<u64>, u64) {
     }
 }
 
-/// The log buffer and the `ws::Log` argument for one warp with `slots` records.
-fn log_arg(emu: &mut Emulator, slots: u32) -> (u64, u64, Vec<u8>) {
-    let bytes = LOG_HEADER + WARP_HEADER + u64::from(slots) * RECORD;
-    let log = emu.alloc(bytes).unwrap();
-    // ws::Log {buf, slots, dummy = 0, flags = 0 (global buffering), shared_offset = 0}
-    let mut arg = Vec::new();
-    arg.extend(log.to_le_bytes());
-    arg.extend(slots.to_le_bytes());
-    arg.extend(0i32.to_le_bytes());
-    arg.extend(0u32.to_le_bytes());
-    arg.extend(0u32.to_le_bytes());
-    (log, bytes, arg)
-}
-
 /// Launches one warp; returns the durations of its `repeats` records and the launch's stats.
 fn launch(
     emu: &mut Emulator,
@@ -88,13 +64,16 @@ fn launch(
 ) -> (Vec<u32>, LaunchStats) {
     let module = Module::parse(ptx).expect("PTX parses");
     let m = emu.load(&module).expect("module loads");
-    let (log, bytes, arg) = log_arg(emu, repeats);
+    // One warp, one site, every access traced.
+    let plog = ProbeLog::new(1, 1, 1, repeats, true);
+    let log = emu.alloc(plog.initial.len() as u64).unwrap();
+    emu.write(log, &plog.initial).unwrap();
     let mut args = args;
-    args.push(arg);
+    args.push(plog.arg(log));
     let p = LaunchParams {
         grid: [1, 1, 1],
         block: [32, 1, 1],
-        dynamic_shared_bytes: 0,
+        dynamic_shared_bytes: plog.shared_per_block,
         regs_per_thread: 32,
         args,
         max_warp_instructions: 10_000_000,
@@ -102,18 +81,16 @@ fn launch(
     let stats = emu
         .launch(m, kernel, &p)
         .unwrap_or_else(|e| panic!("{kernel}: {e}"));
-    let mut buf = vec![0u8; bytes as usize];
+    let mut buf = vec![0u8; plog.initial.len()];
     emu.read(log, &mut buf).unwrap();
-    let at = |o: u64| u32::from_le_bytes(buf[o as usize..o as usize + 4].try_into().unwrap());
-    assert_eq!(at(LOG_HEADER + 24), repeats, "{kernel}: records attempted");
-    let durations = (0..u64::from(repeats))
-        .map(|r| {
-            let rec = LOG_HEADER + WARP_HEADER + r * RECORD;
-            assert_eq!(at(rec + 12), 0, "{kernel}: site");
-            at(rec + 8)
-        })
-        .collect();
-    (durations, stats)
+    assert_eq!(
+        plog.header(&buf, 0, WS_WH_COUNT_OFFSET),
+        repeats,
+        "{kernel}: records attempted"
+    );
+    let records = plog.records(&buf, 0);
+    assert!(records.iter().all(|r| r.0 == 0), "{kernel}: site");
+    (records.into_iter().map(|r| r.1).collect(), stats)
 }
 
 /// Cycles per chase step of each of `repeats` probes of `pointer_chase`.
@@ -156,8 +133,13 @@ fn chase_on(
 
 /// Cycles of each of `repeats` probes of one cold (DRAM) load in `strided_loads`.
 pub fn independent_dram_loads(preset: &str, mode: u32, repeats: u32) -> Vec<f64> {
+    // 4 KiB: every load a new line
+    strided(preset, mode, 1024, repeats)
+}
+
+/// Cycles of each of `repeats` probes of `strided_loads` with `stride_words` between loads.
+fn strided(preset: &str, mode: u32, stride_words: u32, repeats: u32) -> Vec<f64> {
     let mut emu = Emulator::new(GpuConfig::preset(preset).unwrap());
-    let stride_words = 1024u32; // 4 KiB: every load a new line
     let p = emu.alloc(u64::from(repeats * stride_words) * 4).unwrap();
     let out = emu.alloc(4).unwrap();
     let args = vec![
@@ -167,6 +149,23 @@ pub fn independent_dram_loads(preset: &str, mode: u32, repeats: u32) -> Vec<f64>
         out.to_le_bytes().to_vec(),
     ];
     launch(&mut emu, ptx(mode), "strided_loads", args, repeats)
+        .0
+        .into_iter()
+        .map(f64::from)
+        .collect()
+}
+
+/// Cycles of each of `repeats` probes of `repeated_loads` (the same word every time).
+fn repeated_l1_loads(preset: &str, mode: u32, repeats: u32) -> Vec<f64> {
+    let mut emu = Emulator::new(GpuConfig::preset(preset).unwrap());
+    let p = emu.alloc(4).unwrap();
+    let out = emu.alloc(4).unwrap();
+    let args = vec![
+        p.to_le_bytes().to_vec(),
+        (repeats as i32).to_le_bytes().to_vec(),
+        out.to_le_bytes().to_vec(),
+    ];
+    launch(&mut emu, ptx(mode), "repeated_loads", args, repeats)
         .0
         .into_iter()
         .map(f64::from)
@@ -191,6 +190,29 @@ fn fenced_pointer_chase_measures_configured_latency_per_level_on_every_preset() 
                 assert!(
                     err <= 0.10,
                     "{preset} {level:?} probe {r}: {c:.1} cycles/step vs configured {target}"
+                );
+            }
+        }
+    }
+}
+
+/// The closing clock waits for the timed load only: with every access traced (a 16-byte global
+/// store of the log per access), a fenced or dummy-timed L1 hit still reads the L1 latency, not
+/// the round trip of the previous record's store.
+#[test]
+fn a_timed_l1_hit_reads_the_l1_latency_on_every_preset() {
+    for preset in GpuConfig::preset_names() {
+        let l1 = GpuConfig::preset(preset)
+            .unwrap()
+            .unloaded_latencies()
+            .l1_hit as f64;
+        for mode in [WS_FENCE, WS_DUMMY] {
+            // Every load reads p[0]; the first misses, the other 15 hit L1.
+            let d = repeated_l1_loads(preset, mode, 16);
+            for (r, &c) in d.iter().enumerate().skip(1) {
+                assert!(
+                    c >= l1 && c <= l1 + 8.0,
+                    "{preset} mode {mode} access {r}: {c} cycles for an L1 hit of {l1}: {d:?}"
                 );
             }
         }

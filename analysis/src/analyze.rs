@@ -113,6 +113,8 @@ pub(crate) struct Analysis {
     pub roofline: crate::roofline_report::Section,
     /// Working-set and regression sections (reuse_regress_report.rs).
     pub reuse_regress: crate::reuse_regress_report::Section,
+    /// What measuring changed (perturbation.rs).
+    pub perturbation: crate::perturbation::Perturbation,
 }
 
 /// Modes that measure completion, best first; naive last (it measures issue only).
@@ -185,7 +187,9 @@ pub fn analyze(
         .map(|r| hotspots::rank(&r.stats, opts.top_k, opts.z_threshold))
         .collect();
     let hot = hot_table(&runs, &hot_rows);
+    let perturbation = crate::perturbation::assess(&runs);
     for (name, t) in [
+        ("perturbation.csv", &perturbation.table),
         ("breakdown.csv", &breakdown),
         ("correlation.csv", &correlation),
         ("warps.csv", &warps),
@@ -273,6 +277,7 @@ pub fn analyze(
         views,
         roofline,
         reuse_regress,
+        perturbation,
     };
     let report_html = out_dir.join("report.html");
     let report_md = out_dir.join("report.md");
@@ -886,7 +891,7 @@ fn focus_runs(runs: &[Run], views: &[String], opts: &AnalyzeOptions) -> Vec<usiz
 }
 
 fn figures(runs: &[Run], views: &[String], opts: &AnalyzeOptions) -> Vec<Figure> {
-    let mut figs = Vec::new();
+    let mut figs: Vec<Figure> = crate::perturbation::figure(runs).into_iter().collect();
     for view in views {
         let mut modes = first_seen(
             runs.iter()
@@ -990,6 +995,8 @@ fn figures(runs: &[Run], views: &[String], opts: &AnalyzeOptions) -> Vec<Figure>
             kind: FigureKind::Lines {
                 panels: lines,
                 y_desc: "value / maximum over shapes".into(),
+                y_max: 1.1,
+                x_desc: "block shape".into(),
             },
             size: (width, 520),
         });

@@ -68,10 +68,13 @@ pub(crate) enum FigureKind {
         y_desc: String,
         y_max: f64,
     },
-    /// Frequency vs hit rate vs frame rate (figs. 6–9), normalized to each series' maximum.
+    /// Lines over categories (figs. 6–9: normalized to each series' maximum, `y_max` 1.1).
     Lines {
         panels: Vec<LinePanel>,
         y_desc: String,
+        /// Top of the value axis (the axis starts at 0).
+        y_max: f64,
+        x_desc: String,
     },
     /// Per-warp bars (fig. 10).
     Bars {
@@ -160,10 +163,15 @@ impl Figure {
                     draw_stacked(area, p, segments, y_desc, *y_max, i == 0)?;
                 }
             }
-            FigureKind::Lines { panels, y_desc } => {
+            FigureKind::Lines {
+                panels,
+                y_desc,
+                y_max,
+                x_desc,
+            } => {
                 let areas = body.split_evenly((1, panels.len().max(1)));
                 for (i, (p, area)) in panels.iter().zip(&areas).enumerate() {
-                    draw_lines(area, p, y_desc, i == 0)?;
+                    draw_lines(area, p, (x_desc, y_desc), *y_max, i == 0)?;
                 }
             }
             FigureKind::Bars {
@@ -266,7 +274,8 @@ fn draw_stacked<DB: DrawingBackend>(
 fn draw_lines<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     p: &LinePanel,
-    y_desc: &str,
+    (x_desc, y_desc): (&str, &str),
+    y_max: f64,
     legend: bool,
 ) -> Result<(), String> {
     let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
@@ -276,14 +285,14 @@ fn draw_lines<DB: DrawingBackend>(
         .margin(10)
         .x_label_area_size(40)
         .y_label_area_size(60)
-        .build_cartesian_2d(category_axis(n), 0f64..1.1f64)
+        .build_cartesian_2d(category_axis(n), 0f64..y_max)
         .map_err(e)?;
     let fmt = |x: &f64| label_at(&p.categories, *x);
     chart
         .configure_mesh()
         .x_labels(n.max(1))
         .x_label_formatter(&fmt)
-        .x_desc("block shape")
+        .x_desc(x_desc)
         .y_desc(y_desc)
         .draw()
         .map_err(e)?;

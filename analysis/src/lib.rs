@@ -70,6 +70,7 @@ mod figures;
 mod hotspots;
 mod output;
 mod parquet;
+mod perturbation;
 pub mod regress;
 mod report;
 pub mod reuse;

@@ -604,6 +604,8 @@ pub fn compare_mode(
                     .collect(),
             }],
             y_desc: "kernel time ÷ slowest".into(),
+            y_max: 1.1,
+            x_desc: "run".into(),
         },
         size: (1000, 520),
     };

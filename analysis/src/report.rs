@@ -229,6 +229,10 @@ pub(crate) fn html(a: &Analysis) -> String {
         s.push_str("<h2>Notes on the data</h2>\n");
         s.push_str(&html_list(&a.notes));
     }
+    s.push_str("<h2>How much did measuring change the kernel?</h2>\n");
+    s.push_str(&html_list(&a.perturbation.verdict));
+    s.push_str(&html_figures(a, "perturbation_"));
+    s.push_str(&html_table(&a.perturbation.table.text_rows(None)));
     s.push_str("<h2>Breakdown (fig. 5)</h2>\n");
     let _ = writeln!(
         s,
@@ -334,6 +338,13 @@ pub(crate) fn markdown(a: &Analysis) -> String {
         }
         s.push('\n');
     }
+    s.push_str("## How much did measuring change the kernel?\n\n");
+    for v in &a.perturbation.verdict {
+        let _ = writeln!(s, "- {v}");
+    }
+    s.push('\n');
+    s.push_str(&md_figures(a, "perturbation_"));
+    s.push_str(&md_table(&a.perturbation.table.text_rows(None)));
     let _ = writeln!(
         s,
         "## Breakdown (fig. 5)\n\nMean cycles per warp; shares of warp time. Sites: {}.\n",

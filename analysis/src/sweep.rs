@@ -5,7 +5,8 @@
 //! SWEEPDIR/sweep.csv        header + one row per run; columns read by name, in any order:
 //!                           run, shape, view, mode (required); backend, preset, cycles,
 //!                           kernel_ms, frame_rate, tex_hit_rate, dropped_records, overhead,
-//!                           occupancy_bare, occupancy_probed (optional; an empty cell = unknown)
+//!                           occupancy_bare, occupancy_probed, tex_hit_rate_bare (optional; an
+//!                           empty cell or a missing column = unknown)
 //! SWEEPDIR/<run>/run.json   trace::RunMetrics (fallback for frame_rate / tex_hit_rate)
 //! SWEEPDIR/<run>/trace.wst  trace::TraceReader
 //! SWEEPDIR/<run>/config.toml  the effective emulator config (optional)
@@ -29,6 +30,9 @@ pub(crate) struct SweepRow {
     pub tex_hit_rate: Option<f64>,
     pub dropped_records: Option<f64>,
     pub overhead: Option<f64>,
+    pub occupancy_bare: Option<f64>,
+    pub occupancy_probed: Option<f64>,
+    pub tex_hit_rate_bare: Option<f64>,
 }
 
 /// A run's folder contents that the analysis needs besides the trace.
@@ -104,6 +108,9 @@ pub(crate) fn read_sweep_csv(dir: &Path) -> Result<Vec<SweepRow>, AnalysisError>
             tex_hit_rate: num("tex_hit_rate")?,
             dropped_records: num("dropped_records")?,
             overhead: num("overhead")?,
+            occupancy_bare: num("occupancy_bare")?,
+            occupancy_probed: num("occupancy_probed")?,
+            tex_hit_rate_bare: num("tex_hit_rate_bare")?,
         };
         if row.run.is_empty() || row.run.contains(['/', '\\']) || row.run == ".." {
             return Err(AnalysisError::SweepCsv {

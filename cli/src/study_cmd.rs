@@ -6,12 +6,12 @@ use crate::export_cmd::{ExportFormat, export_run};
 use anyhow::{Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use instrument::{BackendChoice, Buffering};
+use instrument::{BackendChoice, TraceWarps};
 use std::path::PathBuf;
 use study::{
     BlockShape, RawDType, RenderConfig, RenderParams, SweepConfig, View, VolumeKind, VolumeSource,
 };
-use trace::{ProbeMode, RecordKind};
+use trace::ProbeMode;
 
 /// The volume and image, shared by render and sweep.
 #[derive(Args, Debug, Clone)]
@@ -50,15 +50,14 @@ pub struct SceneArgs {
 /// How the probes record, shared by render and sweep.
 #[derive(Args, Debug, Clone)]
 pub struct ProbeArgs {
-    /// Record every access (trace) or per-warp statistics per site (summary).
-    #[arg(long, default_value = "trace")]
-    pub kind: RecordKind,
-    /// Records each warp can keep (a ray of 500 steps makes up to 1000).
+    /// Warps that also keep every access (for timelines and per-access exports); every warp keeps
+    /// per-site statistics (count, sum, min, max). Global warp indices and ranges (`0-3,17`),
+    /// `every:N`, `all` or `none`.
+    #[arg(long, default_value = "0-3")]
+    pub trace_warps: TraceWarps,
+    /// Records each traced warp can keep (a ray of 500 steps makes up to 1000).
     #[arg(long, default_value_t = 1024)]
     pub slots: u32,
-    /// Where the probes buffer records: auto (shared unless it lowers occupancy), shared, global.
-    #[arg(long, default_value = "auto")]
-    pub buffering: Buffering,
     /// Timed launches after a warm-up on a GPU (the emulator is deterministic: one).
     #[arg(long, default_value_t = 10)]
     pub frames: u32,
@@ -189,9 +188,8 @@ pub fn render(args: &RenderArgs) -> Result<()> {
         shape: args.shape,
         view: args.view,
         mode: args.mode,
-        kind: args.probe.kind,
+        trace_warps: args.probe.trace_warps.clone(),
         slots_per_warp: args.probe.slots,
-        buffering: args.probe.buffering,
         frames: args.probe.frames,
         measure_overhead: !args.probe.no_overhead,
         compare_reference: args.compare_reference,
@@ -258,9 +256,8 @@ pub fn sweep(args: &SweepArgs) -> Result<()> {
         shapes: or_default(&args.shapes, &BlockShape::PAPER),
         views: or_default(&args.views, &View::PAPER),
         modes: or_default(&args.modes, &[ProbeMode::Naive, ProbeMode::Fence]),
-        kind: args.probe.kind,
+        trace_warps: args.probe.trace_warps.clone(),
         slots_per_warp: args.probe.slots,
-        buffering: args.probe.buffering,
         frames: args.probe.frames,
         measure_overhead: !args.probe.no_overhead,
         max_warp_instructions: args.max_warp_instructions,
@@ -345,9 +342,8 @@ pub fn demo(args: &DemoArgs) -> Result<()> {
         );
     }
     let formats = ProbeArgs {
-        kind: cfg.kind,
+        trace_warps: cfg.trace_warps.clone(),
         slots: cfg.slots_per_warp,
-        buffering: cfg.buffering,
         frames: cfg.frames,
         no_overhead: false,
         formats: args.formats.clone(),

@@ -1,0 +1,68 @@
+//! Probe overhead on the demo kernel: the volume renderer's *simulated* kernel time per probe mode
+//! and record kind, beside the bare (`WS_OFF`) build, on the emulator's GTX 480 preset.
+//!
+//! What is measured is GPU time, not the emulator's wall time: each sample's duration is the
+//! emulated kernel's cycles at the preset's clock (criterion's `iter_custom`). The emulator is
+//! deterministic, so one launch per sample gives the exact value and the sample is that value
+//! times the iteration count; criterion's spread is then zero and the ratio of two benches is the
+//! probe overhead. Run with `cargo bench -p warpscope-benches --bench probes`.
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use instrument::{EmuDevice, TraceWarps};
+use std::time::Duration;
+use study::{BlockShape, RenderConfig, RenderParams, View, VolumeKind, VolumeSource};
+use trace::ProbeMode;
+
+/// Simulated seconds of one frame of the demo kernel in `mode`, tracing `trace_warps`.
+fn frame_seconds(mode: ProbeMode, trace_warps: &TraceWarps) -> f64 {
+    let config = emulator::GpuConfig::preset("gtx480").unwrap_or_else(|e| panic!("{e}"));
+    let clock_hz = config.clock_mhz * 1e6;
+    let mut dev = EmuDevice::new(config.clone());
+    let cfg = RenderConfig {
+        volume: VolumeSource::Generated {
+            kind: VolumeKind::Blobs,
+            dims: [64, 64, 64],
+            seed: 1,
+        },
+        params: RenderParams::with_size(64, 64),
+        shape: BlockShape::new(16, 8),
+        view: View::new(0.0, 0.0, 0.0),
+        mode,
+        trace_warps: trace_warps.clone(),
+        slots_per_warp: 1024,
+        frames: 1,
+        measure_overhead: false,
+        compare_reference: false,
+        ncu: None,
+        emu_config: Some(config),
+    };
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let r = study::render(&mut dev, &cfg, dir.path()).unwrap_or_else(|e| panic!("{e}"));
+    r.metrics.cycles.unwrap_or(0) as f64 / clock_hz
+}
+
+fn overhead(c: &mut Criterion) {
+    let mut g = c.benchmark_group("volume_render_gtx480_simulated");
+    g.sample_size(10)
+        .warm_up_time(Duration::from_millis(1))
+        .measurement_time(Duration::from_millis(1));
+    let cases = [
+        ("off", ProbeMode::Off, TraceWarps::none()),
+        ("naive_summary", ProbeMode::Naive, TraceWarps::none()),
+        ("fence_summary", ProbeMode::Fence, TraceWarps::none()),
+        ("dummy_summary", ProbeMode::Dummy, TraceWarps::none()),
+        ("naive_trace", ProbeMode::Naive, TraceWarps::all()),
+        ("fence_trace", ProbeMode::Fence, TraceWarps::all()),
+        ("dummy_trace", ProbeMode::Dummy, TraceWarps::all()),
+    ];
+    for (name, mode, trace_warps) in cases {
+        let seconds = frame_seconds(mode, &trace_warps);
+        g.bench_function(name, |b| {
+            b.iter_custom(|iters| Duration::from_secs_f64(seconds * iters as f64))
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, overhead);
+criterion_main!(benches);

@@ -44,7 +44,7 @@ pub struct ReuseArgs {
     pub out: PathBuf,
 }
 
-/// Runs the working-set / reuse-distance study (3 block shapes × 2 volume layouts × 6 texture
+/// Runs the working-set / reuse-distance study (3 block shapes × 3 volume layouts × 6 texture
 /// cache sizes on the emulator) into `out`.
 pub fn reuse_into(gpu: emulator::GpuConfig, out: &Path) -> Result<()> {
     let s = study::reuse_study(&study::ReuseStudyConfig::demo(gpu), out)

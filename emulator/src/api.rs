@@ -14,7 +14,7 @@ use crate::error::EmuError;
 use crate::ir::{EntrySignature, Opnd, Program};
 use crate::occupancy::occupancy;
 use crate::ptx;
-use crate::texture::{HANDLE_BASE, Texture, TextureDesc};
+use crate::texture::{HANDLE_BASE, Storage, Texture, TextureDesc};
 
 /// A parsed and decoded PTX module (all of its kernels), not yet in device memory.
 #[derive(Debug, Clone)]
@@ -233,6 +233,7 @@ impl Emulator {
             kernel: "create_texture".into(),
             what,
         })?;
+        let storage = Storage::new(desc, self.config.texture.layout);
         let base = match desc.linear_buffer {
             Some(a) => {
                 let len = desc.width as u64 * desc.texel_bytes();
@@ -256,13 +257,14 @@ impl Emulator {
                         what: format!("data has {} bytes, the texture needs {want}", data.len()),
                     });
                 }
-                self.dev.alloc(desc.storage_bytes())?
+                self.dev
+                    .alloc_aligned(storage.bytes(desc), storage.align())?
             }
         };
         let t = Texture {
             desc: desc.clone(),
             base,
-            linear_3d: self.config.texture.linear_3d,
+            storage,
         };
         if desc.linear_buffer.is_none() {
             t.upload(&mut self.dev, data)?;

@@ -10,7 +10,7 @@
 //!
 //! Main types: [`GpuConfig`] (the whole GPU), [`SmConfig`] (occupancy limits and schedulers),
 //! [`PipelineConfig`] (functional-unit latencies and issue intervals), [`CacheConfig`] (one
-//! set-associative sectored cache), [`TextureConfig`], [`SharedConfig`], [`L2Config`],
+//! set-associative sectored cache), [`TextureConfig`] and [`TextureLayout`], [`SharedConfig`], [`L2Config`],
 //! [`DramConfig`], and [`ConfigError`].
 //!
 //! # How the latencies compose
@@ -175,10 +175,50 @@ pub struct TextureConfig {
     /// Required when `unified_with_l1 = false`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache: Option<CacheConfig>,
-    /// Store 3D textures row-major (x fastest, then y, then z) instead of in 8×8×8 bricks: the
-    /// untiled baseline of the tiling experiment (working set per layout). Off by default.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub linear_3d: bool,
+    /// How 2D and 3D textures (cudaArrays) are laid out in device memory, which decides the
+    /// addresses, and so the cache lines and sets, a texture fetch touches. 1D textures are
+    /// always linear.
+    #[serde(default)]
+    pub layout: TextureLayout,
+}
+
+/// Storage layout of 2D and 3D textures; the texture module's docs give the address functions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TextureLayout {
+    /// NVIDIA's block-linear cudaArray layout: 64-byte × 8-row GOBs stacked into blocks whose
+    /// height and depth in GOBs the driver picks from the extent (the default: what a GPU does).
+    #[default]
+    BlockLinear,
+    /// 3D textures in symmetric 8×8×8-texel bricks, 2D textures row-major: the emulator's
+    /// layout before block-linear, kept to compare against.
+    Bricks,
+    /// Row-major (x fastest, then y, then z): the untiled baseline.
+    Linear,
+}
+
+impl TextureLayout {
+    /// Every layout, in the order the studies report them.
+    pub const ALL: [TextureLayout; 3] = [
+        TextureLayout::BlockLinear,
+        TextureLayout::Bricks,
+        TextureLayout::Linear,
+    ];
+
+    /// The name used in config files and reports (`block-linear`, `bricks`, `linear`).
+    pub fn name(self) -> &'static str {
+        match self {
+            TextureLayout::BlockLinear => "block-linear",
+            TextureLayout::Bricks => "bricks",
+            TextureLayout::Linear => "linear",
+        }
+    }
+}
+
+impl std::fmt::Display for TextureLayout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 /// Shared memory: banks serve one 4-byte word each per cycle; lanes reading the same word are
@@ -578,6 +618,36 @@ mod tests {
         assert_eq!(u.l2_hit, u.l1_hit + u64::from(cfg.l2.latency_cycles));
         assert_eq!(u.dram, u.l2_hit + u64::from(cfg.dram.latency_cycles));
         assert!(u.l1_hit < u.l2_hit && u.l2_hit < u.dram);
+    }
+
+    #[test]
+    fn texture_layout_defaults_to_block_linear_and_bad_names_are_rejected() {
+        for name in GpuConfig::preset_names() {
+            let cfg = GpuConfig::preset(name).unwrap();
+            assert_eq!(cfg.texture.layout, TextureLayout::BlockLinear, "{name}");
+        }
+        let text = GpuConfig::preset("gtx480").unwrap().to_toml();
+        assert!(text.contains("layout = \"block-linear\""), "{text}");
+        for layout in TextureLayout::ALL {
+            let t = text.replace(
+                "layout = \"block-linear\"",
+                &format!("layout = \"{layout}\""),
+            );
+            let cfg = GpuConfig::from_toml_str(&t, "l.toml").unwrap();
+            assert_eq!(cfg.texture.layout, layout);
+        }
+        // An older config without the key gets the default.
+        let t = text.replace("layout = \"block-linear\"\n", "");
+        let cfg = GpuConfig::from_toml_str(&t, "old.toml").unwrap();
+        assert_eq!(cfg.texture.layout, TextureLayout::BlockLinear);
+        let t = text.replace("layout = \"block-linear\"", "layout = \"tiled\"");
+        let e = GpuConfig::from_toml_str(&t, "bad.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("bad.toml:") && e.contains("layout") && e.contains("block-linear"),
+            "{e}"
+        );
     }
 
     #[test]

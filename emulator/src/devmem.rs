@@ -44,11 +44,18 @@ pub(crate) struct DeviceMemory {
 impl DeviceMemory {
     /// Allocates `bytes` zeroed bytes; returns the device address (256-aligned).
     pub(crate) fn alloc(&mut self, bytes: u64) -> Result<u64, EmuError> {
-        let base = if self.next == 0 {
+        self.alloc_aligned(bytes, 256)
+    }
+
+    /// Allocates `bytes` zeroed bytes at a multiple of `align` (a power of two ≥ 256), as the
+    /// driver aligns a block-linear cudaArray to its block size.
+    pub(crate) fn alloc_aligned(&mut self, bytes: u64, align: u64) -> Result<u64, EmuError> {
+        let next = if self.next == 0 {
             GLOBAL_BASE
         } else {
             self.next
         };
+        let base = next.next_multiple_of(align.max(256));
         let len = usize::try_from(bytes).map_err(|_| EmuError::Memory {
             addr: base,
             what: format!("allocation of {bytes} bytes is too large"),
@@ -145,6 +152,17 @@ impl DeviceMemory {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn aligned_allocations_start_at_a_multiple_of_the_alignment() {
+        let mut m = DeviceMemory::default();
+        let a = m.alloc(100).unwrap();
+        let b = m.alloc_aligned(10, 1 << 19).unwrap();
+        assert_eq!(b % (1 << 19), 0);
+        assert!(b > a + 100);
+        let c = m.alloc(8).unwrap();
+        assert!(c >= b + 10 + 256);
+    }
 
     #[test]
     fn freed_memory_faults_and_is_never_reused() {

@@ -1,15 +1,22 @@
 //! Texture objects: storage layout, addressing modes and filtering as CUDA's texture unit does
 //! them, so `tex.1d/2d/3d` on a handle returns what a GPU returns and fetches the texel addresses
-//! a GPU would fetch (which the cache model sees).
+//! a GPU would fetch (which the cache model sees: set indices and sectors come from the layout).
 //!
-//! Layout in the emulator's device memory (the addresses the memory model gets):
-//! - 1D and `tex1Dfetch` buffers: linear, `x * texel_bytes`.
-//! - 2D: row-major (pitch-linear) rows of `width` texels.
-//! - 3D: blocked like a cudaArray — 8×8×8-texel bricks, bricks ordered x, then y, then z, texels
-//!   inside a brick x-fastest, then y, then z; extents padded to multiples of 8. Neighbours in all
-//!   three directions share cache lines, which is what makes texture caches work for volumes.
-//!   With `TextureConfig::linear_3d` a 3D texture is row-major instead (x, then y, then z), the
-//!   untiled baseline of the tiling experiment.
+//! Layout in the emulator's device memory (the addresses the memory model gets), chosen by
+//! `[texture] layout` ([`TextureLayout`]); 1D textures and `tex1Dfetch` buffers are always
+//! linear, `x * texel_bytes`.
+//! - `block-linear` (default): NVIDIA's cudaArray layout, as Mesa's NVK driver lays images out
+//!   (`src/nouveau/nil/tiling.rs`, `Tiling::choose`/`Tiling::clamp`/`GOBType`, and
+//!   `src/nouveau/nil/copy.rs`, `CopyGOBFermi`; cited where it is used below). Rows are
+//!   `width × texel_bytes` bytes. The unit is the GOB, 64 bytes × 8 rows = 512 B (Fermi and
+//!   later; Tesla's 64 × 4 GOB is not modelled, no preset is Tesla). Blocks are one GOB wide,
+//!   2^h GOBs high and 2^d slices deep; GOBs inside a block go y first, then z; blocks go x, then
+//!   y, then z. The extent is padded to whole blocks and the array is aligned to
+//!   max(block bytes, 4 KiB). Inside a GOB, 16-byte row pieces are swizzled so that a 32-byte
+//!   sector holds 16 bytes × 2 rows and a 128-byte line 32 bytes × 4 rows.
+//! - `bricks`: 3D in 8×8×8-texel bricks, bricks ordered x, then y, then z, texels inside a brick
+//!   x-fastest, then y, then z; extents padded to multiples of 8. 2D row-major.
+//! - `linear`: row-major, x, then y, then z (the untiled baseline).
 //!
 //! Filtering (CUDA Programming Guide, "Texture Fetching" appendix): point sampling takes texel
 //! `floor(u)`; linear filtering with `xb = u - 0.5`, `i = floor(xb)`, `α = frac(xb)` stored in
@@ -25,6 +32,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::config::TextureLayout;
 use crate::devmem::DeviceMemory;
 
 /// Texel element format.
@@ -89,15 +97,6 @@ impl TextureDesc {
         let d = if self.dims >= 3 { self.depth.max(1) } else { 1 };
         [self.width.max(1), h, d]
     }
-    /// Bytes of the texture's storage in the emulator's layout.
-    pub(crate) fn storage_bytes(&self) -> u64 {
-        let [w, h, d] = self.extent().map(u64::from);
-        if self.dims == 3 {
-            w.div_ceil(8) * 8 * h.div_ceil(8) * 8 * d.div_ceil(8) * 8 * self.texel_bytes()
-        } else {
-            w * h * d * self.texel_bytes()
-        }
-    }
     /// Checks the description; the message names the field.
     pub(crate) fn validate(&self) -> Result<(), String> {
         if !(1..=3).contains(&self.dims) {
@@ -128,13 +127,154 @@ impl TextureDesc {
     }
 }
 
+/// GOB (group of bytes) geometry on Fermi and later: 64 bytes wide, 8 rows high.
+const GOB_WIDTH_BYTES: u64 = 64;
+const GOB_ROWS: u64 = 8;
+const GOB_BYTES: u64 = GOB_WIDTH_BYTES * GOB_ROWS;
+/// Largest block height and depth, log2 in GOBs (nil `Tiling::choose` starts from 5 and 5).
+const MAX_BLOCK_LOG2: u32 = 5;
+
+/// Block-linear geometry of one texture: how many blocks and how big they are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BlockLinear {
+    /// Blocks across the width (a block is one GOB, 64 bytes, wide).
+    blocks_x: u64,
+    /// Blocks down the height.
+    blocks_y: u64,
+    /// Blocks through the depth.
+    blocks_z: u64,
+    /// log2 of the block height in GOBs.
+    h_log2: u32,
+    /// log2 of the block depth in slices (a GOB is one slice deep).
+    d_log2: u32,
+}
+
+/// Smallest `k` with `2^k ≥ n` (0 for n ≤ 1), nil's `ilog2_ceil`.
+fn ceil_log2(n: u64) -> u32 {
+    if n <= 1 {
+        0
+    } else {
+        64 - (n - 1).leading_zeros()
+    }
+}
+
+impl BlockLinear {
+    /// The block size the driver chooses for an extent of `width_bytes` × `height` rows ×
+    /// `depth` slices. Mesa NVK, `src/nouveau/nil/tiling.rs`: `Tiling::choose` starts from
+    /// 2^5 GOBs high and 2^5 deep and `Tiling::clamp` cuts each to `ilog2_ceil` of the extent in
+    /// GOBs, so a block is the smallest power of two that covers the extent (capped at 32 GOBs),
+    /// which can reach up to twice the extent (e.g. 25 GOBs of rows get a 32-GOB block); the
+    /// width is always one GOB (`x_log2 = 0`). NVIDIA's CUDA driver is closed; nil is the public
+    /// description of what the hardware accepts and what an open driver picks.
+    fn new(width_bytes: u64, height: u64, depth: u64) -> Self {
+        let gobs_y = height.div_ceil(GOB_ROWS);
+        let h_log2 = ceil_log2(gobs_y).min(MAX_BLOCK_LOG2);
+        let d_log2 = ceil_log2(depth).min(MAX_BLOCK_LOG2);
+        BlockLinear {
+            blocks_x: width_bytes.div_ceil(GOB_WIDTH_BYTES),
+            blocks_y: gobs_y.div_ceil(1 << h_log2),
+            blocks_z: depth.div_ceil(1 << d_log2),
+            h_log2,
+            d_log2,
+        }
+    }
+
+    fn block_bytes(&self) -> u64 {
+        GOB_BYTES << (self.h_log2 + self.d_log2)
+    }
+
+    fn bytes(&self) -> u64 {
+        self.blocks_x * self.blocks_y * self.blocks_z * self.block_bytes()
+    }
+
+    /// Byte offset of byte `xb` of row `y` in slice `z`.
+    fn offset(&self, xb: u64, y: u64, z: u64) -> u64 {
+        let (h, d) = (self.h_log2, self.d_log2);
+        let gob_y = y / GOB_ROWS;
+        let block =
+            ((z >> d) * self.blocks_y + (gob_y >> h)) * self.blocks_x + xb / GOB_WIDTH_BYTES;
+        // Inside a block GOBs go down the column first, then back in z (nil `copy.rs`,
+        // `BlockPointer::new` with the GOB extent: y stride one GOB, z stride 2^h GOBs).
+        let gob = ((z & ((1 << d) - 1)) << h) | (gob_y & ((1 << h) - 1));
+        (((block << (h + d)) | gob) * GOB_BYTES) | gob_offset(xb % GOB_WIDTH_BYTES, y % GOB_ROWS)
+    }
+}
+
+/// Offset of byte `x` (0..64) of row `r` (0..8) inside a GOB: Mesa NVK `src/nouveau/nil/copy.rs`,
+/// `CopyGOBFermi::for_each_gob_line`, which maps each 16-byte row piece to its place in a
+/// `GOBType::FermiColor` GOB (the GOB nil uses for color images from Fermi up to Volta). Bits:
+/// x[3:0] stay, then y0, y1 ^ x4 ^ 1, x4 ^ y2, y2, x5. Why the swizzle rather than plain 64-byte
+/// rows: it is what the source gives, and it decides what a 32-byte sector (16 bytes × 2 rows)
+/// and a 128-byte line (32 bytes × 4 rows) hold. nil's Turing-and-later GOB
+/// (`GOBType::TuringColor2D`, `CopyGOBTuring2D`: x[3:0], y0, y1, x4, y2, x5) puts the same
+/// bytes in each sector and each line and only orders the sectors of a line differently, so the
+/// caches hit and miss identically; this one function serves every preset. (nil's doc table for
+/// `FermiColor` orders the lower GOB half's sectors differently from its copy code; the copy
+/// code, which must match the hardware, is followed, and the difference is again only within
+/// lines.)
+fn gob_offset(x: u64, r: u64) -> u64 {
+    let (x4, x5) = ((x >> 4) & 1, (x >> 5) & 1);
+    let (y0, y1, y2) = (r & 1, (r >> 1) & 1, (r >> 2) & 1);
+    (x & 15) | (y0 << 4) | ((y1 ^ x4 ^ 1) << 5) | ((x4 ^ y2) << 6) | (y2 << 7) | (x5 << 8)
+}
+
+/// Where one texture's texels live: the layout resolved for its extent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Storage {
+    /// Row-major: x, then y, then z.
+    Linear,
+    /// 8×8×8-texel bricks (3D only), `bricks_x` × `bricks_y` bricks per brick slice.
+    Bricks {
+        bricks_x: u64,
+        bricks_y: u64,
+    },
+    BlockLinear(BlockLinear),
+}
+
+impl Storage {
+    /// The storage of a texture described by `desc` under `layout` (1D is always linear).
+    pub(crate) fn new(desc: &TextureDesc, layout: TextureLayout) -> Self {
+        let [w, h, d] = desc.extent().map(u64::from);
+        match (layout, desc.dims) {
+            (_, 1) | (TextureLayout::Linear, _) | (TextureLayout::Bricks, 2) => Storage::Linear,
+            (TextureLayout::Bricks, _) => Storage::Bricks {
+                bricks_x: w.div_ceil(8),
+                bricks_y: h.div_ceil(8),
+            },
+            (TextureLayout::BlockLinear, _) => {
+                Storage::BlockLinear(BlockLinear::new(w * desc.texel_bytes(), h, d))
+            }
+        }
+    }
+
+    /// Bytes to allocate, padding included.
+    pub(crate) fn bytes(&self, desc: &TextureDesc) -> u64 {
+        let [w, h, d] = desc.extent().map(u64::from);
+        match self {
+            Storage::Linear => w * h * d * desc.texel_bytes(),
+            Storage::Bricks { bricks_x, bricks_y } => {
+                bricks_x * bricks_y * d.div_ceil(8) * 512 * desc.texel_bytes()
+            }
+            Storage::BlockLinear(b) => b.bytes(),
+        }
+    }
+
+    /// Alignment of the allocation. Block-linear: nil `image.rs` (`Image::new_tiled`) aligns
+    /// an image to its block size and to at least 4 KiB. The others keep the allocator's 256.
+    pub(crate) fn align(&self) -> u64 {
+        match self {
+            Storage::BlockLinear(b) => b.block_bytes().max(4096),
+            _ => 256,
+        }
+    }
+}
+
 /// A created texture object.
 #[derive(Debug, Clone)]
 pub(crate) struct Texture {
     pub desc: TextureDesc,
     pub base: u64,
-    /// 3D textures row-major instead of bricked (`TextureConfig::linear_3d`).
-    pub linear_3d: bool,
+    pub storage: Storage,
 }
 
 /// Texture handles are this base plus the texture's index, so a stray integer is not a handle.
@@ -146,16 +286,14 @@ impl Texture {
         let tb = self.desc.texel_bytes();
         let [w, h, _] = self.desc.extent().map(u64::from);
         let (x, y, z) = (x as u64, y as u64, z as u64);
-        match self.desc.dims {
-            3 if !self.linear_3d => {
-                let (bw, bh) = (w.div_ceil(8), h.div_ceil(8));
-                let brick = (z / 8 * bh + y / 8) * bw + x / 8;
+        match self.storage {
+            Storage::Linear => ((z * h + y) * w + x) * tb,
+            Storage::Bricks { bricks_x, bricks_y } => {
+                let brick = (z / 8 * bricks_y + y / 8) * bricks_x + x / 8;
                 let inner = ((z % 8) * 8 + y % 8) * 8 + x % 8;
                 (brick * 512 + inner) * tb
             }
-            // Linear 3D: row-major slices (the tiling experiment's baseline).
-            3 => ((z * h + y) * w + x) * tb,
-            _ => (y * w + x) * tb,
+            Storage::BlockLinear(b) => b.offset(x * tb, y, z),
         }
     }
 
@@ -165,20 +303,24 @@ impl Texture {
         dev: &mut DeviceMemory,
         data: &[u8],
     ) -> Result<(), crate::EmuError> {
-        let tb = self.desc.texel_bytes() as usize;
-        let [w, h, d] = self.desc.extent();
-        if self.desc.dims != 3 {
+        if self.storage == Storage::Linear {
             return dev.write(self.base, data);
         }
-        let mut i = 0usize;
-        for z in 0..d {
-            for y in 0..h {
-                for x in 0..w {
-                    let off = self.texel_offset(x, y, z);
-                    dev.write(self.base + off, &data[i..i + tb])?;
-                    i += tb;
-                }
-            }
+        let tb = self.desc.texel_bytes() as usize;
+        let [w, h, d] = self.desc.extent();
+        let len = self.storage.bytes(&self.desc);
+        let dst = usize::try_from(len)
+            .ok()
+            .and_then(|n| dev.slice_mut(self.base, n))
+            .ok_or_else(|| crate::EmuError::Memory {
+                addr: self.base,
+                what: format!("texture storage of {len} bytes is not mapped"),
+            })?;
+        let texels = data.chunks_exact(tb);
+        let coords = (0..d).flat_map(|z| (0..h).flat_map(move |y| (0..w).map(move |x| (x, y, z))));
+        for (t, (x, y, z)) in texels.zip(coords) {
+            let off = self.texel_offset(x, y, z) as usize;
+            dst[off..off + tb].copy_from_slice(t);
         }
         Ok(())
     }
@@ -344,17 +486,49 @@ mod tests {
         }
     }
 
-    fn make(d: TextureDesc, data: &[f32]) -> (DeviceMemory, Texture) {
+    fn at(desc: TextureDesc, layout: TextureLayout) -> Texture {
+        let storage = Storage::new(&desc, layout);
+        Texture {
+            desc,
+            base: 0,
+            storage,
+        }
+    }
+
+    /// A u8 texture (1 channel) or one with `tb`-byte texels, for address tests.
+    fn texels(dims: u8, [w, h, d]: [u32; 3], tb: u8) -> TextureDesc {
+        let (format, channels) = match tb {
+            1 => (TexFormat::U8, 1),
+            2 => (TexFormat::U16, 1),
+            4 => (TexFormat::F32, 1),
+            8 => (TexFormat::F32, 2),
+            _ => (TexFormat::F32, 4),
+        };
+        TextureDesc {
+            format,
+            channels,
+            ..desc(dims, w, h, d, TexFilter::Point)
+        }
+    }
+
+    fn make_in(d: TextureDesc, data: &[f32], layout: TextureLayout) -> (DeviceMemory, Texture) {
         let mut dev = DeviceMemory::default();
-        let base = dev.alloc(d.storage_bytes()).unwrap();
+        let storage = Storage::new(&d, layout);
+        let base = dev
+            .alloc_aligned(storage.bytes(&d), storage.align())
+            .unwrap();
         let t = Texture {
             desc: d,
             base,
-            linear_3d: false,
+            storage,
         };
         let bytes: Vec<u8> = data.iter().flat_map(|f| f.to_le_bytes()).collect();
         t.upload(&mut dev, &bytes).unwrap();
         (dev, t)
+    }
+
+    fn make(d: TextureDesc, data: &[f32]) -> (DeviceMemory, Texture) {
+        make_in(d, data, TextureLayout::BlockLinear)
     }
 
     #[test]
@@ -382,16 +556,14 @@ mod tests {
         d.address[0] = TexAddress::Mirror;
         let t2 = Texture {
             desc: d.clone(),
-            base: t.base,
-            linear_3d: false,
+            ..t.clone()
         };
         // u = 1.125*4 = 4.5 -> index 4 mirrors to 3
         assert_eq!(t2.sample(&dev, [1.125, 0.0, 0.0], &mut a).unwrap()[0], 13.0);
         d.address[0] = TexAddress::Border;
         let t3 = Texture {
             desc: d,
-            base: t.base,
-            linear_3d: false,
+            ..t.clone()
         };
         assert_eq!(t3.sample(&dev, [1.5, 0.0, 0.0], &mut a).unwrap()[0], 0.0);
         assert_eq!(
@@ -401,18 +573,10 @@ mod tests {
     }
 
     #[test]
-    fn volume_is_bricked() {
+    fn bricks_and_linear_layouts() {
         let d = desc(3, 16, 16, 16, TexFilter::Point);
-        let t = Texture {
-            desc: d.clone(),
-            base: 0,
-            linear_3d: false,
-        };
-        let linear = Texture {
-            desc: d,
-            base: 0,
-            linear_3d: true,
-        };
+        let t = at(d.clone(), TextureLayout::Bricks);
+        let linear = at(d, TextureLayout::Linear);
         // Row-major: a row of 16 texels of 4 bytes, a slice of 16 rows.
         assert_eq!(linear.texel_offset(1, 0, 0), 4);
         assert_eq!(linear.texel_offset(0, 1, 0), 64);
@@ -421,10 +585,154 @@ mod tests {
         assert_eq!(t.texel_offset(0, 1, 0), 32);
         assert_eq!(t.texel_offset(0, 0, 1), 256);
         assert_eq!(t.texel_offset(8, 0, 0), 2048);
-        let vals: Vec<f32> = (0..16 * 16 * 16).map(|i| i as f32).collect();
-        let (dev, t) = make(desc(3, 16, 16, 16, TexFilter::Point), &vals);
-        let mut a = Vec::new();
-        let v = t.sample(&dev, [9.5, 3.5, 12.5], &mut a).unwrap();
-        assert_eq!(v[0], (12 * 256 + 3 * 16 + 9) as f32);
+        // 2D under `bricks` stays row-major, as before block-linear existed.
+        let flat = at(desc(2, 16, 16, 1, TexFilter::Point), TextureLayout::Bricks);
+        assert_eq!(flat.storage, Storage::Linear);
+    }
+
+    /// Offsets worked out by hand from the rules in the module docs: block = one GOB (64 B)
+    /// wide, 2^h GOBs high, 2^d slices deep, h = min(5, ceil(log2(ceil(rows / 8)))),
+    /// d = min(5, ceil(log2(depth))); blocks x, then y, then z; GOBs in a block y, then z;
+    /// inside a GOB byte x of row r goes to
+    /// x[3:0] + 16·r0 + 32·(r1 ^ x4 ^ 1) + 64·(x4 ^ r2) + 128·r2 + 256·x5.
+    #[test]
+    fn block_linear_offsets_match_hand_computed_values() {
+        let bl = |dims, ext, tb| at(texels(dims, ext, tb), TextureLayout::BlockLinear);
+
+        // 64³ u8: 64 B rows = 1 block across; 8 GOBs of rows -> h = 3 (64 rows); depth 64 ->
+        // d = 5 (32 slices); block = 512 · 2^8 = 131072 B; 1 × 1 × 2 blocks = 262144 B.
+        let t = bl(3, [64, 64, 64], 1);
+        assert_eq!(t.storage.bytes(&t.desc), 262_144);
+        assert_eq!(t.storage.align(), 131_072);
+        assert_eq!(t.texel_offset(0, 0, 0), 32); // r1 ^ x4 ^ 1 = 1
+        assert_eq!(t.texel_offset(1, 0, 0), 33);
+        assert_eq!(t.texel_offset(0, 1, 0), 48); // 16 + 32
+        assert_eq!(t.texel_offset(0, 8, 0), 544); // next GOB down: 512 + 32
+        assert_eq!(t.texel_offset(0, 0, 1), 4128); // GOB 1·2^3 = 8: 4096 + 32
+        assert_eq!(t.texel_offset(0, 0, 32), 131_104); // second block: 131072 + 32
+        // (63, 63, 63): x = 63 (x5 = x4 = 1, x[3:0] = 15), r = 7: 15 + 16 + 32·(1^1^1) +
+        // 64·(1^1) + 128 + 256 = 447; block 1, GOB 31·8 + 7 = 255: (256 + 255)·512 + 447.
+        assert_eq!(t.texel_offset(63, 63, 63), 262_079);
+
+        // 1024³ u8: 16 blocks across; 128 GOBs of rows -> h = 5 (256 rows), 4 blocks down;
+        // d = 5, 32 blocks deep; block = 512 · 2^10 = 524288 B; 2048 blocks = 1 GiB.
+        let t = bl(3, [1024, 1024, 1024], 1);
+        assert_eq!(t.storage.bytes(&t.desc), 1 << 30);
+        assert_eq!(t.texel_offset(64, 0, 0), 524_320); // block 1
+        assert_eq!(t.texel_offset(0, 256, 0), 8_388_640); // block 16: 16 · 524288 + 32
+        assert_eq!(t.texel_offset(0, 0, 32), 33_554_464); // block 64: 64 · 524288 + 32
+        assert_eq!(t.texel_offset(0, 8, 1), 16_928); // GOB 32 + 1 = 33: 16896 + 32
+        // (1000, 500, 700): byte 1000 = block x 15, x = 40 (x5 = 1, x4 = 0, x[3:0] = 8);
+        // row 500 = GOB row 62 (block y 1, GOB 30), r = 4 (r2 = 1); slice 700 = block z 21,
+        // slice 28. Block (21·4 + 1)·16 + 15 = 1375, GOB 28·32 + 30 = 926, in-GOB
+        // 8 + 32 + 64 + 128 + 256 = 488: (1375·1024 + 926)·512 + 488 = 721370600.
+        assert_eq!(t.texel_offset(1000, 500, 700), 721_370_600);
+
+        // 2D 300×200 float4: rows of 4800 B = 75 blocks across; 25 GOBs of rows -> h = 5
+        // (32 GOBs, 256 rows: the block is taller than the texture); block = 16384 B.
+        let t = bl(2, [300, 200, 1], 16);
+        assert_eq!(t.storage.bytes(&t.desc), 75 * 16_384);
+        assert_eq!(t.texel_offset(1, 0, 0), 64); // x = 16: x4 = 1 -> 64, r1^x4^1 = 0
+        assert_eq!(t.texel_offset(2, 3, 0), 272); // x = 32 (x5), r = 3: 256 + 16
+        assert_eq!(t.texel_offset(4, 0, 0), 16_416); // block 1: 16384 + 32
+        // (299, 199): byte 4784 = block 74, x = 48 (x5 = x4 = 1); row 199 = GOB 24, r = 7:
+        // 16 + 32 + 128 + 256 = 432; (74·32 + 24)·512 + 432 = 1225136.
+        assert_eq!(t.texel_offset(299, 199, 0), 1_225_136);
+
+        // Smaller than one GOB: 10×3 u8 is one 512-B GOB.
+        let t = bl(2, [10, 3, 1], 1);
+        assert_eq!(t.storage.bytes(&t.desc), 512);
+        assert_eq!(t.storage.align(), 4096);
+        assert_eq!(t.texel_offset(9, 2, 0), 9); // r1 = 1: r1 ^ x4 ^ 1 = 0
+        assert_eq!(t.texel_offset(3, 1, 0), 51); // 3 + 16 + 32
+        // 5×5×3 u16: 10-B rows, one GOB of rows (h = 0), depth 3 -> d = 2 (4 slices): 2048 B.
+        // (4, 4, 2): byte 8, r = 4: 8 + 32 + 64 + 128 = 232; GOB 2: 1024 + 232.
+        let t = bl(3, [5, 5, 3], 2);
+        assert_eq!(t.storage.bytes(&t.desc), 2048);
+        assert_eq!(t.texel_offset(4, 4, 2), 1256);
+
+        // Non-power-of-two 100×50×40 u8: 2 blocks across; 7 GOBs of rows -> h = 3, 1 block
+        // down; depth 40 -> d = 5, 2 blocks deep; block 131072 B, 4 blocks.
+        let t = bl(3, [100, 50, 40], 1);
+        assert_eq!(t.storage.bytes(&t.desc), 524_288);
+        // (99, 49, 39): block x 1, x = 35 (x5, x[3:0] = 3); GOB row 6, r = 1; block z 1,
+        // slice 7. Block (1·1 + 0)·2 + 1 = 3, GOB 7·8 + 6 = 62, in-GOB 3 + 16 + 32 + 256 = 307:
+        // (3·256 + 62)·512 + 307 = 425267.
+        assert_eq!(t.texel_offset(99, 49, 39), 425_267);
+        // (70, 10, 0): block 1, GOB 1, x = 6, r = 2: 131072 + 512 + 6.
+        assert_eq!(t.texel_offset(70, 10, 0), 131_590);
+    }
+
+    #[test]
+    fn block_linear_sectors_are_16_bytes_by_2_rows_and_lines_32_by_4() {
+        let t = at(texels(2, [64, 8, 1], 1), TextureLayout::BlockLinear);
+        for (x0, y0) in [(0u32, 0u32), (16, 2), (32, 4), (48, 6)] {
+            let sectors: std::collections::BTreeSet<u64> = (0..16)
+                .flat_map(|dx| (0..2).map(move |dy| (dx, dy)))
+                .map(|(dx, dy)| t.texel_offset(x0 + dx, y0 + dy, 0) / 32)
+                .collect();
+            assert_eq!(sectors.len(), 1, "({x0}, {y0})");
+        }
+        for (x0, y0) in [(0u32, 0u32), (32, 0), (0, 4), (32, 4)] {
+            let lines: std::collections::BTreeSet<u64> = (0..32)
+                .flat_map(|dx| (0..4).map(move |dy| (dx, dy)))
+                .map(|(dx, dy)| t.texel_offset(x0 + dx, y0 + dy, 0) / 128)
+                .collect();
+            assert_eq!(lines.len(), 1, "({x0}, {y0})");
+        }
+    }
+
+    #[test]
+    fn upload_then_sample_round_trips_in_every_layout() {
+        for layout in TextureLayout::ALL {
+            for (dims, [w, h, d]) in [(3u8, [19u32, 13, 11]), (2, [37, 21, 1])] {
+                let n = (w * h * d) as usize;
+                let vals: Vec<f32> = (0..n).map(|i| i as f32).collect();
+                let (dev, t) = make_in(desc(dims, w, h, d, TexFilter::Point), &vals, layout);
+                let mut a = Vec::new();
+                for (x, y, z) in [(0, 0, 0), (w - 1, h - 1, d - 1), (9, 3, d / 2), (17, 12, 0)] {
+                    let v = t
+                        .sample(
+                            &dev,
+                            [x as f32 + 0.5, y as f32 + 0.5, z as f32 + 0.5],
+                            &mut a,
+                        )
+                        .unwrap();
+                    assert_eq!(
+                        v[0],
+                        ((z * h + y) * w + x) as f32,
+                        "{layout} {dims}D ({x},{y},{z})"
+                    );
+                }
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn block_linear_is_injective_and_in_bounds(
+            dims in 2u8..=3,
+            w in 1u32..80,
+            h in 1u32..70,
+            d in 1u32..40,
+            tb_log2 in 0u32..5,
+        ) {
+            let d = if dims == 2 { 1 } else { d };
+            let t = at(texels(dims, [w, h, d], 1 << tb_log2), TextureLayout::BlockLinear);
+            let bytes = t.storage.bytes(&t.desc);
+            let tb = t.desc.texel_bytes();
+            let mut used = vec![false; (bytes / tb) as usize];
+            for z in 0..d {
+                for y in 0..h {
+                    for x in 0..w {
+                        let off = t.texel_offset(x, y, z);
+                        proptest::prop_assert!(off.is_multiple_of(tb) && off + tb <= bytes);
+                        let slot = &mut used[(off / tb) as usize];
+                        proptest::prop_assert!(!*slot, "({x},{y},{z}) collides at {off}");
+                        *slot = true;
+                    }
+                }
+            }
+        }
     }
 }

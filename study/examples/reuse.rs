@@ -1,5 +1,5 @@
-//! Runs the reuse study's demo (gtx480, 64³ blobs, 128×128, shapes 128×1 / 16×8 / 1×128, bricked
-//! and linear layouts, six texture-cache sizes) and prints the summary table.
+//! Runs the reuse study's demo (gtx480, 64³ blobs, 128×128, shapes 128×1 / 16×8 / 1×128, the
+//! block-linear, bricks and linear layouts, six texture-cache sizes) and prints the summary table.
 //!
 //! `cargo run -p warpscope-study --example reuse -- OUT_DIR [PRESET]`
 
@@ -13,7 +13,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let s = study::reuse_study(&cfg, &out)?;
     for r in &s.rows {
         println!(
-            "{:>6} {:>7}: {} sector requests on SM {}, {} distinct sectors, 90% reuse needs {} B (cache {} B, fits: {}), predicted {:.3} simulated {:?}",
+            "{:>6} {:>12}: {} sector requests on SM {}, {} distinct sectors, 90% reuse needs {} B (cache {} B, fits: {}), predicted {:.3} simulated {:?}",
             r.shape,
             r.layout,
             r.accesses,
@@ -28,7 +28,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     for h in &s.hits {
         println!(
-            "{:>6} {:>7} {:>6} B: predicted sector {:.3} line {:.3} simulated {:?}",
+            "{:>6} {:>12} {:>6} B: predicted sector {:.3} line {:.3} simulated {:?}",
             h.shape, h.layout, h.cache_bytes, h.predicted_sector, h.predicted_line, h.simulated
         );
     }

@@ -1,6 +1,7 @@
 //! Working set and reuse distance of the volume renderer's texture fetches, per SM, per block
-//! shape and per volume layout (8×8×8 bricks vs row-major), with the LRU stack-distance prediction
-//! checked against the emulator's set-associative texture cache.
+//! shape and per volume layout (block-linear as GPUs store cudaArrays, 8×8×8 bricks, row-major),
+//! with the LRU stack-distance prediction checked against the emulator's set-associative texture
+//! cache.
 //!
 //! Why: the paper explains frame rate by the texture-cache hit rate of each block shape; the
 //! working set says *why* a shape hits: whether the data the resident blocks of one SM touch
@@ -49,7 +50,7 @@ use analysis::reuse::{
     LINE_BYTES, SECTOR_BYTES, StackDistanceHistogram, WorkingSetPoint, XyFigure, XySeries,
     stack_distances, working_set_curve, write_xy_figure,
 };
-use emulator::{AddressKind, GpuConfig};
+use emulator::{AddressKind, GpuConfig, TextureLayout};
 use instrument::EmuDevice;
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -70,15 +71,15 @@ pub struct ReuseStudyConfig {
     /// Cache sizes (bytes) to predict and simulate; each must make a valid cache with the base
     /// config's line size and ways.
     pub cache_sizes_bytes: Vec<u32>,
-    /// Volume layouts: `false` = bricked (the default), `true` = row-major.
-    pub linear_layouts: Vec<bool>,
+    /// Volume layouts to compare (`[texture] layout` of each run).
+    pub layouts: Vec<TextureLayout>,
     /// Working-set sample interval in accesses.
     pub sample_every: usize,
 }
 
 impl ReuseStudyConfig {
     /// The demo: a 64³ blob volume, 128×128 image, view (0,0,0), shapes 128×1, 16×8 and 1×128,
-    /// both layouts, SM 0, the base texture cache size × ¼ … ×8.
+    /// all three layouts, SM 0, the base texture cache size × ¼ … ×8.
     pub fn demo(gpu: GpuConfig) -> Self {
         let base = texture_cache_bytes(&gpu);
         ReuseStudyConfig {
@@ -101,7 +102,7 @@ impl ReuseStudyConfig {
                 .map(|d| base / d)
                 .chain([2u32, 4, 8].iter().map(|m| base * m))
                 .collect(),
-            linear_layouts: vec![false, true],
+            layouts: TextureLayout::ALL.to_vec(),
             sample_every: 256,
         }
     }
@@ -111,7 +112,7 @@ impl ReuseStudyConfig {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ReuseRow {
     pub shape: String,
-    /// `bricked` or `linear`.
+    /// `block-linear`, `bricks` or `linear`.
     pub layout: String,
     pub sm: u32,
     /// Texture sector requests of SM `sm`.
@@ -158,23 +159,19 @@ fn texture_cache_bytes(gpu: &GpuConfig) -> u32 {
 }
 
 /// The config with the texture-serving cache resized and the layout set, validated.
-fn sized(gpu: &GpuConfig, bytes: u32, linear: bool) -> Result<GpuConfig, StudyError> {
+fn sized(gpu: &GpuConfig, bytes: u32, layout: TextureLayout) -> Result<GpuConfig, StudyError> {
     let mut g = gpu.clone();
     match (&mut g.texture.cache, g.texture.unified_with_l1) {
         (Some(c), false) => c.size_bytes = bytes,
         _ => g.l1.size_bytes = bytes,
     }
-    g.texture.linear_3d = linear;
+    g.texture.layout = layout;
     g.validate("reuse study").map_err(|e| StudyError::Config {
         field: "cache_sizes_bytes",
         value: bytes.to_string(),
         reason: e.to_string(),
     })?;
     Ok(g)
-}
-
-fn layout_name(linear: bool) -> &'static str {
-    if linear { "linear" } else { "bricked" }
 }
 
 /// A frame's texture hit rate, kernel cycles and per-SM texture sector streams.
@@ -225,14 +222,10 @@ pub fn reuse_study(
     cfg: &ReuseStudyConfig,
     out_dir: &Path,
 ) -> Result<ReuseStudySummary, StudyError> {
-    if cfg.shapes.is_empty() || cfg.linear_layouts.is_empty() {
+    if cfg.shapes.is_empty() || cfg.layouts.is_empty() {
         return Err(StudyError::Config {
             field: "shapes",
-            value: format!(
-                "{} shapes, {} layouts",
-                cfg.shapes.len(),
-                cfg.linear_layouts.len()
-            ),
+            value: format!("{} shapes, {} layouts", cfg.shapes.len(), cfg.layouts.len()),
             reason: "the study needs at least one shape and one layout".into(),
         });
     }
@@ -242,16 +235,15 @@ pub fn reuse_study(
     let mut rows = Vec::new();
     let mut hits = Vec::new();
     let mut curves: Vec<(String, Vec<WorkingSetPoint>)> = Vec::new();
-    for &linear in &cfg.linear_layouts {
+    for &layout in &cfg.layouts {
         for &shape in &cfg.shapes {
-            let layout = layout_name(linear);
             let tag = format!("{}_{layout}", shape.name());
             let runs = out_dir.join("runs");
             let (sim_base, cycles, streams) = render_once(
                 cfg,
                 &volume,
                 shape,
-                sized(&cfg.gpu, base, linear)?,
+                sized(&cfg.gpu, base, layout)?,
                 true,
                 &runs.join(format!("{tag}_{base}")),
             )?;
@@ -279,7 +271,7 @@ pub fn reuse_study(
             let last = curve.last().copied();
             rows.push(ReuseRow {
                 shape: shape.name(),
-                layout: layout.into(),
+                layout: layout.name().into(),
                 sm: cfg.sm,
                 accesses: sectors.accesses,
                 distinct_sectors: last.map_or(0, |p| p.sectors),
@@ -300,7 +292,7 @@ pub fn reuse_study(
                         cfg,
                         &volume,
                         shape,
-                        sized(&cfg.gpu, bytes, linear)?,
+                        sized(&cfg.gpu, bytes, layout)?,
                         false,
                         &runs.join(format!("{tag}_{bytes}")),
                     )?
@@ -308,7 +300,7 @@ pub fn reuse_study(
                 };
                 hits.push(HitRow {
                     shape: shape.name(),
-                    layout: layout.into(),
+                    layout: layout.name().into(),
                     cache_bytes: bytes,
                     predicted_sector: predict(&all_sec, bytes),
                     predicted_line: predict(&all_line, bytes),
@@ -429,7 +421,11 @@ fn markdown(cfg: &ReuseStudyConfig, s: &ReuseStudySummary) -> String {
     let _ = writeln!(
         m,
         "Preset {}, view {}, {}×{} image; working set of SM {}. A shape *fits* when the LRU \
-         capacity that captures 90 % of its re-references is at most the texture cache.\n",
+         capacity that captures 90 % of its re-references is at most the texture cache. \
+         Volume layouts: `block-linear` (GPUs' cudaArray layout: 64-byte × 8-row GOBs stacked \
+         into blocks, so a 128-byte line holds 32 bytes × 4 rows of one slice), `bricks` \
+         (8×8×8-texel bricks: a line of 1-byte texels is 8 × 8 × 2) and `linear` (row-major: a \
+         line is 128 bytes of one row).\n",
         cfg.gpu.name,
         cfg.view.name(),
         cfg.params.width,
@@ -489,10 +485,10 @@ mod tests {
     fn sized_changes_the_texture_cache_and_rejects_bad_sizes() {
         let g = GpuConfig::preset("gtx480").unwrap();
         let base = texture_cache_bytes(&g);
-        let big = sized(&g, base * 2, true).unwrap();
+        let big = sized(&g, base * 2, TextureLayout::Linear).unwrap();
         assert_eq!(texture_cache_bytes(&big), base * 2);
-        assert!(big.texture.linear_3d);
-        assert!(sized(&g, 100, false).is_err());
+        assert_eq!(big.texture.layout, TextureLayout::Linear);
+        assert!(sized(&g, 100, TextureLayout::BlockLinear).is_err());
         let demo = ReuseStudyConfig::demo(g);
         assert!(demo.cache_sizes_bytes.contains(&base));
         assert_eq!(demo.cache_sizes_bytes.len(), 6);
@@ -514,8 +510,8 @@ mod tests {
         cfg.sample_every = 16;
         let dir = tempfile::tempdir().unwrap();
         let s = reuse_study(&cfg, dir.path()).unwrap();
-        assert_eq!(s.rows.len(), 4);
-        assert_eq!(s.hits.len(), 8);
+        assert_eq!(s.rows.len(), 6);
+        assert_eq!(s.hits.len(), 12);
         for f in &s.files {
             assert!(f.is_file(), "{}", f.display());
         }
@@ -531,12 +527,25 @@ mod tests {
             assert!(pair[1].predicted_sector <= 1.0);
             assert!(pair[0].predicted_line <= pair[1].predicted_line);
         }
-        // The layout changes the addresses, so the footprint in sectors differs.
-        assert_ne!(
-            (s.rows[0].distinct_sectors, s.rows[1].distinct_sectors),
-            (s.rows[2].distinct_sectors, s.rows[3].distinct_sectors)
+        // The layout changes the addresses, so the footprint in sectors differs from the bricks'.
+        // (Block-linear and linear coincide here: with 16-byte rows both put 16 × 2 texels in a
+        // 32-byte sector.)
+        let footprint = |l: &str| -> Vec<u64> {
+            s.rows
+                .iter()
+                .filter(|r| r.layout == l)
+                .map(|r| r.distinct_sectors)
+                .collect()
+        };
+        let (bl, br, li) = (
+            footprint("block-linear"),
+            footprint("bricks"),
+            footprint("linear"),
         );
+        assert!(bl != br && br != li, "{bl:?} {br:?} {li:?}");
         let md = std::fs::read_to_string(dir.path().join("reuse.md")).unwrap();
-        assert!(md.contains("| 32x1 | bricked |"));
+        for layout in TextureLayout::ALL {
+            assert!(md.contains(&format!("| 32x1 | {layout} |")), "{md}");
+        }
     }
 }

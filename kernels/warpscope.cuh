@@ -434,41 +434,62 @@ __device__ __forceinline__ void trace_record(State st, unsigned int site, unsign
     }
 }
 
-// The statistics update, by the group's leader: reductions in shared memory (no return value, so
-// the warp does not wait for them).
-__device__ __forceinline__ void record(const Log& log, State st, unsigned int site,
-                                       unsigned int t0, unsigned int t1) {
-    if (is_leader()) {
-        const unsigned int d = t1 - t0;
-        if (site < log.sites) {
-            const unsigned int a = st + WS_WARP_HEADER_BYTES + site * WS_SUMMARY_SITE_BYTES;
-            asm volatile(
-                "red.shared.add.u32 [%0+" WS_STR(WS_SUM_COUNT_OFFSET) "], 1;\n\t"
-                "red.shared.min.u32 [%0+" WS_STR(WS_SUM_MIN_OFFSET) "], %1;\n\t"
-                "red.shared.max.u32 [%0+" WS_STR(WS_SUM_MAX_OFFSET) "], %1;\n\t"
-                "red.shared.add.u32 [%0+" WS_STR(WS_SUM_SUM_OFFSET) "], %1;" ::"r"(a),
-                "r"(d)
-                : "memory");
-        } else {
-            asm volatile("red.shared.add.u32 [%0+" WS_STR(WS_WH_DROPPED_SITES_OFFSET) "], 1;" ::"r"(
-                             st)
-                         : "memory");
-        }
-        if (log.flags & WS_LOG_FLAG_TRACED) {
-            unsigned int t;
-            asm volatile("ld.shared.u32 %0, [%1+" WS_STR(WS_WH_TRACE_OFFSET) "];"
-                         : "=r"(t)
-                         : "r"(st)
-                         : "memory");
-            if (t != WS_NOT_TRACED) trace_record(st, site, t0, d);
-        }
+// What the record after an access needs that does not depend on its timing, computed BEFORE the
+// opening clock so that its latency hides under the timed load's instead of adding to the
+// warp's critical path after the close (with a fence, everything after the close is serial).
+struct Pending {
+    unsigned int lead;   // activemask & lanemask_lt: 0 in the group's leader
+    unsigned int trace;  // this warp's trace area, or WS_NOT_TRACED
+};
+
+__device__ __forceinline__ Pending prepare(const Log& log, State st) {
+    Pending p;
+    unsigned int lt;
+    asm volatile("mov.u32 %0, %%lanemask_lt;" : "=r"(lt));
+    p.lead = __activemask() & lt;
+    p.trace = WS_NOT_TRACED;
+    if (log.flags & WS_LOG_FLAG_TRACED) {
+        // A shared load before the window: it completes (shared latency) before any timed load
+        // can (L1 latency or more), so a fence never waits for it.
+        asm volatile("ld.shared.u32 %0, [%1+" WS_STR(WS_WH_TRACE_OFFSET) "];"
+                     : "=r"(p.trace)
+                     : "r"(st)
+                     : "memory");
     }
+    return p;
 }
 
-template <int Region, typename F>
-__device__ __forceinline__ auto load(const Log& log, State st, unsigned int site, F&& f)
-    -> decltype(f()) {
+// The statistics update, by the group's leader: predicated reductions in shared memory (no
+// return value, so the warp does not wait for them; no branch). Only `sub` waits for the close.
+template <unsigned int Site>
+__device__ __forceinline__ void record(const Log& log, State st, const Pending& p,
+                                       unsigned int t0, unsigned int t1) {
+    constexpr unsigned int a = WS_WARP_HEADER_BYTES + Site * WS_SUMMARY_SITE_BYTES;
+    asm volatile(
+        "{\n\t"
+        ".reg .pred L, P, Q;\n\t"
+        ".reg .u32 d;\n\t"
+        "setp.eq.u32 L, %1, 0;\n\t"
+        "setp.lt.and.u32 P, %4, %5, L;\n\t"
+        "setp.ge.and.u32 Q, %4, %5, L;\n\t"
+        "sub.u32 d, %3, %2;\n\t"
+        "@P red.shared.add.u32 [%0+%6], 1;\n\t"
+        "@P red.shared.min.u32 [%0+%7], d;\n\t"
+        "@P red.shared.max.u32 [%0+%8], d;\n\t"
+        "@P red.shared.add.u32 [%0+%9], d;\n\t"
+        "@Q red.shared.add.u32 [%0+%10], 1;\n\t"
+        "}" ::"r"(st),
+        "r"(p.lead), "r"(t0), "r"(t1), "r"(Site), "r"(log.sites), "n"(a + WS_SUM_COUNT_OFFSET),
+        "n"(a + WS_SUM_MIN_OFFSET), "n"(a + WS_SUM_MAX_OFFSET), "n"(a + WS_SUM_SUM_OFFSET),
+        "n"(WS_WH_DROPPED_SITES_OFFSET)
+        : "memory");
+    if (p.trace != WS_NOT_TRACED && p.lead == 0u) trace_record(st, Site, t0, t1 - t0);
+}
+
+template <int Region, unsigned int Site, typename F>
+__device__ __forceinline__ auto load(const Log& log, State st, F&& f) -> decltype(f()) {
     using T = decltype(f());
+    const Pending p = prepare(log, st);
     const unsigned int t0 = clock32();
     const T v = f();
     unsigned int t1;
@@ -481,7 +502,7 @@ __device__ __forceinline__ auto load(const Log& log, State st, unsigned int site
     } else {
         t1 = clock_close_dependent(bits_of(v), log.dummy, st + WS_WH_FLAGS_OFFSET);
     }
-    record(log, st, site, t0, t1);
+    record<Site>(log, st, p, t0, t1);
     return v;
 }
 
@@ -515,7 +536,8 @@ __device__ __forceinline__ void end(const Log& log, State st) {
     const ::ws::Log ws_log_ = (log);    \
     const ::ws::State ws_state_ = ::ws::begin(ws_log_)
 #define WS_KERNEL_END(log) ::ws::end(ws_log_, ws_state_)
+// `site` must be a constant expression (a literal id): the record's offsets are immediates.
 #define WS_LOAD(site, region, ...) \
-    (::ws::load<(region)>(ws_log_, ws_state_, (site), [&]() { return (__VA_ARGS__); }))
+    (::ws::load<(region), (site)>(ws_log_, ws_state_, [&]() { return (__VA_ARGS__); }))
 
 #endif  // WS_MODE

@@ -53,7 +53,7 @@ pub struct ProbeArgs {
     /// Warps that also keep every access (for timelines and per-access exports); every warp keeps
     /// per-site statistics (count, sum, min, max). Global warp indices and ranges (`0-3,17`),
     /// `every:N`, `all` or `none`.
-    #[arg(long, default_value = "0-3")]
+    #[arg(long, default_value = "every:64")]
     pub trace_warps: TraceWarps,
     /// Records each traced warp can keep (a ray of 500 steps makes up to 1000).
     #[arg(long, default_value_t = 1024)]

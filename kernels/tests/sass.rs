@@ -58,7 +58,7 @@ fn sass_read_only(i: &SassInstr) -> bool {
     i.base_opcode().starts_with('T') || i.opcode.contains(".CONSTANT")
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 struct Interval {
     open: usize,
     load: usize,
@@ -328,6 +328,57 @@ fn probe_test_has_the_expected_timed_loads_in_sass() {
         );
         assert!(total >= 12, "sm_{arch}: only {total} timed loads");
     }
+}
+
+#[test]
+fn an_undrained_record_store_or_a_store_inside_a_window_is_detected() {
+    // Mutation tests for the "waits for the timed load only" rules, on real SASS of every mode:
+    // (a) drop the MEMBAR that drains a record store: the next window would wait for the store;
+    // (b) move a record store into the following timed window.
+    let mut drains = 0;
+    for mode in [WS_NAIVE, WS_FENCE, WS_DUMMY] {
+        let b = find("probe_test", mode).expect("build");
+        for &arch in &ARCHS {
+            for f in sass_of(b, arch) {
+                let stores: Vec<usize> = (0..f.instrs.len())
+                    .filter(|&i| {
+                        is_sass_global_store(&f.instrs[i]) && f.instrs[i].opcode.contains(".128")
+                    })
+                    .collect();
+                for &st in &stores {
+                    let Some(m) =
+                        (st + 1..f.instrs.len()).find(|&k| f.instrs[k].base_opcode() == "MEMBAR")
+                    else {
+                        continue;
+                    };
+                    let mut g = f.clone();
+                    g.instrs.remove(m);
+                    drains += 1;
+                    assert!(
+                        check_record_drains(&g).is_err(),
+                        "mode {mode} sm_{arch} {}: undrained record store not detected",
+                        f.name
+                    );
+                }
+                let ivs = sass_intervals(&f).expect("well-formed");
+                if let (Some(&st), Some(iv)) = (stores.first(), ivs.last()) {
+                    let mut g = f.clone();
+                    let store = g.instrs[st].clone();
+                    g.instrs.insert(iv.load + 1, store);
+                    let moved = Interval {
+                        close: iv.close + 1,
+                        ..*iv
+                    };
+                    assert!(
+                        check_sass_interval(&g, &moved, mode).is_err(),
+                        "mode {mode} sm_{arch} {}: store inside a window not detected",
+                        f.name
+                    );
+                }
+            }
+        }
+    }
+    assert!(drains > 0, "no record store found to mutate");
 }
 
 #[test]

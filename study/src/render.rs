@@ -102,7 +102,7 @@ pub struct RenderConfig {
 
 impl Default for RenderConfig {
     /// A 64³ shell, 128×128, 16×8, view (0,0,0), fence mode, statistics for every warp and
-    /// records for the first four warps (1024 slots: enough for a ray of 500 steps × 2 sites).
+    /// records for every 64th warp (1024 slots: enough for a ray of 500 steps × 2 sites).
     fn default() -> Self {
         RenderConfig {
             volume: VolumeSource::Generated {
@@ -125,12 +125,13 @@ impl Default for RenderConfig {
     }
 }
 
-/// The warps a study run traces by default: the first block's (a 128-thread block has four),
-/// enough for the single-warp timeline and the timeline exports.
+/// The warps a study run traces by default: every 64th warp, a sample spread over the whole image
+/// (the first block's warps alone may see no volume: corner rays miss it), for the single-warp
+/// views and the timeline exports. Traced warps drain each record store, so fewer is better.
 pub fn default_trace_warps() -> TraceWarps {
     TraceWarps {
-        list: (0..4).collect(),
-        every: None,
+        list: Vec::new(),
+        every: Some(64),
     }
 }
 

@@ -14,7 +14,7 @@
 //! - `config.toml` — the effective emulator configuration (emulator runs only);
 //! - `run.json` — [`trace::RunMetrics`] with these extra keys: `shape` (`16x8`), `view`
 //!   (`0,0,0`), `image` (`128x128`), `volume`, `density`, `brightness`, `transfer_offset`,
-//!   `transfer_scale`, `frames`, `overhead` (probed ÷ bare kernel time, null for mode off),
+//!   `transfer_scale`, `tstep`, `frames`, `overhead` (probed ÷ bare kernel time, null for mode off),
 //!   `bare_kernel_ms`, `bare_cycles`, `occupancy_bare` / `occupancy_probed` (resident blocks per
 //!   SM), `registers_bare` / `registers_probed`, `buffering`, `image_matches_bare`,
 //!   `hit_rate_source` (`emulator counters`, `ncu <metric>`, or why it is unavailable),
@@ -154,6 +154,14 @@ impl RenderConfig {
                     reason: "must be a finite number".into(),
                 });
             }
+        }
+        // A step of 0 (or below) would march in place for maxSteps samples.
+        if !(p.tstep.is_finite() && p.tstep > 0.0) {
+            return Err(StudyError::Config {
+                field: "tstep",
+                value: p.tstep.to_string(),
+                reason: "the ray step must be a positive number (the SDK's is 0.01)".into(),
+            });
         }
         if self.frames == 0 {
             return Err(StudyError::Config {
@@ -454,6 +462,7 @@ impl Session<'_> {
             Arg::F32(p.brightness),
             Arg::F32(p.transfer_offset),
             Arg::F32(p.transfer_scale),
+            Arg::F32(p.tstep),
             Arg::Tex(vol_tex),
             Arg::Tex(tf_tex),
             Arg::Log,
@@ -587,6 +596,7 @@ fn write_run(
     x.insert("brightness".into(), json!(p.brightness));
     x.insert("transfer_offset".into(), json!(p.transfer_offset));
     x.insert("transfer_scale".into(), json!(p.transfer_scale));
+    x.insert("tstep".into(), json!(p.tstep));
     x.insert("frames".into(), json!(cfg.frames));
     x.insert("kind".into(), json!(cfg.kind.name()));
     x.insert("slots_per_warp".into(), json!(cfg.slots_per_warp));

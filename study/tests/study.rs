@@ -421,3 +421,13 @@ fn roofline_command_writes_ceilings_and_counts() {
         assert!(dir.path().join(f).is_file(), "{f}");
     }
 }
+
+#[test]
+fn a_ray_step_that_does_not_advance_is_refused() {
+    let mut cfg = small(VolumeKind::Shell, ProbeMode::Off);
+    cfg.params.tstep = 0.0;
+    let dir = tempfile::tempdir().unwrap();
+    let mut dev = EmuDevice::new(gtx480());
+    let e = render(&mut dev, &cfg, dir.path()).unwrap_err().to_string();
+    assert!(e.contains("tstep") && e.contains("0.01"), "{e}");
+}

@@ -9,12 +9,16 @@
 //     restated below with the same expression order (nvcc contracts `a*b + c` into fma the same way);
 //   * the early `return`s (pixel outside the image, ray missing the box) became guarded bodies,
 //     because every thread must reach WS_KERNEL_END so the warp's record is flushed;
+//   * the ray step `tstep` is a parameter rather than the constant 0.01f, so that a smaller study
+//     geometry can keep the SDK's voxels per step; the host passes 0.01 at the paper's scale;
 //   * every texture fetch is a WS_LOAD site: site 0 "volume sample" (tex3D), site 1 "transfer
 //     function" (tex1D); under WS_MODE == WS_OFF the probes vanish and this is the bare kernel.
 //
 // Host contract (study/src/render.rs writes it; the CPU reference study/src/reference.rs mirrors it):
 //   d_output   imageW*imageH RGBA8 pixels (x fastest), cleared to 0 by the host before the launch
 //              — like the SDK, pixels whose ray misses the volume are not written;
+//   tstep      the ray step in the [-1,1] box (the SDK's constant 0.01f): a parameter so that a
+//              smaller volume can keep the SDK's voxels per step (0.01 × 1024 / 2 = 5.12 voxels);
 //   c_invViewMatrix  the upper 3 rows of the inverse view matrix, row-major;
 //   volTex     3D texture, u8, cudaReadModeNormalizedFloat, linear filter, normalized coords, clamp;
 //   tfTex      1D float4 texture (9 entries), element type, linear filter, normalized coords, clamp.
@@ -101,12 +105,11 @@ static __device__ __forceinline__ uint rgbaFloatToInt(float4 rgba) {
 
 extern "C" __global__ void d_render(uint* d_output, uint imageW, uint imageH, float density,
                                     float brightness, float transferOffset, float transferScale,
-                                    cudaTextureObject_t volTex, cudaTextureObject_t tfTex,
+                                    float tstep, cudaTextureObject_t volTex, cudaTextureObject_t tfTex,
                                     ws::Log log) {
     WS_KERNEL_BEGIN(log);
 
     const int maxSteps = 500;
-    const float tstep = 0.01f;
     const float opacityThreshold = 0.95f;
     const float3 boxMin = make_float3(-1.0f, -1.0f, -1.0f);
     const float3 boxMax = make_float3(1.0f, 1.0f, 1.0f);

@@ -717,6 +717,9 @@ fn site_findings(runs: &[Run], views: &[String]) -> Vec<String> {
     out
 }
 
+/// Below this |r| a correlation "hardly correlates" (findings and the paper side-by-side).
+pub(crate) const WEAK_CORRELATION: f64 = 0.3;
+
 fn correlation_findings(corrs: &[Corr]) -> Vec<String> {
     let mut out = Vec::new();
     for c in corrs {
@@ -731,7 +734,7 @@ fn correlation_findings(corrs: &[Corr]) -> Vec<String> {
         } else {
             "frame rate"
         };
-        let sense = if r.abs() < 0.3 {
+        let sense = if r.abs() < WEAK_CORRELATION {
             "hardly correlates"
         } else if r > 0.0 {
             "correlates positively"

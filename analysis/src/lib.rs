@@ -12,6 +12,9 @@
 //! [`AnalysisSummary`], [`write_parquet`] (one trace's records as Parquet), [`AnalysisError`],
 //! and the statistics in [`stats`].
 //!
+//! The report also sets the paper's findings beside the sweep's (`paper.rs`: each statement,
+//! warpscope's figure, agree or disagree, and the reason computed from the counters).
+//!
 //! Companion methods: [`reuse`] (working-set curves and LRU stack-distance histograms of an
 //! address stream) and [`regress`] / [`compare`] (single-reference regression: which emulator
 //! features explain each platform's kernel time, and where the faster platform flips).
@@ -69,6 +72,7 @@ mod error;
 mod figures;
 mod hotspots;
 mod output;
+mod paper;
 mod parquet;
 mod perturbation;
 pub mod regress;

@@ -162,7 +162,7 @@ figure{margin:1.5em 0}figure svg{max-width:100%;height:auto;border:1px solid #dd
 figcaption{font-size:13px;color:#444}pre{background:#f6f6f6;padding:1em;overflow-x:auto;font-size:12px}\
 .scroll{overflow-x:auto}";
 
-fn html_table(rows: &[Vec<String>]) -> String {
+pub(crate) fn html_table(rows: &[Vec<String>]) -> String {
     let mut s = String::from("<div class=\"scroll\"><table>\n");
     for (i, row) in rows.iter().enumerate() {
         let tag = if i == 0 { "th" } else { "td" };
@@ -233,6 +233,7 @@ pub(crate) fn html(a: &Analysis) -> String {
     s.push_str(&html_list(&a.perturbation.verdict));
     s.push_str(&html_figures(a, "perturbation_"));
     s.push_str(&html_table(&a.perturbation.table.text_rows(None)));
+    s.push_str(&crate::paper::Section::new(&a.runs).html);
     s.push_str("<h2>Breakdown (fig. 5)</h2>\n");
     let _ = writeln!(
         s,
@@ -285,7 +286,7 @@ fn md_cell(c: &str) -> String {
     c.replace('|', "\\|").replace('\n', " ")
 }
 
-fn md_table(rows: &[Vec<String>]) -> String {
+pub(crate) fn md_table(rows: &[Vec<String>]) -> String {
     let mut s = String::new();
     for (i, row) in rows.iter().enumerate() {
         let cells: Vec<String> = row.iter().map(|c| md_cell(c)).collect();
@@ -345,6 +346,7 @@ pub(crate) fn markdown(a: &Analysis) -> String {
     s.push('\n');
     s.push_str(&md_figures(a, "perturbation_"));
     s.push_str(&md_table(&a.perturbation.table.text_rows(None)));
+    s.push_str(&crate::paper::Section::new(&a.runs).md);
     let _ = writeln!(
         s,
         "## Breakdown (fig. 5)\n\nMean cycles per warp; shares of warp time. Sites: {}.\n",

@@ -13,15 +13,32 @@ use study::{
 };
 use trace::ProbeMode;
 
+/// `--scale`'s long help: both geometries, computed (the preset's L2 is the paper's GPU's), and
+/// `default` (what applies when --scale is not given).
+fn scale_help(default: &str) -> String {
+    let l2 = emulator::GpuConfig::preset("gtx480").map_or(0, |c| c.l2.size_bytes);
+    format!(
+        "Geometry of volume, image and ray step:\n{}\nquick keeps the paper's ray spacing and voxels per step with every length divided by 4. {default}",
+        study::Scale::help("gtx480", l2)
+    )
+}
+
 /// The volume and image, shared by render and sweep.
 #[derive(Args, Debug, Clone)]
 pub struct SceneArgs {
+    /// Geometry: quick (the paper's at 1/4 scale) or paper (1024³, 512×512, the SDK's step).
+    #[arg(
+        long,
+        default_value = "quick",
+        long_help = scale_help("Explicit --volume-size, --image and --tstep override it.")
+    )]
+    pub scale: study::Scale,
     /// Procedural volume: shell, noise, blobs or empty.
     #[arg(long, default_value = "blobs", conflicts_with = "volume")]
     pub volume_kind: VolumeKind,
-    /// Edge of the procedural volume in voxels (u8), or X,Y,Z.
-    #[arg(long, default_value = "64")]
-    pub volume_size: String,
+    /// Edge of the procedural volume in voxels (u8), or X,Y,Z [default: from --scale].
+    #[arg(long)]
+    pub volume_size: Option<String>,
     /// Seed of the procedural volume.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -34,9 +51,12 @@ pub struct SceneArgs {
     /// Element type of the raw volume: u8, u16 or f32.
     #[arg(long, default_value = "u8")]
     pub dtype: RawDType,
-    /// Image size WxH.
-    #[arg(long, default_value = "128x128")]
-    pub image: String,
+    /// Image size WxH [default: from --scale].
+    #[arg(long)]
+    pub image: Option<String>,
+    /// Ray step in the [-1,1] box (the SDK's is 0.01) [default: from --scale].
+    #[arg(long)]
+    pub tstep: Option<f32>,
     #[arg(long, default_value_t = 0.05)]
     pub density: f32,
     #[arg(long, default_value_t = 1.0)]
@@ -79,9 +99,13 @@ impl SceneArgs {
                 dtype: self.dtype,
             });
         }
-        let dims = match self.volume_size.parse::<u32>() {
+        let size = self
+            .volume_size
+            .clone()
+            .unwrap_or_else(|| self.scale.geometry().volume_edge.to_string());
+        let dims = match size.parse::<u32>() {
             Ok(n) => [n, n, n],
-            Err(_) => study::parse_dims(&self.volume_size).context("--volume-size")?,
+            Err(_) => study::parse_dims(&size).context("--volume-size")?,
         };
         Ok(VolumeSource::Generated {
             kind: self.volume_kind,
@@ -91,12 +115,17 @@ impl SceneArgs {
     }
 
     fn params(&self) -> Result<RenderParams> {
-        let (w, h) = self
+        let geometry = self.scale.geometry();
+        let image = self
             .image
+            .clone()
+            .unwrap_or_else(|| format!("{0}x{0}", geometry.image_side));
+        let (w, h) = image
             .split_once('x')
             .and_then(|(w, h)| Some((w.trim().parse().ok()?, h.trim().parse().ok()?)))
-            .with_context(|| format!("--image {:?}: expected WxH, e.g. 128x128", self.image))?;
+            .with_context(|| format!("--image {image:?}: expected WxH, e.g. 128x128"))?;
         let mut p = RenderParams::with_size(w, h);
+        p.tstep = self.tstep.unwrap_or(geometry.tstep);
         p.density = self.density;
         p.brightness = self.brightness;
         p.transfer_offset = self.transfer_offset;
@@ -262,6 +291,14 @@ pub fn sweep(args: &SweepArgs) -> Result<()> {
         measure_overhead: !args.probe.no_overhead,
         max_warp_instructions: args.max_warp_instructions,
     };
+    eprintln!(
+        "warpscope: sweep: {} runs, {} volume, {}x{} image, tstep {}",
+        cfg.shapes.len() * cfg.views.len() * cfg.modes.len(),
+        cfg.volume.describe(),
+        cfg.params.width,
+        cfg.params.height,
+        cfg.params.tstep
+    );
     run_sweep(&cfg, &args.probe.formats()?)
 }
 
@@ -298,9 +335,15 @@ pub struct DemoArgs {
     /// Output folder: DIR/sweep and DIR/report.
     #[arg(long, default_value = "warpscope-demo")]
     pub out: PathBuf,
-    /// gpu, emu, or auto: the full-size study on a GPU when one is usable, else the emulator demo.
+    /// gpu, emu, or auto: on a GPU when one is usable, else on the emulator.
     #[arg(long, default_value = "auto")]
     pub backend: BackendChoice,
+    /// Geometry: quick or paper [default: paper on a GPU, quick on the emulator].
+    #[arg(
+        long,
+        long_help = scale_help("[default: paper on a GPU, quick on the emulator]")
+    )]
+    pub scale: Option<study::Scale>,
     /// Log formats written per run (comma-separated; none for none).
     #[arg(long, default_value = "csv", value_delimiter = ',')]
     pub formats: Vec<String>,
@@ -308,7 +351,6 @@ pub struct DemoArgs {
 
 pub fn demo(args: &DemoArgs) -> Result<()> {
     let sweep_dir = args.out.join("sweep");
-    let mut cfg = study::demo_config(&sweep_dir)?;
     let gpu = match args.backend {
         BackendChoice::Emu => false,
         BackendChoice::Gpu => true,
@@ -320,27 +362,33 @@ pub fn demo(args: &DemoArgs) -> Result<()> {
             }
         },
     };
-    if gpu {
-        // The paper's full-size experiment: a 1024³ volume, a 512×512 image.
-        cfg.backend = BackendChoice::Gpu;
-        if let VolumeSource::Generated { dims, .. } = &mut cfg.volume {
-            *dims = [1024, 1024, 1024];
-        }
-        cfg.params = RenderParams::with_size(512, 512);
+    // A GPU renders the paper's geometry in seconds; the emulator takes minutes per run there.
+    let scale = args.scale.unwrap_or(if gpu {
+        study::Scale::Paper
     } else {
-        cfg.backend = BackendChoice::Emu;
-        eprintln!(
-            "warpscope: demo: {} runs ({} shapes × {} views × {} modes) on the {} preset, {} volume, {}x{} image",
-            cfg.shapes.len() * cfg.views.len() * cfg.modes.len(),
-            cfg.shapes.len(),
-            cfg.views.len(),
-            cfg.modes.len(),
-            cfg.emu_config.name,
-            cfg.volume.describe(),
-            cfg.params.width,
-            cfg.params.height
-        );
-    }
+        study::Scale::Quick
+    });
+    let mut cfg = study::demo_config(&sweep_dir, scale)?;
+    cfg.backend = if gpu {
+        BackendChoice::Gpu
+    } else {
+        BackendChoice::Emu
+    };
+    eprintln!(
+        "warpscope: demo: {} runs ({} shapes × {} views × {} modes) on {}, {scale} geometry: {}",
+        cfg.shapes.len() * cfg.views.len() * cfg.modes.len(),
+        cfg.shapes.len(),
+        cfg.views.len(),
+        cfg.modes.len(),
+        if gpu {
+            "the GPU".to_string()
+        } else {
+            format!("the emulator's {} preset", cfg.emu_config.name)
+        },
+        scale
+            .geometry()
+            .describe(&cfg.emu_config.name, cfg.emu_config.l2.size_bytes)
+    );
     let formats = ProbeArgs {
         trace_warps: cfg.trace_warps.clone(),
         slots: cfg.slots_per_warp,

@@ -176,6 +176,7 @@ fn main() {
             f(1.0),
             f(0.0),
             f(1.0),
+            f(0.01),
             vt.to_le_bytes().to_vec(),
             tt.to_le_bytes().to_vec(),
             logarg,

@@ -1,5 +1,5 @@
-//! Runs the demo sweep (`study::demo_config`) into a folder and prints the table: a way to time the
-//! demo, or to try other sizes, without the CLI.
+//! Runs the demo sweep (`study::demo_config`, quick geometry) into a folder and prints the table: a
+//! way to time the demo, or to try other sizes (rendered with the SDK's step), without the CLI.
 //!
 //! ```text
 //! cargo run --release -p warpscope-study --example demo_sweep -- OUT [VOLUME_EDGE IMAGE_EDGE [SHAPES [MODES]]]
@@ -11,7 +11,7 @@ use std::path::PathBuf;
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let out = PathBuf::from(args.first().map_or("warpscope-demo/sweep", String::as_str));
-    let mut cfg = study::demo_config(&out)?;
+    let mut cfg = study::demo_config(&out, study::Scale::Quick)?;
     if let (Some(v), Some(i)) = (args.get(1), args.get(2)) {
         let edge: u32 = v.parse()?;
         let image: u32 = i.parse()?;

@@ -9,8 +9,9 @@
 //! Main types: [`Volume`] / [`VolumeSource`] (procedural or raw volumes), [`View`] and
 //! [`BlockShape`] (the experiment's axes), [`RenderParams`] and [`render_reference`] (the CPU
 //! reference), [`parse_hit_rate`] (Nsight Compute CSV), [`RenderConfig`] / [`render`] (one
-//! frame on a `instrument::Device`, written to a run folder) and [`SweepConfig`] / [`sweep`] /
-//! [`demo_config`] (the cross product of shapes × views × modes, and `sweep.csv`).
+//! frame on a `instrument::Device`, written to a run folder), [`SweepConfig`] / [`sweep`] /
+//! [`demo_config`] (the cross product of shapes × views × modes, and `sweep.csv`) and [`Scale`]
+//! (the paper's geometry, and the smaller one that keeps its sampling regime).
 //!
 //! ```
 //! use study::{render_reference, BlockShape, RenderParams, View, Volume, VolumeKind};
@@ -27,6 +28,7 @@ mod reference;
 mod render;
 mod reuse_study;
 mod roofline_bench;
+mod scale;
 mod sweep;
 mod view;
 mod volume;
@@ -46,6 +48,7 @@ pub use render::{
 };
 pub use reuse_study::{HitRow, ReuseRow, ReuseStudyConfig, ReuseStudySummary, reuse_study};
 pub use roofline_bench::{BenchOptions, BenchResult, roofline_command, run_roofline_benches};
+pub use scale::{Geometry, Scale};
 pub use sweep::{
     SWEEP_CSV, SweepConfig, SweepRow, SweepSummary, demo_config, run_is_complete, sweep, write_csv,
 };

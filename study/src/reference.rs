@@ -44,7 +44,8 @@ pub const TRANSFER_FUNCTION: [[f32; 4]; 9] = [
     [0.0, 0.0, 0.0, 0.0],
 ];
 
-/// The kernel's constants (`maxSteps`, `tstep`, `opacityThreshold`), as in the SDK.
+/// The kernel's constants (`maxSteps`, `opacityThreshold`) and the SDK's ray step, which the
+/// kernel takes as a parameter ([`RenderParams::tstep`]).
 pub const MAX_STEPS: u32 = 500;
 pub const TSTEP: f32 = 0.01;
 pub const OPACITY_THRESHOLD: f32 = 0.95;
@@ -60,10 +61,12 @@ pub struct RenderParams {
     pub brightness: f32,
     pub transfer_offset: f32,
     pub transfer_scale: f32,
+    /// Ray step in the [-1, 1] box (SDK 0.01, [`TSTEP`]).
+    pub tstep: f32,
 }
 
 impl Default for RenderParams {
-    /// The SDK's defaults: 512×512, density 0.05, brightness 1, offset 0, scale 1.
+    /// The SDK's defaults: 512×512, density 0.05, brightness 1, offset 0, scale 1, step 0.01.
     fn default() -> Self {
         RenderParams {
             width: 512,
@@ -72,6 +75,7 @@ impl Default for RenderParams {
             brightness: 1.0,
             transfer_offset: 0.0,
             transfer_scale: 1.0,
+            tstep: TSTEP,
         }
     }
 }
@@ -290,7 +294,7 @@ pub fn render_pixel(vol: &Volume, m: &[f32; 12], p: &RenderParams, x: u32, y: u3
     let mut sum = [0f32; 4];
     let mut t = tnear;
     let mut pos: [f32; 3] = std::array::from_fn(|k| d[k].mul_add(tnear, o[k]));
-    let step = d.map(|c| c * TSTEP);
+    let step = d.map(|c| c * p.tstep);
     for _ in 0..MAX_STEPS {
         let c = pos.map(|q| q.mul_add(0.5, 0.5));
         let sample = sample_volume(vol, c);
@@ -307,7 +311,7 @@ pub fn render_pixel(vol: &Volume, m: &[f32; 12], p: &RenderParams, x: u32, y: u3
         if sum[3] > OPACITY_THRESHOLD {
             break;
         }
-        t += TSTEP;
+        t += p.tstep;
         if t > tfar {
             break;
         }

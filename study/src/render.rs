@@ -16,7 +16,7 @@
 //! - `config.toml` — the effective emulator configuration (emulator runs only);
 //! - `run.json` — [`trace::RunMetrics`] with these extra keys: `shape` (`16x8`), `view`
 //!   (`0,0,0`), `image` (`128x128`), `volume`, `density`, `brightness`, `transfer_offset`,
-//!   `transfer_scale`, `frames`, `overhead` (probed ÷ bare kernel time, null for mode off),
+//!   `transfer_scale`, `tstep`, `frames`, `overhead` (probed ÷ bare kernel time, null for mode off),
 //!   `bare_kernel_ms`, `bare_cycles`, `occupancy_bare` / `occupancy_probed` (resident blocks per
 //!   SM), `registers_bare` / `registers_probed`, `spill_bytes_probed` (ptxas, sm_75: the register
 //!   budget can force spills), `tex_hit_rate_bare` / `l1_hit_rate_bare` / `l2_hit_rate_bare` (the
@@ -168,6 +168,14 @@ impl RenderConfig {
                     reason: "must be a finite number".into(),
                 });
             }
+        }
+        // A step of 0 (or below) would march in place for maxSteps samples.
+        if !(p.tstep.is_finite() && p.tstep > 0.0) {
+            return Err(StudyError::Config {
+                field: "tstep",
+                value: p.tstep.to_string(),
+                reason: "the ray step must be a positive number (the SDK's is 0.01)".into(),
+            });
         }
         if self.frames == 0 {
             return Err(StudyError::Config {
@@ -473,6 +481,7 @@ impl Session<'_> {
             Arg::F32(p.brightness),
             Arg::F32(p.transfer_offset),
             Arg::F32(p.transfer_scale),
+            Arg::F32(p.tstep),
             Arg::Tex(vol_tex),
             Arg::Tex(tf_tex),
             Arg::Log,
@@ -605,6 +614,7 @@ fn write_run(
     x.insert("brightness".into(), json!(p.brightness));
     x.insert("transfer_offset".into(), json!(p.transfer_offset));
     x.insert("transfer_scale".into(), json!(p.transfer_scale));
+    x.insert("tstep".into(), json!(p.tstep));
     x.insert("frames".into(), json!(cfg.frames));
     x.insert("kind".into(), json!(trace.launch.kind.name()));
     x.insert("trace_warps".into(), json!(cfg.trace_warps.to_string()));

@@ -16,7 +16,8 @@
 //! Rows follow the order shapes × views × modes as configured.
 //!
 //! ```no_run
-//! let cfg = study::demo_config(std::path::Path::new("warpscope-demo/sweep")).unwrap();
+//! let cfg = study::demo_config(std::path::Path::new("warpscope-demo/sweep"), study::Scale::Quick)
+//!     .unwrap();
 //! let summary = study::sweep(&cfg, &|done, total| eprintln!("{done}/{total}")).unwrap();
 //! println!("{} runs, table at {}", summary.rows.len(), summary.csv.display());
 //! ```
@@ -24,6 +25,7 @@
 use crate::StudyError;
 use crate::reference::{RenderParams, write_atomic};
 use crate::render::{Frame, RenderConfig, Session};
+use crate::scale::Scale;
 use crate::view::{BlockShape, View};
 use crate::volume::{Volume, VolumeKind, VolumeSource};
 use instrument::{BackendChoice, Device, EmuDevice, TraceWarps};
@@ -126,25 +128,21 @@ pub struct SweepSummary {
     pub backend_note: String,
 }
 
-/// The demo: sized to finish in about a minute on a 2-core laptop on the emulator — a 64³
-/// molecule-like volume, a 128×128 image, the GTX 480 preset (the paper's GPU), the paper's eight
-/// shapes × its two views × modes naive and fence.
-pub fn demo_config(out_dir: &Path) -> Result<SweepConfig, StudyError> {
+/// The demo at `scale` ([`Scale`]): a molecule-like volume and image of that geometry, the GTX 480
+/// preset (the paper's GPU), the paper's eight shapes × its two views × modes naive and fence.
+pub fn demo_config(out_dir: &Path, scale: Scale) -> Result<SweepConfig, StudyError> {
     let emu_config = emulator::GpuConfig::preset("gtx480").map_err(|e| StudyError::Config {
         field: "preset",
         value: "gtx480".into(),
         reason: e.to_string(),
     })?;
+    let geometry = scale.geometry();
     Ok(SweepConfig {
         out_dir: out_dir.to_path_buf(),
         backend: BackendChoice::Emu,
         emu_config,
-        volume: VolumeSource::Generated {
-            kind: VolumeKind::Blobs,
-            dims: [64, 64, 64],
-            seed: 1,
-        },
-        params: RenderParams::with_size(128, 128),
+        volume: geometry.volume(VolumeKind::Blobs, 1),
+        params: geometry.params(),
         shapes: BlockShape::PAPER.to_vec(),
         views: View::PAPER.to_vec(),
         modes: vec![ProbeMode::Naive, ProbeMode::Fence],
@@ -398,7 +396,7 @@ mod tests {
     #[test]
     fn runs_cross_shapes_views_modes_in_order_with_unique_names() {
         let dir = tempfile::tempdir().unwrap();
-        let cfg = demo_config(dir.path()).unwrap();
+        let cfg = demo_config(dir.path(), Scale::Quick).unwrap();
         let runs = cfg.runs();
         assert_eq!(runs.len(), 8 * 2 * 2);
         assert_eq!(runs[0].run_name(), "128x1_v0-0-0_naive");
@@ -431,7 +429,7 @@ mod tests {
     #[test]
     fn empty_axes_are_refused_with_the_field_named() {
         let dir = tempfile::tempdir().unwrap();
-        let mut cfg = demo_config(dir.path()).unwrap();
+        let mut cfg = demo_config(dir.path(), Scale::Quick).unwrap();
         cfg.modes.clear();
         let e = sweep(&cfg, &|_, _| {}).unwrap_err().to_string();
         assert!(e.contains("modes"), "{e}");

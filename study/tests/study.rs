@@ -36,13 +36,16 @@ fn small(kind: VolumeKind, mode: ProbeMode) -> RenderConfig {
 
 #[test]
 fn emulator_image_matches_the_cpu_reference_within_one_lsb() {
-    for (kind, view) in [
-        (VolumeKind::Shell, View::new(0.0, 0.0, 0.0)),
-        (VolumeKind::Blobs, View::new(90.0, 0.0, 90.0)),
-        (VolumeKind::Noise, View::new(30.0, 45.0, 10.0)),
+    // The SDK's step, and the quick geometry's 4× step (a kernel parameter).
+    for (kind, view, tstep) in [
+        (VolumeKind::Shell, View::new(0.0, 0.0, 0.0), 0.01),
+        (VolumeKind::Blobs, View::new(90.0, 0.0, 90.0), 0.01),
+        (VolumeKind::Noise, View::new(30.0, 45.0, 10.0), 0.01),
+        (VolumeKind::Blobs, View::new(0.0, 0.0, 0.0), 0.04),
     ] {
         let mut cfg = small(kind, ProbeMode::Off);
         cfg.view = view;
+        cfg.params.tstep = tstep;
         let dir = tempfile::tempdir().unwrap();
         let mut dev = EmuDevice::new(gtx480());
         let r = render(&mut dev, &cfg, dir.path()).unwrap();
@@ -50,7 +53,7 @@ fn emulator_image_matches_the_cpu_reference_within_one_lsb() {
         let reference = render_reference(&vol, &view, &cfg.params);
         assert!(
             reference.rgba.iter().any(|&b| b > 0),
-            "{kind:?} {view}: blank reference"
+            "{kind:?} {view} step {tstep}: blank reference"
         );
         let d = r.image.diff(&reference);
         eprintln!(
@@ -59,7 +62,7 @@ fn emulator_image_matches_the_cpu_reference_within_one_lsb() {
         );
         assert!(
             d.max_channel_diff <= 1,
-            "{kind:?} {view}: {} pixels differ, by up to {}",
+            "{kind:?} {view} step {tstep}: {} pixels differ, by up to {}",
             d.pixels_differing,
             d.max_channel_diff
         );
@@ -293,7 +296,7 @@ fn empty_volume_renders_black_on_the_emulator() {
 #[ignore = "model experiment: slow in debug builds; run with --release -- --ignored"]
 fn paper_worst_case_1x128_is_slower_with_a_lower_hit_rate_than_128x1() {
     let dir = tempfile::tempdir().unwrap();
-    let mut cfg = study::demo_config(dir.path()).unwrap();
+    let mut cfg = study::demo_config(dir.path(), study::Scale::Quick).unwrap();
     cfg.volume = VolumeSource::Generated {
         kind: VolumeKind::Blobs,
         dims: [256, 256, 256],
@@ -415,4 +418,14 @@ fn roofline_command_writes_ceilings_and_counts() {
     ] {
         assert!(dir.path().join(f).is_file(), "{f}");
     }
+}
+
+#[test]
+fn a_ray_step_that_does_not_advance_is_refused() {
+    let mut cfg = small(VolumeKind::Shell, ProbeMode::Off);
+    cfg.params.tstep = 0.0;
+    let dir = tempfile::tempdir().unwrap();
+    let mut dev = EmuDevice::new(gtx480());
+    let e = render(&mut dev, &cfg, dir.path()).unwrap_err().to_string();
+    assert!(e.contains("tstep") && e.contains("0.01"), "{e}");
 }

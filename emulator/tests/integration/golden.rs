@@ -139,6 +139,7 @@ fn volume(preset: &str, mode: u32, vw: u32, iw: u32) -> Option<serde_json::Value
         af(1.0),
         af(0.0),
         af(1.0),
+        af(0.01),
         a64(vt),
         a64(tt),
         logarg,

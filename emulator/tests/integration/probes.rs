@@ -141,6 +141,7 @@ fn volume_render_draws_a_sphere_in_every_mode() {
             af(1.0),
             af(0.0),
             af(1.0),
+            af(0.01),
             a64(vt),
             a64(tt),
             logarg,

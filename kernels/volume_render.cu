@@ -12,7 +12,9 @@
 //   * the ray step `tstep` is a parameter rather than the constant 0.01f, so that a smaller study
 //     geometry can keep the SDK's voxels per step; the host passes 0.01 at the paper's scale;
 //   * every texture fetch is a WS_LOAD site: site 0 "volume sample" (tex3D), site 1 "transfer
-//     function" (tex1D); under WS_MODE == WS_OFF the probes vanish and this is the bare kernel.
+//     function" (tex1D), with its coordinates computed before the probe (WS_READY) so that each
+//     window times its fetch alone; under WS_MODE == WS_OFF the probes vanish and this is the bare
+//     kernel.
 //
 // Host contract (study/src/render.rs writes it; the CPU reference study/src/reference.rs mirrors it):
 //   d_output   imageW*imageH RGBA8 pixels (x fastest), cleared to 0 by the host before the launch
@@ -145,14 +147,20 @@ extern "C" __global__ void d_render(uint* d_output, uint imageW, uint imageH, fl
             float3 step = make_float3(eyeRay.d.x * tstep, eyeRay.d.y * tstep, eyeRay.d.z * tstep);
 
             for (int i = 0; i < maxSteps; i++) {
-                // read from 3D texture; remap position to [0, 1] coordinates
-                float sample = WS_LOAD(0, WS_TEXTURE,
-                                       tex3D<float>(volTex, pos.x * 0.5f + 0.5f, pos.y * 0.5f + 0.5f,
-                                                    pos.z * 0.5f + 0.5f));
+                // read from 3D texture; remap position to [0, 1] coordinates. The coordinates are
+                // computed before the probe (WS_READY) so that its window holds the fetch alone.
+                const float u = pos.x * 0.5f + 0.5f, v = pos.y * 0.5f + 0.5f, w = pos.z * 0.5f + 0.5f;
+                WS_READY(u);
+                WS_READY(v);
+                WS_READY(w);
+                float sample = WS_LOAD(0, WS_TEXTURE, tex3D<float>(volTex, u, v, w));
 
-                // lookup in transfer function texture
-                float4 col = WS_LOAD(1, WS_TEXTURE,
-                                     tex1D<float4>(tfTex, (sample - transferOffset) * transferScale));
+                // lookup in transfer function texture; its coordinate waits for the volume sample,
+                // which must happen before the probe opens, or the transfer function's window
+                // would time the volume fetch
+                const float tc = (sample - transferOffset) * transferScale;
+                WS_READY(tc);
+                float4 col = WS_LOAD(1, WS_TEXTURE, tex1D<float4>(tfTex, tc));
                 col.w *= density;
 
                 // pre-multiply alpha

@@ -235,6 +235,7 @@ static_assert(__builtin_offsetof(Record, site) == WS_REC_SITE_OFFSET, "site offs
 #define WS_KERNEL_BEGIN(log) ((void)0)
 #define WS_KERNEL_END(log) ((void)0)
 #define WS_LOAD(site, region, ...) (__VA_ARGS__)
+#define WS_READY(x) ((void)0)
 
 #else  // instrumented modes
 
@@ -536,6 +537,22 @@ __device__ __forceinline__ void end(const Log& log, State st) {
     const ::ws::Log ws_log_ = (log);    \
     const ::ws::State ws_state_ = ::ws::begin(ws_log_)
 #define WS_KERNEL_END(log) ::ws::end(ws_log_, ws_state_)
+// Makes `x` (a float, 32-bit integer or pointer) computed before what follows, e.g. a load's
+// address or coordinates before its WS_LOAD: arithmetic the compiler leaves inside a probe's
+// window is timed with the load, and arithmetic that waits for an EARLIER load (a coordinate
+// computed from a loaded value) makes the window time that earlier load too. An empty volatile
+// asm that reads the value: no instruction, only order (volatile asm stays in program order).
+namespace ws {
+__device__ __forceinline__ void ready(float x) { asm volatile("" ::"f"(x)); }
+__device__ __forceinline__ void ready(unsigned int x) { asm volatile("" ::"r"(x)); }
+__device__ __forceinline__ void ready(int x) { asm volatile("" ::"r"(x)); }
+template <typename T>
+__device__ __forceinline__ void ready(const T* x) {
+    asm volatile("" ::"l"(x));
+}
+}  // namespace ws
+#define WS_READY(x) ::ws::ready(x)
+
 // `site` must be a constant expression (a literal id): the record's offsets are immediates.
 #define WS_LOAD(site, region, ...) \
     (::ws::load<(region), (site)>(ws_log_, ws_state_, [&]() { return (__VA_ARGS__); }))

@@ -1,5 +1,6 @@
 //! Probe overhead on the demo kernel: the volume renderer's *simulated* kernel time per probe mode
-//! and record kind, beside the bare (`WS_OFF`) build, on the emulator's GTX 480 preset.
+//! and record kind, beside the bare (`WS_OFF`) build, on the emulator's GTX 480 preset at the
+//! demo's quick geometry (256³ blobs, 128×128, tstep 0.04), view (0,0,0), 16×8 blocks.
 //!
 //! What is measured is GPU time, not the emulator's wall time: each sample's duration is the
 //! emulated kernel's cycles at the preset's clock (criterion's `iter_custom`). The emulator is
@@ -10,7 +11,7 @@
 use criterion::{Criterion, criterion_group, criterion_main};
 use instrument::{EmuDevice, TraceWarps};
 use std::time::Duration;
-use study::{BlockShape, RenderConfig, RenderParams, View, VolumeKind, VolumeSource};
+use study::{BlockShape, RenderConfig, Scale, View, VolumeKind};
 use trace::ProbeMode;
 
 /// Simulated seconds of one frame of the demo kernel in `mode`, tracing `trace_warps`.
@@ -18,13 +19,10 @@ fn frame_seconds(mode: ProbeMode, trace_warps: &TraceWarps) -> f64 {
     let config = emulator::GpuConfig::preset("gtx480").unwrap_or_else(|e| panic!("{e}"));
     let clock_hz = config.clock_mhz * 1e6;
     let mut dev = EmuDevice::new(config.clone());
+    let quick = Scale::Quick.geometry();
     let cfg = RenderConfig {
-        volume: VolumeSource::Generated {
-            kind: VolumeKind::Blobs,
-            dims: [64, 64, 64],
-            seed: 1,
-        },
-        params: RenderParams::with_size(64, 64),
+        volume: quick.volume(VolumeKind::Blobs, 1),
+        params: quick.params(),
         shape: BlockShape::new(16, 8),
         view: View::new(0.0, 0.0, 0.0),
         mode,

@@ -277,3 +277,46 @@ impl ProbeLog {
             .collect()
     }
 }
+
+/// The output, probe log and launch result of one `d_render` of an `iw`×`iw` image in 16×16
+/// blocks over the scene of [`volume_scene`], with the SDK's parameters (density 0.05,
+/// brightness 1, transfer offset 0 and scale 1, step 0.01), every warp traced (64 slots).
+pub struct VolumeRender {
+    pub out: u64,
+    pub log: u64,
+    pub plog: ProbeLog,
+    pub stats: Result<LaunchStats, emulator::EmuError>,
+}
+
+pub fn render_volume(r: &mut Rig, (vt, tt): (u64, u64), iw: u32) -> VolumeRender {
+    let out = r.zeros((iw * iw * 4) as usize);
+    let wpb = 256 / 32;
+    let plog = ProbeLog::new((iw / 16) * (iw / 16) * wpb, wpb, 2, 64, true);
+    let log = r.buf(&plog.initial);
+    let args = vec![
+        a64(out),
+        a32(iw as i32),
+        a32(iw as i32),
+        af(0.05),
+        af(1.0),
+        af(0.0),
+        af(1.0),
+        af(0.01),
+        a64(vt),
+        a64(tt),
+        plog.arg(log),
+    ];
+    let stats = r.try_launch(
+        "d_render",
+        [iw / 16, iw / 16, 1],
+        [16, 16, 1],
+        plog.shared_per_block,
+        args,
+    );
+    VolumeRender {
+        out,
+        log,
+        plog,
+        stats,
+    }
+}

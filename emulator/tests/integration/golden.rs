@@ -127,37 +127,15 @@ fn volume(preset: &str, mode: u32, vw: u32, iw: u32) -> Option<serde_json::Value
     let (vt, tt) = volume_scene(&mut r, vw, |x, y, z, _| {
         ((x * x + y * y + z * z).sqrt() * 4.0) as u8
     });
-    let out = r.zeros((iw * iw * 4) as usize);
-    let plog = ProbeLog::new((iw / 16) * (iw / 16) * 8, 8, 2, 64, true);
-    let log = r.buf(&plog.initial);
-    let logarg = plog.arg(log);
-    let args = vec![
-        a64(out),
-        a32(iw as i32),
-        a32(iw as i32),
-        af(0.05),
-        af(1.0),
-        af(0.0),
-        af(1.0),
-        af(0.01),
-        a64(vt),
-        a64(tt),
-        logarg,
-    ];
-    let s = r
-        .try_launch(
-            "d_render",
-            [iw / 16, iw / 16, 1],
-            [16, 16, 1],
-            plog.shared_per_block,
-            args,
-        )
+    let v = render_volume(&mut r, (vt, tt), iw);
+    let s = v
+        .stats
         .unwrap_or_else(|e| panic!("volume mode {mode}: {e}"));
     Some(entry(
         &s,
         &[
-            read(&r, out, (iw * iw * 4) as usize),
-            read(&r, log, plog.initial.len()),
+            read(&r, v.out, (iw * iw * 4) as usize),
+            read(&r, v.log, v.plog.initial.len()),
         ],
     ))
 }

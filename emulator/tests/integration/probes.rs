@@ -127,34 +127,11 @@ fn volume_render_draws_a_sphere_in_every_mode() {
                 0
             }
         });
-        let out = r.zeros((iw * iw * 4) as usize);
-        let wpb = 256 / 32;
-        let n_warps = (iw / 16) * (iw / 16) * wpb;
-        let plog = ProbeLog::new(n_warps, wpb, 2, 64, true);
-        let log = r.buf(&plog.initial);
-        let logarg = plog.arg(log);
-        let args = vec![
-            a64(out),
-            a32(iw as i32),
-            a32(iw as i32),
-            af(0.05),
-            af(1.0),
-            af(0.0),
-            af(1.0),
-            af(0.01),
-            a64(vt),
-            a64(tt),
-            logarg,
-        ];
-        r.try_launch(
-            "d_render",
-            [iw / 16, iw / 16, 1],
-            [16, 16, 1],
-            plog.shared_per_block,
-            args,
-        )
-        .unwrap_or_else(|e| panic!("mode {mode}: {e}"));
-        let img = r.get_u32(out, (iw * iw) as usize);
+        let v = render_volume(&mut r, (vt, tt), iw);
+        if let Err(e) = v.stats {
+            panic!("mode {mode}: {e}");
+        }
+        let img = r.get_u32(v.out, (iw * iw) as usize);
         let center = img[(iw / 2 * iw + iw / 2) as usize];
         assert!(
             center >> 24 > 0,

@@ -278,12 +278,14 @@ __device__ __forceinline__ unsigned int hw_warp_id() {
     return w;
 }
 
-// True in the lowest active lane of the calling group: no active lane below it.
-__device__ __forceinline__ bool is_leader() {
+// The calling group's active lanes below this one: 0 in the group's leader (its lowest lane).
+__device__ __forceinline__ unsigned int lanes_below() {
     unsigned int lt;
     asm volatile("mov.u32 %0, %%lanemask_lt;" : "=r"(lt));
-    return (__activemask() & lt) == 0u;
+    return __activemask() & lt;
 }
+
+__device__ __forceinline__ bool is_leader() { return lanes_below() == 0u; }
 
 // OR of every 32-bit word of a value (bytes of a smaller value zero-extended): an expression that
 // reads all of the load's destination registers.
@@ -301,8 +303,8 @@ __device__ __forceinline__ unsigned int bits_of(const T& v) {
 }
 
 // The closing clock read, ordered after a never-executed volatile store of the loaded value's bits
-// (see "THE ORDER PROBLEM" at the top of this file). `sink` is the log buffer's header, which the
-// kernel never writes: nothing is ever stored there while dummy >= 0.
+// (see "THE ORDER PROBLEM" at the top of this file). `sink` is a shared address in the warp's own
+// state (a register the probe keeps anyway): nothing is ever stored there while dummy >= 0.
 __device__ __forceinline__ unsigned int clock_close_dependent(unsigned int bits, int dummy,
                                                               unsigned int sink) {
     unsigned int t1;
@@ -387,11 +389,11 @@ __device__ __forceinline__ State begin(const Log& log) {
         h->dropped_sites = 0u;
         h->trace = trace;
         // Until END, the shared copy's `end` holds a traced warp's record base address and `smid`
-        // its slot count, so that the out-of-line trace path needs no kernel parameter.
-        if (h->trace != WS_NOT_TRACED) {
+        // its slot count (fields END writes last), for trace_record.
+        if (trace != WS_NOT_TRACED) {
             const unsigned char* traces = log.buf + WS_LOG_HEADER_BYTES +
                                           (unsigned long long)log.n_warps * warp_area_bytes(log);
-            h->end = (unsigned long long)(traces + (unsigned long long)h->trace * log.slots *
+            h->end = (unsigned long long)(traces + (unsigned long long)trace * log.slots *
                                                        WS_RECORD_BYTES);
             h->smid = log.slots;
         }
@@ -411,9 +413,9 @@ __device__ __forceinline__ State begin(const Log& log) {
     return st;
 }
 
-// A traced warp's record: one 16-byte global store, drained before the next window opens. It reads
-// the record base and slot count from the warp's shared state, not from the kernel parameter.
-// (Out of line it would need the call ABI's registers and spill around the call.)
+// A traced warp's record: one 16-byte global store, drained before the next window opens. The
+// record base and slot count were computed once by WS_KERNEL_BEGIN and kept in the shared state,
+// so each record costs two shared loads instead of a 64-bit address computation.
 __device__ __forceinline__ void trace_record(State st, unsigned int site, unsigned int t0,
                                           unsigned int d) {
     unsigned int idx;
@@ -445,9 +447,7 @@ struct Pending {
 
 __device__ __forceinline__ Pending prepare(const Log& log, State st) {
     Pending p;
-    unsigned int lt;
-    asm volatile("mov.u32 %0, %%lanemask_lt;" : "=r"(lt));
-    p.lead = __activemask() & lt;
+    p.lead = lanes_below();
     p.trace = WS_NOT_TRACED;
     if (log.flags & WS_LOG_FLAG_TRACED) {
         // A shared load before the window: it completes (shared latency) before any timed load

@@ -83,7 +83,6 @@ pub(crate) fn assess(runs: &[Run]) -> Perturbation {
         ));
     }
     let mut modes: Vec<&str> = rows.iter().map(|r| r.mode.as_str()).collect();
-    modes.dedup();
     modes.sort_unstable();
     modes.dedup();
     let mut parts = Vec::new();

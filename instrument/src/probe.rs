@@ -24,6 +24,27 @@ pub struct Probe {
     pub sites: Vec<SiteInfo>,
 }
 
+impl Probe {
+    /// Summary entries per warp: site ids `0..n` with n = the highest declared id + 1.
+    pub fn site_slots(&self) -> u32 {
+        self.sites
+            .iter()
+            .map(|s| u32::from(s.id) + 1)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// The log of a launch of `n_warps` warps with these probes.
+    pub fn log_shape(&self, n_warps: u64) -> LogShape {
+        LogShape {
+            sites: self.site_slots(),
+            slots_per_warp: self.slots_per_warp,
+            n_warps,
+            traced: self.trace_warps.select(n_warps),
+        }
+    }
+}
+
 /// A probed launch's results.
 #[derive(Debug, Clone)]
 pub struct ProbedLaunch {
@@ -75,12 +96,7 @@ pub fn launch_probed(
             reason: format!("{n_warps} warps exceed the log's 32-bit warp index"),
         });
     }
-    let sites = probe
-        .sites
-        .iter()
-        .map(|s| u32::from(s.id) + 1)
-        .max()
-        .unwrap_or(0);
+    let sites = probe.site_slots();
     if sites > kernels::layout::WS_MAX_SITES {
         return Err(InstrumentError::Launch {
             what: format!("kernel {kernel:?}"),
@@ -91,12 +107,7 @@ pub fn launch_probed(
             ),
         });
     }
-    let shape = LogShape {
-        sites,
-        slots_per_warp: probe.slots_per_warp,
-        n_warps,
-        traced: probe.trace_warps.select(n_warps),
-    };
+    let shape = probe.log_shape(n_warps);
     let mut launch = LaunchInfo::new(kernel, cfg.grid, cfg.block)
         .with_probe(probe.mode, shape.kind())
         .with_sites(probe.sites.clone())

@@ -43,8 +43,7 @@ use crate::view::{BlockShape, View};
 use crate::volume::{Volume, VolumeKind, VolumeSource, check_fits, host_available_bytes};
 use emulator::{TexAddress, TexFilter, TexFormat, TextureDesc};
 use instrument::{
-    Arg, Backend, Device, LaunchConfig, LogShape, ModuleId, Probe, ProbedLaunch, TraceWarps,
-    launch_probed,
+    Arg, Backend, Device, LaunchConfig, ModuleId, Probe, ProbedLaunch, TraceWarps, launch_probed,
 };
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -136,6 +135,16 @@ pub fn default_trace_warps() -> TraceWarps {
 }
 
 impl RenderConfig {
+    /// The probes of this run's frames in `mode` (the bare frame is `ProbeMode::Off`).
+    fn probe(&self, mode: ProbeMode) -> Probe {
+        Probe {
+            mode,
+            trace_warps: self.trace_warps.clone(),
+            slots_per_warp: self.slots_per_warp,
+            sites: sites(),
+        }
+    }
+
     /// The run's folder name: `16x8_v0-0-0_fence`.
     pub fn run_name(&self) -> String {
         format!(
@@ -326,13 +335,7 @@ fn check_memory(dev: &dyn Device, cfg: &RenderConfig, volume: &Volume) -> Result
     let warps = gx as u64 * gy as u64 * cfg.shape.threads().div_ceil(32) as u64;
     let log_bytes = match cfg.mode {
         ProbeMode::Off => 0,
-        _ => LogShape {
-            sites: sites().len() as u32,
-            slots_per_warp: cfg.slots_per_warp,
-            n_warps: warps,
-            traced: cfg.trace_warps.select(warps),
-        }
-        .total_bytes(),
+        mode => cfg.probe(mode).log_shape(warps).total_bytes(),
     };
     let needed = volume.voxel_count() + image_bytes + log_bytes;
     let what = format!(
@@ -486,12 +489,7 @@ impl Session<'_> {
             Arg::Tex(tf_tex),
             Arg::Log,
         ];
-        let probe = Probe {
-            mode,
-            trace_warps: cfg.trace_warps.clone(),
-            slots_per_warp: cfg.slots_per_warp,
-            sites: sites(),
-        };
+        let probe = cfg.probe(mode);
         // The SDK clears the output before every frame: pixels whose ray misses stay 0.
         let zeros = vec![0u8; pixels * 4];
         let timed_frames = match dev.backend() {
@@ -528,13 +526,16 @@ impl Session<'_> {
     }
 }
 
-/// Reads a rate (0–1) from the emulator's counters by key, so that the study does not depend on
-/// the counters' struct layout.
-fn counter_rate(counters: &Value, key: &str) -> Option<f64> {
-    counters
-        .get(key)
-        .and_then(Value::as_f64)
-        .filter(|v| v.is_finite())
+/// The emulator's texture, L1 and L2 hit rates (0–1) by run.json key; `None` where it counted no
+/// access or there are no counters (a GPU run).
+fn hit_rates(mem: Option<&emulator::MemCounters>) -> [(&'static str, Option<f64>); 3] {
+    let rate =
+        |f: fn(&emulator::MemCounters) -> Option<f64>| mem.and_then(f).filter(|v| v.is_finite());
+    [
+        ("tex_hit_rate", rate(|m| m.tex_hit_rate)),
+        ("l1_hit_rate", rate(|m| m.l1_hit_rate)),
+        ("l2_hit_rate", rate(|m| m.l2_hit_rate)),
+    ]
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -585,9 +586,8 @@ fn write_run(
             "blocks_per_sm": stats.blocks_per_sm,
         });
         counters = serde_json::to_value(&stats.mem).unwrap_or(Value::Null);
-        m.tex_hit_rate = counter_rate(&counters, "tex_hit_rate");
-        m.l1_hit_rate = counter_rate(&counters, "l1_hit_rate");
-        m.l2_hit_rate = counter_rate(&counters, "l2_hit_rate");
+        [m.tex_hit_rate, m.l1_hit_rate, m.l2_hit_rate] =
+            hit_rates(Some(&stats.mem)).map(|(_, r)| r);
         hit_rate_source = if m.tex_hit_rate.is_some() {
             "emulator counters".into()
         } else {
@@ -650,18 +650,8 @@ fn write_run(
             x.insert("occupancy_bare".into(), json!(b.launch.blocks_per_sm));
             x.insert("registers_bare".into(), json!(b.entry.registers));
             // What the probes did to the caches: the same counters of the bare build.
-            let bare_counters = b
-                .launch
-                .outcome
-                .stats
-                .as_ref()
-                .and_then(|s| serde_json::to_value(&s.mem).ok())
-                .unwrap_or(Value::Null);
-            for key in ["tex_hit_rate", "l1_hit_rate", "l2_hit_rate"] {
-                x.insert(
-                    format!("{key}_bare"),
-                    json!(counter_rate(&bare_counters, key)),
-                );
+            for (key, rate) in hit_rates(b.launch.outcome.stats.as_ref().map(|s| &s.mem)) {
+                x.insert(format!("{key}_bare"), json!(rate));
             }
             let diff = frame.image.diff(&b.image);
             x.insert(

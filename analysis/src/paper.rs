@@ -403,11 +403,24 @@ fn not_measured(s: Statement, missing: String) -> Row {
     }
 }
 
-fn verdict(ok: bool) -> Verdict {
-    if ok {
-        Verdict::Agree
-    } else {
-        Verdict::Disagree
+impl Row {
+    /// A measured finding: agree, or disagree with the reason `why` gives.
+    fn judged(
+        statement: Statement,
+        warpscope: String,
+        ok: bool,
+        why: impl FnOnce() -> String,
+    ) -> Row {
+        Row {
+            statement,
+            warpscope,
+            verdict: if ok {
+                Verdict::Agree
+            } else {
+                Verdict::Disagree
+            },
+            reason: if ok { String::new() } else { why() },
+        }
     }
 }
 
@@ -446,16 +459,7 @@ pub(crate) fn check(s: Statement, runs: &[RunFacts]) -> Row {
                 return not_measured(s, no_run(shape, view, mode));
             };
             let ok = (r.mem_share - share).abs() <= SHARE_TOLERANCE;
-            Row {
-                statement: s,
-                warpscope: pct(r.mem_share),
-                verdict: verdict(ok),
-                reason: if ok {
-                    String::new()
-                } else {
-                    reason_or_facts(r, None)
-                },
-            }
+            Row::judged(s, pct(r.mem_share), ok, || reason_or_facts(r, None))
         }
         Claim::NaiveUnderHalf { view, shapes } => {
             let mut parts = Vec::new();
@@ -479,12 +483,12 @@ pub(crate) fn check(s: Statement, runs: &[RunFacts]) -> Row {
                     worst.get_or_insert(f);
                 }
             }
-            Row {
-                statement: s,
-                warpscope: format!("naive vs fenced share: {}", parts.join(", ")),
-                verdict: verdict(ok),
-                reason: worst.map_or_else(String::new, |f| reason_or_facts(f, None)),
-            }
+            Row::judged(
+                s,
+                format!("naive vs fenced share: {}", parts.join(", ")),
+                ok,
+                || worst.map_or_else(String::new, |f| reason_or_facts(f, None)),
+            )
         }
         Claim::ShareOrder {
             view,
@@ -497,22 +501,18 @@ pub(crate) fn check(s: Statement, runs: &[RunFacts]) -> Row {
                 return not_measured(s, no_runs(more, less, view, mode));
             };
             let ok = m.mem_share > l.mem_share;
-            Row {
-                statement: s,
-                warpscope: format!(
+            Row::judged(
+                s,
+                format!(
                     "{} {} vs {} {}",
                     pretty_shape(more),
                     pct(m.mem_share),
                     pretty_shape(less),
                     pct(l.mem_share)
                 ),
-                verdict: verdict(ok),
-                reason: if ok {
-                    String::new()
-                } else {
-                    hit_rate_reason(m, l, more, less).unwrap_or_else(|| reason_or_facts(m, None))
-                },
-            }
+                ok,
+                || hit_rate_reason(m, l, more, less).unwrap_or_else(|| reason_or_facts(m, None)),
+            )
         }
         Claim::Faster {
             view,
@@ -541,9 +541,9 @@ pub(crate) fn check(s: Statement, runs: &[RunFacts]) -> Row {
                 format!("{pos} of {}", rates.len())
             };
             let ok = ff > sf;
-            Row {
-                statement: s,
-                warpscope: format!(
+            Row::judged(
+                s,
+                format!(
                     "{} renders at {:.3}× the frame rate of {} (ranks {} and {}, fastest first)",
                     pretty_shape(fast),
                     ff / sf,
@@ -551,13 +551,9 @@ pub(crate) fn check(s: Statement, runs: &[RunFacts]) -> Row {
                     rank(fast),
                     rank(slow)
                 ),
-                verdict: verdict(ok),
-                reason: if ok {
-                    String::new()
-                } else {
-                    hit_rate_reason(sl, f, slow, fast).unwrap_or_else(|| reason_or_facts(f, None))
-                },
-            }
+                ok,
+                || hit_rate_reason(sl, f, slow, fast).unwrap_or_else(|| reason_or_facts(f, None)),
+            )
         }
         Claim::HigherHitRate {
             view,
@@ -575,20 +571,16 @@ pub(crate) fn check(s: Statement, runs: &[RunFacts]) -> Row {
                 return not_measured(s, format!("no texture hit rate for {higher} or {lower}"));
             };
             let ok = hh > lh;
-            Row {
-                statement: s,
-                warpscope: format!(
+            Row::judged(
+                s,
+                format!(
                     "{} {hh:.2} vs {} {lh:.2}",
                     pretty_shape(higher),
                     pretty_shape(lower)
                 ),
-                verdict: verdict(ok),
-                reason: if ok {
-                    String::new()
-                } else {
-                    "not explained".into()
-                },
-            }
+                ok,
+                || "not explained".into(),
+            )
         }
         Claim::Correlation {
             view,
@@ -623,37 +615,37 @@ pub(crate) fn check(s: Statement, runs: &[RunFacts]) -> Row {
                 (lo, hi)
             };
             let (ylo, yhi) = spread(&ys);
-            Row {
-                statement: s,
-                warpscope: format!(
+            Row::judged(
+                s,
+                format!(
                     "Pearson r = {}, Spearman ρ = {} over {} shapes",
                     opt(r),
                     opt(rho),
                     pts.len()
                 ),
-                verdict: verdict(ok),
-                reason: if ok {
-                    String::new()
-                } else if r.is_none() {
-                    "undefined: one of the series is constant".into()
-                } else {
-                    let facts = format!(
-                        "{} spans {}–{} across the shapes",
-                        y.name(),
-                        fmt_sig(ylo),
-                        fmt_sig(yhi)
-                    );
-                    let first = runs
-                        .iter()
-                        .find(|r| r.view == view && r.mode == mode)
-                        .cloned()
-                        .unwrap_or_default();
-                    match l2_reason(&first) {
-                        Some(l2) => format!("{l2}; {facts}"),
-                        None => format!("not explained ({facts})"),
+                ok,
+                || {
+                    if r.is_none() {
+                        "undefined: one of the series is constant".into()
+                    } else {
+                        let facts = format!(
+                            "{} spans {}–{} across the shapes",
+                            y.name(),
+                            fmt_sig(ylo),
+                            fmt_sig(yhi)
+                        );
+                        let first = runs
+                            .iter()
+                            .find(|r| r.view == view && r.mode == mode)
+                            .cloned()
+                            .unwrap_or_default();
+                        match l2_reason(&first) {
+                            Some(l2) => format!("{l2}; {facts}"),
+                            None => format!("not explained ({facts})"),
+                        }
                     }
                 },
-            }
+            )
         }
     }
 }

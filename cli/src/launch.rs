@@ -3,7 +3,7 @@
 
 use crate::spec::{self, ArgPlan};
 use crate::{EmuArgs, atomic_write};
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
 use instrument::{Arg, Device, LaunchConfig, Probe, TraceWarps, launch_probed};
 use std::path::{Path, PathBuf};
@@ -16,9 +16,10 @@ pub struct LaunchArgs {
     pub spec: PathBuf,
     #[command(flatten)]
     pub emu: EmuArgs,
-    /// Probe mode a .cu source is built with (a .ptx source keeps the mode it was built with).
-    #[arg(long, default_value = "auto")]
-    pub mode: ProbeMode,
+    /// Probe mode a .cu source is built with (default auto). For a .ptx source built with
+    /// probes, the mode it was built with (required: it is not in the PTX).
+    #[arg(long)]
+    pub mode: Option<ProbeMode>,
     /// Warps that also keep every access; every warp keeps per-site statistics. Global warp
     /// indices and ranges (`0-3,17`), `every:N`, `all` or `none`.
     #[arg(long, default_value = "all")]
@@ -26,9 +27,6 @@ pub struct LaunchArgs {
     /// Output folder.
     #[arg(long, default_value = "launch-out")]
     pub out: PathBuf,
-    /// Emulator: end the launch with an error after this many warp instructions.
-    #[arg(long, default_value_t = instrument::DEFAULT_MAX_WARP_INSTRUCTIONS)]
-    pub max_warp_instructions: u64,
 }
 
 /// PTX text and the registers per thread ptxas reports for it (for the emulator's occupancy).
@@ -53,13 +51,15 @@ fn compile_cu(src: &Path, mode: ProbeMode) -> Result<Compiled> {
 
 pub fn run(args: &LaunchArgs) -> Result<()> {
     let (spec, plans) = spec::load(&args.spec)?;
+    emulator::check_launch_dims(spec.grid, spec.block)
+        .map_err(|e| anyhow!("{}: {e}", args.spec.display()))?;
     let ext = spec
         .source
         .extension()
         .and_then(|e| e.to_str())
         .unwrap_or("");
     let compiled = match ext {
-        "cu" => compile_cu(&spec.source, args.mode)?,
+        "cu" => compile_cu(&spec.source, args.mode.unwrap_or(ProbeMode::Auto))?,
         "ptx" => Compiled {
             ptx: std::fs::read_to_string(&spec.source)
                 .with_context(|| format!("cannot read {}", spec.source.display()))?,
@@ -111,12 +111,17 @@ pub fn run(args: &LaunchArgs) -> Result<()> {
             );
         }
     }
+    let mode = match ext {
+        "cu" => args.mode.unwrap_or(ProbeMode::Auto),
+        _ => ptx_mode(&compiled.ptx, entry, &plans, args.mode)
+            .with_context(|| format!("{}", spec.source.display()))?,
+    };
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create {}", args.out.display()))?;
     let config = args.emu.gpu_config()?;
     let config_toml = config.to_toml();
     let preset = config.name.clone();
-    let (mut dev, note) = instrument::open_device(args.emu.backend, config)?;
+    let (mut dev, note) = instrument::open_device(args.emu.backend, config, args.emu.limits(true))?;
     eprintln!(
         "warpscope: launching {} on {} ({note})",
         spec.kernel,
@@ -124,11 +129,7 @@ pub fn run(args: &LaunchArgs) -> Result<()> {
     );
     let grid = Dim3::new(spec.grid[0], spec.grid[1], spec.grid[2]);
     let block = Dim3::new(spec.block[0], spec.block[1], spec.block[2]);
-    let mode = if ext == "cu" {
-        args.mode
-    } else {
-        ProbeMode::Off
-    };
+
     let mut metrics = RunMetrics::new(dev.backend().name(), &spec.kernel, grid, block, mode);
     metrics.device = dev.name();
     metrics.clock_mhz = dev.clock_mhz();
@@ -268,4 +269,57 @@ fn sites(spec: &spec::LaunchSpec) -> Result<Vec<SiteInfo>> {
             Ok(SiteInfo::new(s.id, s.name.clone(), region))
         })
         .collect()
+}
+
+/// The probe mode of a `.ptx` source. Its kernel was built with probes when its body reads the
+/// `ws::Log` parameter the spec names (`log = true`): then the log is allocated and `--mode` must
+/// say how it was built, because the mode is not in the PTX. Without that read (built with
+/// `WS_MODE=WS_OFF`, or no log parameter) the launch is bare, and a `--mode` is refused rather
+/// than recorded as something that did not run.
+fn ptx_mode(
+    ptx: &str,
+    entry: &emulator::EntrySignature,
+    plans: &[ArgPlan],
+    given: Option<ProbeMode>,
+) -> Result<ProbeMode> {
+    let log_param = plans
+        .iter()
+        .position(|p| *p == ArgPlan::Log)
+        .and_then(|i| entry.params.get(i));
+    let probed = log_param.is_some_and(|p| reads_param(ptx, &entry.name, &p.name));
+    match (probed, given) {
+        (true, Some(ProbeMode::Off)) | (true, None) => bail!(
+            "kernel {} reads its ws::Log parameter {:?}, so it was built with probes; name the \
+             mode it was built with: --mode naive|fence|dummy|auto",
+            entry.name,
+            log_param.map_or("", |p| p.name.as_str())
+        ),
+        (true, Some(mode)) => Ok(mode),
+        (false, None | Some(ProbeMode::Off)) => Ok(ProbeMode::Off),
+        (false, Some(mode)) => bail!(
+            "--mode {} given, but kernel {} has no probes (no log = true parameter that its body \
+             reads); a .ptx keeps the mode it was built with",
+            mode.name(),
+            entry.name
+        ),
+    }
+}
+
+/// Whether the body of entry `kernel` in `ptx` loads from parameter `param` (`[param]` or
+/// `[param+8]` in an `ld.param`).
+fn reads_param(ptx: &str, kernel: &str, param: &str) -> bool {
+    let Some(start) = ptx.find(&format!(".entry {kernel}(")) else {
+        return false;
+    };
+    let body = &ptx[start..];
+    // The entry ends at the first line that closes a brace at column 0.
+    let body = body.find("\n}").map_or(body, |end| &body[..end]);
+    body.lines()
+        .filter(|l| l.trim_start().starts_with("ld.param"))
+        .any(|l| {
+            l.split('[')
+                .nth(1)
+                .and_then(|rest| rest.split([']', '+']).next())
+                .is_some_and(|name| name.trim() == param)
+        })
 }

@@ -12,6 +12,8 @@ use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 #[derive(Parser)]
 #[command(
@@ -71,9 +73,59 @@ pub struct EmuArgs {
     /// Emulator configuration file (TOML), instead of a preset.
     #[arg(long)]
     pub config: Option<PathBuf>,
+    /// Emulator: end a launch with an error after this many warp instructions (a runaway
+    /// guard; one paper-scale frame of the volume renderer is ~4.5·10⁷).
+    #[arg(long, default_value_t = instrument::DEFAULT_MAX_WARP_INSTRUCTIONS)]
+    pub max_warp_instructions: u64,
+    /// Emulator: end a launch with an error once it has run this many seconds.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+    pub time_limit: Option<Duration>,
 }
 
+fn parse_seconds(s: &str) -> Result<Duration, String> {
+    let secs: f64 = s
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number of seconds"))?;
+    Duration::try_from_secs_f64(secs)
+        .map_err(|_| format!("{s:?}: give a positive number of seconds"))
+}
+
+/// Seconds between two progress lines of a long emulator launch.
+const PROGRESS_EVERY: Duration = Duration::from_secs(10);
+
 impl EmuArgs {
+    /// The runaway guards of this command's launches. With `progress`, a long launch prints a
+    /// line to stderr every ten seconds (lines, not a redrawn bar, so a log file shows them too).
+    pub fn limits(&self, progress: bool) -> instrument::EmuLimits {
+        let progress = progress.then(|| {
+            let started = Instant::now();
+            let last = Mutex::new(started);
+            let report: emulator::ProgressFn = Arc::new(move |p: &emulator::Progress| {
+                let Ok(mut last) = last.lock() else { return };
+                if last.elapsed() < PROGRESS_EVERY {
+                    return;
+                }
+                *last = Instant::now();
+                eprintln!(
+                    "warpscope: emulating: {:.1} M warp instructions, {} of {} blocks started, cycle {}, {:.0} s",
+                    p.warp_instructions as f64 / 1e6,
+                    p.blocks_started,
+                    p.blocks_total,
+                    p.cycle,
+                    started.elapsed().as_secs_f64()
+                );
+            });
+            report
+        });
+        instrument::EmuLimits {
+            max_warp_instructions: self.max_warp_instructions,
+            watch: emulator::Watch {
+                time_limit: self.time_limit,
+                progress,
+            },
+        }
+    }
+
     pub fn gpu_config(&self) -> Result<emulator::GpuConfig> {
         match &self.config {
             Some(path) => Ok(emulator::GpuConfig::from_file(path)?),

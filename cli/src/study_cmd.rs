@@ -7,6 +7,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use instrument::{BackendChoice, TraceWarps};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use study::{
     BlockShape, RawDType, RenderConfig, RenderParams, SweepConfig, View, VolumeKind, VolumeSource,
@@ -208,7 +209,8 @@ fn ncu_profile(args: &RenderArgs, gpu: bool) -> Result<Option<study::NcuProfile>
 
 pub fn render(args: &RenderArgs) -> Result<()> {
     let config = args.emu.gpu_config()?;
-    let (mut dev, note) = instrument::open_device(args.emu.backend, config.clone())?;
+    let (mut dev, note) =
+        instrument::open_device(args.emu.backend, config.clone(), args.emu.limits(true))?;
     eprintln!("warpscope: rendering on {} ({note})", dev.name());
     let formats = args.probe.formats()?;
     let cfg = RenderConfig {
@@ -259,9 +261,6 @@ pub struct SweepArgs {
     /// Probe modes (comma-separated), default naive,fence.
     #[arg(long, value_delimiter = ',')]
     pub modes: Vec<ProbeMode>,
-    /// Emulator: end a launch with an error after this many warp instructions.
-    #[arg(long)]
-    pub max_warp_instructions: Option<u64>,
     #[arg(long, default_value = "sweep-out")]
     pub out: PathBuf,
 }
@@ -289,7 +288,7 @@ pub fn sweep(args: &SweepArgs) -> Result<()> {
         slots_per_warp: args.probe.slots,
         frames: args.probe.frames,
         measure_overhead: !args.probe.no_overhead,
-        max_warp_instructions: args.max_warp_instructions,
+        limits: args.emu.limits(false),
     };
     eprintln!(
         "warpscope: sweep: {} runs, {} volume, {}x{} image, tstep {}",
@@ -311,9 +310,19 @@ fn run_sweep(cfg: &SweepConfig, formats: &[ExportFormat]) -> Result<()> {
         )
         .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
+    // indicatif draws nothing when stderr is not a terminal (a log file, CI, a batch job): say
+    // each finished run in a line there instead.
+    let lines = !std::io::stderr().is_terminal();
+    let started = std::time::Instant::now();
     let summary = study::sweep(cfg, &|done, total| {
         bar.set_length(total as u64);
         bar.set_position(done as u64);
+        if lines && done > 0 {
+            eprintln!(
+                "warpscope: sweep: {done} of {total} runs done, {:.0} s",
+                started.elapsed().as_secs_f64()
+            );
+        }
     })?;
     bar.finish_and_clear();
     for row in &summary.rows {

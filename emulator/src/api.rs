@@ -15,6 +15,7 @@ use crate::ir::{EntrySignature, Opnd, Program};
 use crate::occupancy::occupancy;
 use crate::ptx;
 use crate::texture::{HANDLE_BASE, Storage, Texture, TextureDesc};
+use crate::watch::Watch;
 
 /// A parsed and decoded PTX module (all of its kernels), not yet in device memory.
 #[derive(Debug, Clone)]
@@ -52,6 +53,41 @@ pub struct ModuleId(pub u32);
 struct Loaded {
     kernels: Vec<Program>,
     symbols: BTreeMap<String, (u64, u64)>,
+}
+
+/// CUDA's launch limits on every architecture since sm_30, checked before a launch so that a
+/// shape no GPU accepts is refused up front rather than simulated: block dimensions ≤ 1024 ×
+/// 1024 × 64 with ≤ 1024 threads, grid dimensions ≤ (2³¹−1) × 65535 × 65535, none zero.
+pub fn check_launch_dims(grid: [u32; 3], block: [u32; 3]) -> Result<(), String> {
+    const BLOCK_MAX: [u32; 3] = [1024, 1024, 64];
+    const GRID_MAX: [u32; 3] = [i32::MAX as u32, 65535, 65535];
+    const AXES: [char; 3] = ['x', 'y', 'z'];
+    if grid.contains(&0) || block.contains(&0) {
+        return Err(format!(
+            "grid {grid:?} and block {block:?} must be positive"
+        ));
+    }
+    for i in 0..3 {
+        if block[i] > BLOCK_MAX[i] {
+            return Err(format!(
+                "block {} = {} exceeds CUDA's limit of {}",
+                AXES[i], block[i], BLOCK_MAX[i]
+            ));
+        }
+        if grid[i] > GRID_MAX[i] {
+            return Err(format!(
+                "grid {} = {} exceeds CUDA's limit of {}",
+                AXES[i], grid[i], GRID_MAX[i]
+            ));
+        }
+    }
+    let threads: u64 = block.iter().map(|&b| u64::from(b)).product();
+    if threads > 1024 {
+        return Err(format!(
+            "block {block:?} has {threads} threads; CUDA allows at most 1024 per block"
+        ));
+    }
+    Ok(())
 }
 
 /// How to launch a kernel.
@@ -95,6 +131,7 @@ pub struct Emulator {
     /// Record the L1/texture address stream of each launch (off by default; memory/record.rs).
     record_addresses: bool,
     addresses: Vec<Vec<AddressEvent>>,
+    watch: Watch,
 }
 
 impl Emulator {
@@ -106,7 +143,24 @@ impl Emulator {
             textures: Vec::new(),
             record_addresses: false,
             addresses: Vec::new(),
+            watch: Watch::default(),
         }
+    }
+
+    /// Returns to the state of a new emulator with the same configuration and settings: no
+    /// allocations, modules or textures, so the next allocations get the same addresses as on a
+    /// new emulator. (Caches are cold at every launch anyway.) Makes a launch's result independent
+    /// of what ran before it.
+    pub fn reset(&mut self) {
+        self.dev = DeviceMemory::default();
+        self.modules.clear();
+        self.textures.clear();
+        self.addresses.clear();
+    }
+
+    /// Sets the time limit and progress callback of later launches (none by default).
+    pub fn set_watch(&mut self, watch: Watch) {
+        self.watch = watch;
     }
 
     /// Turns the address recorder on or off for later launches. Off (the default) changes no
@@ -316,12 +370,7 @@ impl Emulator {
             let o = prog.param_offsets[i] as usize;
             params[o..o + a.len()].copy_from_slice(a);
         }
-        if p.grid.contains(&0) || p.block.contains(&0) {
-            return Err(args_err(format!(
-                "grid {:?} and block {:?} must be positive",
-                p.grid, p.block
-            )));
-        }
+        check_launch_dims(p.grid, p.block).map_err(args_err)?;
         let threads = p.block.iter().map(|&b| b as u64).product::<u64>();
         let shared = prog.dyn_shared_offset as u64 + p.dynamic_shared_bytes as u64;
         let shared = shared.max(prog.shared_static_bytes as u64);
@@ -346,6 +395,7 @@ impl Emulator {
             dyn_smem: p.dynamic_shared_bytes,
             blocks_per_sm: occ.blocks_per_sm,
             budget: p.max_warp_instructions,
+            watch: &self.watch,
         };
         let out = run(&inp, &mut self.dev, &self.textures, &mut mem)?;
         self.addresses = mem.take_addresses();

@@ -29,6 +29,8 @@ use crate::error::EmuError;
 use crate::exec::{Ctx, Entry, FULL, Flow, Warp, exec};
 use crate::ir::{Class, Op, Program};
 use crate::texture::Texture;
+use crate::watch::{Progress, WATCH_INTERVAL, Watch};
+use std::time::Instant;
 
 const NCLASS: usize = Class::ALL.len();
 
@@ -115,6 +117,7 @@ pub(crate) struct LaunchInput<'a> {
     pub dyn_smem: u32,
     pub blocks_per_sm: u32,
     pub budget: u64,
+    pub watch: &'a Watch,
 }
 
 /// Raw results of one launch (turned into `LaunchStats` by the API layer).
@@ -138,6 +141,8 @@ struct Engine<'a> {
     shared_total: usize,
     next_block: u64,
     total_blocks: u64,
+    /// When the watch's time limit runs out (None: no limit).
+    deadline: Option<Instant>,
     age: u64,
     warp_instructions: u64,
     thread_instructions: u64,
@@ -199,6 +204,10 @@ pub(crate) fn run(
             .max(inp.prog.shared_static_bytes as usize),
         next_block: 0,
         total_blocks: inp.grid.iter().map(|&g| g as u64).product(),
+        deadline: inp
+            .watch
+            .time_limit
+            .and_then(|d| Instant::now().checked_add(d)),
         age: 0,
         warp_instructions: 0,
         thread_instructions: 0,
@@ -565,6 +574,37 @@ impl Engine<'_> {
         Err((best_t, best_r))
     }
 
+    /// Every [`WATCH_INTERVAL`] warp instructions: report progress, enforce the deadline.
+    fn look_out(
+        &self,
+        now: u64,
+        block: [u32; 3],
+        warp: u32,
+        pc: u32,
+        line: u32,
+    ) -> Result<(), EmuError> {
+        let watch = self.inp.watch;
+        if let Some(report) = &watch.progress {
+            report(&Progress {
+                warp_instructions: self.warp_instructions,
+                cycle: now,
+                blocks_started: self.next_block,
+                blocks_total: self.total_blocks,
+            });
+        }
+        match self.deadline {
+            Some(deadline) if Instant::now() >= deadline => Err(EmuError::TimeLimit {
+                kernel: self.inp.prog.name.clone(),
+                executed: self.warp_instructions,
+                block,
+                warp,
+                pc,
+                line,
+            }),
+            _ => Ok(()),
+        }
+    }
+
     fn issue(&mut self, sm: &mut Sm, ws: usize, s: usize, now: u64) -> Result<(), EmuError> {
         let prog = self.inp.prog;
         let cfg = self.inp.cfg;
@@ -639,9 +679,15 @@ impl Engine<'_> {
         if self.warp_instructions > self.inp.budget {
             return Err(EmuError::Budget {
                 kernel: prog.name.clone(),
-                executed: self.warp_instructions,
                 limit: self.inp.budget,
+                block: block.id,
+                warp: w.arch.wib,
+                pc,
+                line: x.line,
             });
+        }
+        if self.warp_instructions & (WATCH_INTERVAL - 1) == 0 {
+            self.look_out(now, block.id, w.arch.wib, pc, x.line)?;
         }
         let mut done_at = now + self.lat[x.class as usize];
         let mut from_mem = false;

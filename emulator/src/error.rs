@@ -37,14 +37,30 @@ pub enum EmuError {
         pc: u32,
         line: u32,
     },
-    /// The launch executed more warp instructions than `LaunchParams::max_warp_instructions`.
+    /// The launch executed more warp instructions than `LaunchParams::max_warp_instructions`:
+    /// a runaway loop, or a kernel larger than the budget allows. Names where one warp was.
     #[error(
-        "kernel {kernel} exceeded its budget: {executed} warp instructions executed, limit {limit}"
+        "kernel {kernel} ran past its budget of {limit} warp instructions; block {block:?} warp {warp} was at pc {pc} (PTX line {line})"
     )]
     Budget {
         kernel: String,
-        executed: u64,
         limit: u64,
+        block: [u32; 3],
+        warp: u32,
+        pc: u32,
+        line: u32,
+    },
+    /// The launch was still running at the wall-clock deadline of its [`crate::Watch`].
+    #[error(
+        "kernel {kernel} was still running at its time limit after {executed} warp instructions; block {block:?} warp {warp} was at pc {pc} (PTX line {line})"
+    )]
+    TimeLimit {
+        kernel: String,
+        executed: u64,
+        block: [u32; 3],
+        warp: u32,
+        pc: u32,
+        line: u32,
     },
     /// The launch arguments or configuration do not match the kernel.
     #[error("bad launch of {kernel}: {what}")]

@@ -66,14 +66,16 @@ mod numeric;
 mod occupancy;
 mod ptx;
 mod texture;
+mod watch;
 
 /// The memory model the engine uses (`memory`: caches, L2, DRAM, shared-memory banks).
 use memory as engine_mem;
 
-pub use api::{Emulator, LaunchParams, LaunchStats, Module, ModuleId};
+pub use api::{Emulator, LaunchParams, LaunchStats, Module, ModuleId, check_launch_dims};
 pub use config::*;
 pub use error::EmuError;
 pub use ir::{EntrySignature, ParamDecl};
 pub use memory::{AddressEvent, AddressKind, CacheCounters, MemCounters};
 pub use occupancy::{Limiter, Occupancy, OccupancyError, occupancy};
 pub use texture::{TexAddress, TexFilter, TexFormat, TextureDesc};
+pub use watch::{Progress, ProgressFn, WATCH_INTERVAL, Watch};

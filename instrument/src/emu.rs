@@ -9,8 +9,26 @@ use crate::device::{
 use emulator::{Emulator, GpuConfig, LaunchParams, Module, TextureDesc};
 use std::time::Instant;
 
-/// Runaway-kernel budget when the caller sets none: 2·10¹⁰ warp instructions (minutes of work).
-pub const DEFAULT_MAX_WARP_INSTRUCTIONS: u64 = 20_000_000_000;
+/// Runaway-kernel budget when the caller sets none: 10⁹ warp instructions, minutes of work at the
+/// emulator's few million warp instructions per second (a paper-scale frame is ~4.5·10⁷).
+pub const DEFAULT_MAX_WARP_INSTRUCTIONS: u64 = 1_000_000_000;
+
+/// The runaway guards of emulator launches: an instruction budget per launch, and the emulator's
+/// [`emulator::Watch`] (a wall-clock deadline and a progress callback).
+#[derive(Clone, Debug, PartialEq)]
+pub struct EmuLimits {
+    pub max_warp_instructions: u64,
+    pub watch: emulator::Watch,
+}
+
+impl Default for EmuLimits {
+    fn default() -> Self {
+        EmuLimits {
+            max_warp_instructions: DEFAULT_MAX_WARP_INSTRUCTIONS,
+            watch: emulator::Watch::default(),
+        }
+    }
+}
 
 /// The emulator as a [`Device`].
 pub struct EmuDevice {
@@ -28,9 +46,10 @@ impl EmuDevice {
         }
     }
 
-    /// Sets the runaway-kernel budget (warp instructions per launch).
-    pub fn with_budget(mut self, max_warp_instructions: u64) -> Self {
-        self.max_warp_instructions = max_warp_instructions;
+    /// Sets the runaway guards of later launches.
+    pub fn with_limits(mut self, limits: EmuLimits) -> Self {
+        self.max_warp_instructions = limits.max_warp_instructions;
+        self.emu.set_watch(limits.watch);
         self
     }
 
@@ -73,6 +92,12 @@ pub fn host_available_bytes() -> Option<u64> {
 impl Device for EmuDevice {
     fn backend(&self) -> Backend {
         Backend::Emu
+    }
+
+    fn start_clean(&mut self) -> bool {
+        self.emu.reset();
+        self.modules.clear();
+        true
     }
 
     fn name(&self) -> String {

@@ -13,7 +13,7 @@
 //! ```no_run
 //! use instrument::{open_device, BackendChoice};
 //! let config = emulator::GpuConfig::preset("gtx480").unwrap();
-//! let (dev, note) = open_device(BackendChoice::Auto, config).unwrap();
+//! let (dev, note) = open_device(BackendChoice::Auto, config, Default::default()).unwrap();
 //! println!("running on {} ({note})", dev.name());
 //! ```
 
@@ -28,7 +28,7 @@ pub use cuda::CudaDevice;
 pub use device::{
     Arg, Backend, BackendChoice, DevBuf, Device, LaunchConfig, LaunchOutcome, ModuleId,
 };
-pub use emu::{DEFAULT_MAX_WARP_INSTRUCTIONS, EmuDevice, host_available_bytes};
+pub use emu::{DEFAULT_MAX_WARP_INSTRUCTIONS, EmuDevice, EmuLimits, host_available_bytes};
 pub use error::InstrumentError;
 pub use log::{LogShape, TraceWarps, decode, initial_log};
 pub use probe::{Probe, ProbedLaunch, launch_probed};
@@ -38,19 +38,15 @@ pub use probe::{Probe, ProbedLaunch, launch_probed};
 pub fn open_device(
     choice: BackendChoice,
     emu_config: emulator::GpuConfig,
+    limits: EmuLimits,
 ) -> Result<(Box<dyn Device>, String), InstrumentError> {
+    let emu = || -> Box<dyn Device> { Box::new(EmuDevice::new(emu_config).with_limits(limits)) };
     match choice {
-        BackendChoice::Emu => Ok((
-            Box::new(EmuDevice::new(emu_config)),
-            "emulator (--backend emu)".into(),
-        )),
+        BackendChoice::Emu => Ok((emu(), "emulator (--backend emu)".into())),
         BackendChoice::Gpu => Ok((Box::new(CudaDevice::open(0)?), "GPU (--backend gpu)".into())),
         BackendChoice::Auto => match CudaDevice::open(0) {
             Ok(dev) => Ok((Box::new(dev), "GPU found".into())),
-            Err(why) => Ok((
-                Box::new(EmuDevice::new(emu_config)),
-                format!("emulator, because {why}"),
-            )),
+            Err(why) => Ok((emu(), format!("emulator, because {why}"))),
         },
     }
 }

@@ -56,8 +56,8 @@ pub struct SweepConfig {
     /// Timed launches per run on a GPU.
     pub frames: u32,
     pub measure_overhead: bool,
-    /// Emulator runaway budget per launch (warp instructions); None = the instrument default.
-    pub max_warp_instructions: Option<u64>,
+    /// The emulator's runaway guards per launch.
+    pub limits: instrument::EmuLimits,
 }
 
 /// One row of `sweep.csv`.
@@ -150,7 +150,7 @@ pub fn demo_config(out_dir: &Path, scale: Scale) -> Result<SweepConfig, StudyErr
         slots_per_warp: 1024,
         frames: 10,
         measure_overhead: true,
-        max_warp_instructions: None,
+        limits: instrument::EmuLimits::default(),
     })
 }
 
@@ -242,26 +242,20 @@ pub fn sweep(
                 None => groups.push(vec![r]),
             }
         }
-        let emu = || {
-            let dev = EmuDevice::new(cfg.emu_config.clone());
-            match cfg.max_warp_instructions {
-                Some(b) => dev.with_budget(b),
-                None => dev,
-            }
-        };
-        let use_gpu =
-            match cfg.backend {
-                BackendChoice::Emu => None,
-                choice => {
-                    let (dev, note) = instrument::open_device(choice, cfg.emu_config.clone())
+        let emu = || EmuDevice::new(cfg.emu_config.clone()).with_limits(cfg.limits.clone());
+        let use_gpu = match cfg.backend {
+            BackendChoice::Emu => None,
+            choice => {
+                let (dev, note) =
+                    instrument::open_device(choice, cfg.emu_config.clone(), cfg.limits.clone())
                         .map_err(|source| StudyError::Instrument {
                             run: "sweep".into(),
                             source,
                         })?;
-                    backend_note = note;
-                    (dev.backend() == instrument::Backend::Gpu).then_some(dev)
-                }
-            };
+                backend_note = note;
+                (dev.backend() == instrument::Backend::Gpu).then_some(dev)
+            }
+        };
         match use_gpu {
             Some(mut dev) => {
                 // one GPU: runs in sequence, the volume uploaded once

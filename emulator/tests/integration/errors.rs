@@ -83,29 +83,98 @@ fn bad_ptx_reports_line_and_column() {
     }
 }
 
-#[test]
-fn runaway_kernel_hits_the_budget() {
-    let src = kernel("$L:\n add.s32 %r3, %r3, 1;\n bra.uni $L;");
-    let mut r = Rig::new(&src);
-    let p = emulator::LaunchParams {
+fn spin_params(max_warp_instructions: u64) -> emulator::LaunchParams {
+    emulator::LaunchParams {
         grid: [1, 1, 1],
         block: [32, 1, 1],
         dynamic_shared_bytes: 0,
         regs_per_thread: 16,
         args: vec![a64(0), a32(0)],
-        max_warp_instructions: 10_000,
-    };
-    match r.emu.launch(r.m, "k", &p) {
-        Err(EmuError::Budget {
-            kernel,
-            executed,
-            limit,
-        }) => {
-            assert_eq!(kernel, "k");
-            assert_eq!(limit, 10_000);
-            assert!(executed > limit);
+        max_warp_instructions,
+    }
+}
+
+const SPIN: &str = "$L:\n add.s32 %r3, %r3, 1;\n bra.uni $L;";
+
+#[test]
+fn runaway_kernel_hits_the_budget_and_says_where_it_was() {
+    let mut r = Rig::new(&kernel(SPIN));
+    match r.emu.launch(r.m, "k", &spin_params(10_000)) {
+        Err(e @ EmuError::Budget { .. }) => {
+            let EmuError::Budget {
+                kernel,
+                limit,
+                block,
+                warp,
+                line,
+                ..
+            } = &e
+            else {
+                unreachable!()
+            };
+            assert_eq!((kernel.as_str(), *limit), ("k", 10_000));
+            assert_eq!((*block, *warp), ([0, 0, 0], 0));
+            // the loop is the add (line 14) and the branch (line 15)
+            assert!((14..=15).contains(line), "line {line}");
+            let text = e.to_string();
+            assert!(text.contains("budget of 10000"), "{text}");
         }
         other => panic!("expected a budget error, got {other:?}"),
+    }
+}
+
+#[test]
+fn time_limit_ends_a_runaway_launch_and_progress_is_reported_on_the_way() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let mut r = Rig::new(&kernel(SPIN));
+    let seen = Arc::new(AtomicU64::new(0));
+    let seen_in = seen.clone();
+    r.emu.set_watch(emulator::Watch {
+        time_limit: Some(std::time::Duration::ZERO),
+        progress: Some(Arc::new(move |p: &emulator::Progress| {
+            seen_in.store(p.warp_instructions, Ordering::Relaxed);
+        })),
+    });
+    match r.emu.launch(r.m, "k", &spin_params(u64::MAX)) {
+        Err(EmuError::TimeLimit {
+            kernel, executed, ..
+        }) => {
+            assert_eq!(kernel, "k");
+            // a zero limit ends the launch at the first look at the clock
+            assert_eq!(executed, emulator::WATCH_INTERVAL);
+            assert_eq!(seen.load(Ordering::Relaxed), emulator::WATCH_INTERVAL);
+        }
+        other => panic!("expected a time-limit error, got {other:?}"),
+    }
+}
+
+#[test]
+fn launches_outside_cuda_limits_are_refused_before_running() {
+    let mut r = Rig::new(&kernel(""));
+    for (grid, block, want) in [
+        (
+            [1, 1, 1],
+            [1, 1, 65],
+            "block z = 65 exceeds CUDA's limit of 64",
+        ),
+        (
+            [1, 65536, 1],
+            [32, 1, 1],
+            "grid y = 65536 exceeds CUDA's limit of 65535",
+        ),
+        ([1, 1, 1], [64, 32, 1], "2048 threads"),
+        ([0, 1, 1], [32, 1, 1], "must be positive"),
+    ] {
+        let p = emulator::LaunchParams {
+            grid,
+            block,
+            ..spin_params(1_000)
+        };
+        match r.emu.launch(r.m, "k", &p) {
+            Err(e @ EmuError::Args { .. }) => assert!(e.to_string().contains(want), "{e}"),
+            other => panic!("{grid:?} {block:?}: expected a refusal, got {other:?}"),
+        }
     }
 }
 

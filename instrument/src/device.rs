@@ -169,6 +169,13 @@ pub trait Device {
         cfg: &LaunchConfig,
         args: &[Arg],
     ) -> Result<LaunchOutcome, InstrumentError>;
+    /// Returns the device to the state it had when opened — no modules, buffers or textures,
+    /// cold caches — where the backend can, and says whether it did. The emulator can, so a
+    /// launch after it gives the same result whatever ran before; a GPU cannot (its caches and
+    /// clocks are its own), and keeps everything.
+    fn start_clean(&mut self) -> bool {
+        false
+    }
 }
 
 #[cfg(test)]

@@ -215,6 +215,8 @@ pub(crate) struct Frame {
     kernel_ms: f64,
     /// The build's ptxas usage (registers, spills) for the kernel entry.
     entry: kernels::EntryInfo,
+    /// Whether the device started this frame from its freshly opened state (the emulator).
+    clean_start: bool,
 }
 
 impl Frame {
@@ -249,8 +251,9 @@ pub fn render_volume(
     session.render_run(cfg, out_dir, &mut bare)
 }
 
-/// A device with the volume's textures, the output buffer and the loaded builds, kept across the
-/// runs of a sweep so that a 1 GiB volume is uploaded once, not once per run.
+/// A device with the volume's textures, the output buffer and the loaded builds. On a GPU they
+/// are kept across the runs of a sweep so that a 1 GiB volume is uploaded once, not once per run;
+/// the emulator starts every frame clean instead (see `render_frame`).
 pub(crate) struct Session<'a> {
     dev: &'a mut dyn Device,
     volume: &'a Volume,
@@ -410,6 +413,15 @@ impl Session<'_> {
     ) -> Result<Frame, StudyError> {
         let ie = instrument_err(run);
         let volume = self.volume;
+        // Every frame on the emulator starts from a new machine, so its numbers cannot depend on
+        // the frames rendered before it: a resumed or lone run equals the same run in a sweep.
+        // Only the GPU keeps its modules, volume and image buffer across frames.
+        let clean_start = self.dev.start_clean();
+        if clean_start {
+            self.modules.clear();
+            self.textures = None;
+            self.out = None;
+        }
         let build =
             kernels::find(KERNEL_SOURCE, mode.ws_mode()).ok_or_else(|| StudyError::NoBuild {
                 source_name: KERNEL_SOURCE,
@@ -522,6 +534,7 @@ impl Session<'_> {
             launch,
             kernel_ms: total_ms / timed_frames as f64,
             entry,
+            clean_start,
         })
     }
 }
@@ -625,6 +638,14 @@ fn write_run(
     x.insert("registers_probed".into(), json!(frame.entry.registers));
     x.insert("spill_bytes_probed".into(), json!(frame.entry.spill_bytes));
     x.insert("hit_rate_source".into(), json!(hit_rate_source));
+    x.insert(
+        "start_state".into(),
+        json!(if frame.clean_start {
+            "clean: a new emulator per frame (no earlier allocations, cold caches)"
+        } else {
+            "as left by earlier launches (GPU: warm-up launch, then timed frames)"
+        }),
+    );
     x.insert("emulator_counters".into(), counters);
     x.insert("emulator_instructions".into(), instructions);
     x.insert("emulator_pipeline".into(), pipeline);

@@ -235,7 +235,7 @@ fn sweep_writes_the_table_and_resumes_without_redoing_finished_runs() {
         slots_per_warp: 64,
         frames: 1,
         measure_overhead: true,
-        max_warp_instructions: None,
+        limits: instrument::EmuLimits::default(),
     };
     let calls = std::sync::Mutex::new(Vec::new());
     let s = sweep(&cfg, &|done, total| {
@@ -272,6 +272,57 @@ fn sweep_writes_the_table_and_resumes_without_redoing_finished_runs() {
     assert_eq!(
         again.rows[3].cycles, s.rows[3].cycles,
         "the emulator is deterministic"
+    );
+}
+
+/// run.json without the host's wall-clock figures (the only fields that may differ).
+fn deterministic_part(run_dir: &std::path::Path) -> serde_json::Value {
+    let mut v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run_dir.join("run.json")).unwrap()).unwrap();
+    let map = v.as_object_mut().unwrap();
+    for key in ["wall_seconds", "sim_warp_instructions_per_second"] {
+        map.remove(key);
+    }
+    v
+}
+
+#[test]
+fn a_lone_render_equals_the_same_run_inside_a_sweep_byte_for_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    // Big enough that the L2 evicts, so an allocation at another address changes the cycles.
+    let mut base = small(VolumeKind::Blobs, ProbeMode::Fence);
+    base.volume = VolumeSource::Generated {
+        kind: VolumeKind::Blobs,
+        dims: [64, 64, 64],
+        seed: 3,
+    };
+    base.params = RenderParams::with_size(64, 64);
+    let cfg = SweepConfig {
+        out_dir: dir.path().join("sweep"),
+        backend: instrument::BackendChoice::Emu,
+        emu_config: gtx480(),
+        volume: base.volume.clone(),
+        params: base.params,
+        shapes: vec![base.shape],
+        views: vec![base.view],
+        // the fence run follows the bare and the naive frames on the sweep's device
+        modes: vec![ProbeMode::Naive, ProbeMode::Fence],
+        trace_warps: base.trace_warps.clone(),
+        slots_per_warp: base.slots_per_warp,
+        frames: 1,
+        measure_overhead: true,
+        limits: instrument::EmuLimits::default(),
+    };
+    let s = sweep(&cfg, &|_, _| {}).unwrap();
+    let in_sweep = cfg.out_dir.join(&s.rows[1].run);
+    let lone = dir.path().join("lone");
+    let mut dev = EmuDevice::new(gtx480());
+    render(&mut dev, &base, &lone).unwrap();
+    assert_eq!(deterministic_part(&lone), deterministic_part(&in_sweep));
+    assert!(
+        std::fs::read(lone.join("trace.wst")).unwrap()
+            == std::fs::read(in_sweep.join("trace.wst")).unwrap(),
+        "trace.wst differs"
     );
 }
 

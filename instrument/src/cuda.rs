@@ -3,6 +3,10 @@
 //! is missing, so [`CudaDevice::open`] checks for it first and returns an error the caller can
 //! fall back on. Modules load from the fatbin (SASS for sm_75…sm_90 plus PTX the driver JITs for
 //! newer GPUs). Kernel time comes from CUDA events around the launch.
+//!
+//! The one module of the workspace with unsafe code: the driver API is a C FFI. Each block says
+//! why it is sound in a `SAFETY` comment.
+#![allow(unsafe_code)]
 
 use crate::InstrumentError;
 use crate::device::{

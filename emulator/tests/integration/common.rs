@@ -17,7 +17,7 @@ impl Rig {
         let m = emu.load(&module).expect("module loads");
         Rig { emu, m }
     }
-    pub fn buf<T: Copy>(&mut self, data: &[T]) -> u64 {
+    pub fn buf<T: bytemuck::Pod>(&mut self, data: &[T]) -> u64 {
         let bytes = as_bytes(data);
         let a = self.emu.alloc(bytes.len().max(1) as u64).unwrap();
         self.emu.write(a, &bytes).unwrap();
@@ -69,12 +69,8 @@ impl Rig {
     }
 }
 
-pub fn as_bytes<T: Copy>(data: &[T]) -> Vec<u8> {
-    let n = std::mem::size_of_val(data);
-    let mut v = vec![0u8; n];
-    // SAFETY: T is Copy plain data (integers/floats) in every use; we copy its bytes.
-    unsafe { std::ptr::copy_nonoverlapping(data.as_ptr() as *const u8, v.as_mut_ptr(), n) };
-    v
+pub fn as_bytes<T: bytemuck::Pod>(data: &[T]) -> Vec<u8> {
+    bytemuck::cast_slice(data).to_vec()
 }
 
 pub fn a64(v: u64) -> Vec<u8> {

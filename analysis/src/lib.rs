@@ -4,7 +4,7 @@
 //! sites, warps and blocks are hot spots — as CSV tables, figures (PNG + SVG) and one report.
 //!
 //! Why a crate of its own: the statistics, polars and plotters stay out of every other crate
-//! (DESIGN.md); the analysis sees only the `trace` model, so it works the same on emulator and
+//! (docs/ARCHITECTURE.md); the analysis sees only the `trace` model, so it works the same on emulator and
 //! GPU sweeps.
 //!
 //! Main items: [`analyze`] (a sweep directory in, `breakdown.csv`, `correlation.csv`,

@@ -1,6 +1,6 @@
-//! Parquet export of a trace's records (issue 6 §4), for dataframe users and for engines such as
+//! Parquet export of a trace's records, for dataframe users and for engines such as
 //! Spark or DuckDB. It lives here rather than in `clog-export` because polars stays inside the
-//! analysis crate (DESIGN.md).
+//! analysis crate (docs/ARCHITECTURE.md).
 //!
 //! # Schema (one row per record; the records CSV's columns)
 //! | column | type | meaning |

@@ -409,7 +409,7 @@ pub fn demo(args: &DemoArgs) -> Result<()> {
     run_sweep(&cfg, &formats)?;
     let reuse_dir = sweep_dir.join("reuse");
     if !gpu && !reuse_dir.join("reuse.md").exists() {
-        eprintln!("warpscope: demo: working-set and reuse-distance study (issue 8 §2)");
+        eprintln!("warpscope: demo: working-set and reuse-distance study");
         crate::companion_cmd::reuse_into(cfg.emu_config.clone(), &reuse_dir)?;
     }
     let report_dir = args.out.join("report");

@@ -1,7 +1,7 @@
 //! Running probed kernels on a device and getting their records back.
 //!
 //! Why this crate: the CUDA driver and the emulator must look the same to everything after the
-//! launch (DESIGN.md), and the probe log must be laid out, initialised and decoded in exactly one
+//! launch (docs/ARCHITECTURE.md), and the probe log must be laid out, initialised and decoded in exactly one
 //! place, in step with `kernels/warpscope.cuh`.
 //!
 //! Main items: the [`Device`] trait with [`CudaDevice`] (cudarc, dynamic loading: no link-time

@@ -1,4 +1,4 @@
-// Roofline microbenchmarks (warpscope issue 8 §1): measured ceilings on the same backend as the
+// Roofline microbenchmarks: measured ceilings on the same backend as the
 // study. Contract (also in README.md):
 //   roof_fma(out: *f32, iters: i32, m: f32, c: f32): 8 independent chains a ← fmaf(a, m, c) per
 //     thread, `iters` steps each (16·iters flops per thread), reduced and stored: out[i] = Σ chains.

@@ -329,7 +329,7 @@ mod tests {
     fn corpus_covers_the_features_the_emulator_must_run() {
         assert!(corpus().len() >= 15, "{} corpus files", corpus().len());
         let all: String = corpus().iter().map(|k| k.ptx).collect();
-        // One instruction (prefix) per feature the corpus promises (issue 3 "Done when").
+        // One instruction (prefix) per feature the corpus is there to cover.
         for needle in [
             "bar.sync",
             "shfl.sync.down",

@@ -1,8 +1,8 @@
 //! Roofline microbenchmarks on the emulator: the *measured* ceilings the roofline is drawn with,
-//! next to the theoretical ones from the configuration (warpscope issue 8 §1).
+//! next to the theoretical ones from the configuration.
 //!
 //! Why here and not in `analysis`: running kernels needs the emulator, and `analysis` depends only
-//! on `trace` (DESIGN.md). This module runs the kernels of `kernels/corpus/roofline.cu` and returns
+//! on `trace` (docs/ARCHITECTURE.md). This module runs the kernels of `kernels/corpus/roofline.cu` and returns
 //! plain counts; `analysis::write_ceilings` turns them into `ceilings.csv` and a figure.
 //!
 //! Main items: [`run_roofline_benches`], [`roofline_command`] (the `warpscope roofline`

@@ -2,7 +2,7 @@
 //! and what a run measured.
 //!
 //! Why a crate of its own: the CUDA device, the emulator, the exporters and the analysis all meet
-//! here, and none of them may depend on another (see DESIGN.md). Everything is plain data with
+//! here, and none of them may depend on another (see docs/ARCHITECTURE.md). Everything is plain data with
 //! serde derives; the only behaviour is the on-disk trace store ([`TraceWriter`] /
 //! [`TraceReader`]), which lets exporters stream 10⁸ records without holding them in memory.
 //!

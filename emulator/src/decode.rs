@@ -108,7 +108,9 @@ pub(crate) fn decode_module(m: &ptx::Module) -> R<DecodedModule> {
     let funcs: HashMap<&str, &Function> = m.functions.iter().map(|f| (f.name, f)).collect();
     let mut kernels = Vec::new();
     for f in m.functions.iter().filter(|f| f.is_entry) {
-        kernels.push(decode_kernel(m, f, &gindex, &funcs)?);
+        // A kernel that does not decode is kept, unusable, so the module's other kernels load.
+        let k = decode_kernel(m, f, &gindex, &funcs).unwrap_or_else(|e| unusable_kernel(f, e));
+        kernels.push(k);
     }
     Ok(DecodedModule { globals, kernels })
 }
@@ -216,9 +218,6 @@ fn decode_kernel<'m>(
             k.add_shared(v);
         }
     }
-    let mut params = Vec::new();
-    let mut param_offsets = Vec::new();
-    let mut poff = 0u64;
     let mut env = Env {
         regs: HashMap::new(),
         syms: HashMap::new(),
@@ -227,18 +226,9 @@ fn decode_kernel<'m>(
         is_kernel: true,
         func_name: f.name,
     };
-    for p in &f.params {
-        let size = decl_size(p) as u32;
-        let align = decl_align(p);
-        poff = align_up(poff, align as u64);
-        env.syms.insert(p.name, SymRes::KParam(poff as u32));
-        params.push(ParamDecl {
-            name: p.name.to_string(),
-            size_bytes: size,
-            align,
-        });
-        param_offsets.push(poff as u32);
-        poff += size as u64;
+    let (params, param_offsets, poff) = param_layout(f);
+    for (p, &o) in f.params.iter().zip(&param_offsets) {
+        env.syms.insert(p.name, SymRes::KParam(o));
     }
     let body = f.body.as_deref().unwrap_or(&[]);
     k.body(body, &mut env)?;
@@ -276,16 +266,68 @@ fn decode_kernel<'m>(
     }
     Ok(Program {
         name: f.name.to_string(),
+        unusable: None,
         insts: k.insts,
         nregs: k.nregs,
         params,
         param_offsets,
-        param_bytes: poff as u32,
+        param_bytes: poff,
         shared_static_bytes: k.shared_bytes as u32,
         dyn_shared_offset: dyn_off,
         local_bytes: align_up(k.local_bytes, 8) as u32,
         messages: k.messages,
     })
+}
+
+/// Parameter declarations, their byte offsets and the parameter buffer's size.
+fn param_layout(f: &Function) -> (Vec<ParamDecl>, Vec<u32>, u32) {
+    let mut params = Vec::new();
+    let mut offsets = Vec::new();
+    let mut poff = 0u64;
+    for p in &f.params {
+        let size = decl_size(p) as u32;
+        let align = decl_align(p);
+        poff = align_up(poff, align as u64);
+        params.push(ParamDecl {
+            name: p.name.to_string(),
+            size_bytes: size,
+            align,
+        });
+        offsets.push(poff as u32);
+        poff += size as u64;
+    }
+    (params, offsets, poff.min(u32::MAX as u64) as u32)
+}
+
+/// A kernel that keeps its signature (so callers can still check arguments against it) and the
+/// reason it cannot run. The offending line's text is filled in by `Module::parse`, which has
+/// the source.
+fn unusable_kernel(f: &Function, e: EmuError) -> Program {
+    let (line, col, what) = match e {
+        EmuError::Parse { line, col, msg } => (line, col, msg),
+        EmuError::Unsupported { line, what } => (line, 1, what),
+        other => (f.line, 1, other.to_string()),
+    };
+    let (params, param_offsets, param_bytes) = param_layout(f);
+    Program {
+        name: f.name.to_string(),
+        unusable: Some(EmuError::Unusable {
+            kernel: f.name.to_string(),
+            line,
+            col,
+            text: String::new(),
+            what,
+        }),
+        insts: Vec::new(),
+        nregs: 0,
+        params,
+        param_offsets,
+        param_bytes,
+        shared_static_bytes: 0,
+        dyn_shared_offset: 0,
+        local_bytes: 0,
+        messages: Vec::new(),
+    }
 }
 
 const SREGS: &[(&str, Sreg)] = &[
@@ -366,10 +408,11 @@ fn parse_mods<'m>(parts: &[&'m str]) -> Mods<'m> {
             "sat" | "satfinite" => m.sat = true,
             "approx" => m.approx = true,
             "global" => m.space = Some(Sp::Global),
-            "shared" => m.space = Some(Sp::Shared),
+            // A cluster of one CTA: its distributed shared memory is the block's own.
+            "shared" | "shared::cta" | "shared::cluster" => m.space = Some(Sp::Shared),
             "local" => m.space = Some(Sp::Local),
             "const" => m.space = Some(Sp::Const),
-            "param" => m.space = Some(Sp::Param),
+            "param" | "param::entry" | "param::func" => m.space = Some(Sp::Param),
             "v2" => m.vec = 2,
             "v4" => m.vec = 4,
             "eq" => m.cmp = Some(Cmp::Eq),
@@ -412,6 +455,113 @@ fn parse_mods<'m>(parts: &[&'m str]) -> Mods<'m> {
         }
     }
     m
+}
+
+/// Modifier words the decoder accepts besides types, rounding modes, comparisons, state
+/// spaces and vector widths (which `parse_mods` takes apart). Anything else on a supported
+/// opcode is refused, so a misspelling (`ld.globul`) is an error rather than a silently
+/// ignored word. Words with `::` (cache hints, `L2::evict_last`) are hints and always accepted.
+const KNOWN_MODIFIERS: &[&str] = &[
+    // integer and float arithmetic
+    "lo",
+    "hi",
+    "wide",
+    "cc",
+    "full",
+    "relu",
+    "NaN",
+    "xorsign",
+    "abs",
+    "oob",
+    "shiftamt",
+    "l",
+    "r",
+    "wrap",
+    "clamp",
+    "f4e",
+    "b4e",
+    "rc8",
+    "ecl",
+    "ecr",
+    "rc16",
+    "finite",
+    "infinite",
+    "number",
+    "notanumber",
+    "normal",
+    "subnormal",
+    "to",
+    "and",
+    "or",
+    "xor",
+    "noftz",
+    "rna",
+    // memory order, scope and cache operators
+    "ca",
+    "cg",
+    "cs",
+    "lu",
+    "cv",
+    "wb",
+    "wt",
+    "nc",
+    "volatile",
+    "relaxed",
+    "acquire",
+    "release",
+    "acq_rel",
+    "sc",
+    "weak",
+    "mmio",
+    "cta",
+    "gpu",
+    "sys",
+    "cluster",
+    "gl",
+    "L1",
+    "L2",
+    "unified",
+    "proxy",
+    "alias",
+    "async",
+    // atomics
+    "add",
+    "min",
+    "max",
+    "inc",
+    "dec",
+    "cas",
+    "exch",
+    // warp-level and barriers
+    "sync",
+    "aligned",
+    "uni",
+    "up",
+    "down",
+    "bfly",
+    "idx",
+    "all",
+    "any",
+    "ballot",
+    "arrive",
+    "red",
+    "popc",
+    "warp",
+    // hints and controls the emulator treats as no-ops
+    "launch_dependents",
+    "wait",
+    "fractional",
+    "mask",
+    "mbarrier_init",
+    "tensormap",
+    // textures
+    "1d",
+    "2d",
+    "3d",
+];
+
+fn known_modifier(w: &str) -> bool {
+    KNOWN_MODIFIERS.contains(&w) || w.contains("::")
 }
 
 impl<'a, 'm> KDec<'a, 'm> {
@@ -478,6 +628,7 @@ impl<'a, 'm> KDec<'a, 'm> {
                     self.labels
                         .insert((env.instance, l), self.insts.len() as u32);
                 }
+                Stmt::Bad(e) => return Err(e.clone()),
                 Stmt::ScopeOpen => env.undo.push(Vec::new()),
                 Stmt::ScopeClose => {
                     if let Some(u) = env.undo.pop() {
@@ -516,6 +667,10 @@ impl<'a, 'm> KDec<'a, 'm> {
     fn name_opnd(&self, n: &str, env: &Env<'m>, line: u32, col: u32) -> R<Opnd> {
         if let Some(&r) = env.regs.get(n) {
             return Ok(Opnd::Reg(r));
+        }
+        if n == "WARP_SZ" {
+            // What `warpSize` compiles to: a constant of the PTX ISA.
+            return Ok(Opnd::Imm(32));
         }
         if n.starts_with('%') {
             if let Some((_, s)) = SREGS.iter().find(|(k, _)| *k == n) {
@@ -607,6 +762,11 @@ impl<'a, 'm> KDec<'a, 'm> {
         };
         if base == "call" {
             return self.call(i, env, guard);
+        }
+        if OPCODES.contains(&base)
+            && let Some(w) = m.words.iter().find(|w| !known_modifier(w))
+        {
+            return unsupported(line, format!("unknown modifier '.{w}' in '{}'", i.opcode));
         }
         let t0 = m.types.first().copied().unwrap_or(Ty::B32);
         let t1 = m.types.get(1).copied().unwrap_or(t0);
@@ -1149,6 +1309,33 @@ impl<'a, 'm> KDec<'a, 'm> {
                     x.s[k] = self.opnd(&ops[1 + k], Ty::Pred, env, line, col)?;
                 }
             }
+            "match" => {
+                // match.any.sync.b32 d, a, membermask; match.all.sync.b32 d[|p], a, membermask
+                need(3)?;
+                x.op = Op::Match;
+                x.class = Class::Shuffle;
+                x.sub = if m.has("all") {
+                    1
+                } else if m.has("any") {
+                    0
+                } else {
+                    return perr(line, col, format!("'{}' needs .any or .all", i.opcode));
+                };
+                match &ops[0] {
+                    Operand::Pipe(d, p) => {
+                        x.nd = 2;
+                        x.d[0] = self.opnd(d, Ty::B32, env, line, col)?;
+                        x.d[1] = self.opnd(p, Ty::Pred, env, line, col)?;
+                    }
+                    o => {
+                        x.nd = 1;
+                        x.d[0] = self.opnd(o, Ty::B32, env, line, col)?;
+                    }
+                }
+                x.ns = 2;
+                x.s[0] = self.opnd(&ops[1], t0, env, line, col)?;
+                x.s[1] = self.opnd(&ops[2], Ty::B32, env, line, col)?;
+            }
             "activemask" => {
                 x.op = Op::Activemask;
                 simple(&mut x, self, 0, t0)?;
@@ -1262,6 +1449,88 @@ impl<'a, 'm> KDec<'a, 'm> {
         Ok(())
     }
 }
+
+/// Every opcode the decoder lowers (besides `call`, which it inlines). The coverage table in
+/// the README is checked against what these decode to.
+pub(crate) const OPCODES: &[&str] = &[
+    "mov",
+    "add",
+    "sub",
+    "addc",
+    "subc",
+    "mul",
+    "mad",
+    "mul24",
+    "mad24",
+    "madc",
+    "shf",
+    "sad",
+    "div",
+    "rem",
+    "abs",
+    "neg",
+    "min",
+    "max",
+    "and",
+    "or",
+    "xor",
+    "not",
+    "cnot",
+    "shl",
+    "shr",
+    "popc",
+    "clz",
+    "brev",
+    "bfe",
+    "bfi",
+    "bfind",
+    "prmt",
+    "fma",
+    "rcp",
+    "sqrt",
+    "rsqrt",
+    "sin",
+    "cos",
+    "lg2",
+    "ex2",
+    "tanh",
+    "copysign",
+    "selp",
+    "slct",
+    "testp",
+    "setp",
+    "set",
+    "cvt",
+    "cvta",
+    "isspacep",
+    "ld",
+    "ldu",
+    "st",
+    "atom",
+    "red",
+    "tex",
+    "bra",
+    "ret",
+    "exit",
+    "trap",
+    "bar",
+    "barrier",
+    "membar",
+    "fence",
+    "shfl",
+    "vote",
+    "match",
+    "activemask",
+    "prefetch",
+    "prefetchu",
+    "pmevent",
+    "nanosleep",
+    "griddepcontrol",
+    "brkpt",
+    "discard",
+    "applypriority",
+    "createpolicy",
+];
 
 const RET_LABEL: &str = "%%ret";
 /// Registers per kernel beyond which a module is rejected (nvcc emits hundreds, not millions).
@@ -1423,9 +1692,13 @@ mod tests {
     fn undeclared_register_is_a_parse_error_with_line() {
         let src = ".version 9.0\n.entry k()\n{\n  .reg .b32 %r<2>;\n  add.s32 %r1, %r1, %q;\n}\n";
         let m = ptx::parse(src).unwrap();
-        match decode_module(&m) {
-            Err(EmuError::Parse { line, .. }) => assert_eq!(line, 5),
-            other => panic!("expected error, got {other:?}"),
+        let k = decode_module(&m).unwrap().kernels.remove(0);
+        match k.unusable {
+            Some(EmuError::Unusable { line, what, .. }) => {
+                assert_eq!(line, 5);
+                assert!(what.contains("%q"), "{what}");
+            }
+            other => panic!("expected an unusable kernel, got {other:?}"),
         }
     }
 

@@ -384,6 +384,13 @@ fn space_of(t: &Target) -> Space {
     }
 }
 
+/// A state-space address (`ld.shared`, `ld.local`, `ld.param`) outside the generic window is an
+/// offset in a 32-bit space: nvcc forms it in 32-bit registers (`add.s32 %r3, %r1, -64` then
+/// `[%r3+68]`), where the arithmetic wraps mod 2^32, so the sum does too.
+fn window_offset(addr: u64) -> u64 {
+    addr & 0xFFFF_FFFF
+}
+
 impl Ctx<'_> {
     fn resolve(&self, sp: Sp, addr: u64, lane: usize, len: usize) -> Faulty<Target> {
         let l = lane as u32;
@@ -408,7 +415,7 @@ impl Ctx<'_> {
                 let off = if (SHARED_WINDOW..SHARED_WINDOW + WINDOW_BYTES).contains(&addr) {
                     addr - SHARED_WINDOW
                 } else {
-                    addr
+                    window_offset(addr)
                 };
                 Ok(Target::Shared(check(off, self.shared.len(), "shared")?))
             }
@@ -416,7 +423,7 @@ impl Ctx<'_> {
                 let off = if (LOCAL_WINDOW..LOCAL_WINDOW + WINDOW_BYTES).contains(&addr) {
                     addr - LOCAL_WINDOW
                 } else {
-                    addr
+                    window_offset(addr)
                 };
                 let o = check(off, self.local_bytes as usize, "local")?;
                 Ok(Target::Local(lane * self.local_bytes as usize + o))
@@ -425,7 +432,7 @@ impl Ctx<'_> {
                 let off = if (PARAM_WINDOW..PARAM_WINDOW + WINDOW_BYTES).contains(&addr) {
                     addr - PARAM_WINDOW
                 } else {
-                    addr
+                    window_offset(addr)
                 };
                 Ok(Target::Param(check(off, self.params.len(), "param")?))
             }
@@ -1126,6 +1133,33 @@ fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow> {
             return Ok(Flow::Done);
         }
         Op::Activemask => r.fill(m as u64),
+        Op::Match => {
+            // Lanes compared: the member mask (operand b) among those executing; PTX leaves
+            // members that do not execute the instruction undefined, so they are not counted.
+            let vm = |v: u64| if bits >= 64 { v } else { v & tm };
+            let mut p = [0u64; 32];
+            each_lane!(m, l, {
+                let members = (b[l] as u32) & m;
+                let mut same = 0u32;
+                each_lane!(members, j, {
+                    if vm(a[j]) == vm(a[l]) {
+                        same |= 1 << j;
+                    }
+                });
+                if x.sub == 0 {
+                    r[l] = same as u64;
+                } else {
+                    let all = same == members;
+                    r[l] = if all { members as u64 } else { 0 };
+                    p[l] = all as u64;
+                }
+            });
+            put(&mut w.regs, x.d[0], m, &r, 0xFFFF_FFFF);
+            if x.nd > 1 {
+                put(&mut w.regs, x.d[1], m, &p, 1);
+            }
+            return Ok(Flow::Done);
+        }
         Op::Bar => {
             let expected = if x.ns > 1 && x.s[1] != Opnd::None {
                 a_count(x, w, c)?
@@ -1204,6 +1238,8 @@ fn load_shared_scalar(
         let mut addr = base[l].wrapping_add(x.off as u64);
         if (SHARED_WINDOW..SHARED_WINDOW + WINDOW_BYTES).contains(&addr) {
             addr -= SHARED_WINDOW;
+        } else {
+            addr = window_offset(addr);
         }
         if addr & (eb as u64 - 1) != 0 {
             return fault(l as u32, format!("misaligned {eb}-byte load at {addr:#x}"));

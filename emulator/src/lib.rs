@@ -18,7 +18,8 @@
 //!
 //! Not supported (each is an `EmuError::Unsupported` or `Fault` naming the line, never a panic):
 //! indirect calls and recursion, texture/surface references (`.texref`; texture *objects* are
-//! supported), `match`/`redux`/`elect`, `tld4`, mipmaps and layered textures. `printf` prints
+//! supported), `redux`/`elect`, `tld4`, mipmaps and layered textures — [`coverage`] lists
+//! every instruction family nvcc emits and whether the decoder runs it. `printf` prints
 //! nothing; `f64` `fma` with a directed rounding mode rounds to nearest. Each launch starts with
 //! cold caches. The coverage-guided fuzz targets live in `emulator/fuzz` (own workspace:
 //! `cd emulator/fuzz && cargo +nightly fuzz run parse`).
@@ -55,6 +56,7 @@
 
 mod api;
 mod config;
+mod coverage;
 mod decode;
 mod devmem;
 mod engine;
@@ -72,8 +74,9 @@ use memory as engine_mem;
 
 pub use api::{Emulator, LaunchParams, LaunchStats, Module, ModuleId};
 pub use config::*;
+pub use coverage::{CoverageRow, coverage, coverage_markdown};
 pub use error::EmuError;
 pub use ir::{EntrySignature, ParamDecl};
 pub use memory::{AddressEvent, AddressKind, CacheCounters, MemCounters};
-pub use occupancy::{Limiter, Occupancy, OccupancyError, occupancy};
+pub use occupancy::{Limiter, Occupancy, OccupancyError, fit_registers, occupancy};
 pub use texture::{TexAddress, TexFilter, TexFormat, TextureDesc};

@@ -295,7 +295,7 @@ fn execute(
             metrics.l2_hit_rate = stats.mem.l2_hit_rate;
             if stats.spilled_registers_per_thread > 0 {
                 let warning = format!(
-                    "{}: ptxas gave {} registers per thread; {} allows {} for this block, so its compiler would spill {} per thread to local memory (flagged, not timed)",
+                    "{} asks for {} registers per thread; {} allows {} for this block, so its compiler would have spilled {} per thread to local memory (flagged, not timed)",
                     l.kernel,
                     cfg.regs_per_thread,
                     metrics.preset.as_deref().unwrap_or("this GPU"),

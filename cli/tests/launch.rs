@@ -252,3 +252,54 @@ fn concurrent_launches_share_the_cache_safely() {
         .collect();
     assert!(sums.iter().all(|s| *s == sums[0]));
 }
+
+/// A kernel whose ptxas count (sm_75) exceeds gtx480's 63 registers runs there with the spill
+/// recorded in run.json; one that fits no way is refused naming the presets it fits on.
+#[test]
+fn register_spill_is_recorded_and_a_refusal_suggests_presets() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("k.ptx"),
+        ".version 8.0\n.target sm_75\n.address_size 64\n\
+         .visible .entry k(.param .u64 p)\n{\n.reg .b64 %rd<2>;\nld.param.u64 %rd1, [p];\n\
+         st.global.u32 [%rd1], 5;\nret;\n}\n",
+    )
+    .unwrap();
+    let spec = dir.path().join("spec.toml");
+    let write = |extra: &str| {
+        std::fs::write(
+            &spec,
+            format!(
+                "source = \"k.ptx\"\nkernel = \"k\"\ngrid = [1,1,1]\nblock = [128,1,1]\n{extra}\n\
+                 [[arg]]\nname = \"p\"\nbuffer = \"u32\"\nlen = 1\noutput = \"p.npy\"\n"
+            ),
+        )
+        .unwrap()
+    };
+    let out = dir.path().join("out");
+    let cache = dir.path().join("cache");
+    let mut args = launch_args(&spec, &out, &cache);
+    args.extend(["--preset", "gtx480"]);
+    write("regs_per_thread = 64");
+    let err = ok(warpscope(&args, None).output().unwrap(), "launch");
+    assert!(err.contains("spill"), "the spill is said: {err}");
+    assert_eq!(read_u32_npy(&out.join("p.npy")), [5]);
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
+    assert_eq!(run["registers_per_thread"], 63);
+    assert_eq!(run["spilled_registers_per_thread"], 1);
+    assert!(
+        run["register_spill_note"]
+            .as_str()
+            .unwrap()
+            .contains("gtx480")
+    );
+    write("shared_bytes = 60000");
+    let o = warpscope(&args, None).output().unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("49152") && err.contains("it fits on: v100, a100, h100"),
+        "{err}"
+    );
+}

@@ -360,6 +360,14 @@ const SREGS: &[(&str, Sreg)] = &[
     ("%lanemask_gt", Sreg::LanemaskGt),
     ("%lanemask_ge", Sreg::LanemaskGe),
     ("%gridid", Sreg::Gridid),
+    // Each CTA is a cluster of one (launches here have no cluster dimensions).
+    ("%clusterid.x", Sreg::Ctaid(0)),
+    ("%clusterid.y", Sreg::Ctaid(1)),
+    ("%clusterid.z", Sreg::Ctaid(2)),
+    ("%nclusterid.x", Sreg::Nctaid(0)),
+    ("%nclusterid.y", Sreg::Nctaid(1)),
+    ("%nclusterid.z", Sreg::Nctaid(2)),
+    ("%aggr_smem_size", Sreg::TotalSmem),
     ("%dynamic_smem_size", Sreg::DynSmem),
     ("%total_smem_size", Sreg::TotalSmem),
 ];
@@ -678,6 +686,17 @@ impl<'a, 'm> KDec<'a, 'm> {
             }
             if n.starts_with("%envreg") {
                 return Ok(Opnd::Imm(0));
+            }
+            // A cluster of one CTA: rank 0 of 1, at (0, 0, 0) of a 1×1×1 cluster.
+            match n {
+                "%cluster_ctarank"
+                | "%is_explicit_cluster"
+                | "%cluster_ctaid.x"
+                | "%cluster_ctaid.y"
+                | "%cluster_ctaid.z" => return Ok(Opnd::Imm(0)),
+                "%cluster_nctarank" | "%cluster_nctaid.x" | "%cluster_nctaid.y"
+                | "%cluster_nctaid.z" => return Ok(Opnd::Imm(1)),
+                _ => {}
             }
             return perr(line, col, format!("undeclared register '{n}'"));
         }
@@ -1336,6 +1355,63 @@ impl<'a, 'm> KDec<'a, 'm> {
                 x.s[0] = self.opnd(&ops[1], t0, env, line, col)?;
                 x.s[1] = self.opnd(&ops[2], Ty::B32, env, line, col)?;
             }
+            "redux" => {
+                // redux.sync.op.type d, a, membermask
+                need(3)?;
+                x.op = Op::Redux;
+                x.class = Class::Shuffle;
+                x.atom = match () {
+                    _ if m.has("add") => AtomOp::Add,
+                    _ if m.has("min") => AtomOp::Min,
+                    _ if m.has("max") => AtomOp::Max,
+                    _ if m.bop == Some(BoolOp::And) => AtomOp::And,
+                    _ if m.bop == Some(BoolOp::Or) => AtomOp::Or,
+                    _ if m.bop == Some(BoolOp::Xor) => AtomOp::Xor,
+                    _ => return unsupported(line, format!("reduction '{}'", i.opcode)),
+                };
+                if t0.is_float() {
+                    return unsupported(line, format!("floating-point '{}'", i.opcode));
+                }
+                simple(&mut x, self, 2, t0)?;
+                x.s[1] = self.opnd(&ops[2], Ty::B32, env, line, col)?;
+            }
+            "elect" => {
+                // elect.sync d|p, membermask (either destination may be `_`)
+                need(2)?;
+                x.op = Op::Elect;
+                x.class = Class::Shuffle;
+                match &ops[0] {
+                    Operand::Pipe(d, p) => {
+                        x.nd = 2;
+                        x.d[0] = self.opnd(d, Ty::B32, env, line, col)?;
+                        x.d[1] = self.opnd(p, Ty::Pred, env, line, col)?;
+                    }
+                    o => {
+                        x.nd = 1;
+                        x.d[0] = self.opnd(o, Ty::B32, env, line, col)?;
+                    }
+                }
+                x.ns = 1;
+                x.s[0] = self.opnd(&ops[1], Ty::B32, env, line, col)?;
+            }
+            "lop3" => {
+                if ops.len() != 5 {
+                    return unsupported(line, format!("'{}' with a predicate", i.opcode));
+                }
+                x.op = Op::Lop3;
+                simple(&mut x, self, 4, t0)?;
+            }
+            "dp4a" | "dp2a" => {
+                x.op = Op::Dp;
+                x.sub = if base == "dp4a" {
+                    0
+                } else if m.has("hi") {
+                    2
+                } else {
+                    1
+                };
+                simple(&mut x, self, 3, Ty::B32)?;
+            }
             "activemask" => {
                 x.op = Op::Activemask;
                 simple(&mut x, self, 0, t0)?;
@@ -1520,6 +1596,11 @@ pub(crate) const OPCODES: &[&str] = &[
     "shfl",
     "vote",
     "match",
+    "redux",
+    "elect",
+    "lop3",
+    "dp4a",
+    "dp2a",
     "activemask",
     "prefetch",
     "prefetchu",

@@ -347,6 +347,15 @@ pub(crate) enum Op {
     Activemask,
     /// `match.{any,all}.sync`: `sub` 0 any (lanes holding the same value), 1 all.
     Match,
+    /// `redux.sync`: `atom` names the operation over the member lanes.
+    Redux,
+    /// `elect.sync d|p, membermask`: the lowest member lane executing it is elected.
+    Elect,
+    /// `lop3.b32 d, a, b, c, lut`: any three-input logic function.
+    Lop3,
+    /// `dp4a` (`sub` 0) and `dp2a.lo` / `.hi` (`sub` 1 / 2): byte and half-word dot products;
+    /// `ty` is a's type, `ty2` b's.
+    Dp,
     Nop,
     Trap,
     /// An unsupported instruction; `target` indexes `Program::messages`.

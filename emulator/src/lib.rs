@@ -18,9 +18,9 @@
 //!
 //! Not supported (each is an `EmuError::Unsupported` or `Fault` naming the line, never a panic):
 //! indirect calls and recursion, texture/surface references (`.texref`; texture *objects* are
-//! supported), `redux`/`elect`, `tld4`, mipmaps and layered textures — [`coverage`] lists
-//! every instruction family nvcc emits and whether the decoder runs it. `printf` prints
-//! nothing; `f64` `fma` with a directed rounding mode rounds to nearest. Each launch starts with
+//! supported), `tld4`, surfaces, `mbarrier`/`cp.async`, matrix instructions, mipmaps and layered
+//! textures — [`coverage`] lists every instruction family nvcc emits and whether the decoder
+//! runs it. `printf` prints nothing; `f64` `fma` with a directed rounding mode rounds to nearest. Each launch starts with
 //! cold caches. The coverage-guided fuzz targets live in `emulator/fuzz` (own workspace:
 //! `cd emulator/fuzz && cargo +nightly fuzz run parse`).
 //!

@@ -216,3 +216,70 @@ fn a_launch_that_fits_no_way_names_the_limit_and_the_presets_it_fits() {
     assert!(e.contains("it fits on: v100, a100, h100"), "{e}");
     Rig::with_preset(&src, "v100").launch("k", [1, 1, 1], [32, 1, 1], vec![]);
 }
+
+#[test]
+fn redux_sync_reduces_over_the_member_lanes() {
+    // value = lane + 1; lanes 0..31 → sum 528; member mask of the even lanes → min 1, max 31
+    let got = run32(
+        " add.s32 %r1, %r15, 1;\n redux.sync.add.u32 %r2, %r1, -1;\n redux.sync.max.u32 %r3, %r1, 1431655765;\n redux.sync.or.b32 %r4, %r1, 15;\n mul.lo.s32 %r2, %r2, 1000000;\n mul.lo.s32 %r3, %r3, 1000;\n add.s32 %r2, %r2, %r3;\n add.s32 %r2, %r2, %r4;\n st.global.u32 [%rd3], %r2;",
+        32,
+    );
+    // max over lanes 0, 2, ..., 30 of lane + 1 = 31; or over lanes 0..3 of 1..4 = 7
+    assert!(
+        got.iter().all(|&v| v == 528_000_000 + 31_000 + 7),
+        "{got:?}"
+    );
+    let got = run32(
+        " sub.s32 %r1, 10, %r15;\n redux.sync.min.s32 %r2, %r1, -1;\n st.global.u32 [%rd3], %r2;",
+        32,
+    );
+    assert!(got.iter().all(|&v| v as i32 == 10 - 31), "{got:?}");
+}
+
+#[test]
+fn elect_sync_picks_the_lowest_member_lane() {
+    let got = run32(
+        " setp.ge.u32 %p2, %r15, 5;\n @!%p2 bra $END;\n elect.sync %r1|%p1, -1;\n selp.u32 %r2, 100, 0, %p1;\n add.s32 %r1, %r1, %r2;\n st.global.u32 [%rd3], %r1;\n$END:",
+        32,
+    );
+    for (l, &v) in got.iter().enumerate() {
+        let want = match l {
+            0..5 => 0,
+            5 => 105,
+            _ => 5,
+        };
+        assert_eq!(v, want, "lane {l}");
+    }
+}
+
+#[test]
+fn lop3_and_dp4a_compute_what_the_isa_says() {
+    // lop3 0x96 is a ^ b ^ c; 0xE8 is the majority function
+    let got = run32(
+        " mov.u32 %r1, 0xF0F0F0F0;\n mov.u32 %r2, 0xCCCCCCCC;\n mov.u32 %r3, %r15;\n lop3.b32 %r4, %r1, %r2, %r3, 0x96;\n lop3.b32 %r5, %r1, %r2, %r3, 0xE8;\n xor.b32 %r4, %r4, %r5;\n st.global.u32 [%rd3], %r4;",
+        32,
+    );
+    for (l, &v) in got.iter().enumerate() {
+        let (a, b, c) = (0xF0F0_F0F0u32, 0xCCCC_CCCCu32, l as u32);
+        let maj = (a & b) | (a & c) | (b & c);
+        assert_eq!(v, (a ^ b ^ c) ^ maj, "lane {l}");
+    }
+    // dp4a.s32.s32: bytes (-1, 2, -3, 4) · (5, -6, 7, 8) + lane = -5 - 12 - 21 + 32 + lane
+    let got = run32(
+        " mov.u32 %r1, 0x04FD02FF;\n mov.u32 %r2, 0x0807FA05;\n dp4a.s32.s32 %r3, %r1, %r2, %r15;\n dp2a.hi.u32.u32 %r4, 0x00020003, %r2, 0;\n mul.lo.s32 %r4, %r4, 1000;\n add.s32 %r3, %r3, %r4;\n st.global.u32 [%rd3], %r3;",
+        32,
+    );
+    // dp2a.hi: halves (3, 2) · bytes 2, 3 of b (7, 8) = 21 + 16 = 37
+    for (l, &v) in got.iter().enumerate() {
+        assert_eq!(v as i32, -5 - 12 - 21 + 32 + l as i32 + 37_000, "lane {l}");
+    }
+}
+
+#[test]
+fn a_one_cta_cluster_has_rank_zero_of_one() {
+    let got = run32(
+        " mov.u32 %r1, %cluster_ctarank;\n mov.u32 %r2, %cluster_nctarank;\n mov.u32 %r3, %clusterid.x;\n mul.lo.s32 %r2, %r2, 10;\n mul.lo.s32 %r3, %r3, 100;\n add.s32 %r1, %r1, %r2;\n add.s32 %r1, %r1, %r3;\n st.global.u32 [%rd3], %r1;",
+        32,
+    );
+    assert!(got.iter().all(|&v| v == 10), "{got:?}");
+}

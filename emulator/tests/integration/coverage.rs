@@ -50,7 +50,7 @@ fn the_table_tells_supported_from_unsupported() {
     ] {
         assert!(status(yes), "{yes}");
     }
-    for no in ["wmma", "redux.sync", "brx.idx", "tld4"] {
+    for no in ["wmma", "mbarrier", "brx.idx", "tld4"] {
         assert!(!status(no), "{no}");
     }
     assert!(rows.iter().all(|r| r.supported == r.note.is_empty()));

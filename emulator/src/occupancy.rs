@@ -66,8 +66,12 @@ pub enum OccupancyError {
 /// `regs_per_thread` (a count from ptxas for a newer target): at most the per-thread limit,
 /// and few enough that one block of `block_threads` fits the register file — the compiler
 /// spills the rest to local memory (Fermi's nvcc caps at 63, and `__launch_bounds__` or the
-/// driver's resource check force blocks to fit). Never more than asked, never below 1.
+/// driver's resource check force blocks to fit). Never more than asked, never below 1; 0
+/// (registers not counted) stays 0.
 pub fn fit_registers(sm: &SmConfig, block_threads: u32, regs_per_thread: u32) -> u32 {
+    if regs_per_thread == 0 {
+        return 0;
+    }
     let unit = u64::from(sm.register_alloc_unit.max(1));
     let warps = u64::from(block_threads.div_ceil(32).max(1));
     let fits =
@@ -259,6 +263,7 @@ mod tests {
         assert_eq!(fit_registers(&s, 256, 20), 20);
         assert_eq!(fit_registers(&sm("v100"), 1024, 64), 64);
         assert_eq!(fit_registers(&sm("v100"), 128, 255), 255);
+        assert_eq!(fit_registers(&s, 1024, 0), 0);
     }
 
     #[test]

@@ -67,7 +67,9 @@ mod memory;
 mod numeric;
 mod occupancy;
 mod ptx;
+mod reconverge;
 mod texture;
+mod vocab;
 
 /// The memory model the engine uses (`memory`: caches, L2, DRAM, shared-memory banks).
 use memory as engine_mem;

@@ -143,6 +143,9 @@ fn sources(source: &Path) -> Result<Vec<(String, Vec<u8>)>, KernelsError> {
         source: e,
     })?;
     let mut out = vec![("source".to_string(), first.clone())];
+    // A header found beside the including file is the one nvcc reads (its directory comes
+    // before the -I paths), even a local copy of warpscope.cuh; one found nowhere is the
+    // embedded probe header (already keyed) or a system header.
     let mut seen = BTreeSet::new();
     let mut todo = vec![(src_dir.clone(), first)];
     while let Some((dir, bytes)) = todo.pop() {
@@ -156,11 +159,6 @@ fn sources(source: &Path) -> Result<Vec<(String, Vec<u8>)>, KernelsError> {
             };
             let canon = path.canonicalize().unwrap_or(path.clone());
             if !seen.insert(canon) {
-                continue;
-            }
-            // The probe header is keyed as the embedded copy (compile_ptx puts that one first
-            // on the include path), whatever file of that name lies next to the source.
-            if name == "warpscope.cuh" {
                 continue;
             }
             let bytes = std::fs::read(&path).map_err(|e| KernelsError::Io {

@@ -1,11 +1,14 @@
-//! `warpscope launch`: run any kernel from a spec on either backend, write its output buffers as
-//! .npy, its probe records as `trace.wst`, and `run.json`.
+//! `warpscope launch`: run any kernel — or a pipeline of kernels sharing buffers — from a spec on
+//! either backend, write its output buffers as .npy, its probe records as `trace.wst`, and
+//! `run.json`.
 
-use crate::spec::{self, ArgPlan};
+use crate::spec::{self, ArgPlan, LaunchPlan, Spec};
 use crate::{EmuArgs, atomic_write};
 use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
-use instrument::{Arg, Device, LaunchConfig, Probe, TraceWarps, launch_probed};
+use instrument::{Arg, DevBuf, Device, LaunchConfig, Probe, TraceWarps, launch_probed};
+use kernels::cache::CompileCache;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use trace::{Dim3, ProbeMode, Region, RunMetrics, SiteInfo, TraceWriter};
@@ -27,110 +30,170 @@ pub struct LaunchArgs {
     /// Output folder.
     #[arg(long, default_value = "launch-out")]
     pub out: PathBuf,
+    /// Folder the spec's `from = FILE` inputs are read from (default: the spec's folder), e.g.
+    /// the --out of an earlier launch.
+    #[arg(long)]
+    pub from_dir: Option<PathBuf>,
+    /// Compile cache folder for .cu sources (default: ~/.cache/warpscope/compile).
+    #[arg(long, conflicts_with = "no_cache")]
+    pub cache: Option<PathBuf>,
+    /// Compile .cu sources with nvcc every time, without the cache.
+    #[arg(long)]
+    pub no_cache: bool,
 }
 
 /// PTX text and the registers per thread ptxas reports for it (for the emulator's occupancy).
 struct Compiled {
     ptx: String,
     regs: Option<u32>,
+    /// The probe mode it was built with; None for a .ptx, whose mode is found per kernel.
+    mode: Option<ProbeMode>,
 }
 
-fn compile_cu(src: &Path, mode: ProbeMode) -> Result<Compiled> {
-    let c = kernels::compile_ptx(src, mode.ws_mode()).with_context(|| {
+fn compile_cu(src: &Path, args: &LaunchArgs) -> Result<Compiled> {
+    let context = || {
         format!(
             "compiling {} (run scripts/setup-cuda if nvcc is missing, or give a .ptx source)",
             src.display()
         )
-    })?;
-    eprintln!("warpscope: {}", c.command);
+    };
+    let mode = args.mode.unwrap_or(ProbeMode::Auto);
+    let cache = match (&args.cache, args.no_cache) {
+        (_, true) => None,
+        (Some(dir), false) => Some(CompileCache::new(dir)),
+        (None, false) => CompileCache::default_dir().map(CompileCache::new),
+    };
+    let c = match &cache {
+        Some(cache) => {
+            let (c, hit) =
+                kernels::compile_ptx_cached(src, mode.ws_mode(), cache).with_context(context)?;
+            if hit {
+                eprintln!(
+                    "warpscope: {} unchanged, compiled PTX from {}",
+                    src.display(),
+                    cache.dir().display()
+                );
+            } else {
+                eprintln!("warpscope: {}", c.command);
+            }
+            c
+        }
+        None => {
+            let c = kernels::compile_ptx(src, mode.ws_mode()).with_context(context)?;
+            eprintln!("warpscope: {}", c.command);
+            c
+        }
+    };
     Ok(Compiled {
         ptx: c.ptx,
         regs: c.registers,
+        mode: Some(mode),
     })
 }
 
-pub fn run(args: &LaunchArgs) -> Result<()> {
-    let (spec, plans) = spec::load(&args.spec)?;
-    emulator::check_launch_dims(spec.grid, spec.block)
-        .map_err(|e| anyhow!("{}: {e}", args.spec.display()))?;
-    let ext = spec
-        .source
-        .extension()
-        .and_then(|e| e.to_str())
-        .unwrap_or("");
-    let compiled = match ext {
-        "cu" => compile_cu(&spec.source, args.mode.unwrap_or(ProbeMode::Auto))?,
+/// Compiles (a .cu) or reads (a .ptx) a launch's source.
+fn load_source(source: &Path, args: &LaunchArgs) -> Result<Compiled> {
+    let ext = source.extension().and_then(|e| e.to_str()).unwrap_or("");
+    Ok(match ext {
+        "cu" => compile_cu(source, args)?,
         "ptx" => Compiled {
-            ptx: std::fs::read_to_string(&spec.source)
-                .with_context(|| format!("cannot read {}", spec.source.display()))?,
+            ptx: std::fs::read_to_string(source)
+                .with_context(|| format!("cannot read {}", source.display()))?,
             regs: None,
+            mode: None,
         },
-        _ => bail!(
-            "{}: source must be a .ptx or .cu file",
-            spec.source.display()
-        ),
-    };
+        _ => bail!("{}: source must be a .ptx or .cu file", source.display()),
+    })
+}
+
+/// Checks a launch's shape, kernel and arguments against CUDA's limits and the PTX before anything
+/// runs, and returns the probe mode the launch runs with.
+fn check_args(l: &LaunchPlan, compiled: &Compiled, args: &LaunchArgs) -> Result<ProbeMode> {
+    emulator::check_launch_dims(l.grid, l.block)
+        .map_err(|e| anyhow!("{}: kernel {}: {e}", args.spec.display(), l.kernel))?;
     // Parse with the emulator's front end on every backend: argument checks before any launch.
     let module = emulator::Module::parse(&compiled.ptx)
-        .with_context(|| format!("PTX of {}", spec.source.display()))?;
+        .with_context(|| format!("PTX of {}", l.source.display()))?;
     let entries = module.entries();
     let entry = entries
         .iter()
-        .find(|e| e.name == spec.kernel)
+        .find(|e| e.name == l.kernel)
         .with_context(|| {
             let names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
             format!(
                 "kernel {:?} is not in {} (entries: {})",
-                spec.kernel,
-                spec.source.display(),
+                l.kernel,
+                l.source.display(),
                 names.join(", ")
             )
         })?;
-    if entry.params.len() != plans.len() {
+    if entry.params.len() != l.args.len() {
         bail!(
-            "{}: kernel {} takes {} parameters, the spec gives {} [[arg]]s",
+            "{}: kernel {} takes {} parameters, the spec gives {} args",
             args.spec.display(),
-            spec.kernel,
+            l.kernel,
             entry.params.len(),
-            plans.len()
+            l.args.len()
         );
     }
-    for (i, (p, plan)) in entry.params.iter().zip(&plans).enumerate() {
-        let size = match plan {
-            ArgPlan::Buffer { .. } => 8,
-            ArgPlan::Scalar { bytes, .. } => bytes.len() as u64,
-            ArgPlan::Log => u64::from(kernels::layout::WS_LOG_ARG_BYTES),
-        };
+    for (i, (p, plan)) in entry.params.iter().zip(&l.args).enumerate() {
+        let size = plan.size_bytes();
         if p.size_bytes as u64 != size {
             bail!(
-                "{}: arg[{i}] is {size} bytes but parameter {:?} of {} is {} bytes",
+                "{}: arg[{i}] of {} is {size} bytes but parameter {:?} is {} bytes",
                 args.spec.display(),
+                l.kernel,
                 p.name,
-                spec.kernel,
                 p.size_bytes
             );
         }
     }
-    let mode = match ext {
-        "cu" => args.mode.unwrap_or(ProbeMode::Auto),
-        _ => ptx_mode(&compiled.ptx, entry, &plans, args.mode)
-            .with_context(|| format!("{}", spec.source.display()))?,
-    };
+    match compiled.mode {
+        Some(mode) => Ok(mode),
+        None => ptx_mode(&compiled.ptx, entry, &l.args, args.mode)
+            .with_context(|| format!("{}", l.source.display())),
+    }
+}
+
+pub fn run(args: &LaunchArgs) -> Result<()> {
+    let spec = spec::load(&args.spec, args.from_dir.as_deref())?;
+    // Each distinct source is compiled (or read) once, however many launches use it.
+    let mut sources: BTreeMap<PathBuf, Compiled> = BTreeMap::new();
+    let mut modes = Vec::with_capacity(spec.launches.len());
+    for l in &spec.launches {
+        if !sources.contains_key(&l.source) {
+            let c = load_source(&l.source, args)?;
+            sources.insert(l.source.clone(), c);
+        }
+        modes.push(check_args(l, &sources[&l.source], args)?);
+    }
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create {}", args.out.display()))?;
     let config = args.emu.gpu_config()?;
     let config_toml = config.to_toml();
     let preset = config.name.clone();
     let (mut dev, note) = instrument::open_device(args.emu.backend, config, args.emu.limits(true))?;
+    let kernels: Vec<&str> = spec.launches.iter().map(|l| l.kernel.as_str()).collect();
     eprintln!(
         "warpscope: launching {} on {} ({note})",
-        spec.kernel,
+        kernels.join(", then "),
         dev.name()
     );
-    let grid = Dim3::new(spec.grid[0], spec.grid[1], spec.grid[2]);
-    let block = Dim3::new(spec.block[0], spec.block[1], spec.block[2]);
-
-    let mut metrics = RunMetrics::new(dev.backend().name(), &spec.kernel, grid, block, mode);
+    // run.json describes the probed launch, else the first; a pipeline's times add up.
+    let main_index = spec
+        .launches
+        .iter()
+        .position(|l| l.is_probed())
+        .unwrap_or(0);
+    let main = &spec.launches[main_index];
+    let mode = modes[main_index];
+    let mut metrics = RunMetrics::new(
+        dev.backend().name(),
+        &kernels.join("+"),
+        dim3(main.grid),
+        dim3(main.block),
+        mode,
+    );
     metrics.device = dev.name();
     metrics.clock_mhz = dev.clock_mhz();
     if dev.backend() == instrument::Backend::Emu {
@@ -138,16 +201,7 @@ pub fn run(args: &LaunchArgs) -> Result<()> {
         atomic_write(&args.out.join("config.toml"), config_toml.as_bytes())?;
     }
     let started = Instant::now();
-    let result = execute(
-        dev.as_mut(),
-        &compiled,
-        &spec,
-        &plans,
-        args,
-        grid,
-        block,
-        &mut metrics,
-    );
+    let result = execute(dev.as_mut(), &sources, &modes, &spec, args, &mut metrics);
     metrics.wall_seconds = started.elapsed().as_secs_f64();
     if let Err(e) = &result {
         metrics.errors.push(format!("{e:#}"));
@@ -158,94 +212,168 @@ pub fn run(args: &LaunchArgs) -> Result<()> {
     Ok(())
 }
 
-#[allow(clippy::too_many_arguments)]
+fn dim3(d: [u32; 3]) -> Dim3 {
+    Dim3::new(d[0], d[1], d[2])
+}
+
 fn execute(
     dev: &mut dyn Device,
-    compiled: &Compiled,
-    spec: &spec::LaunchSpec,
-    plans: &[ArgPlan],
+    sources: &BTreeMap<PathBuf, Compiled>,
+    modes: &[ProbeMode],
+    spec: &Spec,
     args: &LaunchArgs,
-    grid: Dim3,
-    block: Dim3,
     metrics: &mut RunMetrics,
 ) -> Result<()> {
-    let module = dev.load(&compiled.ptx, None)?;
-    let mut kargs = Vec::with_capacity(plans.len());
-    let mut outputs = Vec::new();
-    for plan in plans {
-        match plan {
-            ArgPlan::Buffer {
-                name,
-                elem,
-                data,
-                output,
-            } => {
-                let buf = dev.alloc(data.len() as u64)?;
-                dev.upload(&buf, data)
-                    .with_context(|| format!("uploading {name}"))?;
-                if let Some(out) = output {
-                    outputs.push((buf, *elem, args.out.join(out)));
-                }
-                kargs.push(Arg::Buf(buf));
-            }
-            ArgPlan::Scalar { bytes, .. } => kargs.push(Arg::Bytes(bytes.clone())),
-            ArgPlan::Log => kargs.push(Arg::Log),
-        }
+    let mut modules = BTreeMap::new();
+    for (path, c) in sources {
+        modules.insert(path.clone(), dev.load(&c.ptx, None)?);
     }
-    let cfg = LaunchConfig {
-        grid,
-        block,
-        dynamic_shared_bytes: spec.shared_bytes,
-        regs_per_thread: spec.regs_per_thread.or(compiled.regs).unwrap_or(32),
-    };
-    let outcome = if plans.contains(&ArgPlan::Log) {
-        let probe = Probe {
-            mode: metrics.mode,
-            trace_warps: args.trace_warps.clone(),
-            slots_per_warp: spec.slots_per_warp.unwrap_or(1024),
-            sites: sites(spec)?,
+    let mut bufs: Vec<DevBuf> = Vec::with_capacity(spec.buffers.len());
+    for b in &spec.buffers {
+        let buf = dev.alloc(b.data.len() as u64)?;
+        dev.upload(&buf, &b.data)
+            .with_context(|| format!("uploading {}", b.name))?;
+        bufs.push(buf);
+    }
+    let mut per_launch = Vec::new();
+    let (mut cycles, mut kernel_ms, mut warp_instructions) = (None::<u64>, 0.0, None::<u64>);
+    for (n, l) in spec.launches.iter().enumerate() {
+        let compiled = &sources[&l.source];
+        let kargs: Vec<Arg> = l
+            .args
+            .iter()
+            .map(|a| match a {
+                ArgPlan::Buffer {
+                    buffer,
+                    offset_bytes: 0,
+                } => Arg::Buf(bufs[*buffer]),
+                ArgPlan::Buffer {
+                    buffer,
+                    offset_bytes,
+                } => Arg::U64(bufs[*buffer].addr + offset_bytes),
+                ArgPlan::Scalar { bytes, .. } => Arg::Bytes(bytes.clone()),
+                ArgPlan::Null => Arg::U64(0),
+                ArgPlan::Log => Arg::Log,
+            })
+            .collect();
+        let cfg = LaunchConfig {
+            grid: dim3(l.grid),
+            block: dim3(l.block),
+            dynamic_shared_bytes: l.shared_bytes,
+            regs_per_thread: l.regs_per_thread.or(compiled.regs).unwrap_or(32),
         };
-        let probed = launch_probed(dev, module, &spec.kernel, &cfg, &kargs, &probe)?;
-        metrics.records = probed.trace.record_count();
-        metrics.dropped_records = probed.trace.dropped_count();
-        metrics.extra.insert(
-            "occupancy_note".into(),
-            probed.occupancy_note.clone().into(),
-        );
-        metrics
-            .extra
-            .insert("occupancy_probed".into(), probed.blocks_per_sm.into());
-        TraceWriter::write_all(&args.out.join(trace::TRACE_FILE_NAME), &probed.trace)?;
-        probed.outcome
-    } else {
-        dev.launch(module, &spec.kernel, &cfg, &kargs)?
-    };
-    metrics.kernel_ms = Some(outcome.kernel_ms);
-    metrics.cycles = outcome.cycles;
-    if let Some(stats) = &outcome.stats {
-        metrics.warp_instructions = Some(stats.warp_instructions);
-        metrics.tex_hit_rate = stats.mem.tex_hit_rate;
-        metrics.l1_hit_rate = stats.mem.l1_hit_rate;
-        metrics.l2_hit_rate = stats.mem.l2_hit_rate;
-        if outcome.wall_seconds > 0.0 {
+        let module = modules[&l.source];
+        let outcome = if l.is_probed() {
+            let probe = Probe {
+                mode: modes[n],
+                trace_warps: args.trace_warps.clone(),
+                slots_per_warp: spec.slots_per_warp.unwrap_or(1024),
+                sites: sites(spec)?,
+            };
+            let probed = launch_probed(dev, module, &l.kernel, &cfg, &kargs, &probe)
+                .map_err(|e| in_launch(spec, n, e.into()))?;
+            metrics.records = probed.trace.record_count();
+            metrics.dropped_records = probed.trace.dropped_count();
             metrics.extra.insert(
-                "sim_warp_instructions_per_second".into(),
-                (stats.warp_instructions as f64 / outcome.wall_seconds).into(),
+                "occupancy_note".into(),
+                probed.occupancy_note.clone().into(),
             );
+            metrics
+                .extra
+                .insert("occupancy_probed".into(), probed.blocks_per_sm.into());
+            TraceWriter::write_all(&args.out.join(trace::TRACE_FILE_NAME), &probed.trace)?;
+            probed.outcome
+        } else {
+            dev.launch(module, &l.kernel, &cfg, &kargs)
+                .map_err(|e| in_launch(spec, n, e.into()))?
+        };
+        kernel_ms += outcome.kernel_ms;
+        if let Some(c) = outcome.cycles {
+            cycles = Some(cycles.unwrap_or(0) + c);
         }
+        let mut this = serde_json::Map::new();
+        this.insert("kernel".into(), l.kernel.clone().into());
+        this.insert("grid".into(), serde_json::to_value(l.grid)?);
+        this.insert("block".into(), serde_json::to_value(l.block)?);
+        this.insert("kernel_ms".into(), outcome.kernel_ms.into());
+        this.insert("cycles".into(), serde_json::to_value(outcome.cycles)?);
+        if let Some(stats) = &outcome.stats {
+            warp_instructions = Some(warp_instructions.unwrap_or(0) + stats.warp_instructions);
+            metrics.tex_hit_rate = stats.mem.tex_hit_rate;
+            metrics.l1_hit_rate = stats.mem.l1_hit_rate;
+            metrics.l2_hit_rate = stats.mem.l2_hit_rate;
+            if stats.spilled_registers_per_thread > 0 {
+                let warning = format!(
+                    "{} asks for {} registers per thread; {} allows {} for this block, so its compiler would have spilled {} per thread to local memory (flagged, not timed)",
+                    l.kernel,
+                    cfg.regs_per_thread,
+                    metrics.preset.as_deref().unwrap_or("this GPU"),
+                    stats.registers_per_thread,
+                    stats.spilled_registers_per_thread
+                );
+                eprintln!("warpscope: {warning}");
+                this.insert("register_spill_note".into(), warning.into());
+            }
+            this.insert(
+                "registers_per_thread".into(),
+                stats.registers_per_thread.into(),
+            );
+            this.insert(
+                "spilled_registers_per_thread".into(),
+                stats.spilled_registers_per_thread.into(),
+            );
+            if outcome.wall_seconds > 0.0 {
+                metrics.extra.insert(
+                    "sim_warp_instructions_per_second".into(),
+                    (stats.warp_instructions as f64 / outcome.wall_seconds).into(),
+                );
+            }
+            this.insert("counters".into(), serde_json::to_value(stats)?);
+        }
+        if spec.launches.len() == 1 {
+            // One launch: its entries at the top level, as before pipelines existed.
+            metrics.extra.append(&mut this);
+        } else {
+            per_launch.push(serde_json::Value::Object(this));
+        }
+        for &b in &l.write {
+            let plan = &spec.buffers[b];
+            let name = format!("{}.after-{}.npy", plan.name, n + 1);
+            write_buffer(dev, &bufs[b], plan.elem, &args.out.join(name))?;
+        }
+    }
+    metrics.kernel_ms = Some(kernel_ms);
+    metrics.cycles = cycles;
+    metrics.warp_instructions = warp_instructions;
+    if !per_launch.is_empty() {
         metrics
             .extra
-            .insert("counters".into(), serde_json::to_value(stats)?);
+            .insert("launches".into(), serde_json::Value::Array(per_launch));
     }
-    for (buf, elem, path) in outputs {
-        let mut data = vec![0u8; buf.bytes as usize];
-        dev.download(&buf, &mut data)?;
-        spec::write_npy(&path, elem, &data)?;
+    for (b, buf) in spec.buffers.iter().zip(&bufs) {
+        if let Some(out) = &b.output {
+            write_buffer(dev, buf, b.elem, &args.out.join(out))?;
+        }
     }
     Ok(())
 }
 
-fn sites(spec: &spec::LaunchSpec) -> Result<Vec<SiteInfo>> {
+/// In a pipeline, says which launch an error comes from (the error itself names the kernel).
+fn in_launch(spec: &Spec, n: usize, e: anyhow::Error) -> anyhow::Error {
+    if spec.launches.len() == 1 {
+        e
+    } else {
+        e.context(format!("launch {} of {}", n + 1, spec.launches.len()))
+    }
+}
+
+fn write_buffer(dev: &mut dyn Device, buf: &DevBuf, elem: spec::Elem, path: &Path) -> Result<()> {
+    let mut data = vec![0u8; buf.bytes as usize];
+    dev.download(buf, &mut data)?;
+    spec::write_npy(path, elem, &data)
+}
+
+fn sites(spec: &Spec) -> Result<Vec<SiteInfo>> {
     if spec.sites.is_empty() {
         // Undeclared sites: statistics for ids 0..16 (each costs 16 bytes of shared memory per
         // warp); accesses at higher ids are counted as dropped.

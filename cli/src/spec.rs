@@ -1,6 +1,7 @@
 //! `warpscope launch SPEC.toml`: the launch spec, its validation (errors name the field), and
-//! the buffers it describes.
+//! the buffers and launches it describes.
 //!
+//! One launch:
 //! ```toml
 //! source = "kernel.ptx"        # .ptx, or .cu compiled with the project's nvcc; relative to this file
 //! kernel = "histogram"         # entry name (mangled or extern "C")
@@ -18,28 +19,59 @@
 //! ```
 //! A `ws::Log` parameter is `[[arg]] name = "log"  log = true`; its sites may be named with
 //! `[[site]] id = 0  name = "p[i]"  region = "global"` (otherwise sites are "site N").
+//!
+//! Pointer arguments besides a new buffer: `buffer = "@input"` passes a buffer defined by an
+//! earlier arg again (in-place algorithms), `offset = N` (elements) or `offset_bytes = N` points
+//! into it (`d_data + 256`), and `null = true` passes a NULL pointer.
+//!
+//! Several kernels in order (a pipeline): top-level `source` (default for every launch), then
+//! `[[launch]]` entries with their own `kernel`, `grid`, `block`, `shared_bytes`, `source` and
+//! `[[launch.arg]]`s. Buffers are shared by name across launches; `output` files are written
+//! once after the last launch, and `write = ["name"]` in a launch also writes those buffers as
+//! they are after it (`NAME.after-N.npy`, N counting launches from 1).
 
 use anyhow::{Context, Result, bail};
 use serde::Deserialize;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+/// The spec file as written (either the one-launch form or `[[launch]]` entries).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct LaunchSpec {
-    pub source: PathBuf,
-    pub kernel: String,
-    pub grid: [u32; 3],
-    pub block: [u32; 3],
-    #[serde(default)]
-    pub shared_bytes: u32,
+struct SpecFile {
+    source: Option<PathBuf>,
+    kernel: Option<String>,
+    grid: Option<[u32; 3]>,
+    block: Option<[u32; 3]>,
+    shared_bytes: Option<u32>,
     /// Registers per thread for the emulator's occupancy (default: ptxas's count for .cu, 32 for .ptx).
-    pub regs_per_thread: Option<u32>,
+    regs_per_thread: Option<u32>,
     /// Records per warp for a probed kernel (default 1024).
-    pub slots_per_warp: Option<u32>,
+    slots_per_warp: Option<u32>,
     #[serde(default, rename = "arg")]
-    pub args: Vec<ArgSpec>,
+    args: Vec<ArgSpec>,
+    #[serde(default, rename = "launch")]
+    launches: Vec<LaunchEntry>,
     #[serde(default, rename = "site")]
-    pub sites: Vec<SiteSpec>,
+    sites: Vec<SiteSpec>,
+}
+
+/// One `[[launch]]` entry as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LaunchEntry {
+    source: Option<PathBuf>,
+    kernel: String,
+    grid: [u32; 3],
+    block: [u32; 3],
+    #[serde(default)]
+    shared_bytes: u32,
+    regs_per_thread: Option<u32>,
+    #[serde(default, rename = "arg")]
+    args: Vec<ArgSpec>,
+    /// Buffers written after this launch.
+    #[serde(default)]
+    write: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -49,10 +81,13 @@ pub struct ArgSpec {
     pub buffer: Option<String>,
     pub scalar: Option<String>,
     pub log: Option<bool>,
+    pub null: Option<bool>,
     pub from: Option<PathBuf>,
     pub len: Option<u64>,
     pub fill: Option<String>,
     pub output: Option<PathBuf>,
+    pub offset: Option<u64>,
+    pub offset_bytes: Option<u64>,
     pub value: Option<toml::Value>,
 }
 
@@ -67,6 +102,73 @@ pub struct SiteSpec {
 
 fn default_region() -> String {
     "global".into()
+}
+
+/// A validated spec: the buffers, then the launches in order.
+#[derive(Debug)]
+pub struct Spec {
+    pub buffers: Vec<BufferPlan>,
+    pub launches: Vec<LaunchPlan>,
+    pub slots_per_warp: Option<u32>,
+    pub sites: Vec<SiteSpec>,
+}
+
+/// A device buffer, created and filled before the first launch.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BufferPlan {
+    pub name: String,
+    pub elem: Elem,
+    pub data: Vec<u8>,
+    /// Written after the last launch.
+    pub output: Option<PathBuf>,
+}
+
+/// One kernel launch.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LaunchPlan {
+    pub source: PathBuf,
+    pub kernel: String,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub shared_bytes: u32,
+    pub regs_per_thread: Option<u32>,
+    pub args: Vec<ArgPlan>,
+    /// Indices into `Spec::buffers` written after this launch.
+    pub write: Vec<usize>,
+}
+
+impl LaunchPlan {
+    pub fn is_probed(&self) -> bool {
+        self.args.contains(&ArgPlan::Log)
+    }
+}
+
+/// A validated argument.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ArgPlan {
+    /// The address of `Spec::buffers[buffer]` plus `offset_bytes`.
+    Buffer {
+        buffer: usize,
+        offset_bytes: u64,
+    },
+    Scalar {
+        name: String,
+        bytes: Vec<u8>,
+    },
+    /// A NULL pointer.
+    Null,
+    Log,
+}
+
+impl ArgPlan {
+    /// Bytes the kernel parameter must have.
+    pub fn size_bytes(&self) -> u64 {
+        match self {
+            ArgPlan::Buffer { .. } | ArgPlan::Null => 8,
+            ArgPlan::Scalar { bytes, .. } => bytes.len() as u64,
+            ArgPlan::Log => u64::from(kernels::layout::WS_LOG_ARG_BYTES),
+        }
+    }
 }
 
 /// Element types of buffers and scalars.
@@ -151,111 +253,264 @@ impl Elem {
     }
 }
 
-/// A validated argument.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ArgPlan {
-    Buffer {
-        name: String,
-        elem: Elem,
-        data: Vec<u8>,
-        output: Option<PathBuf>,
-    },
-    Scalar {
-        name: String,
-        bytes: Vec<u8>,
-    },
-    Log,
-}
-
-/// Reads and validates a spec; paths in it become relative to the spec's folder.
-pub fn load(path: &Path) -> Result<(LaunchSpec, Vec<ArgPlan>)> {
+/// Reads and validates a spec. `source` paths are relative to the spec's folder, `from` paths
+/// to `from_dir` when given (a pipeline of several specs reading each other's outputs), else
+/// to the spec's folder too.
+pub fn load(path: &Path, from_dir: Option<&Path>) -> Result<Spec> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read launch spec {}", path.display()))?;
-    let mut spec: LaunchSpec =
+    let file: SpecFile =
         toml::from_str(&text).with_context(|| format!("launch spec {}", path.display()))?;
     let base = path.parent().unwrap_or(Path::new("."));
-    spec.source = base.join(&spec.source);
-    for (i, d) in spec.grid.iter().chain(spec.block.iter()).enumerate() {
-        if *d == 0 {
-            let field = if i < 3 { "grid" } else { "block" };
-            bail!("{}: {field}[{}] must be at least 1", path.display(), i % 3);
+    let spec_name = path.display().to_string();
+    let mut b = Builder {
+        spec: &spec_name,
+        from_base: from_dir.unwrap_or(base),
+        buffers: Vec::new(),
+        by_name: HashMap::new(),
+    };
+    let default_source = file.source.as_ref().map(|s| base.join(s));
+    let mut launches = Vec::new();
+    if file.launches.is_empty() {
+        let missing =
+            |f: &str| format!("{spec_name}: missing field `{f}` (or give [[launch]] entries)");
+        let entry = LaunchEntry {
+            source: None,
+            kernel: file.kernel.with_context(|| missing("kernel"))?,
+            grid: file.grid.with_context(|| missing("grid"))?,
+            block: file.block.with_context(|| missing("block"))?,
+            shared_bytes: file.shared_bytes.unwrap_or(0),
+            regs_per_thread: None,
+            args: file.args,
+            write: Vec::new(),
+        };
+        launches.push(b.launch(entry, "", default_source.as_ref(), file.regs_per_thread)?);
+    } else {
+        let one_launch_fields = [
+            ("kernel", file.kernel.is_some()),
+            ("grid", file.grid.is_some()),
+            ("block", file.block.is_some()),
+            ("shared_bytes", file.shared_bytes.is_some()),
+            ("arg", !file.args.is_empty()),
+        ];
+        if let Some((f, _)) = one_launch_fields.iter().find(|(_, given)| *given) {
+            bail!(
+                "{spec_name}: `{f}` belongs in each [[launch]] when the spec has [[launch]] entries"
+            );
+        }
+        for (j, entry) in file.launches.into_iter().enumerate() {
+            let source = entry.source.as_ref().map(|s| base.join(s));
+            let source = source.or(default_source.clone());
+            let plan = b.launch(
+                entry,
+                &format!("launch[{j}]."),
+                source.as_ref(),
+                file.regs_per_thread,
+            )?;
+            launches.push(plan);
         }
     }
-    let threads: u64 = spec.block.iter().map(|&d| d as u64).product();
-    if threads > 1024 {
-        bail!(
-            "{}: block has {threads} threads; CUDA allows at most 1024",
-            path.display()
-        );
+    let probed = launches.iter().filter(|l| l.is_probed()).count();
+    if probed > 1 {
+        bail!("{spec_name}: {probed} launches have a log = true arg; a spec can probe one");
     }
-    let mut plans = Vec::with_capacity(spec.args.len());
-    for (i, a) in spec.args.iter_mut().enumerate() {
-        let field = format!("{}: arg[{i}] ({:?})", path.display(), a.name);
-        if let Some(f) = &a.from {
-            a.from = Some(base.join(f));
-        }
-        if let Some(o) = &a.output {
-            a.output = Some(o.clone());
-        }
-        plans.push(plan_arg(a, &field)?);
-    }
-    if plans.iter().filter(|p| matches!(p, ArgPlan::Log)).count() > 1 {
-        bail!("{}: more than one arg has log = true", path.display());
-    }
-    Ok((spec, plans))
+    Ok(Spec {
+        buffers: b.buffers,
+        launches,
+        slots_per_warp: file.slots_per_warp,
+        sites: file.sites,
+    })
 }
 
-fn plan_arg(a: &ArgSpec, field: &str) -> Result<ArgPlan> {
-    let kinds = [a.buffer.is_some(), a.scalar.is_some(), a.log == Some(true)];
-    if kinds.iter().filter(|k| **k).count() != 1 {
-        bail!("{field}: give exactly one of buffer = TYPE, scalar = TYPE or log = true");
+/// Validation state: the buffers defined so far, by name.
+struct Builder<'a> {
+    spec: &'a str,
+    from_base: &'a Path,
+    buffers: Vec<BufferPlan>,
+    by_name: HashMap<String, usize>,
+}
+
+impl Builder<'_> {
+    fn launch(
+        &mut self,
+        e: LaunchEntry,
+        prefix: &str,
+        source: Option<&PathBuf>,
+        default_regs: Option<u32>,
+    ) -> Result<LaunchPlan> {
+        let spec = self.spec;
+        let source = source
+            .cloned()
+            .with_context(|| format!("{spec}: {prefix}source: no source given"))?;
+        for (i, d) in e.grid.iter().chain(e.block.iter()).enumerate() {
+            if *d == 0 {
+                let field = if i < 3 { "grid" } else { "block" };
+                bail!("{spec}: {prefix}{field}[{}] must be at least 1", i % 3);
+            }
+        }
+        let threads: u64 = e.block.iter().map(|&d| d as u64).product();
+        if threads > 1024 {
+            bail!("{spec}: {prefix}block has {threads} threads; CUDA allows at most 1024");
+        }
+        let mut args = Vec::with_capacity(e.args.len());
+        for (i, a) in e.args.iter().enumerate() {
+            let field = format!("{spec}: {prefix}arg[{i}] ({:?})", a.name);
+            args.push(self.arg(a, &field)?);
+        }
+        if args.iter().filter(|p| matches!(p, ArgPlan::Log)).count() > 1 {
+            bail!("{spec}: {prefix}more than one arg has log = true");
+        }
+        let write = e
+            .write
+            .iter()
+            .map(|n| {
+                self.by_name.get(n).copied().with_context(|| {
+                    format!("{spec}: {prefix}write: no buffer named {n:?} is defined by this launch or an earlier one")
+                })
+            })
+            .collect::<Result<_>>()?;
+        Ok(LaunchPlan {
+            source,
+            kernel: e.kernel,
+            grid: e.grid,
+            block: e.block,
+            shared_bytes: e.shared_bytes,
+            regs_per_thread: e.regs_per_thread.or(default_regs),
+            args,
+            write,
+        })
     }
-    if a.log == Some(true) {
-        return Ok(ArgPlan::Log);
+
+    fn arg(&mut self, a: &ArgSpec, field: &str) -> Result<ArgPlan> {
+        let kinds = [
+            a.buffer.is_some(),
+            a.scalar.is_some(),
+            a.log == Some(true),
+            a.null == Some(true),
+        ];
+        if kinds.iter().filter(|k| **k).count() != 1 {
+            bail!(
+                "{field}: give exactly one of buffer = TYPE (or \"@name\"), scalar = TYPE, null = true or log = true"
+            );
+        }
+        let pointer_only = [
+            ("offset", a.offset.is_some()),
+            ("offset_bytes", a.offset_bytes.is_some()),
+        ];
+        if a.buffer.is_none()
+            && let Some((f, _)) = pointer_only.iter().find(|(_, given)| *given)
+        {
+            bail!("{field}.{f}: only for a buffer argument");
+        }
+        if a.log == Some(true) {
+            return Ok(ArgPlan::Log);
+        }
+        if a.null == Some(true) {
+            return Ok(ArgPlan::Null);
+        }
+        if let Some(t) = &a.scalar {
+            return plan_scalar(a, t, field);
+        }
+        let t = a.buffer.as_deref().unwrap_or_default();
+        let buffer = match t.strip_prefix('@') {
+            Some(name) => {
+                let data_fields = [
+                    ("from", a.from.is_some()),
+                    ("len", a.len.is_some()),
+                    ("fill", a.fill.is_some()),
+                    ("output", a.output.is_some()),
+                ];
+                if let Some((f, _)) = data_fields.iter().find(|(_, given)| *given) {
+                    bail!("{field}.{f}: belongs on the arg that defines buffer {name:?}");
+                }
+                self.by_name.get(name).copied().with_context(|| {
+                    format!("{field}.buffer: no buffer named {name:?} is defined before this arg")
+                })?
+            }
+            None => {
+                if self.by_name.contains_key(&a.name) {
+                    bail!(
+                        "{field}.name: a buffer named {:?} is already defined; pass it again with buffer = \"@{}\"",
+                        a.name,
+                        a.name
+                    );
+                }
+                let plan = self.new_buffer(a, t, field)?;
+                self.by_name.insert(a.name.clone(), self.buffers.len());
+                self.buffers.push(plan);
+                self.buffers.len() - 1
+            }
+        };
+        let b = &self.buffers[buffer];
+        let offset_bytes = match (a.offset, a.offset_bytes) {
+            (Some(_), Some(_)) => {
+                bail!("{field}: give offset (elements) or offset_bytes, not both")
+            }
+            (Some(n), None) => n
+                .checked_mul(b.elem.bytes() as u64)
+                .with_context(|| format!("{field}.offset: {n} elements is too large"))?,
+            (None, Some(n)) => n,
+            (None, None) => 0,
+        };
+        let len = b.data.len() as u64;
+        if offset_bytes > len {
+            bail!(
+                "{field}: offset of {offset_bytes} bytes is past the end of buffer {:?} ({len} bytes)",
+                b.name
+            );
+        }
+        Ok(ArgPlan::Buffer {
+            buffer,
+            offset_bytes,
+        })
     }
-    if let Some(t) = &a.scalar {
+
+    fn new_buffer(&self, a: &ArgSpec, t: &str, field: &str) -> Result<BufferPlan> {
         let elem = Elem::parse(t).with_context(|| {
             format!(
-                "{field}.scalar: unknown type {t:?}; expected u8 i8 u16 i16 u32 i32 u64 i64 f32 f64"
+                "{field}.buffer: unknown type {t:?}; expected u8 i8 u16 i16 u32 i32 u64 i64 f32 f64, or @name"
             )
         })?;
-        let v = match &a.value {
-            Some(toml::Value::Integer(i)) => *i as f64,
-            Some(toml::Value::Float(f)) => *f,
-            Some(other) => bail!("{field}.value: expected a number, got {other}"),
-            None => bail!("{field}.value: a scalar needs a value"),
+        let data = match (&a.from, a.len) {
+            (Some(_), Some(_)) => bail!("{field}: give either from = FILE or len = N, not both"),
+            (Some(file), None) => {
+                if a.fill.is_some() {
+                    bail!("{field}.fill: only with len = N");
+                }
+                read_npy(&self.from_base.join(file), elem)
+                    .with_context(|| format!("{field}.from"))?
+            }
+            (None, Some(len)) => fill(elem, len, a.fill.as_deref().unwrap_or("zeros"))
+                .with_context(|| format!("{field}.fill"))?,
+            (None, None) => bail!("{field}: a buffer needs from = FILE.npy or len = N"),
         };
-        let bytes = elem
-            .encode(v)
-            .with_context(|| format!("{field}.value: {v} does not fit {t}"))?;
-        return Ok(ArgPlan::Scalar {
+        Ok(BufferPlan {
             name: a.name.clone(),
-            bytes,
-        });
+            elem,
+            data,
+            output: a.output.clone(),
+        })
     }
-    let t = a.buffer.as_deref().unwrap_or_default();
+}
+
+fn plan_scalar(a: &ArgSpec, t: &str, field: &str) -> Result<ArgPlan> {
     let elem = Elem::parse(t).with_context(|| {
         format!(
-            "{field}.buffer: unknown type {t:?}; expected u8 i8 u16 i16 u32 i32 u64 i64 f32 f64"
+            "{field}.scalar: unknown type {t:?}; expected u8 i8 u16 i16 u32 i32 u64 i64 f32 f64"
         )
     })?;
-    let data = match (&a.from, a.len) {
-        (Some(_), Some(_)) => bail!("{field}: give either from = FILE or len = N, not both"),
-        (Some(file), None) => {
-            if a.fill.is_some() {
-                bail!("{field}.fill: only with len = N");
-            }
-            read_npy(file, elem).with_context(|| format!("{field}.from"))?
-        }
-        (None, Some(len)) => fill(elem, len, a.fill.as_deref().unwrap_or("zeros"))
-            .with_context(|| format!("{field}.fill"))?,
-        (None, None) => bail!("{field}: a buffer needs from = FILE.npy or len = N"),
+    let v = match &a.value {
+        Some(toml::Value::Integer(i)) => *i as f64,
+        Some(toml::Value::Float(f)) => *f,
+        Some(other) => bail!("{field}.value: expected a number, got {other}"),
+        None => bail!("{field}.value: a scalar needs a value"),
     };
-    Ok(ArgPlan::Buffer {
+    let bytes = elem
+        .encode(v)
+        .with_context(|| format!("{field}.value: {v} does not fit {t}"))?;
+    Ok(ArgPlan::Scalar {
         name: a.name.clone(),
-        elem,
-        data,
-        output: a.output.clone(),
+        bytes,
     })
 }
 
@@ -389,9 +644,122 @@ mod tests {
             };
             let text =
                 format!("source = \"k.ptx\"\nkernel = \"k\"\n{base}block = [32,1,1]\n{extra}\n");
-            let e = format!("{:#}", load(&write_spec(dir.path(), &text)).unwrap_err());
+            let e = format!(
+                "{:#}",
+                load(&write_spec(dir.path(), &text), None).unwrap_err()
+            );
             assert!(e.contains(want), "error {e:?} should name {want:?}");
         }
+    }
+
+    fn spec_text(body: &str) -> String {
+        format!("source = \"k.ptx\"\n{body}")
+    }
+
+    #[test]
+    fn pipelines_share_buffers_by_name_with_offsets_and_nulls() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = spec_text(
+            "[[launch]]\nkernel = \"a\"\ngrid = [2,1,1]\nblock = [32,1,1]\n\
+             [[launch.arg]]\nname = \"data\"\nbuffer = \"f32\"\nlen = 1024\noutput = \"data.npy\"\n\
+             [[launch.arg]]\nname = \"tail\"\nbuffer = \"@data\"\noffset = 256\n\
+             [[launch.arg]]\nname = \"none\"\nnull = true\n\
+             [[launch]]\nkernel = \"b\"\ngrid = [1,1,1]\nblock = [64,1,1]\nwrite = [\"data\"]\n\
+             [[launch.arg]]\nname = \"in\"\nbuffer = \"@data\"\n\
+             [[launch.arg]]\nname = \"out\"\nbuffer = \"@data\"\noffset_bytes = 4\n",
+        );
+        let spec = load(&write_spec(dir.path(), &text), None).unwrap();
+        assert_eq!(spec.buffers.len(), 1, "one buffer, passed four times");
+        assert_eq!(spec.buffers[0].data.len(), 4096);
+        assert_eq!(spec.launches.len(), 2);
+        let (a, b) = (&spec.launches[0], &spec.launches[1]);
+        assert_eq!(a.source, dir.path().join("k.ptx"));
+        assert_eq!(
+            a.args,
+            [
+                ArgPlan::Buffer {
+                    buffer: 0,
+                    offset_bytes: 0
+                },
+                ArgPlan::Buffer {
+                    buffer: 0,
+                    offset_bytes: 1024
+                },
+                ArgPlan::Null,
+            ]
+        );
+        assert_eq!(
+            b.args[1],
+            ArgPlan::Buffer {
+                buffer: 0,
+                offset_bytes: 4
+            }
+        );
+        assert_eq!((b.kernel.as_str(), b.block), ("b", [64, 1, 1]));
+        assert_eq!(b.write, [0]);
+    }
+
+    #[test]
+    fn pipeline_mistakes_name_the_field() {
+        let dir = tempfile::tempdir().unwrap();
+        let launch = "[[launch]]\nkernel = \"a\"\ngrid = [1,1,1]\nblock = [32,1,1]\n";
+        let def = "[[launch.arg]]\nname = \"d\"\nbuffer = \"u32\"\nlen = 8\n";
+        let cases = [
+            (
+                format!("{launch}[[launch.arg]]\nname = \"x\"\nbuffer = \"@d\"\n"),
+                "launch[0].arg[0] (\"x\").buffer",
+            ),
+            (
+                format!("{launch}{def}[[launch.arg]]\nname = \"x\"\nbuffer = \"@d\"\noffset = 9\n"),
+                "launch[0].arg[1] (\"x\"): offset of 36 bytes",
+            ),
+            (
+                format!("{launch}{def}[[launch.arg]]\nname = \"x\"\nbuffer = \"@d\"\nlen = 3\n"),
+                "launch[0].arg[1] (\"x\").len",
+            ),
+            (
+                format!("{launch}{def}{def}"),
+                "launch[0].arg[1] (\"d\").name",
+            ),
+            (
+                format!(
+                    "{launch}[[launch.arg]]\nname = \"x\"\nscalar = \"u32\"\nvalue = 1\noffset = 2\n"
+                ),
+                "launch[0].arg[0] (\"x\").offset",
+            ),
+            (format!("{launch}write = [\"zz\"]\n"), "launch[0].write"),
+            (
+                format!("kernel = \"k\"\n{launch}"),
+                "`kernel` belongs in each [[launch]]",
+            ),
+            (
+                format!(
+                    "{launch}[[launch.arg]]\nname = \"l\"\nlog = true\n{launch}[[launch.arg]]\nname = \"l\"\nlog = true\n"
+                ),
+                "can probe one",
+            ),
+        ];
+        for (body, want) in cases {
+            let e = format!(
+                "{:#}",
+                load(&write_spec(dir.path(), &spec_text(&body)), None).unwrap_err()
+            );
+            assert!(e.contains(want), "error {e:?} should contain {want:?}");
+        }
+    }
+
+    #[test]
+    fn from_paths_follow_from_dir() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data");
+        std::fs::create_dir(&data).unwrap();
+        write_npy(&data.join("x.npy"), Elem::U8, &[1, 2, 3]).unwrap();
+        let text = "source = \"k.ptx\"\nkernel = \"k\"\ngrid = [1,1,1]\nblock = [32,1,1]\n[[arg]]\nname = \"x\"\nbuffer = \"u8\"\nfrom = \"x.npy\"\n";
+        let path = write_spec(dir.path(), text);
+        assert!(load(&path, None).is_err(), "x.npy is not beside the spec");
+        let spec = load(&path, Some(&data)).unwrap();
+        assert_eq!(spec.buffers[0].data, [1, 2, 3]);
+        assert_eq!(spec.launches[0].source, dir.path().join("k.ptx"));
     }
 
     #[test]

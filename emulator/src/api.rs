@@ -12,7 +12,7 @@ use crate::engine::{LaunchInput, run};
 use crate::engine_mem::{AddressEvent, MemCounters, MemorySystem};
 use crate::error::EmuError;
 use crate::ir::{EntrySignature, Opnd, Program};
-use crate::occupancy::occupancy;
+use crate::occupancy::{fit_registers, occupancy};
 use crate::ptx;
 use crate::texture::{HANDLE_BASE, Storage, Texture, TextureDesc};
 use crate::watch::Watch;
@@ -27,9 +27,14 @@ impl Module {
     /// Parses PTX text (what `nvcc -ptx` emits). Errors carry the line and column.
     pub fn parse(ptx_text: &str) -> Result<Module, EmuError> {
         let ast = ptx::parse(ptx_text)?;
-        Ok(Module {
-            decoded: decode_module(&ast)?,
-        })
+        let mut decoded = decode_module(&ast)?;
+        for k in &mut decoded.kernels {
+            if let Some(EmuError::Unusable { line, text, .. }) = &mut k.unusable {
+                let src = ptx_text.lines().nth((*line as usize).saturating_sub(1));
+                *text = src.unwrap_or("").trim().to_string();
+            }
+        }
+        Ok(Module { decoded })
     }
 
     /// The kernels (`.entry`) of the module with their parameters.
@@ -120,6 +125,12 @@ pub struct LaunchStats {
     pub stall_cycles: BTreeMap<String, u64>,
     pub mem: MemCounters,
     pub blocks_per_sm: u32,
+    /// Registers per thread the occupancy used: `LaunchParams::regs_per_thread` fitted to this
+    /// GPU (`fit_registers`), as its compiler would have allocated them.
+    pub registers_per_thread: u32,
+    /// Registers per thread asked for beyond that: what the target's compiler would have
+    /// spilled to local memory. Flagged only; the spill traffic is not modelled.
+    pub spilled_registers_per_thread: u32,
 }
 
 /// A CPU-emulated GPU: device memory, loaded modules, textures and the timing model.
@@ -346,6 +357,9 @@ impl Emulator {
                 kind: "kernel",
                 name: kernel.to_string(),
             })?;
+        if let Some(e) = &prog.unusable {
+            return Err(e.clone());
+        }
         let args_err = |what: String| EmuError::Args {
             kernel: kernel.to_string(),
             what,
@@ -374,13 +388,16 @@ impl Emulator {
         let threads = p.block.iter().map(|&b| b as u64).product::<u64>();
         let shared = prog.dyn_shared_offset as u64 + p.dynamic_shared_bytes as u64;
         let shared = shared.max(prog.shared_static_bytes as u64);
-        let occ = occupancy(
-            &self.config.sm,
-            threads.min(u32::MAX as u64) as u32,
-            p.regs_per_thread,
-            shared.min(u32::MAX as u64) as u32,
-        )
-        .map_err(|e| args_err(e.to_string()))?;
+        let threads = threads.min(u32::MAX as u64) as u32;
+        let shared = shared.min(u32::MAX as u64) as u32;
+        let regs = fit_registers(&self.config.sm, threads, p.regs_per_thread);
+        let occ = occupancy(&self.config.sm, threads, regs, shared).map_err(|e| {
+            args_err(format!(
+                "{e} on {}{}",
+                self.config.name,
+                fitting_presets(&self.config.name, threads, p.regs_per_thread, shared)
+            ))
+        })?;
         let mut mem = MemorySystem::new(&self.config);
         self.addresses.clear();
         if self.record_addresses {
@@ -408,7 +425,29 @@ impl Emulator {
             stall_cycles: out.stalls,
             mem: mem.counters(),
             blocks_per_sm: occ.blocks_per_sm,
+            registers_per_thread: regs,
+            spilled_registers_per_thread: p.regs_per_thread.saturating_sub(regs),
         })
+    }
+}
+
+/// "; it fits on: a, b (--preset NAME)" for the presets other than `current` where one block
+/// fits, or a note that none does.
+fn fitting_presets(current: &str, threads: u32, regs: u32, shared: u32) -> String {
+    let fits: Vec<&str> = GpuConfig::preset_names()
+        .iter()
+        .copied()
+        .filter(|&n| n != current)
+        .filter(|&n| {
+            GpuConfig::preset(n).is_ok_and(|c| {
+                occupancy(&c.sm, threads, fit_registers(&c.sm, threads, regs), shared).is_ok()
+            })
+        })
+        .collect();
+    if fits.is_empty() {
+        "; it fits on no preset".into()
+    } else {
+        format!("; it fits on: {} (--preset NAME)", fits.join(", "))
     }
 }
 

@@ -6,8 +6,9 @@
 //! branch pushes both paths and both resume together at the first instruction of the branch
 //! block's immediate post-dominator. Post-dominators are computed on the basic-block graph with a
 //! virtual exit node that every `ret`/`exit` reaches (Cooper-Harvey-Kennedy iteration on the
-//! reversed graph). A branch whose paths only meet at exit gets `u32::MAX`: its lanes stay split
-//! until they exit, which is what hardware does for early `ret`/`exit` of some lanes.
+//! reversed graph; `reconverge.rs`). A branch whose paths only meet at exit gets `u32::MAX`: its
+//! lanes stay split until they exit, which is what hardware does for early `ret`/`exit` of some
+//! lanes. The registers, opcodes and modifiers it knows are in `vocab.rs`.
 //!
 //! Example (module-internal):
 //! ```ignore
@@ -21,6 +22,8 @@ use std::collections::HashMap;
 use crate::error::EmuError;
 use crate::ir::*;
 use crate::ptx::{self, Function, Init, Operand, StateSpace, Stmt, VarDecl};
+use crate::reconverge::compute_reconvergence;
+use crate::vocab::{OPCODES, SREGS, known_modifier, parse_mods};
 
 type R<T> = Result<T, EmuError>;
 
@@ -108,7 +111,9 @@ pub(crate) fn decode_module(m: &ptx::Module) -> R<DecodedModule> {
     let funcs: HashMap<&str, &Function> = m.functions.iter().map(|f| (f.name, f)).collect();
     let mut kernels = Vec::new();
     for f in m.functions.iter().filter(|f| f.is_entry) {
-        kernels.push(decode_kernel(m, f, &gindex, &funcs)?);
+        // A kernel that does not decode is kept, unusable, so the module's other kernels load.
+        let k = decode_kernel(m, f, &gindex, &funcs).unwrap_or_else(|e| unusable_kernel(f, e));
+        kernels.push(k);
     }
     Ok(DecodedModule { globals, kernels })
 }
@@ -216,9 +221,6 @@ fn decode_kernel<'m>(
             k.add_shared(v);
         }
     }
-    let mut params = Vec::new();
-    let mut param_offsets = Vec::new();
-    let mut poff = 0u64;
     let mut env = Env {
         regs: HashMap::new(),
         syms: HashMap::new(),
@@ -227,18 +229,9 @@ fn decode_kernel<'m>(
         is_kernel: true,
         func_name: f.name,
     };
-    for p in &f.params {
-        let size = decl_size(p) as u32;
-        let align = decl_align(p);
-        poff = align_up(poff, align as u64);
-        env.syms.insert(p.name, SymRes::KParam(poff as u32));
-        params.push(ParamDecl {
-            name: p.name.to_string(),
-            size_bytes: size,
-            align,
-        });
-        param_offsets.push(poff as u32);
-        poff += size as u64;
+    let (params, param_offsets, poff) = param_layout(f);
+    for (p, &o) in f.params.iter().zip(&param_offsets) {
+        env.syms.insert(p.name, SymRes::KParam(o));
     }
     let body = f.body.as_deref().unwrap_or(&[]);
     k.body(body, &mut env)?;
@@ -276,11 +269,12 @@ fn decode_kernel<'m>(
     }
     Ok(Program {
         name: f.name.to_string(),
+        unusable: None,
         insts: k.insts,
         nregs: k.nregs,
         params,
         param_offsets,
-        param_bytes: poff as u32,
+        param_bytes: poff,
         shared_static_bytes: k.shared_bytes as u32,
         dyn_shared_offset: dyn_off,
         local_bytes: align_up(k.local_bytes, 8) as u32,
@@ -288,130 +282,55 @@ fn decode_kernel<'m>(
     })
 }
 
-const SREGS: &[(&str, Sreg)] = &[
-    ("%tid.x", Sreg::Tid(0)),
-    ("%tid.y", Sreg::Tid(1)),
-    ("%tid.z", Sreg::Tid(2)),
-    ("%ntid.x", Sreg::Ntid(0)),
-    ("%ntid.y", Sreg::Ntid(1)),
-    ("%ntid.z", Sreg::Ntid(2)),
-    ("%ctaid.x", Sreg::Ctaid(0)),
-    ("%ctaid.y", Sreg::Ctaid(1)),
-    ("%ctaid.z", Sreg::Ctaid(2)),
-    ("%nctaid.x", Sreg::Nctaid(0)),
-    ("%nctaid.y", Sreg::Nctaid(1)),
-    ("%nctaid.z", Sreg::Nctaid(2)),
-    ("%laneid", Sreg::Laneid),
-    ("%warpid", Sreg::Warpid),
-    ("%nwarpid", Sreg::Nwarpid),
-    ("%smid", Sreg::Smid),
-    ("%nsmid", Sreg::Nsmid),
-    ("%clock", Sreg::Clock),
-    ("%clock_hi", Sreg::ClockHi),
-    ("%clock64", Sreg::Clock64),
-    ("%globaltimer", Sreg::Globaltimer),
-    ("%globaltimer_lo", Sreg::GlobaltimerLo),
-    ("%globaltimer_hi", Sreg::GlobaltimerHi),
-    ("%lanemask_eq", Sreg::LanemaskEq),
-    ("%lanemask_lt", Sreg::LanemaskLt),
-    ("%lanemask_le", Sreg::LanemaskLe),
-    ("%lanemask_gt", Sreg::LanemaskGt),
-    ("%lanemask_ge", Sreg::LanemaskGe),
-    ("%gridid", Sreg::Gridid),
-    ("%dynamic_smem_size", Sreg::DynSmem),
-    ("%total_smem_size", Sreg::TotalSmem),
-];
-
-/// Parsed opcode modifiers.
-#[derive(Default)]
-struct Mods<'m> {
-    types: Vec<Ty>,
-    rnd: Option<Rnd>,
-    ftz: bool,
-    sat: bool,
-    approx: bool,
-    space: Option<Sp>,
-    vec: u8,
-    cmp: Option<Cmp>,
-    bop: Option<BoolOp>,
-    words: Vec<&'m str>,
-}
-
-impl Mods<'_> {
-    fn has(&self, w: &str) -> bool {
-        self.words.contains(&w)
+/// Parameter declarations, their byte offsets and the parameter buffer's size.
+fn param_layout(f: &Function) -> (Vec<ParamDecl>, Vec<u32>, u32) {
+    let mut params = Vec::new();
+    let mut offsets = Vec::new();
+    let mut poff = 0u64;
+    for p in &f.params {
+        let size = decl_size(p) as u32;
+        let align = decl_align(p);
+        poff = align_up(poff, align as u64);
+        params.push(ParamDecl {
+            name: p.name.to_string(),
+            size_bytes: size,
+            align,
+        });
+        offsets.push(poff as u32);
+        poff += size as u64;
     }
+    (params, offsets, poff.min(u32::MAX as u64) as u32)
 }
 
-fn parse_mods<'m>(parts: &[&'m str]) -> Mods<'m> {
-    let mut m = Mods {
-        vec: 1,
-        ..Default::default()
+/// A kernel that keeps its signature (so callers can still check arguments against it) and the
+/// reason it cannot run. The offending line's text is filled in by `Module::parse`, which has
+/// the source.
+fn unusable_kernel(f: &Function, e: EmuError) -> Program {
+    let (line, col, what) = match e {
+        EmuError::Parse { line, col, msg } => (line, col, msg),
+        EmuError::Unsupported { line, what } => (line, 1, what),
+        other => (f.line, 1, other.to_string()),
     };
-    for &p in parts {
-        if let Some(t) = Ty::parse(p) {
-            m.types.push(t);
-            continue;
-        }
-        match p {
-            "rn" => m.rnd = Some(Rnd::Rn),
-            "rz" => m.rnd = Some(Rnd::Rz),
-            "rm" => m.rnd = Some(Rnd::Rm),
-            "rp" => m.rnd = Some(Rnd::Rp),
-            "rni" => m.rnd = Some(Rnd::Rni),
-            "rzi" => m.rnd = Some(Rnd::Rzi),
-            "rmi" => m.rnd = Some(Rnd::Rmi),
-            "rpi" => m.rnd = Some(Rnd::Rpi),
-            "ftz" => m.ftz = true,
-            "sat" | "satfinite" => m.sat = true,
-            "approx" => m.approx = true,
-            "global" => m.space = Some(Sp::Global),
-            "shared" => m.space = Some(Sp::Shared),
-            "local" => m.space = Some(Sp::Local),
-            "const" => m.space = Some(Sp::Const),
-            "param" => m.space = Some(Sp::Param),
-            "v2" => m.vec = 2,
-            "v4" => m.vec = 4,
-            "eq" => m.cmp = Some(Cmp::Eq),
-            "ne" => m.cmp = Some(Cmp::Ne),
-            "lt" => m.cmp = Some(Cmp::Lt),
-            "le" => m.cmp = Some(Cmp::Le),
-            "gt" => m.cmp = Some(Cmp::Gt),
-            "ge" => m.cmp = Some(Cmp::Ge),
-            "lo" => {
-                m.cmp = Some(Cmp::Lo);
-                m.words.push(p)
-            }
-            "ls" => m.cmp = Some(Cmp::Ls),
-            "hi" => {
-                m.cmp = Some(Cmp::Hi);
-                m.words.push(p)
-            }
-            "hs" => m.cmp = Some(Cmp::Hs),
-            "equ" => m.cmp = Some(Cmp::Equ),
-            "neu" => m.cmp = Some(Cmp::Neu),
-            "ltu" => m.cmp = Some(Cmp::Ltu),
-            "leu" => m.cmp = Some(Cmp::Leu),
-            "gtu" => m.cmp = Some(Cmp::Gtu),
-            "geu" => m.cmp = Some(Cmp::Geu),
-            "num" => m.cmp = Some(Cmp::Num),
-            "nan" => m.cmp = Some(Cmp::Nan),
-            "and" => {
-                m.bop = Some(BoolOp::And);
-                m.words.push(p)
-            }
-            "or" => {
-                m.bop = Some(BoolOp::Or);
-                m.words.push(p)
-            }
-            "xor" => {
-                m.bop = Some(BoolOp::Xor);
-                m.words.push(p)
-            }
-            _ => m.words.push(p),
-        }
+    let (params, param_offsets, param_bytes) = param_layout(f);
+    Program {
+        name: f.name.to_string(),
+        unusable: Some(EmuError::Unusable {
+            kernel: f.name.to_string(),
+            line,
+            col,
+            text: String::new(),
+            what,
+        }),
+        insts: Vec::new(),
+        nregs: 0,
+        params,
+        param_offsets,
+        param_bytes,
+        shared_static_bytes: 0,
+        dyn_shared_offset: 0,
+        local_bytes: 0,
+        messages: Vec::new(),
     }
-    m
 }
 
 impl<'a, 'm> KDec<'a, 'm> {
@@ -478,6 +397,7 @@ impl<'a, 'm> KDec<'a, 'm> {
                     self.labels
                         .insert((env.instance, l), self.insts.len() as u32);
                 }
+                Stmt::Bad(e) => return Err(e.clone()),
                 Stmt::ScopeOpen => env.undo.push(Vec::new()),
                 Stmt::ScopeClose => {
                     if let Some(u) = env.undo.pop() {
@@ -517,12 +437,27 @@ impl<'a, 'm> KDec<'a, 'm> {
         if let Some(&r) = env.regs.get(n) {
             return Ok(Opnd::Reg(r));
         }
+        if n == "WARP_SZ" {
+            // What `warpSize` compiles to: a constant of the PTX ISA.
+            return Ok(Opnd::Imm(32));
+        }
         if n.starts_with('%') {
             if let Some((_, s)) = SREGS.iter().find(|(k, _)| *k == n) {
                 return Ok(Opnd::Sreg(*s));
             }
             if n.starts_with("%envreg") {
                 return Ok(Opnd::Imm(0));
+            }
+            // A cluster of one CTA: rank 0 of 1, at (0, 0, 0) of a 1×1×1 cluster.
+            match n {
+                "%cluster_ctarank"
+                | "%is_explicit_cluster"
+                | "%cluster_ctaid.x"
+                | "%cluster_ctaid.y"
+                | "%cluster_ctaid.z" => return Ok(Opnd::Imm(0)),
+                "%cluster_nctarank" | "%cluster_nctaid.x" | "%cluster_nctaid.y"
+                | "%cluster_nctaid.z" => return Ok(Opnd::Imm(1)),
+                _ => {}
             }
             return perr(line, col, format!("undeclared register '{n}'"));
         }
@@ -607,6 +542,11 @@ impl<'a, 'm> KDec<'a, 'm> {
         };
         if base == "call" {
             return self.call(i, env, guard);
+        }
+        if OPCODES.contains(&base)
+            && let Some(w) = m.words.iter().find(|w| !known_modifier(w))
+        {
+            return unsupported(line, format!("unknown modifier '.{w}' in '{}'", i.opcode));
         }
         let t0 = m.types.first().copied().unwrap_or(Ty::B32);
         let t1 = m.types.get(1).copied().unwrap_or(t0);
@@ -1149,6 +1089,90 @@ impl<'a, 'm> KDec<'a, 'm> {
                     x.s[k] = self.opnd(&ops[1 + k], Ty::Pred, env, line, col)?;
                 }
             }
+            "match" => {
+                // match.any.sync.b32 d, a, membermask; match.all.sync.b32 d[|p], a, membermask
+                need(3)?;
+                x.op = Op::Match;
+                x.class = Class::Shuffle;
+                x.sub = if m.has("all") {
+                    1
+                } else if m.has("any") {
+                    0
+                } else {
+                    return perr(line, col, format!("'{}' needs .any or .all", i.opcode));
+                };
+                match &ops[0] {
+                    Operand::Pipe(d, p) => {
+                        x.nd = 2;
+                        x.d[0] = self.opnd(d, Ty::B32, env, line, col)?;
+                        x.d[1] = self.opnd(p, Ty::Pred, env, line, col)?;
+                    }
+                    o => {
+                        x.nd = 1;
+                        x.d[0] = self.opnd(o, Ty::B32, env, line, col)?;
+                    }
+                }
+                x.ns = 2;
+                x.s[0] = self.opnd(&ops[1], t0, env, line, col)?;
+                x.s[1] = self.opnd(&ops[2], Ty::B32, env, line, col)?;
+            }
+            "redux" => {
+                // redux.sync.op.type d, a, membermask
+                need(3)?;
+                x.op = Op::Redux;
+                x.class = Class::Shuffle;
+                x.atom = match () {
+                    _ if m.has("add") => AtomOp::Add,
+                    _ if m.has("min") => AtomOp::Min,
+                    _ if m.has("max") => AtomOp::Max,
+                    _ if m.bop == Some(BoolOp::And) => AtomOp::And,
+                    _ if m.bop == Some(BoolOp::Or) => AtomOp::Or,
+                    _ if m.bop == Some(BoolOp::Xor) => AtomOp::Xor,
+                    _ => return unsupported(line, format!("reduction '{}'", i.opcode)),
+                };
+                if t0.is_float() {
+                    return unsupported(line, format!("floating-point '{}'", i.opcode));
+                }
+                simple(&mut x, self, 2, t0)?;
+                x.s[1] = self.opnd(&ops[2], Ty::B32, env, line, col)?;
+            }
+            "elect" => {
+                // elect.sync d|p, membermask (either destination may be `_`)
+                need(2)?;
+                x.op = Op::Elect;
+                x.class = Class::Shuffle;
+                match &ops[0] {
+                    Operand::Pipe(d, p) => {
+                        x.nd = 2;
+                        x.d[0] = self.opnd(d, Ty::B32, env, line, col)?;
+                        x.d[1] = self.opnd(p, Ty::Pred, env, line, col)?;
+                    }
+                    o => {
+                        x.nd = 1;
+                        x.d[0] = self.opnd(o, Ty::B32, env, line, col)?;
+                    }
+                }
+                x.ns = 1;
+                x.s[0] = self.opnd(&ops[1], Ty::B32, env, line, col)?;
+            }
+            "lop3" => {
+                if ops.len() != 5 {
+                    return unsupported(line, format!("'{}' with a predicate", i.opcode));
+                }
+                x.op = Op::Lop3;
+                simple(&mut x, self, 4, t0)?;
+            }
+            "dp4a" | "dp2a" => {
+                x.op = Op::Dp;
+                x.sub = if base == "dp4a" {
+                    0
+                } else if m.has("hi") {
+                    2
+                } else {
+                    1
+                };
+                simple(&mut x, self, 3, Ty::B32)?;
+            }
             "activemask" => {
                 x.op = Op::Activemask;
                 simple(&mut x, self, 0, t0)?;
@@ -1280,133 +1304,6 @@ fn bits_ty(bits: u32) -> Ty {
     }
 }
 
-/// Fills `Inst::reconv` of every conditional branch (see the module docs).
-#[allow(clippy::needless_range_loop)] // block ids index several parallel tables
-pub(crate) fn compute_reconvergence(insts: &mut [Inst]) {
-    let n = insts.len();
-    if n == 0 {
-        return;
-    }
-    // Basic-block leaders.
-    let mut leader = vec![false; n + 1];
-    leader[0] = true;
-    for (k, x) in insts.iter().enumerate() {
-        if matches!(x.op, Op::Bra | Op::Exit | Op::Trap) {
-            leader[k + 1] = true;
-            if x.op == Op::Bra {
-                leader[(x.target as usize).min(n)] = true;
-            }
-        }
-    }
-    let starts: Vec<usize> = (0..n).filter(|&k| leader[k]).collect();
-    let mut block_of = vec![0usize; n + 1];
-    for (b, &s) in starts.iter().enumerate() {
-        let e = starts.get(b + 1).copied().unwrap_or(n);
-        for slot in &mut block_of[s..e] {
-            *slot = b;
-        }
-    }
-    let nb = starts.len();
-    let exit = nb; // virtual exit node
-    block_of[n] = exit;
-    let mut succ: Vec<Vec<usize>> = vec![Vec::new(); nb + 1];
-    for b in 0..nb {
-        let e = starts.get(b + 1).copied().unwrap_or(n);
-        let last = &insts[e - 1];
-        let unconditional = last.guard == Opnd::None;
-        match last.op {
-            Op::Bra => {
-                succ[b].push(block_of[(last.target as usize).min(n)]);
-                if !unconditional {
-                    succ[b].push(block_of[e]);
-                }
-            }
-            Op::Exit | Op::Trap => {
-                succ[b].push(exit);
-                if !unconditional {
-                    succ[b].push(block_of[e]);
-                }
-            }
-            _ => succ[b].push(block_of[e]),
-        }
-    }
-    let mut pred: Vec<Vec<usize>> = vec![Vec::new(); nb + 1];
-    for (b, ss) in succ.iter().enumerate() {
-        for &s in ss {
-            pred[s].push(b);
-        }
-    }
-    // Post-order of the reversed graph from exit.
-    let mut order = Vec::with_capacity(nb + 1);
-    let mut seen = vec![false; nb + 1];
-    let mut stack = vec![(exit, 0usize)];
-    seen[exit] = true;
-    while let Some(&mut (v, ref mut i)) = stack.last_mut() {
-        if *i < pred[v].len() {
-            let w = pred[v][*i];
-            *i += 1;
-            if !seen[w] {
-                seen[w] = true;
-                stack.push((w, 0));
-            }
-        } else {
-            order.push(v);
-            stack.pop();
-        }
-    }
-    let mut po = vec![usize::MAX; nb + 1];
-    for (k, &v) in order.iter().enumerate() {
-        po[v] = k;
-    }
-    let mut ipdom = vec![usize::MAX; nb + 1];
-    ipdom[exit] = exit;
-    let mut changed = true;
-    while changed {
-        changed = false;
-        for &v in order.iter().rev() {
-            if v == exit {
-                continue;
-            }
-            let mut new = usize::MAX;
-            for &s in &succ[v] {
-                if ipdom[s] == usize::MAX {
-                    continue;
-                }
-                new = if new == usize::MAX {
-                    s
-                } else {
-                    let (mut a, mut b) = (new, s);
-                    while a != b {
-                        while po[a] < po[b] {
-                            a = ipdom[a];
-                        }
-                        while po[b] < po[a] {
-                            b = ipdom[b];
-                        }
-                    }
-                    a
-                };
-            }
-            if new != usize::MAX && ipdom[v] != new {
-                ipdom[v] = new;
-                changed = true;
-            }
-        }
-    }
-    for b in 0..nb {
-        let e = starts.get(b + 1).copied().unwrap_or(n);
-        let last = &mut insts[e - 1];
-        if last.guard != Opnd::None && matches!(last.op, Op::Bra | Op::Exit | Op::Trap) {
-            let p = ipdom[b];
-            last.reconv = if p == usize::MAX || p >= nb {
-                u32::MAX
-            } else {
-                starts[p] as u32
-            };
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1423,9 +1320,13 @@ mod tests {
     fn undeclared_register_is_a_parse_error_with_line() {
         let src = ".version 9.0\n.entry k()\n{\n  .reg .b32 %r<2>;\n  add.s32 %r1, %r1, %q;\n}\n";
         let m = ptx::parse(src).unwrap();
-        match decode_module(&m) {
-            Err(EmuError::Parse { line, .. }) => assert_eq!(line, 5),
-            other => panic!("expected error, got {other:?}"),
+        let k = decode_module(&m).unwrap().kernels.remove(0);
+        match k.unusable {
+            Some(EmuError::Unusable { line, what, .. }) => {
+                assert_eq!(line, 5);
+                assert!(what.contains("%q"), "{what}");
+            }
+            other => panic!("expected an unusable kernel, got {other:?}"),
         }
     }
 

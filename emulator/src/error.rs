@@ -11,6 +11,17 @@ pub enum EmuError {
     /// The PTX text is malformed; `line`/`col` are 1-based positions in the PTX source.
     #[error("PTX parse error at {line}:{col}: {msg}")]
     Parse { line: u32, col: u32, msg: String },
+    /// A kernel whose PTX did not parse or decode (a statement the emulator cannot read, an
+    /// unknown symbol). The module's other kernels still load and run; this one is refused when
+    /// launched. `text` is the offending PTX line as written.
+    #[error("kernel {kernel} cannot run: PTX line {line}:{col} `{text}`: {what}")]
+    Unusable {
+        kernel: String,
+        line: u32,
+        col: u32,
+        text: String,
+        what: String,
+    },
     /// Well-formed PTX that uses a feature the emulator does not implement.
     #[error("unsupported PTX at line {line}: {what}")]
     Unsupported { line: u32, what: String },

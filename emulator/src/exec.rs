@@ -384,6 +384,13 @@ fn space_of(t: &Target) -> Space {
     }
 }
 
+/// A state-space address (`ld.shared`, `ld.local`, `ld.param`) outside the generic window is an
+/// offset in a 32-bit space: nvcc forms it in 32-bit registers (`add.s32 %r3, %r1, -64` then
+/// `[%r3+68]`), where the arithmetic wraps mod 2^32, so the sum does too.
+fn window_offset(addr: u64) -> u64 {
+    addr & 0xFFFF_FFFF
+}
+
 impl Ctx<'_> {
     fn resolve(&self, sp: Sp, addr: u64, lane: usize, len: usize) -> Faulty<Target> {
         let l = lane as u32;
@@ -408,7 +415,7 @@ impl Ctx<'_> {
                 let off = if (SHARED_WINDOW..SHARED_WINDOW + WINDOW_BYTES).contains(&addr) {
                     addr - SHARED_WINDOW
                 } else {
-                    addr
+                    window_offset(addr)
                 };
                 Ok(Target::Shared(check(off, self.shared.len(), "shared")?))
             }
@@ -416,7 +423,7 @@ impl Ctx<'_> {
                 let off = if (LOCAL_WINDOW..LOCAL_WINDOW + WINDOW_BYTES).contains(&addr) {
                     addr - LOCAL_WINDOW
                 } else {
-                    addr
+                    window_offset(addr)
                 };
                 let o = check(off, self.local_bytes as usize, "local")?;
                 Ok(Target::Local(lane * self.local_bytes as usize + o))
@@ -425,7 +432,7 @@ impl Ctx<'_> {
                 let off = if (PARAM_WINDOW..PARAM_WINDOW + WINDOW_BYTES).contains(&addr) {
                     addr - PARAM_WINDOW
                 } else {
-                    addr
+                    window_offset(addr)
                 };
                 Ok(Target::Param(check(off, self.params.len(), "param")?))
             }
@@ -1126,6 +1133,110 @@ fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow> {
             return Ok(Flow::Done);
         }
         Op::Activemask => r.fill(m as u64),
+        Op::Redux => {
+            // Member lanes that execute it; every one of them gets the same result.
+            let members = (b[m.trailing_zeros() as usize] as u32) & m;
+            let signed = ty.is_signed();
+            let mut acc: Option<u64> = None;
+            each_lane!(members, j, {
+                let v = a[j] & tm;
+                acc = Some(match acc {
+                    None => v,
+                    Some(t) => match x.atom {
+                        AtomOp::Add => t.wrapping_add(v) & tm,
+                        AtomOp::Min if signed => (ext(t) as i64).min(ext(v) as i64) as u64 & tm,
+                        AtomOp::Max if signed => (ext(t) as i64).max(ext(v) as i64) as u64 & tm,
+                        AtomOp::Min => t.min(v),
+                        AtomOp::Max => t.max(v),
+                        AtomOp::And => t & v,
+                        AtomOp::Or => t | v,
+                        _ => t ^ v,
+                    },
+                });
+            });
+            r.fill(acc.unwrap_or(0));
+        }
+        Op::Elect => {
+            let members = (a[m.trailing_zeros() as usize] as u32) & m;
+            let leader = members.trailing_zeros();
+            r.fill(u64::from(leader));
+            put(&mut w.regs, x.d[0], m, &r, 0xFFFF_FFFF);
+            if x.nd > 1 {
+                let mut p = [0u64; 32];
+                for (l, v) in p.iter_mut().enumerate() {
+                    *v = (l as u32 == leader) as u64;
+                }
+                put(&mut w.regs, x.d[1], m, &p, 1);
+            }
+            return Ok(Flow::Done);
+        }
+        Op::Lop3 => {
+            let mut lut = [0u64; 32];
+            c.fetch(x.s[3], w, &mut lut);
+            // Bit i of the table is F(a, b, c) for a = i>>2 & 1, b = i>>1 & 1, c = i & 1.
+            map!(r, |l| {
+                let (p, q, s3) = (a[l], b[l], cc[l]);
+                let mut v = 0u64;
+                for i in 0..8 {
+                    if lut[l] >> i & 1 == 1 {
+                        let pa = if i & 4 != 0 { p } else { !p };
+                        let pb = if i & 2 != 0 { q } else { !q };
+                        let pc = if i & 1 != 0 { s3 } else { !s3 };
+                        v |= pa & pb & pc;
+                    }
+                }
+                v & tm
+            });
+        }
+        Op::Dp => {
+            let (sa, sb) = (x.ty.is_signed(), x.ty2.is_signed());
+            map!(r, |l| {
+                let byte = |v: u64, k: u32, s: bool| {
+                    let b8 = (v >> (8 * k)) as u8;
+                    if s { b8 as i8 as i64 } else { b8 as i64 }
+                };
+                let half = |v: u64, k: u32, s: bool| {
+                    let h = (v >> (16 * k)) as u16;
+                    if s { h as i16 as i64 } else { h as i64 }
+                };
+                let dot: i64 = if x.sub == 0 {
+                    (0..4).map(|k| byte(a[l], k, sa) * byte(b[l], k, sb)).sum()
+                } else {
+                    let off = if x.sub == 2 { 2 } else { 0 };
+                    (0..2)
+                        .map(|k| half(a[l], k, sa) * byte(b[l], k + off, sb))
+                        .sum()
+                };
+                (cc[l] as u32 as i64).wrapping_add(dot) as u64 & 0xFFFF_FFFF
+            });
+        }
+        Op::Match => {
+            // Lanes compared: the member mask (operand b) among those executing; PTX leaves
+            // members that do not execute the instruction undefined, so they are not counted.
+            let vm = |v: u64| if bits >= 64 { v } else { v & tm };
+            let mut p = [0u64; 32];
+            each_lane!(m, l, {
+                let members = (b[l] as u32) & m;
+                let mut same = 0u32;
+                each_lane!(members, j, {
+                    if vm(a[j]) == vm(a[l]) {
+                        same |= 1 << j;
+                    }
+                });
+                if x.sub == 0 {
+                    r[l] = same as u64;
+                } else {
+                    let all = same == members;
+                    r[l] = if all { members as u64 } else { 0 };
+                    p[l] = all as u64;
+                }
+            });
+            put(&mut w.regs, x.d[0], m, &r, 0xFFFF_FFFF);
+            if x.nd > 1 {
+                put(&mut w.regs, x.d[1], m, &p, 1);
+            }
+            return Ok(Flow::Done);
+        }
         Op::Bar => {
             let expected = if x.ns > 1 && x.s[1] != Opnd::None {
                 a_count(x, w, c)?
@@ -1204,6 +1315,8 @@ fn load_shared_scalar(
         let mut addr = base[l].wrapping_add(x.off as u64);
         if (SHARED_WINDOW..SHARED_WINDOW + WINDOW_BYTES).contains(&addr) {
             addr -= SHARED_WINDOW;
+        } else {
+            addr = window_offset(addr);
         }
         if addr & (eb as u64 - 1) != 0 {
             return fault(l as u32, format!("misaligned {eb}-byte load at {addr:#x}"));

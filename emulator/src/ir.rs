@@ -5,6 +5,8 @@
 //! branch targets and reconvergence points as instruction indices, and symbols resolved to
 //! addresses or offsets.
 
+use crate::error::EmuError;
+
 /// Value types of PTX instructions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Ty {
@@ -343,6 +345,17 @@ pub(crate) enum Op {
     Shfl,
     Vote,
     Activemask,
+    /// `match.{any,all}.sync`: `sub` 0 any (lanes holding the same value), 1 all.
+    Match,
+    /// `redux.sync`: `atom` names the operation over the member lanes.
+    Redux,
+    /// `elect.sync d|p, membermask`: the lowest member lane executing it is elected.
+    Elect,
+    /// `lop3.b32 d, a, b, c, lut`: any three-input logic function.
+    Lop3,
+    /// `dp4a` (`sub` 0) and `dp2a.lo` / `.hi` (`sub` 1 / 2): byte and half-word dot products;
+    /// `ty` is a's type, `ty2` b's.
+    Dp,
     Nop,
     Trap,
     /// An unsupported instruction; `target` indexes `Program::messages`.
@@ -457,6 +470,9 @@ pub struct EntrySignature {
 #[derive(Debug, Clone)]
 pub(crate) struct Program {
     pub name: String,
+    /// Why this kernel cannot run (`EmuError::Unusable`), for a kernel whose body did not
+    /// decode; its `insts` are then empty and a launch returns this error.
+    pub unusable: Option<EmuError>,
     pub insts: Vec<Inst>,
     pub nregs: u32,
     pub params: Vec<ParamDecl>,

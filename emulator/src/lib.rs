@@ -18,8 +18,9 @@
 //!
 //! Not supported (each is an `EmuError::Unsupported` or `Fault` naming the line, never a panic):
 //! indirect calls and recursion, texture/surface references (`.texref`; texture *objects* are
-//! supported), `match`/`redux`/`elect`, `tld4`, mipmaps and layered textures. `printf` prints
-//! nothing; `f64` `fma` with a directed rounding mode rounds to nearest. Each launch starts with
+//! supported), `tld4`, surfaces, `mbarrier`/`cp.async`, matrix instructions, mipmaps and layered
+//! textures — [`coverage`] lists every instruction family nvcc emits and whether the decoder
+//! runs it. `printf` prints nothing; `f64` `fma` with a directed rounding mode rounds to nearest. Each launch starts with
 //! cold caches. The coverage-guided fuzz targets live in `emulator/fuzz` (own workspace:
 //! `cd emulator/fuzz && cargo +nightly fuzz run parse`).
 //!
@@ -55,6 +56,7 @@
 
 mod api;
 mod config;
+mod coverage;
 mod decode;
 mod devmem;
 mod engine;
@@ -65,7 +67,9 @@ mod memory;
 mod numeric;
 mod occupancy;
 mod ptx;
+mod reconverge;
 mod texture;
+mod vocab;
 mod watch;
 
 /// The memory model the engine uses (`memory`: caches, L2, DRAM, shared-memory banks).
@@ -73,9 +77,10 @@ use memory as engine_mem;
 
 pub use api::{Emulator, LaunchParams, LaunchStats, Module, ModuleId, check_launch_dims};
 pub use config::*;
+pub use coverage::{CoverageRow, coverage, coverage_markdown};
 pub use error::EmuError;
 pub use ir::{EntrySignature, ParamDecl};
 pub use memory::{AddressEvent, AddressKind, CacheCounters, MemCounters};
-pub use occupancy::{Limiter, Occupancy, OccupancyError, occupancy};
+pub use occupancy::{Limiter, Occupancy, OccupancyError, fit_registers, occupancy};
 pub use texture::{TexAddress, TexFilter, TexFormat, TextureDesc};
 pub use watch::{Progress, ProgressFn, WATCH_INTERVAL, Watch};

@@ -62,6 +62,27 @@ pub enum OccupancyError {
     SharedExceedsSm { needed: u64, available: u32 },
 }
 
+/// Registers per thread that a compiler targeting this SM would give a kernel that asks for
+/// `regs_per_thread` (a count from ptxas for a newer target): at most the per-thread limit,
+/// and few enough that one block of `block_threads` fits the register file — the compiler
+/// spills the rest to local memory (Fermi's nvcc caps at 63, and `__launch_bounds__` or the
+/// driver's resource check force blocks to fit). Never more than asked, never below 1; 0
+/// (registers not counted) stays 0.
+pub fn fit_registers(sm: &SmConfig, block_threads: u32, regs_per_thread: u32) -> u32 {
+    if regs_per_thread == 0 {
+        return 0;
+    }
+    let unit = u64::from(sm.register_alloc_unit.max(1));
+    let warps = u64::from(block_threads.div_ceil(32).max(1));
+    let fits =
+        |r: u32| (u64::from(r) * 32).div_ceil(unit) * unit * warps <= u64::from(sm.registers);
+    let mut r = regs_per_thread.min(sm.max_registers_per_thread).max(1);
+    while r > 1 && !fits(r) {
+        r -= 1;
+    }
+    r
+}
+
 /// Blocks per SM for blocks of `block_threads` threads using `regs_per_thread` registers and
 /// `shared_bytes_per_block` bytes of shared memory (static + dynamic).
 pub fn occupancy(
@@ -228,6 +249,21 @@ mod tests {
         let e = occupancy(&s, 32, 8, 64 * 1024).unwrap_err();
         assert!(e.to_string().contains("65536"), "{e}");
         assert_eq!(occupancy(&s, 0, 8, 0), Err(OccupancyError::EmptyBlock));
+    }
+
+    #[test]
+    fn registers_are_fitted_the_way_the_target_compiler_would() {
+        let s = sm("gtx480");
+        // sm_75's 64 registers: Fermi allows 63 per thread.
+        assert_eq!(fit_registers(&s, 128, 64), 63);
+        // 44 registers × 1024 threads = 45056 > 32768: 32 per thread fit one block.
+        assert_eq!(fit_registers(&s, 1024, 44), 32);
+        assert!(occupancy(&s, 1024, fit_registers(&s, 1024, 44), 0).is_ok());
+        // what already fits is left alone
+        assert_eq!(fit_registers(&s, 256, 20), 20);
+        assert_eq!(fit_registers(&sm("v100"), 1024, 64), 64);
+        assert_eq!(fit_registers(&sm("v100"), 128, 255), 255);
+        assert_eq!(fit_registers(&s, 1024, 0), 0);
     }
 
     #[test]

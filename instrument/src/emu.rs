@@ -175,12 +175,11 @@ impl Device for EmuDevice {
         let shared = entry
             .static_shared_bytes
             .saturating_add(cfg.dynamic_shared_bytes);
-        match emulator::occupancy(
-            &self.emu.config().sm,
-            cfg.block.volume() as u32,
-            cfg.regs_per_thread,
-            shared,
-        ) {
+        let sm = &self.emu.config().sm;
+        let threads = cfg.block.volume() as u32;
+        // The registers the launch will use: fitted to this GPU as its compiler would.
+        let regs = emulator::fit_registers(sm, threads, cfg.regs_per_thread);
+        match emulator::occupancy(sm, threads, regs, shared) {
             Ok(o) => Ok(o.blocks_per_sm),
             Err(_) => Ok(0),
         }

@@ -175,22 +175,62 @@ pub fn compile_ptx(source: &Path, mode: u32) -> Result<CompiledPtx, KernelsError
     let budgets = if mode == layout::WS_OFF {
         Vec::new()
     } else {
-        let bare = compile_once(&nvcc, dir.path(), source, layout::WS_OFF, &[])?;
+        let (bare, _) = compile_once(&nvcc, dir.path(), source, layout::WS_OFF, &[])?;
         bare.entries
             .iter()
             .map(|e| (e.name.clone(), register_budget(e.registers)))
             .collect()
     };
-    compile_once(&nvcc, dir.path(), source, mode, &budgets)
+    compile_once(&nvcc, dir.path(), source, mode, &budgets).map(|(c, _)| c)
 }
 
+/// [`compile_ptx`] through a [`crate::cache::CompileCache`]: an unchanged source (same bytes,
+/// same headers, flags and nvcc) is read back from the cache without running nvcc. Returns the
+/// result and whether it came from the cache.
+pub fn compile_ptx_cached(
+    source: &Path,
+    mode: u32,
+    cache: &crate::cache::CompileCache,
+) -> Result<(CompiledPtx, bool), KernelsError> {
+    if mode > layout::WS_AUTO {
+        return Err(KernelsError::BadConfig { mode });
+    }
+    let nvcc = nvcc_path().ok_or(KernelsError::ToolNotFound { tool: "nvcc" })?;
+    let key = cache.key(&nvcc, source, mode)?;
+    if let Some(hit) = cache.get(&key) {
+        return Ok((hit, true));
+    }
+    let dir = tempfile::tempdir().map_err(|source| KernelsError::Io {
+        path: std::env::temp_dir(),
+        source,
+    })?;
+    let header = dir.path().join("warpscope.cuh");
+    std::fs::write(&header, probe_header()).map_err(|source| KernelsError::Io {
+        path: header.clone(),
+        source,
+    })?;
+    let budgets = if mode == layout::WS_OFF {
+        Vec::new()
+    } else {
+        let (bare, _) = compile_once(&nvcc, dir.path(), source, layout::WS_OFF, &[])?;
+        bare.entries
+            .iter()
+            .map(|e| (e.name.clone(), register_budget(e.registers)))
+            .collect()
+    };
+    let (compiled, log) = compile_once(&nvcc, dir.path(), source, mode, &budgets)?;
+    cache.put(&key, &compiled, &log)?;
+    Ok((compiled, false))
+}
+
+/// Compiles once; also returns the `ptxas -v` log (empty when ptxas failed).
 fn compile_once(
     nvcc: &Path,
     dir: &Path,
     source: &Path,
     mode: u32,
     budgets: &[(String, u32)],
-) -> Result<CompiledPtx, KernelsError> {
+) -> Result<(CompiledPtx, String), KernelsError> {
     let out = dir.join(format!("out_m{mode}.ptx"));
     let src_dir = source
         .parent()
@@ -247,7 +287,7 @@ fn compile_once(
     };
     // Resource usage: assemble the PTX for sm_75 with `ptxas -v` (through nvcc, like build.rs).
     let cubin = dir.join(format!("out_m{mode}.cubin"));
-    let entries = Command::new(nvcc)
+    let log = Command::new(nvcc)
         .args([
             format!("-arch=sm_{PTX_ARCH}"),
             "-cubin".into(),
@@ -263,16 +303,29 @@ fn compile_once(
         .map(|o| {
             let mut log = String::from_utf8_lossy(&o.stdout).into_owned();
             log.push_str(&String::from_utf8_lossy(&o.stderr));
-            parse_entries(&ptx, &log)
+            log
         })
         .unwrap_or_default();
-    let registers = entries.iter().map(|e| e.registers).max();
-    Ok(CompiledPtx {
-        ptx,
-        command,
-        registers,
-        entries,
-    })
+    Ok((CompiledPtx::from_parts(ptx, command, &log), log))
+}
+
+impl CompiledPtx {
+    /// The PTX, its command and the resource usage read from a `ptxas -v` log.
+    pub(crate) fn from_parts(ptx: String, command: String, ptxas_log: &str) -> CompiledPtx {
+        let entries = parse_entries(&ptx, ptxas_log);
+        let registers = entries.iter().map(|e| e.registers).max();
+        CompiledPtx {
+            ptx,
+            command,
+            registers,
+            entries,
+        }
+    }
+}
+
+/// The flags of [`compile_ptx`] besides paths, for the cache key.
+pub(crate) fn compile_flags(mode: u32) -> String {
+    format!("-arch=compute_{PTX_ARCH} -ptx -O3 -DWS_MODE={mode}; ptxas -arch=sm_{PTX_ARCH} -v")
 }
 
 #[cfg(test)]

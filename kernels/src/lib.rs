@@ -21,6 +21,7 @@
 
 pub mod budget;
 mod build;
+pub mod cache;
 mod error;
 pub mod tools;
 
@@ -53,7 +54,7 @@ pub mod layout {
 
 pub use build::{
     CompiledPtx, CorpusKernel, EntryInfo, KernelBuild, PTX_ARCH, SASS_ARCHS, builds, compile_ptx,
-    corpus, find, find_corpus, nvcc_path, nvcc_version, probe_header,
+    compile_ptx_cached, corpus, find, find_corpus, nvcc_path, nvcc_version, probe_header,
 };
 pub use error::KernelsError;
 

@@ -226,3 +226,59 @@ fn gpu_fenced_access_times_exceed_naive() {
     eprintln!("GPU mean access cycles: naive {n:.1}, fence {f:.1}, dummy {d:.1}");
     assert!(f > n && d > n, "naive {n} fence {f} dummy {d}");
 }
+
+/// `shfl.sync` reading lanes outside its member mask (undefined in PTX): out[t] for all 32
+/// lanes shuffling from lane 0 with member mask 0x0000ffff, out[32 + t] for lanes 0..15
+/// reading lanes 16..31, which do not execute the shuffle.
+const SHFL_OUTSIDE_MASK_PTX: &str = ".version 8.0\n.target sm_75\n.address_size 64\n\
+.visible .entry shfl_outside_mask(.param .u64 out)\n{\n\
+ .reg .b64 %rd<8>;\n .reg .b32 %r<8>;\n .reg .pred %p<2>;\n\
+ ld.param.u64 %rd1, [out];\n cvta.to.global.u64 %rd1, %rd1;\n mov.u32 %r1, %tid.x;\n\
+ add.s32 %r2, %r1, 100;\n mul.wide.u32 %rd2, %r1, 4;\n add.s64 %rd3, %rd1, %rd2;\n\
+ shfl.sync.idx.b32 %r3, %r2, 0, 31, 65535;\n st.global.u32 [%rd3], %r3;\n\
+ setp.lt.u32 %p1, %r1, 16;\n @!%p1 bra $END;\n add.s32 %r4, %r1, 16;\n\
+ shfl.sync.idx.b32 %r5, %r2, %r4, 31, 65535;\n st.global.u32 [%rd3+128], %r5;\n\
+$END:\n ret;\n}\n";
+
+fn shfl_outside_mask_on(dev: &mut dyn Device) -> Vec<u32> {
+    let m = dev.load(SHFL_OUTSIDE_MASK_PTX, None).unwrap();
+    let out = dev.alloc(64 * 4).unwrap();
+    dev.upload(&out, &[0u8; 256]).unwrap();
+    let cfg = LaunchConfig {
+        grid: Dim3::new(1, 1, 1),
+        block: Dim3::new(32, 1, 1),
+        dynamic_shared_bytes: 0,
+        regs_per_thread: 16,
+    };
+    dev.launch(m, "shfl_outside_mask", &cfg, &[Arg::Buf(out)])
+        .unwrap();
+    let mut bytes = vec![0u8; 256];
+    dev.download(&out, &mut bytes).unwrap();
+    bytes
+        .chunks(4)
+        .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+/// The emulator's documented answer (README, "Warp-level corner cases"): the source lane's
+/// register as it is. On a GPU (skipped elsewhere) the silicon must give the same.
+#[test]
+fn gpu_shfl_outside_member_mask_matches_emulator() {
+    let emu = shfl_outside_mask_on(&mut EmuDevice::new(GpuConfig::preset("v100").unwrap()));
+    let want: Vec<u32> = (0..64u32)
+        .map(|i| match i {
+            0..32 => 100,
+            32..48 => i - 32 + 16 + 100,
+            _ => 0,
+        })
+        .collect();
+    assert_eq!(emu, want);
+    let mut gpu = match instrument::CudaDevice::open(0) {
+        Ok(dev) => dev,
+        Err(why) => {
+            eprintln!("skipped the GPU half (GPU-only): {why}");
+            return;
+        }
+    };
+    assert_eq!(shfl_outside_mask_on(&mut gpu), emu, "silicon vs emulator");
+}

@@ -127,8 +127,20 @@ pub(crate) fn lex(src: &str) -> Result<Vec<Token<'_>>, EmuError> {
             c if is_word_start(c) => {
                 let start = i;
                 i += 1;
-                while i < b.len() && is_word_char(b[i]) {
-                    i += 1;
+                loop {
+                    while i < b.len() && is_word_char(b[i]) {
+                        i += 1;
+                    }
+                    // Cache-hint qualifiers glue to the opcode with `::`
+                    // (`prefetch.global.L2::evict_last`, `ld.global.L1::no_allocate.f32`).
+                    if b.get(i) == Some(&b':')
+                        && b.get(i + 1) == Some(&b':')
+                        && b.get(i + 2).is_some_and(|&c| is_word_char(c))
+                    {
+                        i += 2;
+                    } else {
+                        break;
+                    }
                 }
                 out.push(Token {
                     tok: Tok::Word(&src[start..i]),
@@ -199,6 +211,15 @@ mod tests {
         assert_eq!(last.tok, Tok::F64(1.5f64.to_bits()));
         assert_eq!((last.line, last.col), (3, 11));
         assert!(t.iter().any(|x| x.tok == Tok::Int(16)));
+    }
+
+    #[test]
+    fn cache_hint_qualifiers_stay_in_the_opcode() {
+        let t = lex("prefetch.global.L2::evict_last [%rd1];\n$L__BB0_2:").unwrap();
+        assert_eq!(t[0].tok, Tok::Word("prefetch.global.L2::evict_last"));
+        // a label's single ':' is still punctuation
+        assert_eq!(t[t.len() - 1].tok, Tok::Punct(':'));
+        assert_eq!(t[t.len() - 2].tok, Tok::Word("$L__BB0_2"));
     }
 
     #[test]

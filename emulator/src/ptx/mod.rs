@@ -87,6 +87,10 @@ pub(crate) enum Stmt<'a> {
     /// `{` / `}`: nested scopes (inline asm blocks, call sequences).
     ScopeOpen,
     ScopeClose,
+    /// A statement that did not parse. The parser skips to the next `;` and goes on, so one
+    /// instruction the emulator cannot read makes only its own kernel unusable (decode turns
+    /// this into that kernel's error), never the whole module.
+    Bad(crate::error::EmuError),
 }
 
 /// One instruction as written.

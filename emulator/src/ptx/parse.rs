@@ -417,20 +417,11 @@ impl<'a> P<'a> {
                 }
                 Some(Tok::Punct(';')) => self.pos += 1,
                 Some(Tok::Word(w)) if space_of(w).is_some() => {
-                    let d = self.var_decl()?;
-                    // `.reg .f16 low, high;` declares several names at once
-                    while self.eat(',') {
-                        let mut more = d.clone();
-                        more.name = self.word()?;
-                        more.range = None;
-                        if self.eat('<') {
-                            more.range = Some(self.int()? as u32);
-                            self.expect('>')?;
-                        }
-                        body.push(Stmt::Decl(more));
+                    let start = self.pos;
+                    if let Err(e) = self.decls(&mut body) {
+                        body.push(Stmt::Bad(e));
+                        self.recover(start);
                     }
-                    self.expect(';')?;
-                    body.push(Stmt::Decl(d));
                 }
                 Some(Tok::Word(".pragma")) | Some(Tok::Word(".loc")) | Some(Tok::Word(".file")) => {
                     self.skip_to_semicolon_or_line()?;
@@ -439,7 +430,16 @@ impl<'a> P<'a> {
                     self.pos += 2;
                     body.push(Stmt::Label(w));
                 }
-                _ => body.push(Stmt::Instr(self.instr()?)),
+                _ => {
+                    let start = self.pos;
+                    match self.instr() {
+                        Ok(i) => body.push(Stmt::Instr(i)),
+                        Err(e) => {
+                            body.push(Stmt::Bad(e));
+                            self.recover(start);
+                        }
+                    }
+                }
             }
         }
         Ok(Function {
@@ -450,6 +450,42 @@ impl<'a> P<'a> {
             body: Some(body),
             line,
         })
+    }
+
+    /// One declaration statement; `.reg .f16 low, high;` declares several names at once.
+    fn decls(&mut self, body: &mut Vec<Stmt<'a>>) -> R<()> {
+        let d = self.var_decl()?;
+        while self.eat(',') {
+            let mut more = d.clone();
+            more.name = self.word()?;
+            more.range = None;
+            if self.eat('<') {
+                more.range = Some(self.int()? as u32);
+                self.expect('>')?;
+            }
+            body.push(Stmt::Decl(more));
+        }
+        self.expect(';')?;
+        body.push(Stmt::Decl(d));
+        Ok(())
+    }
+
+    /// After a statement failed to parse: skips past its `;`, stopping before a brace so the
+    /// function's scopes stay balanced; always moves at least one token.
+    fn recover(&mut self, start: usize) {
+        if self.pos == start {
+            self.pos += 1;
+        }
+        while let Some(t) = self.peek() {
+            match t {
+                Tok::Punct(';') => {
+                    self.pos += 1;
+                    return;
+                }
+                Tok::Punct('{') | Tok::Punct('}') => return,
+                _ => self.pos += 1,
+            }
+        }
     }
 
     /// `.loc` has no semicolon; `.pragma` does.
@@ -655,9 +691,26 @@ $L__BB0_2:
     #[test]
     fn error_carries_line_and_column() {
         let src = ".version 9.0\n.entry k()\n{\n  add.s32 %r1, %r2 %r3;\n}\n";
-        match parse(src) {
-            Err(EmuError::Parse { line, col, .. }) => assert_eq!((line, col), (4, 20)),
-            other => panic!("expected parse error, got {other:?}"),
+        let m = parse(src).unwrap();
+        let body = m.functions[0].body.as_ref().unwrap();
+        match &body[..] {
+            [Stmt::Bad(EmuError::Parse { line, col, .. })] => assert_eq!((*line, *col), (4, 20)),
+            other => panic!("expected one bad statement, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_bad_statement_spoils_only_itself() {
+        // The parser skips to the next ';' and keeps the function's braces balanced.
+        let src = ".version 9.0\n.entry a()\n{\n  bogus [[;\n  { .reg .b32 %x; nope %x %x; }\n  ret;\n}\n.entry b()\n{\n  ret;\n}\n";
+        let m = parse(src).unwrap();
+        assert_eq!(m.functions.len(), 2);
+        let a = m.functions[0].body.as_ref().unwrap();
+        assert_eq!(a.iter().filter(|s| matches!(s, Stmt::Bad(_))).count(), 2);
+        assert!(matches!(a.last(), Some(Stmt::Instr(i)) if i.opcode == "ret"));
+        assert!(matches!(
+            &m.functions[1].body.as_ref().unwrap()[..],
+            [Stmt::Instr(_)]
+        ));
     }
 }

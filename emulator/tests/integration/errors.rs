@@ -62,9 +62,21 @@ fn bad_ptx_reports_line_and_column() {
     let src = format!(
         "{HEAD}.visible .entry k()\n{{\n .reg .b32 %r<3>;\n add.s32 %r1, %r2 %r2;\n ret;\n}}\n"
     );
-    match Module::parse(&src) {
-        Err(EmuError::Parse { line, col, .. }) => assert_eq!((line, col), (7, 19)),
-        other => panic!("expected a parse error, got {other:?}"),
+    // The module still parses (its other kernels could run); launching this one names it,
+    // the position and the line as written.
+    let mut r = Rig::new(&src);
+    match r.try_launch("k", [1, 1, 1], [32, 1, 1], 0, vec![]) {
+        Err(EmuError::Unusable {
+            kernel,
+            line,
+            col,
+            text,
+            ..
+        }) => {
+            assert_eq!((kernel.as_str(), line, col), ("k", 7, 19));
+            assert_eq!(text, "add.s32 %r1, %r2 %r2;");
+        }
+        other => panic!("expected an unusable-kernel error, got {other:?}"),
     }
     // A well-formed but unknown instruction loads, and faults only when a warp issues it.
     let src = format!(
@@ -242,16 +254,16 @@ fn divergent_early_exit_and_reconvergence() {
 #[test]
 fn absurd_declarations_are_errors_not_crashes() {
     let regs = format!("{HEAD}.visible .entry k()\n{{\n .reg .b32 %r<4000000000>;\n ret;\n}}\n");
-    assert!(matches!(
-        Module::parse(&regs),
-        Err(EmuError::Unsupported { line: 6, .. })
-    ));
+    let e = Rig::new(&regs)
+        .try_launch("k", [1, 1, 1], [32, 1, 1], 0, vec![])
+        .unwrap_err();
+    assert!(matches!(e, EmuError::Unusable { line: 6, .. }), "{e}");
     let local =
         format!("{HEAD}.visible .entry k()\n{{\n .local .b8 big[99999999999999];\n ret;\n}}\n");
-    assert!(matches!(
-        Module::parse(&local),
-        Err(EmuError::Unsupported { .. })
-    ));
+    let e = Rig::new(&local)
+        .try_launch("k", [1, 1, 1], [32, 1, 1], 0, vec![])
+        .unwrap_err();
+    assert!(matches!(e, EmuError::Unusable { .. }), "{e}");
     let shared = format!("{HEAD}.visible .entry k()\n{{\n .shared .b8 s[1000000];\n ret;\n}}\n");
     let mut r = Rig::new(&shared);
     let e = r

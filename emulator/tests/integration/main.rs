@@ -3,7 +3,9 @@
 
 mod breadth;
 mod common;
+mod compat;
 mod corpus;
+mod coverage;
 mod errors;
 mod golden;
 mod micro;

@@ -129,10 +129,10 @@ pub fn run_state(dir: &Path, run: &PlannedRun) -> RunState {
         return RunState::Incomplete(e.to_string());
     }
     let trace = dir.join(TRACE_FILE_NAME);
-    if marker.files.iter().any(|f| f.name == TRACE_FILE_NAME) {
-        if let Err(e) = TraceReader::open(&trace) {
-            return RunState::Incomplete(e.to_string());
-        }
+    if marker.files.iter().any(|f| f.name == TRACE_FILE_NAME)
+        && let Err(e) = TraceReader::open(&trace)
+    {
+        return RunState::Incomplete(e.to_string());
     }
     RunState::Complete
 }

@@ -91,7 +91,8 @@ pub enum StudyError {
     },
     /// Runs of the plan that no shard folder holds complete.
     #[error(
-        "{missing} of {total} runs are missing or incomplete in every shard folder: {}{}",
+        "{missing} of {total} runs are missing or incomplete in every shard folder: {}{}; \
+         rerun the shards that hold them (a sweep resumes), then merge again",
         runs.join(", "),
         if *missing > runs.len() { ", …" } else { "" }
     )]

@@ -264,8 +264,35 @@ impl SweepPlan {
     pub fn differences(&self, other: &SweepPlan) -> Vec<String> {
         let a = serde_json::to_value(&self.inputs).unwrap_or(Value::Null);
         let b = serde_json::to_value(&other.inputs).unwrap_or(Value::Null);
-        let mut out = Vec::new();
-        diff_values("", &a, &b, &mut out);
+        let mut all = Vec::new();
+        diff_values("", &a, &b, &mut all);
+        // A whole other emulator configuration differs in dozens of fields: name a few.
+        let mut out: Vec<String> = Vec::new();
+        let mut i = 0;
+        while i < all.len() {
+            let top = all[i]
+                .split(['.', ':'])
+                .next()
+                .unwrap_or_default()
+                .to_string();
+            let n = all[i..]
+                .iter()
+                .take_while(|d| d.split(['.', ':']).next() == Some(top.as_str()))
+                .count();
+            if n > 3 {
+                let fields: Vec<&str> = all[i..i + 3]
+                    .iter()
+                    .map(|d| d.split(':').next().unwrap_or_default())
+                    .collect();
+                out.push(format!(
+                    "{top}: {n} fields differ ({}, …)",
+                    fields.join(", ")
+                ));
+            } else {
+                out.extend(all[i..i + n].iter().cloned());
+            }
+            i += n;
+        }
         out
     }
 
@@ -462,6 +489,11 @@ mod tests {
         assert!(d.contains("preset: \"gtx480\" -> \"h100\""), "{d}");
         assert!(d.contains("params.width: "), "{d}");
         assert!(a.differences(&a).is_empty());
+        assert!(d.contains("emu_config: "), "{d}");
+        assert!(
+            d.len() < 400,
+            "a whole other configuration is summarised: {d}"
+        );
         // the run hash follows the inputs too, but not the other runs of the sweep
         assert_ne!(a.runs[0].hash, b.runs[0].hash);
         let mut fewer = cfg();

@@ -213,4 +213,14 @@ fn three_shards_merged_equal_the_whole_sweep_byte_for_byte() {
     .unwrap_err()
     .to_string();
     assert!(e.contains("preset: \"gtx480\" -> \"h100\""), "{e}");
+
+    // the output may be one of the shard folders: its own runs stay in place
+    let into_first = merge(&shard_dirs[0], &shard_dirs).unwrap();
+    assert_eq!((into_first.copied, into_first.in_place), (6, 2));
+    assert!(
+        into_first.duplicates.is_empty(),
+        "{:?}",
+        into_first.duplicates
+    );
+    assert_eq!(std::fs::read(&into_first.csv).unwrap(), table);
 }

@@ -36,6 +36,8 @@ enum Command {
     Render(study_cmd::RenderArgs),
     /// Render the cross product of block shapes × viewpoints × probe modes into DIR/<run>/ + sweep.csv.
     Sweep(study_cmd::SweepArgs),
+    /// Join the folders of a sweep's shards (`sweep --shard K/N`) into one sweep folder.
+    Merge(study_cmd::MergeArgs),
     /// Analyse a sweep: breakdown, correlations, per-warp distributions, hot spots, figures, report.
     Analyze {
         /// The sweep folder (with sweep.csv).
@@ -161,6 +163,7 @@ fn run() -> Result<()> {
         Command::Demo(args) => study_cmd::demo(&args),
         Command::Render(args) => study_cmd::render(&args),
         Command::Sweep(args) => study_cmd::sweep(&args),
+        Command::Merge(args) => study_cmd::merge(&args),
         Command::Analyze { sweep, out } => {
             let out = out.unwrap_or_else(|| sweep.join("report"));
             let summary = analyze_sweep(&sweep, &out)?;

@@ -263,6 +263,26 @@ pub struct SweepArgs {
     pub modes: Vec<ProbeMode>,
     #[arg(long, default_value = "sweep-out")]
     pub out: PathBuf,
+    /// Print the plan — every run in order with its folder and input hash — write OUT/plan.json,
+    /// and run nothing.
+    #[arg(long)]
+    pub plan: bool,
+    /// Run only part K of N of the plan (1 <= K <= N), a contiguous block of runs, into its own
+    /// --out folder; join the parts with `warpscope merge`. Without it, a Slurm array task
+    /// (SLURM_ARRAY_TASK_ID/_MIN/_COUNT) or a Kubernetes Indexed Job (JOB_COMPLETION_INDEX with
+    /// WARPSCOPE_SHARDS = its completions) runs its part; --shard 1/1 runs the whole plan there.
+    #[arg(long)]
+    pub shard: Option<study::Shard>,
+}
+
+/// `warpscope merge OUT DIR...`.
+#[derive(Args, Debug)]
+pub struct MergeArgs {
+    /// The merged sweep folder (may be one of the DIRs, or a folder an earlier merge wrote).
+    pub out: PathBuf,
+    /// The shards' sweep folders (each with plan.json and its run folders).
+    #[arg(required = true)]
+    pub dirs: Vec<PathBuf>,
 }
 
 fn or_default<T: Clone>(given: &[T], default: &[T]) -> Vec<T> {
@@ -290,19 +310,73 @@ pub fn sweep(args: &SweepArgs) -> Result<()> {
         measure_overhead: !args.probe.no_overhead,
         limits: args.emu.limits(false),
     };
+    if args.plan {
+        return print_plan(&cfg);
+    }
+    let shard = match args.shard {
+        Some(s) => s,
+        None => match study::Shard::from_env(|k| std::env::var(k).ok())? {
+            Some((s, why)) => {
+                eprintln!("warpscope: sweep: shard {s} from the scheduler ({why})");
+                s
+            }
+            None => study::Shard::WHOLE,
+        },
+    };
     eprintln!(
-        "warpscope: sweep: {} runs, {} volume, {}x{} image, tstep {}",
+        "warpscope: sweep: {} runs{}, {} volume, {}x{} image, tstep {}",
         cfg.shapes.len() * cfg.views.len() * cfg.modes.len(),
+        if shard == study::Shard::WHOLE {
+            String::new()
+        } else {
+            format!(" (shard {shard} of them)")
+        },
         cfg.volume.describe(),
         cfg.params.width,
         cfg.params.height,
         cfg.params.tstep
     );
-    run_sweep(&cfg, &args.probe.formats()?)
+    run_sweep(&cfg, shard, &args.probe.formats()?)
 }
 
-/// Runs a sweep with a progress bar, then writes the requested log formats per run.
-fn run_sweep(cfg: &SweepConfig, formats: &[ExportFormat]) -> Result<()> {
+/// `sweep --plan`: the plan on stdout (a header, then index, run folder and input hash per run,
+/// tab-separated) and in OUT/plan.json; refuses a folder of another sweep like a sweep does.
+fn print_plan(cfg: &SweepConfig) -> Result<()> {
+    let plan = study::SweepPlan::new(cfg)?;
+    let _lock = study::open_sweep_folder(&cfg.out_dir, &plan, "sweep --plan")?;
+    println!(
+        "plan {}: {} runs ({}) -> {}",
+        plan.hash,
+        plan.runs.len(),
+        plan.order,
+        cfg.out_dir.join(study::PLAN_JSON).display()
+    );
+    for r in &plan.runs {
+        println!("{}\t{}\t{}", r.index, r.name, r.hash);
+    }
+    Ok(())
+}
+
+/// `warpscope merge`: one sweep from its shards' folders.
+pub fn merge(args: &MergeArgs) -> Result<()> {
+    let summary = study::merge(&args.out, &args.dirs)?;
+    for d in &summary.duplicates {
+        eprintln!("warpscope: merge: duplicate: {d}");
+    }
+    eprintln!(
+        "warpscope: merge: {} runs of plan {} ({} copied now, {} already there) -> {}",
+        summary.rows.len(),
+        summary.plan_hash,
+        summary.copied,
+        summary.in_place,
+        summary.csv.display()
+    );
+    Ok(())
+}
+
+/// Runs a sweep (or one shard of it) with a progress bar, then writes the requested log formats
+/// per run.
+fn run_sweep(cfg: &SweepConfig, shard: study::Shard, formats: &[ExportFormat]) -> Result<()> {
     let bar = ProgressBar::new(0);
     bar.set_style(
         ProgressStyle::with_template(
@@ -314,7 +388,7 @@ fn run_sweep(cfg: &SweepConfig, formats: &[ExportFormat]) -> Result<()> {
     // each finished run in a line there instead.
     let lines = !std::io::stderr().is_terminal();
     let started = std::time::Instant::now();
-    let summary = study::sweep(cfg, &|done, total| {
+    let summary = study::sweep_shard(cfg, shard, &|done, total| {
         bar.set_length(total as u64);
         bar.set_position(done as u64);
         if lines && done > 0 {
@@ -325,6 +399,9 @@ fn run_sweep(cfg: &SweepConfig, formats: &[ExportFormat]) -> Result<()> {
         }
     })?;
     bar.finish_and_clear();
+    for r in &summary.redone {
+        eprintln!("warpscope: sweep: redid an incomplete run: {r}");
+    }
     for row in &summary.rows {
         export_run(&cfg.out_dir.join(&row.run), formats)?;
     }
@@ -406,7 +483,7 @@ pub fn demo(args: &DemoArgs) -> Result<()> {
         formats: args.formats.clone(),
     }
     .formats()?;
-    run_sweep(&cfg, &formats)?;
+    run_sweep(&cfg, study::Shard::WHOLE, &formats)?;
     let reuse_dir = sweep_dir.join("reuse");
     if !gpu && !reuse_dir.join("reuse.md").exists() {
         eprintln!("warpscope: demo: working-set and reuse-distance study");

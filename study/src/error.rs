@@ -69,6 +69,39 @@ pub enum StudyError {
         source_name: &'static str,
         mode: String,
     },
+    /// A file of ours (`plan.json`, `complete.json`) that does not parse.
+    #[error("{path}: {reason}")]
+    BadFile { path: PathBuf, reason: String },
+    /// Another process holds the sweep folder's lock.
+    #[error(
+        "{path} is held by {holder}: one writer per sweep folder; wait for it to finish, or use \
+         another --out folder (shards of one sweep each write their own folder, then `warpscope merge`)"
+    )]
+    Locked { path: PathBuf, holder: String },
+    /// A sweep folder (or a shard's output) made with other parameters than the ones given.
+    #[error(
+        "{dir} holds a sweep with other parameters ({}); {advice}",
+        differences.join("; ")
+    )]
+    PlanMismatch {
+        dir: PathBuf,
+        /// `field: there -> here`, one per differing parameter.
+        differences: Vec<String>,
+        advice: String,
+    },
+    /// Runs of the plan that no shard folder holds complete.
+    #[error(
+        "{missing} of {total} runs are missing or incomplete in every shard folder: {}{}; \
+         rerun the shards that hold them (a sweep resumes), then merge again",
+        runs.join(", "),
+        if *missing > runs.len() { ", …" } else { "" }
+    )]
+    MergeMissing {
+        missing: usize,
+        total: usize,
+        /// The first of them, `NAME (#index: why)`.
+        runs: Vec<String>,
+    },
     /// The rendered image differs between probe modes: the probes changed the output (C3).
     #[error("run {run}: the image of mode {mode} differs from the bare build's in {pixels} pixels")]
     ImageChanged {

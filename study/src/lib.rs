@@ -10,7 +10,9 @@
 //! [`BlockShape`] (the experiment's axes), [`RenderParams`] and [`render_reference`] (the CPU
 //! reference), [`parse_hit_rate`] (Nsight Compute CSV), [`RenderConfig`] / [`render`] (one
 //! frame on a `instrument::Device`, written to a run folder), [`SweepConfig`] / [`sweep`] /
-//! [`demo_config`] (the cross product of shapes × views × modes, and `sweep.csv`) and [`Scale`]
+//! [`demo_config`] (the cross product of shapes × views × modes, and `sweep.csv`), [`SweepPlan`]
+//! / [`Shard`] / [`merge`] (the sweep's runs and their hashes, one part of them, shards joined
+//! into one sweep) and [`Scale`]
 //! (the paper's geometry, and the smaller one that keeps its sampling regime).
 //!
 //! ```
@@ -22,8 +24,12 @@
 //! assert_eq!(BlockShape::PAPER[0].name(), "128x1");
 //! ```
 
+mod complete;
 mod error;
+mod lock;
+mod merge;
 mod ncu;
+mod plan;
 mod reference;
 mod render;
 mod reuse_study;
@@ -33,10 +39,16 @@ mod sweep;
 mod view;
 mod volume;
 
+pub use complete::{COMPLETE_JSON, MarkedFile, RunMarker, RunState, run_state};
 pub use error::StudyError;
+pub use lock::{FolderLock, LOCK_FILE};
+pub use merge::{MergeSummary, merge};
 pub use ncu::{
     FALLBACK_HIT_RATE_METRIC, NcuHitRate, TEX_HIT_RATE_METRIC, ncu_args, ncu_path, parse_hit_rate,
     run_ncu,
+};
+pub use plan::{
+    CommonInputs, PLAN_FORMAT, PLAN_JSON, PLAN_ORDER, PlanInputs, PlannedRun, Shard, SweepPlan,
 };
 pub use reference::{
     Image, ImageDiff, MAX_STEPS, OPACITY_THRESHOLD, RenderParams, TRANSFER_FUNCTION, TSTEP,
@@ -50,7 +62,8 @@ pub use reuse_study::{HitRow, ReuseRow, ReuseStudyConfig, ReuseStudySummary, reu
 pub use roofline_bench::{BenchOptions, BenchResult, roofline_command, run_roofline_benches};
 pub use scale::{Geometry, Scale};
 pub use sweep::{
-    SWEEP_CSV, SweepConfig, SweepRow, SweepSummary, demo_config, run_is_complete, sweep, write_csv,
+    SWEEP_CSV, SweepConfig, SweepRow, SweepSummary, demo_config, open_sweep_folder, sweep,
+    sweep_shard, write_csv,
 };
 pub use view::{
     BlockShape, CAMERA_DISTANCE, MAX_THREADS_PER_BLOCK, View, parse_shapes, parse_views,

@@ -5,15 +5,18 @@
 //! reference frequency vs texture hit rate vs frame rate), so the unit of analysis is the table of
 //! runs. On the emulator runs are independent and deterministic, so they run in parallel (rayon),
 //! one emulator instance per (shape, view) group — the group shares its bare `WS_OFF` frame for
-//! the overhead of every mode. An interrupted sweep resumes: a run whose folder holds a readable
-//! `run.json` (written last, atomically) is not redone.
+//! the overhead of every mode. The runs and their order are the [`SweepPlan`]'s; the folder keeps
+//! it as `plan.json` and refuses a sweep of other parameters, and `sweep.lock` admits one writer.
+//! An interrupted sweep resumes: a run whose folder holds a valid completion marker
+//! (`complete.json`, written last; see [`crate::run_state`]) is not redone, any other is redone.
 //!
 //! `sweep.csv` columns, in order: `run` (folder name, `16x8_v0-0-0_fence`), `backend`, `preset`,
 //! `shape`, `view`, `mode`, `cycles`, `kernel_ms`, `frame_rate`, `tex_hit_rate` (0–1, empty when
 //! unavailable), `dropped_records`, `overhead` (probed ÷ bare kernel time), `occupancy_bare`,
 //! `occupancy_probed` (resident blocks per SM), `tex_hit_rate_bare` (the bare build's, 0–1),
 //! `warp_instructions`, `records`, `image_matches_bare`.
-//! Rows follow the order shapes × views × modes as configured.
+//! Rows follow the plan's order, shapes × views × modes as configured (a shard's table holds its
+//! runs only).
 //!
 //! ```no_run
 //! let cfg = study::demo_config(std::path::Path::new("warpscope-demo/sweep"), study::Scale::Quick)
@@ -23,6 +26,9 @@
 //! ```
 
 use crate::StudyError;
+use crate::complete::{RunMarker, RunState, clear_marker, run_state};
+use crate::lock::FolderLock;
+use crate::plan::{PLAN_JSON, PlannedRun, Shard, SweepPlan};
 use crate::reference::{RenderParams, write_atomic};
 use crate::render::{Frame, RenderConfig, Session};
 use crate::scale::Scale;
@@ -124,8 +130,13 @@ pub struct SweepSummary {
     /// Runs rendered now, and runs found complete from an earlier, interrupted sweep.
     pub rendered: usize,
     pub resumed: usize,
+    /// Runs found incomplete (`NAME: why`) and rendered again.
+    pub redone: Vec<String>,
     /// Which backend ran, and why (from `instrument::open_device`).
     pub backend_note: String,
+    /// The plan's hash (`plan.json`), and the part of it this sweep ran.
+    pub plan_hash: String,
+    pub shard: Shard,
 }
 
 /// The demo at `scale` ([`Scale`]): a molecule-like volume and image of that geometry, the GTX 480
@@ -185,44 +196,79 @@ impl SweepConfig {
         }
         v
     }
-
-    fn validate(&self) -> Result<(), StudyError> {
-        for (field, empty) in [
-            ("shapes", self.shapes.is_empty()),
-            ("views", self.views.is_empty()),
-            ("modes", self.modes.is_empty()),
-        ] {
-            if empty {
-                return Err(StudyError::Config {
-                    field,
-                    value: "[]".into(),
-                    reason: "the sweep needs at least one".into(),
-                });
-            }
-        }
-        Ok(())
-    }
 }
 
-/// Whether `dir` holds a finished run (a readable `run.json`).
-pub fn run_is_complete(dir: &Path) -> bool {
-    RunMetrics::read(&dir.join("run.json")).is_ok()
+/// Opens `dir` for writing the sweep of `plan`: creates it, takes its lock (refusing a second
+/// writer) and checks its `plan.json` — refusing a folder of another sweep with the differing
+/// parameters named — or writes it. `what` says who holds the lock (`sweep shard 2/3`).
+pub fn open_sweep_folder(
+    dir: &Path,
+    plan: &SweepPlan,
+    what: &str,
+) -> Result<FolderLock, StudyError> {
+    std::fs::create_dir_all(dir).map_err(|e| StudyError::io(dir, e))?;
+    let lock = FolderLock::acquire(dir, what)?;
+    let plan_path = dir.join(PLAN_JSON);
+    if plan_path.exists() {
+        let there = SweepPlan::read(&plan_path)?;
+        if there.hash != plan.hash {
+            return Err(StudyError::PlanMismatch {
+                dir: dir.to_path_buf(),
+                differences: there.differences(plan),
+                advice: "use another --out folder, or the same parameters to resume this one"
+                    .into(),
+            });
+        }
+    } else {
+        plan.write(&plan_path)?;
+    }
+    Ok(lock)
 }
 
 /// Runs the sweep into `cfg.out_dir`, calling `progress(done, total)` after each run (from worker
-/// threads), and writes `sweep.csv`.
+/// threads), and writes `sweep.csv`. The same as [`sweep_shard`] with the whole plan.
 pub fn sweep(
     cfg: &SweepConfig,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<SweepSummary, StudyError> {
-    cfg.validate()?;
-    std::fs::create_dir_all(&cfg.out_dir).map_err(|e| StudyError::io(&cfg.out_dir, e))?;
-    let runs = cfg.runs();
-    let total = runs.len();
-    let pending: Vec<&RenderConfig> = runs
-        .iter()
-        .filter(|r| !run_is_complete(&cfg.out_dir.join(r.run_name())))
+    sweep_shard(cfg, Shard::WHOLE, progress)
+}
+
+/// Runs the runs of `shard` of the sweep's plan into `cfg.out_dir` (a folder per shard: the lock
+/// admits one writer), resuming finished runs and redoing incomplete ones, and writes `plan.json`
+/// (the whole plan) and `sweep.csv` (this shard's rows, in plan order).
+pub fn sweep_shard(
+    cfg: &SweepConfig,
+    shard: Shard,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Result<SweepSummary, StudyError> {
+    let plan = SweepPlan::new(cfg)?;
+    let what = if shard == Shard::WHOLE {
+        "sweep".to_string()
+    } else {
+        format!("sweep shard {shard}")
+    };
+    let _lock = open_sweep_folder(&cfg.out_dir, &plan, &what)?;
+    let configs = cfg.runs();
+    let mine: Vec<(&RenderConfig, &PlannedRun)> = shard
+        .range(plan.runs.len())
+        .map(|i| (&configs[i], &plan.runs[i]))
         .collect();
+    let total = mine.len();
+    let mut redone = Vec::new();
+    let mut pending = Vec::new();
+    for &(r, p) in &mine {
+        let dir = cfg.out_dir.join(&p.name);
+        match run_state(&dir, p) {
+            RunState::Complete => {}
+            RunState::Missing => pending.push((r, p)),
+            RunState::Incomplete(why) => {
+                clear_marker(&dir)?;
+                redone.push(format!("{}: {why}", p.name));
+                pending.push((r, p));
+            }
+        }
+    }
     let resumed = total - pending.len();
     let done = AtomicUsize::new(resumed);
     progress(resumed, total);
@@ -232,14 +278,14 @@ pub fn sweep(
     if !pending.is_empty() {
         let volume = cfg.volume.load()?;
         // groups of the same shape and view share one device and one bare frame
-        let mut groups: Vec<Vec<&RenderConfig>> = Vec::new();
-        for r in &pending {
+        let mut groups: Vec<Vec<(&RenderConfig, &PlannedRun)>> = Vec::new();
+        for &(r, p) in &pending {
             match groups
                 .iter_mut()
-                .find(|g| g[0].shape == r.shape && g[0].view == r.view)
+                .find(|g| g[0].0.shape == r.shape && g[0].0.view == r.view)
             {
-                Some(g) => g.push(r),
-                None => groups.push(vec![r]),
+                Some(g) => g.push((r, p)),
+                None => groups.push(vec![(r, p)]),
             }
         }
         let emu = || EmuDevice::new(cfg.emu_config.clone()).with_limits(cfg.limits.clone());
@@ -262,8 +308,10 @@ pub fn sweep(
                 let mut session = Session::new(dev.as_mut(), &volume);
                 for g in &groups {
                     let mut bare = None;
-                    for r in g {
-                        session.render_run(r, &cfg.out_dir.join(r.run_name()), &mut bare)?;
+                    for &(r, p) in g {
+                        let dir = cfg.out_dir.join(&p.name);
+                        session.render_run(r, &dir, &mut bare)?;
+                        RunMarker::write_for(&dir, p)?;
                         tick();
                     }
                 }
@@ -280,12 +328,7 @@ pub fn sweep(
         }
     }
 
-    let mut rows = Vec::with_capacity(total);
-    for r in &runs {
-        let name = r.run_name();
-        let m = RunMetrics::read(&cfg.out_dir.join(&name).join("run.json"))?;
-        rows.push(SweepRow::from_metrics(&name, &m));
-    }
+    let rows = read_rows(&cfg.out_dir, mine.iter().map(|(_, p)| *p))?;
     let csv_path = cfg.out_dir.join(SWEEP_CSV);
     write_csv(&csv_path, &rows)?;
     Ok(SweepSummary {
@@ -293,21 +336,38 @@ pub fn sweep(
         rows,
         rendered: total - resumed,
         resumed,
+        redone,
         backend_note,
+        plan_hash: plan.hash,
+        shard,
     })
+}
+
+/// The `sweep.csv` rows of `runs`, in the order given, from each run folder's `run.json`.
+pub(crate) fn read_rows<'a>(
+    dir: &Path,
+    runs: impl Iterator<Item = &'a PlannedRun>,
+) -> Result<Vec<SweepRow>, StudyError> {
+    runs.map(|p| {
+        let m = RunMetrics::read(&dir.join(&p.name).join("run.json"))?;
+        Ok(SweepRow::from_metrics(&p.name, &m))
+    })
+    .collect()
 }
 
 fn run_group(
     dev: &mut dyn Device,
     volume: &Volume,
-    group: &[&RenderConfig],
+    group: &[(&RenderConfig, &PlannedRun)],
     out_dir: &Path,
     tick: &(dyn Fn() + Sync),
 ) -> Result<(), StudyError> {
     let mut session = Session::new(dev, volume);
     let mut bare: Option<Frame> = None;
-    for r in group {
-        session.render_run(r, &out_dir.join(r.run_name()), &mut bare)?;
+    for &(r, p) in group {
+        let dir = out_dir.join(&p.name);
+        session.render_run(r, &dir, &mut bare)?;
+        RunMarker::write_for(&dir, p)?;
         tick();
     }
     Ok(())
@@ -404,11 +464,18 @@ mod tests {
     }
 
     #[test]
-    fn a_run_folder_is_complete_only_with_a_readable_run_json() {
+    fn a_run_folder_is_complete_only_with_its_marker_and_files_of_the_marked_sizes() {
         let dir = tempfile::tempdir().unwrap();
-        assert!(!run_is_complete(dir.path()));
-        std::fs::write(dir.path().join("run.json"), "{\"backend\":").unwrap();
-        assert!(!run_is_complete(dir.path()));
+        let cfg = demo_config(dir.path(), Scale::Quick).unwrap();
+        let plan = SweepPlan::new(&cfg).unwrap();
+        let (run, other) = (&plan.runs[0], &plan.runs[1]);
+        let d = dir.path().join(&run.name);
+        assert_eq!(run_state(&d, run), RunState::Missing);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("run.json"), "{\"backend\":").unwrap();
+        assert!(
+            matches!(run_state(&d, run), RunState::Incomplete(w) if w.contains("complete.json"))
+        );
         let m = RunMetrics::new(
             "emu",
             "d_render",
@@ -416,8 +483,17 @@ mod tests {
             trace::Dim3::new(32, 1, 1),
             ProbeMode::Fence,
         );
-        m.write(&dir.path().join("run.json")).unwrap();
-        assert!(run_is_complete(dir.path()));
+        m.write(&d.join("run.json")).unwrap();
+        std::fs::write(d.join("image.png"), b"png bytes").unwrap();
+        RunMarker::write_for(&d, run).unwrap();
+        assert_eq!(run_state(&d, run), RunState::Complete);
+        assert!(
+            matches!(run_state(&d, other), RunState::Incomplete(w) if w.contains("not of these inputs"))
+        );
+        std::fs::write(d.join("image.png"), b"png").unwrap();
+        assert!(
+            matches!(run_state(&d, run), RunState::Incomplete(w) if w.contains("image.png has 3 bytes, 9"))
+        );
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! `warpscope launch`: run any kernel from a spec on either backend, write its output buffers as
 //! .npy, its probe records as `trace.wst`, and `run.json`.
 
+use crate::EmuArgs;
 use crate::spec::{self, ArgPlan};
-use crate::{EmuArgs, atomic_write};
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use instrument::{Arg, Device, LaunchConfig, Probe, TraceWarps, launch_probed};
@@ -134,7 +134,7 @@ pub fn run(args: &LaunchArgs) -> Result<()> {
     metrics.clock_mhz = dev.clock_mhz();
     if dev.backend() == instrument::Backend::Emu {
         metrics.preset = Some(preset);
-        atomic_write(&args.out.join("config.toml"), config_toml.as_bytes())?;
+        trace::write_bytes_atomic(&args.out.join("config.toml"), config_toml.as_bytes())?;
     }
     let started = Instant::now();
     let result = execute(

@@ -68,8 +68,20 @@ impl RunMetrics {
         }
     }
 
-    /// Reads a `run.json`, naming the file in any error.
+    /// Reads a `run.json`, naming the file in any error. A run.json is a few KiB; one over
+    /// 16 MiB is refused before it is read into memory.
     pub fn read(path: &Path) -> Result<Self, TraceError> {
+        const MAX_BYTES: u64 = 16 << 20;
+        let len = std::fs::metadata(path)
+            .map_err(|e| TraceError::io(path, e))?
+            .len();
+        if len > MAX_BYTES {
+            return Err(TraceError::Corrupt {
+                path: path.to_path_buf(),
+                offset: MAX_BYTES,
+                what: format!("{len} bytes, more than a run.json can be ({MAX_BYTES})"),
+            });
+        }
         let text = std::fs::read_to_string(path).map_err(|e| TraceError::io(path, e))?;
         serde_json::from_str(&text).map_err(|source| TraceError::Json {
             path: path.to_path_buf(),

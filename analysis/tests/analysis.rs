@@ -396,6 +396,38 @@ fn rejects_directories_that_are_not_sweeps() {
     assert!(e.contains("ghost") && e.contains("trace.wst"), "{e}");
 }
 
+/// A run whose run.json is damaged is left out of everything (roofline and bound included), and
+/// the report counts and names it; the summary says why.
+#[test]
+fn a_malformed_run_json_is_counted_as_left_out() {
+    let sweep = tempfile::tempdir().unwrap();
+    standard_sweep(sweep.path());
+    let before = analyze(
+        sweep.path(),
+        &sweep.path().join("a"),
+        &AnalyzeOptions::default(),
+    )
+    .unwrap();
+    let run = read_csv(&sweep.path().join("sweep.csv"))[0]["run"].clone();
+    std::fs::write(sweep.path().join(&run).join("run.json"), "{\"backend\": ").unwrap();
+    let out = sweep.path().join("b");
+    let after = analyze(sweep.path(), &out, &AnalyzeOptions::default()).unwrap();
+    assert_eq!(after.runs_analyzed + 1, before.runs_analyzed);
+    assert_eq!(after.skipped.len(), before.skipped.len() + 1);
+    let why = after.skipped.iter().find(|s| s.starts_with(&run)).unwrap();
+    assert!(
+        why.contains("run.json") && why.contains("invalid JSON"),
+        "{why}"
+    );
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    let counted = format!(
+        "{} runs analysed, {} left out",
+        after.runs_analyzed,
+        after.skipped.len()
+    );
+    assert!(md.contains(&counted) && md.contains(&run), "{counted}");
+}
+
 fn all_files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     std::fs::read_dir(dir)
         .unwrap()

@@ -151,7 +151,7 @@ pub fn analyze(
             Err(e) => {
                 skipped.push(Skipped {
                     run: files.row.run.clone(),
-                    reason: format!("unreadable trace: {e}"),
+                    reason: format!("unreadable trace: {}", trace::error_chain(&e)),
                 });
                 continue;
             }

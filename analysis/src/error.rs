@@ -13,7 +13,7 @@ pub enum AnalysisError {
         line: u64,
         reason: String,
     },
-    #[error("{path}: {source}")]
+    #[error("{path}")]
     Io {
         path: PathBuf,
         #[source]
@@ -21,7 +21,7 @@ pub enum AnalysisError {
     },
     #[error(transparent)]
     Trace(#[from] trace::TraceError),
-    #[error("{path}: {source}")]
+    #[error("{path}")]
     Polars {
         path: PathBuf,
         #[source]

@@ -7,7 +7,7 @@
 //! deterministic.
 
 use crate::AnalysisError;
-use crate::output::{commit, tmp_path, write_atomic};
+use crate::output::write_atomic;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::Path;
@@ -128,17 +128,15 @@ impl Figure {
                 .map_err(|e| plot_err(&svg_path, e.to_string()))?;
         }
         write_atomic(&svg_path, svg.as_bytes())?;
-        let tmp = tmp_path(&png_path);
-        let drawn = (|| {
-            let root = BitMapBackend::new(&tmp, self.size).into_drawing_area();
-            self.draw(&root)?;
-            root.present().map_err(|e| e.to_string())
-        })();
-        if let Err(reason) = drawn {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(plot_err(&png_path, reason));
-        }
-        commit(&tmp, &png_path, Ok(()))?;
+        crate::output::write_atomic_path(
+            &png_path,
+            |tmp| {
+                let root = BitMapBackend::new(tmp, self.size).into_drawing_area();
+                self.draw(&root)?;
+                root.present().map_err(|e| e.to_string())
+            },
+            |reason| plot_err(&png_path, reason),
+        )?;
         Ok(Drawn {
             stem: self.stem.clone(),
             title: self.title.clone(),
@@ -452,6 +450,6 @@ mod tests {
         let png = std::fs::read(dir.path().join("bars.png")).unwrap();
         assert_eq!(&png[1..4], b"PNG");
         assert!(dir.path().join("bars.svg").is_file());
-        assert!(!tmp_path(&dir.path().join("bars.png")).exists());
+        assert!(!trace::temp_path(&dir.path().join("bars.png")).exists());
     }
 }

@@ -1,33 +1,26 @@
 //! Atomic file output and small text helpers shared by the writers.
 
 use crate::AnalysisError;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-/// The temp name beside `path` (`dir/.tmp-name.ext`, see [`trace::temp_path`]); it keeps the
-/// extension, from which plotters' bitmap backend picks the image format.
-pub(crate) fn tmp_path(path: &Path) -> PathBuf {
-    trace::temp_path(path)
-}
-
-/// Writes `bytes` to a temp file beside `path`, syncs it and renames it over `path`, so a reader
-/// never sees a half-written output.
+/// Writes `bytes` to `path` atomically (see [`trace::write_bytes_atomic`]).
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), AnalysisError> {
     Ok(trace::write_bytes_atomic(path, bytes)?)
 }
 
-/// Renames `tmp` to `path` when `result` is Ok; removes `tmp` otherwise.
-pub(crate) fn commit(
-    tmp: &Path,
+/// Writes `path` atomically through a library that opens the file itself (plotters' bitmap
+/// backend): `draw` fills the temp path it is given (see [`trace::write_atomic_path`]); its
+/// failure, in words, becomes `draw_error(reason)`.
+pub(crate) fn write_atomic_path(
     path: &Path,
-    result: std::io::Result<()>,
+    draw: impl FnOnce(&Path) -> Result<(), String>,
+    draw_error: impl FnOnce(String) -> AnalysisError,
 ) -> Result<(), AnalysisError> {
-    match result.and_then(|_| std::fs::rename(tmp, path)) {
-        Ok(()) => Ok(()),
-        Err(e) => {
-            let _ = std::fs::remove_file(tmp);
-            Err(AnalysisError::io(path, e))
-        }
-    }
+    trace::write_atomic_path(
+        path,
+        |tmp| draw(tmp).map_err(draw_error),
+        |p, e| AnalysisError::io(p, e),
+    )
 }
 
 /// A file-name-safe form of `s`: ASCII letters, digits, `-`, `_` and `.` kept, the rest `-`.
@@ -79,10 +72,25 @@ mod tests {
         let p = dir.path().join("a.csv");
         write_atomic(&p, b"x").unwrap();
         assert_eq!(std::fs::read(&p).unwrap(), b"x");
-        assert!(!tmp_path(&p).exists());
-        assert!(tmp_path(&p).to_string_lossy().ends_with(".tmp-a.csv"));
+        assert!(!trace::temp_path(&p).exists());
         let bad = dir.path().join("no-such-dir").join("b.csv");
         assert!(write_atomic(&bad, b"x").is_err());
+        let e = write_atomic_path(
+            &p,
+            |_| Err("no pen".into()),
+            |r| AnalysisError::Plot {
+                path: p.clone(),
+                reason: r,
+            },
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("no pen"), "{e}");
+        assert_eq!(
+            std::fs::read(&p).unwrap(),
+            b"x",
+            "a failed draw keeps the old file"
+        );
+        assert!(!trace::temp_path(&p).exists());
     }
 
     #[test]

@@ -29,7 +29,6 @@
 //! peak RSS 192 MiB; 10⁷ records peak at 166 MiB, so memory does not grow with the trace.
 
 use crate::AnalysisError;
-use crate::output::{commit, tmp_path};
 use polars::prelude::*;
 use std::path::Path;
 use trace::TraceReader;
@@ -148,35 +147,27 @@ fn schema() -> Schema {
 /// Writes every record of `reader` to the Parquet file `out` (atomically) and returns the number
 /// of rows written.
 pub fn write_parquet(reader: &TraceReader, out: &Path) -> Result<u64, AnalysisError> {
-    let tmp = tmp_path(out);
-    let result = write_to(reader, &tmp, out, BATCH_ROWS);
-    match result {
-        Ok(rows) => {
-            commit(&tmp, out, Ok(()))?;
-            Ok(rows)
-        }
-        Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
-            Err(e)
-        }
-    }
+    trace::check_output_against(out, &[reader.path()])?;
+    trace::write_atomic_with(
+        out,
+        |w| write_to(reader, w, out, BATCH_ROWS),
+        |p, e| AnalysisError::io(p, e),
+    )
 }
 
 fn write_to(
     reader: &TraceReader,
-    tmp: &Path,
+    buffered: &mut std::io::BufWriter<std::fs::File>,
     out: &Path,
     batch_rows: usize,
 ) -> Result<u64, AnalysisError> {
     let pe = |e: PolarsError| AnalysisError::polars(out, e);
-    let file = std::fs::File::create(tmp).map_err(|e| AnalysisError::io(tmp, e))?;
-    let mut buffered = std::io::BufWriter::with_capacity(1 << 20, file);
     let launch = reader.launch();
     let mode = launch.mode.name();
     let mut text = SiteText {
         names: Default::default(),
     };
-    let mut writer = ParquetWriter::new(&mut buffered)
+    let mut writer = ParquetWriter::new(buffered)
         .with_compression(ParquetCompression::Snappy)
         .batched(&schema())
         .map_err(pe)?;
@@ -215,11 +206,6 @@ fn write_to(
             .map_err(pe)?;
     }
     writer.finish().map_err(pe)?;
-    drop(writer);
-    let file = buffered
-        .into_inner()
-        .map_err(|e| AnalysisError::io(tmp, e.into_error()))?;
-    file.sync_all().map_err(|e| AnalysisError::io(tmp, e))?;
     Ok(rows)
 }
 
@@ -252,7 +238,12 @@ mod tests {
         let reader = TraceReader::open(&path).unwrap();
         let out = dir.path().join("r.parquet");
         // Batches close at the first warp boundary past 4 rows: several row groups.
-        let n = write_to(&reader, &out, &out, 4).unwrap();
+        let n = trace::write_atomic_with(
+            &out,
+            |w| write_to(&reader, w, &out, 4),
+            |p, e| AnalysisError::io(p, e),
+        )
+        .unwrap();
         assert_eq!(n, t.record_count());
         let df = ParquetReader::new(std::fs::File::open(&out).unwrap())
             .finish()

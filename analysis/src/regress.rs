@@ -780,9 +780,9 @@ mod tests {
 
     fn write_sweep(dir: &Path, preset: &str, runs: &[(&str, f64, f64, f64)]) {
         std::fs::create_dir_all(dir).unwrap();
-        let mut csv = String::from("run,backend,preset,shape,view,mode,kernel_ms\n");
+        let mut csv = String::from("run,backend,preset,shape,view,mode,cycles,kernel_ms\n");
         for (run, ms, tex_misses, dram) in runs {
-            let _ = writeln!(csv, "{run},emu,{preset},8x16,\"0,0,0\",fence,{ms}");
+            let _ = writeln!(csv, "{run},emu,{preset},8x16,\"0,0,0\",fence,,{ms}");
             let d = dir.join(run);
             std::fs::create_dir_all(&d).unwrap();
             let json = serde_json::json!({

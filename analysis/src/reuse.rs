@@ -280,17 +280,15 @@ pub fn write_xy_figure(dir: &std::path::Path, fig: &XyFigure) -> Result<String, 
             .map_err(|e| plot_err(&svg_path, e.to_string()))?;
     }
     crate::output::write_atomic(&svg_path, svg.as_bytes())?;
-    let tmp = crate::output::tmp_path(&png_path);
-    let drawn = (|| {
-        let root = BitMapBackend::new(&tmp, (900, 560)).into_drawing_area();
-        draw_xy(&root, fig)?;
-        root.present().map_err(|e| e.to_string())
-    })();
-    if let Err(reason) = drawn {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(plot_err(&png_path, reason));
-    }
-    crate::output::commit(&tmp, &png_path, Ok(()))?;
+    crate::output::write_atomic_path(
+        &png_path,
+        |tmp| {
+            let root = BitMapBackend::new(tmp, (900, 560)).into_drawing_area();
+            draw_xy(&root, fig)?;
+            root.present().map_err(|e| e.to_string())
+        },
+        |reason| plot_err(&png_path, reason),
+    )?;
     Ok(svg)
 }
 

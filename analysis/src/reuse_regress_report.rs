@@ -160,7 +160,10 @@ fn regress_section(sec: &mut Section, sweep_dir: &Path, out_dir: &Path) {
             sec.files.extend(s.files);
         }
         Err(e) => {
-            let note = format!("The regression could not run on this sweep: {e}");
+            let note = format!(
+                "The regression could not run on this sweep: {}",
+                trace::error_chain(&e)
+            );
             let _ = writeln!(sec.html, "<p>{}</p>", html_escape(&note));
             let _ = writeln!(sec.md, "{note}\n");
         }

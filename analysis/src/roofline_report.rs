@@ -21,7 +21,7 @@
 use crate::AnalysisError;
 use crate::bound::{GpuSpec, Hierarchy, RunBound, run_bound};
 use crate::figures::Drawn;
-use crate::output::{commit, html_escape, slug, tmp_path, write_atomic};
+use crate::output::{html_escape, slug, write_atomic};
 use crate::roofline::{Ceilings, Level, RunCounters, RunRoofline, roofline_point, run_roofline};
 use crate::table::{Col, Table, fmt_sig};
 use plotters::coord::Shift;
@@ -72,7 +72,7 @@ fn read_runs(sweep_dir: &Path, runs: &[(String, String)]) -> (Vec<RunInput>, Vec
                 spec,
                 counters,
             }),
-            Err(e) => left.push(format!("{run}: {e}")),
+            Err(e) => left.push(format!("{run}: {}", trace::error_chain(&e))),
         }
     }
     (ok, left)
@@ -592,17 +592,15 @@ fn render_roofline(
             .map_err(|e| plot_err(&svg_path, e.to_string()))?;
     }
     write_atomic(&svg_path, svg.as_bytes())?;
-    let tmp = tmp_path(&png_path);
-    let drawn = (|| {
-        let root = BitMapBackend::new(&tmp, size).into_drawing_area();
-        draw(&root, title, roofs, points)?;
-        root.present().map_err(|e| e.to_string())
-    })();
-    if let Err(reason) = drawn {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(plot_err(&png_path, reason));
-    }
-    commit(&tmp, &png_path, Ok(()))?;
+    crate::output::write_atomic_path(
+        &png_path,
+        |tmp| {
+            let root = BitMapBackend::new(tmp, size).into_drawing_area();
+            draw(&root, title, roofs, points)?;
+            root.present().map_err(|e| e.to_string())
+        },
+        |reason| plot_err(&png_path, reason),
+    )?;
     Ok(Drawn {
         stem: stem.to_string(),
         title: title.to_string(),

@@ -3,11 +3,13 @@
 //! The contract (written by the study crate's `sweep`):
 //! ```text
 //! SWEEPDIR/sweep.csv        header + one row per run; columns read by name, in any order:
-//!                           run, shape, view, mode (required); backend, preset, cycles,
+//!                           run, shape, view, mode, cycles (required columns); backend, preset,
 //!                           kernel_ms, frame_rate, tex_hit_rate, dropped_records, overhead,
 //!                           occupancy_bare, occupancy_probed, tex_hit_rate_bare (optional; an
-//!                           empty cell or a missing column = unknown)
-//! SWEEPDIR/<run>/run.json   trace::RunMetrics (fallback for frame_rate / tex_hit_rate)
+//!                           empty cell or a missing column = unknown). Each run once; shape is
+//!                           WIDTHxHEIGHT; counts, times and rates are not negative.
+//! SWEEPDIR/<run>/run.json   trace::RunMetrics (fallback for frame_rate / tex_hit_rate); a run
+//!                           whose run.json exists but cannot be read is left out, with why
 //! SWEEPDIR/<run>/trace.wst  trace::TraceReader
 //! SWEEPDIR/<run>/config.toml  the effective emulator config (optional)
 //! ```
@@ -51,7 +53,20 @@ pub(crate) struct Skipped {
     pub reason: String,
 }
 
-const REQUIRED: [&str; 4] = ["run", "shape", "view", "mode"];
+const REQUIRED: [&str; 5] = ["run", "shape", "view", "mode", "cycles"];
+
+/// Numeric columns that count, time or rate something: a negative value is a damaged file.
+const NON_NEGATIVE: [&str; 9] = [
+    "cycles",
+    "kernel_ms",
+    "frame_rate",
+    "tex_hit_rate",
+    "dropped_records",
+    "occupancy_bare",
+    "occupancy_probed",
+    "tex_hit_rate_bare",
+    "overhead",
+];
 
 /// Reads `sweep.csv`, rejecting a directory that is not a sweep with a message saying why.
 pub(crate) fn read_sweep_csv(dir: &Path) -> Result<Vec<SweepRow>, AnalysisError> {
@@ -79,6 +94,7 @@ pub(crate) fn read_sweep_csv(dir: &Path) -> Result<Vec<SweepRow>, AnalysisError>
         )));
     }
     let mut rows = Vec::new();
+    let mut seen = std::collections::HashMap::new();
     for (i, rec) in rdr.records().enumerate() {
         let line = i as u64 + 2;
         let rec = rec.map_err(|e| csv_error(&path, line, e))?;
@@ -88,12 +104,20 @@ pub(crate) fn read_sweep_csv(dir: &Path) -> Result<Vec<SweepRow>, AnalysisError>
                 .map(|s| s.trim().to_string())
                 .unwrap_or_default()
         };
+        let bad = |reason: String| AnalysisError::SweepCsv {
+            path: path.clone(),
+            line,
+            reason,
+        };
         let num = |name: &str| -> Result<Option<f64>, AnalysisError> {
-            parse_optional(&text(name)).map_err(|reason| AnalysisError::SweepCsv {
-                path: path.clone(),
-                line,
-                reason: format!("column `{name}`: {reason}"),
-            })
+            let v = parse_optional(&text(name))
+                .map_err(|reason| bad(format!("column `{name}`: {reason}")))?;
+            match v {
+                Some(x) if x < 0.0 && NON_NEGATIVE.contains(&name) => {
+                    Err(bad(format!("column `{name}`: {x} is negative")))
+                }
+                _ => Ok(v),
+            }
         };
         let row = SweepRow {
             run: text("run"),
@@ -122,6 +146,18 @@ pub(crate) fn read_sweep_csv(dir: &Path) -> Result<Vec<SweepRow>, AnalysisError>
                 ),
             });
         }
+        if parse_shape(&row.shape).is_none() {
+            return Err(bad(format!(
+                "column `shape`: {:?} is not WIDTHxHEIGHT (e.g. 16x8)",
+                row.shape
+            )));
+        }
+        if let Some(first) = seen.insert(row.run.clone(), line) {
+            return Err(bad(format!(
+                "run {:?} is listed twice (first on line {first})",
+                row.run
+            )));
+        }
         rows.push(row);
     }
     if rows.is_empty() {
@@ -136,6 +172,13 @@ fn csv_error(path: &Path, line: u64, e: csv::Error) -> AnalysisError {
         line: e.position().map(|p| p.line()).unwrap_or(line),
         reason: e.to_string(),
     }
+}
+
+/// A block shape `WIDTHxHEIGHT` (positive integers), as sweep.csv names it.
+pub(crate) fn parse_shape(s: &str) -> Option<(u32, u32)> {
+    let (x, y) = s.split_once('x')?;
+    let (x, y) = (x.trim().parse().ok()?, y.trim().parse().ok()?);
+    (x > 0 && y > 0).then_some((x, y))
 }
 
 /// An empty cell (or `nan`/`NA`, which spreadsheets write) is unknown; anything else must parse.
@@ -162,8 +205,24 @@ pub(crate) fn locate_runs(dir: &Path, rows: Vec<SweepRow>) -> (Vec<RunFiles>, Ve
             });
             continue;
         }
-        // run.json fills what sweep.csv left empty; a run without one still has its trace.
-        if let Ok(m) = trace::RunMetrics::read(&run_dir.join("run.json")) {
+        // run.json fills what sweep.csv left empty; a run without one still has its trace, but
+        // one that is there and unreadable is left out (and counted so), not quietly ignored.
+        let run_json = run_dir.join("run.json");
+        let metrics = if run_json.exists() {
+            match trace::RunMetrics::read(&run_json) {
+                Ok(m) => Some(m),
+                Err(e) => {
+                    skipped.push(Skipped {
+                        reason: trace::error_chain(&e),
+                        run: row.run,
+                    });
+                    continue;
+                }
+            }
+        } else {
+            None
+        };
+        if let Some(m) = metrics {
             row.frame_rate = row.frame_rate.or(m.frame_rate);
             row.tex_hit_rate = row.tex_hit_rate.or(m.tex_hit_rate);
             row.kernel_ms = row.kernel_ms.or(m.kernel_ms);
@@ -190,7 +249,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(
             dir.path().join("sweep.csv"),
-            "mode,run,shape,view,tex_hit_rate,frame_rate\nfence,a,16x8,\"0,0,0\",,12.5\nnaive,b,8x16,\"90,0,90\",0.5,nan\n",
+            "mode,run,shape,view,cycles,tex_hit_rate,frame_rate\nfence,a,16x8,\"0,0,0\",,,12.5\nnaive,b,8x16,\"90,0,90\",7,0.5,nan\n",
         )
         .unwrap();
         let rows = read_sweep_csv(dir.path()).unwrap();
@@ -220,10 +279,71 @@ mod tests {
         assert!(e.contains("line 2") && e.contains("cycles"), "{e}");
         std::fs::write(
             dir.path().join("sweep.csv"),
-            "run,shape,view,mode\n../x,1x1,0,fence\n",
+            "run,shape,view,mode,cycles\n../x,1x1,0,fence,1\n",
         )
         .unwrap();
         assert!(read_sweep_csv(dir.path()).is_err());
+    }
+
+    /// Each damaged sweep.csv is refused with the file, the line and the column or run.
+    #[test]
+    fn refuses_duplicates_missing_columns_negative_counts_and_bad_shapes() {
+        let dir = tempfile::tempdir().unwrap();
+        let head = "run,shape,view,mode,cycles\n";
+        let cases = [
+            (
+                format!("{head}a,16x8,0,fence,10\nb,8x16,0,fence,10\na,16x8,0,fence,10\n"),
+                &[
+                    "sweep.csv",
+                    "line 4",
+                    "\"a\" is listed twice (first on line 2)",
+                ][..],
+            ),
+            (
+                "run,shape,view,mode\na,16x8,0,fence\n".to_string(),
+                &["sweep.csv", "no `cycles` column"][..],
+            ),
+            (
+                format!("{head}a,16x8,0,fence,-5\n"),
+                &["line 2", "column `cycles`: -5 is negative"][..],
+            ),
+            (
+                format!("{head}a,16by8,0,fence,5\n"),
+                &["line 2", "column `shape`", "16by8"][..],
+            ),
+        ];
+        for (text, wants) in cases {
+            std::fs::write(dir.path().join("sweep.csv"), &text).unwrap();
+            let e = read_sweep_csv(dir.path()).unwrap_err().to_string();
+            for w in wants {
+                assert!(e.contains(w), "{text:?}: {e} should contain {w:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_malformed_run_json_leaves_the_run_out_with_the_reason() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("sweep.csv"),
+            "run,shape,view,mode,cycles\nbad,1x1,0,fence,\nok,1x1,0,fence,\n",
+        )
+        .unwrap();
+        for run in ["bad", "ok"] {
+            std::fs::create_dir_all(dir.path().join(run)).unwrap();
+            std::fs::write(dir.path().join(run).join("trace.wst"), b"").unwrap();
+        }
+        std::fs::write(dir.path().join("bad").join("run.json"), "{\"backend\": 3").unwrap();
+        let rows = read_sweep_csv(dir.path()).unwrap();
+        let (found, skipped) = locate_runs(dir.path(), rows);
+        assert_eq!(found.len(), 1);
+        assert_eq!(skipped.len(), 1);
+        assert_eq!(skipped[0].run, "bad");
+        assert!(
+            skipped[0].reason.contains("run.json") && skipped[0].reason.contains("invalid JSON"),
+            "{}",
+            skipped[0].reason
+        );
     }
 
     #[test]
@@ -231,7 +351,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(
             dir.path().join("sweep.csv"),
-            "run,shape,view,mode\nmissing,1x1,0,fence\n",
+            "run,shape,view,mode,cycles\nmissing,1x1,0,fence,\n",
         )
         .unwrap();
         let rows = read_sweep_csv(dir.path()).unwrap();

@@ -383,7 +383,7 @@ fn rejects_directories_that_are_not_sweeps() {
     );
     std::fs::write(
         dir.path().join("sweep.csv"),
-        "run,shape,view,mode\nghost,1x1,\"0,0,0\",fence\n",
+        "run,shape,view,mode,cycles\nghost,1x1,\"0,0,0\",fence,\n",
     )
     .unwrap();
     let e = analyze(
@@ -394,6 +394,38 @@ fn rejects_directories_that_are_not_sweeps() {
     .unwrap_err()
     .to_string();
     assert!(e.contains("ghost") && e.contains("trace.wst"), "{e}");
+}
+
+/// A run whose run.json is damaged is left out of everything (roofline and bound included), and
+/// the report counts and names it; the summary says why.
+#[test]
+fn a_malformed_run_json_is_counted_as_left_out() {
+    let sweep = tempfile::tempdir().unwrap();
+    standard_sweep(sweep.path());
+    let before = analyze(
+        sweep.path(),
+        &sweep.path().join("a"),
+        &AnalyzeOptions::default(),
+    )
+    .unwrap();
+    let run = read_csv(&sweep.path().join("sweep.csv"))[0]["run"].clone();
+    std::fs::write(sweep.path().join(&run).join("run.json"), "{\"backend\": ").unwrap();
+    let out = sweep.path().join("b");
+    let after = analyze(sweep.path(), &out, &AnalyzeOptions::default()).unwrap();
+    assert_eq!(after.runs_analyzed + 1, before.runs_analyzed);
+    assert_eq!(after.skipped.len(), before.skipped.len() + 1);
+    let why = after.skipped.iter().find(|s| s.starts_with(&run)).unwrap();
+    assert!(
+        why.contains("run.json") && why.contains("invalid JSON"),
+        "{why}"
+    );
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    let counted = format!(
+        "{} runs analysed, {} left out",
+        after.runs_analyzed,
+        after.skipped.len()
+    );
+    assert!(md.contains(&counted) && md.contains(&run), "{counted}");
 }
 
 fn all_files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
@@ -459,13 +491,16 @@ fn parquet_round_trips_every_value() {
     let dir = tempfile::tempdir().unwrap();
     let launch = LaunchInfo::new("k", Dim3::new(2, 1, 1), Dim3::new(64, 1, 1))
         .with_probe(ProbeMode::Naive, RecordKind::Trace)
-        .with_sites(vec![SiteInfo::new(0, "p[i]", Region::Global)]);
+        .with_sites(vec![
+            SiteInfo::new(0, "p[i]", Region::Global),
+            SiteInfo::new(9, "tex", Region::Texture),
+        ]);
     let mut warps = Vec::new();
     for i in 0..5u32 {
         let mut t = WarpTrace::new([i / 2, 1, 0], i % 2, i, SmId(i % 3));
         t.hw_warp = 7 + i;
         for k in 0..(i * 3) {
-            // Site 9 is undeclared; one record per warp has a wrapped clock.
+            // Two sites; one record per warp has a wrapped clock.
             let (start, end) = if k == 1 {
                 (50, 10)
             } else {
@@ -555,7 +590,7 @@ fn parquet_round_trips_every_value() {
             let (name, region) = if r.site == 0 {
                 ("p[i]", "global")
             } else {
-                ("site 9", "")
+                ("tex", "texture")
             };
             assert_eq!((names[i].as_str(), regions[i].as_str()), (name, region));
             assert_eq!(modes[i], "naive");
@@ -700,7 +735,15 @@ fn roofline_and_bound_land_in_the_report() {
     let json0 = r#"{"backend":"emu","cycles":1000,"clock_mhz":1000.0,"emulator_counters":{"warp_instructions":100,"thread_instructions":3200,"instructions_by_class":{"flops":25600,"int":10},"mem":{"l1":{"sector_misses":200},"texture":{},"l2":{"sector_misses":200},"dram_bytes_read":6400,"dram_bytes_written":0}}}"#;
     let json1 = r#"{"backend":"emu","cycles":100,"clock_mhz":1000.0,"emulator_counters":{"l1":{"sector_hits":10},"texture":{},"l2":{"sector_misses":100},"dram_bytes_read":3200,"dram_bytes_written":0}}"#;
     for (run, json) in [(&r0, json0), (&r1, json1)] {
-        std::fs::write(sweep.path().join(run).join("run.json"), json).unwrap();
+        // The run's own run.json (a whole RunMetrics) with these keys put in.
+        let path = sweep.path().join(run).join("run.json");
+        let mut full: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let keys: serde_json::Value = serde_json::from_str(json).unwrap();
+        for (k, v) in keys.as_object().unwrap() {
+            full[k] = v.clone();
+        }
+        std::fs::write(&path, full.to_string()).unwrap();
         std::fs::write(sweep.path().join(run).join("config.toml"), SMALL_GPU).unwrap();
     }
     let out = sweep.path().join("out");

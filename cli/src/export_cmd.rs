@@ -6,7 +6,7 @@ use clap::Args;
 use clog_export::{ExportOptions, Format, TimelineMapping};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
-use trace::{TRACE_FILE_NAME, TraceReader};
+use trace::{RunMetrics, TRACE_FILE_NAME, TraceReader};
 
 /// A log format: one of clog-export's, or Parquet (written by the analysis crate, which owns polars).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,7 +68,32 @@ fn open(run_dir: &Path) -> Result<TraceReader> {
             run_dir.display()
         );
     }
-    Ok(TraceReader::open(&path)?)
+    let reader = TraceReader::open(&path)?;
+    refuse_stale(run_dir, &reader)?;
+    Ok(reader)
+}
+
+/// The run's own `run.json` is the marker that says whether `trace.wst` is current: a launch that
+/// fails into an old output folder leaves the previous run's trace beside a run.json that lists
+/// the error and counts none of the trace's records. Such a trace is refused rather than exported
+/// as if it were the new run's. A run that failed after writing its trace (its run.json counts
+/// the same records for the same kernel) is still exported.
+fn refuse_stale(run_dir: &Path, reader: &TraceReader) -> Result<()> {
+    let run_json = run_dir.join("run.json");
+    if !run_json.exists() {
+        return Ok(());
+    }
+    let m = RunMetrics::read(&run_json)?;
+    let same_run = m.kernel == reader.launch().kernel && m.records == reader.record_count();
+    if let (Some(error), false) = (m.errors.first(), same_run) {
+        anyhow::bail!(
+            "{}: left over from an earlier run: the last run in {} failed ({error}) and {} does not describe this trace; re-run it",
+            reader.path().display(),
+            run_dir.display(),
+            run_json.display()
+        );
+    }
+    Ok(())
 }
 
 fn write(
@@ -77,6 +102,9 @@ fn write(
     out: &Path,
     opts: &ExportOptions,
 ) -> Result<()> {
+    // Never over an input: the trace itself, the run.json read beside it, or a link to either.
+    let run_json = reader.path().with_file_name("run.json");
+    trace::check_output_against(out, &[reader.path(), &run_json])?;
     match format {
         ExportFormat::Log(f) => {
             let s = clog_export::export(reader, f, out, opts)?;

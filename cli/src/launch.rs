@@ -2,8 +2,8 @@
 //! either backend, write its output buffers as .npy, its probe records as `trace.wst`, and
 //! `run.json`.
 
+use crate::EmuArgs;
 use crate::spec::{self, ArgPlan, LaunchPlan, Spec};
-use crate::{EmuArgs, atomic_write};
 use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
 use instrument::{Arg, DevBuf, Device, LaunchConfig, Probe, TraceWarps, launch_probed};
@@ -198,7 +198,7 @@ pub fn run(args: &LaunchArgs) -> Result<()> {
     metrics.clock_mhz = dev.clock_mhz();
     if dev.backend() == instrument::Backend::Emu {
         metrics.preset = Some(preset);
-        atomic_write(&args.out.join("config.toml"), config_toml.as_bytes())?;
+        trace::write_bytes_atomic(&args.out.join("config.toml"), config_toml.as_bytes())?;
     }
     let started = Instant::now();
     let result = execute(dev.as_mut(), &sources, &modes, &spec, args, &mut metrics);
@@ -331,7 +331,11 @@ fn execute(
             this.insert("counters".into(), serde_json::to_value(stats)?);
         }
         if spec.launches.len() == 1 {
-            // One launch: its entries at the top level, as before pipelines existed.
+            // One launch: its entries at the top level, as before pipelines existed; kernel,
+            // grid, block, kernel_ms and cycles are run.json's own fields already.
+            for typed in ["kernel", "grid", "block", "kernel_ms", "cycles"] {
+                this.remove(typed);
+            }
             metrics.extra.append(&mut this);
         } else {
             per_launch.push(serde_json::Value::Object(this));

@@ -136,11 +136,6 @@ impl EmuArgs {
     }
 }
 
-/// Writes `bytes` to `path` through a temp file and a rename, so no reader ever sees a partial file.
-pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<()> {
-    Ok(trace::write_bytes_atomic(path, bytes)?)
-}
-
 /// Runs the analysis and tells the user what it left out.
 pub fn analyze_sweep(sweep: &Path, out: &Path) -> Result<analysis::AnalysisSummary> {
     let summary = analysis::analyze(sweep, out, &analysis::AnalyzeOptions::default())

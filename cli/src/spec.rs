@@ -561,49 +561,19 @@ fn fill(elem: Elem, len: u64, how: &str) -> Result<Vec<u8>> {
     Ok(out)
 }
 
+/// Reads a .npy buffer of `elem` (the reader, in the trace crate, checks every size).
 fn read_npy(path: &Path, elem: Elem) -> Result<Vec<u8>> {
-    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let file = npyz::NpyFile::new(&bytes[..])
-        .with_context(|| format!("{} is not a .npy file", path.display()))?;
-    let descr = file.dtype().descr();
-    let descr = descr.trim_matches('\'').replace('=', "<");
-    if descr != elem.npy_descr() {
-        bail!(
-            "{} holds dtype {descr}, the spec says {} ({})",
-            path.display(),
-            elem.npy_descr(),
-            "convert it with numpy's astype"
-        );
-    }
-    if file.order() != npyz::Order::C && file.shape().len() > 1 {
-        bail!(
-            "{}: Fortran-ordered arrays are not supported",
-            path.display()
-        );
-    }
-    let n = file.len() as usize * elem.bytes();
-    let header_len = bytes.len() - n;
-    Ok(bytes[header_len..].to_vec())
+    Ok(trace::read_npy(path, elem.npy_descr(), elem.bytes())?)
 }
 
 /// Writes raw little-endian elements as a 1-D .npy file, atomically.
 pub fn write_npy(path: &Path, elem: Elem, data: &[u8]) -> Result<()> {
-    let n = data.len() / elem.bytes();
-    let dict = format!(
-        "{{'descr': '{}', 'fortran_order': False, 'shape': ({n},), }}",
-        elem.npy_descr()
-    );
-    // Header padded with spaces and a newline to a multiple of 64 bytes (npy format 1.0).
-    let unpadded = 10 + dict.len() + 1;
-    let padded = unpadded.next_multiple_of(64);
-    let mut out = Vec::with_capacity(padded + data.len());
-    out.extend_from_slice(b"\x93NUMPY\x01\x00");
-    out.extend_from_slice(&((padded - 10) as u16).to_le_bytes());
-    out.extend_from_slice(dict.as_bytes());
-    out.resize(padded - 1, b' ');
-    out.push(b'\n');
-    out.extend_from_slice(data);
-    crate::atomic_write(path, &out)
+    Ok(trace::write_npy(
+        path,
+        elem.npy_descr(),
+        elem.bytes(),
+        data,
+    )?)
 }
 
 #[cfg(test)]

@@ -40,6 +40,9 @@ pub mod rectype {
     pub const TIMESHIFT: i32 = 11;
 }
 
+/// The largest block the reader accepts (it allocates one block).
+const MAX_BLOCK_BYTES: u32 = 64 << 20;
+
 /// Body length of each rectype (index = rectype).
 const BODY_BYTES: [usize; 12] = [0, 0, 112, 104, 40, 8, 40, 24, 16, 48, 48, 8];
 
@@ -185,6 +188,13 @@ impl Preamble {
             .ok()
             .filter(|&b| b >= 160 && b.is_multiple_of(8))
             .ok_or_else(|| bad(format!("block_size {} invalid", values[2])))?;
+        // The reader holds one block in memory: a damaged size must not allocate gigabytes.
+        // MPE writes 64 KiB blocks; 64 MiB leaves room for any real file.
+        if block_size > MAX_BLOCK_BYTES {
+            return Err(bad(format!(
+                "block_size {block_size} is over the {MAX_BLOCK_BYTES}-byte limit"
+            )));
+        }
         Ok(Preamble {
             version: tokens[0].clone(),
             is_big_endian: values[0] == "TRUE ",
@@ -808,6 +818,18 @@ mod tests {
                 ..back
             },
             p
+        );
+    }
+
+    #[test]
+    fn a_huge_block_size_is_refused_before_allocating() {
+        let mut p = sample_preamble();
+        p.block_size = 2_000_000_000;
+        let bytes = p.encode().unwrap();
+        let e = Clog2Reader::new(&bytes[..]).err().unwrap().to_string();
+        assert!(
+            e.contains("block_size 2000000000") && e.contains("limit"),
+            "{e}"
         );
     }
 

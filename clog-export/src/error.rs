@@ -10,24 +10,24 @@ pub enum ExportError {
     #[error(transparent)]
     Trace(#[from] trace::TraceError),
     /// A file operation on an output or input path failed.
-    #[error("{path}: {source}")]
+    #[error("{path}")]
     Io {
         path: PathBuf,
         #[source]
         source: std::io::Error,
     },
     /// Writing to (or reading from) the caller's stream failed.
-    #[error("{format} stream: {source}")]
+    #[error("{format} stream")]
     Stream {
         format: &'static str,
         #[source]
         source: std::io::Error,
     },
     /// The csv crate failed to write or read a row.
-    #[error("CSV: {0}")]
+    #[error("CSV")]
     Csv(#[from] csv::Error),
     /// serde_json failed to write or read JSON.
-    #[error("Chrome trace JSON: {0}")]
+    #[error("Chrome trace JSON")]
     Json(#[from] serde_json::Error),
     /// The launch's clock rate cannot turn cycles into seconds.
     #[error(

@@ -54,7 +54,7 @@ const PRESETS: &[(&str, &str)] = &[
 pub enum ConfigError {
     #[error("unknown preset {name:?} (known: {known})")]
     UnknownPreset { name: String, known: String },
-    #[error("{origin}: cannot read: {source}")]
+    #[error("{origin}: cannot read")]
     Io {
         origin: String,
         #[source]

@@ -12,7 +12,7 @@ pub enum InstrumentError {
     NoGpu(String),
     #[error("CUDA error in {call}: {message}")]
     Cuda { call: &'static str, message: String },
-    #[error("emulator: {0}")]
+    #[error(transparent)]
     Emulator(#[from] emulator::EmuError),
     #[error("kernel {kernel:?} not found in the module (it has: {available})")]
     NoSuchKernel { kernel: String, available: String },
@@ -38,7 +38,7 @@ pub enum InstrumentError {
     },
     #[error("{what}: {reason}")]
     Launch { what: String, reason: String },
-    #[error("{path}: {source}")]
+    #[error("{path}")]
     Io {
         path: PathBuf,
         #[source]

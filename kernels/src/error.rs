@@ -11,7 +11,7 @@ pub enum KernelsError {
     )]
     ToolNotFound { tool: &'static str },
     /// Reading or writing a file failed.
-    #[error("{path}: {source}")]
+    #[error("{path}")]
     Io {
         path: PathBuf,
         #[source]

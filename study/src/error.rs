@@ -39,7 +39,7 @@ pub enum StudyError {
         value: String,
         reason: String,
     },
-    #[error("{path}: {source}")]
+    #[error("{path}")]
     Io {
         path: PathBuf,
         #[source]
@@ -52,7 +52,7 @@ pub enum StudyError {
     /// Nsight Compute output that is not the `--csv` long format.
     #[error("ncu CSV output: {0}")]
     Ncu(String),
-    #[error("run {run}: {source}")]
+    #[error("run {run}")]
     Instrument {
         run: String,
         #[source]

@@ -733,6 +733,6 @@ fn gpu_hit_rate(cfg: &RenderConfig) -> (Option<NcuHitRate>, String) {
             (Some(r), source)
         }
         Ok(None) => (None, "unavailable: ncu reported no hit-rate value".into()),
-        Err(e) => (None, format!("unavailable: {e}")),
+        Err(e) => (None, format!("unavailable: {}", trace::error_chain(&e))),
     }
 }

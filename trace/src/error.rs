@@ -1,9 +1,11 @@
 use std::path::PathBuf;
 
-/// Errors of the trace store and run files; each names the file and what is wrong with it.
+/// Errors of the trace store and run files; each names the file and what is wrong with it. A
+/// variant with a `source` leaves the cause out of its own message: the reporting point prints
+/// the chain (`{:#}` in the binary, [`crate::error_chain`] in a report), so each cause is said once.
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
-    #[error("{path}: {source}")]
+    #[error("{path}")]
     Io {
         path: PathBuf,
         #[source]
@@ -13,7 +15,11 @@ pub enum TraceError {
         "{path}: not a warpscope trace (bad magic {found:?}); expected a file written by warpscope"
     )]
     BadMagic { path: PathBuf, found: [u8; 8] },
-    #[error("{path}: trace store version {found} is not supported (this build reads {supported})")]
+    #[error("{path}: written by an older warpscope (format {found}); re-run the launch")]
+    OldFormat { path: PathBuf, found: u32 },
+    #[error(
+        "{path}: trace format {found} is newer than this build reads ({supported}); update warpscope"
+    )]
     Version {
         path: PathBuf,
         found: u32,
@@ -25,12 +31,22 @@ pub enum TraceError {
         offset: u64,
         what: String,
     },
-    #[error("{path}: invalid JSON: {source}")]
+    #[error("{path}: invalid JSON")]
     Json {
         path: PathBuf,
         #[source]
         source: serde_json::Error,
     },
+    /// A `.npy` input that is not what it claims to be.
+    #[error("{path}: invalid .npy at byte {offset}: {what}")]
+    Npy {
+        path: PathBuf,
+        offset: u64,
+        what: String,
+    },
+    /// An output path that must not be written: an input, a directory, a device node, a link.
+    #[error("{path}: refusing to write here: {reason}")]
+    Output { path: PathBuf, reason: String },
 }
 
 impl TraceError {
@@ -40,4 +56,17 @@ impl TraceError {
             source,
         }
     }
+}
+
+/// An error and its causes as one line, `outer: cause: cause`, for reports and logs that are
+/// not the binary's reporting point (which prints the same chain with anyhow's `{:#}`).
+pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        out.push_str(": ");
+        out.push_str(&c.to_string());
+        cause = c.source();
+    }
+    out
 }

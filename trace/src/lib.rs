@@ -24,16 +24,21 @@
 mod atomic;
 mod error;
 mod model;
+mod npy;
 mod run;
 mod store;
 mod units;
 
-pub use atomic::{temp_path, write_atomic_with, write_bytes_atomic};
-pub use error::TraceError;
+pub use atomic::{
+    check_output, check_output_against, temp_path, write_atomic_path, write_atomic_with,
+    write_bytes_atomic,
+};
+pub use error::{TraceError, error_chain};
 pub use model::{
     Dim3, LaunchInfo, ProbeMode, Record, RecordKind, Region, SiteInfo, SiteSummary, Trace,
     WarpTrace,
 };
+pub use npy::{parse_npy, read_npy, write_npy};
 pub use run::{RunMetrics, write_json_atomic};
-pub use store::{TRACE_FILE_NAME, TraceReader, TraceWriter};
+pub use store::{TRACE_FILE_NAME, TRACE_FORMAT_VERSION, TraceReader, TraceWriter};
 pub use units::{Cycles, SmId};

@@ -68,8 +68,20 @@ impl RunMetrics {
         }
     }
 
-    /// Reads a `run.json`, naming the file in any error.
+    /// Reads a `run.json`, naming the file in any error. A run.json is a few KiB; one over
+    /// 16 MiB is refused before it is read into memory.
     pub fn read(path: &Path) -> Result<Self, TraceError> {
+        const MAX_BYTES: u64 = 16 << 20;
+        let len = std::fs::metadata(path)
+            .map_err(|e| TraceError::io(path, e))?
+            .len();
+        if len > MAX_BYTES {
+            return Err(TraceError::Corrupt {
+                path: path.to_path_buf(),
+                offset: MAX_BYTES,
+                what: format!("{len} bytes, more than a run.json can be ({MAX_BYTES})"),
+            });
+        }
         let text = std::fs::read_to_string(path).map_err(|e| TraceError::io(path, e))?;
         serde_json::from_str(&text).map_err(|source| TraceError::Json {
             path: path.to_path_buf(),
@@ -77,8 +89,23 @@ impl RunMetrics {
         })
     }
 
-    /// Writes it atomically (temp file + rename).
+    /// Writes it atomically (temp file + rename). Refuses an `extra` key that repeats a typed
+    /// field: the JSON would hold the key twice, and `read` refuses such a file.
     pub fn write(&self, path: &Path) -> Result<(), TraceError> {
+        let typed = serde_json::to_value(RunMetrics {
+            extra: serde_json::Map::new(),
+            ..self.clone()
+        })
+        .map_err(|source| TraceError::Json {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        if let Some(key) = self.extra.keys().find(|k| typed.get(k.as_str()).is_some()) {
+            return Err(TraceError::Output {
+                path: path.to_path_buf(),
+                reason: format!("its extra key {key:?} would repeat the field of the same name"),
+            });
+        }
         write_json_atomic(path, self)
     }
 }
@@ -119,6 +146,23 @@ mod tests {
         assert_eq!(v["tex_hit_rate"], 0.75);
         assert_eq!(RunMetrics::read(&path).unwrap(), m);
         assert!(!crate::temp_path(&path).exists());
+    }
+
+    #[test]
+    fn an_extra_key_that_repeats_a_field_is_refused_and_nothing_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.json");
+        let mut m = RunMetrics::new(
+            "emu",
+            "k",
+            Dim3::new(1, 1, 1),
+            Dim3::new(32, 1, 1),
+            ProbeMode::Off,
+        );
+        m.extra.insert("block".into(), "[32,1,1]".into());
+        let e = m.write(&path).unwrap_err().to_string();
+        assert!(e.contains("\"block\" would repeat"), "{e}");
+        assert!(!path.exists());
     }
 
     #[test]

@@ -167,6 +167,7 @@ pub fn run(args: &LaunchArgs) -> Result<()> {
         }
         modes.push(check_args(l, &sources[&l.source], args)?);
     }
+    check_outputs(&spec, args)?;
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create {}", args.out.display()))?;
     let config = args.emu.gpu_config()?;
@@ -369,6 +370,33 @@ fn in_launch(spec: &Spec, n: usize, e: anyhow::Error) -> anyhow::Error {
     } else {
         e.context(format!("launch {} of {}", n + 1, spec.launches.len()))
     }
+}
+
+/// Refuses, before anything runs, a launch whose outputs would overwrite one of its inputs (the
+/// spec, a source, a `from = FILE` buffer) or something that is not a regular file.
+fn check_outputs(spec: &Spec, args: &LaunchArgs) -> Result<()> {
+    let mut inputs: Vec<&Path> = vec![args.spec.as_path()];
+    inputs.extend(spec.launches.iter().map(|l| l.source.as_path()));
+    inputs.extend(spec.buffers.iter().filter_map(|b| b.input.as_deref()));
+    let mut outputs: Vec<PathBuf> = ["run.json", "config.toml", trace::TRACE_FILE_NAME]
+        .iter()
+        .map(|f| args.out.join(f))
+        .collect();
+    outputs.extend(
+        spec.buffers
+            .iter()
+            .filter_map(|b| b.output.as_ref().map(|o| args.out.join(o))),
+    );
+    for (n, l) in spec.launches.iter().enumerate() {
+        outputs.extend(l.write.iter().map(|&b| {
+            args.out
+                .join(format!("{}.after-{}.npy", spec.buffers[b].name, n + 1))
+        }));
+    }
+    for out in &outputs {
+        trace::check_output_against(out, &inputs)?;
+    }
+    Ok(())
 }
 
 fn write_buffer(dev: &mut dyn Device, buf: &DevBuf, elem: spec::Elem, path: &Path) -> Result<()> {

@@ -119,6 +119,8 @@ pub struct BufferPlan {
     pub name: String,
     pub elem: Elem,
     pub data: Vec<u8>,
+    /// The `.npy` it was read from (`from = FILE`), which no output may overwrite.
+    pub input: Option<PathBuf>,
     /// Written after the last launch.
     pub output: Option<PathBuf>,
 }
@@ -471,14 +473,14 @@ impl Builder<'_> {
                 "{field}.buffer: unknown type {t:?}; expected u8 i8 u16 i16 u32 i32 u64 i64 f32 f64, or @name"
             )
         })?;
-        let data = match (&a.from, a.len) {
+        let input = a.from.as_ref().map(|file| self.from_base.join(file));
+        let data = match (&input, a.len) {
             (Some(_), Some(_)) => bail!("{field}: give either from = FILE or len = N, not both"),
             (Some(file), None) => {
                 if a.fill.is_some() {
                     bail!("{field}.fill: only with len = N");
                 }
-                read_npy(&self.from_base.join(file), elem)
-                    .with_context(|| format!("{field}.from"))?
+                read_npy(file, elem).with_context(|| format!("{field}.from"))?
             }
             (None, Some(len)) => fill(elem, len, a.fill.as_deref().unwrap_or("zeros"))
                 .with_context(|| format!("{field}.fill"))?,
@@ -488,6 +490,7 @@ impl Builder<'_> {
             name: a.name.clone(),
             elem,
             data,
+            input,
             output: a.output.clone(),
         })
     }

@@ -229,3 +229,45 @@ fn exports_protect_inputs_and_refuse_damaged_or_stale_traces() {
     let err = fails(&["export", "--in", run_s, "--format", "csv"]);
     assert!(err.contains("left over from an earlier run"), "{err}");
 }
+
+#[test]
+fn a_launch_whose_output_would_overwrite_its_input_is_refused_before_it_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = histogram_spec(dir.path(), |s| {
+        s.replace(
+            "fill = \"random:42\"",
+            "fill = \"random:42\"\noutput = \"input.npy\"",
+        )
+    });
+    let run = dir.path().join("run");
+    ok(&[
+        "launch",
+        first.to_str().unwrap(),
+        "--backend",
+        "emu",
+        "--out",
+        run.to_str().unwrap(),
+    ]);
+    let input = run.join("input.npy");
+    let before = std::fs::read(&input).unwrap();
+    // The same input read back and written to the same file.
+    let spec = std::fs::read_to_string(&first)
+        .unwrap()
+        .replace("len = 65536\nfill = \"random:42\"", "from = \"input.npy\"")
+        .replace("source = \"histogram.cu\"", "source = \"../histogram.cu\"");
+    let spec_path = run.join("again.toml");
+    std::fs::write(&spec_path, spec).unwrap();
+    let err = fails(&[
+        "launch",
+        spec_path.to_str().unwrap(),
+        "--backend",
+        "emu",
+        "--out",
+        run.to_str().unwrap(),
+    ]);
+    assert!(
+        err.contains("input.npy") && err.contains("refusing to write"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&input).unwrap(), before);
+}

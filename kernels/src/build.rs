@@ -159,10 +159,25 @@ pub struct CompiledPtx {
 /// The header is written next to the output in a temporary directory, so the user's file only
 /// needs `#include "warpscope.cuh"`; its own directory is on the include path too.
 pub fn compile_ptx(source: &Path, mode: u32) -> Result<CompiledPtx, KernelsError> {
+    let nvcc = checked_nvcc(mode)?;
+    compile_budgeted(&nvcc, source, mode).map(|(c, _)| c)
+}
+
+/// The nvcc to compile a build of `mode` with, once `mode` is known to be one.
+fn checked_nvcc(mode: u32) -> Result<PathBuf, KernelsError> {
     if mode > layout::WS_AUTO {
         return Err(KernelsError::BadConfig { mode });
     }
-    let nvcc = nvcc_path().ok_or(KernelsError::ToolNotFound { tool: "nvcc" })?;
+    nvcc_path().ok_or(KernelsError::ToolNotFound { tool: "nvcc" })
+}
+
+/// Compiles `source` in `mode` in a temporary directory beside a copy of the header, a probed
+/// build with the bare build's register budget; returns the build and nvcc's log.
+fn compile_budgeted(
+    nvcc: &Path,
+    source: &Path,
+    mode: u32,
+) -> Result<(CompiledPtx, String), KernelsError> {
     let dir = tempfile::tempdir().map_err(|source| KernelsError::Io {
         path: std::env::temp_dir(),
         source,
@@ -175,13 +190,13 @@ pub fn compile_ptx(source: &Path, mode: u32) -> Result<CompiledPtx, KernelsError
     let budgets = if mode == layout::WS_OFF {
         Vec::new()
     } else {
-        let (bare, _) = compile_once(&nvcc, dir.path(), source, layout::WS_OFF, &[])?;
+        let (bare, _) = compile_once(nvcc, dir.path(), source, layout::WS_OFF, &[])?;
         bare.entries
             .iter()
             .map(|e| (e.name.clone(), register_budget(e.registers)))
             .collect()
     };
-    compile_once(&nvcc, dir.path(), source, mode, &budgets).map(|(c, _)| c)
+    compile_once(nvcc, dir.path(), source, mode, &budgets)
 }
 
 /// [`compile_ptx`] through a [`crate::cache::CompileCache`]: an unchanged source (same bytes,
@@ -192,33 +207,12 @@ pub fn compile_ptx_cached(
     mode: u32,
     cache: &crate::cache::CompileCache,
 ) -> Result<(CompiledPtx, bool), KernelsError> {
-    if mode > layout::WS_AUTO {
-        return Err(KernelsError::BadConfig { mode });
-    }
-    let nvcc = nvcc_path().ok_or(KernelsError::ToolNotFound { tool: "nvcc" })?;
+    let nvcc = checked_nvcc(mode)?;
     let key = cache.key(&nvcc, source, mode)?;
     if let Some(hit) = cache.get(&key) {
         return Ok((hit, true));
     }
-    let dir = tempfile::tempdir().map_err(|source| KernelsError::Io {
-        path: std::env::temp_dir(),
-        source,
-    })?;
-    let header = dir.path().join("warpscope.cuh");
-    std::fs::write(&header, probe_header()).map_err(|source| KernelsError::Io {
-        path: header.clone(),
-        source,
-    })?;
-    let budgets = if mode == layout::WS_OFF {
-        Vec::new()
-    } else {
-        let (bare, _) = compile_once(&nvcc, dir.path(), source, layout::WS_OFF, &[])?;
-        bare.entries
-            .iter()
-            .map(|e| (e.name.clone(), register_budget(e.registers)))
-            .collect()
-    };
-    let (compiled, log) = compile_once(&nvcc, dir.path(), source, mode, &budgets)?;
+    let (compiled, log) = compile_budgeted(&nvcc, source, mode)?;
     cache.put(&key, &compiled, &log)?;
     Ok((compiled, false))
 }

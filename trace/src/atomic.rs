@@ -37,25 +37,18 @@ pub fn write_atomic_with<T, E>(
     write: impl FnOnce(&mut BufWriter<File>) -> Result<T, E>,
     io_error: impl Fn(&Path, std::io::Error) -> E,
 ) -> Result<T, E> {
-    if let Some(reason) = unsafe_output(path) {
-        return Err(io_error(
-            path,
-            std::io::Error::new(std::io::ErrorKind::InvalidInput, reason),
-        ));
-    }
-    let tmp = temp_path(path);
-    let file = File::create(&tmp).map_err(|e| io_error(&tmp, e))?;
-    let mut guard = Guard(Some(tmp.clone()));
-    let mut out = BufWriter::with_capacity(1 << 16, file);
-    let value = write(&mut out)?;
-    let file = out
-        .into_inner()
-        .map_err(|e| io_error(&tmp, e.into_error()))?;
-    file.sync_all().map_err(|e| io_error(&tmp, e))?;
-    drop(file);
-    std::fs::rename(&tmp, path).map_err(|e| io_error(path, e))?;
-    guard.0 = None;
-    Ok(value)
+    write_atomic_path(
+        path,
+        |tmp| {
+            let file = File::create(tmp).map_err(|e| io_error(tmp, e))?;
+            let mut out = BufWriter::with_capacity(1 << 16, file);
+            let value = write(&mut out)?;
+            out.into_inner()
+                .map_err(|e| io_error(tmp, e.into_error()))?;
+            Ok(value)
+        },
+        &io_error,
+    )
 }
 
 /// Like [`write_atomic_with`] for writers that want a file name rather than a stream (a

@@ -22,7 +22,11 @@ pub fn roofline(args: &RooflineArgs) -> Result<()> {
         "warpscope: roofline microbenchmarks on the emulator ({})",
         cfg.name
     );
-    let c = study::roofline_command(&cfg, &study::BenchOptions::default(), &args.out, true)?;
+    let opts = study::BenchOptions {
+        limits: args.emu.limits(false),
+        ..Default::default()
+    };
+    let c = study::roofline_command(&cfg, &opts, &args.out, true)?;
     println!(
         "measured ceilings on {}: {:.1} GFLOP/s ({:.1} % of theoretical), DRAM {:.1} GB/s ({:.1} % of theoretical) -> {}",
         cfg.name,
@@ -46,8 +50,16 @@ pub struct ReuseArgs {
 
 /// Runs the working-set / reuse-distance study (3 block shapes × 3 volume layouts × 6 texture
 /// cache sizes on the emulator) into `out`.
-pub fn reuse_into(gpu: emulator::GpuConfig, out: &Path) -> Result<()> {
-    let s = study::reuse_study(&study::ReuseStudyConfig::demo(gpu), out)
+pub fn reuse_into(
+    gpu: emulator::GpuConfig,
+    limits: instrument::EmuLimits,
+    out: &Path,
+) -> Result<()> {
+    let cfg = study::ReuseStudyConfig {
+        limits,
+        ..study::ReuseStudyConfig::demo(gpu)
+    };
+    let s = study::reuse_study(&cfg, out)
         .with_context(|| format!("reuse study into {}", out.display()))?;
     if let Some(e) = s.mean_abs_error {
         eprintln!(
@@ -59,7 +71,7 @@ pub fn reuse_into(gpu: emulator::GpuConfig, out: &Path) -> Result<()> {
 }
 
 pub fn reuse(args: &ReuseArgs) -> Result<()> {
-    reuse_into(args.emu.gpu_config()?, &args.out)
+    reuse_into(args.emu.gpu_config()?, args.emu.limits(false), &args.out)
 }
 
 #[derive(Args, Debug)]

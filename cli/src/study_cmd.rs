@@ -487,7 +487,7 @@ pub fn demo(args: &DemoArgs) -> Result<()> {
     let reuse_dir = sweep_dir.join("reuse");
     if !gpu && !reuse_dir.join("reuse.md").exists() {
         eprintln!("warpscope: demo: working-set and reuse-distance study");
-        crate::companion_cmd::reuse_into(cfg.emu_config.clone(), &reuse_dir)?;
+        crate::companion_cmd::reuse_into(cfg.emu_config.clone(), cfg.limits.clone(), &reuse_dir)?;
     }
     let report_dir = args.out.join("report");
     let summary = crate::analyze_sweep(&sweep_dir, &report_dir)?;

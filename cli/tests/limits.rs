@@ -152,3 +152,21 @@ fn a_bare_ptx_refuses_a_probe_mode_it_was_not_built_with() {
     let out = launch(&spec, &["--out", out_dir.to_str().unwrap()]);
     assert!(out.status.success(), "{}", stderr(&out));
 }
+
+#[test]
+fn the_companion_commands_honour_the_budget_too() {
+    let dir = tempfile::tempdir().unwrap();
+    for command in ["roofline", "reuse"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_warpscope"))
+            .args([command, "--max-warp-instructions", "1000", "--out"])
+            .arg(dir.path().join(command))
+            .output()
+            .expect("the warpscope binary runs");
+        assert!(!out.status.success(), "{command} ran past a budget of 1000");
+        let err = stderr(&out);
+        assert!(
+            err.contains("budget of 1000 warp instructions"),
+            "{command}: {err}"
+        );
+    }
+}

@@ -75,6 +75,8 @@ pub struct ReuseStudyConfig {
     pub layouts: Vec<TextureLayout>,
     /// Working-set sample interval in accesses.
     pub sample_every: usize,
+    /// The runaway guards of each frame.
+    pub limits: instrument::EmuLimits,
 }
 
 impl ReuseStudyConfig {
@@ -104,6 +106,7 @@ impl ReuseStudyConfig {
                 .collect(),
             layouts: TextureLayout::ALL.to_vec(),
             sample_every: 256,
+            limits: instrument::EmuLimits::default(),
         }
     }
 }
@@ -187,7 +190,7 @@ fn render_once(
     record: bool,
     run_dir: &Path,
 ) -> Result<Rendered, StudyError> {
-    let mut dev = EmuDevice::new(gpu.clone());
+    let mut dev = EmuDevice::new(gpu.clone()).with_limits(cfg.limits.clone());
     dev.set_record_addresses(record);
     let rc = RenderConfig {
         volume: cfg.volume.clone(),

@@ -43,6 +43,8 @@ pub struct BenchOptions {
     pub sweep_fmas: Vec<u32>,
     /// Threads per block.
     pub block: u32,
+    /// The runaway guards of each benchmark launch.
+    pub limits: instrument::EmuLimits,
 }
 
 impl Default for BenchOptions {
@@ -52,6 +54,7 @@ impl Default for BenchOptions {
             fma_iters: 256,
             sweep_fmas: vec![0, 1, 2, 4, 8, 16, 32],
             block: 256,
+            limits: instrument::EmuLimits::default(),
         }
     }
 }
@@ -99,6 +102,7 @@ struct Rig {
     emu: Emulator,
     m: ModuleId,
     block: u32,
+    max_warp_instructions: u64,
     entries: &'static [kernels::EntryInfo],
 }
 
@@ -120,7 +124,7 @@ impl Rig {
             dynamic_shared_bytes: 0,
             regs_per_thread: regs,
             args,
-            max_warp_instructions: u64::MAX / 2,
+            max_warp_instructions: self.max_warp_instructions,
         };
         self.emu
             .launch(self.m, kernel, &p)
@@ -157,12 +161,14 @@ pub fn run_roofline_benches(
     let k = kernels::find_corpus(SOURCE).ok_or_else(|| err(SOURCE, "corpus kernel not built"))?;
     let module = Module::parse(k.ptx).map_err(|e| err(SOURCE, e))?;
     let mut emu = Emulator::new(cfg.clone());
+    emu.set_watch(opts.limits.watch.clone());
     let m = emu.load(&module).map_err(|e| err(SOURCE, e))?;
     let block = opts.block.clamp(32, cfg.sm.max_threads_per_block);
     let mut rig = Rig {
         emu,
         m,
         block,
+        max_warp_instructions: opts.limits.max_warp_instructions,
         entries: k.entries,
     };
     let bytes = opts.buffer_bytes.unwrap_or(8 * cfg.l2.size_bytes).max(4096);

@@ -454,6 +454,7 @@ fn roofline_command_writes_ceilings_and_counts() {
         fma_iters: 16,
         sweep_fmas: vec![0, 8],
         block: 256,
+        ..Default::default()
     };
     let m = study::roofline_command(&gtx480(), &opts, dir.path(), true).expect("runs");
     assert!(m.pct_of_theoretical_flops > 0.0 && m.pct_of_theoretical_flops <= 100.5);

@@ -20,6 +20,10 @@ pub struct LaunchArgs {
     /// probes, the mode it was built with (required: it is not in the PTX).
     #[arg(long)]
     pub mode: Option<ProbeMode>,
+    /// Insert the probes into the unmodified kernel first (naive|fence|dummy|auto, see
+    /// `warpscope instrument`); the spec then has no log argument.
+    #[arg(long, value_name = "MODE", conflicts_with = "mode")]
+    pub instrument: Option<ProbeMode>,
     /// Warps that also keep every access; every warp keeps per-site statistics. Global warp
     /// indices and ranges (`0-3,17`), `every:N`, `all` or `none`.
     #[arg(long, default_value = "all")]
@@ -30,9 +34,11 @@ pub struct LaunchArgs {
 }
 
 /// PTX text and the registers per thread ptxas reports for it (for the emulator's occupancy).
-struct Compiled {
-    ptx: String,
-    regs: Option<u32>,
+pub(crate) struct Compiled {
+    pub ptx: String,
+    pub regs: Option<u32>,
+    /// The sites of a kernel instrumented by the PTX rewriter (else the spec's).
+    pub sites: Option<Vec<SiteInfo>>,
 }
 
 fn compile_cu(src: &Path, mode: ProbeMode) -> Result<Compiled> {
@@ -46,11 +52,12 @@ fn compile_cu(src: &Path, mode: ProbeMode) -> Result<Compiled> {
     Ok(Compiled {
         ptx: c.ptx,
         regs: c.registers,
+        sites: None,
     })
 }
 
 pub fn run(args: &LaunchArgs) -> Result<()> {
-    let (spec, plans) = spec::load(&args.spec)?;
+    let (spec, mut plans) = spec::load(&args.spec)?;
     emulator::check_launch_dims(spec.grid, spec.block)
         .map_err(|e| anyhow!("{}: {e}", args.spec.display()))?;
     let ext = spec
@@ -59,12 +66,23 @@ pub fn run(args: &LaunchArgs) -> Result<()> {
         .and_then(|e| e.to_str())
         .unwrap_or("");
     let compiled = match ext {
+        _ if args.instrument.is_some() => crate::instrument_cmd::for_launch(
+            &spec.source,
+            &spec.kernel,
+            args.instrument,
+            &mut plans,
+        )?,
         "cu" => compile_cu(&spec.source, args.mode.unwrap_or(ProbeMode::Auto))?,
-        "ptx" => Compiled {
-            ptx: std::fs::read_to_string(&spec.source)
-                .with_context(|| format!("cannot read {}", spec.source.display()))?,
-            regs: None,
-        },
+        "ptx" => {
+            let ptx = std::fs::read_to_string(&spec.source)
+                .with_context(|| format!("cannot read {}", spec.source.display()))?;
+            let sites = instrument::rewrite::sites_in_ptx(&ptx, &spec.kernel);
+            Compiled {
+                ptx,
+                regs: None,
+                sites,
+            }
+        }
         _ => bail!(
             "{}: source must be a .ptx or .cu file",
             spec.source.display()
@@ -112,9 +130,16 @@ pub fn run(args: &LaunchArgs) -> Result<()> {
         }
     }
     let mode = match ext {
+        _ if args.instrument.is_some() => args.instrument.unwrap_or(ProbeMode::Auto),
         "cu" => args.mode.unwrap_or(ProbeMode::Auto),
-        _ => ptx_mode(&compiled.ptx, entry, &plans, args.mode)
-            .with_context(|| format!("{}", spec.source.display()))?,
+        _ => ptx_mode(
+            &compiled.ptx,
+            entry,
+            &plans,
+            args.mode
+                .or_else(|| instrument::rewrite::mode_of_ptx(&compiled.ptx)),
+        )
+        .with_context(|| format!("{}", spec.source.display()))?,
     };
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create {}", args.out.display()))?;
@@ -203,7 +228,10 @@ fn execute(
             mode: metrics.mode,
             trace_warps: args.trace_warps.clone(),
             slots_per_warp: spec.slots_per_warp.unwrap_or(1024),
-            sites: sites(spec)?,
+            sites: match &compiled.sites {
+                Some(s) => s.clone(),
+                None => sites(spec)?,
+            },
         };
         let probed = launch_probed(dev, module, &spec.kernel, &cfg, &kargs, &probe)?;
         metrics.records = probed.trace.record_count();

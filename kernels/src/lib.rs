@@ -53,7 +53,8 @@ pub mod layout {
 
 pub use build::{
     CompiledPtx, CorpusKernel, EntryInfo, KernelBuild, PTX_ARCH, SASS_ARCHS, builds, compile_ptx,
-    corpus, find, find_corpus, nvcc_path, nvcc_version, probe_header,
+    compile_ptx_lineinfo, corpus, find, find_corpus, nvcc_path, nvcc_version, probe_header,
+    ptx_usage,
 };
 pub use error::KernelsError;
 

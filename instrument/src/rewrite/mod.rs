@@ -77,6 +77,24 @@ pub struct Instrumented {
 }
 
 impl Instrumented {
+    /// Holds every instrumented entry to the register budget of the header's probed builds
+    /// (`.maxnreg` from the bare entry's registers, see `kernels::budget`), so that the probes
+    /// change occupancy no more than the header's do. `bare` is ptxas's usage of the input.
+    pub fn with_register_budget(mut self, bare: &[kernels::budget::EntryUsage]) -> Self {
+        let budgets: Vec<(String, u32)> = bare
+            .iter()
+            .filter(|u| u.registers > 0 && self.kernel(&u.name).is_some())
+            .map(|u| {
+                (
+                    u.name.clone(),
+                    kernels::budget::register_budget(u.registers),
+                )
+            })
+            .collect();
+        self.ptx = kernels::budget::with_maxnreg(&self.ptx, &budgets);
+        self
+    }
+
     pub fn kernel(&self, name: &str) -> Option<&InstrumentedKernel> {
         self.kernels.iter().find(|k| k.name == name)
     }

@@ -140,9 +140,16 @@ pub(crate) fn for_launch(
         }
     }
     plans.push(crate::spec::ArgPlan::Log);
+    // Registers per thread of the probed entry, for the emulator's occupancy (as for a .cu).
+    let regs = kernels::ptx_usage(&inst.ptx).ok().and_then(|u| {
+        u.iter()
+            .find(|e| e.name == kernel)
+            .map(|e| e.registers)
+            .filter(|&r| r > 0)
+    });
     Ok(crate::launch::Compiled {
         ptx: inst.ptx,
-        regs: None,
+        regs,
         sites,
     })
 }

@@ -326,3 +326,159 @@ fn sites_are_named_by_ptx_line_and_exits_reach_one_end() {
     // Instrumenting twice is refused, not stacked.
     assert!(instrument_ptx(&inst.ptx, &RewriteOptions::default()).is_err());
 }
+
+/// A hand-written kernel with what nvcc output does not always show: an early predicated `ret`,
+/// a guarded load, and an entry without parameters.
+const SMALL: &str = "\
+.version 9.0
+.target sm_75
+.address_size 64
+
+.visible .entry k(
+	.param .u64 k_param_0,
+	.param .u32 k_param_1
+)
+{
+	.reg .pred 	%p<3>;
+	.reg .b32 	%r<4>;
+	.reg .f32 	%f<3>;
+	.reg .b64 	%rd<4>;
+
+	ld.param.u64 	%rd1, [k_param_0];
+	ld.param.u32 	%r1, [k_param_1];
+	mov.u32 	%r2, %tid.x;
+	setp.ge.u32 	%p1, %r2, %r1;
+	@%p1 ret;
+	cvta.to.global.u64 	%rd2, %rd1;
+	mul.wide.u32 	%rd3, %r2, 4;
+	add.s64 	%rd2, %rd2, %rd3;
+	mov.f32 	%f1, 0f3F800000;
+	setp.lt.u32 	%p2, %r2, 8;
+	@%p2 ld.global.nc.f32 	%f1, [%rd2];
+	add.f32 	%f2, %f1, %f1;
+	st.global.f32 	[%rd2], %f2;
+	ret;
+}
+
+.visible .entry empty()
+{
+	ret;
+}
+";
+
+#[test]
+fn guarded_loads_and_early_returns_on_the_emulator() {
+    let inst = instrument_ptx(SMALL, &RewriteOptions::default()).unwrap();
+    let k = inst.kernel("k").unwrap();
+    assert_eq!(k.sites.len(), 1);
+    assert_eq!(k.sites[0].kind, SiteKind::ReadOnly);
+    assert_eq!(
+        k.sites[0].method,
+        ProbeMode::Dummy,
+        "auto: read-only → dummy"
+    );
+    let line = |text: &str| {
+        text.lines()
+            .position(|l| l.contains("ld.global.nc"))
+            .unwrap()
+            + 1
+    };
+    assert_eq!(k.sites[0].info.name, format!("ptx:{}", line(SMALL)));
+    assert!(inst.kernel("empty").unwrap().sites.is_empty());
+    assert!(inst.ptx.contains("@%p1 bra \t$WS_EXIT;"));
+    assert_eq!(
+        inst.ptx.matches("\tret;").count(),
+        2,
+        "one return per entry"
+    );
+
+    let data: Vec<u8> = (0..64).flat_map(|i| (i as f32).to_le_bytes()).collect();
+    let cfg = LaunchConfig {
+        grid: Dim3::new(1, 1, 1),
+        block: Dim3::new(64, 1, 1),
+        dynamic_shared_bytes: 0,
+        regs_per_thread: 32,
+    };
+    let run = |ptx: &str, probed: bool| {
+        let mut dev = device();
+        let b = dev.alloc(data.len() as u64).unwrap();
+        dev.upload(&b, &data).unwrap();
+        let m = dev.load(ptx, None).unwrap();
+        let mut args = vec![Arg::Buf(b), Arg::U32(40)];
+        let trace = if probed {
+            args.push(Arg::Log);
+            let probe = Probe {
+                mode: ProbeMode::Auto,
+                trace_warps: TraceWarps::all(),
+                slots_per_warp: 8,
+                sites: k.site_infos(),
+            };
+            Some(
+                launch_probed(&mut dev, m, "k", &cfg, &args, &probe)
+                    .unwrap()
+                    .trace,
+            )
+        } else {
+            dev.launch(m, "k", &cfg, &args).unwrap();
+            None
+        };
+        (download(&mut dev, &[b]).remove(0), trace)
+    };
+    let (want, _) = run(SMALL, false);
+    let (got, trace) = run(&inst.ptx, true);
+    assert_eq!(got, want, "outputs unchanged");
+    let trace = trace.unwrap();
+    // Lanes 0..7 of warp 0 load; warp 1 (lanes 32..39 active, 40.. returned) does not.
+    let counts: Vec<u64> = trace
+        .warps
+        .iter()
+        .map(|w| w.summaries.iter().map(|s| s.count).sum())
+        .collect();
+    assert_eq!(counts, vec![1, 0]);
+    assert_eq!(trace.warps[0].records.len(), 1);
+    assert!(
+        trace.warps.iter().all(|w| w.end.0 > w.begin.0),
+        "END ran in both warps"
+    );
+}
+
+#[test]
+fn one_kernel_and_clear_refusals() {
+    let only = RewriteOptions {
+        kernel: Some("empty".into()),
+        ..RewriteOptions::default()
+    };
+    let inst = instrument_ptx(SMALL, &only).unwrap();
+    assert_eq!(inst.kernels.len(), 1);
+    assert!(!inst.ptx.contains("k_ws_log"), "k is left as it was");
+    assert!(inst.ptx.contains(".param .align 8 .b8 empty_ws_log[32]"));
+
+    let e = instrument_ptx(
+        SMALL,
+        &RewriteOptions {
+            kernel: Some("nope".into()),
+            ..RewriteOptions::default()
+        },
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("nope") && e.contains("k, empty"), "{e}");
+    let off = RewriteOptions {
+        mode: ProbeMode::Off,
+        ..RewriteOptions::default()
+    };
+    assert!(instrument_ptx(SMALL, &off).is_err());
+    let undeclared = SMALL.replace("\t.reg .f32 \t%f<3>;\n", "");
+    let e = instrument_ptx(&undeclared, &RewriteOptions::default())
+        .unwrap_err()
+        .to_string();
+    let at = undeclared
+        .lines()
+        .position(|l| l.contains("ld.global.nc"))
+        .unwrap()
+        + 1;
+    assert!(
+        e.contains(&format!("kernel \"k\", PTX line {at}")) && e.contains("%f1"),
+        "{e}"
+    );
+}

@@ -66,3 +66,40 @@ fn instrumented_corpus_placement_every_mode_sm90() {
         check_corpus(mode, ws, 90);
     }
 }
+
+#[test]
+fn instrumented_corpus_is_held_to_the_header_register_budget() {
+    // The header's probed builds get `.maxnreg` = the bare entry's registers rounded up
+    // (kernels::budget); the rewriter's output gets the same, and ptxas keeps to it.
+    let mut checked = 0;
+    for c in kernels::corpus() {
+        let bare = kernels::ptx_usage(c.ptx).expect("ptxas on the bare corpus");
+        let inst = instrument_ptx(c.ptx, &RewriteOptions::default())
+            .unwrap()
+            .with_register_budget(&bare);
+        let probed = kernels::ptx_usage(&inst.ptx).expect("ptxas on the instrumented corpus");
+        for (b, p) in bare.iter().zip(&probed) {
+            assert_eq!(b.name, p.name);
+            let budget = kernels::budget::register_budget(b.registers);
+            assert!(
+                inst.ptx.contains(&format!(".maxnreg {budget}")),
+                "{}: no .maxnreg {budget}",
+                b.name
+            );
+            assert!(
+                p.registers <= budget,
+                "{}: {} registers probed, budget {budget} (bare {})",
+                b.name,
+                p.registers,
+                b.registers
+            );
+            // Spills the budget forces are reported, never hidden (as for the header's builds).
+            eprintln!(
+                "{}: bare {} registers, probed {} (budget {budget}), {} spill bytes",
+                b.name, b.registers, p.registers, p.spill_bytes
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 17, "{checked} entries");
+}

@@ -68,7 +68,6 @@ pub fn run(args: &InstrumentArgs) -> Result<()> {
         sites: args.sites.clone(),
         kernel: args.kernel.clone(),
     };
-    let inst = instrument_source(&args.input, &opts)?;
     let out = args
         .out
         .clone()
@@ -79,6 +78,7 @@ pub fn run(args: &InstrumentArgs) -> Result<()> {
             out.display()
         );
     }
+    let inst = instrument_source(&args.input, &opts)?;
     crate::atomic_write(&out, inst.ptx.as_bytes())?;
     for k in &inst.kernels {
         println!("{}: {} sites", k.name, k.sites.len());

@@ -482,3 +482,32 @@ fn one_kernel_and_clear_refusals() {
         "{e}"
     );
 }
+
+#[test]
+fn truncated_or_mangled_ptx_gives_an_error_not_a_panic() {
+    // Every corpus module cut at many points, and with lines dropped: the rewriter returns a
+    // result (usually an error naming kernel and line), never panics.
+    let mut errors = 0;
+    for c in kernels::corpus().iter().take(6) {
+        let mut cut = 0;
+        while cut < c.ptx.len() {
+            if c.ptx.is_char_boundary(cut)
+                && instrument_ptx(&c.ptx[..cut], &RewriteOptions::default()).is_err()
+            {
+                errors += 1;
+            }
+            cut += 211;
+        }
+        for skip in (0..c.ptx.lines().count()).step_by(7) {
+            let text: String = c
+                .ptx
+                .lines()
+                .enumerate()
+                .filter(|(i, _)| *i != skip)
+                .map(|(_, l)| format!("{l}\n"))
+                .collect();
+            let _ = instrument_ptx(&text, &RewriteOptions::default());
+        }
+    }
+    assert!(errors > 0, "cut modules are refused");
+}

@@ -52,9 +52,13 @@ pub fn instrument_source(input: &Path, opts: &RewriteOptions) -> Result<Instrume
         instrument_ptx(&ptx, opts).with_context(|| format!("instrumenting {}", input.display()))?;
     Ok(match usage {
         Ok(entries) if !entries.is_empty() => inst.with_register_budget(&entries),
-        Ok(_) | Err(_) => {
+        other => {
+            let why = match other {
+                Err(e) => e.to_string(),
+                Ok(_) => "ptxas reported no entries".into(),
+            };
             eprintln!(
-                "warpscope: note: ptxas could not report the bare registers of {}; the probed entries get no .maxnreg budget",
+                "warpscope: note: no bare register counts for {} ({why}); the probed entries get no .maxnreg budget",
                 input.display()
             );
             inst

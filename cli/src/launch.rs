@@ -23,6 +23,10 @@ pub struct LaunchArgs {
     /// probes, the mode it was built with (required: it is not in the PTX).
     #[arg(long)]
     pub mode: Option<ProbeMode>,
+    /// Insert the probes into the unmodified kernel first (naive|fence|dummy|auto, see
+    /// `warpscope instrument`); the spec then has no log argument.
+    #[arg(long, value_name = "MODE", conflicts_with = "mode")]
+    pub instrument: Option<ProbeMode>,
     /// Warps that also keep every access; every warp keeps per-site statistics. Global warp
     /// indices and ranges (`0-3,17`), `every:N`, `all` or `none`.
     #[arg(long, default_value = "all")]
@@ -43,11 +47,13 @@ pub struct LaunchArgs {
 }
 
 /// PTX text and the registers per thread ptxas reports for it (for the emulator's occupancy).
-struct Compiled {
-    ptx: String,
-    regs: Option<u32>,
+pub(crate) struct Compiled {
+    pub ptx: String,
+    pub regs: Option<u32>,
     /// The probe mode it was built with; None for a .ptx, whose mode is found per kernel.
-    mode: Option<ProbeMode>,
+    pub mode: Option<ProbeMode>,
+    /// The sites of a kernel instrumented by the PTX rewriter (else the PTX's or the spec's).
+    pub sites: Option<Vec<SiteInfo>>,
 }
 
 fn compile_cu(src: &Path, args: &LaunchArgs) -> Result<Compiled> {
@@ -88,6 +94,7 @@ fn compile_cu(src: &Path, args: &LaunchArgs) -> Result<Compiled> {
         ptx: c.ptx,
         regs: c.registers,
         mode: Some(mode),
+        sites: None,
     })
 }
 
@@ -101,6 +108,7 @@ fn load_source(source: &Path, args: &LaunchArgs) -> Result<Compiled> {
                 .with_context(|| format!("cannot read {}", source.display()))?,
             regs: None,
             mode: None,
+            sites: None,
         },
         _ => bail!("{}: source must be a .ptx or .cu file", source.display()),
     })
@@ -150,15 +158,33 @@ fn check_args(l: &LaunchPlan, compiled: &Compiled, args: &LaunchArgs) -> Result<
     }
     match compiled.mode {
         Some(mode) => Ok(mode),
-        None => ptx_mode(&compiled.ptx, entry, &l.args, args.mode)
-            .with_context(|| format!("{}", l.source.display())),
+        // a .ptx written by `warpscope instrument` names its mode in a comment
+        None => ptx_mode(
+            &compiled.ptx,
+            entry,
+            &l.args,
+            args.mode
+                .or_else(|| instrument::rewrite::mode_of_ptx(&compiled.ptx)),
+        )
+        .with_context(|| format!("{}", l.source.display())),
     }
 }
 
 pub fn run(args: &LaunchArgs) -> Result<()> {
-    let spec = spec::load(&args.spec, args.from_dir.as_deref())?;
+    let mut spec = spec::load(&args.spec, args.from_dir.as_deref())?;
     // Each distinct source is compiled (or read) once, however many launches use it.
     let mut sources: BTreeMap<PathBuf, Compiled> = BTreeMap::new();
+    if args.instrument.is_some() {
+        let [l] = spec.launches.as_mut_slice() else {
+            bail!(
+                "{}: --instrument probes one kernel; give a spec with a single launch",
+                args.spec.display()
+            );
+        };
+        let c =
+            crate::instrument_cmd::for_launch(&l.source, &l.kernel, args.instrument, &mut l.args)?;
+        sources.insert(l.source.clone(), c);
+    }
     let mut modes = Vec::with_capacity(spec.launches.len());
     for l in &spec.launches {
         if !sources.contains_key(&l.source) {
@@ -269,7 +295,13 @@ fn execute(
                 mode: modes[n],
                 trace_warps: args.trace_warps.clone(),
                 slots_per_warp: spec.slots_per_warp.unwrap_or(1024),
-                sites: sites(spec)?,
+                sites: match &compiled.sites {
+                    Some(s) => s.clone(),
+                    None => match instrument::rewrite::sites_in_ptx(&compiled.ptx, &l.kernel) {
+                        Some(s) => s,
+                        None => sites(spec)?,
+                    },
+                },
             };
             let probed = launch_probed(dev, module, &l.kernel, &cfg, &kargs, &probe)
                 .map_err(|e| in_launch(spec, n, e.into()))?;

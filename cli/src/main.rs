@@ -4,6 +4,7 @@
 
 mod companion_cmd;
 mod export_cmd;
+mod instrument_cmd;
 mod launch;
 mod spec;
 mod study_cmd;
@@ -56,6 +57,8 @@ enum Command {
     Export(export_cmd::ExportArgs),
     /// Run any kernel described by a launch spec (TOML) on the GPU or the emulator.
     Launch(launch::LaunchArgs),
+    /// Put the probes into an unmodified kernel: writes PTX with every selected load timed.
+    Instrument(instrument_cmd::InstrumentArgs),
     /// List the emulator presets, or print one preset's effective configuration as TOML.
     Presets {
         /// Print this preset's configuration.
@@ -170,6 +173,7 @@ fn run() -> Result<()> {
         Command::Compare(args) => companion_cmd::compare(&args),
         Command::Export(args) => export_cmd::run(&args),
         Command::Launch(args) => launch::run(&args),
+        Command::Instrument(args) => instrument_cmd::run(&args),
         Command::Presets { name: None } => {
             for name in emulator::GpuConfig::preset_names() {
                 println!("{name}");

@@ -8,7 +8,8 @@
 //! CUDA) and [`EmuDevice`]; [`open_device`] for `--backend gpu|emu|auto`; [`launch_probed`], which
 //! gives the probes their shared-memory state, launches, reports what that did to occupancy, and
 //! decodes the log into a `trace::Trace` ([`decode`] checks magic, sizes, sites and reports
-//! dropped records).
+//! dropped records); [`rewrite`], which puts the same probes into a kernel's PTX without
+//! editing its source.
 //!
 //! ```no_run
 //! use instrument::{open_device, BackendChoice};
@@ -23,6 +24,7 @@ mod emu;
 mod error;
 mod log;
 mod probe;
+pub mod rewrite;
 
 pub use cuda::CudaDevice;
 pub use device::{

@@ -59,6 +59,18 @@ pub struct ProbedLaunch {
     pub occupancy_note: String,
 }
 
+/// Byte offsets of the `ws::Log` argument's fields, for code that reads it in PTX (the rewriter).
+/// [`log_arg`] writes the fields in this order; a test holds the two together.
+pub(crate) mod log_arg_offset {
+    pub const BUF: u32 = 0;
+    pub const SLOTS: u32 = 8;
+    pub const DUMMY: u32 = 12;
+    pub const FLAGS: u32 = 16;
+    pub const SHARED_OFFSET: u32 = 20;
+    pub const SITES: u32 = 24;
+    pub const N_WARPS: u32 = 28;
+}
+
 /// The `ws::Log` argument (`WS_LOG_ARG_BYTES`):
 /// `{u64 buf; u32 slots; i32 dummy = 0; u32 flags; u32 shared_offset; u32 sites; u32 n_warps}`.
 fn log_arg(buf: u64, shape: &LogShape, shared_offset: u32) -> Vec<u8> {
@@ -250,6 +262,21 @@ mod tests {
         assert_eq!(&b[20..24], &48u32.to_le_bytes());
         assert_eq!(&b[24..28], &3u32.to_le_bytes());
         assert_eq!(&b[28..32], &9u32.to_le_bytes());
+        use log_arg_offset as o;
+        let at = |off: u32| &b[off as usize..off as usize + 4];
+        assert_eq!(
+            &b[o::BUF as usize..8],
+            &0x1122_3344_5566_7788u64.to_le_bytes()
+        );
+        assert_eq!(at(o::SLOTS), &7u32.to_le_bytes());
+        assert_eq!(at(o::DUMMY), &0u32.to_le_bytes());
+        assert_eq!(
+            at(o::FLAGS),
+            &kernels::layout::WS_LOG_FLAG_TRACED.to_le_bytes()
+        );
+        assert_eq!(at(o::SHARED_OFFSET), &48u32.to_le_bytes());
+        assert_eq!(at(o::SITES), &3u32.to_le_bytes());
+        assert_eq!(at(o::N_WARPS), &9u32.to_le_bytes());
     }
 
     #[test]

@@ -171,13 +171,9 @@ fn checked_nvcc(mode: u32) -> Result<PathBuf, KernelsError> {
     nvcc_path().ok_or(KernelsError::ToolNotFound { tool: "nvcc" })
 }
 
-/// Compiles `source` in `mode` in a temporary directory beside a copy of the header, a probed
-/// build with the bare build's register budget; returns the build and nvcc's log.
-fn compile_budgeted(
-    nvcc: &Path,
-    source: &Path,
-    mode: u32,
-) -> Result<(CompiledPtx, String), KernelsError> {
+/// A temporary directory holding a copy of the probe header, where a user's `.cu` is compiled
+/// (its `#include "warpscope.cuh"` finds it there).
+fn header_dir() -> Result<tempfile::TempDir, KernelsError> {
     let dir = tempfile::tempdir().map_err(|source| KernelsError::Io {
         path: std::env::temp_dir(),
         source,
@@ -187,16 +183,89 @@ fn compile_budgeted(
         path: header.clone(),
         source,
     })?;
+    Ok(dir)
+}
+
+/// Compiles `source` in `mode` in a temporary directory beside a copy of the header, a probed
+/// build with the bare build's register budget; returns the build and nvcc's log.
+fn compile_budgeted(
+    nvcc: &Path,
+    source: &Path,
+    mode: u32,
+) -> Result<(CompiledPtx, String), KernelsError> {
+    let dir = header_dir()?;
     let budgets = if mode == layout::WS_OFF {
         Vec::new()
     } else {
-        let (bare, _) = compile_once(nvcc, dir.path(), source, layout::WS_OFF, &[])?;
+        let (bare, _) = compile_once(nvcc, dir.path(), source, layout::WS_OFF, &[], &[])?;
         bare.entries
             .iter()
             .map(|e| (e.name.clone(), register_budget(e.registers)))
             .collect()
     };
-    compile_once(nvcc, dir.path(), source, mode, &budgets)
+    compile_once(nvcc, dir.path(), source, mode, &budgets, &[])
+}
+
+/// Compiles a user's `.cu` without probes (`WS_OFF`) and with `-lineinfo`, so that its PTX
+/// carries `.loc` source lines: the input of the PTX rewriter (`instrument::rewrite`), which names
+/// the sites it probes by those lines. `entries` holds the bare register counts (the budget of
+/// the instrumented entries).
+pub fn compile_ptx_lineinfo(source: &Path) -> Result<CompiledPtx, KernelsError> {
+    let nvcc = checked_nvcc(layout::WS_OFF)?;
+    let dir = header_dir()?;
+    compile_once(
+        &nvcc,
+        dir.path(),
+        source,
+        layout::WS_OFF,
+        &[],
+        &["-lineinfo"],
+    )
+    .map(|(c, _)| c)
+}
+
+/// ptxas resource usage (sm_75) of every entry of `ptx`: registers of a bare `.ptx` input, for
+/// the register budget of its instrumented entries.
+pub fn ptx_usage(ptx: &str) -> Result<Vec<EntryUsage>, KernelsError> {
+    let nvcc = nvcc_path().ok_or(KernelsError::ToolNotFound { tool: "nvcc" })?;
+    let dir = tempfile::tempdir().map_err(|source| KernelsError::Io {
+        path: std::env::temp_dir(),
+        source,
+    })?;
+    let path = dir.path().join("in.ptx");
+    std::fs::write(&path, ptx).map_err(|source| KernelsError::Io {
+        path: path.clone(),
+        source,
+    })?;
+    let command = format!(
+        "nvcc -arch=sm_{PTX_ARCH} -cubin -Xptxas -v {}",
+        path.display()
+    );
+    let o = Command::new(&nvcc)
+        .args([
+            format!("-arch=sm_{PTX_ARCH}"),
+            "-cubin".into(),
+            "-Xptxas".into(),
+            "-v".into(),
+        ])
+        .arg(&path)
+        .arg("-o")
+        .arg(dir.path().join("in.cubin"))
+        .output()
+        .map_err(|source| KernelsError::Io {
+            path: nvcc.clone(),
+            source,
+        })?;
+    if !o.status.success() {
+        return Err(KernelsError::ToolFailed {
+            command,
+            status: o.status.to_string(),
+            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        });
+    }
+    let mut log = String::from_utf8_lossy(&o.stdout).into_owned();
+    log.push_str(&String::from_utf8_lossy(&o.stderr));
+    Ok(parse_entries(ptx, &log))
 }
 
 /// [`compile_ptx`] through a [`crate::cache::CompileCache`]: an unchanged source (same bytes,
@@ -224,13 +293,14 @@ fn compile_once(
     source: &Path,
     mode: u32,
     budgets: &[(String, u32)],
+    extra: &[&str],
 ) -> Result<(CompiledPtx, String), KernelsError> {
     let out = dir.join(format!("out_m{mode}.ptx"));
     let src_dir = source
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    let args: Vec<String> = vec![
+    let mut args: Vec<String> = vec![
         format!("-arch=compute_{PTX_ARCH}"),
         "-ptx".into(),
         "-O3".into(),
@@ -243,8 +313,10 @@ fn compile_once(
         "-o".into(),
         out.to_string_lossy().into_owned(),
     ];
+    args.extend(extra.iter().map(|a| a.to_string()));
     let mut command = format!(
-        "nvcc -arch=compute_{PTX_ARCH} -ptx -O3 -DWS_MODE={mode} -I <warpscope.cuh dir> -I {} {}",
+        "nvcc -arch=compute_{PTX_ARCH} -ptx -O3 -DWS_MODE={mode}{} -I <warpscope.cuh dir> -I {} {}",
+        extra.iter().map(|a| format!(" {a}")).collect::<String>(),
         src_dir.display(),
         source.display()
     );

@@ -30,6 +30,44 @@ pub fn tool_path(tool: &str) -> Option<PathBuf> {
     which(tool)
 }
 
+/// `ptxas -arch=sm_<arch>` of a PTX text: the cubin a GPU would run (e.g. of a kernel the PTX
+/// rewriter instrumented, for the SASS placement checks).
+pub fn assemble_cubin(ptx: &str, arch: u32) -> Result<Vec<u8>, KernelsError> {
+    let tool = tool_path("ptxas").ok_or(KernelsError::ToolNotFound { tool: "ptxas" })?;
+    let dir = tempfile::tempdir().map_err(|source| KernelsError::Io {
+        path: std::env::temp_dir(),
+        source,
+    })?;
+    let input = dir.path().join("in.ptx");
+    let output = dir.path().join("out.cubin");
+    std::fs::write(&input, ptx).map_err(|source| KernelsError::Io {
+        path: input.clone(),
+        source,
+    })?;
+    let arch_flag = format!("-arch=sm_{arch}");
+    let o = Command::new(&tool)
+        .arg(&arch_flag)
+        .arg(&input)
+        .arg("-o")
+        .arg(&output)
+        .output()
+        .map_err(|source| KernelsError::Io {
+            path: tool.clone(),
+            source,
+        })?;
+    if !o.status.success() {
+        return Err(KernelsError::ToolFailed {
+            command: format!("ptxas {arch_flag}"),
+            status: o.status.to_string(),
+            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        });
+    }
+    std::fs::read(&output).map_err(|source| KernelsError::Io {
+        path: output,
+        source,
+    })
+}
+
 /// `cuobjdump -sass -arch sm_<arch>` of a fatbin or cubin image (written to a temporary file
 /// because cuobjdump reads only files).
 pub fn cuobjdump_sass(image: &[u8], arch: u32) -> Result<String, KernelsError> {

@@ -4,6 +4,7 @@
 
 mod companion_cmd;
 mod export_cmd;
+mod gpu_check;
 mod launch;
 mod spec;
 mod study_cmd;
@@ -52,6 +53,9 @@ enum Command {
     Export(export_cmd::ExportArgs),
     /// Run any kernel described by a launch spec (TOML) on the GPU or the emulator.
     Launch(launch::LaunchArgs),
+    /// Validate warpscope on a GPU machine in one budgeted run: device, corpus, probes,
+    /// calibration, study, exports → gpu-report.md (the same plan on the emulator with --backend emu).
+    GpuCheck(gpu_check::GpuCheckArgs),
     /// List the emulator presets, or print one preset's effective configuration as TOML.
     Presets {
         /// Print this preset's configuration.
@@ -120,6 +124,7 @@ fn run() -> Result<()> {
         Command::Compare(args) => companion_cmd::compare(&args),
         Command::Export(args) => export_cmd::run(&args),
         Command::Launch(args) => launch::run(&args),
+        Command::GpuCheck(args) => gpu_check::run(&args),
         Command::Presets { name: None } => {
             for name in emulator::GpuConfig::preset_names() {
                 println!("{name}");

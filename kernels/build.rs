@@ -44,6 +44,10 @@ struct Job {
     stem: String,
     mode: u32,
     corpus: bool,
+    /// A microbenchmark (`kernels/micro/*.cu`): built like the top-level sources, every mode with a
+    /// fatbin, but listed apart (`kernels::micro()`), so the per-access placement rules that the
+    /// SASS tests apply to `builds()` do not apply to its multi-load timed windows.
+    micro: bool,
     /// Per entry (name, `.maxnreg`): the register budget of a probed build (empty otherwise).
     budgets: Vec<(String, u32)>,
 }
@@ -68,6 +72,7 @@ fn run() -> Result<(), String> {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=.");
     println!("cargo:rerun-if-changed=corpus");
+    println!("cargo:rerun-if-changed=micro");
 
     let header_path = manifest.join("warpscope.cuh");
     let header = std::fs::read_to_string(&header_path)
@@ -77,7 +82,8 @@ fn run() -> Result<(), String> {
 
     let top = list_sources(&manifest, "")?;
     let corpus = list_sources(&manifest, "corpus")?;
-    for f in top.iter().chain(corpus.iter()) {
+    let micro = list_sources(&manifest, "micro")?;
+    for f in top.iter().chain(corpus.iter()).chain(micro.iter()) {
         println!("cargo:rerun-if-changed={}", root.join(f).display());
     }
     for h in list_ext(&manifest, "cuh")? {
@@ -94,12 +100,17 @@ fn run() -> Result<(), String> {
     // Two rounds: the bare (WS_OFF) builds and the corpus first, then the probed builds, whose
     // per-entry register budget comes from the bare build's register counts.
     let mut jobs = Vec::new();
-    for rel in &top {
+    for (rel, micro) in top
+        .iter()
+        .map(|r| (r, false))
+        .chain(micro.iter().map(|r| (r, true)))
+    {
         jobs.push(Job {
             rel: rel.clone(),
             stem: stem_of(rel),
             mode: 0,
             corpus: false,
+            micro,
             budgets: Vec::new(),
         });
     }
@@ -109,6 +120,7 @@ fn run() -> Result<(), String> {
             stem: stem_of(rel),
             mode: 0,
             corpus: true,
+            micro: false,
             budgets: Vec::new(),
         });
     }
@@ -130,7 +142,12 @@ fn run() -> Result<(), String> {
     }
     done.extend(run_parallel(probed, &nvcc, &root, &out)?);
     done.sort_by(|a, b| {
-        (a.job.corpus, &a.job.stem, a.job.mode).cmp(&(b.job.corpus, &b.job.stem, b.job.mode))
+        (a.job.corpus, a.job.micro, &a.job.stem, a.job.mode).cmp(&(
+            b.job.corpus,
+            b.job.micro,
+            &b.job.stem,
+            b.job.mode,
+        ))
     });
     std::fs::write(out.join("builds.rs"), builds_rs(&done, &version))
         .map_err(|e| format!("writing builds.rs: {e}"))?;
@@ -336,6 +353,8 @@ fn nvcc_run(nvcc: &Path, root: &Path, args: &[String], what: &str) -> Result<Str
 fn build_one(job: &Job, nvcc: &Path, root: &Path, out: &Path) -> Result<Done, String> {
     let base = if job.corpus {
         format!("corpus_{}", job.stem)
+    } else if job.micro {
+        format!("micro_{}_m{}", job.stem, job.mode)
     } else {
         format!("{}_m{}", job.stem, job.mode)
     };
@@ -504,22 +523,27 @@ fn builds_rs(done: &[Done], version: &str) -> String {
         e.push(']');
         e
     };
-    s.push_str("pub(crate) static BUILDS: &[KernelBuild] = &[\n");
-    for d in done.iter().filter(|d| !d.job.corpus) {
-        let fat = d.fatbin_file.as_deref().unwrap_or_default();
-        let _ = writeln!(
-            s,
-            "    KernelBuild {{ source: {:?}, mode: {}, ptx: include_str!(concat!(env!(\"OUT_DIR\"), \"/{}\")), \
-             fatbin: include_bytes!(concat!(env!(\"OUT_DIR\"), \"/{}\")), entries: {}, command: {:?} }},",
-            d.job.stem,
-            d.job.mode,
-            d.ptx_file,
-            fat,
-            entries(d),
-            d.command
-        );
+    for (table, micro) in [("BUILDS", false), ("MICRO", true)] {
+        let _ = writeln!(s, "pub(crate) static {table}: &[KernelBuild] = &[");
+        for d in done
+            .iter()
+            .filter(|d| !d.job.corpus && d.job.micro == micro)
+        {
+            let fat = d.fatbin_file.as_deref().unwrap_or_default();
+            let _ = writeln!(
+                s,
+                "    KernelBuild {{ source: {:?}, mode: {}, ptx: include_str!(concat!(env!(\"OUT_DIR\"), \"/{}\")), \
+                 fatbin: include_bytes!(concat!(env!(\"OUT_DIR\"), \"/{}\")), entries: {}, command: {:?} }},",
+                d.job.stem,
+                d.job.mode,
+                d.ptx_file,
+                fat,
+                entries(d),
+                d.command
+            );
+        }
+        s.push_str("];\n");
     }
-    s.push_str("];\n");
     s.push_str("pub(crate) static CORPUS: &[CorpusKernel] = &[\n");
     for d in done.iter().filter(|d| d.job.corpus) {
         let _ = writeln!(

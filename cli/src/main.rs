@@ -4,6 +4,7 @@
 
 mod companion_cmd;
 mod export_cmd;
+mod gpu_check;
 mod instrument_cmd;
 mod launch;
 mod spec;
@@ -59,6 +60,9 @@ enum Command {
     Launch(launch::LaunchArgs),
     /// Put the probes into an unmodified kernel: writes PTX with every selected load timed.
     Instrument(instrument_cmd::InstrumentArgs),
+    /// Validate warpscope on a GPU machine in one budgeted run: device, corpus, probes,
+    /// calibration, study, exports → gpu-report.md (the same plan on the emulator with --backend emu).
+    GpuCheck(gpu_check::GpuCheckArgs),
     /// List the emulator presets, or print one preset's effective configuration as TOML.
     Presets {
         /// Print this preset's configuration.
@@ -174,6 +178,7 @@ fn run() -> Result<()> {
         Command::Export(args) => export_cmd::run(&args),
         Command::Launch(args) => launch::run(&args),
         Command::Instrument(args) => instrument_cmd::run(&args),
+        Command::GpuCheck(args) => gpu_check::run(&args),
         Command::Presets { name: None } => {
             for name in emulator::GpuConfig::preset_names() {
                 println!("{name}");

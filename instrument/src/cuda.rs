@@ -134,6 +134,33 @@ impl Device for CudaDevice {
         self.clock_mhz
     }
 
+    fn properties(&self) -> crate::DeviceProperties {
+        use sys::CUdevice_attribute as A;
+        let attr = |a: A| self.ctx.attribute(a).ok();
+        let mut driver = 0;
+        // SAFETY: writes one int; the driver was initialised by `open`.
+        let driver_ok = unsafe { sys::cuDriverGetVersion(&mut driver) }
+            .result()
+            .is_ok();
+        crate::DeviceProperties {
+            compute_capability: self
+                .ctx
+                .compute_capability()
+                .ok()
+                .map(|(major, minor)| format!("{major}.{minor}")),
+            driver_cuda_version: driver_ok
+                .then(|| format!("{}.{}", driver / 1000, (driver % 1000) / 10)),
+            sm_count: attr(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).map(|v| v.max(0) as u32),
+            l2_bytes: attr(A::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE).map(|v| v.max(0) as u64),
+            memory_clock_mhz: attr(A::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE)
+                .map(|khz| f64::from(khz) / 1000.0),
+            memory_bus_bits: attr(A::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH)
+                .map(|v| v.max(0) as u32),
+            total_memory_bytes: self.ctx.total_mem().ok().map(|b| b as u64),
+            ..crate::DeviceProperties::basic(Backend::Gpu, self.name.clone(), self.clock_mhz)
+        }
+    }
+
     fn free_memory_bytes(&self) -> u64 {
         self.ctx
             .mem_get_info()

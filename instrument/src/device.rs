@@ -134,6 +134,43 @@ pub struct LaunchOutcome {
     pub wall_seconds: f64,
 }
 
+/// What a device says about itself, for reports: every field a backend cannot tell is `None`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct DeviceProperties {
+    /// `gpu` or `emu`.
+    pub backend: String,
+    pub name: String,
+    /// SM clock in MHz (the GPU's maximum, the preset's on the emulator).
+    pub clock_mhz: f64,
+    /// `9.0` for an H100.
+    pub compute_capability: Option<String>,
+    /// The CUDA version the driver supports, `13.0` (cuDriverGetVersion).
+    pub driver_cuda_version: Option<String>,
+    pub sm_count: Option<u32>,
+    pub l2_bytes: Option<u64>,
+    pub memory_clock_mhz: Option<f64>,
+    pub memory_bus_bits: Option<u32>,
+    pub total_memory_bytes: Option<u64>,
+}
+
+impl DeviceProperties {
+    /// Name, backend and clock only.
+    pub fn basic(backend: Backend, name: String, clock_mhz: f64) -> Self {
+        DeviceProperties {
+            backend: backend.name().into(),
+            name,
+            clock_mhz,
+            compute_capability: None,
+            driver_cuda_version: None,
+            sm_count: None,
+            l2_bytes: None,
+            memory_clock_mhz: None,
+            memory_bus_bits: None,
+            total_memory_bytes: None,
+        }
+    }
+}
+
 /// What any backend must provide. Object safe: callers hold a `Box<dyn Device>`.
 pub trait Device {
     fn backend(&self) -> Backend;
@@ -141,6 +178,10 @@ pub trait Device {
     fn name(&self) -> String;
     /// SM clock in MHz.
     fn clock_mhz(&self) -> f64;
+    /// Name, clock, SM count, L2 size, … as far as the backend knows them.
+    fn properties(&self) -> DeviceProperties {
+        DeviceProperties::basic(self.backend(), self.name(), self.clock_mhz())
+    }
     /// Free device memory in bytes.
     fn free_memory_bytes(&self) -> u64;
     fn alloc(&mut self, bytes: u64) -> Result<DevBuf, InstrumentError>;

@@ -108,6 +108,15 @@ impl Device for EmuDevice {
         self.emu.config().clock_mhz
     }
 
+    fn properties(&self) -> crate::DeviceProperties {
+        let c = self.emu.config();
+        crate::DeviceProperties {
+            sm_count: Some(c.sm.count),
+            l2_bytes: Some(c.l2.size_bytes),
+            ..crate::DeviceProperties::basic(Backend::Emu, self.name(), c.clock_mhz)
+        }
+    }
+
     fn free_memory_bytes(&self) -> u64 {
         // Unknown (not Linux): do not refuse up front; the allocator still reports failure.
         host_available_bytes().unwrap_or(u64::MAX)
@@ -226,5 +235,21 @@ fn no_such_kernel(module: &Module, kernel: &str) -> InstrumentError {
             .map(|e| e.name.clone())
             .collect::<Vec<_>>()
             .join(", "),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn properties_come_from_the_preset() {
+        let cfg = GpuConfig::preset("h100").unwrap();
+        let p = EmuDevice::new(cfg.clone()).properties();
+        assert_eq!(p.backend, "emu");
+        assert_eq!(p.sm_count, Some(cfg.sm.count));
+        assert_eq!(p.l2_bytes, Some(cfg.l2.size_bytes));
+        assert_eq!(p.clock_mhz, cfg.clock_mhz);
+        assert_eq!(p.driver_cuda_version, None, "the emulator has no driver");
     }
 }

@@ -28,7 +28,8 @@ pub mod rewrite;
 
 pub use cuda::CudaDevice;
 pub use device::{
-    Arg, Backend, BackendChoice, DevBuf, Device, LaunchConfig, LaunchOutcome, ModuleId,
+    Arg, Backend, BackendChoice, DevBuf, Device, DeviceProperties, LaunchConfig, LaunchOutcome,
+    ModuleId,
 };
 pub use emu::{DEFAULT_MAX_WARP_INSTRUCTIONS, EmuDevice, EmuLimits, host_available_bytes};
 pub use error::InstrumentError;

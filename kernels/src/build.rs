@@ -84,6 +84,18 @@ pub fn find(source: &str, mode: u32) -> Option<&'static KernelBuild> {
     BUILDS.iter().find(|b| b.source == source && b.mode == mode)
 }
 
+/// The microbenchmarks (`kernels/micro/*.cu`: the pointer chase and independent loads), every
+/// probe mode with a fatbin, sorted by source, then mode. Apart from [`builds`]: their timed
+/// windows hold many loads on purpose.
+pub fn micro() -> &'static [KernelBuild] {
+    MICRO
+}
+
+/// The microbenchmark build of `source` (file stem) for `mode`.
+pub fn find_micro(source: &str, mode: u32) -> Option<&'static KernelBuild> {
+    MICRO.iter().find(|b| b.source == source && b.mode == mode)
+}
+
 /// The corpus kernels, sorted by name.
 pub fn corpus() -> &'static [CorpusKernel] {
     CORPUS

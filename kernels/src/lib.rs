@@ -7,7 +7,7 @@
 //! `kernels/corpus/*.cu` to PTX, and turns the header's `#define WS_…` constants into [`layout`].
 //!
 //! Main items: [`builds`] / [`find`] ([`KernelBuild`], one per source × mode × kind, with
-//! [`EntryInfo`] per kernel entry), [`corpus`] ([`CorpusKernel`]), [`probe_header`] (the text of
+//! [`EntryInfo`] per kernel entry), [`corpus`] ([`CorpusKernel`]), [`micro`] (the latency microbenchmarks of `kernels/micro`), [`probe_header`] (the text of
 //! `warpscope.cuh`), [`nvcc_path`] and [`compile_ptx`] (compile a user's `.cu` with the header at
 //! run time), [`tools`] (nvdisasm / cuobjdump for SASS inspection), [`layout`].
 //!
@@ -55,14 +55,31 @@ pub mod layout {
 
 pub use build::{
     CompiledPtx, CorpusKernel, EntryInfo, KernelBuild, PTX_ARCH, SASS_ARCHS, builds, compile_ptx,
-    compile_ptx_cached, compile_ptx_lineinfo, corpus, find, find_corpus, nvcc_path, nvcc_version,
-    probe_header, ptx_usage,
+    compile_ptx_cached, compile_ptx_lineinfo, corpus, find, find_corpus, find_micro, micro,
+    nvcc_path, nvcc_version, probe_header, ptx_usage,
 };
 pub use error::KernelsError;
 
 #[cfg(test)]
 mod tests {
     use super::layout::WS_LOG_MAGIC;
+
+    #[test]
+    fn the_microbenchmarks_are_embedded_per_mode_with_fatbins() {
+        for mode in [
+            super::layout::WS_NAIVE,
+            super::layout::WS_FENCE,
+            super::layout::WS_DUMMY,
+        ] {
+            let b = super::find_micro("pointer_chase", mode).expect("embedded");
+            for entry in ["pointer_chase", "strided_loads", "repeated_loads"] {
+                assert!(b.entry(entry).is_some(), "mode {mode}: {entry}");
+            }
+            assert!(!b.fatbin.is_empty());
+        }
+        // Apart from builds(): their timed windows hold many loads.
+        assert!(super::builds().iter().all(|b| b.source != "pointer_chase"));
+    }
 
     #[test]
     fn magic_reads_as_ascii_in_a_hex_dump() {

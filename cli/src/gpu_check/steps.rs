@@ -1,0 +1,525 @@
+//! The six steps of the plan and the typed results each one stores in `gpu-results.json`.
+
+use super::corpus::{self, CorpusRow};
+use super::micro::{self, MicroCase, MicroRow};
+use super::{Ctx, GpuResults, step_dir};
+use anyhow::{Context, Result, bail};
+use clog_export::{ExportOptions, Format};
+use instrument::{Device, DeviceProperties};
+use serde::Serialize;
+use std::path::Path;
+use std::time::Duration;
+use study::{BlockShape, Scale, SweepRow, View};
+use trace::TraceReader;
+
+/// One step's results.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "step", rename_all = "snake_case")]
+pub enum StepData {
+    Device(DeviceStep),
+    Corpus { rows: Vec<CorpusRow> },
+    Probes(ProbesStep),
+    Calibration { rows: Vec<CalibrationRow> },
+    Study(StudyStep),
+    Export(ExportStep),
+}
+
+impl StepData {
+    /// Whether the step's own checks passed (a step without checks passes).
+    pub fn passed(&self) -> bool {
+        match self {
+            StepData::Device(_) | StepData::Calibration { .. } => true,
+            StepData::Corpus { rows } => rows
+                .iter()
+                .all(|r| r.matches_reference && r.matches_emulator != Some(false)),
+            StepData::Probes(p) => p.verdicts.iter().all(|v| v.passed),
+            StepData::Study(s) => s.rows.iter().all(|r| r.image_matches_bare != Some(false)),
+            StepData::Export(e) => {
+                e.records > 0 && e.formats.iter().all(|f| f.read_back == e.records)
+            }
+        }
+    }
+}
+
+/// What a step returned.
+pub struct Outcome {
+    pub data: StepData,
+    pub cut_off: bool,
+    pub notes: Vec<String>,
+}
+
+impl Outcome {
+    fn done(data: StepData) -> Result<Outcome> {
+        Ok(Outcome {
+            data,
+            cut_off: false,
+            notes: Vec::new(),
+        })
+    }
+}
+
+pub fn run_step(id: usize, ctx: &Ctx, so_far: &GpuResults) -> Result<Outcome> {
+    match id {
+        1 => device(ctx),
+        2 => corpus_step(ctx),
+        3 => probes(ctx),
+        4 => calibration(ctx, so_far),
+        5 => study_step(ctx),
+        6 => export(ctx),
+        _ => bail!("no step {id}"),
+    }
+}
+
+// ---------------------------------------------------------------- 1. device
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DeviceStep {
+    pub properties: DeviceProperties,
+    /// `nvidia-smi --query-gpu=…` (driver version, clocks), when it is on the PATH.
+    pub nvidia_smi: Option<String>,
+    /// Architectures with SASS in the embedded fatbins, and the PTX's.
+    pub sass_archs: Vec<u32>,
+    pub ptx_arch: u32,
+}
+
+fn device(ctx: &Ctx) -> Result<Outcome> {
+    let dev = ctx.open()?;
+    let properties = dev.properties();
+    let nvidia_smi = if ctx.gpu {
+        std::process::Command::new("nvidia-smi")
+            .args([
+                "--query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.limit",
+                "--format=csv",
+            ])
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    } else {
+        None
+    };
+    let mut out = Outcome::done(StepData::Device(DeviceStep {
+        properties: properties.clone(),
+        nvidia_smi,
+        sass_archs: kernels::SASS_ARCHS.to_vec(),
+        ptx_arch: kernels::PTX_ARCH,
+    }))?;
+    if let Some(cc) = &properties.compute_capability {
+        let sm: u32 = cc.replace('.', "").parse().unwrap_or(0);
+        if !kernels::SASS_ARCHS.contains(&sm) {
+            out.notes.push(format!(
+                "no SASS for sm_{sm} in the fatbins: the driver JIT-compiles the compute_{} PTX",
+                kernels::PTX_ARCH
+            ));
+        }
+    }
+    Ok(out)
+}
+
+// ---------------------------------------------------------------- 2. corpus
+
+fn corpus_step(ctx: &Ctx) -> Result<Outcome> {
+    let mut rows = Vec::new();
+    let mut notes = Vec::new();
+    for case in corpus::CASES {
+        let mut dev = ctx.open()?;
+        let mut emu = ctx.gpu.then(|| ctx.emulator());
+        let row = match corpus::check(
+            case,
+            dev.as_mut(),
+            emu.as_mut().map(|e| e as &mut dyn Device),
+        ) {
+            Ok(r) => r,
+            Err(e) => CorpusRow {
+                file: case.file.into(),
+                entries: case.entries.into(),
+                matches_reference: false,
+                matches_emulator: None,
+                kernel_ms: 0.0,
+                problem: Some(format!("{e:#}")),
+            },
+        };
+        if let Some(p) = &row.problem {
+            notes.push(format!("{}: {p}", row.file));
+        }
+        rows.push(row);
+    }
+    Ok(Outcome {
+        data: StepData::Corpus { rows },
+        cut_off: false,
+        notes,
+    })
+}
+
+// ---------------------------------------------------------------- 3. probes
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Verdict {
+    pub check: String,
+    pub passed: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ProbesStep {
+    pub rows: Vec<MicroRow>,
+    pub verdicts: Vec<Verdict>,
+}
+
+fn probes(ctx: &Ctx) -> Result<Outcome> {
+    let mut rows = Vec::new();
+    let mut notes = Vec::new();
+    for (case, mode) in micro::PLAN {
+        let mut dev = ctx.open()?;
+        match micro::measure(dev.as_mut(), &ctx.preset, case, mode) {
+            Ok(r) => rows.push(r),
+            Err(e) => notes.push(format!("{} ({}): {e:#}", case.label(), mode.name())),
+        }
+    }
+    let verdicts = micro::verdicts(&rows)
+        .into_iter()
+        .map(|(check, passed)| Verdict { check, passed })
+        .collect();
+    if !notes.is_empty() {
+        bail!("{}", notes.join("; "));
+    }
+    Outcome::done(StepData::Probes(ProbesStep { rows, verdicts }))
+}
+
+// ---------------------------------------------------------------- 4. calibration
+
+/// One line of the calibration table: the device's number beside the emulator preset's.
+#[derive(Debug, Clone, Serialize)]
+pub struct CalibrationRow {
+    pub case: String,
+    pub unit: String,
+    pub device: f64,
+    pub emulator: f64,
+    /// emulator ÷ device: above 1 the preset is slower than the silicon.
+    pub ratio: f64,
+}
+
+fn calibration(ctx: &Ctx, so_far: &GpuResults) -> Result<Outcome> {
+    let measured: Vec<MicroRow> = so_far
+        .steps
+        .iter()
+        .find_map(|s| match &s.data {
+            Some(StepData::Probes(p)) => Some(p.rows.clone()),
+            _ => None,
+        })
+        .unwrap_or_default();
+    let mut notes = Vec::new();
+    if !ctx.gpu {
+        notes.push(
+            "emulator backend: the device column is the emulator itself, so every ratio is 1 by \
+             construction (a check of determinism); the hardware run is pending"
+                .into(),
+        );
+    }
+    let mut rows = Vec::new();
+    for (case, mode) in micro::PLAN {
+        let Some(dev_row) = measured.iter().find(|r| r.case == case && r.mode == mode) else {
+            notes.push(format!(
+                "{} ({}): no device measurement from step 3",
+                case.label(),
+                mode.name()
+            ));
+            continue;
+        };
+        let mut emu = ctx.emulator();
+        let emu_row = micro::measure(&mut emu, &ctx.preset, case, mode)?;
+        rows.push(CalibrationRow {
+            case: format!("{} ({})", case.label(), mode.name()),
+            unit: if matches!(
+                case,
+                MicroCase::ChaseL1 | MicroCase::ChaseL2 | MicroCase::ChaseDram
+            ) {
+                "cycles/step".into()
+            } else {
+                "cycles/load".into()
+            },
+            device: dev_row.mean_cycles,
+            emulator: emu_row.mean_cycles,
+            ratio: emu_row.mean_cycles / dev_row.mean_cycles,
+        });
+    }
+    for file in corpus::CALIBRATION {
+        let case = corpus::CASES
+            .iter()
+            .find(|c| c.file == file)
+            .with_context(|| format!("no corpus case {file}"))?;
+        let mut dev = ctx.open()?;
+        let (device_ms, mismatch) = corpus::timed(case, dev.as_mut())?;
+        let emulator_ms = if ctx.gpu {
+            let mut emu = ctx.emulator();
+            corpus::timed(case, &mut emu)?.0
+        } else {
+            device_ms
+        };
+        if let Some(m) = mismatch {
+            notes.push(format!("{file} (timing size): {m}"));
+        }
+        rows.push(CalibrationRow {
+            case: format!("{} ({}), kernel time", case.entries, file),
+            unit: "µs".into(),
+            device: device_ms * 1000.0,
+            emulator: emulator_ms * 1000.0,
+            ratio: emulator_ms / device_ms,
+        });
+    }
+    Ok(Outcome {
+        data: StepData::Calibration { rows },
+        cut_off: false,
+        notes,
+    })
+}
+
+// ---------------------------------------------------------------- 5. study
+
+#[derive(Debug, Clone, Serialize)]
+pub struct NcuRow {
+    pub shape: String,
+    pub view: String,
+    pub metric: String,
+    pub hit_rate: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct StudyStep {
+    pub scale: String,
+    pub geometry: String,
+    pub frames: u32,
+    pub rows: Vec<SweepRow>,
+    /// Texture hit rates of the bare build from Nsight Compute (GPU, ncu on the PATH).
+    pub ncu: Vec<NcuRow>,
+    pub ncu_note: String,
+}
+
+fn study_step(ctx: &Ctx) -> Result<Outcome> {
+    let dir = step_dir(ctx, "study")?;
+    // The paper's geometry takes seconds on a GPU and ~30 minutes on the emulator.
+    let scale = if ctx.gpu { Scale::Paper } else { Scale::Quick };
+    let mut cfg = study::demo_config(&dir, scale)?;
+    cfg.emu_config = ctx.preset.clone();
+    cfg.backend = if ctx.gpu {
+        instrument::BackendChoice::Gpu
+    } else {
+        instrument::BackendChoice::Emu
+    };
+    cfg.frames = if ctx.gpu { 10 } else { 1 };
+    let reserve = Duration::from_secs(super::EXPORT_RESERVE_SECONDS);
+    let mut done: Vec<BlockShape> = Vec::new();
+    let mut notes = Vec::new();
+    let mut cut_off = false;
+    // On the emulator one shape at a time (its views and modes), so the budget is checked
+    // between shapes; the sweep resumes finished runs, so a last call over the shapes done only
+    // reads them back. A GPU renders all 32 runs in seconds, and each sweep call generates the
+    // paper's 1 GiB volume anew: one call (the watchdog still bounds it).
+    let chunk = if ctx.gpu { BlockShape::PAPER.len() } else { 1 };
+    for shapes in BlockShape::PAPER.chunks(chunk) {
+        let names: Vec<String> = shapes.iter().map(BlockShape::name).collect();
+        if ctx.left() <= reserve {
+            cut_off = true;
+            notes.push(format!(
+                "stopped before shapes {} to keep {} s for the export step",
+                names.join(", "),
+                reserve.as_secs()
+            ));
+            break;
+        }
+        let mut part = cfg.clone();
+        part.shapes = shapes.to_vec();
+        study::sweep(&part, &|_, _| {}).with_context(|| format!("shapes {}", names.join(", ")))?;
+        done.extend_from_slice(shapes);
+        eprintln!(
+            "warpscope: gpu-check: study shapes {} done ({:.0} s left)",
+            names.join(", "),
+            ctx.left().as_secs_f64()
+        );
+    }
+    let volume = scale.geometry().volume_bytes();
+    if volume < ctx.preset.l2.size_bytes {
+        notes.push(format!(
+            "the {} volume ({} MiB) fits in the {} preset's L2: misses stay on chip, unlike the \
+             paper's 1 GiB volume",
+            scale.name(),
+            volume >> 20,
+            ctx.preset.name
+        ));
+    }
+    let rows = if done.is_empty() {
+        Vec::new()
+    } else {
+        cfg.shapes = done;
+        study::sweep(&cfg, &|_, _| {})?.rows
+    };
+    let (ncu, ncu_note) = ncu_rates(ctx, &cfg, &dir, reserve)?;
+    Ok(Outcome {
+        data: StepData::Study(StudyStep {
+            scale: scale.name().into(),
+            geometry: scale
+                .geometry()
+                .describe(&ctx.preset.name, ctx.preset.l2.size_bytes),
+            frames: cfg.frames,
+            rows,
+            ncu,
+            ncu_note,
+        }),
+        cut_off,
+        notes,
+    })
+}
+
+/// On a GPU with `ncu`: the bare build's texture hit rate per shape and view, one profiled frame
+/// each (`warpscope render … --mode off --frames 1` under ncu), while the budget lasts.
+fn ncu_rates(
+    ctx: &Ctx,
+    cfg: &study::SweepConfig,
+    dir: &Path,
+    reserve: Duration,
+) -> Result<(Vec<NcuRow>, String)> {
+    if !ctx.gpu {
+        return Ok((
+            Vec::new(),
+            "not run: emulator backend (the hit rates are the emulator's counters)".into(),
+        ));
+    }
+    let Some(ncu) = study::ncu_path() else {
+        return Ok((Vec::new(), "not run: ncu is not on the PATH".into()));
+    };
+    let program = std::env::current_exe().context("cannot find the warpscope executable")?;
+    let mut rows = Vec::new();
+    let mut skipped = 0;
+    let views: &[View] = &cfg.views;
+    for view in views {
+        for shape in &cfg.shapes {
+            // A profiled paper-scale frame regenerates the 1 GiB volume in a new process.
+            if ctx.left() <= reserve + Duration::from_secs(60) {
+                skipped += 1;
+                continue;
+            }
+            let args: Vec<String> = [
+                "render",
+                "--backend",
+                "gpu",
+                "--scale",
+                "paper",
+                "--mode",
+                "off",
+                "--frames",
+                "1",
+                "--no-overhead",
+                "--formats",
+                "none",
+                "--no-ncu",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .chain([
+                "--shape".into(),
+                shape.name(),
+                format!("--view={}", view.name()),
+                "--out".into(),
+                dir.join("ncu-scratch").display().to_string(),
+            ])
+            .collect();
+            match study::run_ncu(&ncu, study::KERNEL_NAME, &program, &args) {
+                Ok(Some(h)) => rows.push(NcuRow {
+                    shape: shape.name(),
+                    view: view.to_string(),
+                    metric: h.metric,
+                    hit_rate: h.rate,
+                }),
+                Ok(None) => skipped += 1,
+                Err(e) => return Ok((rows, format!("ncu failed: {e}"))),
+            }
+        }
+    }
+    let note = if skipped == 0 {
+        format!("{} profiled with {}", rows.len(), ncu.display())
+    } else {
+        format!(
+            "{} profiled with {}, {skipped} left out (budget, or no value)",
+            rows.len(),
+            ncu.display()
+        )
+    };
+    Ok((rows, note))
+}
+
+// ---------------------------------------------------------------- 6. export
+
+#[derive(Debug, Clone, Serialize)]
+pub struct FormatCheck {
+    pub format: String,
+    pub file: String,
+    pub bytes: u64,
+    /// Records read back by warpscope's reader of the format.
+    pub read_back: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ExportStep {
+    pub run: String,
+    pub records: u64,
+    pub warps: u64,
+    pub formats: Vec<FormatCheck>,
+}
+
+fn export(ctx: &Ctx) -> Result<Outcome> {
+    let dir = step_dir(ctx, "export")?;
+    let mut dev = ctx.open()?;
+    // A small render (64³ shell, 64×64, 16×8, fence) with every warp traced: seconds on both
+    // backends, independent of whether the study finished.
+    let cfg = study::RenderConfig {
+        params: study::RenderParams::with_size(64, 64),
+        trace_warps: instrument::TraceWarps::all(),
+        frames: if ctx.gpu { 3 } else { 1 },
+        emu_config: Some(ctx.preset.clone()),
+        ..study::RenderConfig::default()
+    };
+    let result = study::render(dev.as_mut(), &cfg, &dir)?;
+    let run_dir = result.run_dir;
+    let reader = TraceReader::open(&run_dir.join(trace::TRACE_FILE_NAME))?;
+    let records = reader.record_count();
+    let warps = reader.warp_count() as u64;
+    let mut formats = Vec::new();
+    for f in [Format::Csv, Format::Clog2, Format::Chrome] {
+        let path = run_dir.join(f.default_file_name());
+        clog_export::export(&reader, f, &path, &ExportOptions::default())
+            .with_context(|| format!("exporting {}", path.display()))?;
+        let file =
+            std::fs::File::open(&path).with_context(|| format!("reading {}", path.display()))?;
+        let input = std::io::BufReader::new(file);
+        let read_back = match f {
+            Format::Csv => clog_export::read_records_csv(input)?.len(),
+            Format::Clog2 => clog_export::Clog2Log::read(input)?.accesses().len(),
+            _ => clog_export::read_chrome(input)?.slices.len(),
+        } as u64;
+        formats.push(FormatCheck {
+            format: f.to_string(),
+            file: path
+                .strip_prefix(&ctx.out)
+                .unwrap_or(&path)
+                .display()
+                .to_string(),
+            bytes: std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0),
+            read_back,
+        });
+    }
+    let run = run_dir
+        .strip_prefix(&ctx.out)
+        .unwrap_or(&run_dir)
+        .display()
+        .to_string();
+    let mut out = Outcome::done(StepData::Export(ExportStep {
+        run,
+        records,
+        warps,
+        formats,
+    }))?;
+    if records == 0 {
+        out.notes
+            .push("the run traced no records: the read-back check is empty".into());
+    }
+    Ok(out)
+}

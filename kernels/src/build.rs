@@ -240,41 +240,25 @@ pub fn compile_ptx_lineinfo(source: &Path) -> Result<CompiledPtx, KernelsError> 
 /// the register budget of its instrumented entries.
 pub fn ptx_usage(ptx: &str) -> Result<Vec<EntryUsage>, KernelsError> {
     let nvcc = nvcc_path().ok_or(KernelsError::ToolNotFound { tool: "nvcc" })?;
-    let dir = tempfile::tempdir().map_err(|source| KernelsError::Io {
-        path: std::env::temp_dir(),
-        source,
-    })?;
-    let path = dir.path().join("in.ptx");
-    std::fs::write(&path, ptx).map_err(|source| KernelsError::Io {
-        path: path.clone(),
-        source,
-    })?;
+    let (dir, path) = crate::tools::temp_input("in.ptx", ptx.as_bytes())?;
     let command = format!(
         "nvcc -arch=sm_{PTX_ARCH} -cubin -Xptxas -v {}",
         path.display()
     );
-    let o = Command::new(&nvcc)
-        .args([
-            format!("-arch=sm_{PTX_ARCH}"),
-            "-cubin".into(),
-            "-Xptxas".into(),
-            "-v".into(),
-        ])
-        .arg(&path)
-        .arg("-o")
-        .arg(dir.path().join("in.cubin"))
-        .output()
-        .map_err(|source| KernelsError::Io {
-            path: nvcc.clone(),
-            source,
-        })?;
-    if !o.status.success() {
-        return Err(KernelsError::ToolFailed {
-            command,
-            status: o.status.to_string(),
-            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-        });
-    }
+    let o = crate::tools::run_tool(
+        Command::new(&nvcc)
+            .args([
+                format!("-arch=sm_{PTX_ARCH}"),
+                "-cubin".into(),
+                "-Xptxas".into(),
+                "-v".into(),
+            ])
+            .arg(&path)
+            .arg("-o")
+            .arg(dir.path().join("in.cubin")),
+        &nvcc,
+        &command,
+    )?;
     let mut log = String::from_utf8_lossy(&o.stdout).into_owned();
     log.push_str(&String::from_utf8_lossy(&o.stderr));
     Ok(parse_entries(ptx, &log))
@@ -335,20 +319,7 @@ fn compile_once(
     if !budgets.is_empty() {
         command.push_str(" (+ .maxnreg per entry: the bare build's registers, rounded up to 2)");
     }
-    let o = Command::new(nvcc)
-        .args(&args)
-        .output()
-        .map_err(|source| KernelsError::Io {
-            path: nvcc.to_path_buf(),
-            source,
-        })?;
-    if !o.status.success() {
-        return Err(KernelsError::ToolFailed {
-            command,
-            status: o.status.to_string(),
-            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-        });
-    }
+    crate::tools::run_tool(Command::new(nvcc).args(&args), nvcc, &command)?;
     let raw = std::fs::read_to_string(&out).map_err(|source| KernelsError::Io {
         path: out.clone(),
         source,

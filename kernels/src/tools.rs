@@ -13,7 +13,7 @@
 //! assert_eq!(f[0].instrs[0].ctrl.write_barrier, None);
 //! ```
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::KernelsError;
@@ -30,38 +30,60 @@ pub fn tool_path(tool: &str) -> Option<PathBuf> {
     which(tool)
 }
 
-/// `ptxas -arch=sm_<arch>` of a PTX text: the cubin a GPU would run (e.g. of a kernel the PTX
-/// rewriter instrumented, for the SASS placement checks).
-pub fn assemble_cubin(ptx: &str, arch: u32) -> Result<Vec<u8>, KernelsError> {
-    let tool = tool_path("ptxas").ok_or(KernelsError::ToolNotFound { tool: "ptxas" })?;
+/// A temporary directory holding `bytes` as `name` (the tools read only files); the file's path.
+pub(crate) fn temp_input(
+    name: &str,
+    bytes: &[u8],
+) -> Result<(tempfile::TempDir, PathBuf), KernelsError> {
     let dir = tempfile::tempdir().map_err(|source| KernelsError::Io {
         path: std::env::temp_dir(),
         source,
     })?;
-    let input = dir.path().join("in.ptx");
-    let output = dir.path().join("out.cubin");
-    std::fs::write(&input, ptx).map_err(|source| KernelsError::Io {
-        path: input.clone(),
+    let path = dir.path().join(name);
+    std::fs::write(&path, bytes).map_err(|source| KernelsError::Io {
+        path: path.clone(),
         source,
     })?;
-    let arch_flag = format!("-arch=sm_{arch}");
-    let o = Command::new(&tool)
-        .arg(&arch_flag)
-        .arg(&input)
-        .arg("-o")
-        .arg(&output)
-        .output()
-        .map_err(|source| KernelsError::Io {
-            path: tool.clone(),
-            source,
-        })?;
+    Ok((dir, path))
+}
+
+/// Runs `cmd` (the tool at `tool`); a failure to start or a non-zero exit is an error showing
+/// `command` and the tool's stderr.
+pub(crate) fn run_tool(
+    cmd: &mut Command,
+    tool: &Path,
+    command: &str,
+) -> Result<std::process::Output, KernelsError> {
+    let o = cmd.output().map_err(|source| KernelsError::Io {
+        path: tool.to_path_buf(),
+        source,
+    })?;
     if !o.status.success() {
         return Err(KernelsError::ToolFailed {
-            command: format!("ptxas {arch_flag}"),
+            command: command.to_string(),
             status: o.status.to_string(),
             stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
         });
     }
+    Ok(o)
+}
+
+/// `ptxas -arch=sm_<arch>` of a PTX text: the cubin a GPU would run (e.g. of a kernel the PTX
+/// rewriter instrumented, for the SASS placement checks).
+pub fn assemble_cubin(ptx: &str, arch: u32) -> Result<Vec<u8>, KernelsError> {
+    let tool = tool_path("ptxas").ok_or(KernelsError::ToolNotFound { tool: "ptxas" })?;
+    let (dir, input) = temp_input("in.ptx", ptx.as_bytes())?;
+    let output = dir.path().join("out.cubin");
+    let arch_flag = format!("-arch=sm_{arch}");
+    run_tool(
+        Command::new(&tool)
+            .arg(&arch_flag)
+            .arg(&input)
+            .arg("-o")
+            .arg(&output),
+        &tool,
+        &format!("ptxas {arch_flag}"),
+    )?;
     std::fs::read(&output).map_err(|source| KernelsError::Io {
         path: output,
         source,
@@ -72,31 +94,15 @@ pub fn assemble_cubin(ptx: &str, arch: u32) -> Result<Vec<u8>, KernelsError> {
 /// because cuobjdump reads only files).
 pub fn cuobjdump_sass(image: &[u8], arch: u32) -> Result<String, KernelsError> {
     let tool = tool_path("cuobjdump").ok_or(KernelsError::ToolNotFound { tool: "cuobjdump" })?;
-    let dir = tempfile::tempdir().map_err(|source| KernelsError::Io {
-        path: std::env::temp_dir(),
-        source,
-    })?;
-    let file = dir.path().join("image.fatbin");
-    std::fs::write(&file, image).map_err(|source| KernelsError::Io {
-        path: file.clone(),
-        source,
-    })?;
+    let (_dir, file) = temp_input("image.fatbin", image)?;
     let arch_flag = format!("sm_{arch}");
-    let o = Command::new(&tool)
-        .args(["-sass", "-arch", &arch_flag])
-        .arg(&file)
-        .output()
-        .map_err(|source| KernelsError::Io {
-            path: tool.clone(),
-            source,
-        })?;
-    if !o.status.success() {
-        return Err(KernelsError::ToolFailed {
-            command: format!("cuobjdump -sass -arch {arch_flag}"),
-            status: o.status.to_string(),
-            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-        });
-    }
+    let o = run_tool(
+        Command::new(&tool)
+            .args(["-sass", "-arch", &arch_flag])
+            .arg(&file),
+        &tool,
+        &format!("cuobjdump -sass -arch {arch_flag}"),
+    )?;
     Ok(String::from_utf8_lossy(&o.stdout).into_owned())
 }
 

@@ -1,33 +1,8 @@
 //! The `warpscope` binary end to end, on the emulator: what a user types, what lands on disk.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn warpscope(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_warpscope"))
-        .args(args)
-        .output()
-        .expect("the warpscope binary runs")
-}
-
-fn ok(args: &[&str]) -> String {
-    let out = warpscope(args);
-    assert!(
-        out.status.success(),
-        "warpscope {args:?} failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn read_u32_npy(path: &Path) -> Vec<u32> {
-    let bytes = std::fs::read(path).unwrap();
-    npyz::NpyFile::new(&bytes[..]).unwrap().into_vec().unwrap()
-}
+mod common;
+use common::*;
+use std::path::Path;
 
 #[test]
 fn presets_are_listed_and_printable() {

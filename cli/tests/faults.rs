@@ -2,40 +2,10 @@
 //! (exit status 1, never a panic's 101 or an abort), names the file, says each cause once, and
 //! leaves its inputs as they were.
 
+mod common;
+use common::*;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn warpscope(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_warpscope"))
-        .args(args)
-        .output()
-        .expect("the warpscope binary runs")
-}
-
-/// Runs a command that must fail cleanly; returns its stderr.
-fn fails(args: &[&str]) -> String {
-    let out = warpscope(args);
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "warpscope {args:?} must fail with status 1, not panic or abort:\n{err}"
-    );
-    err
-}
-
-fn ok(args: &[&str]) {
-    let out = warpscope(args);
-    assert!(
-        out.status.success(),
-        "warpscope {args:?} failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
+use std::process::Output;
 
 /// The histogram example in `dir`, with `edit` applied to its spec; returns the spec's path.
 fn histogram_spec(dir: &Path, edit: impl Fn(String) -> String) -> PathBuf {

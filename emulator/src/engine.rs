@@ -24,10 +24,10 @@ use std::collections::{BTreeMap, BinaryHeap};
 
 use crate::config::GpuConfig;
 use crate::devmem::DeviceMemory;
-use crate::engine_mem::{MemRequest, MemorySystem};
 use crate::error::EmuError;
 use crate::exec::{Ctx, Entry, FULL, Flow, Warp, exec};
 use crate::ir::{Class, Op, Program};
+use crate::memory::{MemRequest, MemorySystem};
 use crate::texture::Texture;
 use crate::watch::{Progress, WATCH_INTERVAL, Watch};
 use std::time::Instant;

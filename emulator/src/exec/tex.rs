@@ -5,7 +5,7 @@ use super::{Ctx, Fault, Faulty, Flow, Warp, fault, put};
 use crate::ir::*;
 use crate::memory::{AccessKind, Space};
 use crate::numeric::{b32, f32v};
-use crate::texture::HANDLE_BASE;
+use crate::texture::{HANDLE_BASE, Sampler};
 
 #[allow(clippy::needless_range_loop)] // lane and element indices address parallel arrays
 pub(super) fn texture(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow> {
@@ -18,19 +18,28 @@ pub(super) fn texture(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
     let mut out = [[0u64; 32]; 4];
     c.lanes.clear();
     let mut texel_bytes = 4;
+    // The lanes of a warp nearly always sample one texture: its sampler is resolved once and
+    // kept until a lane names another.
+    let mut cur: Option<(u64, Sampler)> = None;
     each_lane!(m, l, {
         let idx = h[l].wrapping_sub(HANDLE_BASE);
-        let Some(tex) = c.textures.get(idx as usize) else {
-            return fault(
-                l as u32,
-                format!("{:#x} is not a texture object handle", h[l]),
-            );
+        let tex = match &mut cur {
+            Some((i, s)) if *i == idx => s,
+            _ => {
+                let Some(tex) = c.textures.get(idx as usize) else {
+                    return fault(
+                        l as u32,
+                        format!("{:#x} is not a texture object handle", h[l]),
+                    );
+                };
+                &mut cur.insert((idx, tex.sampler(c.dev))).1
+            }
         };
-        texel_bytes = tex.desc.texel_bytes() as u32;
+        texel_bytes = tex.texel_bytes() as u32;
         c.texaddrs.clear();
         let int_coords = !x.ty2.is_float();
         let v = if int_coords && x.sub == 1 {
-            tex.fetch_int(c.dev, co[0][l] as u32 as i32 as i64, c.texaddrs)
+            tex.fetch_int(co[0][l] as u32 as i32 as i64, c.texaddrs)
         } else {
             let f = |k: usize| {
                 if int_coords {
@@ -43,7 +52,7 @@ pub(super) fn texture(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
             for (k, slot) in p.iter_mut().enumerate().take((x.sub as usize).min(3)) {
                 *slot = f(k);
             }
-            tex.sample(c.dev, p, c.texaddrs)
+            tex.sample(p, c.texaddrs)
         };
         let v = v.map_err(|what| Fault {
             lane: l as u32,

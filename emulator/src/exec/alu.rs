@@ -69,6 +69,32 @@ fn compare_fast(ty: Ty, cmp: Cmp, a: &[u64; 32], b: &[u64; 32], r: &mut [u64; 32
             _ => return false,
         },
         (t, _) if t.is_float() => return false,
+        // 32-bit operands compared as 32-bit lanes (the same order as the 64-bit extension
+        // below gives), which the compiler vectorizes; most setp are 32-bit.
+        (_, true) if ty.bits() == 32 => {
+            let conv = |v: u64| v as u32 as i32;
+            match cmp {
+                Cmp::Eq => cmp_loop!(conv, ==),
+                Cmp::Ne => cmp_loop!(conv, !=),
+                Cmp::Lt => cmp_loop!(conv, <),
+                Cmp::Le => cmp_loop!(conv, <=),
+                Cmp::Gt => cmp_loop!(conv, >),
+                Cmp::Ge => cmp_loop!(conv, >=),
+                _ => return false,
+            }
+        }
+        (_, false) if ty.bits() == 32 => {
+            let conv = |v: u64| v as u32;
+            match cmp {
+                Cmp::Eq => cmp_loop!(conv, ==),
+                Cmp::Ne => cmp_loop!(conv, !=),
+                Cmp::Lt | Cmp::Lo => cmp_loop!(conv, <),
+                Cmp::Le | Cmp::Ls => cmp_loop!(conv, <=),
+                Cmp::Gt | Cmp::Hi => cmp_loop!(conv, >),
+                Cmp::Ge | Cmp::Hs => cmp_loop!(conv, >=),
+                _ => return false,
+            }
+        }
         (_, true) => {
             let bits = 64 - ty.bits().min(64);
             let conv = |v: u64| ((v << bits) as i64) >> bits;

@@ -24,10 +24,10 @@ use std::collections::{BTreeMap, BinaryHeap};
 
 use crate::config::GpuConfig;
 use crate::devmem::DeviceMemory;
-use crate::engine_mem::{MemRequest, MemorySystem};
 use crate::error::EmuError;
 use crate::exec::{Ctx, Entry, FULL, Flow, Warp, exec};
 use crate::ir::{Class, Op, Program};
+use crate::memory::{MemRequest, MemorySystem};
 use crate::texture::Texture;
 use crate::watch::{Progress, WATCH_INTERVAL, Watch};
 use std::time::Instant;
@@ -80,6 +80,31 @@ struct TWarp {
     age: u64,
 }
 
+/// What the warp schedulers scan, per warp slot and apart from the warp's other state, so a
+/// scan walks one small array: the cycle from which the warp can issue as far as it alone
+/// decides (`max(wake, next_ok)`; `u64::MAX` when not running), its next instruction's class
+/// (for the pipe) and its age. Kept in step with the warp by [`Hot::of`] after every change.
+#[derive(Debug, Clone, Copy)]
+struct Hot {
+    ready: u64,
+    age: u64,
+    class: Class,
+}
+
+impl Hot {
+    fn of(w: &TWarp) -> Hot {
+        Hot {
+            ready: if w.state == WState::Run {
+                w.wake.max(w.next_ok)
+            } else {
+                u64::MAX
+            },
+            age: w.age,
+            class: w.class,
+        }
+    }
+}
+
 struct TBlock {
     id: [u32; 3],
     shared: Vec<u8>,
@@ -96,6 +121,8 @@ struct Sm {
     id: u32,
     cycle: u64,
     warps: Vec<TWarp>,
+    /// `hot[ws]` mirrors `warps[ws]` for the schedulers.
+    hot: Vec<Hot>,
     blocks: Vec<Option<TBlock>>,
     pipe: Vec<[u64; NCLASS]>,
     last: Vec<Option<u32>>,
@@ -223,6 +250,7 @@ pub(crate) fn run(
             id,
             cycle: 0,
             warps: Vec::new(),
+            hot: Vec::new(),
             blocks: Vec::new(),
             pipe: vec![[0; NCLASS]; nsched],
             last: vec![None; nsched],
@@ -393,6 +421,11 @@ impl Engine<'_> {
                         bar_dst: None,
                         age: 0,
                     });
+                    sm.hot.push(Hot {
+                        ready: u64::MAX,
+                        age: 0,
+                        class: Class::Int,
+                    });
                     sm.warps.len() - 1
                 }
             };
@@ -428,6 +461,7 @@ impl Engine<'_> {
             w.age = self.age;
             self.age += 1;
             refresh(w, prog, &self.deps);
+            sm.hot[ws] = Hot::of(w);
             warps.push(ws as u32);
         }
         sm.blocks[slot] = Some(TBlock {
@@ -516,11 +550,8 @@ impl Engine<'_> {
     }
 
     fn eligible(sm: &Sm, ws: usize, s: usize, now: u64) -> bool {
-        let w = &sm.warps[ws];
-        w.state == WState::Run
-            && w.wake <= now
-            && w.next_ok <= now
-            && sm.pipe[s][w.class as usize] <= now
+        let h = &sm.hot[ws];
+        h.ready <= now && sm.pipe[s][h.class as usize] <= now
     }
 
     /// The warp scheduler `s` issues at `now` (greedy-then-oldest), or, when none can, the
@@ -540,28 +571,27 @@ impl Engine<'_> {
         let (mut best_t, mut best_r) = (u64::MAX, Stall::Idle);
         let mut any_bar = false;
         let mut ws = s;
-        while let Some(w) = sm.warps.get(ws) {
-            match w.state {
-                WState::Bar => any_bar = true,
-                WState::Run => {
-                    let pipe = pipes[w.class as usize];
-                    let t = w.wake.max(w.next_ok).max(pipe);
-                    if t <= now {
-                        if best.is_none_or(|(a, _)| w.age < a) {
-                            best = Some((w.age, ws));
-                        }
-                    } else if t < best_t {
-                        best_t = t;
-                        best_r = if w.wake >= w.next_ok && w.wake >= pipe {
-                            w.reason
-                        } else if pipe >= w.next_ok {
-                            Stall::PipeBusy
-                        } else {
-                            Stall::Scoreboard
-                        };
+        while let Some(h) = sm.hot.get(ws) {
+            if h.ready == u64::MAX {
+                any_bar |= sm.warps[ws].state == WState::Bar;
+            } else {
+                let pipe = pipes[h.class as usize];
+                let t = h.ready.max(pipe);
+                if t <= now {
+                    if best.is_none_or(|(a, _)| h.age < a) {
+                        best = Some((h.age, ws));
                     }
+                } else if t < best_t {
+                    let w = &sm.warps[ws];
+                    best_t = t;
+                    best_r = if w.wake >= w.next_ok && w.wake >= pipe {
+                        w.reason
+                    } else if pipe >= w.next_ok {
+                        Stall::PipeBusy
+                    } else {
+                        Stall::Scoreboard
+                    };
                 }
-                _ => {}
             }
             ws += nsched;
         }
@@ -611,6 +641,7 @@ impl Engine<'_> {
         let w = &mut sm.warps[ws];
         let Some(pc) = w.arch.pc() else {
             w.state = WState::Done;
+            sm.hot[ws] = Hot::of(w);
             return Ok(());
         };
         let x = &prog.insts[pc as usize];
@@ -756,6 +787,7 @@ impl Engine<'_> {
             }
         }
         refresh(w, prog, &self.deps);
+        sm.hot[ws] = Hot::of(w);
         // Barrier release (also when a warp exits while others wait).
         let need = if block.expected > 0 {
             block.expected.div_ceil(32)
@@ -780,6 +812,7 @@ impl Engine<'_> {
                         row.fill(acc as u64);
                         wm.ready[r as usize] = now + 1;
                     }
+                    sm.hot[m as usize] = Hot::of(wm);
                 }
             }
         }
@@ -789,6 +822,7 @@ impl Engine<'_> {
         if block.live == 0 {
             for &m in &block.warps {
                 sm.warps[m as usize].state = WState::Free;
+                sm.hot[m as usize] = Hot::of(&sm.warps[m as usize]);
             }
             sm.blocks[bslot] = None;
             sm.live_blocks -= 1;

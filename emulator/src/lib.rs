@@ -72,9 +72,6 @@ mod texture;
 mod vocab;
 mod watch;
 
-/// The memory model the engine uses (`memory`: caches, L2, DRAM, shared-memory banks).
-use memory as engine_mem;
-
 pub use api::{Emulator, LaunchParams, LaunchStats, Module, ModuleId, check_launch_dims};
 pub use config::*;
 pub use coverage::{CoverageRow, coverage, coverage_markdown};

@@ -187,16 +187,32 @@ impl BlockLinear {
         self.blocks_x * self.blocks_y * self.blocks_z * self.block_bytes()
     }
 
-    /// Byte offset of byte `xb` of row `y` in slice `z`.
-    fn offset(&self, xb: u64, y: u64, z: u64) -> u64 {
+    /// Axis `k`'s part of an offset (see [`Storage::part`]) for byte `xb` (k = 0), row (1) or
+    /// slice (2) `i`. The block index is linear in each axis' block coordinate; inside a block
+    /// GOBs go down the column first, then back in z (nil `copy.rs`, `BlockPointer::new` with
+    /// the GOB extent: y stride one GOB, z stride 2^h GOBs); inside a GOB, [`gob_offset`].
+    #[inline]
+    fn part(&self, k: usize, i: u64) -> (u64, u64) {
         let (h, d) = (self.h_log2, self.d_log2);
-        let gob_y = y / GOB_ROWS;
-        let block =
-            ((z >> d) * self.blocks_y + (gob_y >> h)) * self.blocks_x + xb / GOB_WIDTH_BYTES;
-        // Inside a block GOBs go down the column first, then back in z (nil `copy.rs`,
-        // `BlockPointer::new` with the GOB extent: y stride one GOB, z stride 2^h GOBs).
-        let gob = ((z & ((1 << d) - 1)) << h) | (gob_y & ((1 << h) - 1));
-        (((block << (h + d)) | gob) * GOB_BYTES) | gob_offset(xb % GOB_WIDTH_BYTES, y % GOB_ROWS)
+        let block = self.block_bytes();
+        match k {
+            0 => (
+                i / GOB_WIDTH_BYTES * block,
+                gob_offset_x(i % GOB_WIDTH_BYTES),
+            ),
+            1 => {
+                let gob_y = i / GOB_ROWS;
+                (
+                    (gob_y >> h) * self.blocks_x * block + (gob_y & ((1 << h) - 1)) * GOB_BYTES,
+                    gob_offset_row(i % GOB_ROWS),
+                )
+            }
+            _ => (
+                (i >> d) * self.blocks_y * self.blocks_x * block
+                    + ((i & ((1 << d) - 1)) << h) * GOB_BYTES,
+                0,
+            ),
+        }
     }
 }
 
@@ -212,10 +228,24 @@ impl BlockLinear {
 /// `FermiColor` orders the lower GOB half's sectors differently from its copy code; the copy
 /// code, which must match the hardware, is followed, and the difference is again only within
 /// lines.)
+#[cfg(test)]
 fn gob_offset(x: u64, r: u64) -> u64 {
-    let (x4, x5) = ((x >> 4) & 1, (x >> 5) & 1);
+    gob_offset_x(x) ^ gob_offset_row(r)
+}
+
+/// The x bits of [`gob_offset`]: x[3:0], and x4 into bits 5 and 6, x5 into bit 8.
+#[inline]
+fn gob_offset_x(x: u64) -> u64 {
+    let x4 = (x >> 4) & 1;
+    (x & 15) | (x4 << 5) | (x4 << 6) | (((x >> 5) & 1) << 8)
+}
+
+/// The row bits of [`gob_offset`]: y0 into bit 4, !y1 into bit 5, y2 into bits 6 and 7; xored
+/// with [`gob_offset_x`], bits 5 and 6 become y1 ^ x4 ^ 1 and x4 ^ y2.
+#[inline]
+fn gob_offset_row(r: u64) -> u64 {
     let (y0, y1, y2) = (r & 1, (r >> 1) & 1, (r >> 2) & 1);
-    (x & 15) | (y0 << 4) | ((y1 ^ x4 ^ 1) << 5) | ((x4 ^ y2) << 6) | (y2 << 7) | (x5 << 8)
+    (y0 << 4) | ((y1 ^ 1) << 5) | (y2 << 6) | (y2 << 7)
 }
 
 /// Where one texture's texels live: the layout resolved for its extent.
@@ -283,18 +313,14 @@ pub(crate) const HANDLE_BASE: u64 = 0x7E57_0000_0000_0001;
 impl Texture {
     /// Byte offset of texel (x, y, z) in the storage layout (see module docs).
     pub(crate) fn texel_offset(&self, x: u32, y: u32, z: u32) -> u64 {
-        let tb = self.desc.texel_bytes();
-        let [w, h, _] = self.desc.extent().map(u64::from);
-        let (x, y, z) = (x as u64, y as u64, z as u64);
-        match self.storage {
-            Storage::Linear => ((z * h + y) * w + x) * tb,
-            Storage::Bricks { bricks_x, bricks_y } => {
-                let brick = (z / 8 * bricks_y + y / 8) * bricks_x + x / 8;
-                let inner = ((z % 8) * 8 + y % 8) * 8 + x % 8;
-                (brick * 512 + inner) * tb
-            }
-            Storage::BlockLinear(b) => b.offset(x * tb, y, z),
-        }
+        storage_offset(
+            &self.storage,
+            self.desc.texel_bytes(),
+            self.desc.extent(),
+            x,
+            y,
+            z,
+        )
     }
 
     /// Host copy of row-major `data` into the storage layout.
@@ -325,115 +351,216 @@ impl Texture {
         Ok(())
     }
 
-    fn index(&self, i: i64, n: u32, mode: TexAddress) -> Option<u32> {
-        let n = n as i64;
+    /// The texture's sampling state over `dev`, resolved once for many samples.
+    pub(crate) fn sampler<'a>(&'a self, dev: &'a DeviceMemory) -> Sampler<'a> {
+        let d = &self.desc;
+        let data = usize::try_from(self.storage.bytes(d))
+            .ok()
+            .and_then(|n| dev.slice(self.base, n));
         // wrap and mirror need normalized coordinates (as in CUDA); otherwise they clamp
-        let mode = if self.desc.normalized_coords || mode == TexAddress::Border {
-            mode
-        } else {
-            TexAddress::Clamp
-        };
-        Some(match mode {
-            TexAddress::Clamp => i.clamp(0, n - 1) as u32,
-            TexAddress::Wrap => i.rem_euclid(n) as u32,
-            TexAddress::Mirror => {
-                let m = i.rem_euclid(2 * n);
-                (if m >= n { 2 * n - 1 - m } else { m }) as u32
+        let modes = d.address.map(|mode| {
+            if d.normalized_coords || mode == TexAddress::Border {
+                mode
+            } else {
+                TexAddress::Clamp
             }
-            TexAddress::Border => {
-                if i < 0 || i >= n {
-                    return None;
-                }
-                i as u32
-            }
-        })
-    }
-
-    /// Reads one texel as 4 floats (or raw integers as f32 bit-cast-free values) and records
-    /// its address.
-    fn texel(
-        &self,
-        dev: &DeviceMemory,
-        at: [Option<u32>; 3],
-        addrs: &mut Vec<u64>,
-    ) -> Result<[f32; 4], String> {
-        let (Some(x), Some(y), Some(z)) = (at[0], at[1], at[2]) else {
-            return Ok([0.0; 4]);
-        };
-        let off = self.texel_offset(x, y, z);
-        let addr = self.base + off;
-        addrs.push(addr);
-        let tb = self.desc.texel_bytes() as usize;
-        let bytes = dev
-            .slice(addr, tb)
-            .ok_or_else(|| format!("texel address {addr:#x} is not mapped"))?;
-        let mut v = [0.0f32, 0.0, 0.0, 1.0];
-        for c in 0..self.desc.channels as usize {
-            v[c] = match self.desc.format {
-                TexFormat::U8 => {
-                    let b = bytes[c] as f32;
-                    if self.desc.normalized_read {
-                        b / 255.0
-                    } else {
-                        b
-                    }
-                }
-                TexFormat::U16 => {
-                    let b = u16::from_le_bytes([bytes[2 * c], bytes[2 * c + 1]]) as f32;
-                    if self.desc.normalized_read {
-                        b / 65535.0
-                    } else {
-                        b
-                    }
-                }
-                TexFormat::F32 => f32::from_le_bytes([
-                    bytes[4 * c],
-                    bytes[4 * c + 1],
-                    bytes[4 * c + 2],
-                    bytes[4 * c + 3],
-                ]),
-            };
+        });
+        Sampler {
+            tex: self,
+            dev,
+            data,
+            tb: d.texel_bytes(),
+            ext: d.extent(),
+            modes,
         }
-        Ok(v)
-    }
-
-    /// Integer-coordinate fetch (`tex1Dfetch`): no filtering, out of range reads 0.
-    pub(crate) fn fetch_int(
-        &self,
-        dev: &DeviceMemory,
-        i: i64,
-        addrs: &mut Vec<u64>,
-    ) -> Result<[f32; 4], String> {
-        if i < 0 || i >= self.desc.width as i64 {
-            return Ok([0.0; 4]);
-        }
-        self.texel(dev, [Some(i as u32), Some(0), Some(0)], addrs)
     }
 
     /// Float-coordinate sample with the texture's filter and address modes.
+    #[cfg(test)]
     pub(crate) fn sample(
         &self,
         dev: &DeviceMemory,
         coords: [f32; 3],
         addrs: &mut Vec<u64>,
     ) -> Result<[f32; 4], String> {
-        let ext = self.desc.extent();
-        let nd = self.desc.dims as usize;
+        self.sampler(dev).sample(coords, addrs)
+    }
+}
+
+impl Storage {
+    /// Texel index `i` along axis `k` (0 x, 1 y, 2 z) of an extent `[w, h, _]` of `tb`-byte
+    /// texels, as its part of the texel's byte offset: `(sum part, xor part)`. A texel's offset
+    /// is the sum of its three sum parts plus the xor of its xor parts, which lie below the
+    /// lowest sum bit (only block-linear has any: the GOB swizzle mixes x and y bits). Why
+    /// parts: a filtered sample resolves its two indices per axis once, and each of its corners
+    /// is then two adds and an xor.
+    #[inline]
+    fn part(&self, k: usize, i: u32, tb: u64, [w, h, _]: [u32; 3]) -> (u64, u64) {
+        let (i, w, h) = (i as u64, w as u64, h as u64);
+        match *self {
+            Storage::Linear => (
+                match k {
+                    0 => i * tb,
+                    1 => i * w * tb,
+                    _ => i * h * w * tb,
+                },
+                0,
+            ),
+            Storage::Bricks { bricks_x, bricks_y } => {
+                // brick (z/8 · by + y/8) · bx + x/8 of 512 texels, (z%8 · 8 + y%8) · 8 + x%8 in it
+                let (brick, inner) = match k {
+                    0 => (i / 8, i % 8),
+                    1 => (i / 8 * bricks_x, i % 8 * 8),
+                    _ => (i / 8 * bricks_y * bricks_x, i % 8 * 64),
+                };
+                ((brick * 512 + inner) * tb, 0)
+            }
+            Storage::BlockLinear(b) => b.part(k, if k == 0 { i * tb } else { i }),
+        }
+    }
+}
+
+/// Byte offset of texel (x, y, z) of an extent `ext` of `tb`-byte texels in `storage`.
+fn storage_offset(storage: &Storage, tb: u64, ext: [u32; 3], x: u32, y: u32, z: u32) -> u64 {
+    let (hx, lx) = storage.part(0, x, tb, ext);
+    let (hy, ly) = storage.part(1, y, tb, ext);
+    let (hz, lz) = storage.part(2, z, tb, ext);
+    hx + hy + hz + (lx ^ ly ^ lz)
+}
+
+/// Texel index `i` of an extent of `n` under address mode `mode` (`None`: border, reads 0).
+#[inline]
+fn index(i: i64, n: u32, mode: TexAddress) -> Option<u32> {
+    let n = n as i64;
+    Some(match mode {
+        TexAddress::Clamp => i.clamp(0, n - 1) as u32,
+        TexAddress::Wrap => i.rem_euclid(n) as u32,
+        TexAddress::Mirror => {
+            let m = i.rem_euclid(2 * n);
+            (if m >= n { 2 * n - 1 - m } else { m }) as u32
+        }
+        TexAddress::Border => {
+            if i < 0 || i >= n {
+                return None;
+            }
+            i as u32
+        }
+    })
+}
+
+/// One texture's sampling state, resolved once per warp instruction rather than per texel:
+/// extent, texel size, effective address modes and — the costly part — the storage bytes, so
+/// that each of a trilinear sample's eight texels is an offset into one slice instead of an
+/// allocation lookup.
+pub(crate) struct Sampler<'a> {
+    tex: &'a Texture,
+    dev: &'a DeviceMemory,
+    /// The whole storage when it is mapped in one piece. A texel outside it (a linear buffer
+    /// smaller than its description) is looked up in `dev`, which reports it unmapped.
+    data: Option<&'a [u8]>,
+    tb: u64,
+    ext: [u32; 3],
+    modes: [TexAddress; 3],
+}
+
+impl Sampler<'_> {
+    /// Bytes per texel.
+    pub(crate) fn texel_bytes(&self) -> u64 {
+        self.tb
+    }
+
+    /// Axis `k`'s part of the offset of texel index `i` (`None`, a border texel, stays so).
+    #[inline]
+    fn part(&self, k: usize, i: Option<u32>) -> Option<(u64, u64)> {
+        i.map(|i| self.tex.storage.part(k, i, self.tb, self.ext))
+    }
+
+    /// Reads the texel whose offset parts are `p` as 4 floats (or raw integers as f32
+    /// bit-cast-free values) and records its address; a border texel reads 0.
+    #[inline]
+    fn texel(&self, p: [Option<(u64, u64)>; 3], addrs: &mut Vec<u64>) -> Result<[f32; 4], String> {
+        let (Some((hx, lx)), Some((hy, ly)), Some((hz, lz))) = (p[0], p[1], p[2]) else {
+            return Ok([0.0; 4]);
+        };
+        self.texel_at(hx + hy + hz + (lx ^ ly ^ lz), addrs)
+    }
+
+    /// Reads the texel at byte offset `off` of the storage and records its address.
+    #[inline]
+    fn texel_at(&self, off: u64, addrs: &mut Vec<u64>) -> Result<[f32; 4], String> {
+        let addr = self.tex.base + off;
+        addrs.push(addr);
+        let tb = self.tb as usize;
+        let inside = self.data.and_then(|d| {
+            let o = usize::try_from(off).ok()?;
+            d.get(o..o.checked_add(tb)?)
+        });
+        let bytes = match inside {
+            Some(b) => b,
+            None => self
+                .dev
+                .slice(addr, tb)
+                .ok_or_else(|| format!("texel address {addr:#x} is not mapped"))?,
+        };
+        let d = &self.tex.desc;
+        let mut v = [0.0f32, 0.0, 0.0, 1.0];
+        let ch = (d.channels as usize).min(4);
+        // The format is chosen once per texel, not once per channel.
+        match d.format {
+            TexFormat::U8 => {
+                for (c, &b) in bytes.iter().take(ch).enumerate() {
+                    let b = b as f32;
+                    v[c] = if d.normalized_read { b / 255.0 } else { b };
+                }
+            }
+            TexFormat::U16 => {
+                for (c, p) in bytes.chunks_exact(2).take(ch).enumerate() {
+                    let b = u16::from_le_bytes([p[0], p[1]]) as f32;
+                    v[c] = if d.normalized_read { b / 65535.0 } else { b };
+                }
+            }
+            TexFormat::F32 => {
+                for (c, p) in bytes.chunks_exact(4).take(ch).enumerate() {
+                    v[c] = f32::from_le_bytes([p[0], p[1], p[2], p[3]]);
+                }
+            }
+        }
+        Ok(v)
+    }
+
+    /// Integer-coordinate fetch (`tex1Dfetch`): no filtering, out of range reads 0.
+    pub(crate) fn fetch_int(&self, i: i64, addrs: &mut Vec<u64>) -> Result<[f32; 4], String> {
+        if i < 0 || i >= self.tex.desc.width as i64 {
+            return Ok([0.0; 4]);
+        }
+        let p = [0, 1, 2].map(|k| self.part(k, Some(if k == 0 { i as u32 } else { 0 })));
+        self.texel(p, addrs)
+    }
+
+    /// Float-coordinate sample with the texture's filter and address modes.
+    pub(crate) fn sample(
+        &self,
+        coords: [f32; 3],
+        addrs: &mut Vec<u64>,
+    ) -> Result<[f32; 4], String> {
+        let d = &self.tex.desc;
+        let ext = self.ext;
+        let nd = d.dims as usize;
         let mut u = [0.0f32; 3];
         for k in 0..nd {
-            u[k] = if self.desc.normalized_coords {
+            u[k] = if d.normalized_coords {
                 coords[k] * ext[k] as f32
             } else {
                 coords[k]
             };
         }
-        match self.desc.filter {
+        match d.filter {
             TexFilter::Point => {
                 let mut at = [Some(0u32); 3];
                 for k in 0..nd {
-                    at[k] = self.index(u[k].floor() as i64, ext[k], self.desc.address[k]);
+                    at[k] = index(u[k].floor() as i64, ext[k], self.modes[k]);
                 }
-                self.texel(dev, at, addrs)
+                self.texel([0, 1, 2].map(|k| self.part(k, at[k])), addrs)
             }
             TexFilter::Linear => {
                 let mut i0 = [0i64; 3];
@@ -445,17 +572,42 @@ impl Texture {
                     // 1.8 fixed-point weight, as the hardware stores it
                     alpha[k] = ((xb - fl) * 256.0).round() / 256.0;
                 }
+                // Each axis' two indices and their offset parts, resolved once rather than once
+                // per corner (an axis the texture lacks has index 0 on both); `ok` is false for
+                // a border index, whose corners read 0.
+                let mut hi = [[0u64; 2]; 3];
+                let mut lo = [[0u64; 2]; 3];
+                let mut ok = [[true; 2]; 3];
+                for k in 0..3 {
+                    for h in 0..2 {
+                        let i = if k < nd {
+                            index(i0[k] + h as i64, ext[k], self.modes[k])
+                        } else {
+                            Some(0)
+                        };
+                        match self.part(k, i) {
+                            Some((a, b)) => (hi[k][h], lo[k][h]) = (a, b),
+                            None => ok[k][h] = false,
+                        }
+                    }
+                }
                 let mut acc = [0.0f32; 4];
                 let corners = 1usize << nd;
                 for corner in 0..corners {
                     let mut w = 1.0f32;
-                    let mut at = [Some(0u32); 3];
+                    let mut sel = [0usize; 3];
                     for k in 0..nd {
-                        let hi = (corner >> k) & 1;
-                        w *= if hi == 1 { alpha[k] } else { 1.0 - alpha[k] };
-                        at[k] = self.index(i0[k] + hi as i64, ext[k], self.desc.address[k]);
+                        let h = (corner >> k) & 1;
+                        w *= if h == 1 { alpha[k] } else { 1.0 - alpha[k] };
+                        sel[k] = h;
                     }
-                    let t = self.texel(dev, at, addrs)?;
+                    let [x, y, z] = sel;
+                    let t = if ok[0][x] && ok[1][y] && ok[2][z] {
+                        let off = hi[0][x] + hi[1][y] + hi[2][z] + (lo[0][x] ^ lo[1][y] ^ lo[2][z]);
+                        self.texel_at(off, addrs)?
+                    } else {
+                        [0.0; 4]
+                    };
                     for c in 0..4 {
                         acc[c] += w * t[c];
                     }
@@ -595,6 +747,25 @@ mod tests {
     /// d = min(5, ceil(log2(depth))); blocks x, then y, then z; GOBs in a block y, then z;
     /// inside a GOB byte x of row r goes to
     /// x[3:0] + 16·r0 + 32·(r1 ^ x4 ^ 1) + 64·(x4 ^ r2) + 128·r2 + 256·x5.
+    #[test]
+    fn gob_swizzle_splits_into_x_and_row_bits() {
+        // The swizzle as nil's copy code writes it; the split into x and row parts must agree
+        // on every byte of a GOB, since texel offsets are assembled from the parts.
+        for x in 0..GOB_WIDTH_BYTES {
+            for r in 0..GOB_ROWS {
+                let (x4, x5) = ((x >> 4) & 1, (x >> 5) & 1);
+                let (y0, y1, y2) = (r & 1, (r >> 1) & 1, (r >> 2) & 1);
+                let want = (x & 15)
+                    | (y0 << 4)
+                    | ((y1 ^ x4 ^ 1) << 5)
+                    | ((x4 ^ y2) << 6)
+                    | (y2 << 7)
+                    | (x5 << 8);
+                assert_eq!(gob_offset(x, r), want, "x {x} row {r}");
+            }
+        }
+    }
+
     #[test]
     fn block_linear_offsets_match_hand_computed_values() {
         let bl = |dims, ext, tb| at(texels(dims, ext, tb), TextureLayout::BlockLinear);

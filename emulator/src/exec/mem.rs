@@ -1,0 +1,403 @@
+//! Loads, stores, atomics and reductions: each lane's address resolved to its state space,
+//! done functionally at issue, with the lane addresses left in `Ctx::lanes` for the timing model.
+
+use super::{Ctx, Faulty, Flow, Warp, fault, put};
+use crate::devmem::{LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, WINDOW_BYTES};
+use crate::ir::*;
+use crate::memory::{AccessKind, Space};
+use crate::numeric::{float_op, float_to_f64};
+
+/// Where one lane's access lands.
+enum Target {
+    Global(u64),
+    Shared(usize),
+    Local(usize),
+    Param(usize),
+}
+
+impl Target {
+    /// The same space, `bytes` further on (element `k` of a vector access).
+    fn offset(&self, bytes: usize) -> Target {
+        match *self {
+            Target::Global(a) => Target::Global(a + bytes as u64),
+            Target::Shared(o) => Target::Shared(o + bytes),
+            Target::Local(o) => Target::Local(o + bytes),
+            Target::Param(o) => Target::Param(o + bytes),
+        }
+    }
+}
+
+fn space_of(t: &Target) -> Space {
+    match t {
+        Target::Global(_) => Space::Global,
+        Target::Shared(_) => Space::Shared,
+        Target::Local(_) => Space::Local,
+        Target::Param(_) => Space::Param,
+    }
+}
+
+/// A state-space address (`ld.shared`, `ld.local`, `ld.param`) outside the generic window is an
+/// offset in a 32-bit space: nvcc forms it in 32-bit registers (`add.s32 %r3, %r1, -64` then
+/// `[%r3+68]`), where the arithmetic wraps mod 2^32, so the sum does too.
+fn window_offset(addr: u64) -> u64 {
+    addr & 0xFFFF_FFFF
+}
+
+impl Ctx<'_> {
+    fn resolve(&self, sp: Sp, addr: u64, lane: usize, len: usize) -> Faulty<Target> {
+        let l = lane as u32;
+        let check = |off: u64, size: usize, what: &str| -> Faulty<usize> {
+            if off
+                .checked_add(len as u64)
+                .is_some_and(|e| e <= size as u64)
+            {
+                Ok(off as usize)
+            } else {
+                fault(
+                    l,
+                    format!(
+                        "{what} access of {len} bytes at offset {off:#x} is out of bounds ({size} bytes)"
+                    ),
+                )
+            }
+        };
+        match sp {
+            Sp::Global | Sp::Const => Ok(Target::Global(addr)),
+            Sp::Shared => {
+                let off = if (SHARED_WINDOW..SHARED_WINDOW + WINDOW_BYTES).contains(&addr) {
+                    addr - SHARED_WINDOW
+                } else {
+                    window_offset(addr)
+                };
+                Ok(Target::Shared(check(off, self.shared.len(), "shared")?))
+            }
+            Sp::Local => {
+                let off = if (LOCAL_WINDOW..LOCAL_WINDOW + WINDOW_BYTES).contains(&addr) {
+                    addr - LOCAL_WINDOW
+                } else {
+                    window_offset(addr)
+                };
+                let o = check(off, self.local_bytes as usize, "local")?;
+                Ok(Target::Local(lane * self.local_bytes as usize + o))
+            }
+            Sp::Param => {
+                let off = if (PARAM_WINDOW..PARAM_WINDOW + WINDOW_BYTES).contains(&addr) {
+                    addr - PARAM_WINDOW
+                } else {
+                    window_offset(addr)
+                };
+                Ok(Target::Param(check(off, self.params.len(), "param")?))
+            }
+            Sp::Generic => {
+                if (SHARED_WINDOW..SHARED_WINDOW + WINDOW_BYTES).contains(&addr) {
+                    self.resolve(Sp::Shared, addr, lane, len)
+                } else if (LOCAL_WINDOW..LOCAL_WINDOW + WINDOW_BYTES).contains(&addr) {
+                    self.resolve(Sp::Local, addr, lane, len)
+                } else if (PARAM_WINDOW..PARAM_WINDOW + WINDOW_BYTES).contains(&addr) {
+                    self.resolve(Sp::Param, addr, lane, len)
+                } else {
+                    Ok(Target::Global(addr))
+                }
+            }
+        }
+    }
+
+    /// The address the memory model sees for this access.
+    fn timing_addr(&self, t: &Target, w: &Warp, lane: usize) -> u64 {
+        match *t {
+            Target::Global(a) => a,
+            Target::Shared(o) => o as u64,
+            Target::Param(o) => o as u64,
+            Target::Local(i) => {
+                // local memory is interleaved per 4-byte word across the warp's lanes, as on GPUs
+                let lb = self.local_bytes.max(1) as u64;
+                let off = i as u64 - lane as u64 * lb;
+                let warp_base =
+                    (self.smid as u64 * self.max_warps as u64 + w.slot as u64) * lb * 32;
+                LOCAL_WINDOW + warp_base + (off / 4) * 128 + lane as u64 * 4 + off % 4
+            }
+        }
+    }
+
+    fn read(&self, w: &Warp, t: &Target, len: usize, lane: usize) -> Faulty<u64> {
+        let src: &[u8] = match *t {
+            Target::Global(a) => match self.dev.slice(a, len) {
+                Some(s) => s,
+                None => {
+                    return fault(
+                        lane as u32,
+                        format!("load of {len} bytes at {a:#x} outside any allocation"),
+                    );
+                }
+            },
+            Target::Shared(o) => &self.shared[o..o + len],
+            Target::Local(o) => &w.local[o..o + len],
+            Target::Param(o) => &self.params[o..o + len],
+        };
+        Ok(le_bytes(src))
+    }
+
+    fn write(&mut self, w: &mut Warp, t: &Target, len: usize, lane: usize, v: u64) -> Faulty<()> {
+        let dst: &mut [u8] = match *t {
+            Target::Global(a) => match self.dev.slice_mut(a, len) {
+                Some(s) => s,
+                None => {
+                    return fault(
+                        lane as u32,
+                        format!("store of {len} bytes at {a:#x} outside any allocation"),
+                    );
+                }
+            },
+            Target::Shared(o) => &mut self.shared[o..o + len],
+            Target::Local(o) => &mut w.local[o..o + len],
+            Target::Param(_) => return fault(lane as u32, "store to kernel parameter space"),
+        };
+        put_le_bytes(dst, v);
+        Ok(())
+    }
+}
+
+/// Little-endian value of 1, 2, 4 or 8 bytes; fixed-size copies so no `memcpy` call per lane.
+#[inline]
+fn le_bytes(src: &[u8]) -> u64 {
+    match *src {
+        [a] => a as u64,
+        [a, b] => u16::from_le_bytes([a, b]) as u64,
+        [a, b, c, d] => u32::from_le_bytes([a, b, c, d]) as u64,
+        [a, b, c, d, e, f, g, h] => u64::from_le_bytes([a, b, c, d, e, f, g, h]),
+        _ => {
+            let mut buf = [0u8; 8];
+            let n = src.len().min(8);
+            buf[..n].copy_from_slice(&src[..n]);
+            u64::from_le_bytes(buf)
+        }
+    }
+}
+
+#[inline]
+fn put_le_bytes(dst: &mut [u8], v: u64) {
+    match dst.len() {
+        1 => dst[0] = v as u8,
+        2 => dst.copy_from_slice(&(v as u16).to_le_bytes()),
+        4 => dst.copy_from_slice(&(v as u32).to_le_bytes()),
+        8 => dst.copy_from_slice(&v.to_le_bytes()),
+        n => {
+            let n = n.min(8);
+            dst[..n].copy_from_slice(&v.to_le_bytes()[..n]);
+        }
+    }
+}
+
+/// The most frequent memory instruction (`ld.shared` of one element) without the general
+/// path's per-lane space dispatch.
+fn load_shared_scalar(
+    x: &Inst,
+    w: &mut Warp,
+    c: &mut Ctx,
+    m: u32,
+    base: &[u64; 32],
+    eb: usize,
+) -> Faulty<Flow> {
+    let mut vals = [0u64; 32];
+    let len = c.shared.len() as u64;
+    each_lane!(m, l, {
+        let mut addr = base[l].wrapping_add(x.off as u64);
+        if (SHARED_WINDOW..SHARED_WINDOW + WINDOW_BYTES).contains(&addr) {
+            addr -= SHARED_WINDOW;
+        } else {
+            addr = window_offset(addr);
+        }
+        if addr & (eb as u64 - 1) != 0 {
+            return fault(l as u32, format!("misaligned {eb}-byte load at {addr:#x}"));
+        }
+        if addr.saturating_add(eb as u64) > len {
+            return fault(
+                l as u32,
+                format!(
+                    "shared access of {eb} bytes at offset {addr:#x} is out of bounds ({len} bytes)"
+                ),
+            );
+        }
+        let o = addr as usize;
+        vals[l] = x.ty.extend(le_bytes(&c.shared[o..o + eb]));
+        c.lanes.push((l as u8, addr));
+    });
+    put(
+        &mut w.regs,
+        x.d[0],
+        m,
+        &vals,
+        if x.ty == Ty::Pred { 1 } else { u64::MAX },
+    );
+    Ok(Flow::Mem {
+        space: Space::Shared,
+        kind: AccessKind::Load,
+        bytes_per_lane: eb as u32,
+        readonly: false,
+    })
+}
+
+#[allow(clippy::needless_range_loop)] // lane and element indices address parallel arrays
+pub(super) fn memory(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow> {
+    let mut base = [0u64; 32];
+    c.fetch(x.a, w, &mut base);
+    let eb = x.ty.bytes().max(1) as usize;
+    let vec = x.vec.max(1) as usize;
+    let total = eb * vec;
+    c.lanes.clear();
+    let mut space = None;
+    let ld_mask = if x.ty == Ty::Pred { 1 } else { u64::MAX };
+    if x.op == Op::Ld && vec == 1 && x.space == Sp::Shared && eb <= 8 {
+        return load_shared_scalar(x, w, c, m, &base, eb);
+    }
+    match x.op {
+        Op::Ld => {
+            let mut vals = [[0u64; 32]; 4];
+            each_lane!(m, l, {
+                let addr = base[l].wrapping_add(x.off as u64);
+                if addr & (total.min(16) as u64 - 1) != 0 {
+                    return fault(
+                        l as u32,
+                        format!("misaligned {total}-byte load at {addr:#x}"),
+                    );
+                }
+                let t = c.resolve(x.space, addr, l, total)?;
+                space.get_or_insert(space_of(&t));
+                c.lanes.push((l as u8, c.timing_addr(&t, w, l)));
+                for k in 0..vec {
+                    vals[k][l] = x.ty.extend(c.read(w, &t.offset(k * eb), eb, l)?);
+                }
+            });
+            for k in 0..vec {
+                put(&mut w.regs, x.d[k], m, &vals[k], ld_mask);
+            }
+            let sp = space.unwrap_or(Space::Global);
+            let readonly = x.nc || x.space == Sp::Const || sp == Space::Param;
+            let sp = if x.space == Sp::Const {
+                Space::Const
+            } else {
+                sp
+            };
+            Ok(Flow::Mem {
+                space: sp,
+                kind: AccessKind::Load,
+                bytes_per_lane: total as u32,
+                readonly,
+            })
+        }
+        Op::St => {
+            let mut vals = [[0u64; 32]; 4];
+            for k in 0..vec {
+                c.fetch(x.s[k], w, &mut vals[k]);
+            }
+            each_lane!(m, l, {
+                let addr = base[l].wrapping_add(x.off as u64);
+                if addr & (total.min(16) as u64 - 1) != 0 {
+                    return fault(
+                        l as u32,
+                        format!("misaligned {total}-byte store at {addr:#x}"),
+                    );
+                }
+                let t = c.resolve(x.space, addr, l, total)?;
+                space.get_or_insert(space_of(&t));
+                c.lanes.push((l as u8, c.timing_addr(&t, w, l)));
+                for k in 0..vec {
+                    c.write(w, &t.offset(k * eb), eb, l, vals[k][l])?;
+                }
+            });
+            Ok(Flow::Mem {
+                space: space.unwrap_or(Space::Global),
+                kind: AccessKind::Store,
+                bytes_per_lane: total as u32,
+                readonly: false,
+            })
+        }
+        _ => {
+            let mut bv = [0u64; 32];
+            let mut cv = [0u64; 32];
+            c.fetch(x.s[0], w, &mut bv);
+            if x.ns > 1 {
+                c.fetch(x.s[1], w, &mut cv);
+            }
+            let mut old = [0u64; 32];
+            let ty = x.ty;
+            each_lane!(m, l, {
+                let addr = base[l].wrapping_add(x.off as u64);
+                if addr & (eb as u64 - 1) != 0 {
+                    return fault(
+                        l as u32,
+                        format!("misaligned {eb}-byte atomic at {addr:#x}"),
+                    );
+                }
+                let t = c.resolve(x.space, addr, l, eb)?;
+                space.get_or_insert(space_of(&t));
+                c.lanes.push((l as u8, c.timing_addr(&t, w, l)));
+                let o = c.read(w, &t, eb, l)?;
+                let (p, q) = (bv[l], cv[l]);
+                let tm = ty.mask();
+                let new = match x.atom {
+                    AtomOp::Add => {
+                        if ty.is_float() {
+                            let mut h = Inst::new(Op::Add, x.line);
+                            h.ty = ty;
+                            float_op(&h, o, p, 0)
+                        } else {
+                            o.wrapping_add(p)
+                        }
+                    }
+                    AtomOp::Min | AtomOp::Max => {
+                        let lt = if ty.is_float() {
+                            float_to_f64(ty, p) < float_to_f64(ty, o)
+                        } else if ty.is_signed() {
+                            (ty.extend(p) as i64) < (ty.extend(o) as i64)
+                        } else {
+                            (p & tm) < (o & tm)
+                        };
+                        let take = if x.atom == AtomOp::Min {
+                            lt
+                        } else {
+                            !lt && p & tm != o & tm
+                        };
+                        if take { p } else { o }
+                    }
+                    AtomOp::Inc => {
+                        if (o & tm) >= (p & tm) {
+                            0
+                        } else {
+                            o + 1
+                        }
+                    }
+                    AtomOp::Dec => {
+                        if (o & tm) == 0 || (o & tm) > (p & tm) {
+                            p
+                        } else {
+                            o - 1
+                        }
+                    }
+                    AtomOp::Cas => {
+                        if (o & tm) == (p & tm) {
+                            q
+                        } else {
+                            o
+                        }
+                    }
+                    AtomOp::Exch => p,
+                    AtomOp::And => o & p,
+                    AtomOp::Or => o | p,
+                    AtomOp::Xor => o ^ p,
+                };
+                c.write(w, &t, eb, l, new & tm)?;
+                old[l] = o;
+            });
+            if x.op == Op::Atom {
+                put(&mut w.regs, x.d[0], m, &old, ty.mask());
+            }
+            Ok(Flow::Mem {
+                space: space.unwrap_or(Space::Global),
+                kind: AccessKind::Atomic,
+                bytes_per_lane: eb as u32,
+                readonly: false,
+            })
+        }
+    }
+}

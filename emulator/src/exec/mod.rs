@@ -1,0 +1,255 @@
+//! Functional execution of one warp instruction: operands gathered into `[u64; 32]` lane arrays,
+//! one tight loop per operation, results written back under the active mask; plus the SIMT
+//! reconvergence stack.
+//!
+//! Why this shape: the register file is structure-of-arrays (`regs[reg * 32 + lane]`), so an
+//! operand fetch is one 256-byte copy and the per-op loops have no per-lane dispatch, which is
+//! what makes tens of millions of warp instructions per second possible. Memory instructions do
+//! their loads/stores here (functionally, at issue) and return the lane addresses for the timing
+//! model in `Ctx::lanes`.
+//!
+//! SIMT stack (GPGPU-Sim style): entries `(pc, rpc, mask)`. A divergent branch turns the top
+//! entry into the reconvergence entry (`pc = rpc`) — or drops it when its own `rpc` equals the
+//! branch's — and pushes the not-taken then the taken path; an entry pops when its `pc` reaches
+//! its `rpc`. `exit` removes lanes from every entry; empty entries pop.
+//!
+//! Main items: [`Warp`], [`Ctx`], [`exec`], [`Flow`].
+//!
+//! Files: `simt` (the warp and its reconvergence stack, branches), `alu` (every non-memory
+//! operation), `mem` (loads, stores, atomics and their address resolution), `tex` (texture
+//! fetches); this file holds what they share — the context, operand fetch and write-back.
+
+macro_rules! each_lane {
+    ($mask:expr, $l:ident, $body:block) => {{
+        let mut m__ = $mask;
+        while m__ != 0 {
+            let $l = m__.trailing_zeros() as usize;
+            m__ &= m__ - 1;
+            $body
+        }
+    }};
+}
+
+macro_rules! map {
+    ($r:ident, |$l:ident| $e:expr) => {
+        for $l in 0..32 {
+            $r[$l] = $e;
+        }
+    };
+}
+
+mod alu;
+mod mem;
+mod simt;
+mod tex;
+
+use crate::devmem::DeviceMemory;
+use crate::ir::*;
+use crate::memory::{AccessKind, Space};
+use crate::texture::Texture;
+
+use alu::compute;
+use simt::branch;
+pub(crate) use simt::{Entry, Warp};
+
+pub(crate) const FULL: u32 = u32::MAX;
+
+/// The lane values of an absent operand.
+static ZERO_LANES: [u64; 32] = [0; 32];
+
+/// Everything an instruction may touch besides its warp.
+pub(crate) struct Ctx<'a> {
+    pub dev: &'a mut DeviceMemory,
+    pub textures: &'a [Texture],
+    pub params: &'a [u8],
+    pub shared: &'a mut [u8],
+    pub local_bytes: u32,
+    pub block: [u32; 3],
+    pub ntid: [u32; 3],
+    pub nctaid: [u32; 3],
+    pub smid: u32,
+    pub nsm: u32,
+    pub max_warps: u32,
+    pub now: u64,
+    pub clock_mhz: f64,
+    pub dyn_smem: u32,
+    /// Out: `(lane, address)` of each access, for the memory model.
+    pub lanes: &'a mut Vec<(u8, u64)>,
+    pub texaddrs: &'a mut Vec<u64>,
+}
+
+/// What the engine must do after an instruction.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Flow {
+    Done,
+    /// A memory access whose lane addresses are in `Ctx::lanes`.
+    Mem {
+        space: Space,
+        kind: AccessKind,
+        bytes_per_lane: u32,
+        readonly: bool,
+    },
+    /// Arrived at a barrier. `expected` threads (0 = the whole block); for `bar.red`, `red` is
+    /// 1 popc, 2 and, 3 or, with this warp's contribution and the destination register.
+    Bar {
+        id: u32,
+        expected: u32,
+        red: u8,
+        contrib: u32,
+        dst: Option<u32>,
+    },
+    /// The warp has no live lanes left.
+    Exited,
+}
+
+/// A guest fault: lane and description.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Fault {
+    pub lane: u32,
+    pub what: String,
+}
+
+/// Faults are rare: boxing keeps every per-lane `Result` two words wide.
+pub(crate) type Faulty<T> = Result<T, Box<Fault>>;
+
+#[cold]
+fn fault<T>(lane: u32, what: impl Into<String>) -> Faulty<T> {
+    Err(Box::new(Fault {
+        lane,
+        what: what.into(),
+    }))
+}
+
+#[inline]
+fn predmask(regs: &[u64], r: u32) -> u32 {
+    let row = &regs[r as usize * 32..r as usize * 32 + 32];
+    let mut m = 0u32;
+    for (l, v) in row.iter().enumerate() {
+        m |= ((*v & 1) as u32) << l;
+    }
+    m
+}
+
+impl Ctx<'_> {
+    fn sreg(&self, s: Sreg, w: &Warp, lane: usize) -> u64 {
+        let t = w.wib * 32 + lane as u32;
+        let [nx, ny, _] = self.ntid;
+        match s {
+            Sreg::Tid(0) => (t % nx) as u64,
+            Sreg::Tid(1) => ((t / nx) % ny) as u64,
+            Sreg::Tid(_) => (t / (nx * ny)) as u64,
+            Sreg::Ntid(d) => self.ntid[d as usize] as u64,
+            Sreg::Ctaid(d) => self.block[d as usize] as u64,
+            Sreg::Nctaid(d) => self.nctaid[d as usize] as u64,
+            Sreg::Laneid => lane as u64,
+            Sreg::Warpid => w.slot as u64,
+            Sreg::Nwarpid => self.max_warps as u64,
+            Sreg::Smid => self.smid as u64,
+            Sreg::Nsmid => self.nsm as u64,
+            Sreg::Clock => self.now & 0xFFFF_FFFF,
+            Sreg::ClockHi => self.now >> 32,
+            Sreg::Clock64 => self.now,
+            Sreg::Globaltimer | Sreg::GlobaltimerLo | Sreg::GlobaltimerHi => {
+                let ns = (self.now as f64 * 1000.0 / self.clock_mhz.max(1e-9)) as u64;
+                match s {
+                    Sreg::GlobaltimerLo => ns & 0xFFFF_FFFF,
+                    Sreg::GlobaltimerHi => ns >> 32,
+                    _ => ns,
+                }
+            }
+            Sreg::LanemaskEq => 1u64 << lane,
+            Sreg::LanemaskLt => (1u64 << lane) - 1,
+            Sreg::LanemaskLe => (2u64 << lane) - 1,
+            Sreg::LanemaskGt => !((2u64 << lane) - 1) & 0xFFFF_FFFF,
+            Sreg::LanemaskGe => !((1u64 << lane) - 1) & 0xFFFF_FFFF,
+            Sreg::Gridid => 0,
+            Sreg::DynSmem => self.dyn_smem as u64,
+            Sreg::TotalSmem => self.shared.len() as u64,
+        }
+    }
+
+    /// A register operand's row, borrowed in place.
+    #[inline]
+    fn reg_row<'a>(&self, o: Opnd, w: &'a Warp) -> Option<&'a [u64; 32]> {
+        if let Opnd::Reg(r) = o {
+            let r = r as usize * 32;
+            return w.regs.get(r..r + 32).and_then(|s| s.first_chunk::<32>());
+        }
+        None
+    }
+
+    #[inline]
+    fn fetch(&self, o: Opnd, w: &Warp, out: &mut [u64; 32]) {
+        match o {
+            Opnd::Reg(r) => out.copy_from_slice(&w.regs[r as usize * 32..r as usize * 32 + 32]),
+            Opnd::NotReg(r) => {
+                let row = &w.regs[r as usize * 32..r as usize * 32 + 32];
+                for l in 0..32 {
+                    out[l] = (row[l] & 1) ^ 1;
+                }
+            }
+            Opnd::Imm(v) => out.fill(v),
+            Opnd::Sreg(s) => {
+                for (l, o) in out.iter_mut().enumerate() {
+                    *o = self.sreg(s, w, l);
+                }
+            }
+            Opnd::None | Opnd::Sym(_) => out.fill(0),
+        }
+    }
+}
+
+#[inline]
+fn put(regs: &mut [u64], d: Opnd, mask: u32, vals: &[u64; 32], m: u64) {
+    if let Opnd::Reg(r) = d {
+        let row = &mut regs[r as usize * 32..r as usize * 32 + 32];
+        if mask == FULL {
+            for l in 0..32 {
+                row[l] = vals[l] & m;
+            }
+        } else {
+            each_lane!(mask, l, {
+                row[l] = vals[l] & m;
+            });
+        }
+    }
+}
+
+/// Executes the instruction at the warp's pc. `x` must be `prog.insts[w.pc()]`.
+pub(crate) fn exec(x: &Inst, w: &mut Warp, c: &mut Ctx) -> Faulty<Flow> {
+    let active = w.active();
+    let emask = match x.guard {
+        Opnd::Reg(r) => active & predmask(&w.regs, r),
+        Opnd::NotReg(r) => active & !predmask(&w.regs, r),
+        _ => active,
+    };
+    match x.op {
+        Op::Bra => {
+            branch(w, x, emask, active);
+            return Ok(Flow::Done);
+        }
+        Op::Exit => {
+            for e in w.stack.iter_mut() {
+                e.mask &= !emask;
+            }
+            if emask != active {
+                w.advance();
+            } else {
+                w.normalize();
+            }
+            return Ok(if w.stack.is_empty() {
+                Flow::Exited
+            } else {
+                Flow::Done
+            });
+        }
+        _ => {}
+    }
+    if emask == 0 {
+        w.advance();
+        return Ok(Flow::Done);
+    }
+    let flow = compute(x, w, c, emask)?;
+    w.advance();
+    Ok(flow)
+}

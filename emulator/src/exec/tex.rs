@@ -1,0 +1,83 @@
+//! Texture fetches: each lane's coordinates filtered through its texture, the texel addresses
+//! left in `Ctx::texaddrs` for the timing model.
+
+use super::{Ctx, Fault, Faulty, Flow, Warp, fault, put};
+use crate::ir::*;
+use crate::memory::{AccessKind, Space};
+use crate::numeric::{b32, f32v};
+use crate::texture::{HANDLE_BASE, Sampler};
+
+#[allow(clippy::needless_range_loop)] // lane and element indices address parallel arrays
+pub(super) fn texture(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow> {
+    let mut h = [0u64; 32];
+    c.fetch(x.a, w, &mut h);
+    let mut co = [[0u64; 32]; 4];
+    for k in 0..x.ns as usize {
+        c.fetch(x.s[k], w, &mut co[k]);
+    }
+    let mut out = [[0u64; 32]; 4];
+    c.lanes.clear();
+    let mut texel_bytes = 4;
+    // The lanes of a warp nearly always sample one texture: its sampler is resolved once and
+    // kept until a lane names another.
+    let mut cur: Option<(u64, Sampler)> = None;
+    each_lane!(m, l, {
+        let idx = h[l].wrapping_sub(HANDLE_BASE);
+        let tex = match &mut cur {
+            Some((i, s)) if *i == idx => s,
+            _ => {
+                let Some(tex) = c.textures.get(idx as usize) else {
+                    return fault(
+                        l as u32,
+                        format!("{:#x} is not a texture object handle", h[l]),
+                    );
+                };
+                &mut cur.insert((idx, tex.sampler(c.dev))).1
+            }
+        };
+        texel_bytes = tex.texel_bytes() as u32;
+        c.texaddrs.clear();
+        let int_coords = !x.ty2.is_float();
+        let v = if int_coords && x.sub == 1 {
+            tex.fetch_int(co[0][l] as u32 as i32 as i64, c.texaddrs)
+        } else {
+            let f = |k: usize| {
+                if int_coords {
+                    co[k][l] as u32 as i32 as f32
+                } else {
+                    f32v(co[k][l])
+                }
+            };
+            let mut p = [0.0f32; 3];
+            for (k, slot) in p.iter_mut().enumerate().take((x.sub as usize).min(3)) {
+                *slot = f(k);
+            }
+            tex.sample(p, c.texaddrs)
+        };
+        let v = v.map_err(|what| Fault {
+            lane: l as u32,
+            what,
+        })?;
+        for &a in c.texaddrs.iter() {
+            c.lanes.push((l as u8, a));
+        }
+        for k in 0..4 {
+            out[k][l] = if x.ty == Ty::F32 {
+                b32(v[k])
+            } else if x.ty.is_signed() {
+                v[k] as i32 as u32 as u64
+            } else {
+                v[k] as u32 as u64
+            };
+        }
+    });
+    for k in 0..x.nd as usize {
+        put(&mut w.regs, x.d[k], m, &out[k], 0xFFFF_FFFF);
+    }
+    Ok(Flow::Mem {
+        space: Space::Texture,
+        kind: AccessKind::Load,
+        bytes_per_lane: texel_bytes,
+        readonly: true,
+    })
+}

@@ -293,7 +293,7 @@ impl RunFacts {
             mem_ref_freq: r.bd.mem_ref_freq,
             tex_hit_rate: row.tex_hit_rate,
             frame_rate: row.frame_rate,
-            cycles: row.cycles,
+            cycles: row.cycles.map(|c| c as f64),
             l2_hit_rate: metrics.as_ref().and_then(|m| m.l2_hit_rate),
             volume_bytes: metrics
                 .as_ref()

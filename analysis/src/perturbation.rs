@@ -41,11 +41,19 @@ pub(crate) fn assess(runs: &[Run]) -> Perturbation {
     );
     table.push(
         "occupancy_bare",
-        Col::F64(rows.iter().map(|r| r.occupancy_bare).collect()),
+        Col::F64(
+            rows.iter()
+                .map(|r| r.occupancy_bare.map(|b| b as f64))
+                .collect(),
+        ),
     );
     table.push(
         "occupancy_probed",
-        Col::F64(rows.iter().map(|r| r.occupancy_probed).collect()),
+        Col::F64(
+            rows.iter()
+                .map(|r| r.occupancy_probed.map(|p| p as f64))
+                .collect(),
+        ),
     );
     table.push(
         "tex_hit_rate_bare",
@@ -160,7 +168,8 @@ pub(crate) fn figure(runs: &[Run]) -> Option<Figure> {
             let rs: Vec<&Run> = runs.iter().filter(|r| r.files.row.mode == *m).collect();
             let ratio = |r: &&Run| {
                 let row = &r.files.row;
-                Some(row.occupancy_probed? / row.occupancy_bare?).filter(|x| x.is_finite())
+                Some(row.occupancy_probed? as f64 / row.occupancy_bare? as f64)
+                    .filter(|x| x.is_finite())
             };
             let series = vec![
                 (

@@ -17,25 +17,9 @@
 use crate::AnalysisError;
 use std::path::{Path, PathBuf};
 
-/// One row of `sweep.csv`, with run.json's metrics filling cells the CSV left empty.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct SweepRow {
-    pub run: String,
-    pub backend: String,
-    pub preset: String,
-    pub shape: String,
-    pub view: String,
-    pub mode: String,
-    pub cycles: Option<f64>,
-    pub kernel_ms: Option<f64>,
-    pub frame_rate: Option<f64>,
-    pub tex_hit_rate: Option<f64>,
-    pub dropped_records: Option<f64>,
-    pub overhead: Option<f64>,
-    pub occupancy_bare: Option<f64>,
-    pub occupancy_probed: Option<f64>,
-    pub tex_hit_rate_bare: Option<f64>,
-}
+/// One row of `sweep.csv` (the type the study writes), with run.json's metrics filling cells the
+/// CSV left empty.
+pub(crate) use trace::SweepRow;
 
 /// A run's folder contents that the analysis needs besides the trace.
 #[derive(Debug, Clone)]
@@ -53,10 +37,8 @@ pub(crate) struct Skipped {
     pub reason: String,
 }
 
-const REQUIRED: [&str; 5] = ["run", "shape", "view", "mode", "cycles"];
-
 /// Numeric columns that count, time or rate something: a negative value is a damaged file.
-const NON_NEGATIVE: [&str; 9] = [
+const NON_NEGATIVE: [&str; 11] = [
     "cycles",
     "kernel_ms",
     "frame_rate",
@@ -66,6 +48,8 @@ const NON_NEGATIVE: [&str; 9] = [
     "occupancy_probed",
     "tex_hit_rate_bare",
     "overhead",
+    "warp_instructions",
+    "records",
 ];
 
 /// Reads `sweep.csv`, rejecting a directory that is not a sweep with a message saying why.
@@ -77,7 +61,7 @@ pub(crate) fn read_sweep_csv(dir: &Path) -> Result<Vec<SweepRow>, AnalysisError>
     if !dir.is_dir() {
         return Err(not_sweep("no such directory".into()));
     }
-    let path = dir.join("sweep.csv");
+    let path = dir.join(trace::SWEEP_CSV);
     if !path.is_file() {
         return Err(not_sweep("it has no sweep.csv".into()));
     }
@@ -87,7 +71,7 @@ pub(crate) fn read_sweep_csv(dir: &Path) -> Result<Vec<SweepRow>, AnalysisError>
         .map_err(|e| csv_error(&path, 1, e))?;
     let headers = rdr.headers().map_err(|e| csv_error(&path, 1, e))?.clone();
     let col = |name: &str| headers.iter().position(|h| h.trim() == name);
-    if let Some(missing) = REQUIRED.iter().find(|c| col(c).is_none()) {
+    if let Some(missing) = SweepRow::REQUIRED_COLUMNS.iter().find(|c| col(c).is_none()) {
         return Err(not_sweep(format!(
             "sweep.csv has no `{missing}` column (header: {})",
             headers.iter().collect::<Vec<_>>().join(",")
@@ -119,6 +103,25 @@ pub(crate) fn read_sweep_csv(dir: &Path) -> Result<Vec<SweepRow>, AnalysisError>
                 _ => Ok(v),
             }
         };
+        // Counts are whole numbers; a spreadsheet may have written one as `12.0`.
+        let count = |name: &str| -> Result<Option<u64>, AnalysisError> {
+            match num(name)? {
+                Some(x) if x.fract() != 0.0 || x > u64::MAX as f64 => {
+                    Err(bad(format!("column `{name}`: {x} is not a whole number")))
+                }
+                v => Ok(v.map(|x| x as u64)),
+            }
+        };
+        let flag = |name: &str| -> Result<Option<bool>, AnalysisError> {
+            match text(name).to_ascii_lowercase().as_str() {
+                "" | "nan" | "na" => Ok(None),
+                "true" => Ok(Some(true)),
+                "false" => Ok(Some(false)),
+                other => Err(bad(format!(
+                    "column `{name}`: {other:?} is not true or false"
+                ))),
+            }
+        };
         let row = SweepRow {
             run: text("run"),
             backend: text("backend"),
@@ -126,15 +129,18 @@ pub(crate) fn read_sweep_csv(dir: &Path) -> Result<Vec<SweepRow>, AnalysisError>
             shape: text("shape"),
             view: text("view"),
             mode: text("mode"),
-            cycles: num("cycles")?,
+            cycles: count("cycles")?,
             kernel_ms: num("kernel_ms")?,
             frame_rate: num("frame_rate")?,
             tex_hit_rate: num("tex_hit_rate")?,
-            dropped_records: num("dropped_records")?,
+            dropped_records: count("dropped_records")?,
             overhead: num("overhead")?,
-            occupancy_bare: num("occupancy_bare")?,
-            occupancy_probed: num("occupancy_probed")?,
+            occupancy_bare: count("occupancy_bare")?,
+            occupancy_probed: count("occupancy_probed")?,
             tex_hit_rate_bare: num("tex_hit_rate_bare")?,
+            warp_instructions: count("warp_instructions")?,
+            records: count("records")?,
+            image_matches_bare: flag("image_matches_bare")?,
         };
         if row.run.is_empty() || row.run.contains(['/', '\\']) || row.run == ".." {
             return Err(AnalysisError::SweepCsv {
@@ -226,7 +232,7 @@ pub(crate) fn locate_runs(dir: &Path, rows: Vec<SweepRow>) -> (Vec<RunFiles>, Ve
             row.frame_rate = row.frame_rate.or(m.frame_rate);
             row.tex_hit_rate = row.tex_hit_rate.or(m.tex_hit_rate);
             row.kernel_ms = row.kernel_ms.or(m.kernel_ms);
-            row.cycles = row.cycles.or(m.cycles.map(|c| c as f64));
+            row.cycles = row.cycles.or(m.cycles);
             if row.backend.is_empty() {
                 row.backend = m.backend;
             }

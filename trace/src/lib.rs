@@ -27,6 +27,7 @@ mod model;
 mod npy;
 mod run;
 mod store;
+mod sweep;
 mod units;
 
 pub use atomic::{
@@ -41,4 +42,5 @@ pub use model::{
 pub use npy::{parse_npy, read_npy, write_npy};
 pub use run::{RunMetrics, write_json_atomic};
 pub use store::{TRACE_FILE_NAME, TRACE_FORMAT_VERSION, TraceReader, TraceWriter};
+pub use sweep::{SWEEP_CSV, SweepRow};
 pub use units::{Cycles, SmId};

@@ -95,7 +95,7 @@ pub use error::AnalysisError;
 pub use parquet::{BATCH_ROWS, write_parquet};
 pub use regress::{CompareSummary, compare, compare_mode};
 pub use roofline::{
-    Bound, Ceilings, Level, LevelCounters, MemCounts, RooflinePoint, RunCounters, RunRoofline,
-    WorkKind, attainable, ridge_point, roofline_point, run_roofline,
+    Bound, Ceilings, Level, RooflinePoint, RunCounters, RunRoofline, WorkKind, attainable,
+    ridge_point, roofline_point, run_roofline,
 };
 pub use roofline_report::{BenchMeasurement, MeasuredCeilings, write_ceilings};

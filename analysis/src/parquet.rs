@@ -2,7 +2,7 @@
 //! Spark or DuckDB. It lives here rather than in `clog-export` because polars stays inside the
 //! analysis crate (docs/ARCHITECTURE.md).
 //!
-//! # Schema (one row per record; the records CSV's columns)
+//! # Schema (one row per record; the records CSV's columns, `trace::RECORD_COLUMNS`)
 //! | column | type | meaning |
 //! |---|---|---|
 //! | launch | u32 | launch index within the run |
@@ -31,7 +31,7 @@
 use crate::AnalysisError;
 use polars::prelude::*;
 use std::path::Path;
-use trace::TraceReader;
+use trace::{RECORD_COLUMNS, TraceReader};
 
 /// Rows per batch (one row group each): about 64 bytes a row in the column buffers, so ~32 MiB,
 /// plus polars' copy while encoding. A batch closes at the first warp boundary past this count,
@@ -92,56 +92,49 @@ impl Batch {
         let site_name: Vec<&str> = b.site.iter().map(|&s| text.name(s)).collect();
         let region: Vec<&str> = b.site.iter().map(|&s| text.region(s)).collect();
         let mode = vec![mode; h];
-        DataFrame::new(
-            h,
-            vec![
-                Column::new("launch".into(), b.launch),
-                Column::new("block_x".into(), b.block_x),
-                Column::new("block_y".into(), b.block_y),
-                Column::new("block_z".into(), b.block_z),
-                Column::new("warp".into(), b.warp),
-                Column::new("global_warp".into(), b.global_warp),
-                Column::new("sm".into(), b.sm),
-                Column::new("hw_warp".into(), b.hw_warp),
-                Column::new("site".into(), b.site),
-                Column::new("site_name".into(), site_name),
-                Column::new("region".into(), region),
-                Column::new("seq".into(), b.seq),
-                Column::new("start".into(), b.start),
-                Column::new("end".into(), b.end),
-                Column::new("duration".into(), b.duration),
-                Column::new("mode".into(), mode),
-                Column::new("wrapped".into(), b.wrapped),
-            ],
-        )
+        // In the order of `trace::RECORD_COLUMNS`, which names them.
+        let data = [
+            Column::new(PlSmallStr::EMPTY, b.launch),
+            Column::new(PlSmallStr::EMPTY, b.block_x),
+            Column::new(PlSmallStr::EMPTY, b.block_y),
+            Column::new(PlSmallStr::EMPTY, b.block_z),
+            Column::new(PlSmallStr::EMPTY, b.warp),
+            Column::new(PlSmallStr::EMPTY, b.global_warp),
+            Column::new(PlSmallStr::EMPTY, b.sm),
+            Column::new(PlSmallStr::EMPTY, b.hw_warp),
+            Column::new(PlSmallStr::EMPTY, b.site),
+            Column::new(PlSmallStr::EMPTY, site_name),
+            Column::new(PlSmallStr::EMPTY, region),
+            Column::new(PlSmallStr::EMPTY, b.seq),
+            Column::new(PlSmallStr::EMPTY, b.start),
+            Column::new(PlSmallStr::EMPTY, b.end),
+            Column::new(PlSmallStr::EMPTY, b.duration),
+            Column::new(PlSmallStr::EMPTY, mode),
+            Column::new(PlSmallStr::EMPTY, b.wrapped),
+        ];
+        let columns = data
+            .into_iter()
+            .zip(RECORD_COLUMNS)
+            .map(|(c, name)| c.with_name(name.into()))
+            .collect();
+        DataFrame::new(h, columns)
     }
 }
 
+/// The column types, in the order of `trace::RECORD_COLUMNS`.
 fn schema() -> Schema {
-    let u32s = [
-        "launch",
-        "block_x",
-        "block_y",
-        "block_z",
-        "warp",
-        "global_warp",
-        "sm",
-        "hw_warp",
+    use DataType::{Boolean, String, UInt16, UInt32, UInt64};
+    let types = [
+        UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, // launch .. hw_warp
+        UInt16, String, String, UInt32, // site, site_name, region, seq
+        UInt64, UInt64, UInt64, String, Boolean, // start, end, duration, mode, wrapped
     ];
-    let mut fields: Vec<Field> = u32s
-        .iter()
-        .map(|n| Field::new((*n).into(), DataType::UInt32))
-        .collect();
-    fields.push(Field::new("site".into(), DataType::UInt16));
-    fields.push(Field::new("site_name".into(), DataType::String));
-    fields.push(Field::new("region".into(), DataType::String));
-    fields.push(Field::new("seq".into(), DataType::UInt32));
-    fields.push(Field::new("start".into(), DataType::UInt64));
-    fields.push(Field::new("end".into(), DataType::UInt64));
-    fields.push(Field::new("duration".into(), DataType::UInt64));
-    fields.push(Field::new("mode".into(), DataType::String));
-    fields.push(Field::new("wrapped".into(), DataType::Boolean));
-    Schema::from_iter(fields)
+    Schema::from_iter(
+        RECORD_COLUMNS
+            .iter()
+            .zip(types)
+            .map(|(name, t)| Field::new((*name).into(), t)),
+    )
 }
 
 /// Writes every record of `reader` to the Parquet file `out` (atomically) and returns the number
@@ -259,5 +252,9 @@ mod tests {
             .map(|i| (gws.get(i).unwrap(), starts.get(i).unwrap()))
             .collect();
         assert_eq!(got, expected);
+        // The file's columns are the records CSV's, in order, with the declared types.
+        let names: Vec<&str> = df.get_column_names().iter().map(|n| n.as_str()).collect();
+        assert_eq!(names, RECORD_COLUMNS.to_vec());
+        assert_eq!(*df.schema().as_ref(), schema());
     }
 }

@@ -55,9 +55,9 @@ use crate::figures::{Figure, FigureKind, LinePanel};
 use crate::output::write_atomic;
 use crate::sweep::read_sweep_csv;
 use serde::Serialize;
-use serde_json::Value;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use trace::RunMetrics;
 
 /// Knot quantiles of the spline basis.
 const KNOT_QUANTILES: [f64; 3] = [0.1, 0.5, 0.9];
@@ -293,7 +293,7 @@ pub struct CompareSummary {
 /// One sweep as a platform: its name and (run → kernel_ms, run.json) in row order.
 struct Platform {
     name: String,
-    runs: Vec<(String, Option<f64>, Option<Value>)>,
+    runs: Vec<(String, Option<f64>, Option<RunMetrics>)>,
 }
 
 fn load_platform(dir: &Path, mode: Option<&str>) -> Result<Platform, AnalysisError> {
@@ -308,59 +308,43 @@ fn load_platform(dir: &Path, mode: Option<&str>) -> Result<Platform, AnalysisErr
     let runs = rows
         .into_iter()
         .map(|r| {
-            let json = std::fs::read_to_string(dir.join(&r.run).join("run.json"))
-                .ok()
-                .and_then(|t| serde_json::from_str::<Value>(&t).ok());
-            let ms = r.kernel_ms.or_else(|| {
-                json.as_ref()
-                    .and_then(|j| j.get("kernel_ms"))
-                    .and_then(Value::as_f64)
-            });
+            let json = RunMetrics::read(&dir.join(&r.run).join("run.json")).ok();
+            let ms = r
+                .kernel_ms
+                .or_else(|| json.as_ref().and_then(|j| j.kernel_ms));
             (r.run, ms, json)
         })
         .collect();
     Ok(Platform { name, runs })
 }
 
-fn num(v: &Value, path: &[&str]) -> Option<f64> {
-    let mut cur = v;
-    for p in path {
-        cur = cur.get(p)?;
-    }
-    cur.as_f64()
-}
-
 /// The reference features of one run.json (see the module docs); absent ones are `None`.
-pub fn run_features(run_json: &Value) -> Vec<(&'static str, Option<f64>)> {
-    let c = |path: &[&str]| {
-        let mut full = vec!["emulator_counters"];
-        full.extend_from_slice(path);
-        num(run_json, &full).or_else(|| {
-            // LaunchStats nests the memory counters under `mem`.
-            let mut full = vec!["emulator_counters", "mem"];
-            full.extend_from_slice(path);
-            num(run_json, &full)
-        })
-    };
-    let wi = num(run_json, &["warp_instructions"])
-        .or_else(|| num(run_json, &["emulator_counters", "warp_instructions"]))
+pub fn run_features(run: &RunMetrics) -> Vec<(&'static str, Option<f64>)> {
+    let e = run.emulator.as_ref();
+    let c = |f: fn(&trace::MemCounters) -> u64| e.map(|e| f(&e.mem) as f64);
+    let wi = run
+        .warp_instructions
+        .or(e.map(|e| e.warp_instructions))
+        .map(|w| w as f64)
         .filter(|v| *v > 0.0);
     let pki = |v: Option<f64>| v.zip(wi).map(|(v, w)| 1000.0 * v / w);
     let add = |a: Option<f64>, b: Option<f64>| a.zip(b).map(|(a, b)| a + b);
-    let loads = add(c(&["l1", "requests"]), c(&["texture", "requests"]));
+    let loads = add(c(|m| m.l1.requests), c(|m| m.texture.requests));
     let mem_requests = add(
-        add(loads, c(&["constant", "requests"])),
-        c(&["shared_accesses"]),
+        add(loads, c(|m| m.constant.requests)),
+        c(|m| m.shared_accesses),
     );
-    let active = num(run_json, &["emulator_counters", "thread_instructions"])
-        .or_else(|| num(run_json, &["thread_instructions"]))
+    // Thread instructions are counted with the warp instructions; none counted is unknown.
+    let active = e
+        .map(|e| e.thread_instructions as f64)
+        .filter(|t| *t > 0.0)
         .zip(wi)
         .map(|(t, w)| t / w);
     vec![
         ("loads_pki", pki(loads)),
-        ("tex_misses_pki", pki(c(&["texture", "sector_misses"]))),
-        ("l1_misses_pki", pki(c(&["l1", "sector_misses"]))),
-        ("l2_misses_pki", pki(c(&["l2", "sector_misses"]))),
+        ("tex_misses_pki", pki(c(|m| m.texture.sector_misses))),
+        ("l1_misses_pki", pki(c(|m| m.l1.sector_misses))),
+        ("l2_misses_pki", pki(c(|m| m.l2.sector_misses))),
         ("active_lanes", active),
         (
             "ops_per_mem",
@@ -369,7 +353,7 @@ pub fn run_features(run_json: &Value) -> Vec<(&'static str, Option<f64>)> {
         ),
         (
             "dram_bytes",
-            add(c(&["dram_bytes_read"]), c(&["dram_bytes_written"])),
+            add(c(|m| m.dram_bytes_read), c(|m| m.dram_bytes_written)),
         ),
     ]
 }
@@ -778,26 +762,38 @@ mod tests {
         assert!(s.steps.is_empty());
     }
 
-    fn write_sweep(dir: &Path, preset: &str, runs: &[(&str, f64, f64, f64)]) {
+    fn write_sweep(dir: &Path, preset: &str, runs: &[(&str, f64, u64, u64)]) {
         std::fs::create_dir_all(dir).unwrap();
         let mut csv = String::from("run,backend,preset,shape,view,mode,cycles,kernel_ms\n");
         for (run, ms, tex_misses, dram) in runs {
             let _ = writeln!(csv, "{run},emu,{preset},8x16,\"0,0,0\",fence,,{ms}");
             let d = dir.join(run);
             std::fs::create_dir_all(&d).unwrap();
-            let json = serde_json::json!({
-                "warp_instructions": 1000,
-                "emulator_counters": {
-                    "l1": {"requests": 10, "sector_misses": 5},
-                    "texture": {"requests": 100, "sector_misses": tex_misses},
-                    "l2": {"requests": 50, "sector_misses": 7},
-                    "constant": {"requests": 4},
-                    "shared_accesses": 0,
-                    "dram_bytes_read": dram,
-                    "dram_bytes_written": 0,
-                }
+            let mut m = RunMetrics::new(
+                "emu",
+                "k",
+                trace::Dim3::new(1, 1, 1),
+                trace::Dim3::new(128, 1, 1),
+                trace::ProbeMode::Fence,
+            );
+            m.warp_instructions = Some(1000);
+            let cache = |requests, sector_misses| trace::CacheCounters {
+                requests,
+                sector_misses,
+                ..Default::default()
+            };
+            m.emulator = Some(trace::EmuCounters {
+                mem: trace::MemCounters {
+                    l1: cache(10, 5),
+                    texture: cache(100, *tex_misses),
+                    l2: cache(50, 7),
+                    constant: cache(4, 0),
+                    dram_bytes_read: *dram,
+                    ..Default::default()
+                },
+                ..Default::default()
             });
-            std::fs::write(d.join("run.json"), json.to_string()).unwrap();
+            m.write(&d.join("run.json")).unwrap();
         }
         std::fs::write(dir.join("sweep.csv"), csv).unwrap();
     }
@@ -811,20 +807,22 @@ mod tests {
         let names: Vec<String> = (0..n).map(|i| format!("r{i:02}")).collect();
         // Platform A's time follows texture misses; B's follows DRAM bytes plus a ramp over the
         // runs, so B starts faster and ends slower.
-        let a: Vec<(&str, f64, f64, f64)> = (0..n)
+        // Counters are whole numbers: the time follows the rounded count exactly.
+        let a: Vec<(&str, f64, u64, u64)> = (0..n)
             .map(|i| {
+                let misses = (1e4 * tex[i]).round() as u64;
                 (
                     names[i].as_str(),
-                    1.0 + tex[i],
-                    100.0 * tex[i],
-                    1e6 * dram[i],
+                    1.0 + misses as f64 / 1e4,
+                    misses,
+                    (1e6 * dram[i]).round() as u64,
                 )
             })
             .collect();
-        let b: Vec<(&str, f64, f64, f64)> = (0..n)
+        let b: Vec<(&str, f64, u64, u64)> = (0..n)
             .map(|i| {
                 let t = if i < n / 2 { 0.1 } else { 5.0 };
-                (names[i].as_str(), t + 0.5 * dram[i], 0.0, 0.0)
+                (names[i].as_str(), t + 0.5 * dram[i], 0, 0)
             })
             .collect();
         write_sweep(&tmp.path().join("a"), "gtx480", &a);

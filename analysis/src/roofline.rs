@@ -5,7 +5,7 @@
 //! Why here: warpscope measures how long memory accesses take; the roofline says whether that
 //! memory time *matters* (a memory-bound kernel runs at its bandwidth roof, a compute-bound one
 //! hides it). The math is pure (no emulator), so it works on any run whose `run.json` carries the
-//! emulator's counters (`emulator_counters`) and whose folder has the effective `config.toml`.
+//! emulator's counters (its `emulator` field) and whose folder has the effective `config.toml`.
 //!
 //! Main items: [`attainable`], [`ridge_point`], [`RooflinePoint`] / [`roofline_point`] (one
 //! level), [`Ceilings`] (theoretical peaks of a [`GpuSpec`]), [`RunCounters`] (what `run.json`
@@ -161,37 +161,8 @@ impl Ceilings {
     }
 }
 
-/// One cache level's counters as `run.json` stores them (a subset of the emulator's).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize, Serialize)]
-#[serde(default)]
-pub struct LevelCounters {
-    pub requests: u64,
-    pub sector_hits: u64,
-    pub sector_misses: u64,
-    pub mshr_merges: u64,
-    pub write_sectors: u64,
-}
-
-impl LevelCounters {
-    /// Sectors moved through this level (reads of every kind plus writes).
-    pub fn sectors(&self) -> u64 {
-        self.sector_hits + self.sector_misses + self.mshr_merges + self.write_sectors
-    }
-}
-
-/// The memory counters of one launch (subset of `emulator_counters.mem`).
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
-#[serde(default)]
-pub struct MemCounts {
-    pub l1: LevelCounters,
-    pub texture: LevelCounters,
-    pub l2: LevelCounters,
-    pub dram_bytes_read: u64,
-    pub dram_bytes_written: u64,
-}
-
 /// What the roofline and the bound need from one run: `run.json`'s `cycles` and `clock_mhz`
-/// and its `emulator_counters` object.
+/// and the emulator's counters (its `emulator` field).
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(default)]
 pub struct RunCounters {
@@ -200,40 +171,27 @@ pub struct RunCounters {
     pub warp_instructions: u64,
     pub thread_instructions: u64,
     pub instructions_by_class: BTreeMap<String, u64>,
-    pub mem: MemCounts,
+    pub mem: trace::MemCounters,
 }
 
 impl RunCounters {
-    /// Reads `run.json`; `None` when it has no `emulator_counters` (a GPU run) or no cycles.
-    /// `emulator_counters` may be the whole launch statistics (with `mem` and
-    /// `instructions_by_class`) or only the memory counters, as the study writes them; then the
-    /// instruction counts come from the top-level `emulator_instructions` object
-    /// (`warp_instructions`, `thread_instructions`, `instructions_by_class`) when present.
-    pub fn from_run_json(text: &str) -> Option<RunCounters> {
-        let v: serde_json::Value = serde_json::from_str(text).ok()?;
-        let counters = v.get("emulator_counters")?;
-        let mut c: RunCounters = if counters.get("mem").is_some() {
-            serde_json::from_value(counters.clone()).ok()?
-        } else {
-            let mem: MemCounts = serde_json::from_value(counters.clone()).ok()?;
-            let mut c: RunCounters = v
-                .get("emulator_instructions")
-                .and_then(|i| serde_json::from_value(i.clone()).ok())
-                .unwrap_or_default();
-            c.mem = mem;
-            c
-        };
+    /// The counters of a run; `None` when it has no emulator counters (a GPU run, a pipeline) or
+    /// no cycles.
+    pub fn from_metrics(m: &trace::RunMetrics) -> Option<RunCounters> {
+        let e = m.emulator.as_ref()?;
         // run.json's top-level cycles are the run's kernel cycles; the counters' own are the same
         // launch, so either is fine: prefer the top level, which GPU-aware tools also fill.
-        if let Some(cy) = v.get("cycles").and_then(|x| x.as_u64()) {
-            c.cycles = cy;
-        }
-        if c.warp_instructions == 0
-            && let Some(w) = v.get("warp_instructions").and_then(|x| x.as_u64())
-        {
-            c.warp_instructions = w;
-        }
-        c.clock_mhz = v.get("clock_mhz").and_then(|x| x.as_f64()).unwrap_or(0.0);
+        let c = RunCounters {
+            cycles: m.cycles.unwrap_or(e.cycles),
+            clock_mhz: m.clock_mhz,
+            warp_instructions: match e.warp_instructions {
+                0 => m.warp_instructions.unwrap_or(0),
+                w => w,
+            },
+            thread_instructions: e.thread_instructions,
+            instructions_by_class: e.instructions_by_class.clone(),
+            mem: e.mem.clone(),
+        };
         (c.cycles > 0).then_some(c)
     }
 
@@ -404,13 +362,39 @@ mod tests {
 
     #[test]
     fn run_counters_read_from_run_json_and_pick_the_work() {
-        let json = r#"{"backend":"emu","cycles":1000,"clock_mhz":1000.0,
-            "emulator_counters":{"cycles":1000,"warp_instructions":10,"thread_instructions":320,
-            "instructions_by_class":{"flops":64,"int":5},
-            "mem":{"l1":{"requests":1,"sector_hits":2,"sector_misses":2,"mshr_merges":0,"evictions":0,"write_sectors":4},
-                   "texture":{"sector_hits":0},"l2":{"sector_misses":2,"write_sectors":4},
-                   "dram_bytes_read":64,"dram_bytes_written":128}}}"#;
-        let c = RunCounters::from_run_json(json).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.json");
+        let mut m = trace::RunMetrics::new(
+            "emu",
+            "k",
+            trace::Dim3::new(1, 1, 1),
+            trace::Dim3::new(32, 1, 1),
+            trace::ProbeMode::Off,
+        );
+        m.cycles = Some(1000);
+        m.clock_mhz = 1000.0;
+        let mut e = trace::EmuCounters {
+            cycles: 1000,
+            warp_instructions: 10,
+            thread_instructions: 320,
+            ..Default::default()
+        };
+        e.instructions_by_class.insert("flops".into(), 64);
+        e.instructions_by_class.insert("int".into(), 5);
+        e.mem.l1 = trace::CacheCounters {
+            requests: 1,
+            sector_hits: 2,
+            sector_misses: 2,
+            write_sectors: 4,
+            ..Default::default()
+        };
+        e.mem.l2.sector_misses = 2;
+        e.mem.l2.write_sectors = 4;
+        e.mem.dram_bytes_read = 64;
+        e.mem.dram_bytes_written = 128;
+        m.emulator = Some(e);
+        m.write(&path).unwrap();
+        let c = RunCounters::from_metrics(&trace::RunMetrics::read(&path).unwrap()).unwrap();
         assert_eq!(c.flops(), 64);
         assert_eq!(c.int_ops(), 160.0);
         let spec = GpuSpec::example();
@@ -434,11 +418,29 @@ mod tests {
             .fold(f64::INFINITY, f64::min);
         let binding = r.levels.iter().find(|l| l.0 == r.binding).unwrap();
         assert_eq!(binding.2.attainable, min);
-        assert!(RunCounters::from_run_json(r#"{"cycles":5}"#).is_none());
-        // The study's layout: memory counters only, instructions (maybe) beside them.
-        let flat = r#"{"cycles":10,"clock_mhz":1.0,"warp_instructions":7,
-            "emulator_counters":{"l2":{"sector_hits":3},"dram_bytes_read":32}}"#;
-        let c = RunCounters::from_run_json(flat).unwrap();
+        // No counters (a GPU run), or no cycles: nothing to put on a roofline.
+        let mut gpu = m.clone();
+        gpu.emulator = None;
+        assert!(RunCounters::from_metrics(&gpu).is_none());
+        let mut idle = m.clone();
+        idle.cycles = None;
+        idle.emulator.as_mut().unwrap().cycles = 0;
+        assert!(RunCounters::from_metrics(&idle).is_none());
+        // Counters without instruction counts: memory only, and the top-level warp count.
+        let mut flat = m;
+        flat.warp_instructions = Some(7);
+        flat.emulator = Some(trace::EmuCounters {
+            mem: trace::MemCounters {
+                l2: trace::CacheCounters {
+                    sector_hits: 3,
+                    ..Default::default()
+                },
+                dram_bytes_read: 32,
+                ..Default::default()
+            },
+            ..Default::default()
+        });
+        let c = RunCounters::from_metrics(&flat).unwrap();
         assert!(!c.has_work());
         assert_eq!(
             (
@@ -447,16 +449,6 @@ mod tests {
                 c.warp_instructions
             ),
             (3, 32, 7)
-        );
-        let with = flat.replace(
-            "\"emulator_counters\"",
-            "\"emulator_instructions\":{\"thread_instructions\":64,\"warp_instructions\":2,\"instructions_by_class\":{\"flops\":9}},\"emulator_counters\"",
-        );
-        let c = RunCounters::from_run_json(&with).unwrap();
-        assert!(c.has_work());
-        assert_eq!(
-            (c.flops(), c.warp_instructions, c.thread_instructions),
-            (9, 2, 64)
         );
     }
 }

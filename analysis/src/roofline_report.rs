@@ -53,9 +53,9 @@ fn read_runs(sweep_dir: &Path, runs: &[(String, String)]) -> (Vec<RunInput>, Vec
     let mut left = Vec::new();
     for (run, preset) in runs {
         let dir = sweep_dir.join(run);
-        let counters = std::fs::read_to_string(dir.join("run.json"))
+        let counters = trace::RunMetrics::read(&dir.join("run.json"))
             .ok()
-            .and_then(|t| RunCounters::from_run_json(&t));
+            .and_then(|m| RunCounters::from_metrics(&m));
         let Some(counters) = counters else {
             left.push(format!("{run}: run.json has no emulator counters"));
             continue;
@@ -341,7 +341,7 @@ pub(crate) fn write_section(
     let mut lines = Vec::new();
     if !no_work.is_empty() {
         lines.push(format!(
-            "No roofline for {} run(s) ({}): their run.json has no instruction counts (`emulator_instructions`), so the work W is unknown; their bound leaves the SMs out.",
+            "No roofline for {} run(s) ({}): their run.json has no instruction counts (`emulator.instructions_by_class`), so the work W is unknown; their bound leaves the SMs out.",
             no_work.len(),
             no_work.join(", ")
         ));

@@ -728,12 +728,12 @@ fn roofline_and_bound_land_in_the_report() {
     let rows = read_csv(&sweep.path().join("sweep.csv"));
     // Run 0: whole launch statistics (as the emulator API returns them): 25 600 flops over
     // 1000 cycles, DRAM 6400 B read → I(DRAM) = 4, ridge 256/64 = 4 → exactly at the ridge.
-    // Run 1: the study's layout (memory counters only, no instruction counts): bound only.
+    // Run 1: memory counters only, no instruction counts: bound only.
     // Other runs keep the test's placeholder config and are left out with a reason.
     let r0 = rows[0]["run"].clone();
     let r1 = rows[1]["run"].clone();
-    let json0 = r#"{"backend":"emu","cycles":1000,"clock_mhz":1000.0,"emulator_counters":{"warp_instructions":100,"thread_instructions":3200,"instructions_by_class":{"flops":25600,"int":10},"mem":{"l1":{"sector_misses":200},"texture":{},"l2":{"sector_misses":200},"dram_bytes_read":6400,"dram_bytes_written":0}}}"#;
-    let json1 = r#"{"backend":"emu","cycles":100,"clock_mhz":1000.0,"emulator_counters":{"l1":{"sector_hits":10},"texture":{},"l2":{"sector_misses":100},"dram_bytes_read":3200,"dram_bytes_written":0}}"#;
+    let json0 = r#"{"backend":"emu","cycles":1000,"clock_mhz":1000.0,"emulator":{"warp_instructions":100,"thread_instructions":3200,"instructions_by_class":{"flops":25600,"int":10},"mem":{"l1":{"sector_misses":200},"texture":{},"l2":{"sector_misses":200},"dram_bytes_read":6400,"dram_bytes_written":0}}}"#;
+    let json1 = r#"{"backend":"emu","cycles":100,"clock_mhz":1000.0,"emulator":{"mem":{"l1":{"sector_hits":10},"texture":{},"l2":{"sector_misses":100},"dram_bytes_read":3200,"dram_bytes_written":0}}}"#;
     for (run, json) in [(&r0, json0), (&r1, json1)] {
         // The run's own run.json (a whole RunMetrics) with these keys put in.
         let path = sweep.path().join(run).join("run.json");

@@ -64,25 +64,7 @@ pub struct WarpRow {
     pub wrapped: u64,
 }
 
-const RECORD_COLUMNS: [&str; 17] = [
-    "launch",
-    "block_x",
-    "block_y",
-    "block_z",
-    "warp",
-    "global_warp",
-    "sm",
-    "hw_warp",
-    "site",
-    "site_name",
-    "region",
-    "seq",
-    "start",
-    "end",
-    "duration",
-    "mode",
-    "wrapped",
-];
+use trace::RECORD_COLUMNS;
 const WARP_COLUMNS: [&str; 18] = [
     "launch",
     "block_x",

@@ -34,6 +34,7 @@
 //! assert_eq!(ws.last().map(|p| (p.accesses, p.sectors, p.lines)), Some((5, 3, 1)));
 //! ```
 
+pub(crate) mod report;
 use crate::AnalysisError;
 use serde::Serialize;
 use std::collections::HashMap;

@@ -18,11 +18,12 @@
 //!
 //! Percentages are 0–100; `_per_s` columns are operations (or bytes) per second.
 
+use super::bound::{Hierarchy, RunBound, run_bound};
+use super::model::{Ceilings, Level, RunCounters, RunRoofline, roofline_point, run_roofline};
+use super::spec::GpuSpec;
 use crate::AnalysisError;
-use crate::bound::{GpuSpec, Hierarchy, RunBound, run_bound};
 use crate::figures::Drawn;
 use crate::output::{html_escape, slug, write_atomic};
-use crate::roofline::{Ceilings, Level, RunCounters, RunRoofline, roofline_point, run_roofline};
 use crate::table::{Col, Table, fmt_sig};
 use plotters::coord::Shift;
 use plotters::prelude::*;

@@ -14,9 +14,9 @@
 //! Reasons are facts computed from the runs (hit rates, the volume against the configured L2);
 //! where none accounts for the difference the reason says "not explained".
 
-use crate::analyze::{Run, WEAK_CORRELATION};
 use crate::output::{pretty_shape, pretty_view};
 use crate::stats;
+use crate::sweep::model::{Run, WEAK_CORRELATION};
 use crate::table::fmt_sig;
 use std::path::Path;
 
@@ -728,11 +728,11 @@ impl Section {
                 "<h2>{title}</h2>\n<p>{}</p>\n<p><b>{}</b></p>\n{}",
                 crate::output::html_escape(INTRO),
                 crate::output::html_escape(&summary),
-                crate::report::html_table(&table)
+                crate::sweep::report::html_table(&table)
             ),
             md: format!(
                 "## {title}\n\n{INTRO}\n\n**{summary}**\n\n{}",
-                crate::report::md_table(&table)
+                crate::sweep::report::md_table(&table)
             ),
         }
     }

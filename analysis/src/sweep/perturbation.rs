@@ -5,10 +5,10 @@
 //! Why a section of its own: a profiler that changes occupancy or cache behaviour measures another
 //! kernel, so the report says by how much before it says anything else.
 
-use crate::analyze::Run;
 use crate::figures::{Figure, FigureKind, LinePanel};
 use crate::output::pretty_shape;
 use crate::stats::median;
+use crate::sweep::model::Run;
 use crate::table::{Col, Table, fmt_sig};
 
 /// Texture hit rates that differ by more than this count as changed by the probes.

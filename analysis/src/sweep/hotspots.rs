@@ -11,8 +11,8 @@
 //! (0.6745·(x − median)/MAD, see [`crate::stats::robust_z`]) of the excess ratio and of the
 //! variance, and are outliers when either |z| exceeds the threshold (3.5, Iglewicz–Hoaglin).
 
-use crate::runstats::{RunStats, Sums};
 use crate::stats;
+use crate::sweep::runstats::{RunStats, Sums};
 use std::collections::BTreeMap;
 
 /// One ranked entity.

@@ -1,13 +1,15 @@
 //! `analyze`: a sweep directory in, tables, figures and the report out.
 
-use crate::figures::{Drawn, Figure, FigureKind, LinePanel, StackedPanel};
-use crate::hotspots::{self, Hot};
+use crate::AnalysisError;
+use crate::figures::{Figure, FigureKind, LinePanel, StackedPanel};
 use crate::output::{pretty_shape, pretty_view, slug};
-use crate::runstats::{Breakdown, RunStats};
 use crate::stats;
-use crate::sweep::{self, RunFiles, Skipped};
+use crate::sweep::hotspots::{self, Hot};
+use crate::sweep::model::{Analysis, Corr, Run, WEAK_CORRELATION};
+use crate::sweep::report;
+use crate::sweep::runs::{self as sweep, Skipped};
+use crate::sweep::runstats::RunStats;
 use crate::table::{Col, Table, fmt_sig};
-use crate::{AnalysisError, report};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -61,60 +63,6 @@ pub struct AnalysisSummary {
     pub files: Vec<PathBuf>,
     pub report_html: PathBuf,
     pub report_md: PathBuf,
-}
-
-/// One analysed run.
-pub(crate) struct Run {
-    pub files: RunFiles,
-    pub stats: RunStats,
-    pub bd: Breakdown,
-}
-
-impl Run {
-    pub fn label(&self) -> String {
-        format!(
-            "{} at {}, {}",
-            pretty_shape(&self.files.row.shape),
-            pretty_view(&self.files.row.view),
-            self.files.row.mode
-        )
-    }
-}
-
-/// One correlation (a `correlation.csv` row) with the points it was computed from.
-pub(crate) struct Corr {
-    pub backend: String,
-    pub preset: String,
-    pub view: String,
-    pub mode: String,
-    pub y: &'static str,
-    pub pearson: Option<f64>,
-    pub spearman: Option<f64>,
-    /// Indices into the runs used.
-    pub used: Vec<usize>,
-    pub excluded: Vec<String>,
-}
-
-/// Everything the report needs.
-pub(crate) struct Analysis {
-    pub sweep_dir: PathBuf,
-    pub runs: Vec<Run>,
-    pub skipped: Vec<Skipped>,
-    pub site_ids: Vec<u16>,
-    pub breakdown: Table,
-    pub correlation: Table,
-    pub corrs: Vec<Corr>,
-    pub hot: Table,
-    pub findings: Vec<String>,
-    pub notes: Vec<String>,
-    pub figures: Vec<Drawn>,
-    pub views: Vec<String>,
-    /// Roofline and throughput-bound section (roofline_report.rs).
-    pub roofline: crate::roofline_report::Section,
-    /// Working-set and regression sections (reuse_regress_report.rs).
-    pub reuse_regress: crate::reuse_regress_report::Section,
-    /// What measuring changed (perturbation.rs).
-    pub perturbation: crate::perturbation::Perturbation,
 }
 
 /// Modes that measure completion, best first; naive last (it measures issue only).
@@ -187,7 +135,7 @@ pub fn analyze(
         .map(|r| hotspots::rank(&r.stats, opts.top_k, opts.z_threshold))
         .collect();
     let hot = hot_table(&runs, &hot_rows);
-    let perturbation = crate::perturbation::assess(&runs);
+    let perturbation = crate::sweep::perturbation::assess(&runs);
     for (name, t) in [
         ("perturbation.csv", &perturbation.table),
         ("breakdown.csv", &breakdown),
@@ -257,10 +205,9 @@ pub fn analyze(
         .map(|r| (r.files.row.run.clone(), r.files.row.preset.clone()))
         .collect();
     let roofline =
-        crate::roofline_report::write_section(sweep_dir, out_dir, &run_names, opts.figures)?;
+        crate::roofline::report::write_section(sweep_dir, out_dir, &run_names, opts.figures)?;
     files.extend(roofline.files.iter().cloned());
-    let reuse_regress =
-        crate::reuse_regress_report::write_section(sweep_dir, out_dir, opts.figures)?;
+    let reuse_regress = crate::reuse::report::write_section(sweep_dir, out_dir, opts.figures)?;
     files.extend(reuse_regress.files.iter().cloned());
     let analysis = Analysis {
         sweep_dir: sweep_dir.to_path_buf(),
@@ -717,9 +664,6 @@ fn site_findings(runs: &[Run], views: &[String]) -> Vec<String> {
     out
 }
 
-/// Below this |r| a correlation "hardly correlates" (findings and the paper side-by-side).
-pub(crate) const WEAK_CORRELATION: f64 = 0.3;
-
 fn correlation_findings(corrs: &[Corr]) -> Vec<String> {
     let mut out = Vec::new();
     for c in corrs {
@@ -894,7 +838,9 @@ fn focus_runs(runs: &[Run], views: &[String], opts: &AnalyzeOptions) -> Vec<usiz
 }
 
 fn figures(runs: &[Run], views: &[String], opts: &AnalyzeOptions) -> Vec<Figure> {
-    let mut figs: Vec<Figure> = crate::perturbation::figure(runs).into_iter().collect();
+    let mut figs: Vec<Figure> = crate::sweep::perturbation::figure(runs)
+        .into_iter()
+        .collect();
     for view in views {
         let mut modes = first_seen(
             runs.iter()

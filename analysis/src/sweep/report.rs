@@ -1,8 +1,8 @@
 //! `report.html` (one self-contained page: no scripts, no external files; figures inline as SVG)
 //! and `report.md` (the same tables and findings; figures linked as PNG files beside it).
 
-use crate::analyze::Analysis;
 use crate::output::{html_escape, pretty_view};
+use crate::sweep::model::Analysis;
 use crate::table::Table;
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -233,7 +233,7 @@ pub(crate) fn html(a: &Analysis) -> String {
     s.push_str(&html_list(&a.perturbation.verdict));
     s.push_str(&html_figures(a, "perturbation_"));
     s.push_str(&html_table(&a.perturbation.table.text_rows(None)));
-    s.push_str(&crate::paper::Section::new(&a.runs).html);
+    s.push_str(&crate::sweep::paper::Section::new(&a.runs).html);
     s.push_str("<h2>Breakdown (fig. 5)</h2>\n");
     let _ = writeln!(
         s,
@@ -346,7 +346,7 @@ pub(crate) fn markdown(a: &Analysis) -> String {
     s.push('\n');
     s.push_str(&md_figures(a, "perturbation_"));
     s.push_str(&md_table(&a.perturbation.table.text_rows(None)));
-    s.push_str(&crate::paper::Section::new(&a.runs).md);
+    s.push_str(&crate::sweep::paper::Section::new(&a.runs).md);
     let _ = writeln!(
         s,
         "## Breakdown (fig. 5)\n\nMean cycles per warp; shares of warp time. Sites: {}.\n",

@@ -39,7 +39,7 @@
 //! assert!((p.achieved / 4000e9 - 0.0125).abs() < 1e-12);
 //! ```
 
-use crate::bound::GpuSpec;
+use super::spec::GpuSpec;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 

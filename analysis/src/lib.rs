@@ -71,6 +71,7 @@ mod figures;
 mod output;
 mod parquet;
 pub mod regress;
+mod report;
 pub mod reuse;
 mod roofline;
 pub mod stats;

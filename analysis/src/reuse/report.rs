@@ -13,16 +13,9 @@
 
 use crate::AnalysisError;
 use crate::output::html_escape;
+use crate::report::{Section, html_table, md_table};
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
-
-/// HTML and Markdown of the two sections, and the files written.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Section {
-    pub html: String,
-    pub md: String,
-    pub files: Vec<PathBuf>,
-}
+use std::path::Path;
 
 const REUSE_FIGURES: [(&str, &str); 2] = [
     (
@@ -181,32 +174,6 @@ fn split_csv_line(line: &str) -> Vec<String> {
         .and_then(Result::ok)
         .map(|r| r.iter().map(str::to_string).collect())
         .unwrap_or_default()
-}
-
-fn html_table(rows: &[Vec<String>]) -> String {
-    let mut s = String::from("<table>\n");
-    for (i, r) in rows.iter().enumerate() {
-        let tag = if i == 0 { "th" } else { "td" };
-        s.push_str("<tr>");
-        for c in r {
-            let _ = write!(s, "<{tag}>{}</{tag}>", html_escape(c));
-        }
-        s.push_str("</tr>\n");
-    }
-    s.push_str("</table>\n");
-    s
-}
-
-fn md_table(rows: &[Vec<String>]) -> String {
-    let mut s = String::new();
-    for (i, r) in rows.iter().enumerate() {
-        let _ = writeln!(s, "| {} |", r.join(" | "));
-        if i == 0 {
-            let _ = writeln!(s, "|{}", "---|".repeat(r.len()));
-        }
-    }
-    s.push('\n');
-    s
 }
 
 #[cfg(test)]

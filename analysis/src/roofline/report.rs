@@ -24,20 +24,13 @@ use super::spec::GpuSpec;
 use crate::AnalysisError;
 use crate::figures::Drawn;
 use crate::output::{html_escape, slug, write_atomic};
+use crate::report::{Section, html_table, md_table};
 use crate::table::{Col, Table, fmt_sig};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
-
-/// A report section: HTML and Markdown text, and the files written for it.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Section {
-    pub html: String,
-    pub md: String,
-    pub files: Vec<PathBuf>,
-}
+use std::path::Path;
 
 /// One run with what the roofline and the bound need.
 struct RunInput {
@@ -368,33 +361,6 @@ fn project(t: &Table, cols: &[&str]) -> Table {
         }
     }
     out
-}
-
-fn html_table(rows: &[Vec<String>]) -> String {
-    let mut s = String::from("<table>\n");
-    for (i, r) in rows.iter().enumerate() {
-        let tag = if i == 0 { "th" } else { "td" };
-        s.push_str("<tr>");
-        for c in r {
-            let _ = write!(s, "<{tag}>{}</{tag}>", html_escape(c));
-        }
-        s.push_str("</tr>\n");
-    }
-    s.push_str("</table>\n");
-    s
-}
-
-fn md_table(rows: &[Vec<String>]) -> String {
-    let mut s = String::new();
-    for (i, r) in rows.iter().enumerate() {
-        let cells: Vec<String> = r.iter().map(|c| c.replace('|', "\\|")).collect();
-        let _ = writeln!(s, "| {} |", cells.join(" | "));
-        if i == 0 {
-            let _ = writeln!(s, "|{}", "---|".repeat(r.len()));
-        }
-    }
-    s.push('\n');
-    s
 }
 
 /// One microbenchmark measurement (from `study::roofline_bench`).

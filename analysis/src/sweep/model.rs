@@ -57,9 +57,9 @@ pub(crate) struct Analysis {
     pub figures: Vec<Drawn>,
     pub views: Vec<String>,
     /// Roofline and throughput-bound section (roofline_report.rs).
-    pub roofline: crate::roofline::report::Section,
+    pub roofline: crate::report::Section,
     /// Working-set and regression sections (reuse_regress_report.rs).
-    pub reuse_regress: crate::reuse::report::Section,
+    pub reuse_regress: crate::report::Section,
     /// What measuring changed (perturbation.rs).
     pub perturbation: crate::sweep::perturbation::Perturbation,
 }

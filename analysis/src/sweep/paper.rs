@@ -15,6 +15,7 @@
 //! where none accounts for the difference the reason says "not explained".
 
 use crate::output::{pretty_shape, pretty_view};
+use crate::report::Section;
 use crate::stats;
 use crate::sweep::model::{Run, WEAK_CORRELATION};
 use crate::table::fmt_sig;
@@ -683,24 +684,16 @@ pub(crate) fn compare(runs: &[RunFacts]) -> Vec<Row> {
     PAPER.iter().map(|s| check(*s, runs)).collect()
 }
 
-/// The report section (HTML and Markdown); empty when no statement could be measured (a sweep
-/// of other shapes or views).
-pub(crate) struct Section {
-    pub html: String,
-    pub md: String,
-}
-
 const INTRO: &str = "Each finding of Kanda et al. (IPSJ 2011) on the GTX 480 against the same quantity in this sweep. A share agrees within 10 percentage points (the paper's are read off a bar chart); an ordering when it holds; a correlation when Pearson's r has the paper's sign and |r| ≥ 0.3. Reasons are computed from the runs' counters; \"not explained\" means none of them accounts for the difference.";
 
-impl Section {
-    pub(crate) fn new(runs: &[Run]) -> Section {
+/// The report section (HTML and Markdown); empty when no statement could be measured (a sweep
+/// of other shapes or views).
+pub(crate) fn section(runs: &[Run]) -> Section {
+    {
         let facts: Vec<RunFacts> = runs.iter().map(RunFacts::of).collect();
         let rows = compare(&facts);
         if rows.iter().all(|r| r.verdict == Verdict::NotMeasured) {
-            return Section {
-                html: String::new(),
-                md: String::new(),
-            };
+            return Section::default();
         }
         let agree = rows.iter().filter(|r| r.verdict == Verdict::Agree).count();
         let measured = rows
@@ -728,12 +721,13 @@ impl Section {
                 "<h2>{title}</h2>\n<p>{}</p>\n<p><b>{}</b></p>\n{}",
                 crate::output::html_escape(INTRO),
                 crate::output::html_escape(&summary),
-                crate::sweep::report::html_table(&table)
+                crate::report::html_table(&table)
             ),
             md: format!(
                 "## {title}\n\n{INTRO}\n\n**{summary}**\n\n{}",
-                crate::sweep::report::md_table(&table)
+                crate::report::md_table(&table)
             ),
+            files: Vec::new(),
         }
     }
 }

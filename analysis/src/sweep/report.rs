@@ -2,6 +2,7 @@
 //! and `report.md` (the same tables and findings; figures linked as PNG files beside it).
 
 use crate::output::{html_escape, pretty_view};
+use crate::report::{html_table, md_cell, md_table};
 use crate::sweep::model::Analysis;
 use crate::table::Table;
 use std::collections::BTreeMap;
@@ -162,20 +163,6 @@ figure{margin:1.5em 0}figure svg{max-width:100%;height:auto;border:1px solid #dd
 figcaption{font-size:13px;color:#444}pre{background:#f6f6f6;padding:1em;overflow-x:auto;font-size:12px}\
 .scroll{overflow-x:auto}";
 
-pub(crate) fn html_table(rows: &[Vec<String>]) -> String {
-    let mut s = String::from("<div class=\"scroll\"><table>\n");
-    for (i, row) in rows.iter().enumerate() {
-        let tag = if i == 0 { "th" } else { "td" };
-        s.push_str("<tr>");
-        for c in row {
-            let _ = write!(s, "<{tag}>{}</{tag}>", html_escape(c));
-        }
-        s.push_str("</tr>\n");
-    }
-    s.push_str("</table></div>\n");
-    s
-}
-
 fn html_list(items: &[String]) -> String {
     let mut s = String::from("<ul>\n");
     for i in items {
@@ -233,7 +220,7 @@ pub(crate) fn html(a: &Analysis) -> String {
     s.push_str(&html_list(&a.perturbation.verdict));
     s.push_str(&html_figures(a, "perturbation_"));
     s.push_str(&html_table(&a.perturbation.table.text_rows(None)));
-    s.push_str(&crate::sweep::paper::Section::new(&a.runs).html);
+    s.push_str(&crate::sweep::paper::section(&a.runs).html);
     s.push_str("<h2>Breakdown (fig. 5)</h2>\n");
     let _ = writeln!(
         s,
@@ -279,23 +266,6 @@ pub(crate) fn html(a: &Analysis) -> String {
         );
     }
     s.push_str("</body>\n</html>\n");
-    s
-}
-
-fn md_cell(c: &str) -> String {
-    c.replace('|', "\\|").replace('\n', " ")
-}
-
-pub(crate) fn md_table(rows: &[Vec<String>]) -> String {
-    let mut s = String::new();
-    for (i, row) in rows.iter().enumerate() {
-        let cells: Vec<String> = row.iter().map(|c| md_cell(c)).collect();
-        let _ = writeln!(s, "| {} |", cells.join(" | "));
-        if i == 0 {
-            let _ = writeln!(s, "|{}", "---|".repeat(row.len()));
-        }
-    }
-    s.push('\n');
     s
 }
 
@@ -346,7 +316,7 @@ pub(crate) fn markdown(a: &Analysis) -> String {
     s.push('\n');
     s.push_str(&md_figures(a, "perturbation_"));
     s.push_str(&md_table(&a.perturbation.table.text_rows(None)));
-    s.push_str(&crate::sweep::paper::Section::new(&a.runs).md);
+    s.push_str(&crate::sweep::paper::section(&a.runs).md);
     let _ = writeln!(
         s,
         "## Breakdown (fig. 5)\n\nMean cycles per warp; shares of warp time. Sites: {}.\n",

@@ -1,5 +1,5 @@
 //! Parquet export of a trace's records, for dataframe users and for engines such as
-//! Spark or DuckDB. It lives here rather than in `clog-export` because polars stays inside the
+//! Spark or DuckDB. It lives here rather than in `export` because polars stays inside the
 //! analysis crate (docs/ARCHITECTURE.md).
 //!
 //! # Schema (one row per record; the records CSV's columns, `trace::RECORD_COLUMNS`)

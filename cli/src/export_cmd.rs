@@ -3,12 +3,12 @@
 
 use anyhow::{Context, Result};
 use clap::Args;
-use clog_export::{ExportOptions, Format, TimelineMapping};
+use export::{ExportOptions, Format, TimelineMapping};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use trace::{RunMetrics, TRACE_FILE_NAME, TraceReader};
 
-/// A log format: one of clog-export's, or Parquet (written by the analysis crate, which owns polars).
+/// A log format: one of the export crate's, or Parquet (written by the analysis crate, which owns polars).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExportFormat {
     Log(Format),
@@ -107,7 +107,7 @@ fn write(
     trace::check_output_against(out, &[reader.path(), &run_json])?;
     match format {
         ExportFormat::Log(f) => {
-            let s = clog_export::export(reader, f, out, opts)?;
+            let s = export::export(reader, f, out, opts)?;
             if s.dropped > 0 || s.wrapped > 0 {
                 eprintln!(
                     "warpscope: {}: {} records dropped by full logs and {} with wrapped clocks are marked in the output",

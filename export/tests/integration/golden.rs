@@ -1,9 +1,9 @@
 //! Golden files: a small fixed trace exported to CLOG2, CSV and Chrome JSON must give exactly
 //! the bytes in `tests/fixtures/golden.*`, so any change to an output format shows up in review.
 //! Regenerate after an intended change with
-//! `WARPSCOPE_BLESS=1 cargo test -p warpscope-clog-export --test integration golden`.
+//! `WARPSCOPE_BLESS=1 cargo test -p warpscope-export --test integration golden`.
 
-use clog_export::{ExportOptions, write_chrome, write_clog2, write_records_csv, write_warps_csv};
+use export::{ExportOptions, write_chrome, write_clog2, write_records_csv, write_warps_csv};
 use std::io::Cursor;
 use std::path::PathBuf;
 use trace::{

@@ -2,7 +2,7 @@
 //! node by `scripts/perfetto-check`) loads our Chrome JSON with no error or data-loss stats,
 //! and sees one slice per record.
 
-use clog_export::{ExportOptions, Format, SyntheticTrace, TraceSource, export};
+use export::{ExportOptions, Format, SyntheticTrace, TraceSource, export};
 use std::path::PathBuf;
 use std::process::Command;
 

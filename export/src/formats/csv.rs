@@ -9,7 +9,7 @@
 //! use trace::{Dim3, LaunchInfo, Trace};
 //! let t = Trace { launch: LaunchInfo::new("k", Dim3::new(1, 1, 1), Dim3::new(32, 1, 1)), warps: vec![] };
 //! let mut out = Vec::new();
-//! clog_export::write_records_csv(&t, &mut out).unwrap();
+//! export::write_records_csv(&t, &mut out).unwrap();
 //! assert!(out.starts_with(b"launch,block_x,block_y,block_z,warp,"));
 //! ```
 

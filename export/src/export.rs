@@ -1,10 +1,10 @@
 //! Exporting to a file: written under a temporary name beside the target and renamed only when
 //! complete, so an interrupted export never leaves a truncated file under the final name.
 
-use crate::chrome::write_chrome;
-use crate::clog2_write::write_clog2;
-use crate::csv_out::{write_records_csv, write_warps_csv};
 use crate::error::ExportError;
+use crate::formats::chrome::write_chrome;
+use crate::formats::clog2_write::write_clog2;
+use crate::formats::csv::{write_records_csv, write_warps_csv};
 use crate::options::{ExportOptions, ExportSummary, Format};
 use crate::source::TraceSource;
 use std::fs::File;

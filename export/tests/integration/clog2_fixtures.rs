@@ -1,6 +1,6 @@
 //! The genuine MPE-written CLOG2 files decode exactly, field by field.
 
-use clog_export::{Clog2Log, CommEntry, RecBody, RecHeader};
+use export::{Clog2Log, CommEntry, RecBody, RecHeader};
 
 const MPE_REF: &[u8] = include_bytes!("../fixtures/mpe_ref.clog2");
 const MPE_REF_MPI: &[u8] = include_bytes!("../fixtures/mpe_ref_mpi.clog2");
@@ -21,8 +21,8 @@ fn h(time: f64, rank: i32) -> RecHeader {
     }
 }
 
-fn uuid(rand: i32, time: f64) -> clog_export::Uuid {
-    clog_export::Uuid {
+fn uuid(rand: i32, time: f64) -> export::Uuid {
+    export::Uuid {
         rand,
         time,
         name: vm(),
@@ -63,7 +63,7 @@ fn write2disk() -> RecBody {
     state(280, 560, "maroon", "CLOG_Buffer_write2disk", "")
 }
 
-fn comm(etype: i32, icomm: i32, rank: i32, wrank: i32, gcomm: clog_export::Uuid) -> RecBody {
+fn comm(etype: i32, icomm: i32, rank: i32, wrank: i32, gcomm: export::Uuid) -> RecBody {
     RecBody::Comm {
         etype,
         icomm,

@@ -1,7 +1,7 @@
 //! Write → our reader preserves every record, in every format; the CLOG2 structure follows
 //! the spec (COMMEVTs first, definitions before use, time order, balanced states).
 
-use clog_export::{
+use export::{
     Clog2Log, ExportOptions, Format, RecBody, SyntheticTrace, TimelineMapping, TraceSource, export,
     read_chrome, read_records_csv, read_warps_csv, write_chrome, write_clog2, write_records_csv,
 };
@@ -85,7 +85,7 @@ fn check_clog2_structure(log: &Clog2Log) -> u64 {
                     "record {i}: rank {} has no COMMEVT",
                     h.rank
                 );
-                if *etype == clog_export::DROPPED_ETYPE {
+                if *etype == export::DROPPED_ETYPE {
                     dropped_events += 1;
                 } else if let Some(&end) = pairs.get(etype) {
                     *open.entry((h.rank, h.thread, end)).or_default() += 1;

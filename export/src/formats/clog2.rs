@@ -9,7 +9,7 @@
 //! [`Preamble`], [`RecHeader`], [`RecBody`], [`CommEntry`].
 //!
 //! ```no_run
-//! let log = clog_export::Clog2Log::read_path(std::path::Path::new("trace.clog2")).unwrap();
+//! let log = export::Clog2Log::read_path(std::path::Path::new("trace.clog2")).unwrap();
 //! println!("{} records, {} ranks", log.records.len(), log.preamble.max_comm_world_size);
 //! ```
 

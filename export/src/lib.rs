@@ -16,7 +16,7 @@
 //! writer function and of [`Clog2Reader`].
 //!
 //! ```
-//! use clog_export::{write_clog2, Clog2Log, ExportOptions};
+//! use export::{write_clog2, Clog2Log, ExportOptions};
 //! use trace::{Cycles, Dim3, LaunchInfo, Record, SmId, Trace, WarpTrace};
 //! let mut w = WarpTrace::new([0, 0, 0], 0, 0, SmId(0));
 //! w.end = Cycles(1000);
@@ -29,27 +29,26 @@
 //! assert_eq!(log.accesses()[0].record, t.warps[0].records[0]);
 //! ```
 
-mod chrome;
-mod clog2;
-mod clog2_write;
-mod csv_out;
 mod error;
 mod export;
+mod formats;
 mod options;
 mod source;
 mod synthetic;
 mod timeline;
 
-pub use chrome::{ChromeSlice, ChromeTrace, SliceArgs, read_chrome, write_chrome};
-pub use clog2::{
-    CLOG2_VERSION, Clog2Log, Clog2Reader, CommEntry, Preamble, RecBody, RecHeader, Uuid, rectype,
-};
-pub use clog2_write::{ACCESS_FORMAT, Clog2Access, DROPPED_ETYPE, LIFETIME_FORMAT, write_clog2};
-pub use csv_out::{
-    RecordRow, WarpRow, read_records_csv, read_warps_csv, write_records_csv, write_warps_csv,
-};
 pub use error::ExportError;
 pub use export::{export, temp_path, write_atomic};
+pub use formats::chrome::{ChromeSlice, ChromeTrace, SliceArgs, read_chrome, write_chrome};
+pub use formats::clog2::{
+    CLOG2_VERSION, Clog2Log, Clog2Reader, CommEntry, Preamble, RecBody, RecHeader, Uuid, rectype,
+};
+pub use formats::clog2_write::{
+    ACCESS_FORMAT, Clog2Access, DROPPED_ETYPE, LIFETIME_FORMAT, write_clog2,
+};
+pub use formats::csv::{
+    RecordRow, WarpRow, read_records_csv, read_warps_csv, write_records_csv, write_warps_csv,
+};
 pub use options::{
     DEFAULT_CLOG2_BLOCK_BYTES, ExportOptions, ExportSummary, Format, TimelineMapping,
 };

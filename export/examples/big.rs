@@ -2,7 +2,7 @@
 //! store, then exports it in one format and prints throughput. Memory is measured from outside:
 //!
 //! ```text
-//! cargo build --release -p warpscope-clog-export --example big
+//! cargo build --release -p warpscope-export --example big
 //! B=$CARGO_TARGET_DIR/release/examples/big
 //! /usr/bin/time -v $B --dir /tmp/big --make-store              # 2.4 GB store
 //! /usr/bin/time -v $B --dir /tmp/big --format clog2            # and csv, warp-csv, chrome
@@ -12,7 +12,7 @@
 //! buffer per open warp), `--keep` (keep the output; deleted by
 //! default, since 10⁸ records make 10–25 GB).
 
-use clog_export::{ExportOptions, Format, SyntheticTrace, TraceSource, export};
+use export::{ExportOptions, Format, SyntheticTrace, TraceSource, export};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;

@@ -4,11 +4,11 @@
 //! The file layout and the choices made (timelines, states, payloads) are documented on
 //! [`write_clog2`].
 
-use crate::clog2::{
+use crate::error::ExportError;
+use crate::formats::clog2::{
     CLOG2_VERSION, Clog2Log, CommEntry, FORMAT, HEADER_BYTES, PREAMBLE_BYTES, Preamble, RecBody,
     RecHeader, Uuid, encode_record,
 };
-use crate::error::ExportError;
 use crate::options::{ExportOptions, ExportSummary, clock_hz};
 use crate::source::TraceSource;
 use crate::timeline::{Ev, Layout, Merge, TimedEvent};
@@ -368,7 +368,7 @@ where
     let block_bytes = opts.clog2_block_bytes() as u64;
     let commtable_fptr = PREAMBLE_BYTES as u64 + blocks.blocks * block_bytes;
     let mut table = [0u8; 44];
-    let mut e = crate::clog2::Enc {
+    let mut e = crate::formats::clog2::Enc {
         buf: &mut table,
         pos: 0,
     };

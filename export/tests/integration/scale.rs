@@ -2,7 +2,7 @@
 //! proportional to the trace, and the CLOG2 writer hands the sink whole blocks.
 
 use crate::peak_heap_bytes;
-use clog_export::{
+use export::{
     ExportOptions, SyntheticTrace, TraceSource, write_chrome, write_clog2, write_records_csv,
 };
 use std::io::{Seek, SeekFrom, Write};

@@ -1,0 +1,8 @@
+//! One file per format, each with its writer and its reader: the records and warps CSV
+//! (`csv.rs`), Chrome Trace Event JSON (`chrome.rs`), CLOG2 (`clog2.rs`: the record layout and
+//! reader; `clog2_write.rs`: the writer).
+
+pub(crate) mod chrome;
+pub(crate) mod clog2;
+pub(crate) mod clog2_write;
+pub(crate) mod csv;

@@ -9,7 +9,7 @@
 //!
 //! Main items: [`analyze`] (a sweep directory in, `breakdown.csv`, `correlation.csv`,
 //! `warps.csv`, `hotspots.csv`, figures, `report.html` and `report.md` out), [`AnalyzeOptions`],
-//! [`AnalysisSummary`], [`write_parquet`] (one trace's records as Parquet), [`AnalysisError`],
+//! [`AnalysisSummary`], [`AnalysisError`],
 //! and the statistics in [`stats`].
 //!
 //! The report also sets the paper's findings beside the sweep's (`paper.rs`: each statement,
@@ -69,7 +69,6 @@
 mod error;
 mod figures;
 mod output;
-mod parquet;
 pub mod regress;
 mod report;
 pub mod reuse;
@@ -79,7 +78,6 @@ mod sweep;
 mod table;
 
 pub use error::AnalysisError;
-pub use parquet::{BATCH_ROWS, write_parquet};
 pub use regress::{CompareSummary, compare, compare_mode};
 pub use roofline::{
     BenchMeasurement, Bound, CacheSpec, Ceilings, Component, ComponentKind, ComponentUse, DramSpec,

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use trace::{RunMetrics, TRACE_FILE_NAME, TraceReader};
 
-/// A log format: one of the export crate's, or Parquet (written by the analysis crate, which owns polars).
+/// A log format: one of the export crate's streaming formats, or Parquet (its `parquet` feature).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExportFormat {
     Log(Format),
@@ -118,7 +118,7 @@ fn write(
             }
         }
         ExportFormat::Parquet => {
-            analysis::write_parquet(reader, out)?;
+            export::write_parquet(reader, out)?;
         }
     }
     Ok(())

@@ -49,6 +49,14 @@ pub enum ExportError {
         value: u64,
         max: u64,
     },
+    /// polars failed to build or write the Parquet file.
+    #[cfg(feature = "parquet")]
+    #[error("{path}: Parquet")]
+    Parquet {
+        path: PathBuf,
+        #[source]
+        source: polars::error::PolarsError,
+    },
     /// An input file is not valid in the format it claims to be.
     #[error("{format} input at {location}: {what}")]
     Parse {

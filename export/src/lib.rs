@@ -49,6 +49,8 @@ pub use formats::clog2_write::{
 pub use formats::csv::{
     RecordRow, WarpRow, read_records_csv, read_warps_csv, write_records_csv, write_warps_csv,
 };
+#[cfg(feature = "parquet")]
+pub use formats::parquet::{BATCH_ROWS, write_parquet};
 pub use options::{
     DEFAULT_CLOG2_BLOCK_BYTES, ExportOptions, ExportSummary, Format, TimelineMapping,
 };

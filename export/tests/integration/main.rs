@@ -3,6 +3,8 @@
 
 mod clog2_fixtures;
 mod golden;
+#[cfg(feature = "parquet")]
+mod parquet;
 mod perfetto;
 mod round_trip;
 mod scale;

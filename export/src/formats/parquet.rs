@@ -1,6 +1,6 @@
 //! Parquet export of a trace's records, for dataframe users and for engines such as
-//! Spark or DuckDB. It lives here rather than in `export` because polars stays inside the
-//! analysis crate (docs/ARCHITECTURE.md).
+//! Spark or DuckDB. Behind the default-on cargo feature `parquet`, so a lean build (the GPU
+//! bundle) can leave polars out.
 //!
 //! # Schema (one row per record; the records CSV's columns, `trace::RECORD_COLUMNS`)
 //! | column | type | meaning |
@@ -28,7 +28,7 @@
 //! while other builds ran): 10⁸ records in 47 s (2.2 M records/s), 6.3 bytes per record on disk,
 //! peak RSS 192 MiB; 10⁷ records peak at 166 MiB, so memory does not grow with the trace.
 
-use crate::AnalysisError;
+use crate::ExportError;
 use polars::prelude::*;
 use std::path::Path;
 use trace::{RECORD_COLUMNS, TraceReader};
@@ -139,13 +139,9 @@ fn schema() -> Schema {
 
 /// Writes every record of `reader` to the Parquet file `out` (atomically) and returns the number
 /// of rows written.
-pub fn write_parquet(reader: &TraceReader, out: &Path) -> Result<u64, AnalysisError> {
+pub fn write_parquet(reader: &TraceReader, out: &Path) -> Result<u64, ExportError> {
     trace::check_output_against(out, &[reader.path()])?;
-    trace::write_atomic_with(
-        out,
-        |w| write_to(reader, w, out, BATCH_ROWS),
-        |p, e| AnalysisError::io(p, e),
-    )
+    crate::write_atomic(out, |w| write_to(reader, w, out, BATCH_ROWS))
 }
 
 fn write_to(
@@ -153,8 +149,11 @@ fn write_to(
     buffered: &mut std::io::BufWriter<std::fs::File>,
     out: &Path,
     batch_rows: usize,
-) -> Result<u64, AnalysisError> {
-    let pe = |e: PolarsError| AnalysisError::polars(out, e);
+) -> Result<u64, ExportError> {
+    let pe = |source: PolarsError| ExportError::Parquet {
+        path: out.to_path_buf(),
+        source,
+    };
     let launch = reader.launch();
     let mode = launch.mode.name();
     let mut text = SiteText {
@@ -231,12 +230,7 @@ mod tests {
         let reader = TraceReader::open(&path).unwrap();
         let out = dir.path().join("r.parquet");
         // Batches close at the first warp boundary past 4 rows: several row groups.
-        let n = trace::write_atomic_with(
-            &out,
-            |w| write_to(&reader, w, &out, 4),
-            |p, e| AnalysisError::io(p, e),
-        )
-        .unwrap();
+        let n = crate::write_atomic(&out, |w| write_to(&reader, w, &out, 4)).unwrap();
         assert_eq!(n, t.record_count());
         let df = ParquetReader::new(std::fs::File::open(&out).unwrap())
             .finish()

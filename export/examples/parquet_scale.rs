@@ -1,7 +1,7 @@
 //! Measures `write_parquet` on a synthetic trace: records per second, and (with
 //! `/usr/bin/time -v`) peak memory, which must stay bounded by one batch, not the trace size.
 //!
-//! `cargo run --release -p warpscope-analysis --example parquet_scale -- 10000000`
+//! `cargo run --release -p warpscope-export --example parquet_scale -- 10000000`
 
 use std::time::Instant;
 use trace::{
@@ -46,7 +46,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let reader = trace::TraceReader::open(&path)?;
     let out = dir.path().join("records.parquet");
     let t0 = Instant::now();
-    let rows = analysis::write_parquet(&reader, &out)?;
+    let rows = export::write_parquet(&reader, &out)?;
     let secs = t0.elapsed().as_secs_f64();
     let bytes = std::fs::metadata(&out)?.len();
     println!(

@@ -34,18 +34,20 @@ mod export;
 mod formats;
 mod options;
 mod source;
+#[cfg(feature = "test-support")]
 mod synthetic;
 mod timeline;
 
 pub use error::ExportError;
 pub use export::{export, temp_path, write_atomic};
 pub use formats::chrome::{ChromeSlice, ChromeTrace, SliceArgs, read_chrome, write_chrome};
-pub use formats::clog2::{
-    CLOG2_VERSION, Clog2Log, Clog2Reader, CommEntry, Preamble, RecBody, RecHeader, Uuid, rectype,
-};
-pub use formats::clog2_write::{
-    ACCESS_FORMAT, Clog2Access, DROPPED_ETYPE, LIFETIME_FORMAT, write_clog2,
-};
+#[cfg(feature = "test-support")]
+pub use formats::clog2::{CLOG2_VERSION, CommEntry, Preamble, RecBody, RecHeader, Uuid, rectype};
+#[cfg(feature = "test-support")]
+pub use formats::clog2_read::{Clog2Log, Clog2Reader};
+#[cfg(feature = "test-support")]
+pub use formats::clog2_write::Clog2Access;
+pub use formats::clog2_write::{ACCESS_FORMAT, DROPPED_ETYPE, LIFETIME_FORMAT, write_clog2};
 pub use formats::csv::{
     RecordRow, WarpRow, read_records_csv, read_warps_csv, write_records_csv, write_warps_csv,
 };
@@ -55,4 +57,5 @@ pub use options::{
     DEFAULT_CLOG2_BLOCK_BYTES, ExportOptions, ExportSummary, Format, TimelineMapping,
 };
 pub use source::{RecordStream, TraceSource};
+#[cfg(feature = "test-support")]
 pub use synthetic::SyntheticTrace;

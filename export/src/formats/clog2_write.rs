@@ -6,14 +6,18 @@
 
 use crate::error::ExportError;
 use crate::formats::clog2::{
-    CLOG2_VERSION, Clog2Log, CommEntry, FORMAT, HEADER_BYTES, PREAMBLE_BYTES, Preamble, RecBody,
-    RecHeader, Uuid, encode_record,
+    CLOG2_VERSION, CommEntry, FORMAT, HEADER_BYTES, PREAMBLE_BYTES, Preamble, RecBody, RecHeader,
+    Uuid, encode_record,
 };
+#[cfg(feature = "test-support")]
+use crate::formats::clog2_read::Clog2Log;
 use crate::options::{ExportOptions, ExportSummary, clock_hz};
 use crate::source::TraceSource;
 use crate::timeline::{Ev, Layout, Merge, TimedEvent};
 use std::io::{Seek, SeekFrom, Write};
-use trace::{Cycles, Record};
+#[cfg(feature = "test-support")]
+use trace::Cycles;
+use trace::Record;
 
 /// The format of an access state (Jumpshot reads the cargo with it).
 pub const ACCESS_FORMAT: &str = "site %d seq %d start %l end %l warp %d";
@@ -416,6 +420,7 @@ where
 }
 
 /// One access recovered from a CLOG2 file this crate wrote.
+#[cfg(feature = "test-support")]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Clog2Access {
     pub global_warp: u32,
@@ -426,6 +431,7 @@ pub struct Clog2Access {
     pub anomaly: bool,
 }
 
+#[cfg(feature = "test-support")]
 impl Clog2Log {
     /// The records of a file written by [`write_clog2`], from the payloads of the access
     /// states' start events, in file order.

@@ -1,10 +1,12 @@
 //! One file per format, each with its writer and its reader: the records and warps CSV
-//! (`csv.rs`), Chrome Trace Event JSON (`chrome.rs`), CLOG2 (`clog2.rs`: the record layout and
-//! reader; `clog2_write.rs`: the writer), Parquet (`parquet.rs`, write only; behind the default-on
+//! (`csv.rs`), Chrome Trace Event JSON (`chrome.rs`), CLOG2 (`clog2.rs`: the record layout;
+//! `clog2_write.rs`: the writer; `clog2_read.rs`: the reader, feature `test-support`), Parquet (`parquet.rs`, write only; behind the default-on
 //! feature `parquet`, which brings polars).
 
 pub(crate) mod chrome;
 pub(crate) mod clog2;
+#[cfg(feature = "test-support")]
+pub(crate) mod clog2_read;
 pub(crate) mod clog2_write;
 pub(crate) mod csv;
 #[cfg(feature = "parquet")]

@@ -429,17 +429,14 @@ pub struct DemoArgs {
 
 pub fn demo(args: &DemoArgs) -> Result<()> {
     let sweep_dir = args.out.join("sweep");
-    let gpu = match args.backend {
-        BackendChoice::Emu => false,
-        BackendChoice::Gpu => true,
-        BackendChoice::Auto => match instrument::CudaDevice::open(0) {
-            Ok(_) => true,
-            Err(why) => {
-                eprintln!("warpscope: demo on the emulator ({why})");
-                false
-            }
-        },
-    };
+    // The same decision as every other command's (instrument::open_device); the sweep opens
+    // its own devices, so the GPU opened here only answers whether there is one.
+    let (dev, why) = instrument::choose_backend(args.backend)?;
+    let gpu = dev.is_some();
+    drop(dev);
+    if !gpu && args.backend == BackendChoice::Auto {
+        eprintln!("warpscope: demo on the {why}");
+    }
     // A GPU renders the paper's geometry in seconds; the emulator takes minutes per run there.
     let scale = args.scale.unwrap_or(if gpu {
         study::Scale::Paper

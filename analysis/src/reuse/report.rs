@@ -2,8 +2,8 @@
 //! regression, so that `analyze` shows both next to the paper's analyses.
 //!
 //! Why separate: both methods have their own modules ([`crate::reuse`], [`crate::regress`]); this
-//! file only gathers their outputs into HTML and Markdown and keeps analyze.rs and report.rs
-//! changes to one line each.
+//! file only gathers their outputs into HTML and Markdown and keeps `sweep/analyze.rs` and
+//! `sweep/report.rs` changes to one line each.
 //!
 //! Inputs: the reuse study's files in `SWEEP/reuse/` (`reuse_summary.csv`, `reuse.md`, the two
 //! figures; written by `study::reuse_study`), copied into the analysis folder when present; and

@@ -56,9 +56,9 @@ pub(crate) struct Analysis {
     pub notes: Vec<String>,
     pub figures: Vec<Drawn>,
     pub views: Vec<String>,
-    /// Roofline and throughput-bound section (roofline_report.rs).
+    /// Roofline and throughput-bound section (`roofline/report.rs`).
     pub roofline: crate::report::Section,
-    /// Working-set and regression sections (reuse_regress_report.rs).
+    /// Working-set and regression sections (`reuse/report.rs`).
     pub reuse_regress: crate::report::Section,
     /// What measuring changed (perturbation.rs).
     pub perturbation: crate::sweep::perturbation::Perturbation,

@@ -9,7 +9,7 @@
 //!
 //! Main items: [`analyze`] (a sweep directory in, `breakdown.csv`, `correlation.csv`,
 //! `warps.csv`, `hotspots.csv`, figures, `report.html` and `report.md` out), [`AnalyzeOptions`],
-//! [`AnalysisSummary`], [`write_parquet`] (one trace's records as Parquet), [`AnalysisError`],
+//! [`AnalysisSummary`], [`AnalysisError`],
 //! and the statistics in [`stats`].
 //!
 //! The report also sets the paper's findings beside the sweep's (`paper.rs`: each statement,
@@ -66,36 +66,23 @@
 //! assert!(r > 0.9);
 //! ```
 
-mod analyze;
-mod bound;
 mod error;
 mod figures;
-mod hotspots;
 mod output;
-mod paper;
-mod parquet;
-mod perturbation;
 pub mod regress;
 mod report;
 pub mod reuse;
-mod reuse_regress_report;
 mod roofline;
-mod roofline_report;
-mod runstats;
 pub mod stats;
 mod sweep;
 mod table;
 
-pub use analyze::{AnalysisSummary, AnalyzeOptions, analyze};
-pub use bound::{
-    CacheSpec, Component, ComponentKind, ComponentUse, DramSpec, Edge, GpuSpec, Hierarchy, L2Spec,
-    PipelineSpec, RunBound, SmSpec, TextureSpec, bound_of, busy_cycles, run_bound,
-};
 pub use error::AnalysisError;
-pub use parquet::{BATCH_ROWS, write_parquet};
 pub use regress::{CompareSummary, compare, compare_mode};
 pub use roofline::{
-    Bound, Ceilings, Level, LevelCounters, MemCounts, RooflinePoint, RunCounters, RunRoofline,
-    WorkKind, attainable, ridge_point, roofline_point, run_roofline,
+    BenchMeasurement, Bound, CacheSpec, Ceilings, Component, ComponentKind, ComponentUse, DramSpec,
+    Edge, GpuSpec, Hierarchy, L2Spec, Level, MeasuredCeilings, PipelineSpec, RooflinePoint,
+    RunBound, RunCounters, RunRoofline, SmSpec, TextureSpec, WorkKind, attainable, bound_of,
+    busy_cycles, ridge_point, roofline_point, run_bound, run_roofline, write_ceilings,
 };
-pub use roofline_report::{BenchMeasurement, MeasuredCeilings, write_ceilings};
+pub use sweep::analyze::{AnalysisSummary, AnalyzeOptions, analyze};

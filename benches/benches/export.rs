@@ -5,10 +5,10 @@
 //!
 //! Run: `cargo bench -p warpscope-benches --bench export`.
 
-use clog_export::{
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use export::{
     ExportOptions, SyntheticTrace, write_chrome, write_clog2, write_records_csv, write_warps_csv,
 };
-use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use std::io::{Seek, SeekFrom, Write};
 use trace::TraceReader;
 

@@ -2,37 +2,69 @@
 //! JSON (Perfetto) or Parquet, written atomically.
 
 use anyhow::{Context, Result};
-use clap::Args;
-use clog_export::{ExportOptions, Format, TimelineMapping};
+use clap::{Args, ValueEnum};
+use export::{ExportOptions, Format, TimelineMapping};
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 use trace::{RunMetrics, TRACE_FILE_NAME, TraceReader};
 
-/// A log format: one of clog-export's, or Parquet (written by the analysis crate, which owns polars).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A log format: one of the export crate's streaming formats, or Parquet (its `parquet` feature).
+/// The names are the export crate's [`Format::name`]s (a test holds them together).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ExportFormat {
-    Log(Format),
+    Csv,
+    WarpCsv,
+    Clog2,
+    Chrome,
     Parquet,
 }
 
 impl ExportFormat {
-    fn file_name(self) -> &'static str {
+    /// The streaming format of the export crate, or `None` for Parquet.
+    fn log(self) -> Option<Format> {
         match self {
-            ExportFormat::Log(f) => f.default_file_name(),
-            ExportFormat::Parquet => "records.parquet",
+            ExportFormat::Csv => Some(Format::Csv),
+            ExportFormat::WarpCsv => Some(Format::WarpCsv),
+            ExportFormat::Clog2 => Some(Format::Clog2),
+            ExportFormat::Chrome => Some(Format::Chrome),
+            ExportFormat::Parquet => None,
         }
+    }
+
+    fn file_name(self) -> &'static str {
+        self.log()
+            .map_or("records.parquet", Format::default_file_name)
     }
 }
 
-impl FromStr for ExportFormat {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        if s == "parquet" {
-            return Ok(ExportFormat::Parquet);
+/// One value of `--formats`: a format, or `none` for no log at all.
+pub fn format_or_none(s: &str) -> Result<Option<ExportFormat>, String> {
+    if s == "none" {
+        return Ok(None);
+    }
+    ExportFormat::from_str(s, false).map(Some).map_err(|_| {
+        let names: Vec<String> = ExportFormat::value_variants()
+            .iter()
+            .filter_map(|f| f.to_possible_value().map(|v| v.get_name().to_string()))
+            .collect();
+        format!("{s:?}: expected {} or none", names.join(", "))
+    })
+}
+
+/// How warps map onto CLOG2 ranks/threads and Chrome pids/tids.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Mapping {
+    /// rank = SM, thread = warp slot.
+    SmSlot,
+    /// rank = block, thread = warp within the block.
+    BlockWarp,
+}
+
+impl From<Mapping> for TimelineMapping {
+    fn from(m: Mapping) -> TimelineMapping {
+        match m {
+            Mapping::SmSlot => TimelineMapping::SmSlot,
+            Mapping::BlockWarp => TimelineMapping::BlockWarp,
         }
-        s.parse::<Format>()
-            .map(ExportFormat::Log)
-            .map_err(|e| format!("{e} (or parquet)"))
     }
 }
 
@@ -41,23 +73,15 @@ pub struct ExportArgs {
     /// A run folder (with trace.wst), as render, sweep and launch write.
     #[arg(long = "in")]
     pub input: PathBuf,
-    /// csv, warp-csv, clog2, chrome or parquet.
-    #[arg(long)]
+    /// The output format.
+    #[arg(long, value_enum)]
     pub format: ExportFormat,
     /// Output file (default: RUNDIR/<records.csv | warps.csv | trace.clog2 | trace.json | records.parquet>).
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// CLOG2/Chrome timelines: sm-slot (rank = SM, thread = warp slot) or block-warp.
-    #[arg(long, default_value = "sm-slot")]
-    pub mapping: String,
-}
-
-fn mapping(s: &str) -> Result<TimelineMapping> {
-    match s {
-        "sm-slot" => Ok(TimelineMapping::SmSlot),
-        "block-warp" => Ok(TimelineMapping::BlockWarp),
-        _ => anyhow::bail!("--mapping {s:?}: expected sm-slot or block-warp"),
-    }
+    /// CLOG2/Chrome timelines.
+    #[arg(long, value_enum, default_value_t = Mapping::SmSlot)]
+    pub mapping: Mapping,
 }
 
 fn open(run_dir: &Path) -> Result<TraceReader> {
@@ -105,9 +129,9 @@ fn write(
     // Never over an input: the trace itself, the run.json read beside it, or a link to either.
     let run_json = reader.path().with_file_name("run.json");
     trace::check_output_against(out, &[reader.path(), &run_json])?;
-    match format {
-        ExportFormat::Log(f) => {
-            let s = clog_export::export(reader, f, out, opts)?;
+    match format.log() {
+        Some(f) => {
+            let s = export::export(reader, f, out, opts)?;
             if s.dropped > 0 || s.wrapped > 0 {
                 eprintln!(
                     "warpscope: {}: {} records dropped by full logs and {} with wrapped clocks are marked in the output",
@@ -117,8 +141,8 @@ fn write(
                 );
             }
         }
-        ExportFormat::Parquet => {
-            analysis::write_parquet(reader, out)?;
+        None => {
+            export::write_parquet(reader, out)?;
         }
     }
     Ok(())
@@ -130,7 +154,7 @@ pub fn run(args: &ExportArgs) -> Result<()> {
         .out
         .clone()
         .unwrap_or_else(|| args.input.join(args.format.file_name()));
-    let opts = ExportOptions::default().with_mapping(mapping(&args.mapping)?);
+    let opts = ExportOptions::default().with_mapping(args.mapping.into());
     write(&reader, args.format, &out, &opts)
         .with_context(|| format!("exporting {}", args.input.display()))?;
     eprintln!("warpscope: wrote {}", out.display());
@@ -153,4 +177,26 @@ pub fn export_run(run_dir: &Path, formats: &[ExportFormat]) -> Result<()> {
         .with_context(|| format!("exporting {}", run_dir.display()))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The command line's format names are the export crate's, and `none` means no log.
+    #[test]
+    fn format_names_are_the_export_crates_and_none_is_no_log() {
+        for f in Format::ALL {
+            let ours = format_or_none(f.name()).unwrap().unwrap();
+            assert_eq!(ours.log(), Some(f));
+            assert_eq!(ours.file_name(), f.default_file_name());
+        }
+        assert_eq!(format_or_none("parquet"), Ok(Some(ExportFormat::Parquet)));
+        assert_eq!(format_or_none("none"), Ok(None));
+        let e = format_or_none("pdf").unwrap_err();
+        assert!(
+            e.contains("\"pdf\"") && e.contains("warp-csv") && e.contains("none"),
+            "{e}"
+        );
+    }
 }

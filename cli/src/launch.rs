@@ -361,7 +361,12 @@ fn execute(
                     (stats.warp_instructions as f64 / outcome.wall_seconds).into(),
                 );
             }
-            this.insert("counters".into(), serde_json::to_value(stats)?);
+            let counters = instrument::emu_counters(stats);
+            if spec.launches.len() == 1 {
+                metrics.emulator = Some(counters);
+            } else {
+                this.insert("emulator".into(), serde_json::to_value(counters)?);
+            }
         }
         if spec.launches.len() == 1 {
             // One launch: its entries at the top level, as before pipelines existed; kernel,

@@ -2,7 +2,7 @@
 //! Options become a `study::RenderConfig` / `study::SweepConfig`; the study crate does the work.
 
 use crate::EmuArgs;
-use crate::export_cmd::{ExportFormat, export_run};
+use crate::export_cmd::{ExportFormat, export_run, format_or_none};
 use anyhow::{Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -86,8 +86,8 @@ pub struct ProbeArgs {
     #[arg(long)]
     pub no_overhead: bool,
     /// Log formats written per run: csv, warp-csv, clog2, chrome, parquet (comma-separated; none for none).
-    #[arg(long, default_value = "csv", value_delimiter = ',')]
-    pub formats: Vec<String>,
+    #[arg(long, default_value = "csv", value_delimiter = ',', value_parser = format_or_none)]
+    pub formats: Vec<Option<ExportFormat>>,
 }
 
 impl SceneArgs {
@@ -136,16 +136,8 @@ impl SceneArgs {
 }
 
 impl ProbeArgs {
-    fn formats(&self) -> Result<Vec<ExportFormat>> {
-        self.formats
-            .iter()
-            .filter(|f| f.as_str() != "none")
-            .map(|f| {
-                f.parse::<ExportFormat>()
-                    .map_err(anyhow::Error::msg)
-                    .context("--formats")
-            })
-            .collect()
+    fn formats(&self) -> Vec<ExportFormat> {
+        self.formats.iter().flatten().copied().collect()
     }
 }
 
@@ -212,7 +204,7 @@ pub fn render(args: &RenderArgs) -> Result<()> {
     let (mut dev, note) =
         instrument::open_device(args.emu.backend, config.clone(), args.emu.limits(true))?;
     eprintln!("warpscope: rendering on {} ({note})", dev.name());
-    let formats = args.probe.formats()?;
+    let formats = args.probe.formats();
     let cfg = RenderConfig {
         volume: args.scene.volume_source()?,
         params: args.scene.params()?,
@@ -336,7 +328,7 @@ pub fn sweep(args: &SweepArgs) -> Result<()> {
         cfg.params.height,
         cfg.params.tstep
     );
-    run_sweep(&cfg, shard, &args.probe.formats()?)
+    run_sweep(&cfg, shard, &args.probe.formats())
 }
 
 /// `sweep --plan`: the plan on stdout (a header, then index, run folder and input hash per run,
@@ -431,23 +423,20 @@ pub struct DemoArgs {
     )]
     pub scale: Option<study::Scale>,
     /// Log formats written per run (comma-separated; none for none).
-    #[arg(long, default_value = "csv", value_delimiter = ',')]
-    pub formats: Vec<String>,
+    #[arg(long, default_value = "csv", value_delimiter = ',', value_parser = format_or_none)]
+    pub formats: Vec<Option<ExportFormat>>,
 }
 
 pub fn demo(args: &DemoArgs) -> Result<()> {
     let sweep_dir = args.out.join("sweep");
-    let gpu = match args.backend {
-        BackendChoice::Emu => false,
-        BackendChoice::Gpu => true,
-        BackendChoice::Auto => match instrument::CudaDevice::open(0) {
-            Ok(_) => true,
-            Err(why) => {
-                eprintln!("warpscope: demo on the emulator ({why})");
-                false
-            }
-        },
-    };
+    // The same decision as every other command's (instrument::open_device); the sweep opens
+    // its own devices, so the GPU opened here only answers whether there is one.
+    let (dev, why) = instrument::choose_backend(args.backend)?;
+    let gpu = dev.is_some();
+    drop(dev);
+    if !gpu && args.backend == BackendChoice::Auto {
+        eprintln!("warpscope: demo on the {why}");
+    }
     // A GPU renders the paper's geometry in seconds; the emulator takes minutes per run there.
     let scale = args.scale.unwrap_or(if gpu {
         study::Scale::Paper
@@ -475,14 +464,7 @@ pub fn demo(args: &DemoArgs) -> Result<()> {
             .geometry()
             .describe(&cfg.emu_config.name, cfg.emu_config.l2.size_bytes)
     );
-    let formats = ProbeArgs {
-        trace_warps: cfg.trace_warps.clone(),
-        slots: cfg.slots_per_warp,
-        frames: cfg.frames,
-        no_overhead: false,
-        formats: args.formats.clone(),
-    }
-    .formats()?;
+    let formats: Vec<ExportFormat> = args.formats.iter().flatten().copied().collect();
     run_sweep(&cfg, study::Shard::WHOLE, &formats)?;
     let reuse_dir = sweep_dir.join("reuse");
     if !gpu && !reuse_dir.join("reuse.md").exists() {

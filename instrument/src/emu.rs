@@ -238,9 +238,114 @@ fn no_such_kernel(module: &Module, kernel: &str) -> InstrumentError {
     }
 }
 
+/// The emulator's statistics of one launch as run.json keeps them ([`trace::EmuCounters`]): the
+/// one place the emulator's types become the trace crate's, field by field so that a counter
+/// added on one side and not the other is a compile error here rather than a silent gap.
+pub fn emu_counters(s: &emulator::LaunchStats) -> trace::EmuCounters {
+    let cache = |c: &emulator::CacheCounters| trace::CacheCounters {
+        requests: c.requests,
+        sector_hits: c.sector_hits,
+        sector_misses: c.sector_misses,
+        mshr_merges: c.mshr_merges,
+        evictions: c.evictions,
+        write_sectors: c.write_sectors,
+    };
+    let emulator::MemCounters {
+        l1,
+        texture,
+        constant,
+        l2,
+        dram_bytes_read,
+        dram_bytes_written,
+        shared_accesses,
+        shared_bank_conflict_replays,
+        constant_serialization_replays,
+        atomics,
+        l1_hit_rate,
+        tex_hit_rate,
+        l2_hit_rate,
+        constant_hit_rate,
+    } = &s.mem;
+    trace::EmuCounters {
+        cycles: s.cycles,
+        sm_cycles: s.sm_cycles.clone(),
+        warp_instructions: s.warp_instructions,
+        thread_instructions: s.thread_instructions,
+        instructions_by_class: s.instructions_by_class.clone(),
+        stall_cycles: s.stall_cycles.clone(),
+        mem: trace::MemCounters {
+            l1: cache(l1),
+            texture: cache(texture),
+            constant: cache(constant),
+            l2: cache(l2),
+            dram_bytes_read: *dram_bytes_read,
+            dram_bytes_written: *dram_bytes_written,
+            shared_accesses: *shared_accesses,
+            shared_bank_conflict_replays: *shared_bank_conflict_replays,
+            constant_serialization_replays: *constant_serialization_replays,
+            atomics: *atomics,
+            l1_hit_rate: *l1_hit_rate,
+            tex_hit_rate: *tex_hit_rate,
+            l2_hit_rate: *l2_hit_rate,
+            constant_hit_rate: *constant_hit_rate,
+        },
+        blocks_per_sm: s.blocks_per_sm,
+        registers_per_thread: s.registers_per_thread,
+        spilled_registers_per_thread: s.spilled_registers_per_thread,
+    }
+}
+
 #[cfg(test)]
-mod tests {
+mod counters_tests {
     use super::*;
+    /// run.json keeps the emulator's statistics under the same names and values as the
+    /// emulator's own serialization: the conversion loses or renames nothing.
+    #[test]
+    fn emu_counters_serialize_as_the_launch_stats_do() {
+        let cache = |k: u64| emulator::CacheCounters {
+            requests: k,
+            sector_hits: k + 1,
+            sector_misses: k + 2,
+            mshr_merges: k + 3,
+            evictions: k + 4,
+            write_sectors: k + 5,
+        };
+        let stats = emulator::LaunchStats {
+            cycles: 1000,
+            sm_cycles: vec![990, 1000],
+            warp_instructions: 40,
+            thread_instructions: 1200,
+            instructions_by_class: [("flops".to_string(), 64), ("int".to_string(), 7)].into(),
+            stall_cycles: [("memory".to_string(), 300)].into(),
+            mem: emulator::MemCounters {
+                l1: cache(10),
+                texture: cache(20),
+                constant: cache(30),
+                l2: cache(40),
+                dram_bytes_read: 4096,
+                dram_bytes_written: 512,
+                shared_accesses: 9,
+                shared_bank_conflict_replays: 2,
+                constant_serialization_replays: 1,
+                atomics: 3,
+                l1_hit_rate: Some(0.25),
+                tex_hit_rate: Some(0.5),
+                l2_hit_rate: None,
+                constant_hit_rate: Some(1.0),
+            },
+            blocks_per_sm: 6,
+            registers_per_thread: 32,
+            spilled_registers_per_thread: 4,
+        };
+        let ours = super::emu_counters(&stats);
+        assert_eq!(
+            serde_json::to_value(&ours).unwrap(),
+            serde_json::to_value(&stats).unwrap()
+        );
+        let back: trace::EmuCounters =
+            serde_json::from_str(&serde_json::to_string(&ours).unwrap()).unwrap();
+        assert_eq!(back, ours);
+    }
 
     #[test]
     fn properties_come_from_the_preset() {

@@ -31,7 +31,9 @@ pub use device::{
     Arg, Backend, BackendChoice, DevBuf, Device, DeviceProperties, LaunchConfig, LaunchOutcome,
     ModuleId,
 };
-pub use emu::{DEFAULT_MAX_WARP_INSTRUCTIONS, EmuDevice, EmuLimits, host_available_bytes};
+pub use emu::{
+    DEFAULT_MAX_WARP_INSTRUCTIONS, EmuDevice, EmuLimits, emu_counters, host_available_bytes,
+};
 pub use error::InstrumentError;
 pub use log::{LogShape, TraceWarps, decode, initial_log};
 pub use probe::{Probe, ProbedLaunch, launch_probed};
@@ -43,13 +45,26 @@ pub fn open_device(
     emu_config: emulator::GpuConfig,
     limits: EmuLimits,
 ) -> Result<(Box<dyn Device>, String), InstrumentError> {
-    let emu = || -> Box<dyn Device> { Box::new(EmuDevice::new(emu_config).with_limits(limits)) };
+    let (gpu, why) = choose_backend(choice)?;
+    let dev: Box<dyn Device> = match gpu {
+        Some(gpu) => Box::new(gpu),
+        None => Box::new(EmuDevice::new(emu_config).with_limits(limits)),
+    };
+    Ok((dev, why))
+}
+
+/// The backend `choice` means on this machine, with the reason in words: the GPU (opened) for
+/// `gpu`, an error without one; `None` (the emulator) for `emu`; for `auto` the GPU when one
+/// opens, else the emulator. [`open_device`] and the demo decide by it alike.
+pub fn choose_backend(
+    choice: BackendChoice,
+) -> Result<(Option<CudaDevice>, String), InstrumentError> {
     match choice {
-        BackendChoice::Emu => Ok((emu(), "emulator (--backend emu)".into())),
-        BackendChoice::Gpu => Ok((Box::new(CudaDevice::open(0)?), "GPU (--backend gpu)".into())),
+        BackendChoice::Emu => Ok((None, "emulator (--backend emu)".into())),
+        BackendChoice::Gpu => Ok((Some(CudaDevice::open(0)?), "GPU (--backend gpu)".into())),
         BackendChoice::Auto => match CudaDevice::open(0) {
-            Ok(dev) => Ok((Box::new(dev), "GPU found".into())),
-            Err(why) => Ok((emu(), format!("emulator, because {why}"))),
+            Ok(dev) => Ok((Some(dev), "GPU found".into())),
+            Err(why) => Ok((None, format!("emulator, because {why}"))),
         },
     }
 }

@@ -62,8 +62,7 @@ pub use reuse_study::{HitRow, ReuseRow, ReuseStudyConfig, ReuseStudySummary, reu
 pub use roofline_bench::{BenchOptions, BenchResult, roofline_command, run_roofline_benches};
 pub use scale::{Geometry, Scale};
 pub use sweep::{
-    SWEEP_CSV, SweepConfig, SweepRow, SweepSummary, demo_config, open_sweep_folder, sweep,
-    sweep_shard, write_csv,
+    SweepConfig, SweepSummary, demo_config, open_sweep_folder, sweep, sweep_shard, write_csv,
 };
 pub use view::{
     BlockShape, CAMERA_DISTANCE, MAX_THREADS_PER_BLOCK, View, parse_shapes, parse_views,

@@ -11,9 +11,10 @@ use crate::StudyError;
 use crate::complete::{COMPLETE_JSON, RunState, clear_marker, run_state};
 use crate::lock::FolderLock;
 use crate::plan::{PLAN_JSON, SweepPlan};
-use crate::sweep::{SWEEP_CSV, SweepRow, open_sweep_folder, read_rows, write_csv};
+use crate::sweep::{open_sweep_folder, read_rows, write_csv};
 use std::path::{Path, PathBuf};
 use trace::TRACE_FILE_NAME;
+use trace::{SWEEP_CSV, SweepRow};
 
 /// What a merge did.
 #[derive(Debug, Clone)]

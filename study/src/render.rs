@@ -14,7 +14,8 @@
 //! - `image.png` — the probed build's image, top row first;
 //! - `trace.wst` — the decoded probe log ([`trace::TraceWriter`]); absent for mode `off`;
 //! - `config.toml` — the effective emulator configuration (emulator runs only);
-//! - `run.json` — [`trace::RunMetrics`] with these extra keys: `shape` (`16x8`), `view`
+//! - `run.json` — [`trace::RunMetrics`] (the emulator's counters in its `emulator` field) with
+//!   these extra keys: `shape` (`16x8`), `view`
 //!   (`0,0,0`), `image` (`128x128`), `volume`, `density`, `brightness`, `transfer_offset`,
 //!   `transfer_scale`, `tstep`, `frames`, `overhead` (probed ÷ bare kernel time, null for mode off),
 //!   `bare_kernel_ms`, `bare_cycles`, `occupancy_bare` / `occupancy_probed` (resident blocks per
@@ -23,9 +24,7 @@
 //!   bare build's emulator counters), `kind` (`trace`: every warp traced, `summary`: statistics and
 //!   the warps of `trace_warps`), `probe_shared_bytes`, `occupancy_note`, `image_matches_bare`,
 //!   `hit_rate_source` (`emulator counters`, `ncu <metric>`, or why it is unavailable),
-//!   `emulator_counters` (the emulator's memory counters, verbatim), `emulator_instructions`
-//!   (warp/thread instructions, by class), `emulator_pipeline` (cycles per SM, stalls by reason), and with
-//!   [`RenderConfig::compare_reference`] `reference_max_channel_diff` / `reference_pixels_differing`
+//!   and with [`RenderConfig::compare_reference`] `reference_max_channel_diff` / `reference_pixels_differing`
 //!   (the image against the CPU reference renderer).
 //!
 //! ```no_run
@@ -582,23 +581,11 @@ fn write_run(
     m.records = trace.record_count();
     m.dropped_records = trace.dropped_count();
     let mut hit_rate_source = String::from("unavailable");
-    let mut counters = Value::Null;
-    let mut instructions = Value::Null;
-    let mut pipeline = Value::Null;
     if let Some(stats) = &l.outcome.stats {
         m.warp_instructions = Some(stats.warp_instructions);
-        // Work by class (the roofline's W) and where the cycles went (stalls by reason, per SM).
-        instructions = json!({
-            "warp_instructions": stats.warp_instructions,
-            "thread_instructions": stats.thread_instructions,
-            "instructions_by_class": stats.instructions_by_class,
-        });
-        pipeline = json!({
-            "sm_cycles": stats.sm_cycles,
-            "stall_cycles": stats.stall_cycles,
-            "blocks_per_sm": stats.blocks_per_sm,
-        });
-        counters = serde_json::to_value(&stats.mem).unwrap_or(Value::Null);
+        // Work by class (the roofline's W), where the cycles went (stalls by reason, per SM) and
+        // the memory counters, in run.json's one typed shape.
+        m.emulator = Some(instrument::emu_counters(stats));
         [m.tex_hit_rate, m.l1_hit_rate, m.l2_hit_rate] =
             hit_rates(Some(&stats.mem)).map(|(_, r)| r);
         hit_rate_source = if m.tex_hit_rate.is_some() {
@@ -646,9 +633,6 @@ fn write_run(
             "as left by earlier launches (GPU: warm-up launch, then timed frames)"
         }),
     );
-    x.insert("emulator_counters".into(), counters);
-    x.insert("emulator_instructions".into(), instructions);
-    x.insert("emulator_pipeline".into(), pipeline);
     x.insert("volume_voxels".into(), json!(volume.voxel_count()));
     if cfg.compare_reference {
         let reference = crate::reference::render_reference(volume, &cfg.view, &cfg.params);

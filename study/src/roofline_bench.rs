@@ -73,8 +73,8 @@ pub struct BenchResult {
     pub cycles: u64,
     /// Elements per buffer (0 for `fma`).
     pub elements: u64,
-    /// Everything the launch counted (as `run.json`'s `emulator_counters`).
-    pub stats: LaunchStats,
+    /// Everything the launch counted (as `run.json`'s `emulator` field).
+    pub stats: trace::EmuCounters,
 }
 
 const SOURCE: &str = "roofline";
@@ -148,7 +148,7 @@ fn result(bench: &str, kind: &str, s: &LaunchStats, elements: u64) -> BenchResul
         dram_bytes: s.mem.dram_bytes_read + s.mem.dram_bytes_written,
         cycles: s.cycles,
         elements,
-        stats: s.clone(),
+        stats: instrument::emu_counters(s),
     }
 }
 
@@ -243,14 +243,8 @@ pub fn roofline_command(
     let m = analysis::write_ceilings(out_dir, &spec, &benches, figures)
         .map_err(|e| err("ceilings", e))?;
     let json = serde_json::to_string_pretty(&res).map_err(|e| err("ceilings", e))? + "\n";
-    let path = out_dir.join("benches.json");
-    std::fs::write(&path, json).map_err(|source| StudyError::Io { path, source })?;
-    std::fs::write(out_dir.join("config.toml"), cfg.to_toml()).map_err(|source| {
-        StudyError::Io {
-            path: out_dir.join("config.toml"),
-            source,
-        }
-    })?;
+    crate::reference::write_atomic(&out_dir.join("benches.json"), json.as_bytes())?;
+    crate::reference::write_atomic(&out_dir.join("config.toml"), cfg.to_toml().as_bytes())?;
     Ok(m)
 }
 

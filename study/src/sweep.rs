@@ -10,11 +10,7 @@
 //! An interrupted sweep resumes: a run whose folder holds a valid completion marker
 //! (`complete.json`, written last; see [`crate::run_state`]) is not redone, any other is redone.
 //!
-//! `sweep.csv` columns, in order: `run` (folder name, `16x8_v0-0-0_fence`), `backend`, `preset`,
-//! `shape`, `view`, `mode`, `cycles`, `kernel_ms`, `frame_rate`, `tex_hit_rate` (0–1, empty when
-//! unavailable), `dropped_records`, `overhead` (probed ÷ bare kernel time), `occupancy_bare`,
-//! `occupancy_probed` (resident blocks per SM), `tex_hit_rate_bare` (the bare build's, 0–1),
-//! `warp_instructions`, `records`, `image_matches_bare`.
+//! `sweep.csv`'s columns are [`trace::SweepRow`]'s.
 //! Rows follow the plan's order, shapes × views × modes as configured (a shard's table holds its
 //! runs only).
 //!
@@ -39,10 +35,7 @@ use rayon::prelude::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use trace::{ProbeMode, RunMetrics};
-
-/// The file name of the sweep table inside the sweep folder.
-pub const SWEEP_CSV: &str = "sweep.csv";
+use trace::{ProbeMode, RunMetrics, SWEEP_CSV, SweepRow};
 
 /// A sweep: everything of a [`RenderConfig`] except shape, view and mode, which are crossed.
 #[derive(Debug, Clone, PartialEq)]
@@ -66,59 +59,34 @@ pub struct SweepConfig {
     pub limits: instrument::EmuLimits,
 }
 
-/// One row of `sweep.csv`.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct SweepRow {
-    pub run: String,
-    pub backend: String,
-    pub preset: String,
-    pub shape: String,
-    pub view: String,
-    pub mode: String,
-    pub cycles: Option<u64>,
-    pub kernel_ms: Option<f64>,
-    pub frame_rate: Option<f64>,
-    pub tex_hit_rate: Option<f64>,
-    pub dropped_records: u64,
-    pub overhead: Option<f64>,
-    pub occupancy_bare: Option<u64>,
-    pub occupancy_probed: Option<u64>,
-    /// The bare build's texture hit rate (emulator), beside `tex_hit_rate`: what probing changed.
-    pub tex_hit_rate_bare: Option<f64>,
-    pub warp_instructions: Option<u64>,
-    pub records: u64,
-    pub image_matches_bare: Option<bool>,
-}
-
-impl SweepRow {
-    fn from_metrics(run: &str, m: &RunMetrics) -> SweepRow {
-        let s = |k: &str| {
-            m.extra
-                .get(k)
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string()
-        };
-        SweepRow {
-            run: run.to_string(),
-            backend: m.backend.clone(),
-            preset: m.preset.clone().unwrap_or_default(),
-            shape: s("shape"),
-            view: s("view"),
-            mode: m.mode.name().to_string(),
-            cycles: m.cycles,
-            kernel_ms: m.kernel_ms,
-            frame_rate: m.frame_rate,
-            tex_hit_rate: m.tex_hit_rate,
-            dropped_records: m.dropped_records,
-            overhead: m.extra.get("overhead").and_then(Value::as_f64),
-            occupancy_bare: m.extra.get("occupancy_bare").and_then(Value::as_u64),
-            occupancy_probed: m.extra.get("occupancy_probed").and_then(Value::as_u64),
-            tex_hit_rate_bare: m.extra.get("tex_hit_rate_bare").and_then(Value::as_f64),
-            warp_instructions: m.warp_instructions,
-            records: m.records,
-            image_matches_bare: m.extra.get("image_matches_bare").and_then(Value::as_bool),
-        }
+/// The `sweep.csv` row of the run in folder `run`, from its `run.json`.
+fn row_from_metrics(run: &str, m: &RunMetrics) -> SweepRow {
+    let s = |k: &str| {
+        m.extra
+            .get(k)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    SweepRow {
+        run: run.to_string(),
+        backend: m.backend.clone(),
+        preset: m.preset.clone().unwrap_or_default(),
+        shape: s("shape"),
+        view: s("view"),
+        mode: m.mode.name().to_string(),
+        cycles: m.cycles,
+        kernel_ms: m.kernel_ms,
+        frame_rate: m.frame_rate,
+        tex_hit_rate: m.tex_hit_rate,
+        dropped_records: Some(m.dropped_records),
+        overhead: m.extra.get("overhead").and_then(Value::as_f64),
+        occupancy_bare: m.extra.get("occupancy_bare").and_then(Value::as_u64),
+        occupancy_probed: m.extra.get("occupancy_probed").and_then(Value::as_u64),
+        tex_hit_rate_bare: m.extra.get("tex_hit_rate_bare").and_then(Value::as_f64),
+        warp_instructions: m.warp_instructions,
+        records: Some(m.records),
+        image_matches_bare: m.extra.get("image_matches_bare").and_then(Value::as_bool),
     }
 }
 
@@ -350,7 +318,7 @@ pub(crate) fn read_rows<'a>(
 ) -> Result<Vec<SweepRow>, StudyError> {
     runs.map(|p| {
         let m = RunMetrics::read(&dir.join(&p.name).join("run.json"))?;
-        Ok(SweepRow::from_metrics(&p.name, &m))
+        Ok(row_from_metrics(&p.name, &m))
     })
     .collect()
 }
@@ -375,7 +343,7 @@ fn run_group(
 
 /// Writes the rows as CSV (header from [`SweepRow`]'s fields; None as an empty cell), atomically.
 pub fn write_csv(path: &Path, rows: &[SweepRow]) -> Result<(), StudyError> {
-    write_csv_rows(path, rows)
+    Ok(SweepRow::write_csv(path, rows)?)
 }
 
 /// Any serializable rows as CSV (header from the fields; None as an empty cell), atomically.
@@ -401,51 +369,6 @@ pub(crate) fn write_csv_rows<T: serde::Serialize>(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn row(run: &str) -> SweepRow {
-        SweepRow {
-            run: run.into(),
-            backend: "emu".into(),
-            preset: "gtx480".into(),
-            shape: "16x8".into(),
-            view: "90,0,90".into(),
-            mode: "fence".into(),
-            cycles: Some(1234),
-            kernel_ms: Some(0.5),
-            frame_rate: Some(2000.0),
-            tex_hit_rate: None,
-            dropped_records: 0,
-            overhead: Some(1.25),
-            occupancy_bare: Some(8),
-            occupancy_probed: Some(5),
-            tex_hit_rate_bare: Some(0.5),
-            warp_instructions: None,
-            records: 10,
-            image_matches_bare: Some(true),
-        }
-    }
-
-    #[test]
-    fn csv_has_the_required_columns_in_order_and_empty_cells_for_none() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join(SWEEP_CSV);
-        write_csv(&p, &[row("16x8_v90-0-90_fence")]).unwrap();
-        let text = std::fs::read_to_string(&p).unwrap();
-        let mut lines = text.lines();
-        let header = lines.next().unwrap();
-        assert!(header.starts_with(
-            "run,backend,preset,shape,view,mode,cycles,kernel_ms,frame_rate,tex_hit_rate,dropped_records,overhead,occupancy_bare,occupancy_probed,tex_hit_rate_bare"
-        ), "{header}");
-        let cells: Vec<&str> = lines.next().unwrap().split(',').collect();
-        // the view contains commas, so it is quoted: count from the end instead
-        assert_eq!(cells[0], "16x8_v90-0-90_fence");
-        assert!(text.contains("\"90,0,90\""), "{text}");
-        let mut rdr = csv::Reader::from_path(&p).unwrap();
-        let rec = rdr.records().next().unwrap().unwrap();
-        assert_eq!(&rec[4], "90,0,90");
-        assert_eq!(&rec[9], "", "tex_hit_rate None is an empty cell");
-        assert_eq!(&rec[11], "1.25");
-    }
 
     #[test]
     fn runs_cross_shapes_views_modes_in_order_with_unique_names() {

@@ -429,12 +429,17 @@ fn roofline_benches_trace_the_roof_and_bound_triad() {
 
     // PMNet-style bound on triad: DRAM must be the bottleneck, and T_est / T_sim is reported
     // (PMNet: 80–95 % on triad). Upper limit 1: the bound must not exceed the simulated time.
-    let json = serde_json::json!({
-        "cycles": triad.cycles,
-        "clock_mhz": cfg.clock_mhz,
-        "emulator_counters": triad.stats,
-    });
-    let counters = analysis::RunCounters::from_run_json(&json.to_string()).expect("counters");
+    let mut m = trace::RunMetrics::new(
+        "emu",
+        "roof_triad",
+        trace::Dim3::new(1, 1, 1),
+        trace::Dim3::new(256, 1, 1),
+        trace::ProbeMode::Off,
+    );
+    m.cycles = Some(triad.cycles);
+    m.clock_mhz = cfg.clock_mhz;
+    m.emulator = Some(triad.stats.clone());
+    let counters = analysis::RunCounters::from_metrics(&m).expect("counters");
     let h = analysis::Hierarchy::from_config(&spec);
     let b = analysis::run_bound(&h, &counters, &spec);
     eprintln!(

@@ -187,15 +187,15 @@ fn dropped_records_are_counted_stored_and_exported() {
     trace::TraceWriter::write_all(&store, &p.trace).unwrap();
     let reader = trace::TraceReader::open(&store).unwrap();
     let csv = dir.path().join("warps.csv");
-    let s = clog_export::export(
+    let s = export::export(
         &reader,
-        clog_export::Format::WarpCsv,
+        export::Format::WarpCsv,
         &csv,
-        &clog_export::ExportOptions::default(),
+        &export::ExportOptions::default(),
     )
     .unwrap();
     assert_eq!(s.dropped, 8);
-    let rows = clog_export::read_warps_csv(std::fs::File::open(&csv).unwrap()).unwrap();
+    let rows = export::read_warps_csv(std::fs::File::open(&csv).unwrap()).unwrap();
     assert!(
         rows.iter().all(|r| r.dropped == 1),
         "each warp made 3 accesses into 2 slots"

@@ -22,17 +22,21 @@
 //! ```
 
 mod atomic;
+mod counters;
 mod error;
 mod model;
 mod npy;
 mod run;
 mod store;
+mod sweep;
+mod tables;
 mod units;
 
 pub use atomic::{
     check_output, check_output_against, temp_path, write_atomic_path, write_atomic_with,
     write_bytes_atomic,
 };
+pub use counters::{CacheCounters, EmuCounters, MemCounters};
 pub use error::{TraceError, error_chain};
 pub use model::{
     Dim3, LaunchInfo, ProbeMode, Record, RecordKind, Region, SiteInfo, SiteSummary, Trace,
@@ -41,4 +45,6 @@ pub use model::{
 pub use npy::{parse_npy, read_npy, write_npy};
 pub use run::{RunMetrics, write_json_atomic};
 pub use store::{TRACE_FILE_NAME, TRACE_FORMAT_VERSION, TraceReader, TraceWriter};
+pub use sweep::{SWEEP_CSV, SweepRow};
+pub use tables::RECORD_COLUMNS;
 pub use units::{Cycles, SmId};

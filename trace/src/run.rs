@@ -2,7 +2,7 @@
 //! and both backends, so the analysis reads any run the same way. Optional fields are `null` when
 //! a backend cannot measure them (e.g. the texture hit rate on a GPU without Nsight Compute).
 
-use crate::{Dim3, ProbeMode, TraceError};
+use crate::{Dim3, EmuCounters, ProbeMode, TraceError};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -37,6 +37,9 @@ pub struct RunMetrics {
     pub dropped_records: u64,
     /// Launch errors, in words; empty when the launch succeeded.
     pub errors: Vec<String>,
+    /// What the emulator counted (`None` on a GPU, and for a launch pipeline, whose launches
+    /// each keep theirs under `launches`).
+    pub emulator: Option<EmuCounters>,
     /// Everything else, flattened into the top level of the JSON object.
     #[serde(flatten)]
     pub extra: serde_json::Map<String, serde_json::Value>,
@@ -64,6 +67,7 @@ impl RunMetrics {
             records: 0,
             dropped_records: 0,
             errors: Vec::new(),
+            emulator: None,
             extra: serde_json::Map::new(),
         }
     }
@@ -138,12 +142,23 @@ mod tests {
         );
         m.tex_hit_rate = Some(0.75);
         m.extra.insert("shape".into(), "64x1".into());
+        let mut c = EmuCounters {
+            cycles: 1000,
+            warp_instructions: 12,
+            ..EmuCounters::default()
+        };
+        c.instructions_by_class.insert("flops".into(), 64);
+        c.mem.texture.sector_misses = 3;
+        c.mem.tex_hit_rate = Some(0.75);
+        m.emulator = Some(c);
         m.write(&path).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(v["shape"], "64x1");
         assert_eq!(v["mode"], "fence");
         assert_eq!(v["tex_hit_rate"], 0.75);
+        assert_eq!(v["emulator"]["mem"]["texture"]["sector_misses"], 3);
+        assert_eq!(v["emulator"]["instructions_by_class"]["flops"], 64);
         assert_eq!(RunMetrics::read(&path).unwrap(), m);
         assert!(!crate::temp_path(&path).exists());
     }

@@ -4,12 +4,13 @@ use super::corpus::{self, CorpusRow};
 use super::micro::{self, MicroCase, MicroRow};
 use super::{Ctx, GpuResults, step_dir};
 use anyhow::{Context, Result, bail};
-use clog_export::{ExportOptions, Format};
+use export::{ExportOptions, Format};
 use instrument::{Device, DeviceProperties};
 use serde::Serialize;
 use std::path::Path;
 use std::time::Duration;
-use study::{BlockShape, Scale, SweepRow, View};
+use study::{BlockShape, Scale, View};
+use trace::SweepRow;
 use trace::TraceReader;
 
 /// One step's results.
@@ -485,15 +486,15 @@ fn export(ctx: &Ctx) -> Result<Outcome> {
     let mut formats = Vec::new();
     for f in [Format::Csv, Format::Clog2, Format::Chrome] {
         let path = run_dir.join(f.default_file_name());
-        clog_export::export(&reader, f, &path, &ExportOptions::default())
+        export::export(&reader, f, &path, &ExportOptions::default())
             .with_context(|| format!("exporting {}", path.display()))?;
         let file =
             std::fs::File::open(&path).with_context(|| format!("reading {}", path.display()))?;
         let input = std::io::BufReader::new(file);
         let read_back = match f {
-            Format::Csv => clog_export::read_records_csv(input)?.len(),
-            Format::Clog2 => clog_export::Clog2Log::read(input)?.accesses().len(),
-            _ => clog_export::read_chrome(input)?.slices.len(),
+            Format::Csv => export::read_records_csv(input)?.len(),
+            Format::Clog2 => export::Clog2Log::read(input)?.accesses().len(),
+            _ => export::read_chrome(input)?.slices.len(),
         } as u64;
         formats.push(FormatCheck {
             format: f.to_string(),

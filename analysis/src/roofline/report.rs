@@ -1,0 +1,717 @@
+//! The roofline and throughput-bound section of the analysis: per run of a sweep, `roofline.csv`
+//! and `bound.csv`, the hierarchical roofline figure (log–log, every run a point per level), the
+//! hierarchy of each configuration as JSON and Graphviz DOT with the bottleneck of its slowest
+//! run marked, and the report text; plus [`write_ceilings`], which turns microbenchmark
+//! measurements (run by the study crate) into `ceilings.csv` and a roofline figure.
+//!
+//! Why a module of its own: `analyze` stays one pipeline; this file only reads `run.json` and
+//! `config.toml` of each run (runs without emulator counters, e.g. GPU runs, are listed as left
+//! out) and hands back ready HTML/Markdown.
+//!
+//! # Output files
+//! | file | one row per | columns |
+//! |---|---|---|
+//! | `roofline.csv` | (run, level) | run, preset, level (l1, l2, dram), work_kind (flop, intop), work, bytes, seconds, intensity, achieved_per_s, peak_per_s, bandwidth_bytes_per_s, ridge, attainable_per_s, bound (memory, compute), pct_of_attainable, pct_of_peak, binding (the level with the lowest roof) |
+//! | `bound.csv` | run | run, preset, t_sim_cycles, t_est_cycles, ratio, bottleneck, busy_cycles_<component> … |
+//! | `ceilings.csv` | microbenchmark | bench, kind (compute, bandwidth, sweep), ops, bytes_dram, cycles, measured_per_s, theoretical_per_s, pct_of_theoretical, intensity, attainable_per_s, pct_of_attainable |
+//! | `hierarchy_<preset>.toml` / `.json` / `.dot` | configuration | the [`Hierarchy`] (TOML: loadable with `Hierarchy::from_toml_str`, editable), and in JSON and DOT with the bound of the run with the highest T_est/T_sim |
+//!
+//! Percentages are 0–100; `_per_s` columns are operations (or bytes) per second.
+
+use super::bound::{Hierarchy, RunBound, run_bound};
+use super::model::{Ceilings, Level, RunCounters, RunRoofline, roofline_point, run_roofline};
+use super::spec::GpuSpec;
+use crate::AnalysisError;
+use crate::figures::Drawn;
+use crate::output::{html_escape, slug, write_atomic};
+use crate::report::{Section, html_table, md_table};
+use crate::table::{Col, Table, fmt_sig};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// One run with what the roofline and the bound need.
+struct RunInput {
+    run: String,
+    preset: String,
+    spec: GpuSpec,
+    counters: RunCounters,
+}
+
+/// Reads each run's `run.json` and `config.toml`; returns the usable runs and `run: reason` for
+/// the others.
+fn read_runs(sweep_dir: &Path, runs: &[(String, String)]) -> (Vec<RunInput>, Vec<String>) {
+    let mut ok = Vec::new();
+    let mut left = Vec::new();
+    for (run, preset) in runs {
+        let dir = sweep_dir.join(run);
+        let counters = trace::RunMetrics::read(&dir.join("run.json"))
+            .ok()
+            .and_then(|m| RunCounters::from_metrics(&m));
+        let Some(counters) = counters else {
+            left.push(format!("{run}: run.json has no emulator counters"));
+            continue;
+        };
+        let cfg_path = dir.join("config.toml");
+        let spec = match std::fs::read_to_string(&cfg_path) {
+            Ok(t) => GpuSpec::from_toml_str(&t, &cfg_path.display().to_string()),
+            Err(e) => Err(AnalysisError::io(&cfg_path, e)),
+        };
+        match spec {
+            Ok(spec) => ok.push(RunInput {
+                run: run.clone(),
+                preset: preset.clone(),
+                spec,
+                counters,
+            }),
+            Err(e) => left.push(format!("{run}: {}", trace::error_chain(&e))),
+        }
+    }
+    (ok, left)
+}
+
+fn pct(x: f64) -> Option<f64> {
+    x.is_finite().then_some(100.0 * x)
+}
+
+fn finite(x: f64) -> Option<f64> {
+    x.is_finite().then_some(x)
+}
+
+fn roofline_table(rows: &[(&RunInput, RunRoofline, Ceilings)]) -> Table {
+    let mut run = Vec::new();
+    let mut preset = Vec::new();
+    let mut level = Vec::new();
+    let mut kind = Vec::new();
+    let mut cols: BTreeMap<&str, Vec<Option<f64>>> = BTreeMap::new();
+    let mut bound = Vec::new();
+    let mut binding = Vec::new();
+    for (r, rl, ce) in rows {
+        for (l, q, p) in &rl.levels {
+            run.push(r.run.clone());
+            preset.push(r.preset.clone());
+            level.push(l.name().to_string());
+            kind.push(rl.work_kind.name().to_string());
+            for (k, v) in [
+                ("work", Some(rl.work)),
+                ("bytes", Some(*q)),
+                ("seconds", Some(rl.seconds)),
+                ("intensity", finite(p.intensity)),
+                ("achieved_per_s", Some(p.achieved)),
+                ("peak_per_s", Some(rl.peak)),
+                ("bandwidth_bytes_per_s", Some(ce.bandwidth(*l))),
+                ("ridge", Some(p.ridge)),
+                ("attainable_per_s", Some(p.attainable)),
+                ("pct_of_attainable", pct(p.fraction_of_attainable)),
+                ("pct_of_peak", pct(p.fraction_of_peak)),
+            ] {
+                cols.entry(k).or_default().push(v);
+            }
+            bound.push(format!("{:?}", p.bound).to_lowercase());
+            binding.push(rl.binding.name().to_string());
+        }
+    }
+    let mut t = Table::default();
+    t.push("run", Col::Str(run));
+    t.push("preset", Col::Str(preset));
+    t.push("level", Col::Str(level));
+    t.push("work_kind", Col::Str(kind));
+    // Fixed column order (the map above is only a collector).
+    for k in [
+        "work",
+        "bytes",
+        "seconds",
+        "intensity",
+        "achieved_per_s",
+        "peak_per_s",
+        "bandwidth_bytes_per_s",
+        "ridge",
+        "attainable_per_s",
+    ] {
+        t.push(k, Col::F64(cols.remove(k).unwrap_or_default()));
+    }
+    t.push("bound", Col::Str(bound));
+    for k in ["pct_of_attainable", "pct_of_peak"] {
+        t.push(k, Col::F64(cols.remove(k).unwrap_or_default()));
+    }
+    t.push("binding", Col::Str(binding));
+    t
+}
+
+fn bound_table(rows: &[(&RunInput, RunBound)]) -> Table {
+    let names: Vec<String> = {
+        let mut seen = Vec::new();
+        for (_, b) in rows {
+            for u in &b.components {
+                if !seen.contains(&u.name) {
+                    seen.push(u.name.clone());
+                }
+            }
+        }
+        seen
+    };
+    let mut t = Table::default();
+    t.push(
+        "run",
+        Col::Str(rows.iter().map(|r| r.0.run.clone()).collect()),
+    );
+    t.push(
+        "preset",
+        Col::Str(rows.iter().map(|r| r.0.preset.clone()).collect()),
+    );
+    t.push(
+        "t_sim_cycles",
+        Col::F64(rows.iter().map(|r| Some(r.1.t_sim_cycles)).collect()),
+    );
+    t.push(
+        "t_est_cycles",
+        Col::F64(rows.iter().map(|r| Some(r.1.t_est_cycles)).collect()),
+    );
+    t.push(
+        "ratio",
+        Col::F64(rows.iter().map(|r| Some(r.1.ratio)).collect()),
+    );
+    t.push(
+        "bottleneck",
+        Col::Str(rows.iter().map(|r| r.1.bottleneck.clone()).collect()),
+    );
+    for n in &names {
+        t.push(
+            &format!("busy_cycles_{n}"),
+            Col::F64(
+                rows.iter()
+                    .map(|r| {
+                        r.1.components
+                            .iter()
+                            .find(|u| &u.name == n)
+                            .map(|u| u.busy_cycles)
+                    })
+                    .collect(),
+            ),
+        );
+    }
+    t
+}
+
+/// Writes roofline.csv, bound.csv, the hierarchy files and (when `figures`) the roofline figure
+/// for `runs` = (run folder, preset) of the sweep; returns the report section.
+pub(crate) fn write_section(
+    sweep_dir: &Path,
+    out_dir: &Path,
+    runs: &[(String, String)],
+    figures: bool,
+) -> Result<Section, AnalysisError> {
+    let (inputs, left) = read_runs(sweep_dir, runs);
+    // A run without instruction counts still has a bound over its memory components.
+    let mut sec = Section::default();
+    let no_work: Vec<&str> = inputs
+        .iter()
+        .filter(|r| !r.counters.has_work())
+        .map(|r| r.run.as_str())
+        .collect();
+    let rl: Vec<(&RunInput, RunRoofline, Ceilings)> = inputs
+        .iter()
+        .filter(|r| r.counters.has_work())
+        .map(|r| {
+            let ce = Ceilings::theoretical(&r.spec);
+            (r, run_roofline(&r.counters, &r.spec, &ce), ce)
+        })
+        .collect();
+    let bounds: Vec<(&RunInput, RunBound)> = inputs
+        .iter()
+        .map(|r| {
+            let h = Hierarchy::from_config(&r.spec);
+            (r, run_bound(&h, &r.counters, &r.spec))
+        })
+        .collect();
+    let rt = roofline_table(&rl);
+    let bt = bound_table(&bounds);
+    for (name, t) in [("roofline.csv", &rt), ("bound.csv", &bt)] {
+        let p = out_dir.join(name);
+        t.write_csv(&p)?;
+        sec.files.push(p);
+    }
+    // One hierarchy per configuration, with the bound of its run closest to its bound.
+    let mut per_cfg: BTreeMap<String, (&RunInput, &RunBound)> = BTreeMap::new();
+    for (r, b) in &bounds {
+        let key = slug(&r.spec.name);
+        let e = per_cfg.entry(key).or_insert((r, b));
+        if b.ratio > e.1.ratio {
+            *e = (r, b);
+        }
+    }
+    let mut dots = Vec::new();
+    for (key, (r, b)) in &per_cfg {
+        let h = Hierarchy::from_config(&r.spec);
+        let json = serde_json::json!({ "hierarchy": h, "run": r.run, "bound": b });
+        let jp = out_dir.join(format!("hierarchy_{key}.json"));
+        let text = serde_json::to_string_pretty(&json).unwrap_or_default() + "\n";
+        write_atomic(&jp, text.as_bytes())?;
+        let tp = out_dir.join(format!("hierarchy_{key}.toml"));
+        write_atomic(&tp, h.to_toml().as_bytes())?;
+        sec.files.push(tp);
+        let dp = out_dir.join(format!("hierarchy_{key}.dot"));
+        write_atomic(&dp, h.to_dot(Some(b)).as_bytes())?;
+        sec.files.push(jp);
+        sec.files.push(dp);
+        dots.push((key.clone(), r.run.clone(), b.bottleneck.clone(), b.ratio));
+    }
+    let mut drawn: Option<Drawn> = None;
+    if figures && !rl.is_empty() {
+        let mut roofs = Vec::new();
+        let mut seen = Vec::new();
+        for (r, _, ce) in &rl {
+            if !seen.contains(&r.spec.name) {
+                seen.push(r.spec.name.clone());
+                roofs.push((r.spec.name.clone(), ce.clone()));
+            }
+        }
+        let points: Vec<(Level, f64, f64)> = rl
+            .iter()
+            .flat_map(|(_, x, _)| {
+                x.levels
+                    .iter()
+                    .map(|(l, _, p)| (*l, p.intensity, p.achieved))
+            })
+            .collect();
+        let d = render_roofline(
+            out_dir,
+            "roofline",
+            "Hierarchical roofline of the sweep (theoretical ceilings)",
+            &roofs,
+            &points,
+        )?;
+        sec.files.push(out_dir.join("roofline.png"));
+        sec.files.push(out_dir.join("roofline.svg"));
+        drawn = Some(d);
+    }
+
+    // Report text.
+    let intro = "Roofline (Williams, Waterman, Patterson 2009): work W (flops, or integer ops where they dominate) per byte moved at each level (L1/TEX, L2, DRAM) against the theoretical ceilings of the run's configuration; attainable = min(π, β·I). The binding level has the lowest roof. Ceilings measured by microbenchmarks: `warpscope roofline`.";
+    let bintro = "Throughput bound (PMNet-style): each component's busy time = bytes read / read bandwidth + bytes written / write bandwidth (ops / peak for the SMs); T_est = the largest, and that component is the bottleneck. T_est / T_sim near 1 means the bottleneck ran flat out; per-window bounds are not available (the emulator's counters are per launch), so each run (one frame) is one phase.";
+    let rcols = [
+        "run",
+        "level",
+        "work_kind",
+        "intensity",
+        "achieved_per_s",
+        "attainable_per_s",
+        "bound",
+        "pct_of_attainable",
+        "binding",
+    ];
+    let rshow = project(&rt, &rcols);
+    let _ = writeln!(sec.html, "<h2>Roofline</h2>\n<p>{}</p>", html_escape(intro));
+    sec.html.push_str(&html_table(&rshow.text_rows(None)));
+    let _ = writeln!(sec.md, "## Roofline\n\n{intro}\n");
+    sec.md.push_str(&md_table(&rshow.text_rows(None)));
+    if let Some(d) = &drawn {
+        let _ = writeln!(
+            sec.html,
+            "<figure>{}<figcaption>{}</figcaption></figure>",
+            d.svg,
+            html_escape(&d.title)
+        );
+        let _ = writeln!(sec.md, "![{}]({}.png)\n", d.title, d.stem);
+    }
+    let _ = writeln!(
+        sec.html,
+        "<h2>Throughput bound</h2>\n<p>{}</p>",
+        html_escape(bintro)
+    );
+    sec.html.push_str(&html_table(&bt.text_rows(None)));
+    let _ = writeln!(sec.md, "## Throughput bound\n\n{bintro}\n");
+    sec.md.push_str(&md_table(&bt.text_rows(None)));
+    for (key, run, bn, ratio) in &dots {
+        let line = format!(
+            "Hierarchy of {key}: hierarchy_{key}.dot / .json (Graphviz; `dot -Tsvg`), with the bound of run {run}: bottleneck {bn}, T_est/T_sim = {}.",
+            fmt_sig(*ratio)
+        );
+        let _ = writeln!(sec.html, "<p>{}</p>", html_escape(&line));
+        let _ = writeln!(sec.md, "{line}\n");
+    }
+    let mut lines = Vec::new();
+    if !no_work.is_empty() {
+        lines.push(format!(
+            "No roofline for {} run(s) ({}): their run.json has no instruction counts (`emulator.instructions_by_class`), so the work W is unknown; their bound leaves the SMs out.",
+            no_work.len(),
+            no_work.join(", ")
+        ));
+    }
+    if !left.is_empty() {
+        lines.push(format!(
+            "Left out of the roofline and the bound: {}.",
+            left.join("; ")
+        ));
+    }
+    for line in lines {
+        let _ = writeln!(sec.html, "<p>{}</p>", html_escape(&line));
+        let _ = writeln!(sec.md, "{line}\n");
+    }
+    Ok(sec)
+}
+
+fn project(t: &Table, cols: &[&str]) -> Table {
+    let mut out = Table::default();
+    for c in cols {
+        if let Some(col) = t.get(c) {
+            out.push(c, col.clone());
+        }
+    }
+    out
+}
+
+/// One microbenchmark measurement (from `study::roofline_bench`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct BenchMeasurement {
+    /// `fma`, `read`, `write`, `copy`, `triad`, `sweep_n<N>`.
+    pub bench: String,
+    /// `compute`, `bandwidth` or `sweep`.
+    pub kind: String,
+    /// Flops executed.
+    pub ops: u64,
+    /// DRAM bytes read + written.
+    pub bytes_dram: u64,
+    pub cycles: u64,
+}
+
+/// Measured ceilings: compute = the best `compute` bench, DRAM = the best `bandwidth` bench.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct MeasuredCeilings {
+    pub flops_per_s: f64,
+    pub dram_bytes_per_s: f64,
+    pub pct_of_theoretical_flops: f64,
+    pub pct_of_theoretical_dram: f64,
+}
+
+/// Writes `ceilings.csv` and (when `figures`) `roofline_ceilings.{png,svg}` for microbenchmark
+/// measurements run on the configuration `spec`; returns the measured ceilings.
+pub fn write_ceilings(
+    out_dir: &Path,
+    spec: &GpuSpec,
+    benches: &[BenchMeasurement],
+    figures: bool,
+) -> Result<MeasuredCeilings, AnalysisError> {
+    std::fs::create_dir_all(out_dir).map_err(|e| AnalysisError::io(out_dir, e))?;
+    let th = Ceilings::theoretical(spec);
+    let hz = spec.clock_mhz * 1e6;
+    let rate = |b: &BenchMeasurement, x: u64| {
+        if b.cycles == 0 {
+            0.0
+        } else {
+            x as f64 * hz / b.cycles as f64
+        }
+    };
+    let best = |kind: &str, f: &dyn Fn(&BenchMeasurement) -> f64| {
+        benches
+            .iter()
+            .filter(|b| b.kind == kind)
+            .map(f)
+            .fold(0.0f64, f64::max)
+    };
+    let flops = best("compute", &|b| rate(b, b.ops));
+    let dram = best("bandwidth", &|b| rate(b, b.bytes_dram));
+    let dram_th = th.bandwidth(Level::Dram);
+    let measured = MeasuredCeilings {
+        flops_per_s: flops,
+        dram_bytes_per_s: dram,
+        pct_of_theoretical_flops: 100.0 * flops / th.flops_per_s,
+        pct_of_theoretical_dram: 100.0 * dram / dram_th,
+    };
+    let mut t = Table::default();
+    t.push(
+        "bench",
+        Col::Str(benches.iter().map(|b| b.bench.clone()).collect()),
+    );
+    t.push(
+        "kind",
+        Col::Str(benches.iter().map(|b| b.kind.clone()).collect()),
+    );
+    t.push("ops", Col::U64(benches.iter().map(|b| b.ops).collect()));
+    t.push(
+        "bytes_dram",
+        Col::U64(benches.iter().map(|b| b.bytes_dram).collect()),
+    );
+    t.push(
+        "cycles",
+        Col::U64(benches.iter().map(|b| b.cycles).collect()),
+    );
+    let measured_rate = |b: &BenchMeasurement| match b.kind.as_str() {
+        "bandwidth" => rate(b, b.bytes_dram),
+        _ => rate(b, b.ops),
+    };
+    let theo = |b: &BenchMeasurement| match b.kind.as_str() {
+        "bandwidth" => dram_th,
+        "compute" => th.flops_per_s,
+        _ => {
+            let p = roofline_point(
+                b.ops as f64,
+                b.bytes_dram as f64,
+                1.0,
+                th.flops_per_s,
+                dram_th,
+            );
+            p.attainable
+        }
+    };
+    t.push(
+        "measured_per_s",
+        Col::F64(benches.iter().map(|b| Some(measured_rate(b))).collect()),
+    );
+    t.push(
+        "theoretical_per_s",
+        Col::F64(benches.iter().map(|b| Some(theo(b))).collect()),
+    );
+    t.push(
+        "pct_of_theoretical",
+        Col::F64(
+            benches
+                .iter()
+                .map(|b| Some(100.0 * measured_rate(b) / theo(b)))
+                .collect(),
+        ),
+    );
+    let intensity =
+        |b: &BenchMeasurement| (b.bytes_dram > 0).then(|| b.ops as f64 / b.bytes_dram as f64);
+    t.push(
+        "intensity",
+        Col::F64(benches.iter().map(intensity).collect()),
+    );
+    // Attainable under the *measured* ceilings: the sweep must trace this roof.
+    let att = |b: &BenchMeasurement| intensity(b).map(|i| flops.min(dram * i));
+    t.push(
+        "attainable_per_s",
+        Col::F64(benches.iter().map(att).collect()),
+    );
+    t.push(
+        "pct_of_attainable",
+        Col::F64(
+            benches
+                .iter()
+                .map(|b| {
+                    att(b)
+                        .filter(|a| *a > 0.0 && b.kind == "sweep")
+                        .map(|a| 100.0 * rate(b, b.ops) / a)
+                })
+                .collect(),
+        ),
+    );
+    t.write_csv(&out_dir.join("ceilings.csv"))?;
+    if figures {
+        let measured_ce = Ceilings {
+            flops_per_s: flops,
+            int_ops_per_s: th.int_ops_per_s,
+            // Only DRAM is measured; 0 leaves the L1 and L2 roofs undrawn.
+            bytes_per_s: [0.0, 0.0, dram],
+        };
+        let points: Vec<(Level, f64, f64)> = benches
+            .iter()
+            .filter(|b| b.kind == "sweep")
+            .filter_map(|b| intensity(b).map(|i| (Level::Dram, i, rate(b, b.ops))))
+            .collect();
+        render_roofline(
+            out_dir,
+            "roofline_ceilings",
+            &format!(
+                "{}: theoretical vs measured ceilings, intensity sweep",
+                spec.name
+            ),
+            &[
+                (format!("{} theoretical", spec.name), th),
+                (format!("{} measured", spec.name), measured_ce),
+            ],
+            &points,
+        )?;
+    }
+    Ok(measured)
+}
+
+const LEVEL_COLORS: [RGBColor; 3] = [
+    RGBColor(0, 114, 178),
+    RGBColor(230, 159, 0),
+    RGBColor(213, 94, 0),
+];
+
+/// Draws a log–log roofline: for each roof set, the compute roof and one bandwidth roof per
+/// level; points are (level, intensity, achieved ops/s).
+fn render_roofline(
+    dir: &Path,
+    stem: &str,
+    title: &str,
+    roofs: &[(String, Ceilings)],
+    points: &[(Level, f64, f64)],
+) -> Result<Drawn, AnalysisError> {
+    crate::figures::register_font();
+    let svg_path = dir.join(format!("{stem}.svg"));
+    let png_path = dir.join(format!("{stem}.png"));
+    let plot_err = |path: &Path, reason: String| AnalysisError::Plot {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let size = (900, 620);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+        draw(&root, title, roofs, points).map_err(|r| plot_err(&svg_path, r))?;
+        root.present()
+            .map_err(|e| plot_err(&svg_path, e.to_string()))?;
+    }
+    write_atomic(&svg_path, svg.as_bytes())?;
+    crate::output::write_atomic_path(
+        &png_path,
+        |tmp| {
+            let root = BitMapBackend::new(tmp, size).into_drawing_area();
+            draw(&root, title, roofs, points)?;
+            root.present().map_err(|e| e.to_string())
+        },
+        |reason| plot_err(&png_path, reason),
+    )?;
+    Ok(Drawn {
+        stem: stem.to_string(),
+        title: title.to_string(),
+        caption: title.to_string(),
+        svg,
+    })
+}
+
+fn draw<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    title: &str,
+    roofs: &[(String, Ceilings)],
+    points: &[(Level, f64, f64)],
+) -> Result<(), String> {
+    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    root.fill(&WHITE).map_err(e)?;
+    // Axis ranges cover every point and every ridge, a decade either side, in GOP/s.
+    let g = 1e9;
+    let mut xs: Vec<f64> = points
+        .iter()
+        .map(|p| p.1)
+        .filter(|x| x.is_finite() && *x > 0.0)
+        .collect();
+    let mut ys: Vec<f64> = points
+        .iter()
+        .map(|p| p.2 / g)
+        .filter(|y| y.is_finite() && *y > 0.0)
+        .collect();
+    for (_, c) in roofs {
+        ys.push(c.flops_per_s / g);
+        for b in c.bytes_per_s {
+            if b > 0.0 {
+                xs.push(c.flops_per_s / b);
+            }
+        }
+    }
+    let lo = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = |v: &[f64]| v.iter().copied().fold(0.0f64, f64::max);
+    let decade_down = |x: f64| 10f64.powf(x.log10().floor());
+    let decade_up = |x: f64| 10f64.powf(x.log10().floor() + 1.0);
+    let (x0, x1) = if xs.is_empty() {
+        (0.01, 100.0)
+    } else {
+        (decade_down(lo(&xs)) / 10.0, decade_up(hi(&xs)) * 10.0)
+    };
+    let (y0, y1) = if ys.is_empty() {
+        (0.01, 100.0)
+    } else {
+        (decade_down(lo(&ys)) / 10.0, decade_up(hi(&ys)))
+    };
+    let mut chart = ChartBuilder::on(root)
+        .caption(title, ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .build_cartesian_2d((x0..x1).log_scale(), (y0..y1).log_scale())
+        .map_err(e)?;
+    chart
+        .configure_mesh()
+        .x_desc("arithmetic intensity (ops per byte)")
+        .y_desc("performance (GOP/s)")
+        .label_style(("sans-serif", 13))
+        .draw()
+        .map_err(e)?;
+    let steps = 200;
+    for (ri, (name, c)) in roofs.iter().enumerate() {
+        let dash = ri > 0;
+        for l in Level::ALL {
+            let bw = c.bandwidth(l);
+            if bw <= 0.0 {
+                continue;
+            }
+            let color = LEVEL_COLORS[l as usize];
+            let line: Vec<(f64, f64)> = (0..=steps)
+                .map(|i| {
+                    let x = x0 * (x1 / x0).powf(i as f64 / steps as f64);
+                    (x, c.flops_per_s.min(bw * x) / g)
+                })
+                // Below the axis a point would be drawn clamped onto it, as a false flat roof.
+                .filter(|p| p.1 >= y0)
+                .collect();
+            let style = ShapeStyle {
+                color: color.to_rgba(),
+                filled: false,
+                stroke_width: if dash { 1 } else { 2 },
+            };
+            let s = chart.draw_series(LineSeries::new(line, style)).map_err(e)?;
+            s.label(format!("{name} {}", l.name()))
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], style));
+        }
+    }
+    chart
+        .draw_series(
+            points
+                .iter()
+                .filter(|p| p.1 > 0.0 && p.2 > 0.0)
+                .map(|p| Circle::new((p.1, p.2 / g), 4, LEVEL_COLORS[p.0 as usize].filled())),
+        )
+        .map_err(e)?;
+    crate::figures::draw_legend(&mut chart, SeriesLabelPosition::LowerRight, 12)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ceilings_from_benches_and_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = GpuSpec::example();
+        // Theoretical: 256 flops/cycle, 64 DRAM B/cycle at 1 GHz.
+        let benches = vec![
+            BenchMeasurement {
+                bench: "fma".into(),
+                kind: "compute".into(),
+                ops: 25_600,
+                bytes_dram: 0,
+                cycles: 200,
+            },
+            BenchMeasurement {
+                bench: "triad".into(),
+                kind: "bandwidth".into(),
+                ops: 0,
+                bytes_dram: 6400,
+                cycles: 200,
+            },
+            BenchMeasurement {
+                bench: "sweep_n8".into(),
+                kind: "sweep".into(),
+                ops: 800,
+                bytes_dram: 800,
+                cycles: 100,
+            },
+        ];
+        let m = write_ceilings(dir.path(), &spec, &benches, true).unwrap();
+        assert!((m.pct_of_theoretical_flops - 50.0).abs() < 1e-9);
+        assert!((m.pct_of_theoretical_dram - 50.0).abs() < 1e-9);
+        let csv = std::fs::read_to_string(dir.path().join("ceilings.csv")).unwrap();
+        assert!(csv.lines().next().unwrap().starts_with("bench,kind,ops"));
+        assert_eq!(csv.lines().count(), 4);
+        // Sweep at I = 1: attainable = min(128e9, 32e9 × 1) = 32e9; achieved 8e9 → 25 %.
+        assert!(csv.lines().nth(3).unwrap().ends_with(",25.0"), "{csv}");
+        assert!(dir.path().join("roofline_ceilings.svg").is_file());
+        assert!(dir.path().join("roofline_ceilings.png").is_file());
+    }
+}

@@ -1,0 +1,1033 @@
+//! `analyze`: a sweep directory in, tables, figures and the report out.
+
+use crate::AnalysisError;
+use crate::figures::{Figure, FigureKind, LinePanel, StackedPanel};
+use crate::output::{pretty_shape, pretty_view, slug};
+use crate::stats;
+use crate::sweep::hotspots::{self, Hot};
+use crate::sweep::model::{Analysis, Corr, Run, WEAK_CORRELATION};
+use crate::sweep::report;
+use crate::sweep::runs::{self as sweep, Skipped};
+use crate::sweep::runstats::RunStats;
+use crate::table::{Col, Table, fmt_sig};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// What `analyze` may be told; `Default` gives the documented defaults.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AnalyzeOptions {
+    /// The SM whose warps the per-warp figure shows (default: the lowest SM id in the run).
+    pub sm: Option<u32>,
+    /// Runs (folder names) that get per-warp and single-warp figures. Default: per viewpoint, in
+    /// its measuring mode (auto, else dummy, else fence, else naive), the runs with the highest
+    /// and the lowest per-warp variance.
+    pub focus_runs: Vec<String>,
+    /// Global warp index of the single-warp series (default: see the crate docs).
+    pub series_warp: Option<u32>,
+    /// Warps and blocks kept per run in hotspots.csv besides outliers (default 10).
+    pub top_k: usize,
+    /// |robust z| above which an entity is an outlier (default 3.5).
+    pub z_threshold: f64,
+    /// Two hit rates closer than this (absolute, 0–1) count as "the same" (default 0.01).
+    pub same_hit_rate_tolerance: f64,
+    /// Draw figures (PNG + SVG); off makes a table-only report.
+    pub figures: bool,
+}
+
+impl Default for AnalyzeOptions {
+    fn default() -> Self {
+        AnalyzeOptions {
+            sm: None,
+            focus_runs: Vec::new(),
+            series_warp: None,
+            top_k: 10,
+            z_threshold: 3.5,
+            same_hit_rate_tolerance: 0.01,
+            figures: true,
+        }
+    }
+}
+
+/// What `analyze` did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AnalysisSummary {
+    /// Runs whose traces were analysed.
+    pub runs_analyzed: usize,
+    /// `run: reason` for each listed run that was left out.
+    pub skipped: Vec<String>,
+    /// `run: reason` for each analysed run left out of some correlation.
+    pub excluded_from_correlation: Vec<String>,
+    /// The plain-words findings, as in the report.
+    pub findings: Vec<String>,
+    /// Every file written, sorted.
+    pub files: Vec<PathBuf>,
+    pub report_html: PathBuf,
+    pub report_md: PathBuf,
+}
+
+/// Modes that measure completion, best first; naive last (it measures issue only).
+const MODE_PREFERENCE: [&str; 4] = ["auto", "dummy", "fence", "naive"];
+
+fn mode_rank(mode: &str) -> usize {
+    MODE_PREFERENCE
+        .iter()
+        .position(|m| *m == mode)
+        .unwrap_or(MODE_PREFERENCE.len())
+}
+
+/// Analyses the sweep in `sweep_dir` and writes breakdown.csv, correlation.csv, warps.csv,
+/// hotspots.csv, the figures (PNG + SVG), report.html and report.md into `out_dir` (created if
+/// needed). Every file is written atomically; the same sweep gives the same bytes.
+pub fn analyze(
+    sweep_dir: &Path,
+    out_dir: &Path,
+    opts: &AnalyzeOptions,
+) -> Result<AnalysisSummary, AnalysisError> {
+    let rows = sweep::read_sweep_csv(sweep_dir)?;
+    let (found, mut skipped) = sweep::locate_runs(sweep_dir, rows);
+    let mut runs = Vec::new();
+    for files in found {
+        if files.row.mode == "off" {
+            skipped.push(Skipped {
+                run: files.row.run.clone(),
+                reason: "probe mode off: no memory records (overhead reference only)".into(),
+            });
+            continue;
+        }
+        let stats = match trace::TraceReader::open(&files.trace).and_then(|r| RunStats::scan(&r)) {
+            Ok(s) => s,
+            Err(e) => {
+                skipped.push(Skipped {
+                    run: files.row.run.clone(),
+                    reason: format!("unreadable trace: {}", trace::error_chain(&e)),
+                });
+                continue;
+            }
+        };
+        let bd = stats.breakdown();
+        runs.push(Run { files, stats, bd });
+    }
+    if runs.is_empty() {
+        return Err(AnalysisError::NoRuns {
+            path: sweep_dir.to_path_buf(),
+            reason: skipped
+                .iter()
+                .map(|s| format!("{}: {}", s.run, s.reason))
+                .collect::<Vec<_>>()
+                .join("; "),
+        });
+    }
+    std::fs::create_dir_all(out_dir).map_err(|e| AnalysisError::io(out_dir, e))?;
+
+    let mut files = Vec::new();
+    let site_ids: Vec<u16> = runs
+        .iter()
+        .flat_map(|r| r.stats.site_totals.keys().copied())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let breakdown = breakdown_table(&runs, &site_ids);
+    let corrs = correlations(&runs);
+    let correlation = correlation_table(&corrs);
+    let warps = warps_table(&runs);
+    let hot_rows: Vec<Vec<Hot>> = runs
+        .iter()
+        .map(|r| hotspots::rank(&r.stats, opts.top_k, opts.z_threshold))
+        .collect();
+    let hot = hot_table(&runs, &hot_rows);
+    let perturbation = crate::sweep::perturbation::assess(&runs);
+    for (name, t) in [
+        ("perturbation.csv", &perturbation.table),
+        ("breakdown.csv", &breakdown),
+        ("correlation.csv", &correlation),
+        ("warps.csv", &warps),
+        ("hotspots.csv", &hot),
+    ] {
+        let p = out_dir.join(name);
+        t.write_csv(&p)?;
+        files.push(p);
+    }
+
+    let views = first_seen(runs.iter().map(|r| r.files.row.view.clone()));
+    let mut findings = Vec::new();
+    findings.extend(naive_vs_measured(&runs, &views));
+    findings.extend(site_findings(&runs, &views));
+    findings.extend(correlation_findings(&corrs));
+    findings.extend(variance_findings(
+        &runs,
+        &views,
+        opts.same_hit_rate_tolerance,
+    ));
+    findings.extend(outlier_findings(&runs, &views, &hot_rows, opts.z_threshold));
+    let mut notes = Vec::new();
+    for s in &skipped {
+        notes.push(format!("Run {} was left out: {}.", s.run, s.reason));
+    }
+    let mut excluded = Vec::new();
+    for c in &corrs {
+        for e in &c.excluded {
+            let line = format!(
+                "{e} (left out of the {} correlation at {}, {})",
+                c.y,
+                pretty_view(&c.view),
+                c.mode
+            );
+            notes.push(format!("{line}."));
+            excluded.push(line);
+        }
+    }
+    for r in &runs {
+        if r.stats.dropped > 0 {
+            notes.push(format!(
+                "Run {} dropped {} records (the log was full): its memory time is a lower bound.",
+                r.files.row.run, r.stats.dropped
+            ));
+        }
+        if r.stats.wrapped > 0 {
+            notes.push(format!(
+                "Run {} has {} records whose clock wrapped; they count as 0 cycles.",
+                r.files.row.run, r.stats.wrapped
+            ));
+        }
+    }
+
+    let mut drawn = Vec::new();
+    if opts.figures {
+        for fig in figures(&runs, &views, opts) {
+            let d = fig.render(out_dir)?;
+            files.push(out_dir.join(format!("{}.png", d.stem)));
+            files.push(out_dir.join(format!("{}.svg", d.stem)));
+            drawn.push(d);
+        }
+    }
+    let run_names: Vec<(String, String)> = runs
+        .iter()
+        .map(|r| (r.files.row.run.clone(), r.files.row.preset.clone()))
+        .collect();
+    let roofline =
+        crate::roofline::report::write_section(sweep_dir, out_dir, &run_names, opts.figures)?;
+    files.extend(roofline.files.iter().cloned());
+    let reuse_regress = crate::reuse::report::write_section(sweep_dir, out_dir, opts.figures)?;
+    files.extend(reuse_regress.files.iter().cloned());
+    let analysis = Analysis {
+        sweep_dir: sweep_dir.to_path_buf(),
+        runs,
+        skipped,
+        site_ids,
+        breakdown,
+        correlation,
+        corrs,
+        hot,
+        findings,
+        notes,
+        figures: drawn,
+        views,
+        roofline,
+        reuse_regress,
+        perturbation,
+    };
+    let report_html = out_dir.join("report.html");
+    let report_md = out_dir.join("report.md");
+    crate::output::write_atomic(&report_html, report::html(&analysis).as_bytes())?;
+    crate::output::write_atomic(&report_md, report::markdown(&analysis).as_bytes())?;
+    files.push(report_html.clone());
+    files.push(report_md.clone());
+    files.sort();
+    Ok(AnalysisSummary {
+        runs_analyzed: analysis.runs.len(),
+        skipped: analysis
+            .skipped
+            .iter()
+            .map(|s| format!("{}: {}", s.run, s.reason))
+            .collect(),
+        excluded_from_correlation: excluded,
+        findings: analysis.findings,
+        files,
+        report_html,
+        report_md,
+    })
+}
+
+/// Distinct values in order of first appearance.
+fn first_seen(it: impl Iterator<Item = String>) -> Vec<String> {
+    let mut seen = BTreeSet::new();
+    it.filter(|v| seen.insert(v.clone())).collect()
+}
+
+fn strs(runs: &[Run], f: impl Fn(&Run) -> String) -> Col {
+    Col::Str(runs.iter().map(f).collect())
+}
+
+fn floats(runs: &[Run], f: impl Fn(&Run) -> Option<f64>) -> Col {
+    Col::F64(runs.iter().map(f).collect())
+}
+
+fn breakdown_table(runs: &[Run], site_ids: &[u16]) -> Table {
+    let mut t = Table::default();
+    t.push("run", strs(runs, |r| r.files.row.run.clone()));
+    t.push("backend", strs(runs, |r| r.files.row.backend.clone()));
+    t.push("preset", strs(runs, |r| r.files.row.preset.clone()));
+    t.push("shape", strs(runs, |r| r.files.row.shape.clone()));
+    t.push("view", strs(runs, |r| r.files.row.view.clone()));
+    t.push("mode", strs(runs, |r| r.files.row.mode.clone()));
+    t.push("warps", Col::U64(runs.iter().map(|r| r.bd.warps).collect()));
+    t.push(
+        "accesses",
+        Col::U64(runs.iter().map(|r| r.bd.accesses).collect()),
+    );
+    t.push("mem_cycles", floats(runs, |r| Some(r.bd.mem_cycles)));
+    t.push("other_cycles", floats(runs, |r| Some(r.bd.other_cycles)));
+    t.push("mem_share", floats(runs, |r| Some(r.bd.mem_share)));
+    for id in site_ids {
+        t.push(
+            &format!("mem_cycles_site{id}"),
+            floats(runs, |r| Some(r.bd.sites.get(id).map_or(0.0, |s| s.0))),
+        );
+        t.push(
+            &format!("mem_share_site{id}"),
+            floats(runs, |r| Some(r.bd.sites.get(id).map_or(0.0, |s| s.1))),
+        );
+    }
+    t.push("mean_access_cycles", floats(runs, |r| r.bd.mean_access));
+    t.push("mem_ref_freq", floats(runs, |r| r.bd.mem_ref_freq));
+    t.push("tex_hit_rate", floats(runs, |r| r.files.row.tex_hit_rate));
+    t.push("frame_rate", floats(runs, |r| r.files.row.frame_rate));
+    t.push("kernel_ms", floats(runs, |r| r.files.row.kernel_ms));
+    t.push("warp_mean_var", floats(runs, |r| r.bd.warp_mean_var));
+    t.push("warp_mean_spread", floats(runs, |r| r.bd.warp_mean_spread));
+    t.push(
+        "dropped_records",
+        Col::U64(runs.iter().map(|r| r.stats.dropped).collect()),
+    );
+    t.push(
+        "wrapped_records",
+        Col::U64(runs.iter().map(|r| r.stats.wrapped).collect()),
+    );
+    t
+}
+
+/// Correlations of memory reference frequency with hit rate and frame rate across the runs
+/// (block shapes) of each (backend, preset, view, mode).
+fn correlations(runs: &[Run]) -> Vec<Corr> {
+    let mut groups: BTreeMap<(String, String, String, String), Vec<usize>> = BTreeMap::new();
+    for (i, r) in runs.iter().enumerate() {
+        let row = &r.files.row;
+        groups
+            .entry((
+                row.backend.clone(),
+                row.preset.clone(),
+                row.view.clone(),
+                row.mode.clone(),
+            ))
+            .or_default()
+            .push(i);
+    }
+    let mut out = Vec::new();
+    for ((backend, preset, view, mode), idx) in groups {
+        for y in ["tex_hit_rate", "frame_rate"] {
+            let mut used = Vec::new();
+            let mut excluded = Vec::new();
+            for &i in &idx {
+                let r = &runs[i];
+                let yv = match y {
+                    "tex_hit_rate" => r.files.row.tex_hit_rate,
+                    _ => r.files.row.frame_rate,
+                };
+                match (r.bd.mem_ref_freq, yv) {
+                    (Some(_), Some(_)) => used.push(i),
+                    (None, _) => excluded.push(format!(
+                        "Run {} has no access records, so no memory reference frequency",
+                        r.files.row.run
+                    )),
+                    (_, None) => excluded.push(format!("Run {} has no {y}", r.files.row.run)),
+                }
+            }
+            let xs: Vec<f64> = used
+                .iter()
+                .filter_map(|&i| runs[i].bd.mem_ref_freq)
+                .collect();
+            let ys: Vec<f64> = used
+                .iter()
+                .filter_map(|&i| match y {
+                    "tex_hit_rate" => runs[i].files.row.tex_hit_rate,
+                    _ => runs[i].files.row.frame_rate,
+                })
+                .collect();
+            out.push(Corr {
+                backend: backend.clone(),
+                preset: preset.clone(),
+                view: view.clone(),
+                mode: mode.clone(),
+                y,
+                pearson: stats::pearson(&xs, &ys),
+                spearman: stats::spearman(&xs, &ys),
+                used,
+                excluded,
+            });
+        }
+    }
+    out
+}
+
+fn correlation_table(corrs: &[Corr]) -> Table {
+    let mut t = Table::default();
+    let s = |f: &dyn Fn(&Corr) -> String| Col::Str(corrs.iter().map(f).collect());
+    t.push("backend", s(&|c| c.backend.clone()));
+    t.push("preset", s(&|c| c.preset.clone()));
+    t.push("view", s(&|c| c.view.clone()));
+    t.push("mode", s(&|c| c.mode.clone()));
+    t.push("x", s(&|_| "mem_ref_freq".into()));
+    t.push("y", s(&|c| c.y.into()));
+    t.push(
+        "pearson",
+        Col::F64(corrs.iter().map(|c| c.pearson).collect()),
+    );
+    t.push(
+        "spearman",
+        Col::F64(corrs.iter().map(|c| c.spearman).collect()),
+    );
+    t.push(
+        "n",
+        Col::U64(corrs.iter().map(|c| c.used.len() as u64).collect()),
+    );
+    t.push(
+        "excluded",
+        Col::U64(corrs.iter().map(|c| c.excluded.len() as u64).collect()),
+    );
+    t
+}
+
+/// One row per warp of every run, with its position in issue order on its SM.
+fn warps_table(runs: &[Run]) -> Table {
+    let mut run = Vec::new();
+    let mut shape = Vec::new();
+    let mut view = Vec::new();
+    let mut mode = Vec::new();
+    let mut u32s: [Vec<u32>; 9] = Default::default();
+    let mut u64s: [Vec<u64>; 5] = Default::default();
+    let mut fl: [Vec<Option<f64>>; 4] = Default::default();
+    for r in runs {
+        let mut issue = vec![0u32; r.stats.warps.len()];
+        let sms: BTreeSet<u32> = r.stats.warps.iter().map(|w| w.sm).collect();
+        for sm in sms {
+            for (pos, i) in r.stats.issue_order(sm).into_iter().enumerate() {
+                issue[i] = pos as u32;
+            }
+        }
+        for (i, w) in r.stats.warps.iter().enumerate() {
+            run.push(r.files.row.run.clone());
+            shape.push(r.files.row.shape.clone());
+            view.push(r.files.row.view.clone());
+            mode.push(r.files.row.mode.clone());
+            for (k, v) in [
+                w.sm,
+                issue[i],
+                w.block[0],
+                w.block[1],
+                w.block[2],
+                w.warp,
+                w.global_warp,
+                w.hw_warp,
+                w.dropped,
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                u32s[k].push(v);
+            }
+            for (k, v) in [
+                w.begin,
+                w.end,
+                w.all.count,
+                w.mem_cycles(),
+                w.other_cycles(),
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                u64s[k].push(v);
+            }
+            for (k, v) in [
+                w.mean_access(),
+                w.all.variance(),
+                w.min.map(|x| x as f64),
+                w.max.map(|x| x as f64),
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                fl[k].push(v);
+            }
+        }
+    }
+    let mut t = Table::default();
+    t.push("run", Col::Str(run));
+    t.push("shape", Col::Str(shape));
+    t.push("view", Col::Str(view));
+    t.push("mode", Col::Str(mode));
+    let [sm, issue, bx, by, bz, warp, gw, hw, dropped] = u32s;
+    let [begin, end, accesses, mem, other] = u64s;
+    let [mean, var, min, max] = fl;
+    for (n, c) in [
+        ("sm", sm),
+        ("issue_order", issue),
+        ("block_x", bx),
+        ("block_y", by),
+        ("block_z", bz),
+        ("warp", warp),
+        ("global_warp", gw),
+        ("hw_warp", hw),
+    ] {
+        t.push(n, Col::U32(c));
+    }
+    for (n, c) in [
+        ("begin", begin),
+        ("end", end),
+        ("accesses", accesses),
+        ("mem_cycles", mem),
+        ("other_cycles", other),
+    ] {
+        t.push(n, Col::U64(c));
+    }
+    for (n, c) in [
+        ("mean_access", mean),
+        ("var_access", var),
+        ("min_access", min),
+        ("max_access", max),
+    ] {
+        t.push(n, Col::F64(c));
+    }
+    t.push("dropped", Col::U32(dropped));
+    t
+}
+
+fn hot_table(runs: &[Run], hot: &[Vec<Hot>]) -> Table {
+    let rows: Vec<(usize, &Hot)> = hot
+        .iter()
+        .enumerate()
+        .flat_map(|(i, hs)| hs.iter().map(move |h| (i, h)))
+        .collect();
+    let mut t = Table::default();
+    let s =
+        |f: &dyn Fn(usize, &Hot) -> String| Col::Str(rows.iter().map(|(i, h)| f(*i, h)).collect());
+    let fl = |f: &dyn Fn(&Hot) -> Option<f64>| Col::F64(rows.iter().map(|(_, h)| f(h)).collect());
+    t.push("run", s(&|i, _| runs[i].files.row.run.clone()));
+    t.push("shape", s(&|i, _| runs[i].files.row.shape.clone()));
+    t.push("view", s(&|i, _| runs[i].files.row.view.clone()));
+    t.push("mode", s(&|i, _| runs[i].files.row.mode.clone()));
+    t.push("kind", s(&|_, h| h.kind.into()));
+    t.push("id", s(&|_, h| h.id.clone()));
+    t.push("sm", Col::OptU32(rows.iter().map(|(_, h)| h.sm).collect()));
+    t.push(
+        "accesses",
+        Col::U64(rows.iter().map(|(_, h)| h.accesses).collect()),
+    );
+    t.push(
+        "mem_cycles",
+        Col::U64(rows.iter().map(|(_, h)| h.mem_cycles).collect()),
+    );
+    t.push("excess_cycles", fl(&|h| Some(h.excess_cycles)));
+    t.push("excess_ratio", fl(&|h| h.excess_ratio));
+    t.push("mean_access", fl(&|h| h.mean_access));
+    t.push("variance", fl(&|h| h.variance));
+    t.push("z_excess_ratio", fl(&|h| h.z_ratio));
+    t.push("z_variance", fl(&|h| h.z_variance));
+    t.push(
+        "rank_excess",
+        Col::U32(rows.iter().map(|(_, h)| h.rank_excess).collect()),
+    );
+    t.push(
+        "rank_variance",
+        Col::OptU32(rows.iter().map(|(_, h)| h.rank_variance).collect()),
+    );
+    t.push(
+        "outlier",
+        Col::Bool(rows.iter().map(|(_, h)| h.outlier).collect()),
+    );
+    t
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.0}%", x * 100.0)
+}
+
+/// Percent with one decimal, for hit rates that "the same" compares within a percent.
+fn pct1(x: f64) -> String {
+    format!("{:.1}%", x * 100.0)
+}
+
+/// The measuring mode of a view: the most preferred non-naive mode present.
+fn measured_mode(runs: &[Run], view: &str) -> Option<String> {
+    runs.iter()
+        .filter(|r| r.files.row.view == view && r.files.row.mode != "naive")
+        .map(|r| r.files.row.mode.clone())
+        .min_by_key(|m| (mode_rank(m), m.clone()))
+}
+
+/// "At (0,0,0), naive puts memory at 12%–20% of warp time …, fence at 48%–80% …".
+fn naive_vs_measured(runs: &[Run], views: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    for view in views {
+        let Some(mm) = measured_mode(runs, view) else {
+            continue;
+        };
+        let share = |mode: &str, shape: &str| {
+            runs.iter()
+                .find(|r| {
+                    r.files.row.view == *view
+                        && r.files.row.mode == mode
+                        && r.files.row.shape == shape
+                })
+                .map(|r| r.bd.mem_share)
+        };
+        let shapes = first_seen(
+            runs.iter()
+                .filter(|r| r.files.row.view == *view)
+                .map(|r| r.files.row.shape.clone()),
+        );
+        let pairs: Vec<(String, f64, f64)> = shapes
+            .iter()
+            .filter_map(|s| Some((s.clone(), share("naive", s)?, share(&mm, s)?)))
+            .collect();
+        if pairs.is_empty() {
+            continue;
+        }
+        let range = |f: fn(&(String, f64, f64)) -> f64| {
+            let lo = pairs.iter().map(f).fold(f64::INFINITY, f64::min);
+            let hi = pairs.iter().map(f).fold(f64::NEG_INFINITY, f64::max);
+            if pct(lo) == pct(hi) {
+                pct(lo)
+            } else {
+                format!("{}–{}", pct(lo), pct(hi))
+            }
+        };
+        let below = pairs.iter().filter(|p| p.1 < p.2 / 2.0).count();
+        let examples: Vec<String> = [pairs.first(), pairs.last()]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .iter()
+            .enumerate()
+            .filter(|(k, _)| *k == 0 || pairs.len() > 1)
+            .map(|(_, p)| format!("{}: {} vs {}", pretty_shape(&p.0), pct(p.1), pct(p.2)))
+            .collect();
+        out.push(format!(
+            "At {}, naive timing puts memory at {} of warp time across {} shapes, {mm} at {}; naive is below half of {mm} for {} of {} shapes ({}).",
+            pretty_view(view),
+            range(|p| p.1),
+            pairs.len(),
+            range(|p| p.2),
+            below,
+            pairs.len(),
+            examples.join(", ")
+        ));
+    }
+    out
+}
+
+/// Which site takes most of the memory time, per view in its measuring mode.
+fn site_findings(runs: &[Run], views: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    for view in views {
+        let Some(mm) = measured_mode(runs, view) else {
+            continue;
+        };
+        let rs: Vec<&Run> = runs
+            .iter()
+            .filter(|r| {
+                r.files.row.view == *view && r.files.row.mode == mm && r.bd.mem_cycles > 0.0
+            })
+            .collect();
+        // Mean over runs of each site's fraction of the run's memory time.
+        let mut frac: BTreeMap<u16, f64> = BTreeMap::new();
+        for r in &rs {
+            for (id, (c, _)) in &r.bd.sites {
+                *frac.entry(*id).or_default() += c / r.bd.mem_cycles / rs.len() as f64;
+            }
+        }
+        if frac.len() < 2 {
+            continue;
+        }
+        if let Some((id, f)) = frac
+            .iter()
+            .max_by(|a, b| a.1.total_cmp(b.1).then(b.0.cmp(a.0)))
+        {
+            out.push(format!(
+                "At {} ({mm}), site {id} ({}) accounts for {} of the memory time (mean over {} shapes).",
+                pretty_view(view),
+                rs[0].stats.site_name(*id),
+                pct(*f),
+                rs.len()
+            ));
+        }
+    }
+    out
+}
+
+fn correlation_findings(corrs: &[Corr]) -> Vec<String> {
+    let mut out = Vec::new();
+    for c in corrs {
+        let (Some(r), Some(rho)) = (c.pearson, c.spearman) else {
+            continue;
+        };
+        if c.used.len() < 3 {
+            continue;
+        }
+        let what = if c.y == "tex_hit_rate" {
+            "texture-cache hit rate"
+        } else {
+            "frame rate"
+        };
+        let sense = if r.abs() < WEAK_CORRELATION {
+            "hardly correlates"
+        } else if r > 0.0 {
+            "correlates positively"
+        } else {
+            "correlates negatively"
+        };
+        out.push(format!(
+            "At {} with {}, memory reference frequency {sense} with {what} across {} shapes (Pearson r = {:.2}, Spearman ρ = {:.2}).",
+            pretty_view(&c.view),
+            c.mode,
+            c.used.len(),
+            r,
+            rho
+        ));
+    }
+    out
+}
+
+/// Pairs of shapes with the same hit rate but very different per-warp variance (fig. 10).
+fn variance_findings(runs: &[Run], views: &[String], tol: f64) -> Vec<String> {
+    let mut out = Vec::new();
+    for view in views {
+        let Some(mm) = measured_mode(runs, view) else {
+            continue;
+        };
+        let cand: Vec<(&Run, f64, f64)> = runs
+            .iter()
+            .filter(|r| r.files.row.view == *view && r.files.row.mode == mm)
+            .filter_map(|r| Some((r, r.files.row.tex_hit_rate?, r.bd.warp_mean_var?)))
+            .collect();
+        let mut best: Option<(f64, usize, usize)> = None;
+        for i in 0..cand.len() {
+            for j in 0..cand.len() {
+                let (a, b) = (&cand[i], &cand[j]);
+                if i == j || (a.1 - b.1).abs() > tol || b.2 <= 0.0 {
+                    continue;
+                }
+                let ratio = a.2 / b.2;
+                if best.is_none_or(|(r, _, _)| ratio > r) {
+                    best = Some((ratio, i, j));
+                }
+            }
+        }
+        if let Some((ratio, i, j)) = best.filter(|b| b.0 >= 1.5) {
+            let (a, b) = (&cand[i], &cand[j]);
+            out.push(format!(
+                "At {} ({mm}), {} has the same texture hit rate as {} ({} vs {}) but {:.1}× the per-warp variance of mean access time ({} vs {} cycles²).",
+                pretty_view(view),
+                pretty_shape(&a.0.files.row.shape),
+                pretty_shape(&b.0.files.row.shape),
+                pct1(a.1),
+                pct1(b.1),
+                ratio,
+                fmt_sig(a.2),
+                fmt_sig(b.2)
+            ));
+        }
+    }
+    out
+}
+
+/// Per view, in its measuring mode (naive measures issue, not access, so its outliers say little):
+/// how many warps and blocks the robust z-score flags, and the strongest one.
+fn outlier_findings(runs: &[Run], views: &[String], hot: &[Vec<Hot>], z: f64) -> Vec<String> {
+    let mut out = Vec::new();
+    for view in views {
+        let mm = measured_mode(runs, view).unwrap_or_else(|| "naive".into());
+        let idx: Vec<usize> = (0..runs.len())
+            .filter(|&i| runs[i].files.row.view == *view && runs[i].files.row.mode == mm)
+            .collect();
+        if idx.is_empty() {
+            continue;
+        }
+        for kind in ["warp", "block"] {
+            let total: usize = idx
+                .iter()
+                .map(|&i| {
+                    let w = &runs[i].stats.warps;
+                    match kind {
+                        "warp" => w.len(),
+                        _ => w.iter().map(|w| w.block).collect::<BTreeSet<_>>().len(),
+                    }
+                })
+                .sum();
+            let flagged: Vec<(usize, &Hot)> = idx
+                .iter()
+                .flat_map(|&i| {
+                    hot[i]
+                        .iter()
+                        .filter(move |h| h.kind == kind && h.outlier)
+                        .map(move |h| (i, h))
+                })
+                .collect();
+            let strongest = flagged
+                .iter()
+                .filter_map(|(i, h)| Some((*i, *h, h.z_ratio.filter(|&v| v > z)?)))
+                .max_by(|a, b| a.2.total_cmp(&b.2).then(b.0.cmp(&a.0)));
+            let head = format!(
+                "At {} ({mm}), the robust z-score (|z| > {z}) flags {} of {total} {kind}s over {} runs",
+                pretty_view(view),
+                flagged.len(),
+                idx.len()
+            );
+            out.push(match strongest {
+                Some((i, h, zr)) => format!(
+                    "{head}; the strongest is {}{} of {}, with {}× the typical memory time ({} excess cycles, z = {:.1}).",
+                    h.id,
+                    h.sm.map(|s| format!(" on SM {s}")).unwrap_or_default(),
+                    pretty_shape(&runs[i].files.row.shape),
+                    h.excess_ratio.map_or("–".into(), |x| format!("{x:.1}")),
+                    fmt_sig(h.excess_cycles),
+                    zr
+                ),
+                None if flagged.is_empty() => format!("{head}."),
+                None => format!(
+                    "{head}, none for a high excess ratio (they vary more than the rest, or are faster)."
+                ),
+            });
+        }
+    }
+    out
+}
+
+/// Default focus runs: per view, in its measuring mode, max and min per-warp variance.
+fn focus_runs(runs: &[Run], views: &[String], opts: &AnalyzeOptions) -> Vec<usize> {
+    if !opts.focus_runs.is_empty() {
+        return opts
+            .focus_runs
+            .iter()
+            .filter_map(|name| runs.iter().position(|r| &r.files.row.run == name))
+            .collect();
+    }
+    let mut out = Vec::new();
+    for view in views {
+        let Some(mm) = measured_mode(runs, view).or_else(|| Some("naive".into())) else {
+            continue;
+        };
+        let cand: Vec<(usize, f64)> = runs
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.files.row.view == *view && r.files.row.mode == mm)
+            .filter_map(|(i, r)| Some((i, r.bd.warp_mean_var?)))
+            .collect();
+        let hi = cand
+            .iter()
+            .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)));
+        let lo = cand
+            .iter()
+            .min_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
+        for p in [hi, lo].into_iter().flatten() {
+            if !out.contains(&p.0) {
+                out.push(p.0);
+            }
+        }
+    }
+    out
+}
+
+fn figures(runs: &[Run], views: &[String], opts: &AnalyzeOptions) -> Vec<Figure> {
+    let mut figs: Vec<Figure> = crate::sweep::perturbation::figure(runs)
+        .into_iter()
+        .collect();
+    for view in views {
+        let mut modes = first_seen(
+            runs.iter()
+                .filter(|r| r.files.row.view == *view)
+                .map(|r| r.files.row.mode.clone()),
+        );
+        // naive first, then the measuring modes: the paper's side-by-side order.
+        modes.sort_by_key(|m| (m != "naive", mode_rank(m)));
+        let in_view: Vec<&Run> = runs.iter().filter(|r| r.files.row.view == *view).collect();
+        let site_ids: Vec<u16> = in_view
+            .iter()
+            .flat_map(|r| r.stats.site_totals.keys().copied())
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let mut segments: Vec<String> = site_ids
+            .iter()
+            .map(|id| {
+                let name = in_view
+                    .iter()
+                    .find_map(|r| r.stats.sites.iter().find(|s| s.id == *id))
+                    .map_or_else(|| format!("site {id}"), |s| s.name.clone());
+                format!("memory: {name}")
+            })
+            .collect();
+        segments.push("other work".into());
+        let mut stacked = Vec::new();
+        let mut lines = Vec::new();
+        for mode in &modes {
+            let rs: Vec<&&Run> = in_view
+                .iter()
+                .filter(|r| r.files.row.mode == *mode)
+                .collect();
+            let cats: Vec<String> = rs
+                .iter()
+                .map(|r| pretty_shape(&r.files.row.shape))
+                .collect();
+            stacked.push(StackedPanel {
+                title: mode.to_string(),
+                categories: cats.clone(),
+                values: rs
+                    .iter()
+                    .map(|r| {
+                        let mut v: Vec<f64> = site_ids
+                            .iter()
+                            .map(|id| r.bd.sites.get(id).map_or(0.0, |s| s.1 * 100.0))
+                            .collect();
+                        v.push((1.0 - r.bd.mem_share) * 100.0);
+                        v
+                    })
+                    .collect(),
+            });
+            let norm = |vals: Vec<Option<f64>>| {
+                let max = vals.iter().flatten().copied().fold(0.0, f64::max);
+                vals.into_iter()
+                    .map(|v| v.filter(|_| max > 0.0).map(|v| v / max))
+                    .collect::<Vec<_>>()
+            };
+            lines.push(LinePanel {
+                title: mode.to_string(),
+                categories: cats,
+                series: vec![
+                    (
+                        "memory reference frequency".into(),
+                        norm(rs.iter().map(|r| r.bd.mem_ref_freq).collect()),
+                    ),
+                    (
+                        "texture hit rate".into(),
+                        norm(rs.iter().map(|r| r.files.row.tex_hit_rate).collect()),
+                    ),
+                    (
+                        "frame rate".into(),
+                        norm(rs.iter().map(|r| r.files.row.frame_rate).collect()),
+                    ),
+                ],
+            });
+        }
+        let width = 200 + 560 * modes.len() as u32;
+        figs.push(Figure {
+            stem: format!("breakdown_{}", slug(view)),
+            title: format!(
+                "Breakdown of mean warp time at view {} (paper fig. 5)",
+                pretty_view(view)
+            ),
+            caption: "Share of each warp's kernel time spent in memory accesses per site, and in other work, per block shape; one panel per probe mode.".into(),
+            kind: FigureKind::Stacked {
+                segments,
+                panels: stacked,
+                y_desc: "share of warp time (%)".into(),
+                y_max: 100.0,
+            },
+            size: (width, 520),
+        });
+        figs.push(Figure {
+            stem: format!("frequency_{}", slug(view)),
+            title: format!(
+                "Memory reference frequency vs texture hit rate and frame rate at view {} (figs. 6–9)",
+                pretty_view(view)
+            ),
+            caption: "Each series divided by its maximum over the block shapes, so that their trends can be compared on one axis; gaps are missing values.".into(),
+            kind: FigureKind::Lines {
+                panels: lines,
+                y_desc: "value / maximum over shapes".into(),
+                y_max: 1.1,
+                x_desc: "block shape".into(),
+            },
+            size: (width, 520),
+        });
+    }
+    for i in focus_runs(runs, views, opts) {
+        let r = &runs[i];
+        let Some(sm) = r.stats.pick_sm(opts.sm) else {
+            continue;
+        };
+        let order = r.stats.issue_order(sm);
+        let values: Vec<f64> = order
+            .iter()
+            .map(|&k| r.stats.warps[k].mean_access().unwrap_or(0.0))
+            .collect();
+        figs.push(Figure {
+            stem: format!("warps_{}", slug(&r.files.row.run)),
+            title: format!("Mean access time per warp on SM {sm}, {} (fig. 10)", r.label()),
+            caption: format!(
+                "Warps of SM {sm} in issue order (kernel-begin clock); a warp without accesses (e.g. all its rays miss the volume) has no bar. Per-warp variance of the run: {} cycles².",
+                r.bd.warp_mean_var.map_or("–".into(), fmt_sig)
+            ),
+            kind: FigureKind::Bars {
+                values,
+                x_desc: format!("warp (issue order on SM {sm})"),
+                y_desc: "mean access time (cycles)".into(),
+            },
+            size: (900, 420),
+        });
+        let chosen = match opts.series_warp {
+            Some(g) => r.stats.warps.iter().position(|w| w.global_warp == g),
+            None => r.stats.default_series_warp(),
+        };
+        let Some(k) = chosen else { continue };
+        let w = &r.stats.warps[k];
+        // Re-read just this warp's records; a failure only loses this figure.
+        let Ok(full) = trace::TraceReader::open(&r.files.trace).and_then(|t| t.read_warp(w.index))
+        else {
+            continue;
+        };
+        if full.records.is_empty() {
+            continue;
+        }
+        let sites: Vec<u16> = full
+            .records
+            .iter()
+            .map(|x| x.site)
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let points = full
+            .records
+            .iter()
+            .enumerate()
+            .map(|(n, x)| {
+                let s = sites.iter().position(|&id| id == x.site).unwrap_or(0);
+                (n as f64, x.duration().0 as f64, s)
+            })
+            .collect();
+        figs.push(Figure {
+            stem: format!("series_{}", slug(&r.files.row.run)),
+            title: format!(
+                "Access times of warp {} (block ({},{},{}), SM {}), {} (fig. 11)",
+                w.global_warp,
+                w.block[0],
+                w.block[1],
+                w.block[2],
+                w.sm,
+                r.label()
+            ),
+            caption: if opts.series_warp.is_some() {
+                "The requested warp.".into()
+            } else {
+                "Default warp: the highest mean access time among warps with at least the median number of accesses.".into()
+            },
+            kind: FigureKind::Series {
+                points,
+                series_names: sites.iter().map(|id| r.stats.site_name(*id)).collect(),
+                x_desc: "access number within the warp".into(),
+                y_desc: "access time (cycles)".into(),
+            },
+            size: (900, 420),
+        });
+    }
+    figs
+}

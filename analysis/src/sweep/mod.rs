@@ -1,0 +1,15 @@
+//! One sweep's analysis: reading the sweep folder (`runs.rs`), the per-run statistics
+//! (`runstats.rs`) and hotspots (`hotspots.rs`), the orchestration and its tables
+//! (`analyze.rs`), the findings (`paper.rs`: the paper side by side; `perturbation.rs`: what
+//! measuring changed), and the report of it all (`report.rs`). `model.rs` holds what they share.
+
+pub(crate) mod analyze;
+pub(crate) mod hotspots;
+pub(crate) mod model;
+pub(crate) mod paper;
+pub(crate) mod perturbation;
+pub(crate) mod report;
+pub(crate) mod runs;
+pub(crate) mod runstats;
+
+pub(crate) use runs::{SweepRow, read_sweep_csv};

@@ -1,0 +1,219 @@
+//! "How much did measuring change the kernel?": per run, the probed build against the bare
+//! (`WS_OFF`) build of the same frame — kernel-time ratio, resident blocks per SM, and the texture
+//! hit rate of both — with a verdict, a table (`perturbation.csv`) and a figure.
+//!
+//! Why a section of its own: a profiler that changes occupancy or cache behaviour measures another
+//! kernel, so the report says by how much before it says anything else.
+
+use crate::figures::{Figure, FigureKind, LinePanel};
+use crate::output::pretty_shape;
+use crate::stats::median;
+use crate::sweep::model::Run;
+use crate::table::{Col, Table, fmt_sig};
+
+/// Texture hit rates that differ by more than this count as changed by the probes.
+pub(crate) const HIT_RATE_TOLERANCE: f64 = 0.02;
+
+/// The verdict lines and the per-run table.
+pub(crate) struct Perturbation {
+    pub verdict: Vec<String>,
+    pub table: Table,
+}
+
+pub(crate) fn assess(runs: &[Run]) -> Perturbation {
+    let mut table = Table::default();
+    let rows: Vec<_> = runs.iter().map(|r| &r.files.row).collect();
+    let delta = |r: &crate::sweep::SweepRow| match (r.tex_hit_rate, r.tex_hit_rate_bare) {
+        (Some(p), Some(b)) => Some(p - b),
+        _ => None,
+    };
+    table.push(
+        "run",
+        Col::Str(rows.iter().map(|r| r.run.clone()).collect()),
+    );
+    table.push(
+        "mode",
+        Col::Str(rows.iter().map(|r| r.mode.clone()).collect()),
+    );
+    table.push(
+        "overhead",
+        Col::F64(rows.iter().map(|r| r.overhead).collect()),
+    );
+    table.push(
+        "occupancy_bare",
+        Col::F64(
+            rows.iter()
+                .map(|r| r.occupancy_bare.map(|b| b as f64))
+                .collect(),
+        ),
+    );
+    table.push(
+        "occupancy_probed",
+        Col::F64(
+            rows.iter()
+                .map(|r| r.occupancy_probed.map(|p| p as f64))
+                .collect(),
+        ),
+    );
+    table.push(
+        "tex_hit_rate_bare",
+        Col::F64(rows.iter().map(|r| r.tex_hit_rate_bare).collect()),
+    );
+    table.push(
+        "tex_hit_rate",
+        Col::F64(rows.iter().map(|r| r.tex_hit_rate).collect()),
+    );
+    table.push(
+        "tex_hit_rate_change",
+        Col::F64(rows.iter().map(|r| delta(r)).collect()),
+    );
+
+    let mut verdict = Vec::new();
+    let known: Vec<_> = rows
+        .iter()
+        .filter_map(|r| Some((r, r.occupancy_bare?, r.occupancy_probed?)))
+        .collect();
+    let lowered: Vec<_> = known.iter().filter(|(_, b, p)| p < b).collect();
+    if known.is_empty() {
+        verdict.push("Occupancy: unknown (the sweep has no occupancy columns).".into());
+    } else if lowered.is_empty() {
+        verdict.push(format!(
+            "Occupancy kept in all {} runs with a bare reference: the probed kernel has as many resident blocks per SM as the bare one.",
+            known.len()
+        ));
+    } else {
+        let (r, b, p) = lowered[0];
+        verdict.push(format!(
+            "Occupancy lowered in {} of {} runs (e.g. {}: {b} → {p} blocks/SM): those runs measure a kernel with fewer resident warps than the bare one.",
+            lowered.len(),
+            known.len(),
+            r.run
+        ));
+    }
+    let mut modes: Vec<&str> = rows.iter().map(|r| r.mode.as_str()).collect();
+    modes.sort_unstable();
+    modes.dedup();
+    let mut parts = Vec::new();
+    for m in modes {
+        let v: Vec<f64> = rows
+            .iter()
+            .filter(|r| r.mode == m)
+            .filter_map(|r| r.overhead)
+            .collect();
+        if let Some(med) = median(&v) {
+            let (lo, hi) = v
+                .iter()
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| {
+                    (a.min(x), b.max(x))
+                });
+            parts.push(format!(
+                "{m} {}× ({}–{}×, {} runs)",
+                fmt_sig(med),
+                fmt_sig(lo),
+                fmt_sig(hi),
+                v.len()
+            ));
+        }
+    }
+    if !parts.is_empty() {
+        verdict.push(format!(
+            "Kernel time, probed ÷ bare (median, range): {}.",
+            parts.join("; ")
+        ));
+    }
+    let deltas: Vec<(&str, f64)> = rows
+        .iter()
+        .filter_map(|r| Some((r.run.as_str(), delta(r)?)))
+        .collect();
+    if let Some((run, d)) = deltas
+        .iter()
+        .copied()
+        .max_by(|a, b| a.1.abs().total_cmp(&b.1.abs()))
+    {
+        let changed = deltas
+            .iter()
+            .filter(|(_, d)| d.abs() > HIT_RATE_TOLERANCE)
+            .count();
+        verdict.push(if changed == 0 {
+            format!(
+                "Texture hit rate: the probes moved it by at most {} (run {run}); within ±{HIT_RATE_TOLERANCE} in every run.",
+                fmt_sig(d.abs())
+            )
+        } else {
+            format!(
+                "Texture hit rate: changed by more than ±{HIT_RATE_TOLERANCE} in {changed} of {} runs (largest {} in {run}): the probes' own traffic or timing changed what the cache saw.",
+                deltas.len(),
+                fmt_sig(d)
+            )
+        });
+    }
+    Perturbation { verdict, table }
+}
+
+/// One panel per probe mode: overhead, occupancy ratio and both hit rates over the runs.
+pub(crate) fn figure(runs: &[Run]) -> Option<Figure> {
+    let mut modes: Vec<String> = Vec::new();
+    for r in runs {
+        if r.files.row.overhead.is_some() && !modes.contains(&r.files.row.mode) {
+            modes.push(r.files.row.mode.clone());
+        }
+    }
+    if modes.is_empty() {
+        return None;
+    }
+    let mut y_max: f64 = 1.1;
+    let panels = modes
+        .iter()
+        .map(|m| {
+            let rs: Vec<&Run> = runs.iter().filter(|r| r.files.row.mode == *m).collect();
+            let ratio = |r: &&Run| {
+                let row = &r.files.row;
+                Some(row.occupancy_probed? as f64 / row.occupancy_bare? as f64)
+                    .filter(|x| x.is_finite())
+            };
+            let series = vec![
+                (
+                    "kernel time, probed ÷ bare".to_string(),
+                    rs.iter().map(|r| r.files.row.overhead).collect::<Vec<_>>(),
+                ),
+                (
+                    "blocks/SM, probed ÷ bare".to_string(),
+                    rs.iter().map(ratio).collect(),
+                ),
+                (
+                    "texture hit rate, bare".to_string(),
+                    rs.iter().map(|r| r.files.row.tex_hit_rate_bare).collect(),
+                ),
+                (
+                    "texture hit rate, probed".to_string(),
+                    rs.iter().map(|r| r.files.row.tex_hit_rate).collect(),
+                ),
+            ];
+            for (_, v) in &series {
+                for x in v.iter().flatten() {
+                    y_max = y_max.max(x * 1.1);
+                }
+            }
+            LinePanel {
+                title: m.clone(),
+                categories: rs
+                    .iter()
+                    .map(|r| format!("{} {}", pretty_shape(&r.files.row.shape), r.files.row.view))
+                    .collect(),
+                series,
+            }
+        })
+        .collect();
+    Some(Figure {
+        stem: "perturbation_overview".into(),
+        title: "How much measuring changed the kernel".into(),
+        caption: "Per run: kernel time and resident blocks per SM of the probed build relative to the bare (WS_OFF) build (1 = unchanged), and the texture hit rate of both builds.".into(),
+        kind: FigureKind::Lines {
+            panels,
+            y_desc: "ratio or rate".into(),
+            y_max,
+            x_desc: "run (block shape, view)".into(),
+        },
+        size: (1400, 520),
+    })
+}

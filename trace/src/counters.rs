@@ -1,0 +1,82 @@
+//! What the emulator counted in one launch, as `run.json` keeps it (the `emulator` field of
+//! [`crate::RunMetrics`]). Defined here, not in the emulator crate, so every reader of a run
+//! (exporters, analysis) sees one typed shape without depending on the emulator; the instrument
+//! crate converts the emulator's `LaunchStats` into it in one place (`instrument::emu_counters`).
+//!
+//! Every field defaults to zero / empty when absent, so a counter a writer did not have reads as
+//! nothing counted rather than failing the whole run.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The emulator's counters of one launch.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct EmuCounters {
+    /// Cycles of the whole kernel (the slowest SM).
+    pub cycles: u64,
+    pub sm_cycles: Vec<u64>,
+    pub warp_instructions: u64,
+    pub thread_instructions: u64,
+    /// Warp instructions by class (int, fp32, fp64, sfu, mem, tex, branch, special, shuffle,
+    /// barrier, nop) and `flops` (thread-level floating-point operations, fma = 2).
+    pub instructions_by_class: BTreeMap<String, u64>,
+    /// Scheduler-cycles without issue, by reason (scoreboard, memory, barrier, membar,
+    /// pipe_busy, idle).
+    pub stall_cycles: BTreeMap<String, u64>,
+    pub mem: MemCounters,
+    pub blocks_per_sm: u32,
+    /// Registers per thread the occupancy used (fitted to the GPU), and those asked for beyond
+    /// that, which the target's compiler would have spilled.
+    pub registers_per_thread: u32,
+    pub spilled_registers_per_thread: u32,
+}
+
+/// The memory counters of one launch.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MemCounters {
+    /// Global and local loads (and read-only loads where the L1 serves them).
+    pub l1: CacheCounters,
+    /// Texture fetches (the texture traffic of the L1 where the L1 serves textures).
+    pub texture: CacheCounters,
+    /// Constant and kernel-parameter loads, one lookup per distinct address.
+    pub constant: CacheCounters,
+    /// Reads from every L1-level cache's misses; stores and atomics count in `write_sectors`.
+    pub l2: CacheCounters,
+    pub dram_bytes_read: u64,
+    pub dram_bytes_written: u64,
+    pub shared_accesses: u64,
+    /// Extra shared-memory passes caused by bank conflicts (ways − 1 per access).
+    pub shared_bank_conflict_replays: u64,
+    /// Extra constant-cache passes for distinct addresses in one warp (distinct − 1 per access).
+    pub constant_serialization_replays: u64,
+    pub atomics: u64,
+    /// Fractions 0–1 (hits and MSHR merges over all read sectors); `None` without accesses.
+    pub l1_hit_rate: Option<f64>,
+    pub tex_hit_rate: Option<f64>,
+    pub l2_hit_rate: Option<f64>,
+    pub constant_hit_rate: Option<f64>,
+}
+
+/// Hit/miss counts of one cache level, per 32-byte sector (per line for an unsectored cache);
+/// `requests` counts line lookups.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CacheCounters {
+    pub requests: u64,
+    pub sector_hits: u64,
+    pub sector_misses: u64,
+    /// Sectors found in flight: they wait for the outstanding miss instead of a new fetch.
+    pub mshr_merges: u64,
+    pub evictions: u64,
+    /// Sectors written (stores and atomics); not part of the hit rate.
+    pub write_sectors: u64,
+}
+
+impl CacheCounters {
+    /// Sectors moved through this level (reads of every kind plus writes).
+    pub fn sectors(&self) -> u64 {
+        self.sector_hits + self.sector_misses + self.mshr_merges + self.write_sectors
+    }
+}

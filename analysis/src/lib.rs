@@ -79,6 +79,7 @@ mod table;
 
 pub use error::AnalysisError;
 pub use regress::{CompareSummary, compare, compare_mode};
+pub use report::md_table;
 pub use roofline::{
     BenchMeasurement, Bound, CacheSpec, Ceilings, Component, ComponentKind, ComponentUse, DramSpec,
     Edge, GpuSpec, Hierarchy, L2Spec, Level, MeasuredCeilings, PipelineSpec, RooflinePoint,

@@ -36,7 +36,7 @@ pub(crate) fn md_cell(c: &str) -> String {
 }
 
 /// A Markdown table, the first row as the header, followed by a blank line.
-pub(crate) fn md_table(rows: &[Vec<String>]) -> String {
+pub fn md_table(rows: &[Vec<String>]) -> String {
     let mut s = String::new();
     for (i, row) in rows.iter().enumerate() {
         let cells: Vec<String> = row.iter().map(|c| md_cell(c)).collect();

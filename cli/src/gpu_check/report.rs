@@ -2,7 +2,13 @@
 
 use super::steps::StepData;
 use super::{GpuResults, StepStatus};
+use analysis::md_table;
 use std::fmt::Write;
+
+/// A table row from cells of any displayable kind.
+macro_rules! row {
+    ($($c:expr),* $(,)?) => { vec![$($c.to_string()),*] };
+}
 
 fn opt<T: std::fmt::Display>(v: &Option<T>) -> String {
     v.as_ref().map_or("–".into(), |v| v.to_string())
@@ -50,23 +56,19 @@ pub fn markdown(r: &GpuResults) -> String {
              on an H100/H200).\n"
         );
     }
-    let _ = writeln!(s, "| step | status | seconds |\n|---|---|---|");
+    let mut rows = vec![row!["step", "status", "seconds"]];
     for st in &r.steps {
         let verdict = match (&st.status, &st.data) {
             (StepStatus::Done, Some(d)) if !d.passed() => " (checks FAILED)",
             _ => "",
         };
-        let _ = writeln!(
-            s,
-            "| {}. {} | {}{} | {:.1} |",
-            st.id,
-            st.title,
-            st.status.word(),
-            verdict,
-            st.seconds
-        );
+        rows.push(row![
+            format!("{}. {}", st.id, st.title),
+            format!("{}{verdict}", st.status.word()),
+            format!("{:.1}", st.seconds),
+        ]);
     }
-    s.push('\n');
+    s.push_str(&md_table(&rows));
     for st in &r.steps {
         let _ = writeln!(s, "## {}. {} — {}\n", st.id, st.title, st.status.word());
         for n in &st.notes {
@@ -86,7 +88,7 @@ fn section(s: &mut String, d: &StepData) {
     match d {
         StepData::Device(d) => {
             let p = &d.properties;
-            let _ = writeln!(s, "| property | value |\n|---|---|");
+            let mut rows = vec![row!["property", "value"]];
             for (k, v) in [
                 ("name", p.name.clone()),
                 ("backend", p.backend.clone()),
@@ -118,22 +120,24 @@ fn section(s: &mut String, d: &StepData) {
                     ),
                 ),
             ] {
-                let _ = writeln!(s, "| {k} | {v} |");
+                rows.push(row![k, v]);
             }
+            s.push_str(&md_table(&rows));
             if let Some(smi) = &d.nvidia_smi {
-                let _ = writeln!(s, "\nnvidia-smi:\n\n```\n{smi}\n```");
+                let _ = writeln!(s, "nvidia-smi:\n\n```\n{smi}\n```\n");
             }
-            s.push('\n');
         }
         StepData::Corpus { rows } => {
-            let _ = writeln!(
-                s,
-                "| file | entries | CPU reference | same bytes as the emulator | kernel time | problem |\n|---|---|---|---|---|---|"
-            );
+            let mut table = vec![row![
+                "file",
+                "entries",
+                "CPU reference",
+                "same bytes as the emulator",
+                "kernel time",
+                "problem",
+            ]];
             for r in rows {
-                let _ = writeln!(
-                    s,
-                    "| {} | {} | {} | {} | {:.1} µs | {} |",
+                table.push(row![
                     r.file,
                     r.entries,
                     if r.matches_reference {
@@ -146,11 +150,11 @@ fn section(s: &mut String, d: &StepData) {
                         Some(false) => "NO",
                         None => "– (is the emulator)",
                     },
-                    r.kernel_ms * 1000.0,
-                    r.problem.as_deref().unwrap_or("")
-                );
+                    format!("{:.1} µs", r.kernel_ms * 1000.0),
+                    r.problem.as_deref().unwrap_or(""),
+                ]);
             }
-            s.push('\n');
+            s.push_str(&md_table(&table));
         }
         StepData::Probes(p) => {
             let _ = writeln!(
@@ -158,24 +162,27 @@ fn section(s: &mut String, d: &StepData) {
                 "Cycles per access read through the probe header (`kernels/micro/pointer_chase.cu`, \
                  one warp, every record kept); \"configured\" is the preset's end-to-end latency.\n"
             );
-            let _ = writeln!(
-                s,
-                "| case | mode | mean | min | max | configured (preset) | samples |\n|---|---|---|---|---|---|---|"
-            );
+            let mut rows = vec![row![
+                "case",
+                "mode",
+                "mean",
+                "min",
+                "max",
+                "configured (preset)",
+                "samples",
+            ]];
             for r in &p.rows {
-                let _ = writeln!(
-                    s,
-                    "| {} | {} | {:.1} | {:.1} | {:.1} | {} | {} |",
+                rows.push(row![
                     r.case.label(),
                     r.mode.name(),
-                    r.mean_cycles,
-                    r.min_cycles,
-                    r.max_cycles,
+                    format!("{:.1}", r.mean_cycles),
+                    format!("{:.1}", r.min_cycles),
+                    format!("{:.1}", r.max_cycles),
                     opt(&r.configured_cycles),
-                    r.samples
-                );
+                    r.samples,
+                ]);
             }
-            s.push('\n');
+            s.push_str(&md_table(&rows));
             for v in &p.verdicts {
                 let _ = writeln!(
                     s,
@@ -191,18 +198,17 @@ fn section(s: &mut String, d: &StepData) {
                 s,
                 "Ratio = emulator ÷ device: above 1 the preset is slower than the device.\n"
             );
-            let _ = writeln!(
-                s,
-                "| case | unit | device | emulator | ratio |\n|---|---|---|---|---|"
-            );
+            let mut table = vec![row!["case", "unit", "device", "emulator", "ratio"]];
             for r in rows {
-                let _ = writeln!(
-                    s,
-                    "| {} | {} | {:.1} | {:.1} | {:.2} |",
-                    r.case, r.unit, r.device, r.emulator, r.ratio
-                );
+                table.push(row![
+                    r.case,
+                    r.unit,
+                    format!("{:.1}", r.device),
+                    format!("{:.1}", r.emulator),
+                    format!("{:.2}", r.ratio),
+                ]);
             }
-            s.push('\n');
+            s.push_str(&md_table(&table));
         }
         StepData::Study(st) => {
             let _ = writeln!(
@@ -218,43 +224,43 @@ fn section(s: &mut String, d: &StepData) {
                 },
                 st.frames
             );
-            let _ = writeln!(
-                s,
-                "| shape | view | mode | kernel time | overhead | occupancy | tex hit rate (bare) | tex hit rate (probed) | image = bare |\n|---|---|---|---|---|---|---|---|---|"
-            );
+            let mut rows = vec![row![
+                "shape",
+                "view",
+                "mode",
+                "kernel time",
+                "overhead",
+                "occupancy",
+                "tex hit rate (bare)",
+                "tex hit rate (probed)",
+                "image = bare",
+            ]];
             for r in &st.rows {
-                let _ = writeln!(
-                    s,
-                    "| {} | {} | {} | {} | {} | {} / {} | {} | {} | {} |",
+                rows.push(row![
                     r.shape,
                     r.view,
                     r.mode,
                     r.kernel_ms.map_or("–".into(), |v| format!("{v:.3} ms")),
                     r.overhead.map_or("–".into(), |v| format!("{v:.2}×")),
-                    opt(&r.occupancy_bare),
-                    opt(&r.occupancy_probed),
+                    format!("{} / {}", opt(&r.occupancy_bare), opt(&r.occupancy_probed)),
                     pct(r.tex_hit_rate_bare),
                     pct(r.tex_hit_rate),
-                    opt(&r.image_matches_bare)
-                );
+                    opt(&r.image_matches_bare),
+                ]);
             }
-            let _ = writeln!(s, "\nNsight Compute: {}\n", st.ncu_note);
+            s.push_str(&md_table(&rows));
+            let _ = writeln!(s, "Nsight Compute: {}\n", st.ncu_note);
             if !st.ncu.is_empty() {
-                let _ = writeln!(
-                    s,
-                    "| shape | view | metric | bare texture hit rate |\n|---|---|---|---|"
-                );
+                let mut rows = vec![row!["shape", "view", "metric", "bare texture hit rate"]];
                 for n in &st.ncu {
-                    let _ = writeln!(
-                        s,
-                        "| {} | {} | `{}` | {:.1} % |",
+                    rows.push(row![
                         n.shape,
                         n.view,
-                        n.metric,
-                        100.0 * n.hit_rate
-                    );
+                        format!("`{}`", n.metric),
+                        format!("{:.1} %", 100.0 * n.hit_rate),
+                    ]);
                 }
-                s.push('\n');
+                s.push_str(&md_table(&rows));
             }
         }
         StepData::Export(e) => {
@@ -264,26 +270,24 @@ fn section(s: &mut String, d: &StepData) {
                  its format.\n",
                 e.run, e.records, e.warps
             );
-            let _ = writeln!(
-                s,
-                "| format | file | bytes | records read back |\n|---|---|---|---|"
-            );
+            let mut rows = vec![row!["format", "file", "bytes", "records read back"]];
             for f in &e.formats {
-                let _ = writeln!(
-                    s,
-                    "| {} | {} | {} | {}{} |",
+                rows.push(row![
                     f.format,
                     f.file,
                     f.bytes,
-                    f.read_back,
-                    if f.read_back == e.records {
-                        ""
-                    } else {
-                        " (MISMATCH)"
-                    }
-                );
+                    format!(
+                        "{}{}",
+                        f.read_back,
+                        if f.read_back == e.records {
+                            ""
+                        } else {
+                            " (MISMATCH)"
+                        }
+                    ),
+                ]);
             }
-            s.push('\n');
+            s.push_str(&md_table(&rows));
         }
     }
 }

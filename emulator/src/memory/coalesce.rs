@@ -72,10 +72,22 @@ pub(crate) fn bank_conflict_ways(
     bank_width: u32,
     scratch: &mut Vec<(u64, u64)>,
 ) -> u32 {
-    scratch.clear();
     let width = u64::from(bank_width.max(1));
     let banks = u64::from(banks.max(1));
     let len = u64::from(bytes.max(1));
+    conflict_free_ways(lanes, len, width, banks)
+        .unwrap_or_else(|| counted_ways(lanes, len, width, banks, scratch))
+}
+
+/// The general count: every (bank, word) pair, sorted and deduplicated, longest run per bank.
+fn counted_ways(
+    lanes: &[(u8, u64)],
+    len: u64,
+    width: u64,
+    banks: u64,
+    scratch: &mut Vec<(u64, u64)>,
+) -> u32 {
+    scratch.clear();
     for &(_, addr) in lanes {
         let first = addr / width;
         let last = addr.saturating_add(len - 1) / width;
@@ -98,6 +110,32 @@ pub(crate) fn bank_conflict_ways(
         best = best.max(run);
     }
     best
+}
+
+/// The common cases without sorting: when every bank serves at most one distinct word (a
+/// conflict-free or broadcast access), the degree is 1 (0 without lanes); `None` as soon as a
+/// bank meets a second word, left to the general count. Only for up to 64 banks.
+fn conflict_free_ways(lanes: &[(u8, u64)], len: u64, width: u64, banks: u64) -> Option<u32> {
+    if banks > 64 {
+        return None;
+    }
+    let mut seen = 0u64;
+    let mut word_of = [0u64; 64];
+    for &(_, addr) in lanes {
+        let first = addr / width;
+        let last = addr.saturating_add(len - 1) / width;
+        for word in first..=last {
+            let bank = (word % banks) as usize;
+            let bit = 1u64 << bank;
+            if seen & bit == 0 {
+                seen |= bit;
+                word_of[bank] = word;
+            } else if word_of[bank] != word {
+                return None;
+            }
+        }
+    }
+    Some(u32::from(seen != 0))
 }
 
 /// Distinct addresses among the lanes, sorted, into `out`.
@@ -206,6 +244,20 @@ mod tests {
         // 8-byte accesses by 32 lanes cover 64 words: every bank serves two.
         assert_eq!(bank_conflict_ways(&lanes(|l| 8 * l), 8, 32, 4, &mut s), 2);
         assert_eq!(bank_conflict_ways(&[], 4, 32, 4, &mut s), 0);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_conflict_free_shortcut_agrees_with_the_general_count(
+            addrs in proptest::collection::vec(0u64..2048, 0..32),
+            bytes in proptest::sample::select(vec![1u32, 2, 4, 8, 16]),
+            banks in proptest::sample::select(vec![16u32, 32, 64]),
+        ) {
+            let l: Vec<(u8, u64)> = addrs.iter().enumerate().map(|(i, &a)| (i as u8, a)).collect();
+            let mut s = Vec::new();
+            let general = counted_ways(&l, u64::from(bytes), 4, u64::from(banks), &mut s);
+            proptest::prop_assert_eq!(bank_conflict_ways(&l, bytes, banks, 4, &mut s), general);
+        }
     }
 
     #[test]

@@ -163,7 +163,6 @@ struct Engine<'a> {
     textures: &'a [Texture],
     mem: &'a mut MemorySystem,
     lanes: Vec<(u8, u64)>,
-    texaddrs: Vec<u64>,
     warps_per_block: u32,
     shared_total: usize,
     next_block: u64,
@@ -225,7 +224,6 @@ pub(crate) fn run(
         textures,
         mem,
         lanes: Vec::with_capacity(256),
-        texaddrs: Vec::with_capacity(8),
         warps_per_block: threads.div_ceil(32),
         shared_total: (inp.prog.dyn_shared_offset as usize + inp.dyn_smem as usize)
             .max(inp.prog.shared_static_bytes as usize),
@@ -685,7 +683,6 @@ impl Engine<'_> {
             clock_mhz: cfg.clock_mhz,
             dyn_smem: self.inp.dyn_smem,
             lanes: &mut self.lanes,
-            texaddrs: &mut self.texaddrs,
         };
         let flow = exec(x, &mut w.arch, &mut ctx).map_err(|f| EmuError::Fault {
             kernel: prog.name.clone(),

@@ -372,10 +372,12 @@ impl Texture {
             tb: d.texel_bytes(),
             ext: d.extent(),
             modes,
+            channels: (d.channels as usize).min(4),
         }
     }
 
-    /// Float-coordinate sample with the texture's filter and address modes.
+    /// Float-coordinate sample with the texture's filter and address modes; `addrs` gets the
+    /// texel addresses it read.
     #[cfg(test)]
     pub(crate) fn sample(
         &self,
@@ -383,8 +385,16 @@ impl Texture {
         coords: [f32; 3],
         addrs: &mut Vec<u64>,
     ) -> Result<[f32; 4], String> {
-        self.sampler(dev).sample(coords, addrs)
+        let mut lanes = Vec::new();
+        let v = self.sampler(dev).sample(coords, 0, &mut lanes);
+        addrs.extend(lanes.iter().map(|&(_, a)| a));
+        v.map_err(unmapped)
     }
+}
+
+/// The fault of a texel read at an address no allocation holds.
+pub(crate) fn unmapped(addr: u64) -> String {
+    format!("texel address {addr:#x} is not mapped")
 }
 
 impl Storage {
@@ -461,6 +471,7 @@ pub(crate) struct Sampler<'a> {
     tb: u64,
     ext: [u32; 3],
     modes: [TexAddress; 3],
+    channels: usize,
 }
 
 impl Sampler<'_> {
@@ -476,20 +487,27 @@ impl Sampler<'_> {
     }
 
     /// Reads the texel whose offset parts are `p` as 4 floats (or raw integers as f32
-    /// bit-cast-free values) and records its address; a border texel reads 0.
+    /// bit-cast-free values) and records its address for `lane`; a border texel reads 0.
     #[inline]
-    fn texel(&self, p: [Option<(u64, u64)>; 3], addrs: &mut Vec<u64>) -> Result<[f32; 4], String> {
+    fn texel(
+        &self,
+        p: [Option<(u64, u64)>; 3],
+        lane: u8,
+        lanes: &mut Vec<(u8, u64)>,
+    ) -> Result<[f32; 4], u64> {
         let (Some((hx, lx)), Some((hy, ly)), Some((hz, lz))) = (p[0], p[1], p[2]) else {
             return Ok([0.0; 4]);
         };
-        self.texel_at(hx + hy + hz + (lx ^ ly ^ lz), addrs)
+        self.texel_at(hx + hy + hz + (lx ^ ly ^ lz), lane, lanes)
     }
 
-    /// Reads the texel at byte offset `off` of the storage and records its address.
-    #[inline]
-    fn texel_at(&self, off: u64, addrs: &mut Vec<u64>) -> Result<[f32; 4], String> {
+    /// Reads the texel at byte offset `off` of the storage and records its address for `lane`;
+    /// `Err` is an address no allocation holds. Why the small error: a trilinear sample reads
+    /// eight texels per lane, and a `String` error would make every return a memory copy.
+    #[inline(always)]
+    fn texel_at(&self, off: u64, lane: u8, lanes: &mut Vec<(u8, u64)>) -> Result<[f32; 4], u64> {
         let addr = self.tex.base + off;
-        addrs.push(addr);
+        lanes.push((lane, addr));
         let tb = self.tb as usize;
         let inside = self.data.and_then(|d| {
             let o = usize::try_from(off).ok()?;
@@ -497,30 +515,29 @@ impl Sampler<'_> {
         });
         let bytes = match inside {
             Some(b) => b,
-            None => self
-                .dev
-                .slice(addr, tb)
-                .ok_or_else(|| format!("texel address {addr:#x} is not mapped"))?,
+            None => self.outside(addr)?,
         };
         let d = &self.tex.desc;
         let mut v = [0.0f32, 0.0, 0.0, 1.0];
-        let ch = (d.channels as usize).min(4);
-        // The format is chosen once per texel, not once per channel.
+        let ch = self.channels;
+        // The format is chosen once per texel, not once per channel; `bytes` holds `ch`
+        // elements of the format.
         match d.format {
             TexFormat::U8 => {
-                for (c, &b) in bytes.iter().take(ch).enumerate() {
-                    let b = b as f32;
+                for c in 0..ch {
+                    let b = bytes[c] as f32;
                     v[c] = if d.normalized_read { b / 255.0 } else { b };
                 }
             }
             TexFormat::U16 => {
-                for (c, p) in bytes.chunks_exact(2).take(ch).enumerate() {
-                    let b = u16::from_le_bytes([p[0], p[1]]) as f32;
+                for c in 0..ch {
+                    let b = u16::from_le_bytes([bytes[2 * c], bytes[2 * c + 1]]) as f32;
                     v[c] = if d.normalized_read { b / 65535.0 } else { b };
                 }
             }
             TexFormat::F32 => {
-                for (c, p) in bytes.chunks_exact(4).take(ch).enumerate() {
+                for c in 0..ch {
+                    let p = &bytes[4 * c..4 * c + 4];
                     v[c] = f32::from_le_bytes([p[0], p[1], p[2], p[3]]);
                 }
             }
@@ -528,21 +545,35 @@ impl Sampler<'_> {
         Ok(v)
     }
 
+    /// A texel outside the mapped storage (a linear buffer smaller than its description): looked
+    /// up in device memory, which may not hold it either.
+    #[cold]
+    fn outside(&self, addr: u64) -> Result<&[u8], u64> {
+        self.dev.slice(addr, self.tb as usize).ok_or(addr)
+    }
+
     /// Integer-coordinate fetch (`tex1Dfetch`): no filtering, out of range reads 0.
-    pub(crate) fn fetch_int(&self, i: i64, addrs: &mut Vec<u64>) -> Result<[f32; 4], String> {
+    pub(crate) fn fetch_int(
+        &self,
+        i: i64,
+        lane: u8,
+        lanes: &mut Vec<(u8, u64)>,
+    ) -> Result<[f32; 4], u64> {
         if i < 0 || i >= self.tex.desc.width as i64 {
             return Ok([0.0; 4]);
         }
         let p = [0, 1, 2].map(|k| self.part(k, Some(if k == 0 { i as u32 } else { 0 })));
-        self.texel(p, addrs)
+        self.texel(p, lane, lanes)
     }
 
-    /// Float-coordinate sample with the texture's filter and address modes.
+    /// Float-coordinate sample with the texture's filter and address modes, recording the
+    /// texel addresses for `lane`.
     pub(crate) fn sample(
         &self,
         coords: [f32; 3],
-        addrs: &mut Vec<u64>,
-    ) -> Result<[f32; 4], String> {
+        lane: u8,
+        lanes: &mut Vec<(u8, u64)>,
+    ) -> Result<[f32; 4], u64> {
         let d = &self.tex.desc;
         let ext = self.ext;
         let nd = d.dims as usize;
@@ -560,56 +591,50 @@ impl Sampler<'_> {
                 for k in 0..nd {
                     at[k] = index(u[k].floor() as i64, ext[k], self.modes[k]);
                 }
-                self.texel([0, 1, 2].map(|k| self.part(k, at[k])), addrs)
+                self.texel([0, 1, 2].map(|k| self.part(k, at[k])), lane, lanes)
             }
             TexFilter::Linear => {
-                let mut i0 = [0i64; 3];
-                let mut alpha = [0.0f32; 3];
-                for k in 0..nd {
-                    let xb = u[k] - 0.5;
-                    let fl = xb.floor();
-                    i0[k] = fl as i64;
-                    // 1.8 fixed-point weight, as the hardware stores it
-                    alpha[k] = ((xb - fl) * 256.0).round() / 256.0;
-                }
-                // Each axis' two indices and their offset parts, resolved once rather than once
-                // per corner (an axis the texture lacks has index 0 on both); `ok` is false for
-                // a border index, whose corners read 0.
-                let mut hi = [[0u64; 2]; 3];
-                let mut lo = [[0u64; 2]; 3];
-                let mut ok = [[true; 2]; 3];
+                // Per axis: the two texel indices' offset parts (`None` for a border index,
+                // whose corners read 0) and the two weights (1 − α, α); an axis the texture
+                // lacks has one index, 0, and weight 1 — multiplying by 1 is exact, so the
+                // weights are bit for bit the product over the texture's own axes.
+                let mut parts = [[None; 2]; 3];
+                let mut weight = [[1.0f32; 2]; 3];
+                let mut count = [1usize; 3];
                 for k in 0..3 {
-                    for h in 0..2 {
-                        let i = if k < nd {
-                            index(i0[k] + h as i64, ext[k], self.modes[k])
-                        } else {
-                            Some(0)
-                        };
-                        match self.part(k, i) {
-                            Some((a, b)) => (hi[k][h], lo[k][h]) = (a, b),
-                            None => ok[k][h] = false,
+                    if k < nd {
+                        let xb = u[k] - 0.5;
+                        let fl = xb.floor();
+                        let i0 = fl as i64;
+                        // 1.8 fixed-point weight, as the hardware stores it
+                        let alpha = ((xb - fl) * 256.0).round() / 256.0;
+                        weight[k] = [1.0 - alpha, alpha];
+                        count[k] = 2;
+                        for h in 0..2 {
+                            parts[k][h] = self.part(k, index(i0 + h as i64, ext[k], self.modes[k]));
                         }
+                    } else {
+                        parts[k][0] = self.part(k, Some(0));
                     }
                 }
+                // Corners in the order x fastest, then y, then z; the weight of a corner is
+                // (w_x · w_y) · w_z, the order the sum has always used.
                 let mut acc = [0.0f32; 4];
-                let corners = 1usize << nd;
-                for corner in 0..corners {
-                    let mut w = 1.0f32;
-                    let mut sel = [0usize; 3];
-                    for k in 0..nd {
-                        let h = (corner >> k) & 1;
-                        w *= if h == 1 { alpha[k] } else { 1.0 - alpha[k] };
-                        sel[k] = h;
-                    }
-                    let [x, y, z] = sel;
-                    let t = if ok[0][x] && ok[1][y] && ok[2][z] {
-                        let off = hi[0][x] + hi[1][y] + hi[2][z] + (lo[0][x] ^ lo[1][y] ^ lo[2][z]);
-                        self.texel_at(off, addrs)?
-                    } else {
-                        [0.0; 4]
-                    };
-                    for c in 0..4 {
-                        acc[c] += w * t[c];
+                for z in 0..count[2] {
+                    for y in 0..count[1] {
+                        let (wy, wz) = (weight[1][y], weight[2][z]);
+                        for x in 0..count[0] {
+                            let w = weight[0][x] * wy * wz;
+                            let t = match (parts[0][x], parts[1][y], parts[2][z]) {
+                                (Some((hx, lx)), Some((hy, ly)), Some((hz, lz))) => {
+                                    self.texel_at(hx + hy + hz + (lx ^ ly ^ lz), lane, lanes)?
+                                }
+                                _ => [0.0; 4],
+                            };
+                            for c in 0..4 {
+                                acc[c] += w * t[c];
+                            }
+                        }
                     }
                 }
                 Ok(acc)

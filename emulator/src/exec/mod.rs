@@ -75,7 +75,6 @@ pub(crate) struct Ctx<'a> {
     pub dyn_smem: u32,
     /// Out: `(lane, address)` of each access, for the memory model.
     pub lanes: &'a mut Vec<(u8, u64)>,
-    pub texaddrs: &'a mut Vec<u64>,
 }
 
 /// What the engine must do after an instruction.

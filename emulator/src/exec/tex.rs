@@ -1,11 +1,11 @@
 //! Texture fetches: each lane's coordinates filtered through its texture, the texel addresses
-//! left in `Ctx::texaddrs` for the timing model.
+//! left in `Ctx::lanes` for the timing model.
 
 use super::{Ctx, Fault, Faulty, Flow, Warp, fault, put};
 use crate::ir::*;
 use crate::memory::{AccessKind, Space};
 use crate::numeric::{b32, f32v};
-use crate::texture::{HANDLE_BASE, Sampler};
+use crate::texture::{HANDLE_BASE, Sampler, unmapped};
 
 #[allow(clippy::needless_range_loop)] // lane and element indices address parallel arrays
 pub(super) fn texture(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow> {
@@ -36,10 +36,9 @@ pub(super) fn texture(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
             }
         };
         texel_bytes = tex.texel_bytes() as u32;
-        c.texaddrs.clear();
         let int_coords = !x.ty2.is_float();
         let v = if int_coords && x.sub == 1 {
-            tex.fetch_int(co[0][l] as u32 as i32 as i64, c.texaddrs)
+            tex.fetch_int(co[0][l] as u32 as i32 as i64, l as u8, c.lanes)
         } else {
             let f = |k: usize| {
                 if int_coords {
@@ -52,15 +51,12 @@ pub(super) fn texture(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
             for (k, slot) in p.iter_mut().enumerate().take((x.sub as usize).min(3)) {
                 *slot = f(k);
             }
-            tex.sample(p, c.texaddrs)
+            tex.sample(p, l as u8, c.lanes)
         };
-        let v = v.map_err(|what| Fault {
+        let v = v.map_err(|addr| Fault {
             lane: l as u32,
-            what,
+            what: unmapped(addr),
         })?;
-        for &a in c.texaddrs.iter() {
-            c.lanes.push((l as u8, a));
-        }
         for k in 0..4 {
             out[k][l] = if x.ty == Ty::F32 {
                 b32(v[k])

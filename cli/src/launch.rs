@@ -263,6 +263,7 @@ fn execute(
         bufs.push(buf);
     }
     let mut per_launch = Vec::new();
+    let mut outcomes = Vec::with_capacity(spec.launches.len());
     let (mut cycles, mut kernel_ms, mut warp_instructions) = (None::<u64>, 0.0, None::<u64>);
     for (n, l) in spec.launches.iter().enumerate() {
         let compiled = &sources[&l.source];
@@ -355,12 +356,6 @@ fn execute(
                 "spilled_registers_per_thread".into(),
                 stats.spilled_registers_per_thread.into(),
             );
-            if outcome.wall_seconds > 0.0 {
-                metrics.extra.insert(
-                    "sim_warp_instructions_per_second".into(),
-                    (stats.warp_instructions as f64 / outcome.wall_seconds).into(),
-                );
-            }
             let counters = instrument::emu_counters(stats);
             if spec.launches.len() == 1 {
                 metrics.emulator = Some(counters);
@@ -383,6 +378,12 @@ fn execute(
             let name = format!("{}.after-{}.npy", plan.name, n + 1);
             write_buffer(dev, &bufs[b], plan.elem, &args.out.join(name))?;
         }
+        outcomes.push(outcome);
+    }
+    if dev.backend() == instrument::Backend::Emu {
+        metrics.threads = Some(1);
+        metrics.sim_warp_instructions_per_second =
+            instrument::sim_warp_instructions_per_second(&outcomes);
     }
     metrics.kernel_ms = Some(kernel_ms);
     metrics.cycles = cycles;

@@ -24,6 +24,11 @@ use std::time::{Duration, Instant};
     about = "Measure how long memory accesses inside CUDA kernels really take, warp by warp"
 )]
 struct Cli {
+    /// Host threads for work that runs in parallel — a sweep's runs, volume generation, reference
+    /// images [default: every core]. One launch is simulated on one thread; results do not depend
+    /// on this.
+    #[arg(long, global = true, value_parser = clap::value_parser!(u32).range(1..))]
+    threads: Option<u32>,
     #[command(subcommand)]
     command: Command,
 }
@@ -161,6 +166,12 @@ pub fn analyze_sweep(sweep: &Path, out: &Path) -> Result<analysis::AnalysisSumma
 
 fn run() -> Result<()> {
     let cli = Cli::parse();
+    if let Some(n) = cli.threads {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(n as usize)
+            .build_global()
+            .context("setting up the thread pool")?;
+    }
     match cli.command {
         Command::Demo(args) => study_cmd::demo(&args),
         Command::Render(args) => study_cmd::render(&args),

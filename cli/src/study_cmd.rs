@@ -328,7 +328,10 @@ pub fn sweep(args: &SweepArgs) -> Result<()> {
         cfg.params.height,
         cfg.params.tstep
     );
-    run_sweep(&cfg, shard, &args.probe.formats())
+    if let Some(line) = run_sweep(&cfg, shard, &args.probe.formats())? {
+        eprintln!("warpscope: {line}");
+    }
+    Ok(())
 }
 
 /// `sweep --plan`: the plan on stdout (a header, then index, run folder and input hash per run,
@@ -368,7 +371,13 @@ pub fn merge(args: &MergeArgs) -> Result<()> {
 
 /// Runs a sweep (or one shard of it) with a progress bar, then writes the requested log formats
 /// per run.
-fn run_sweep(cfg: &SweepConfig, shard: study::Shard, formats: &[ExportFormat]) -> Result<()> {
+/// Runs the sweep (or one shard) and exports its runs; returns the simulation-speed line of the
+/// runs rendered now on the emulator (`None` when none was).
+fn run_sweep(
+    cfg: &SweepConfig,
+    shard: study::Shard,
+    formats: &[ExportFormat],
+) -> Result<Option<String>> {
     let bar = ProgressBar::new(0);
     bar.set_style(
         ProgressStyle::with_template(
@@ -405,7 +414,31 @@ fn run_sweep(cfg: &SweepConfig, shard: study::Shard, formats: &[ExportFormat]) -
         summary.backend_note,
         summary.csv.display()
     );
-    Ok(())
+    let mut rates = Vec::new();
+    for row in &summary.rows {
+        let m = trace::RunMetrics::read(&cfg.out_dir.join(&row.run).join("run.json"))?;
+        rates.extend(m.sim_warp_instructions_per_second);
+    }
+    Ok(sim_speed_line(&mut rates))
+}
+
+/// "simulation speed: median … M warp instructions/s per run …" over the runs' rates.
+fn sim_speed_line(rates: &mut [f64]) -> Option<String> {
+    rates.sort_by(f64::total_cmp);
+    let (&lo, &hi) = (rates.first()?, rates.last()?);
+    let n = rates.len();
+    let median = if n % 2 == 1 {
+        rates[n / 2]
+    } else {
+        (rates[n / 2 - 1] + rates[n / 2]) / 2.0
+    };
+    Some(format!(
+        "simulation speed: median {:.2} M warp instructions/s per run ({:.2}–{:.2} over {n} runs; one thread per launch, up to {} runs at once)",
+        median / 1e6,
+        lo / 1e6,
+        hi / 1e6,
+        rayon::current_num_threads()
+    ))
 }
 
 #[derive(Args, Debug)]
@@ -465,7 +498,7 @@ pub fn demo(args: &DemoArgs) -> Result<()> {
             .describe(&cfg.emu_config.name, cfg.emu_config.l2.size_bytes)
     );
     let formats: Vec<ExportFormat> = args.formats.iter().flatten().copied().collect();
-    run_sweep(&cfg, study::Shard::WHOLE, &formats)?;
+    let speed = run_sweep(&cfg, study::Shard::WHOLE, &formats)?;
     let reuse_dir = sweep_dir.join("reuse");
     if !gpu && !reuse_dir.join("reuse.md").exists() {
         eprintln!("warpscope: demo: working-set and reuse-distance study");
@@ -474,5 +507,8 @@ pub fn demo(args: &DemoArgs) -> Result<()> {
     let report_dir = args.out.join("report");
     let summary = crate::analyze_sweep(&sweep_dir, &report_dir)?;
     println!("warpscope: report: {}", summary.report_html.display());
+    if let Some(line) = speed {
+        println!("warpscope: {line}");
+    }
     Ok(())
 }

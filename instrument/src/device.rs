@@ -134,6 +134,21 @@ pub struct LaunchOutcome {
     pub wall_seconds: f64,
 }
 
+/// Simulated warp instructions per host second over the emulator launches among `outcomes`
+/// (their instructions over their launch seconds); `None` without one, or on a GPU.
+pub fn sim_warp_instructions_per_second<'a>(
+    outcomes: impl IntoIterator<Item = &'a LaunchOutcome>,
+) -> Option<f64> {
+    let (mut instructions, mut seconds) = (0u64, 0.0f64);
+    for o in outcomes {
+        if let Some(s) = &o.stats {
+            instructions += s.warp_instructions;
+            seconds += o.wall_seconds;
+        }
+    }
+    (seconds > 0.0).then(|| instructions as f64 / seconds)
+}
+
 /// What a device says about itself, for reports: every field a backend cannot tell is `None`.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct DeviceProperties {

@@ -29,7 +29,7 @@ pub mod rewrite;
 pub use cuda::CudaDevice;
 pub use device::{
     Arg, Backend, BackendChoice, DevBuf, Device, DeviceProperties, LaunchConfig, LaunchOutcome,
-    ModuleId,
+    ModuleId, sim_warp_instructions_per_second,
 };
 pub use emu::{
     DEFAULT_MAX_WARP_INSTRUCTIONS, EmuDevice, EmuLimits, emu_counters, host_available_bytes,

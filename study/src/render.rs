@@ -603,6 +603,14 @@ fn write_run(
         m.preset = cfg.emu_config.as_ref().map(|c| c.name.clone());
     }
     m.wall_seconds = wall.elapsed().as_secs_f64();
+    if dev.backend() == Backend::Emu {
+        m.threads = Some(1);
+        m.sim_warp_instructions_per_second = instrument::sim_warp_instructions_per_second(
+            [&l.outcome]
+                .into_iter()
+                .chain(bare.map(|b| &b.launch.outcome)),
+        );
+    }
 
     let p = &cfg.params;
     let x = &mut m.extra;

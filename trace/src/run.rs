@@ -25,6 +25,13 @@ pub struct RunMetrics {
     pub warp_instructions: Option<u64>,
     /// Host wall-clock seconds the run took (not deterministic; never in a log).
     pub wall_seconds: f64,
+    /// Host threads that simulated each launch of the run (emulator only; one launch runs on one
+    /// thread today, and a sweep runs several runs at once).
+    pub threads: Option<u32>,
+    /// Simulated warp instructions per host second, over the run's emulator launches (the
+    /// probed one and, when measured, the bare one), timed around the launches alone (not
+    /// deterministic; emulator only).
+    pub sim_warp_instructions_per_second: Option<f64>,
     /// SM clock used to turn cycles into time.
     pub clock_mhz: f64,
     pub kernel_ms: Option<f64>,
@@ -58,6 +65,8 @@ impl RunMetrics {
             cycles: None,
             warp_instructions: None,
             wall_seconds: 0.0,
+            threads: None,
+            sim_warp_instructions_per_second: None,
             clock_mhz: 0.0,
             kernel_ms: None,
             frame_rate: None,
@@ -69,6 +78,17 @@ impl RunMetrics {
             errors: Vec::new(),
             emulator: None,
             extra: serde_json::Map::new(),
+        }
+    }
+
+    /// The same metrics without what the host's clock measured (`wall_seconds`,
+    /// `sim_warp_instructions_per_second`): what must be identical between two runs of the same
+    /// inputs on the emulator.
+    pub fn without_host_timing(&self) -> RunMetrics {
+        RunMetrics {
+            wall_seconds: 0.0,
+            sim_warp_instructions_per_second: None,
+            ..self.clone()
         }
     }
 

@@ -610,8 +610,8 @@ impl Sampler<'_> {
                         let alpha = ((xb - fl) * 256.0).round() / 256.0;
                         weight[k] = [1.0 - alpha, alpha];
                         count[k] = 2;
-                        for h in 0..2 {
-                            parts[k][h] = self.part(k, index(i0 + h as i64, ext[k], self.modes[k]));
+                        for (h, part) in parts[k].iter_mut().enumerate() {
+                            *part = self.part(k, index(i0 + h as i64, ext[k], self.modes[k]));
                         }
                     } else {
                         parts[k][0] = self.part(k, Some(0));

@@ -52,6 +52,7 @@ use analysis::reuse::{
 };
 use emulator::{AddressKind, GpuConfig, TextureLayout};
 use instrument::EmuDevice;
+use rayon::prelude::*;
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -220,6 +221,34 @@ fn render_once(
     Ok((r.metrics.tex_hit_rate, r.metrics.cycles, streams))
 }
 
+/// What the address streams of one base-size render give: SM `cfg.sm`'s working-set curve and
+/// sector histogram, and every SM's sector and line histograms.
+struct Streams {
+    curve: Vec<WorkingSetPoint>,
+    sectors: StackDistanceHistogram,
+    all_sec: Vec<StackDistanceHistogram>,
+    all_line: Vec<StackDistanceHistogram>,
+}
+
+impl Streams {
+    fn of(streams: &[Vec<u64>], cfg: &ReuseStudyConfig) -> Streams {
+        let empty = Vec::new();
+        let mine = streams.get(cfg.sm as usize).unwrap_or(&empty);
+        Streams {
+            curve: working_set_curve(mine, cfg.sample_every),
+            sectors: stack_distances(mine, SECTOR_BYTES),
+            all_sec: streams
+                .iter()
+                .map(|s| stack_distances(s, SECTOR_BYTES))
+                .collect(),
+            all_line: streams
+                .iter()
+                .map(|s| stack_distances(s, LINE_BYTES))
+                .collect(),
+        }
+    }
+}
+
 /// Runs the study (see the module docs) and writes its files into `out_dir`.
 pub fn reuse_study(
     cfg: &ReuseStudyConfig,
@@ -235,81 +264,86 @@ pub fn reuse_study(
     let volume = cfg.volume.load()?;
     std::fs::create_dir_all(out_dir).map_err(|e| StudyError::io(out_dir, e))?;
     let base = texture_cache_bytes(&cfg.gpu);
+    // Every render is independent (a fresh emulator each), so all of them run in parallel and
+    // their results are put together in plan order: the files do not depend on the threads.
+    // The base size's render of each (layout, shape) records the address streams.
+    let mut plan = Vec::new();
+    for &layout in &cfg.layouts {
+        for &shape in &cfg.shapes {
+            let sizes = std::iter::once(base)
+                .chain(cfg.cache_sizes_bytes.iter().copied().filter(|&b| b != base));
+            for bytes in sizes {
+                plan.push((layout, shape, bytes, sized(&cfg.gpu, bytes, layout)?));
+            }
+        }
+    }
+    let runs = out_dir.join("runs");
+    // A base render's streams become their curve and histograms inside its job, so no more than
+    // one stream per thread is held at a time.
+    let rendered: Vec<(Option<f64>, Option<u64>, Option<Streams>)> = plan
+        .par_iter()
+        .map(|(layout, shape, bytes, gpu)| {
+            let tag = format!("{}_{layout}_{bytes}", shape.name());
+            let record = *bytes == base;
+            let (hit, cycles, streams) =
+                render_once(cfg, &volume, *shape, gpu.clone(), record, &runs.join(tag))?;
+            Ok((hit, cycles, record.then(|| Streams::of(&streams, cfg))))
+        })
+        .collect::<Result<_, StudyError>>()?;
+    let simulated_at = |layout: TextureLayout, shape: BlockShape, bytes: u32| {
+        plan.iter()
+            .zip(&rendered)
+            .find(|((l, s, b, _), _)| (*l, *s, *b) == (layout, shape, bytes))
+            .and_then(|(_, r)| r.0)
+    };
     let mut rows = Vec::new();
     let mut hits = Vec::new();
     let mut curves: Vec<(String, Vec<WorkingSetPoint>)> = Vec::new();
-    for &layout in &cfg.layouts {
-        for &shape in &cfg.shapes {
-            let tag = format!("{}_{layout}", shape.name());
-            let runs = out_dir.join("runs");
-            let (sim_base, cycles, streams) = render_once(
-                cfg,
-                &volume,
-                shape,
-                sized(&cfg.gpu, base, layout)?,
-                true,
-                &runs.join(format!("{tag}_{base}")),
-            )?;
-            let empty = Vec::new();
-            let mine = streams.get(cfg.sm as usize).unwrap_or(&empty);
-            let curve = working_set_curve(mine, cfg.sample_every);
-            let sectors = stack_distances(mine, SECTOR_BYTES);
-            let all_sec: Vec<StackDistanceHistogram> = streams
+    for ((layout, shape, _, _), (sim_base, cycles, streams)) in plan.iter().zip(&rendered) {
+        let (layout, shape) = (*layout, *shape);
+        let Some(Streams {
+            curve,
+            sectors,
+            all_sec,
+            all_line,
+        }) = streams
+        else {
+            continue;
+        };
+        let predict = |hs: &[StackDistanceHistogram], bytes: u32| {
+            let total: u64 = hs.iter().map(|h| h.accesses).sum();
+            let hit: f64 = hs
                 .iter()
-                .map(|s| stack_distances(s, SECTOR_BYTES))
-                .collect();
-            let all_line: Vec<StackDistanceHistogram> = streams
-                .iter()
-                .map(|s| stack_distances(s, LINE_BYTES))
-                .collect();
-            let predict = |hs: &[StackDistanceHistogram], bytes: u32| {
-                let total: u64 = hs.iter().map(|h| h.accesses).sum();
-                let hit: f64 = hs
-                    .iter()
-                    .map(|h| h.predicted_hit_rate_bytes(u64::from(bytes)) * h.accesses as f64)
-                    .sum();
-                if total == 0 { 0.0 } else { hit / total as f64 }
-            };
-            let need90 = sectors.capacity_for_fraction(0.9) * SECTOR_BYTES;
-            let last = curve.last().copied();
-            rows.push(ReuseRow {
+                .map(|h| h.predicted_hit_rate_bytes(u64::from(bytes)) * h.accesses as f64)
+                .sum();
+            if total == 0 { 0.0 } else { hit / total as f64 }
+        };
+        let need90 = sectors.capacity_for_fraction(0.9) * SECTOR_BYTES;
+        let last = curve.last().copied();
+        rows.push(ReuseRow {
+            shape: shape.name(),
+            layout: layout.name().into(),
+            sm: cfg.sm,
+            accesses: sectors.accesses,
+            distinct_sectors: last.map_or(0, |p| p.sectors),
+            distinct_lines: last.map_or(0, |p| p.lines),
+            need90_bytes: need90,
+            texture_cache_bytes: base,
+            fits_texture_cache: need90 <= u64::from(base),
+            predicted_sector: predict(all_sec, base),
+            simulated: *sim_base,
+            cycles: *cycles,
+        });
+        curves.push((format!("{} {layout}", shape.name()), curve.clone()));
+        for &bytes in &cfg.cache_sizes_bytes {
+            hits.push(HitRow {
                 shape: shape.name(),
                 layout: layout.name().into(),
-                sm: cfg.sm,
-                accesses: sectors.accesses,
-                distinct_sectors: last.map_or(0, |p| p.sectors),
-                distinct_lines: last.map_or(0, |p| p.lines),
-                need90_bytes: need90,
-                texture_cache_bytes: base,
-                fits_texture_cache: need90 <= u64::from(base),
-                predicted_sector: predict(&all_sec, base),
-                simulated: sim_base,
-                cycles,
+                cache_bytes: bytes,
+                predicted_sector: predict(all_sec, bytes),
+                predicted_line: predict(all_line, bytes),
+                simulated: simulated_at(layout, shape, bytes),
             });
-            curves.push((format!("{} {layout}", shape.name()), curve));
-            for &bytes in &cfg.cache_sizes_bytes {
-                let simulated = if bytes == base {
-                    sim_base
-                } else {
-                    render_once(
-                        cfg,
-                        &volume,
-                        shape,
-                        sized(&cfg.gpu, bytes, layout)?,
-                        false,
-                        &runs.join(format!("{tag}_{bytes}")),
-                    )?
-                    .0
-                };
-                hits.push(HitRow {
-                    shape: shape.name(),
-                    layout: layout.name().into(),
-                    cache_bytes: bytes,
-                    predicted_sector: predict(&all_sec, bytes),
-                    predicted_line: predict(&all_line, bytes),
-                    simulated,
-                });
-            }
         }
     }
     let errs: Vec<f64> = hits

@@ -232,6 +232,12 @@ pub trait Device {
     fn start_clean(&mut self) -> bool {
         false
     }
+    /// A second device that gives what this one gives after [`Device::start_clean`], for a
+    /// frame that can run beside this device's own: the emulator makes a new emulator with the
+    /// same configuration and guards; a GPU is one piece of hardware, and has none.
+    fn twin(&self) -> Option<crate::EmuDevice> {
+        None
+    }
 }
 
 #[cfg(test)]

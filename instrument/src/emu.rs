@@ -34,7 +34,9 @@ impl Default for EmuLimits {
 pub struct EmuDevice {
     emu: Emulator,
     modules: Vec<(Module, emulator::ModuleId)>,
-    max_warp_instructions: u64,
+    limits: EmuLimits,
+    /// Whether launches record their address streams (a twin would not have this device's).
+    recording: bool,
 }
 
 impl EmuDevice {
@@ -42,14 +44,15 @@ impl EmuDevice {
         EmuDevice {
             emu: Emulator::new(config),
             modules: Vec::new(),
-            max_warp_instructions: DEFAULT_MAX_WARP_INSTRUCTIONS,
+            limits: EmuLimits::default(),
+            recording: false,
         }
     }
 
     /// Sets the runaway guards of later launches.
     pub fn with_limits(mut self, limits: EmuLimits) -> Self {
-        self.max_warp_instructions = limits.max_warp_instructions;
-        self.emu.set_watch(limits.watch);
+        self.emu.set_watch(limits.watch.clone());
+        self.limits = limits;
         self
     }
 
@@ -61,6 +64,7 @@ impl EmuDevice {
     /// `emulator::Emulator::set_record_addresses`). For working-set and reuse-distance studies.
     pub fn set_record_addresses(&mut self, on: bool) {
         self.emu.set_record_addresses(on);
+        self.recording = on;
     }
 
     /// The last launch's address stream, one list per SM (empty when recording was off).
@@ -98,6 +102,11 @@ impl Device for EmuDevice {
         self.emu.reset();
         self.modules.clear();
         true
+    }
+
+    fn twin(&self) -> Option<EmuDevice> {
+        (!self.recording)
+            .then(|| EmuDevice::new(self.emu.config().clone()).with_limits(self.limits.clone()))
     }
 
     fn name(&self) -> String {
@@ -211,7 +220,7 @@ impl Device for EmuDevice {
             dynamic_shared_bytes: cfg.dynamic_shared_bytes,
             regs_per_thread: cfg.regs_per_thread,
             args: arg_blobs(kernel, args)?,
-            max_warp_instructions: self.max_warp_instructions,
+            max_warp_instructions: self.limits.max_warp_instructions,
         };
         let id = *id;
         let wall = Instant::now();

@@ -130,17 +130,52 @@ fn predmask(regs: &[u64], r: u32) -> u32 {
 }
 
 impl Ctx<'_> {
-    fn sreg(&self, s: Sreg, w: &Warp, lane: usize) -> u64 {
-        let t = w.wib * 32 + lane as u32;
+    /// The special register `s` of all 32 lanes: the register is chosen once, and only the
+    /// lane-dependent ones compute per lane.
+    fn sreg_row(&self, s: Sreg, w: &Warp, out: &mut [u64; 32]) {
+        let tid = |l: usize| w.wib * 32 + l as u32;
         let [nx, ny, _] = self.ntid;
-        match s {
-            Sreg::Tid(0) => (t % nx) as u64,
-            Sreg::Tid(1) => ((t / nx) % ny) as u64,
-            Sreg::Tid(_) => (t / (nx * ny)) as u64,
+        let (nx, ny) = (nx.max(1), ny.max(1));
+        let uniform = match s {
+            Sreg::Tid(0) => {
+                map!(out, |l| (tid(l) % nx) as u64);
+                return;
+            }
+            Sreg::Tid(1) => {
+                map!(out, |l| ((tid(l) / nx) % ny) as u64);
+                return;
+            }
+            Sreg::Tid(_) => {
+                map!(out, |l| (tid(l) / (nx * ny)) as u64);
+                return;
+            }
+            Sreg::Laneid => {
+                map!(out, |l| l as u64);
+                return;
+            }
+            Sreg::LanemaskEq => {
+                map!(out, |l| 1u64 << l);
+                return;
+            }
+            Sreg::LanemaskLt => {
+                map!(out, |l| (1u64 << l) - 1);
+                return;
+            }
+            Sreg::LanemaskLe => {
+                map!(out, |l| (2u64 << l) - 1);
+                return;
+            }
+            Sreg::LanemaskGt => {
+                map!(out, |l| !((2u64 << l) - 1) & 0xFFFF_FFFF);
+                return;
+            }
+            Sreg::LanemaskGe => {
+                map!(out, |l| !((1u64 << l) - 1) & 0xFFFF_FFFF);
+                return;
+            }
             Sreg::Ntid(d) => self.ntid[d as usize] as u64,
             Sreg::Ctaid(d) => self.block[d as usize] as u64,
             Sreg::Nctaid(d) => self.nctaid[d as usize] as u64,
-            Sreg::Laneid => lane as u64,
             Sreg::Warpid => w.slot as u64,
             Sreg::Nwarpid => self.max_warps as u64,
             Sreg::Smid => self.smid as u64,
@@ -156,15 +191,11 @@ impl Ctx<'_> {
                     _ => ns,
                 }
             }
-            Sreg::LanemaskEq => 1u64 << lane,
-            Sreg::LanemaskLt => (1u64 << lane) - 1,
-            Sreg::LanemaskLe => (2u64 << lane) - 1,
-            Sreg::LanemaskGt => !((2u64 << lane) - 1) & 0xFFFF_FFFF,
-            Sreg::LanemaskGe => !((1u64 << lane) - 1) & 0xFFFF_FFFF,
             Sreg::Gridid => 0,
             Sreg::DynSmem => self.dyn_smem as u64,
             Sreg::TotalSmem => self.shared.len() as u64,
-        }
+        };
+        out.fill(uniform);
     }
 
     /// A register operand's row, borrowed in place.
@@ -188,11 +219,7 @@ impl Ctx<'_> {
                 }
             }
             Opnd::Imm(v) => out.fill(v),
-            Opnd::Sreg(s) => {
-                for (l, o) in out.iter_mut().enumerate() {
-                    *o = self.sreg(s, w, l);
-                }
-            }
+            Opnd::Sreg(s) => self.sreg_row(s, w, out),
             Opnd::None | Opnd::Sym(_) => out.fill(0),
         }
     }

@@ -9,8 +9,7 @@
 //! probe log), so each launch runs the same simulation from the same inputs.
 
 use emulator::{
-    Emulator, GpuConfig, LaunchParams, LaunchStats, Module, ModuleId, TexAddress, TexFilter,
-    TexFormat, TextureDesc,
+    Emulator, GpuConfig, LaunchParams, LaunchStats, Module, ModuleId, TexFormat, TextureDesc,
 };
 
 /// One kernel launch ready to run on its own emulator.
@@ -176,19 +175,8 @@ pub fn volume_render(image: u32, volume: u32) -> Workload {
             ((x * x + y * y + z * z).sqrt() * 4.0) as u8
         })
         .collect();
-    let vdesc = TextureDesc {
-        dims: 3,
-        width: volume,
-        height: volume,
-        depth: volume,
-        format: TexFormat::U8,
-        channels: 1,
-        normalized_read: true,
-        filter: TexFilter::Linear,
-        address: [TexAddress::Clamp; 3],
-        normalized_coords: true,
-        linear_buffer: None,
-    };
+    // the volume renderer's own texture contract, as the study sets it up
+    let vdesc = study::volume_texture([volume; 3]);
     let vt = emu.create_texture(&vdesc, &vol).expect("volume");
     let transfer = [
         0.0f32, 0.0, 0.0, 0.0, 1.0, 0.5, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0,

@@ -3,29 +3,11 @@
 //! one-node Slurm (`scripts/slurm/test-local`), which skips itself, saying why, where it cannot
 //! run (not root, Slurm or munge not installed).
 
+mod common;
+
+use common::TINY_SWEEP as SWEEP;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-const SWEEP: &[&str] = &[
-    "--backend",
-    "emu",
-    "--volume-size",
-    "16",
-    "--image",
-    "16x16",
-    "--shapes",
-    "16x2,2x16",
-    "--views",
-    "0,0,0",
-    "--modes",
-    "naive,fence",
-    "--trace-warps",
-    "all",
-    "--slots",
-    "256",
-    "--frames",
-    "1",
-];
 
 fn warpscope(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut c = Command::new(env!("CARGO_BIN_EXE_warpscope"));

@@ -8,29 +8,15 @@ use common::warpscope;
 use std::path::Path;
 
 fn sweep(out: &Path, threads: &str) -> String {
-    let o = warpscope(&[
+    let mut args = vec![
         "sweep",
         "--threads",
         threads,
         "--out",
         out.to_str().unwrap(),
-        "--backend",
-        "emu",
-        "--volume-size",
-        "16",
-        "--image",
-        "16x16",
-        "--shapes",
-        "16x2,2x16,8x4",
-        "--views",
-        "0,0,0",
-        "--modes",
-        "naive,fence",
-        "--trace-warps",
-        "all",
-        "--slots",
-        "256",
-    ]);
+    ];
+    args.extend_from_slice(common::TINY_SWEEP);
+    let o = warpscope(&args);
     let err = String::from_utf8_lossy(&o.stderr).into_owned();
     assert!(
         o.status.success(),
@@ -55,7 +41,7 @@ fn one_thread_and_two_write_the_same_sweep_and_say_the_speed() {
     let said = sweep(&one, "1");
     sweep(&two, "2");
     assert!(
-        said.contains("simulation speed: median") && said.contains("over 6 runs"),
+        said.contains("simulation speed: median") && said.contains("over 4 runs"),
         "{said}"
     );
     assert_eq!(
@@ -80,7 +66,7 @@ fn one_thread_and_two_write_the_same_sweep_and_say_the_speed() {
         }
         runs += 1;
     }
-    assert_eq!(runs, 6);
+    assert_eq!(runs, 4);
     // a usage error, as clap reports them (status 2)
     let refused = warpscope(&["sweep", "--threads", "0", "--plan"]);
     let err = String::from_utf8_lossy(&refused.stderr);

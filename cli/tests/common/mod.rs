@@ -5,6 +5,29 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// A sweep that runs in about a second: 16³ volume, 16×16 image, two shapes, one view, two
+/// modes (four runs), every warp traced.
+pub const TINY_SWEEP: &[&str] = &[
+    "--backend",
+    "emu",
+    "--volume-size",
+    "16",
+    "--image",
+    "16x16",
+    "--shapes",
+    "16x2,2x16",
+    "--views",
+    "0,0,0",
+    "--modes",
+    "naive,fence",
+    "--trace-warps",
+    "all",
+    "--slots",
+    "256",
+    "--frames",
+    "1",
+];
+
 pub fn warpscope(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_warpscope"))
         .args(args)

@@ -88,13 +88,7 @@ fn counted_ways(
     scratch: &mut Vec<(u64, u64)>,
 ) -> u32 {
     scratch.clear();
-    for &(_, addr) in lanes {
-        let first = addr / width;
-        let last = addr.saturating_add(len - 1) / width;
-        for word in first..=last {
-            scratch.push((word % banks, word));
-        }
-    }
+    scratch.extend(words(lanes, len, width).map(|word| (word % banks, word)));
     scratch.sort_unstable();
     scratch.dedup();
     let mut best = 0u32;
@@ -121,21 +115,24 @@ fn conflict_free_ways(lanes: &[(u8, u64)], len: u64, width: u64, banks: u64) -> 
     }
     let mut seen = 0u64;
     let mut word_of = [0u64; 64];
-    for &(_, addr) in lanes {
-        let first = addr / width;
-        let last = addr.saturating_add(len - 1) / width;
-        for word in first..=last {
-            let bank = (word % banks) as usize;
-            let bit = 1u64 << bank;
-            if seen & bit == 0 {
-                seen |= bit;
-                word_of[bank] = word;
-            } else if word_of[bank] != word {
-                return None;
-            }
+    for word in words(lanes, len, width) {
+        let bank = (word % banks) as usize;
+        let bit = 1u64 << bank;
+        if seen & bit == 0 {
+            seen |= bit;
+            word_of[bank] = word;
+        } else if word_of[bank] != word {
+            return None;
         }
     }
     Some(u32::from(seen != 0))
+}
+
+/// The `width`-byte words each lane's `len` bytes cover, lane by lane.
+fn words(lanes: &[(u8, u64)], len: u64, width: u64) -> impl Iterator<Item = u64> + '_ {
+    lanes
+        .iter()
+        .flat_map(move |&(_, addr)| addr / width..=addr.saturating_add(len - 1) / width)
 }
 
 /// Distinct addresses among the lanes, sorted, into `out`.

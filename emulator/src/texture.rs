@@ -648,7 +648,8 @@ impl Sampler<'_> {
                         weight[k] = [1.0 - alpha, alpha];
                         count[k] = 2;
                         for (h, part) in parts[k].iter_mut().enumerate() {
-                            *part = self.part(k, index(i0 + h as i64, ext[k], self.modes[k]));
+                            *part = self
+                                .part(k, index(i0.saturating_add(h as i64), ext[k], self.modes[k]));
                         }
                     } else {
                         parts[k][0] = self.part(k, Some(0));
@@ -704,7 +705,7 @@ impl Sampler<'_> {
             let alpha = ((xb - fl) * 256.0).round() / 256.0;
             weight[k] = [1.0 - alpha, alpha];
             for (h, p) in part[k].iter_mut().enumerate() {
-                let i = index(i0 + h as i64, self.ext[k], self.modes[k])?;
+                let i = index(i0.saturating_add(h as i64), self.ext[k], self.modes[k])?;
                 *p = self.tex.storage.part(k, i, self.tb, self.ext);
             }
         }
@@ -961,6 +962,49 @@ mod tests {
                 .map(|(dx, dy)| t.texel_offset(x0 + dx, y0 + dy, 0) / 128)
                 .collect();
             assert_eq!(lines.len(), 1, "({x0}, {y0})");
+        }
+    }
+
+    proptest::proptest! {
+        /// The volume path gives the general path's values and texel addresses, bit for bit,
+        /// at any coordinate (outside the volume and NaN included) in every layout and mode.
+        #[test]
+        fn the_volume_sample_path_equals_the_general_path(
+            coords in proptest::array::uniform3(proptest::prop_oneof![
+                -0.5f32..1.5,
+                proptest::sample::select(vec![f32::NAN, -0.0, 0.0, 1.0, f32::INFINITY]),
+            ]),
+            layout in proptest::sample::select(TextureLayout::ALL.to_vec()),
+            mode in proptest::sample::select(vec![TexAddress::Clamp, TexAddress::Wrap, TexAddress::Mirror]),
+        ) {
+            let (w, h, d) = (13u32, 9, 7);
+            let desc = TextureDesc {
+                dims: 3,
+                width: w,
+                height: h,
+                depth: d,
+                format: TexFormat::U8,
+                channels: 1,
+                normalized_read: true,
+                filter: TexFilter::Linear,
+                address: [mode; 3],
+                normalized_coords: true,
+                linear_buffer: None,
+            };
+            let mut dev = DeviceMemory::default();
+            let storage = Storage::new(&desc, layout);
+            let base = dev.alloc_aligned(storage.bytes(&desc), storage.align()).unwrap();
+            let t = Texture { desc, base, storage };
+            let bytes: Vec<u8> = (0..w * h * d).map(|i| (i * 37 % 251) as u8).collect();
+            t.upload(&mut dev, &bytes).unwrap();
+            let fast = t.sampler(&dev);
+            proptest::prop_assert!(fast.unorm8_volume);
+            let general = Sampler { unorm8_volume: false, ..t.sampler(&dev) };
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            let v = fast.sample(coords, 3, &mut a).unwrap();
+            let g = general.sample(coords, 3, &mut b).unwrap();
+            proptest::prop_assert_eq!(v.map(f32::to_bits), g.map(f32::to_bits));
+            proptest::prop_assert_eq!(a, b);
         }
     }
 

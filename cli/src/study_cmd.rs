@@ -370,9 +370,8 @@ pub fn merge(args: &MergeArgs) -> Result<()> {
 }
 
 /// Runs a sweep (or one shard of it) with a progress bar, then writes the requested log formats
-/// per run.
-/// Runs the sweep (or one shard) and exports its runs; returns the simulation-speed line of the
-/// runs rendered now on the emulator (`None` when none was).
+/// per run; returns the simulation-speed line over its emulator runs (a resumed run keeps the
+/// speed it was rendered at; `None` on a GPU).
 fn run_sweep(
     cfg: &SweepConfig,
     shard: study::Shard,

@@ -102,6 +102,35 @@ impl Ctx<'_> {
         }
     }
 
+    /// Lane `l`'s access of `len` bytes for `x` (`what`: load, store or atomic): its address
+    /// from `base`, checked to be aligned to `align` bytes, resolved to its state space, the
+    /// space noted in `space` (the first lane's) and the timing address pushed to `lanes`.
+    #[allow(clippy::too_many_arguments)] // one lane of one instruction: all of it is needed
+    #[inline(always)]
+    fn lane_target(
+        &mut self,
+        x: &Inst,
+        w: &Warp,
+        base: &[u64; 32],
+        l: usize,
+        align: usize,
+        len: usize,
+        what: &str,
+        space: &mut Option<Space>,
+    ) -> Faulty<Target> {
+        let addr = base[l].wrapping_add(x.off as u64);
+        if addr & (align as u64 - 1) != 0 {
+            return fault(
+                l as u32,
+                format!("misaligned {len}-byte {what} at {addr:#x}"),
+            );
+        }
+        let t = self.resolve(x.space, addr, l, len)?;
+        space.get_or_insert(space_of(&t));
+        self.lanes.push((l as u8, self.timing_addr(&t, w, l)));
+        Ok(t)
+    }
+
     /// The address the memory model sees for this access.
     fn timing_addr(&self, t: &Target, w: &Warp, lane: usize) -> u64 {
         match *t {
@@ -254,16 +283,7 @@ pub(super) fn memory(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow
         Op::Ld => {
             let mut vals = [[0u64; 32]; 4];
             each_lane!(m, l, {
-                let addr = base[l].wrapping_add(x.off as u64);
-                if addr & (total.min(16) as u64 - 1) != 0 {
-                    return fault(
-                        l as u32,
-                        format!("misaligned {total}-byte load at {addr:#x}"),
-                    );
-                }
-                let t = c.resolve(x.space, addr, l, total)?;
-                space.get_or_insert(space_of(&t));
-                c.lanes.push((l as u8, c.timing_addr(&t, w, l)));
+                let t = c.lane_target(x, w, &base, l, total.min(16), total, "load", &mut space)?;
                 for k in 0..vec {
                     vals[k][l] = x.ty.extend(c.read(w, &t.offset(k * eb), eb, l)?);
                 }
@@ -291,16 +311,7 @@ pub(super) fn memory(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow
                 c.fetch(x.s[k], w, &mut vals[k]);
             }
             each_lane!(m, l, {
-                let addr = base[l].wrapping_add(x.off as u64);
-                if addr & (total.min(16) as u64 - 1) != 0 {
-                    return fault(
-                        l as u32,
-                        format!("misaligned {total}-byte store at {addr:#x}"),
-                    );
-                }
-                let t = c.resolve(x.space, addr, l, total)?;
-                space.get_or_insert(space_of(&t));
-                c.lanes.push((l as u8, c.timing_addr(&t, w, l)));
+                let t = c.lane_target(x, w, &base, l, total.min(16), total, "store", &mut space)?;
                 for k in 0..vec {
                     c.write(w, &t.offset(k * eb), eb, l, vals[k][l])?;
                 }
@@ -322,16 +333,7 @@ pub(super) fn memory(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow
             let mut old = [0u64; 32];
             let ty = x.ty;
             each_lane!(m, l, {
-                let addr = base[l].wrapping_add(x.off as u64);
-                if addr & (eb as u64 - 1) != 0 {
-                    return fault(
-                        l as u32,
-                        format!("misaligned {eb}-byte atomic at {addr:#x}"),
-                    );
-                }
-                let t = c.resolve(x.space, addr, l, eb)?;
-                space.get_or_insert(space_of(&t));
-                c.lanes.push((l as u8, c.timing_addr(&t, w, l)));
+                let t = c.lane_target(x, w, &base, l, eb, eb, "atomic", &mut space)?;
                 let o = c.read(w, &t, eb, l)?;
                 let (p, q) = (bv[l], cv[l]);
                 let tm = ty.mask();

@@ -418,19 +418,15 @@ fn run_sweep(
         let m = trace::RunMetrics::read(&cfg.out_dir.join(&row.run).join("run.json"))?;
         rates.extend(m.sim_warp_instructions_per_second);
     }
-    Ok(sim_speed_line(&mut rates))
+    Ok(sim_speed_line(&rates))
 }
 
 /// "simulation speed: median … M warp instructions/s per run …" over the runs' rates.
-fn sim_speed_line(rates: &mut [f64]) -> Option<String> {
-    rates.sort_by(f64::total_cmp);
-    let (&lo, &hi) = (rates.first()?, rates.last()?);
+fn sim_speed_line(rates: &[f64]) -> Option<String> {
+    let median = analysis::stats::median(rates)?;
+    let lo = rates.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = rates.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let n = rates.len();
-    let median = if n % 2 == 1 {
-        rates[n / 2]
-    } else {
-        (rates[n / 2 - 1] + rates[n / 2]) / 2.0
-    };
     Some(format!(
         "simulation speed: median {:.2} M warp instructions/s per run ({:.2}–{:.2} over {n} runs; one thread per launch, up to {} runs at once)",
         median / 1e6,

@@ -291,9 +291,10 @@ impl<'a> Session<'a> {
         let needs_bare = cfg.measure_overhead && cfg.mode != ProbeMode::Off && bare.is_none();
         // The twin holds a second copy of the volume: only when host memory has room for both,
         // and only with a second thread to run it (`--threads 1` keeps to one).
-        let room_for_two = self.dev.free_memory_bytes() >= 2 * frame_bytes(cfg, self.volume);
-        let beside = needs_bare && room_for_two && rayon::current_num_threads() > 1;
-        let frame = match self.dev.twin().filter(|_| beside) {
+        let beside = needs_bare
+            && rayon::current_num_threads() > 1
+            && self.dev.free_memory_bytes() >= 2 * frame_bytes(cfg, self.volume);
+        let frame = match beside.then(|| self.dev.twin()).flatten() {
             // Every emulator frame starts clean, so the bare frame renders on a twin device
             // while this one renders the probed frame: the same numbers, and on two free cores
             // about half the wall time. A pool worker takes it, or this thread after its own

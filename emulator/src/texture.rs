@@ -640,12 +640,8 @@ impl Sampler<'_> {
                 let mut count = [1usize; 3];
                 for k in 0..3 {
                     if k < nd {
-                        let xb = u[k] - 0.5;
-                        let fl = xb.floor();
-                        let i0 = fl as i64;
-                        // 1.8 fixed-point weight, as the hardware stores it
-                        let alpha = ((xb - fl) * 256.0).round() / 256.0;
-                        weight[k] = [1.0 - alpha, alpha];
+                        let i0;
+                        (i0, weight[k]) = Self::linear_weights(u[k]);
                         count[k] = 2;
                         for (h, part) in parts[k].iter_mut().enumerate() {
                             *part = self
@@ -680,6 +676,17 @@ impl Sampler<'_> {
         }
     }
 
+    /// Linear filtering at texel coordinate `u`: the lower of its two texel indices (before the
+    /// address mode) and their weights `[1 − α, α]`, with α in the 1.8 fixed point the hardware
+    /// stores it in.
+    #[inline(always)]
+    fn linear_weights(u: f32) -> (i64, [f32; 2]) {
+        let xb = u - 0.5;
+        let fl = xb.floor();
+        let alpha = ((xb - fl) * 256.0).round() / 256.0;
+        (fl as i64, [1.0 - alpha, alpha])
+    }
+
     /// The trilinear sample of a one-channel u8 volume (see `unorm8_volume`), with the same
     /// arithmetic in the same order as the general path, so bit for bit its result: a texel
     /// reads (b / 255, 0, 0, 1), each corner adds `w · t` to every channel, corners x fastest.
@@ -698,12 +705,8 @@ impl Sampler<'_> {
         let mut part = [[(0u64, 0u64); 2]; 3];
         let mut weight = [[0.0f32; 2]; 3];
         for k in 0..3 {
-            let xb = u[k] - 0.5;
-            let fl = xb.floor();
-            let i0 = fl as i64;
-            // 1.8 fixed-point weight, as the hardware stores it
-            let alpha = ((xb - fl) * 256.0).round() / 256.0;
-            weight[k] = [1.0 - alpha, alpha];
+            let i0;
+            (i0, weight[k]) = Self::linear_weights(u[k]);
             for (h, p) in part[k].iter_mut().enumerate() {
                 let i = index(i0.saturating_add(h as i64), self.ext[k], self.modes[k])?;
                 *p = self.tex.storage.part(k, i, self.tb, self.ext);

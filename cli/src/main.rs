@@ -24,9 +24,9 @@ use std::time::{Duration, Instant};
     about = "Measure how long memory accesses inside CUDA kernels really take, warp by warp"
 )]
 struct Cli {
-    /// Host threads for work that runs in parallel — a sweep's runs, a run's bare frame beside its
-    /// probed frame, the reuse study's renders, volume generation [default: every core]. One
-    /// launch is simulated on one thread; results do not depend on this.
+    /// Host threads for work that runs in parallel — the SMs of one emulated launch, a sweep's
+    /// runs, a run's bare frame beside its probed frame, the reuse study's renders, volume
+    /// generation [default: every core]. Results do not depend on this.
     #[arg(long, global = true, value_parser = clap::value_parser!(u32).range(1..))]
     threads: Option<u32>,
     #[command(subcommand)]

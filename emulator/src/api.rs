@@ -105,7 +105,8 @@ pub struct LaunchParams {
     pub regs_per_thread: u32,
     /// One little-endian blob per PTX parameter, in order; sizes are checked.
     pub args: Vec<Vec<u8>>,
-    /// Runaway guard: the launch fails with `EmuError::Budget` past this many warp instructions.
+    /// Runaway guard: the launch fails with `EmuError::Budget` past this many warp instructions
+    /// (counted between rounds, so up to one round of every SM further).
     pub max_warp_instructions: u64,
 }
 

@@ -14,7 +14,8 @@
 //! assert!(m.slice(a + 16, 1).is_none()); // past the end: unmapped
 //! ```
 
-use std::cell::Cell;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::error::EmuError;
 
@@ -38,7 +39,9 @@ pub(crate) struct DeviceMemory {
     allocs: Vec<Alloc>,
     next: u64,
     /// Index of the allocation hit last: consecutive accesses almost always hit the same one.
-    last: Cell<usize>,
+    /// Atomic only so that SMs running in parallel may share the memory for reading; which
+    /// index it holds never changes a result.
+    last: AtomicUsize,
 }
 
 impl DeviceMemory {
@@ -89,7 +92,7 @@ impl DeviceMemory {
                 what: "free of an address that is not the start of a live allocation".into(),
             })?;
         self.allocs.remove(i);
-        self.last.set(0);
+        self.last.store(0, Ordering::Relaxed);
         Ok(())
     }
 
@@ -99,7 +102,7 @@ impl DeviceMemory {
             let off = addr.checked_sub(a.base)?;
             (off.checked_add(len)? <= a.data.len() as u64).then_some((i, off as usize))
         };
-        if let Some(r) = hit(self.last.get()) {
+        if let Some(r) = hit(self.last.load(Ordering::Relaxed)) {
             return Some(r);
         }
         let i = self
@@ -107,7 +110,7 @@ impl DeviceMemory {
             .partition_point(|a| a.base <= addr)
             .checked_sub(1)?;
         let r = hit(i)?;
-        self.last.set(i);
+        self.last.store(i, Ordering::Relaxed);
         Some(r)
     }
 
@@ -145,6 +148,109 @@ impl DeviceMemory {
                 addr,
                 what: format!("read of {} bytes outside any allocation", out.len()),
             }),
+        }
+    }
+}
+
+/// A global-memory write an SM made during a round: applied to device memory between rounds,
+/// in global (issue cycle, SM, sequence) order, so that SMs running in parallel never write the
+/// shared memory and every thread count gives the same bytes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Write {
+    /// Issue cycle, and the SM's L2 request count at issue: with the SM index, the order key.
+    pub now: u64,
+    pub seq: u64,
+    pub addr: u64,
+    pub what: WriteKind,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum WriteKind {
+    /// `len` (1–8) bytes of `value`, little-endian.
+    Store { len: u8, value: u64 },
+    /// One lane of an atomic: its new value is computed from the memory as the earlier writes
+    /// left it, and the old value, when wanted, goes to register `reg` of lane `lane` of the
+    /// SM's warp slot `warp` (masked to the type's width).
+    Atomic {
+        op: crate::ir::AtomOp,
+        ty: crate::ir::Ty,
+        line: u32,
+        p: u64,
+        q: u64,
+        ret: Option<(u32, u32, u8)>,
+    },
+}
+
+/// One SM's writes not yet applied, and what its own loads must see of them.
+///
+/// Semantics this gives (documented in ARCHITECTURE.md): an SM reads its own stores at once;
+/// another SM's stores and every atomic's result become visible between rounds. CUDA promises
+/// no more to threads of different blocks without a fence-and-flag protocol, which still works
+/// (the flag's value arrives a round later).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct WriteLog {
+    pub writes: VecDeque<Write>,
+    /// Byte range covered by pending stores: loads outside it skip the log.
+    lo: u64,
+    hi: u64,
+}
+
+impl WriteLog {
+    pub(crate) fn store(&mut self, now: u64, seq: u64, addr: u64, len: usize, value: u64) {
+        if self.lo >= self.hi {
+            (self.lo, self.hi) = (addr, addr + len as u64);
+        } else {
+            self.lo = self.lo.min(addr);
+            self.hi = self.hi.max(addr + len as u64);
+        }
+        self.writes.push_back(Write {
+            now,
+            seq,
+            addr,
+            what: WriteKind::Store {
+                len: len as u8,
+                value,
+            },
+        });
+    }
+
+    pub(crate) fn atomic(&mut self, now: u64, seq: u64, addr: u64, what: WriteKind) {
+        self.writes.push_back(Write {
+            now,
+            seq,
+            addr,
+            what,
+        });
+    }
+
+    /// The `len` (≤ 8) bytes at `addr` as this SM sees them: device memory under its own
+    /// pending stores. `None` outside every allocation.
+    pub(crate) fn read(&self, dev: &DeviceMemory, addr: u64, len: usize) -> Option<u64> {
+        let src = dev.slice(addr, len)?;
+        let mut buf = [0u8; 8];
+        buf[..len].copy_from_slice(src);
+        let end = addr + len as u64;
+        if end > self.lo && addr < self.hi {
+            for w in &self.writes {
+                if let WriteKind::Store { len: wl, value } = w.what {
+                    let (ws, we) = (w.addr, w.addr + u64::from(wl));
+                    for b in ws.max(addr)..we.min(end) {
+                        buf[(b - addr) as usize] = (value >> (8 * (b - ws))) as u8;
+                    }
+                }
+            }
+        }
+        Some(u64::from_le_bytes(buf))
+    }
+
+    /// Forgets the store range once no store is pending.
+    pub(crate) fn shrink(&mut self) {
+        if !self
+            .writes
+            .iter()
+            .any(|w| matches!(w.what, WriteKind::Store { .. }))
+        {
+            (self.lo, self.hi) = (0, 0);
         }
     }
 }

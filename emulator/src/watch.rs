@@ -1,7 +1,7 @@
 //! Watching a long launch from outside: a wall-clock limit and a progress callback. The engine
-//! consults both every [`WATCH_INTERVAL`] warp instructions, so the hot loop pays one mask test
-//! and a runaway kernel (an infinite loop, a livelock, a huge grid) is reported while it runs
-//! instead of after hours. Neither changes a result: a launch either completes with the same
+//! consults both between rounds (engine/mod.rs) once another [`WATCH_INTERVAL`] warp
+//! instructions ran, so the hot loop pays nothing and a runaway kernel (an infinite loop, a
+//! livelock, a huge grid) is reported while it runs instead of after hours. Neither changes a result: a launch either completes with the same
 //! numbers or ends with an error.
 
 use std::sync::Arc;
@@ -14,14 +14,14 @@ pub const WATCH_INTERVAL: u64 = 1 << 20;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Progress {
     pub warp_instructions: u64,
-    /// Simulated cycle of the SM being stepped.
+    /// Simulated cycle of the SM first in global order.
     pub cycle: u64,
     /// Blocks handed to an SM so far, and in all.
     pub blocks_started: u64,
     pub blocks_total: u64,
 }
 
-/// Called with the launch's progress every [`WATCH_INTERVAL`] warp instructions.
+/// Called with the launch's progress about every [`WATCH_INTERVAL`] warp instructions.
 pub type ProgressFn = Arc<dyn Fn(&Progress) + Send + Sync>;
 
 /// Limits and observers of later launches (see [`crate::Emulator::set_watch`]).

@@ -2,7 +2,7 @@
 //! done functionally at issue, with the lane addresses left in `Ctx::lanes` for the timing model.
 
 use super::{Ctx, Faulty, Flow, Warp, fault, put};
-use crate::devmem::{LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, WINDOW_BYTES};
+use crate::devmem::{LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, WINDOW_BYTES, WriteKind};
 use crate::ir::*;
 use crate::memory::{AccessKind, Space};
 use crate::numeric::{float_op, float_to_f64};
@@ -150,15 +150,15 @@ impl Ctx<'_> {
 
     fn read(&self, w: &Warp, t: &Target, len: usize, lane: usize) -> Faulty<u64> {
         let src: &[u8] = match *t {
-            Target::Global(a) => match self.dev.slice(a, len) {
-                Some(s) => s,
-                None => {
-                    return fault(
+            Target::Global(a) => {
+                return match self.writes.read(self.dev, a, len) {
+                    Some(v) => Ok(v),
+                    None => fault(
                         lane as u32,
                         format!("load of {len} bytes at {a:#x} outside any allocation"),
-                    );
-                }
-            },
+                    ),
+                };
+            }
             Target::Shared(o) => &self.shared[o..o + len],
             Target::Local(o) => &w.local[o..o + len],
             Target::Param(o) => &self.params[o..o + len],
@@ -168,15 +168,16 @@ impl Ctx<'_> {
 
     fn write(&mut self, w: &mut Warp, t: &Target, len: usize, lane: usize, v: u64) -> Faulty<()> {
         let dst: &mut [u8] = match *t {
-            Target::Global(a) => match self.dev.slice_mut(a, len) {
-                Some(s) => s,
-                None => {
+            Target::Global(a) => {
+                if self.dev.slice(a, len).is_none() {
                     return fault(
                         lane as u32,
                         format!("store of {len} bytes at {a:#x} outside any allocation"),
                     );
                 }
-            },
+                self.writes.store(self.now, self.seq, a, len, v);
+                return Ok(());
+            }
             Target::Shared(o) => &mut self.shared[o..o + len],
             Target::Local(o) => &mut w.local[o..o + len],
             Target::Param(_) => return fault(lane as u32, "store to kernel parameter space"),
@@ -184,6 +185,64 @@ impl Ctx<'_> {
         put_le_bytes(dst, v);
         Ok(())
     }
+}
+
+/// The value an atomic `op` of type `ty` leaves in memory that held `o`, with operands `p`
+/// (and `q` for compare-and-swap), masked to the type's width.
+pub(crate) fn atomic_value(op: AtomOp, ty: Ty, line: u32, o: u64, p: u64, q: u64) -> u64 {
+    let tm = ty.mask();
+    let new = match op {
+        AtomOp::Add => {
+            if ty.is_float() {
+                let mut h = Inst::new(Op::Add, line);
+                h.ty = ty;
+                float_op(&h, o, p, 0)
+            } else {
+                o.wrapping_add(p)
+            }
+        }
+        AtomOp::Min | AtomOp::Max => {
+            let lt = if ty.is_float() {
+                float_to_f64(ty, p) < float_to_f64(ty, o)
+            } else if ty.is_signed() {
+                (ty.extend(p) as i64) < (ty.extend(o) as i64)
+            } else {
+                (p & tm) < (o & tm)
+            };
+            let take = if op == AtomOp::Min {
+                lt
+            } else {
+                !lt && p & tm != o & tm
+            };
+            if take { p } else { o }
+        }
+        AtomOp::Inc => {
+            if (o & tm) >= (p & tm) {
+                0
+            } else {
+                o + 1
+            }
+        }
+        AtomOp::Dec => {
+            if (o & tm) == 0 || (o & tm) > (p & tm) {
+                p
+            } else {
+                o - 1
+            }
+        }
+        AtomOp::Cas => {
+            if (o & tm) == (p & tm) {
+                q
+            } else {
+                o
+            }
+        }
+        AtomOp::Exch => p,
+        AtomOp::And => o & p,
+        AtomOp::Or => o | p,
+        AtomOp::Xor => o ^ p,
+    };
+    new & tm
 }
 
 /// Little-endian value of 1, 2, 4 or 8 bytes; fixed-size copies so no `memcpy` call per lane.
@@ -332,67 +391,41 @@ pub(super) fn memory(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow
             }
             let mut old = [0u64; 32];
             let ty = x.ty;
+            // Global lanes are applied between rounds, in global order (devmem.rs `Write`); their
+            // old values reach the register then. Shared and local lanes belong to this SM.
+            let mut now_lanes = 0u32;
             each_lane!(m, l, {
                 let t = c.lane_target(x, w, &base, l, eb, eb, "atomic", &mut space)?;
-                let o = c.read(w, &t, eb, l)?;
                 let (p, q) = (bv[l], cv[l]);
-                let tm = ty.mask();
-                let new = match x.atom {
-                    AtomOp::Add => {
-                        if ty.is_float() {
-                            let mut h = Inst::new(Op::Add, x.line);
-                            h.ty = ty;
-                            float_op(&h, o, p, 0)
-                        } else {
-                            o.wrapping_add(p)
-                        }
+                if let Target::Global(a) = t {
+                    if c.dev.slice(a, eb).is_none() {
+                        return fault(
+                            l as u32,
+                            format!("atomic of {eb} bytes at {a:#x} outside any allocation"),
+                        );
                     }
-                    AtomOp::Min | AtomOp::Max => {
-                        let lt = if ty.is_float() {
-                            float_to_f64(ty, p) < float_to_f64(ty, o)
-                        } else if ty.is_signed() {
-                            (ty.extend(p) as i64) < (ty.extend(o) as i64)
-                        } else {
-                            (p & tm) < (o & tm)
-                        };
-                        let take = if x.atom == AtomOp::Min {
-                            lt
-                        } else {
-                            !lt && p & tm != o & tm
-                        };
-                        if take { p } else { o }
-                    }
-                    AtomOp::Inc => {
-                        if (o & tm) >= (p & tm) {
-                            0
-                        } else {
-                            o + 1
-                        }
-                    }
-                    AtomOp::Dec => {
-                        if (o & tm) == 0 || (o & tm) > (p & tm) {
-                            p
-                        } else {
-                            o - 1
-                        }
-                    }
-                    AtomOp::Cas => {
-                        if (o & tm) == (p & tm) {
-                            q
-                        } else {
-                            o
-                        }
-                    }
-                    AtomOp::Exch => p,
-                    AtomOp::And => o & p,
-                    AtomOp::Or => o | p,
-                    AtomOp::Xor => o ^ p,
-                };
-                c.write(w, &t, eb, l, new & tm)?;
-                old[l] = o;
+                    let ret = match (x.op, x.d[0]) {
+                        (Op::Atom, Opnd::Reg(r)) => Some((w.slot, r, l as u8)),
+                        _ => None,
+                    };
+                    let what = WriteKind::Atomic {
+                        op: x.atom,
+                        ty,
+                        line: x.line,
+                        p,
+                        q,
+                        ret,
+                    };
+                    c.writes.atomic(c.now, c.seq, a, what);
+                } else {
+                    let o = c.read(w, &t, eb, l)?;
+                    c.write(w, &t, eb, l, atomic_value(x.atom, ty, x.line, o, p, q))?;
+                    old[l] = o;
+                    now_lanes |= 1 << l;
+                }
             });
             if x.op == Op::Atom {
-                put(&mut w.regs, x.d[0], m, &old, ty.mask());
+                put(&mut w.regs, x.d[0], now_lanes, &old, ty.mask());
             }
             Ok(Flow::Mem {
                 space: space.unwrap_or(Space::Global),

@@ -43,12 +43,13 @@ mod mem;
 mod simt;
 mod tex;
 
-use crate::devmem::DeviceMemory;
+use crate::devmem::{DeviceMemory, WriteLog};
 use crate::ir::*;
 use crate::memory::{AccessKind, Space};
 use crate::texture::Texture;
 
 use alu::compute;
+pub(crate) use mem::atomic_value;
 use simt::branch;
 pub(crate) use simt::{Entry, Warp};
 
@@ -59,7 +60,11 @@ static ZERO_LANES: [u64; 32] = [0; 32];
 
 /// Everything an instruction may touch besides its warp.
 pub(crate) struct Ctx<'a> {
-    pub dev: &'a mut DeviceMemory,
+    /// Read-only while SMs run: global writes go to `writes` (devmem.rs).
+    pub dev: &'a DeviceMemory,
+    pub writes: &'a mut WriteLog,
+    /// The SM's L2 request count: orders this instruction's writes among other SMs'.
+    pub seq: u64,
     pub textures: &'a [Texture],
     pub params: &'a [u8],
     pub shared: &'a mut [u8],

@@ -8,6 +8,7 @@
 //!
 //! Main types: [`Cache`], [`Lookup`], [`Mshrs`].
 
+use super::pending::{Pend, is_token};
 use crate::config::{CacheConfig, Replacement};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -21,7 +22,7 @@ pub(crate) struct Lookup {
     pub hit: u8,
     /// Requested sectors allocated but still in flight (MSHR merges).
     pub pending: u8,
-    /// Latest arrival among `pending` sectors (0 when none).
+    /// Latest arrival among `pending` sectors (0 when none); may be a token (pending.rs).
     pub pending_ready: u64,
     /// Requested sectors absent.
     pub miss: u8,
@@ -109,7 +110,8 @@ impl Cache {
     }
 
     /// Looks `mask`'s sectors of `line` up at cycle `now`, refreshing LRU state on a tag hit.
-    pub(crate) fn lookup(&mut self, line: u64, mask: u8, now: u64) -> Lookup {
+    /// A sector arriving at a token is in flight (its value is beyond the round).
+    pub(crate) fn lookup(&mut self, line: u64, mask: u8, now: u64, pend: &mut Pend) -> Lookup {
         let Some(slot) = self.find(line) else {
             return Lookup {
                 slot: None,
@@ -134,7 +136,7 @@ impl Cache {
                 let r = self.ready[slot * self.sectors + s];
                 if r > now {
                     pending |= bit;
-                    pending_ready = pending_ready.max(r);
+                    pending_ready = pend.max(pending_ready, r);
                 } else {
                     hit |= bit;
                 }
@@ -158,6 +160,7 @@ impl Cache {
         ready: u64,
         now: u64,
         dirty: bool,
+        pend: &mut Pend,
     ) -> Option<Evicted> {
         let (slot, evicted) = match self.find(line) {
             Some(slot) => (slot, None),
@@ -187,7 +190,7 @@ impl Cache {
                 let r = &mut self.ready[slot * self.sectors + s];
                 // A write into a sector still being filled does not make the fill arrive sooner.
                 *r = if was_valid & bit != 0 {
-                    (*r).max(ready)
+                    pend.max(*r, ready)
                 } else {
                     ready
                 };
@@ -219,6 +222,15 @@ impl Cache {
             .unwrap_or(range.start)
     }
 
+    /// Replaces resolved tokens among the arrival cycles by their values.
+    pub(crate) fn patch(&mut self, pend: &mut Pend) {
+        for r in self.ready.iter_mut() {
+            if is_token(*r) {
+                *r = pend.settled(*r);
+            }
+        }
+    }
+
     /// Whether `line` is resident (any sector), for tests.
     #[cfg(test)]
     pub(crate) fn contains(&self, line: u64) -> bool {
@@ -228,11 +240,17 @@ impl Cache {
 
 /// Miss-status holding registers: a fixed number of outstanding line misses. A miss that finds
 /// all busy starts when the earliest one returns.
+///
+/// Inside a round (memory/pending.rs) the earliest return may be a token's: then the pop is
+/// symbolic — the miss starts at the `k`-th smallest release, and the `owed` smallest entries
+/// count as gone — until the values come and `patch` removes them for real.
 #[derive(Debug, Clone)]
 pub(crate) struct Mshrs {
     capacity: usize,
-    /// Release cycles of busy entries (min-heap).
+    /// Release cycles (or tokens, which sort last) of busy entries (min-heap).
     busy: BinaryHeap<Reverse<u64>>,
+    /// Entries popped symbolically: the `owed` smallest of `busy` are free.
+    owed: usize,
 }
 
 impl Mshrs {
@@ -240,28 +258,80 @@ impl Mshrs {
         Mshrs {
             capacity: capacity.max(1) as usize,
             busy: BinaryHeap::new(),
+            owed: 0,
         }
     }
 
-    /// The cycle (≥ `now`) at which a new miss can be sent; the caller then calls
-    /// [`Mshrs::occupy`] with its return cycle.
-    pub(crate) fn acquire(&mut self, now: u64) -> u64 {
-        while let Some(&Reverse(t)) = self.busy.peek() {
-            if t <= now {
-                self.busy.pop();
-            } else {
-                break;
+    /// The cycle (≥ `now`) at which a new miss can be sent, or a token for it; the caller then
+    /// calls [`Mshrs::occupy`] with its return cycle.
+    pub(crate) fn acquire(&mut self, now: u64, pend: &mut Pend) -> u64 {
+        if self.owed == 0 {
+            while let Some(&Reverse(t)) = self.busy.peek() {
+                if t <= now {
+                    self.busy.pop();
+                } else {
+                    break;
+                }
             }
+            if self.busy.len() < self.capacity {
+                return now;
+            }
+            // The smallest cycle is the earliest release when no token is open or it is not
+            // later than the horizon (so before any token's value).
+            if let Some(&Reverse(m)) = self.busy.peek()
+                && !is_token(m)
+                && (m <= pend.horizon || !self.busy.iter().any(|r| is_token(r.0)))
+            {
+                self.busy.pop();
+                return m.max(now);
+            }
+        } else if self.busy.len() - self.owed < self.capacity {
+            // Every entry is beyond the horizon (see `plan`), so none is free by time.
+            return now;
         }
-        if self.busy.len() < self.capacity {
-            now
-        } else {
-            self.busy.pop().map_or(now, |Reverse(t)| t.max(now))
-        }
+        let of: Vec<u64> = self.busy.iter().map(|r| r.0).collect();
+        self.owed += 1;
+        // Beyond the horizon, so beyond `now`.
+        pend.kth(&of, self.owed)
     }
 
     pub(crate) fn occupy(&mut self, until: u64) {
         self.busy.push(Reverse(until));
+    }
+
+    /// Whether up to `n` misses of a request issued at `now`, sent at cycles `first ..
+    /// first + n`, can be timed inside the round: the table cannot fill, or they are all sent
+    /// before the horizon (where an entry free by time is a real cycle, never a token).
+    pub(crate) fn plan(&self, now: u64, first: u64, n: usize, horizon: u64) -> bool {
+        let live = if self.owed == 0 {
+            self.busy.iter().filter(|r| r.0 > now).count()
+        } else {
+            self.busy.len() - self.owed
+        };
+        live + n <= self.capacity || first + n as u64 <= horizon
+    }
+
+    /// Whether no symbolic pop is owed: a table that owes one cannot serve a new round.
+    pub(crate) fn settled(&self) -> bool {
+        self.owed == 0
+    }
+
+    /// Replaces resolved tokens among the release cycles by their values, and frees the
+    /// symbolically popped entries once they are known.
+    pub(crate) fn patch(&mut self, pend: &mut Pend) {
+        if self.busy.iter().any(|r| is_token(r.0)) {
+            let busy = std::mem::take(&mut self.busy);
+            self.busy = busy
+                .into_iter()
+                .map(|Reverse(r)| Reverse(pend.settled(r)))
+                .collect();
+        }
+        if self.owed > 0 && !self.busy.iter().any(|r| is_token(r.0)) {
+            for _ in 0..self.owed {
+                self.busy.pop();
+            }
+            self.owed = 0;
+        }
     }
 }
 
@@ -283,24 +353,26 @@ mod tests {
 
     #[test]
     fn miss_then_hit_then_sector_miss() {
+        let mut p = Pend::default();
         let mut c = Cache::new(&cfg(1024, 2, Replacement::Lru));
-        let l = c.lookup(5, 0b0001, 0);
+        let l = c.lookup(5, 0b0001, 0, &mut p);
         assert_eq!((l.slot, l.miss), (None, 0b0001));
-        assert!(c.fill(5, 0b0001, 10, 0, false).is_none());
-        let l = c.lookup(5, 0b0011, 20);
+        assert!(c.fill(5, 0b0001, 10, 0, false, &mut p).is_none());
+        let l = c.lookup(5, 0b0011, 20, &mut p);
         assert_eq!((l.hit, l.miss, l.pending), (0b0001, 0b0010, 0));
     }
 
     #[test]
     fn in_flight_sector_is_a_merge_with_its_arrival_time() {
+        let mut p = Pend::default();
         let mut c = Cache::new(&cfg(1024, 2, Replacement::Lru));
-        c.fill(7, 0b1111, 300, 0, false);
-        let l = c.lookup(7, 0b0100, 50);
+        c.fill(7, 0b1111, 300, 0, false, &mut p);
+        let l = c.lookup(7, 0b0100, 50, &mut p);
         assert_eq!(
             (l.hit, l.pending, l.pending_ready, l.miss),
             (0, 0b0100, 300, 0)
         );
-        let l = c.lookup(7, 0b0100, 300);
+        let l = c.lookup(7, 0b0100, 300, &mut p);
         assert_eq!((l.hit, l.pending), (0b0100, 0));
     }
 
@@ -308,11 +380,12 @@ mod tests {
     fn lru_evicts_least_recently_used_fifo_evicts_oldest_fill() {
         // 2 ways × 4 sets: lines 0, 4, 8 share set 0.
         for (policy, expect_evicted) in [(Replacement::Lru, 4), (Replacement::Fifo, 0)] {
+            let mut p = Pend::default();
             let mut c = Cache::new(&cfg(1024, 2, policy));
-            c.fill(0, 1, 1, 1, false);
-            c.fill(4, 1, 2, 2, false);
-            c.lookup(0, 1, 3); // touch line 0: LRU keeps it, FIFO does not care
-            let ev = c.fill(8, 1, 4, 4, false).unwrap();
+            c.fill(0, 1, 1, 1, false, &mut p);
+            c.fill(4, 1, 2, 2, false, &mut p);
+            c.lookup(0, 1, 3, &mut p); // touch line 0: LRU keeps it, FIFO does not care
+            let ev = c.fill(8, 1, 4, 4, false, &mut p).unwrap();
             assert_eq!(ev.line, expect_evicted, "{policy:?}");
             assert!(c.contains(8));
         }
@@ -320,27 +393,30 @@ mod tests {
 
     #[test]
     fn lines_in_flight_are_not_preferred_victims() {
+        let mut p = Pend::default();
         let mut c = Cache::new(&cfg(1024, 2, Replacement::Lru));
-        c.fill(0, 1, 1000, 0, false); // older but still in flight at cycle 10
-        c.fill(4, 1, 5, 1, false);
-        let ev = c.fill(8, 1, 50, 10, false).unwrap();
+        c.fill(0, 1, 1000, 0, false, &mut p); // older but still in flight at cycle 10
+        c.fill(4, 1, 5, 1, false, &mut p);
+        let ev = c.fill(8, 1, 50, 10, false, &mut p).unwrap();
         assert_eq!(ev.line, 4);
     }
 
     #[test]
     fn refilling_a_sector_in_flight_keeps_the_later_arrival() {
+        let mut p = Pend::default();
         let mut c = Cache::new(&cfg(1024, 2, Replacement::Lru));
-        c.fill(3, 0b0001, 500, 0, false);
-        c.fill(3, 0b0001, 100, 10, true);
-        let l = c.lookup(3, 0b0001, 200);
+        c.fill(3, 0b0001, 500, 0, false, &mut p);
+        c.fill(3, 0b0001, 100, 10, true, &mut p);
+        let l = c.lookup(3, 0b0001, 200, &mut p);
         assert_eq!((l.pending, l.pending_ready), (0b0001, 500));
     }
 
     #[test]
     fn dirty_sectors_travel_with_the_evicted_line() {
+        let mut p = Pend::default();
         let mut c = Cache::new(&cfg(256, 1, Replacement::Lru)); // 2 sets × 1 way
-        c.fill(0, 0b0110, 1, 1, true);
-        let ev = c.fill(2, 1, 2, 2, false).unwrap();
+        c.fill(0, 0b0110, 1, 1, true, &mut p);
+        let ev = c.fill(2, 1, 2, 2, false, &mut p).unwrap();
         assert_eq!(
             ev,
             Evicted {
@@ -352,13 +428,14 @@ mod tests {
 
     #[test]
     fn mshrs_delay_a_miss_when_all_are_busy() {
+        let mut p = Pend::default();
         let mut m = Mshrs::new(2);
-        assert_eq!(m.acquire(0), 0);
+        assert_eq!(m.acquire(0, &mut p), 0);
         m.occupy(100);
-        assert_eq!(m.acquire(1), 1);
+        assert_eq!(m.acquire(1, &mut p), 1);
         m.occupy(150);
-        assert_eq!(m.acquire(2), 100); // waits for the first to return
+        assert_eq!(m.acquire(2, &mut p), 100); // waits for the first to return
         m.occupy(300);
-        assert_eq!(m.acquire(400), 400); // all returned
+        assert_eq!(m.acquire(400, &mut p), 400); // all returned
     }
 }

@@ -44,21 +44,25 @@
 //! let cfg = GpuConfig::preset("h100")?;
 //! let mut mem = MemorySystem::new(&cfg);
 //! let lanes = [(0u8, 0x1000u64)];
-//! let req = MemRequest { sm: 0, warp: 0, space: Space::Global, kind: AccessKind::Load,
+//! let req = MemRequest { space: Space::Global, kind: AccessKind::Load,
 //!                        bytes_per_lane: 8, lanes: &lanes, readonly_path: false };
 //! assert_eq!(mem.access(0, &req), 650); // cold: DRAM
 //! ```
 
 mod cache;
 mod coalesce;
+mod pending;
 mod record;
 
 use crate::config::{CacheConfig, GpuConfig};
 use cache::{Cache, Mshrs};
 use coalesce::{LineReq, bank_conflict_ways, coalesce, distinct_addresses, max_same_address};
+pub(crate) use pending::{Pend, is_token};
 use record::AddressRecorder;
 pub use record::{AddressEvent, AddressKind};
 use serde::Serialize;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 
 /// PTX state space of a memory instruction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,11 +85,6 @@ pub(crate) enum AccessKind {
 /// One warp memory instruction, as the scheduler issues it.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct MemRequest<'a> {
-    pub sm: u32,
-    /// Hardware warp slot on the SM. Part of the agreed interface; the hierarchy itself is shared
-    /// by the SM's warps, so the timing does not depend on it.
-    #[allow(dead_code)]
-    pub warp: u32,
     pub space: Space,
     pub kind: AccessKind,
     /// Vector width × element size (textures: texel bytes).
@@ -116,6 +115,15 @@ impl CacheCounters {
     pub fn hit_rate(&self) -> Option<f64> {
         let total = self.sector_hits + self.sector_misses + self.mshr_merges;
         (total > 0).then(|| (self.sector_hits + self.mshr_merges) as f64 / total as f64)
+    }
+
+    fn add(&mut self, o: &CacheCounters) {
+        self.requests += o.requests;
+        self.sector_hits += o.sector_hits;
+        self.sector_misses += o.sector_misses;
+        self.mshr_merges += o.mshr_merges;
+        self.evictions += o.evictions;
+        self.write_sectors += o.write_sectors;
     }
 
     fn count(&mut self, hit: u8, pending: u8, miss: u8) {
@@ -151,6 +159,19 @@ pub struct MemCounters {
     pub tex_hit_rate: Option<f64>,
     pub l2_hit_rate: Option<f64>,
     pub constant_hit_rate: Option<f64>,
+}
+
+impl MemCounters {
+    /// Adds one SM's per-SM counts (the L2 and DRAM ones live below the SMs).
+    fn add(&mut self, o: &MemCounters) {
+        self.l1.add(&o.l1);
+        self.texture.add(&o.texture);
+        self.constant.add(&o.constant);
+        self.shared_accesses += o.shared_accesses;
+        self.shared_bank_conflict_replays += o.shared_bank_conflict_replays;
+        self.constant_serialization_replays += o.constant_serialization_replays;
+        self.atomics += o.atomics;
+    }
 }
 
 /// Sub-cycle resolution of bandwidth queues: bytes/cycle need not divide the transfer size.
@@ -196,9 +217,40 @@ fn reserve_port(free_at: &mut u64, now: u64, units: u64) -> u64 {
     start
 }
 
-/// Per-SM state.
+/// Latencies and geometry every SM's memory path reads.
+#[derive(Debug, Clone, Copy)]
+struct Lat {
+    l1: u64,
+    tex: u64,
+    tex_pipeline: u64,
+    constant: u64,
+    shared: u64,
+    shared_banks: u32,
+    shared_bank_width: u32,
+    l2_line_shift: u32,
+    l2_sector_shift: u32,
+}
+
+/// One request to the L2, queued by an SM and answered in global order (see `pending.rs`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct L2Req {
+    /// Issue cycle of the instruction that sent it and the SM's running count of requests:
+    /// with the SM's index, the order in which the L2 sees requests.
+    pub now: u64,
+    pub seq: u64,
+    sent: u64,
+    addr: u64,
+    len: u64,
+    base: u64,
+    op: L2Op,
+    /// The token answered with the completion cycle (0: nobody waits, a store's write).
+    token: u64,
+}
+
+/// One SM's side of the hierarchy: its caches and ports, and the L2 requests it has sent but
+/// not had answered. Owned by the SM while it runs a round.
 #[derive(Debug, Clone)]
-struct SmMem {
+pub(crate) struct SmMem {
     l1: Cache,
     l1_mshrs: Mshrs,
     l1_port: u64,
@@ -209,6 +261,17 @@ struct SmMem {
     constant_mshrs: Mshrs,
     constant_port: u64,
     shared_port: u64,
+    lat: Lat,
+    pub(crate) pend: Pend,
+    pub(crate) queue: VecDeque<L2Req>,
+    /// Requests sent so far (the next one's `seq`).
+    pub(crate) seq: u64,
+    counters: MemCounters,
+    lines: Vec<LineReq>,
+    words: Vec<(u64, u64)>,
+    addrs: Vec<u64>,
+    /// The optional address recorder (record.rs); `None` unless asked for.
+    recorder: Option<AddressRecorder>,
 }
 
 /// One L2 slice.
@@ -220,7 +283,7 @@ struct Slice {
 
 /// Everything below the SMs: L2 slices and DRAM.
 #[derive(Debug, Clone)]
-struct Below {
+pub(crate) struct Below {
     slices: Vec<Slice>,
     slice_bits: u32,
     line_shift: u32,
@@ -231,6 +294,8 @@ struct Below {
     l2: CacheCounters,
     dram_bytes_read: u64,
     dram_bytes_written: u64,
+    /// Never holds a token: the L2 only sees answered cycles.
+    pend: Pend,
 }
 
 /// How an L2 line is used by a request from above.
@@ -296,6 +361,7 @@ impl Below {
             l2,
             dram_bytes_read,
             dram_bytes_written,
+            pend,
             ..
         } = self;
         let Some(slice) = slices.get_mut(slice_idx) else {
@@ -318,14 +384,14 @@ impl Below {
         let hit_done = start + hit_latency;
         if op == L2Op::Write {
             l2.write_sectors += u64::from(mask.count_ones());
-            let ev = slice.cache.fill(local, mask, hit_done, start, true);
+            let ev = slice.cache.fill(local, mask, hit_done, start, true, pend);
             l2.evictions += evicted(ev, start, dram);
             return hit_done;
         }
         if let L2Op::Atomic(extra) = op {
             slice.port.extend(extra);
         }
-        let lk = slice.cache.lookup(local, mask, start);
+        let lk = slice.cache.lookup(local, mask, start, pend);
         if op == L2Op::Read {
             l2.count(lk.hit, lk.pending, lk.miss);
         } else {
@@ -340,17 +406,22 @@ impl Below {
             let dram_start = dram.reserve(start, miss_bytes);
             *dram_bytes_read += miss_bytes;
             let ready = dram_start + miss_latency;
-            let ev = slice.cache.fill(local, lk.miss, ready, start, false);
+            let ev = slice.cache.fill(local, lk.miss, ready, start, false, pend);
             l2.evictions += evicted(ev, start, dram);
             done = done.max(ready);
         }
         if let L2Op::Atomic(extra) = op {
             done += extra;
             // The read-modify-write result stays dirty in L2.
-            let ev = slice.cache.fill(local, mask, done, start, true);
+            let ev = slice.cache.fill(local, mask, done, start, true, pend);
             l2.evictions += evicted(ev, start, dram);
         }
         done
+    }
+
+    /// Answers one queued request: the cycle its sender has the data (or acknowledgement).
+    pub(crate) fn answer(&mut self, r: &L2Req) -> u64 {
+        self.access(r.sent, r.addr, r.len, r.base, r.op)
     }
 }
 
@@ -364,30 +435,44 @@ enum Path {
     TexSeparate,
 }
 
-/// The timing state of the whole memory hierarchy for one launch.
-#[derive(Debug, Clone)]
-pub(crate) struct MemorySystem {
-    sms: Vec<SmMem>,
-    below: Below,
-    l1_latency: u64,
-    tex_latency: u64,
-    tex_pipeline: u64,
-    constant_latency: u64,
-    shared_latency: u64,
-    shared_banks: u32,
-    shared_bank_width: u32,
-    counters: MemCounters,
-    lines: Vec<LineReq>,
-    words: Vec<(u64, u64)>,
-    addrs: Vec<u64>,
-    /// The optional address recorder (record.rs); `None` unless asked for.
-    recorder: Option<AddressRecorder>,
+/// Queues a request to the L2 and returns the token its answer will resolve (0 when `answer`
+/// is false) — or, with `below` given, answers it at once and returns the cycle.
+#[allow(clippy::too_many_arguments)] // one request's fields, from split borrows of an SmMem
+fn send(
+    below: &mut Option<&mut Below>,
+    queue: &mut VecDeque<L2Req>,
+    seq: &mut u64,
+    pend: &mut Pend,
+    now: u64,
+    sent: u64,
+    addr: u64,
+    len: u64,
+    base: u64,
+    op: L2Op,
+    answer: bool,
+) -> u64 {
+    if let Some(b) = below {
+        *seq += 1;
+        return b.access(sent, addr, len, base, op);
+    }
+    let token = if answer { pend.given() } else { 0 };
+    queue.push_back(L2Req {
+        now,
+        seq: *seq,
+        sent,
+        addr,
+        len,
+        base,
+        op,
+        token,
+    });
+    *seq += 1;
+    token
 }
 
-impl MemorySystem {
-    /// Cold caches and idle queues for a validated config.
-    pub(crate) fn new(cfg: &GpuConfig) -> Self {
-        let sm = SmMem {
+impl SmMem {
+    fn new(cfg: &GpuConfig, lat: Lat) -> Self {
+        SmMem {
             l1: Cache::new(&cfg.l1),
             l1_mshrs: Mshrs::new(cfg.l1.mshrs),
             l1_port: 0,
@@ -400,7 +485,370 @@ impl MemorySystem {
             constant_mshrs: Mshrs::new(cfg.constant.mshrs),
             constant_port: 0,
             shared_port: 0,
+            lat,
+            pend: Pend::default(),
+            queue: VecDeque::new(),
+            seq: 0,
+            counters: MemCounters::default(),
+            lines: Vec::with_capacity(64),
+            words: Vec::with_capacity(128),
+            addrs: Vec::with_capacity(32),
+            recorder: None,
+        }
+    }
+
+    /// Completion cycle (or token): when a load's data is in registers / a store or atomic is
+    /// acknowledged. `None` when the answer depends on which of several misses in flight
+    /// returns first and that is not known yet: the caller retries once this SM's tokens are
+    /// resolved, with no state changed. Called in non-decreasing `now` order.
+    ///
+    /// With `below`, every L2 request is answered at once (the SM is first in global order, so
+    /// nothing may come before it) and the result is a cycle.
+    pub(crate) fn access(
+        &mut self,
+        now: u64,
+        req: &MemRequest,
+        mut below: Option<&mut Below>,
+    ) -> Option<u64> {
+        let below = &mut below;
+        if req.lanes.is_empty() {
+            return Some(now);
+        }
+        let t = match (req.space, req.kind) {
+            (Space::Shared, kind) => self.shared(now, req, kind == AccessKind::Atomic),
+            (Space::Const | Space::Param, AccessKind::Load) => self.constant(now, req, below)?,
+            // No PTX kernel stores to constant space; `st.param` only targets a callee's
+            // parameters, which live in registers/local memory on hardware: charge the L1.
+            (Space::Const | Space::Param, _) => now + self.lat.l1,
+            (Space::Texture, _) => {
+                let path = if self.tex.is_some() {
+                    Path::TexSeparate
+                } else {
+                    Path::TexUnified
+                };
+                self.cached_load(now, req, path, below)?
+            }
+            (Space::Global | Space::Local, AccessKind::Load) => {
+                // Read-only loads take the texture path on Fermi-style GPUs; from Volta on the
+                // same L1 serves them at L1 latency (LDG.CONSTANT), counted as L1 traffic.
+                let path = if req.readonly_path && self.tex.is_some() {
+                    Path::TexSeparate
+                } else {
+                    Path::L1
+                };
+                self.cached_load(now, req, path, below)?
+            }
+            (Space::Global | Space::Local, AccessKind::Store) => self.store(now, req, below),
+            (Space::Global | Space::Local, AccessKind::Atomic) => self.atomic(now, req, below),
         };
+        if let Some(r) = &mut self.recorder {
+            r.record(now, req);
+        }
+        Some(t)
+    }
+
+    /// Replaces every resolved token this SM's caches and MSHRs hold by its value.
+    pub(crate) fn patch(&mut self) {
+        let pend = &mut self.pend;
+        self.l1.patch(pend);
+        self.l1_mshrs.patch(pend);
+        if let Some((c, m)) = &mut self.tex {
+            c.patch(pend);
+            m.patch(pend);
+        }
+        self.constant.patch(pend);
+        self.constant_mshrs.patch(pend);
+    }
+
+    /// Whether no MSHR table owes symbolic pops (see `Mshrs`): only then can the SM run a
+    /// round.
+    pub(crate) fn settled(&self) -> bool {
+        self.l1_mshrs.settled()
+            && self.constant_mshrs.settled()
+            && self.tex.as_ref().is_none_or(|(_, m)| m.settled())
+    }
+
+    fn cached_load(
+        &mut self,
+        now: u64,
+        req: &MemRequest,
+        path: Path,
+        below: &mut Option<&mut Below>,
+    ) -> Option<u64> {
+        let lat = self.lat;
+        let base = match path {
+            Path::L1 => lat.l1,
+            Path::TexUnified | Path::TexSeparate => lat.tex_pipeline + lat.tex,
+        };
+        let SmMem {
+            l1,
+            l1_mshrs,
+            l1_port,
+            tex,
+            tex_port,
+            pend,
+            queue,
+            seq,
+            counters,
+            lines,
+            ..
+        } = self;
+        let (cache, mshrs, port, counters) = match path {
+            Path::L1 => (l1, l1_mshrs, l1_port, &mut counters.l1),
+            Path::TexUnified => (l1, l1_mshrs, l1_port, &mut counters.texture),
+            Path::TexSeparate => match tex.as_mut() {
+                Some((c, m)) => (c, m, tex_port, &mut counters.texture),
+                None => (l1, l1_mshrs, l1_port, &mut counters.texture),
+            },
+        };
+        coalesce(
+            req.lanes,
+            req.bytes_per_lane,
+            cache.line_shift(),
+            cache.sector_shift(),
+            lines,
+        );
+        if below.is_none() && !mshrs.plan(now, now.max(*port), lines.len(), pend.horizon) {
+            return None;
+        }
+        let start = reserve_port(port, now, lines.len() as u64);
+        let mut done = now;
+        for (i, lr) in lines.iter().enumerate() {
+            let t = start + i as u64;
+            let lk = cache.lookup(lr.line, lr.mask, t, pend);
+            counters.count(lk.hit, lk.pending, lk.miss);
+            let mut line_done = t + base;
+            if lk.pending != 0 {
+                line_done = pend.max(line_done, lk.pending_ready);
+            }
+            if lk.miss != 0 {
+                let sent = mshrs.acquire(t, pend);
+                let sector_bytes = 1u64 << cache.sector_shift();
+                let line_addr = lr.line << cache.line_shift();
+                let mut ready = pend.add(sent, base);
+                for (first, count) in runs(lk.miss) {
+                    let addr = line_addr + u64::from(first) * sector_bytes;
+                    let len = u64::from(count) * sector_bytes;
+                    let answer = send(
+                        below,
+                        queue,
+                        seq,
+                        pend,
+                        now,
+                        sent,
+                        addr,
+                        len,
+                        base,
+                        L2Op::Read,
+                        true,
+                    );
+                    ready = pend.max(ready, answer);
+                }
+                mshrs.occupy(ready);
+                if cache
+                    .fill(lr.line, lk.miss, ready, t, false, pend)
+                    .is_some()
+                {
+                    counters.evictions += 1;
+                }
+                line_done = pend.max(line_done, ready);
+            }
+            done = pend.max(done, line_done);
+        }
+        Some(done)
+    }
+
+    /// Write-through, no-allocate: coalesced in L2 sectors so a 4-byte store dirties 32 bytes,
+    /// not a whole unsectored L1 line.
+    ///
+    /// Completion is when the store has passed the SM's L1 stage (`l1.latency_cycles` after its
+    /// lookup slot): from then on every thread of the CTA sees it, because CTA-mates read through
+    /// the same in-order L1 pipeline. That is what `membar.cta` must wait for; the L2
+    /// acknowledgement (`+ l2.latency_cycles`) is what a GPU-scope fence (`membar.gl`) would add.
+    fn store(&mut self, now: u64, req: &MemRequest, below: &mut Option<&mut Below>) -> u64 {
+        let lat = self.lat;
+        coalesce(
+            req.lanes,
+            req.bytes_per_lane,
+            lat.l2_line_shift,
+            lat.l2_sector_shift,
+            &mut self.lines,
+        );
+        let start = reserve_port(&mut self.l1_port, now, self.lines.len() as u64);
+        let mut done = now;
+        let sector_bytes = 1u64 << lat.l2_sector_shift;
+        for (i, lr) in self.lines.iter().enumerate() {
+            let t = start + i as u64;
+            self.counters.l1.write_sectors += u64::from(lr.mask.count_ones());
+            let line_addr = lr.line << lat.l2_line_shift;
+            for (first, count) in runs(lr.mask) {
+                let addr = line_addr + u64::from(first) * sector_bytes;
+                let len = u64::from(count) * sector_bytes;
+                // The L2 write still happens (slice bandwidth, dirty data), but it is not what
+                // the warp waits for; see `store`'s docs.
+                send(
+                    below,
+                    &mut self.queue,
+                    &mut self.seq,
+                    &mut self.pend,
+                    now,
+                    t,
+                    addr,
+                    len,
+                    lat.l1,
+                    L2Op::Write,
+                    false,
+                );
+            }
+            done = done.max(t + lat.l1);
+        }
+        done
+    }
+
+    fn atomic(&mut self, now: u64, req: &MemRequest, below: &mut Option<&mut Below>) -> u64 {
+        let lat = self.lat;
+        self.counters.atomics += 1;
+        let serial = u64::from(max_same_address(req.lanes, &mut self.addrs).saturating_sub(1));
+        coalesce(
+            req.lanes,
+            req.bytes_per_lane,
+            lat.l2_line_shift,
+            lat.l2_sector_shift,
+            &mut self.lines,
+        );
+        let start = reserve_port(&mut self.l1_port, now, self.lines.len() as u64);
+        let mut done = now;
+        let sector_bytes = 1u64 << lat.l2_sector_shift;
+        for (i, lr) in self.lines.iter().enumerate() {
+            let t = start + i as u64;
+            let line_addr = lr.line << lat.l2_line_shift;
+            for (first, count) in runs(lr.mask) {
+                let addr = line_addr + u64::from(first) * sector_bytes;
+                let len = u64::from(count) * sector_bytes;
+                let ack = send(
+                    below,
+                    &mut self.queue,
+                    &mut self.seq,
+                    &mut self.pend,
+                    now,
+                    t,
+                    addr,
+                    len,
+                    lat.l1,
+                    L2Op::Atomic(serial),
+                    true,
+                );
+                done = self.pend.max(done, ack);
+            }
+        }
+        done
+    }
+
+    fn shared(&mut self, now: u64, req: &MemRequest, atomic: bool) -> u64 {
+        let lat = self.lat;
+        let mut ways = bank_conflict_ways(
+            req.lanes,
+            req.bytes_per_lane,
+            lat.shared_banks,
+            lat.shared_bank_width,
+            &mut self.words,
+        )
+        .max(1);
+        if atomic {
+            self.counters.atomics += 1;
+            ways = ways.max(max_same_address(req.lanes, &mut self.addrs));
+        }
+        self.counters.shared_accesses += 1;
+        self.counters.shared_bank_conflict_replays += u64::from(ways - 1);
+        let start = reserve_port(&mut self.shared_port, now, u64::from(ways));
+        start + lat.shared + u64::from(ways - 1)
+    }
+
+    fn constant(
+        &mut self,
+        now: u64,
+        req: &MemRequest,
+        below: &mut Option<&mut Below>,
+    ) -> Option<u64> {
+        distinct_addresses(req.lanes, &mut self.addrs);
+        let SmMem {
+            constant,
+            constant_mshrs,
+            constant_port,
+            lat,
+            pend,
+            queue,
+            seq,
+            counters,
+            addrs,
+            ..
+        } = self;
+        let first = now.max(*constant_port);
+        if below.is_none() && !constant_mshrs.plan(now, first, addrs.len(), pend.horizon) {
+            return None;
+        }
+        counters.constant_serialization_replays += addrs.len().saturating_sub(1) as u64;
+        let start = reserve_port(constant_port, now, addrs.len() as u64);
+        let base = lat.constant;
+        let line_shift = constant.line_shift();
+        let sector_shift = constant.sector_shift();
+        let mut done = now;
+        for (i, &addr) in addrs.iter().enumerate() {
+            let t = start + i as u64;
+            let line = addr >> line_shift;
+            let sector = (addr >> sector_shift) & ((1 << (line_shift - sector_shift)) - 1);
+            let mask = 1u8 << sector;
+            let lk = constant.lookup(line, mask, t, pend);
+            counters.constant.count(lk.hit, lk.pending, lk.miss);
+            let mut d = t + base;
+            if lk.pending != 0 {
+                d = pend.max(d, lk.pending_ready);
+            }
+            if lk.miss != 0 {
+                let sent = constant_mshrs.acquire(t, pend);
+                let sector_bytes = 1u64 << sector_shift;
+                let a = (addr >> sector_shift) << sector_shift;
+                let answer = send(
+                    below,
+                    queue,
+                    seq,
+                    pend,
+                    now,
+                    sent,
+                    a,
+                    sector_bytes,
+                    base,
+                    L2Op::Read,
+                    true,
+                );
+                let sent_base = pend.add(sent, base);
+                let ready = pend.max(answer, sent_base);
+                constant_mshrs.occupy(ready);
+                if constant
+                    .fill(line, lk.miss, ready, t, false, pend)
+                    .is_some()
+                {
+                    counters.constant.evictions += 1;
+                }
+                d = pend.max(d, ready);
+            }
+            done = pend.max(done, d);
+        }
+        Some(done)
+    }
+}
+
+/// The timing state of the whole memory hierarchy for one launch: every SM's side and what is
+/// below them.
+#[derive(Debug, Clone)]
+pub(crate) struct MemorySystem {
+    pub(crate) sms: Vec<SmMem>,
+    pub(crate) below: Below,
+}
+
+impl MemorySystem {
+    /// Cold caches and idle queues for a validated config.
+    pub(crate) fn new(cfg: &GpuConfig) -> Self {
         let slices = cfg.l2.slices.max(1);
         let slice_cfg = CacheConfig {
             size_bytes: u32::try_from(cfg.l2.size_bytes / u64::from(slices)).unwrap_or(u32::MAX),
@@ -415,10 +863,22 @@ impl MemorySystem {
             cache: Cache::new(&slice_cfg),
             port: BandwidthQueue::new(cfg.l2.bandwidth_bytes_per_cycle),
         };
-        let tex_latency = match (&cfg.texture.cache, cfg.texture.unified_with_l1) {
+        let tex = match (&cfg.texture.cache, cfg.texture.unified_with_l1) {
             (Some(c), false) => u64::from(c.latency_cycles),
             _ => u64::from(cfg.l1.latency_cycles),
         };
+        let lat = Lat {
+            l1: u64::from(cfg.l1.latency_cycles),
+            tex,
+            tex_pipeline: u64::from(cfg.texture.pipeline_latency_cycles),
+            constant: u64::from(cfg.constant.latency_cycles),
+            shared: u64::from(cfg.shared.latency_cycles),
+            shared_banks: cfg.shared.banks,
+            shared_bank_width: cfg.shared.bank_width_bytes,
+            l2_line_shift: slice.cache.line_shift(),
+            l2_sector_shift: slice.cache.sector_shift(),
+        };
+        let sm = SmMem::new(cfg, lat);
         MemorySystem {
             sms: vec![sm; cfg.sm.count.max(1) as usize],
             below: Below {
@@ -432,74 +892,93 @@ impl MemorySystem {
                 l2: CacheCounters::default(),
                 dram_bytes_read: 0,
                 dram_bytes_written: 0,
+                pend: Pend::default(),
             },
-            l1_latency: u64::from(cfg.l1.latency_cycles),
-            tex_latency,
-            tex_pipeline: u64::from(cfg.texture.pipeline_latency_cycles),
-            constant_latency: u64::from(cfg.constant.latency_cycles),
-            shared_latency: u64::from(cfg.shared.latency_cycles),
-            shared_banks: cfg.shared.banks,
-            shared_bank_width: cfg.shared.bank_width_bytes,
-            counters: MemCounters::default(),
-            lines: Vec::with_capacity(64),
-            words: Vec::with_capacity(128),
-            addrs: Vec::with_capacity(32),
-            recorder: None,
         }
+    }
+
+    /// The shortest time from sending an L2 request to its answer, on any path: no answer to
+    /// a request sent at cycle `c` can be needed before `c` + this.
+    pub(crate) fn min_round_trip(cfg: &GpuConfig) -> u64 {
+        let tex = match (&cfg.texture.cache, cfg.texture.unified_with_l1) {
+            (Some(c), false) => u64::from(c.latency_cycles),
+            _ => u64::from(cfg.l1.latency_cycles),
+        };
+        let above = u64::from(cfg.l1.latency_cycles)
+            .min(u64::from(cfg.texture.pipeline_latency_cycles) + tex)
+            .min(u64::from(cfg.constant.latency_cycles));
+        above + u64::from(cfg.l2.latency_cycles)
     }
 
     /// Starts recording the L1/texture-level address stream of every SM (record.rs).
     pub(crate) fn record_addresses(&mut self) {
-        self.recorder = Some(AddressRecorder::new(self.sms.len()));
+        for s in &mut self.sms {
+            s.recorder = Some(AddressRecorder::default());
+        }
     }
 
     /// The recorded stream per SM (empty when recording was off).
     pub(crate) fn take_addresses(&mut self) -> Vec<Vec<AddressEvent>> {
-        self.recorder.take().map(|r| r.per_sm).unwrap_or_default()
+        if self.sms.iter().all(|s| s.recorder.is_none()) {
+            return Vec::new();
+        }
+        self.sms
+            .iter_mut()
+            .map(|s| s.recorder.take().map(|r| r.events).unwrap_or_default())
+            .collect()
     }
 
-    /// Completion cycle: when a load's data is in registers / a store or atomic is acknowledged.
-    /// Called in non-decreasing `now` order per SM; SMs interleave in global time order.
+    /// Answers, in global (issue cycle, SM, sequence) order, every queued L2 request that
+    /// comes before `bound`; each answer resolves its SM's token.
+    pub(crate) fn answer_before(&mut self, bound: (u64, u32, u64)) {
+        let mut heads: BinaryHeap<Reverse<(u64, u32, u64)>> = self
+            .sms
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| s.queue.front().map(|r| Reverse((r.now, i as u32, r.seq))))
+            .collect();
+        while let Some(Reverse(key)) = heads.pop() {
+            if key >= bound {
+                break;
+            }
+            let sm = &mut self.sms[key.1 as usize];
+            let Some(r) = sm.queue.pop_front() else {
+                continue;
+            };
+            // A miss that waited for a free MSHR was sent at an earlier request's answer.
+            let sent = sm.pend.value(r.sent).unwrap_or(r.now);
+            let v = self.below.answer(&L2Req { sent, ..r });
+            if r.token != 0 {
+                sm.pend.give(r.token, v);
+            }
+            if let Some(n) = sm.queue.front() {
+                heads.push(Reverse((n.now, key.1, n.seq)));
+            }
+        }
+    }
+
+    /// Completion cycle of one request answered at once: what every SM sees when requests come
+    /// one at a time in global time order (unit tests).
+    #[cfg(test)]
     pub(crate) fn access(&mut self, now: u64, req: &MemRequest) -> u64 {
-        if req.lanes.is_empty() {
-            return now;
-        }
-        let sm = req.sm as usize % self.sms.len();
-        if let Some(r) = &mut self.recorder {
-            r.record(now, sm, req);
-        }
-        match (req.space, req.kind) {
-            (Space::Shared, kind) => self.shared(now, sm, req, kind == AccessKind::Atomic),
-            (Space::Const | Space::Param, AccessKind::Load) => self.constant(now, sm, req),
-            // No PTX kernel stores to constant space; `st.param` only targets a callee's
-            // parameters, which live in registers/local memory on hardware: charge the L1.
-            (Space::Const | Space::Param, _) => now + self.l1_latency,
-            (Space::Texture, _) => {
-                let path = if self.sms[sm].tex.is_some() {
-                    Path::TexSeparate
-                } else {
-                    Path::TexUnified
-                };
-                self.cached_load(now, sm, req, path)
-            }
-            (Space::Global | Space::Local, AccessKind::Load) => {
-                // Read-only loads take the texture path on Fermi-style GPUs; from Volta on the
-                // same L1 serves them at L1 latency (LDG.CONSTANT), counted as L1 traffic.
-                let path = if req.readonly_path && self.sms[sm].tex.is_some() {
-                    Path::TexSeparate
-                } else {
-                    Path::L1
-                };
-                self.cached_load(now, sm, req, path)
-            }
-            (Space::Global | Space::Local, AccessKind::Store) => self.store(now, sm, req),
-            (Space::Global | Space::Local, AccessKind::Atomic) => self.atomic(now, sm, req),
-        }
+        self.access_on(0, now, req)
+    }
+
+    /// [`MemorySystem::access`] from SM `sm`.
+    #[cfg(test)]
+    pub(crate) fn access_on(&mut self, sm: usize, now: u64, req: &MemRequest) -> u64 {
+        let n = self.sms.len();
+        self.sms[sm % n]
+            .access(now, req, Some(&mut self.below))
+            .expect("answered at once, nothing waits")
     }
 
     /// The counters so far, with hit rates filled in.
     pub fn counters(&self) -> MemCounters {
-        let mut c = self.counters.clone();
+        let mut c = MemCounters::default();
+        for s in &self.sms {
+            c.add(&s.counters);
+        }
         c.l2 = self.below.l2;
         c.dram_bytes_read = self.below.dram_bytes_read;
         c.dram_bytes_written = self.below.dram_bytes_written;
@@ -508,202 +987,6 @@ impl MemorySystem {
         c.l2_hit_rate = c.l2.hit_rate();
         c.constant_hit_rate = c.constant.hit_rate();
         c
-    }
-
-    fn cached_load(&mut self, now: u64, sm: usize, req: &MemRequest, path: Path) -> u64 {
-        let base = match path {
-            Path::L1 => self.l1_latency,
-            Path::TexUnified | Path::TexSeparate => self.tex_pipeline + self.tex_latency,
-        };
-        let mut lines = std::mem::take(&mut self.lines);
-        let s = &mut self.sms[sm];
-        let (cache, mshrs, port, counters) = match path {
-            Path::L1 => (
-                &mut s.l1,
-                &mut s.l1_mshrs,
-                &mut s.l1_port,
-                &mut self.counters.l1,
-            ),
-            Path::TexUnified => (
-                &mut s.l1,
-                &mut s.l1_mshrs,
-                &mut s.l1_port,
-                &mut self.counters.texture,
-            ),
-            Path::TexSeparate => match s.tex.as_mut() {
-                Some((c, m)) => (c, m, &mut s.tex_port, &mut self.counters.texture),
-                None => (
-                    &mut s.l1,
-                    &mut s.l1_mshrs,
-                    &mut s.l1_port,
-                    &mut self.counters.texture,
-                ),
-            },
-        };
-        coalesce(
-            req.lanes,
-            req.bytes_per_lane,
-            cache.line_shift(),
-            cache.sector_shift(),
-            &mut lines,
-        );
-        let start = reserve_port(port, now, lines.len() as u64);
-        let mut done = now;
-        for (i, lr) in lines.iter().enumerate() {
-            let t = start + i as u64;
-            let lk = cache.lookup(lr.line, lr.mask, t);
-            counters.count(lk.hit, lk.pending, lk.miss);
-            let mut line_done = t + base;
-            if lk.pending != 0 {
-                line_done = line_done.max(lk.pending_ready);
-            }
-            if lk.miss != 0 {
-                let sent = mshrs.acquire(t);
-                let sector_bytes = 1u64 << cache.sector_shift();
-                let line_addr = lr.line << cache.line_shift();
-                let mut ready = sent + base;
-                for (first, count) in runs(lk.miss) {
-                    let addr = line_addr + u64::from(first) * sector_bytes;
-                    let len = u64::from(count) * sector_bytes;
-                    ready = ready.max(self.below.access(sent, addr, len, base, L2Op::Read));
-                }
-                mshrs.occupy(ready);
-                if cache.fill(lr.line, lk.miss, ready, t, false).is_some() {
-                    counters.evictions += 1;
-                }
-                line_done = line_done.max(ready);
-            }
-            done = done.max(line_done);
-        }
-        self.lines = lines;
-        done
-    }
-
-    /// The request's lanes coalesced into L2-sector masks per line, in the reusable line buffer
-    /// (hand it back with `self.lines = lines`).
-    fn coalesce_below(&mut self, req: &MemRequest) -> Vec<LineReq> {
-        let mut lines = std::mem::take(&mut self.lines);
-        coalesce(
-            req.lanes,
-            req.bytes_per_lane,
-            self.below.line_shift,
-            self.below.sector_shift,
-            &mut lines,
-        );
-        lines
-    }
-
-    /// Write-through, no-allocate: coalesced in L2 sectors so a 4-byte store dirties 32 bytes,
-    /// not a whole unsectored L1 line.
-    ///
-    /// Completion is when the store has passed the SM's L1 stage (`l1.latency_cycles` after its
-    /// lookup slot): from then on every thread of the CTA sees it, because CTA-mates read through
-    /// the same in-order L1 pipeline. That is what `membar.cta` must wait for; the L2
-    /// acknowledgement (`+ l2.latency_cycles`) is what a GPU-scope fence (`membar.gl`) would add.
-    fn store(&mut self, now: u64, sm: usize, req: &MemRequest) -> u64 {
-        let lines = self.coalesce_below(req);
-        let start = reserve_port(&mut self.sms[sm].l1_port, now, lines.len() as u64);
-        let mut done = now;
-        let sector_bytes = 1u64 << self.below.sector_shift;
-        for (i, lr) in lines.iter().enumerate() {
-            let t = start + i as u64;
-            self.counters.l1.write_sectors += u64::from(lr.mask.count_ones());
-            let line_addr = lr.line << self.below.line_shift;
-            for (first, count) in runs(lr.mask) {
-                let addr = line_addr + u64::from(first) * sector_bytes;
-                let len = u64::from(count) * sector_bytes;
-                // The L2 write still happens (slice bandwidth, dirty data), but it is not what
-                // the warp waits for; see `store`'s docs.
-                self.below
-                    .access(t, addr, len, self.l1_latency, L2Op::Write);
-            }
-            done = done.max(t + self.l1_latency);
-        }
-        self.lines = lines;
-        done
-    }
-
-    fn atomic(&mut self, now: u64, sm: usize, req: &MemRequest) -> u64 {
-        self.counters.atomics += 1;
-        let serial = u64::from(max_same_address(req.lanes, &mut self.addrs).saturating_sub(1));
-        let lines = self.coalesce_below(req);
-        let start = reserve_port(&mut self.sms[sm].l1_port, now, lines.len() as u64);
-        let mut done = now;
-        let sector_bytes = 1u64 << self.below.sector_shift;
-        for (i, lr) in lines.iter().enumerate() {
-            let t = start + i as u64;
-            let line_addr = lr.line << self.below.line_shift;
-            for (first, count) in runs(lr.mask) {
-                let addr = line_addr + u64::from(first) * sector_bytes;
-                let len = u64::from(count) * sector_bytes;
-                let ack = self
-                    .below
-                    .access(t, addr, len, self.l1_latency, L2Op::Atomic(serial));
-                done = done.max(ack);
-            }
-        }
-        self.lines = lines;
-        done
-    }
-
-    fn shared(&mut self, now: u64, sm: usize, req: &MemRequest, atomic: bool) -> u64 {
-        let mut ways = bank_conflict_ways(
-            req.lanes,
-            req.bytes_per_lane,
-            self.shared_banks,
-            self.shared_bank_width,
-            &mut self.words,
-        )
-        .max(1);
-        if atomic {
-            self.counters.atomics += 1;
-            ways = ways.max(max_same_address(req.lanes, &mut self.addrs));
-        }
-        self.counters.shared_accesses += 1;
-        self.counters.shared_bank_conflict_replays += u64::from(ways - 1);
-        let start = reserve_port(&mut self.sms[sm].shared_port, now, u64::from(ways));
-        start + self.shared_latency + u64::from(ways - 1)
-    }
-
-    fn constant(&mut self, now: u64, sm: usize, req: &MemRequest) -> u64 {
-        let mut addrs = std::mem::take(&mut self.addrs);
-        distinct_addresses(req.lanes, &mut addrs);
-        self.counters.constant_serialization_replays += addrs.len().saturating_sub(1) as u64;
-        let s = &mut self.sms[sm];
-        let start = reserve_port(&mut s.constant_port, now, addrs.len() as u64);
-        let base = self.constant_latency;
-        let line_shift = s.constant.line_shift();
-        let sector_shift = s.constant.sector_shift();
-        let mut done = now;
-        for (i, &addr) in addrs.iter().enumerate() {
-            let t = start + i as u64;
-            let line = addr >> line_shift;
-            let sector = (addr >> sector_shift) & ((1 << (line_shift - sector_shift)) - 1);
-            let mask = 1u8 << sector;
-            let lk = s.constant.lookup(line, mask, t);
-            self.counters.constant.count(lk.hit, lk.pending, lk.miss);
-            let mut d = t + base;
-            if lk.pending != 0 {
-                d = d.max(lk.pending_ready);
-            }
-            if lk.miss != 0 {
-                let sent = s.constant_mshrs.acquire(t);
-                let sector_bytes = 1u64 << sector_shift;
-                let a = (addr >> sector_shift) << sector_shift;
-                let ready = self
-                    .below
-                    .access(sent, a, sector_bytes, base, L2Op::Read)
-                    .max(sent + base);
-                s.constant_mshrs.occupy(ready);
-                if s.constant.fill(line, lk.miss, ready, t, false).is_some() {
-                    self.counters.constant.evictions += 1;
-                }
-                d = d.max(ready);
-            }
-            done = done.max(d);
-        }
-        self.addrs = addrs;
-        done
     }
 }
 
@@ -727,8 +1010,6 @@ mod tests {
 
     fn load<'a>(lanes: &'a [(u8, u64)], bytes: u32) -> MemRequest<'a> {
         MemRequest {
-            sm: 0,
-            warp: 0,
             space: Space::Global,
             kind: AccessKind::Load,
             bytes_per_lane: bytes,
@@ -762,9 +1043,8 @@ mod tests {
             let t2 = mem.access(t1, &load(&a, 8));
             assert_eq!(t2 - t1, want.l1_hit, "{name} l1");
             // L2 hit: the address is in L2 but not in another SM's L1.
-            let mut other = load(&a, 8);
-            other.sm = 1;
-            let t3 = mem.access(t2, &other);
+            let other = load(&a, 8);
+            let t3 = mem.access_on(1, t2, &other);
             assert_eq!(t3 - t2, want.l2_hit, "{name} l2");
             // Texture path: cold fetch misses to DRAM behind the texture pipeline, then hits.
             let tx = [(0u8, 0x20_0000u64)];
@@ -856,8 +1136,7 @@ mod tests {
         let a = mem.access(0, &r);
         let lanes = [(0u8, 128u64)];
         r.lanes = &lanes;
-        r.sm = 1;
-        let b = mem.access(0, &r);
+        let b = mem.access_on(1, 0, &r);
         assert_eq!(a, dram);
         assert_eq!(b, dram + 32 / 16);
     }
@@ -1010,9 +1289,8 @@ mod tests {
             let mut out = Vec::new();
             for i in 0..500u64 {
                 let lanes = warp(|l| (i * 7919 + l * 40) % 100_000);
-                let mut r = load(&lanes, 4);
-                r.sm = (i % 15) as u32;
-                t = mem.access(t + 3, &r).min(t + 50);
+                let r = load(&lanes, 4);
+                t = mem.access_on((i % 15) as usize, t + 3, &r).min(t + 50);
                 out.push(t);
             }
             (out, mem.counters())
@@ -1060,10 +1338,10 @@ mod tests {
                 let lanes: Vec<(u8, u64)> = (0..nlanes)
                     .map(|l| (l, (base + u64::from(l) * stride) & !u64::from(bytes - 1)))
                     .collect();
-                let req = MemRequest { sm, warp: 0, space, kind, bytes_per_lane: bytes,
+                let req = MemRequest { space, kind, bytes_per_lane: bytes,
                     lanes: &lanes, readonly_path: false };
                 let t = now[sm as usize];
-                let done = mem.access(t, &req);
+                let done = mem.access_on(sm as usize, t, &req);
                 proptest::prop_assert!(done >= t);
                 now[sm as usize] = t + 1 + (done - t) % 7;
                 if kind == AccessKind::Load

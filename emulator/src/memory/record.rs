@@ -46,20 +46,14 @@ pub struct AddressEvent {
     pub sector_addr: u64,
 }
 
-/// Per-SM event lists, filled by `MemorySystem::access` while recording is on.
+/// One SM's event list, filled by its memory path while recording is on.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct AddressRecorder {
-    pub per_sm: Vec<Vec<AddressEvent>>,
+    pub events: Vec<AddressEvent>,
 }
 
 impl AddressRecorder {
-    pub(crate) fn new(sms: usize) -> Self {
-        AddressRecorder {
-            per_sm: vec![Vec::new(); sms],
-        }
-    }
-
-    pub(crate) fn record(&mut self, now: u64, sm: usize, req: &MemRequest) {
+    pub(crate) fn record(&mut self, now: u64, req: &MemRequest) {
         let kind = match (req.space, req.kind) {
             (Space::Texture, _) => AddressKind::Texture,
             (Space::Global | Space::Local, AccessKind::Load) if req.readonly_path => {
@@ -69,9 +63,7 @@ impl AddressRecorder {
             (Space::Global | Space::Local, _) => AddressKind::Write,
             _ => return,
         };
-        let Some(list) = self.per_sm.get_mut(sm) else {
-            return;
-        };
+        let list = &mut self.events;
         let start = list.len();
         let width = u64::from(req.bytes_per_lane.max(1));
         for &(_, addr) in req.lanes {
@@ -98,8 +90,6 @@ mod tests {
 
     fn req(space: Space, kind: AccessKind, lanes: &[(u8, u64)]) -> MemRequest<'_> {
         MemRequest {
-            sm: 0,
-            warp: 0,
             space,
             kind,
             bytes_per_lane: 4,
@@ -110,26 +100,25 @@ mod tests {
 
     #[test]
     fn one_event_per_distinct_sector_in_first_lane_order() {
-        let mut r = AddressRecorder::new(2);
+        let mut r = AddressRecorder::default();
         let lanes = [(0, 64), (1, 68), (2, 0), (3, 30)];
-        r.record(7, 1, &req(Space::Global, AccessKind::Load, &lanes));
-        let got: Vec<u64> = r.per_sm[1].iter().map(|e| e.sector_addr).collect();
+        r.record(7, &req(Space::Global, AccessKind::Load, &lanes));
+        let got: Vec<u64> = r.events.iter().map(|e| e.sector_addr).collect();
         // Lane 3 reads bytes 30..34: sectors 0 and 32.
         assert_eq!(got, vec![64, 0, 32]);
-        assert!(r.per_sm[1].iter().all(|e| e.cycle == 7));
-        assert!(r.per_sm[0].is_empty());
+        assert!(r.events.iter().all(|e| e.cycle == 7));
     }
 
     #[test]
     fn shared_is_not_recorded_and_kinds_are_named() {
-        let mut r = AddressRecorder::new(1);
-        r.record(0, 0, &req(Space::Shared, AccessKind::Load, &[(0, 0)]));
-        assert!(r.per_sm[0].is_empty());
-        r.record(1, 0, &req(Space::Texture, AccessKind::Load, &[(0, 0)]));
-        r.record(2, 0, &req(Space::Global, AccessKind::Store, &[(0, 0)]));
-        let kinds: Vec<AddressKind> = r.per_sm[0].iter().map(|e| e.kind).collect();
+        let mut r = AddressRecorder::default();
+        r.record(0, &req(Space::Shared, AccessKind::Load, &[(0, 0)]));
+        assert!(r.events.is_empty());
+        r.record(1, &req(Space::Texture, AccessKind::Load, &[(0, 0)]));
+        r.record(2, &req(Space::Global, AccessKind::Store, &[(0, 0)]));
+        let kinds: Vec<AddressKind> = r.events.iter().map(|e| e.kind).collect();
         assert_eq!(kinds, vec![AddressKind::Texture, AddressKind::Write]);
         // A sector seen in an earlier request is recorded again: reuse is what we measure.
-        assert_eq!(r.per_sm[0][1].sector_addr, 0);
+        assert_eq!(r.events[1].sector_addr, 0);
     }
 }

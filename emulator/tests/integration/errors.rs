@@ -153,9 +153,13 @@ fn time_limit_ends_a_runaway_launch_and_progress_is_reported_on_the_way() {
             kernel, executed, ..
         }) => {
             assert_eq!(kernel, "k");
-            // a zero limit ends the launch at the first look at the clock
-            assert_eq!(executed, emulator::WATCH_INTERVAL);
-            assert_eq!(seen.load(Ordering::Relaxed), emulator::WATCH_INTERVAL);
+            // a zero limit ends the launch at the first look at the clock, which comes between
+            // rounds once WATCH_INTERVAL instructions ran; progress was reported just before
+            assert!(
+                (emulator::WATCH_INTERVAL..emulator::WATCH_INTERVAL + 10_000).contains(&executed),
+                "{executed}"
+            );
+            assert_eq!(seen.load(Ordering::Relaxed), executed);
         }
         other => panic!("expected a time-limit error, got {other:?}"),
     }

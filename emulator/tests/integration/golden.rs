@@ -191,3 +191,22 @@ fn golden_stats_and_outputs_are_unchanged() {
         panic!("stats or outputs differ from the golden file; first suspects: {differ:?}");
     }
 }
+
+/// SMs run their rounds in parallel (engine/mod.rs); the thread count must not change a bit of
+/// any launch, counters, timing or output.
+#[test]
+fn golden_set_is_the_same_on_one_thread_and_on_four() {
+    let on = |threads: usize| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap()
+            .install(golden_set)
+    };
+    let one = on(1);
+    let four = on(4);
+    assert!(one.len() >= 6);
+    for (k, v) in &one {
+        assert_eq!(Some(v), four.get(k), "{k}");
+    }
+}

@@ -1,0 +1,347 @@
+//! The issue engine of one launch: every SM simulated on its own (sm.rs), in rounds that may run
+//! in parallel, with the numbers of one global (cycle, SM) order.
+//!
+//! Why rounds: an SM's own state (warps, scoreboard, pipes, L1, shared memory) is its alone;
+//! what SMs share is the L2/DRAM below them, device memory and the grid's block counter. The
+//! engine was exact in global (cycle, SM) order because the L2 saw requests in that order. It
+//! still does: a round lets every SM run up to a horizon `H` = (the earliest SM's cycle) + the
+//! shortest L2 round trip, queueing its L2 requests with a token for each answer
+//! (memory/pending.rs). No answer to a request sent in the round is due before `H`, so no SM
+//! needs one. Between rounds the coordinator answers every queued request that comes before the
+//! earliest SM's position, in (cycle, SM, sequence) order — the order a sequential engine would
+//! have used — and applies global writes the same way (devmem.rs `Write`).
+//!
+//! An SM parks where a decision depends on what others do first: a free block slot (which
+//! block it gets depends on frees elsewhere), an idle stretch whose end is a token, an MSHR
+//! choice between misses in flight. A parked SM waits until it is first in global order, when
+//! everything before it is answered; the coordinator then acts for it alone.
+//!
+//! Determinism: an SM's round depends only on its state and the horizon, and everything shared
+//! is applied in one order between rounds, so any number of threads gives the same bytes. The
+//! difference from one global interleaving: a load sees other SMs' stores and every atomic's
+//! result from the next round on (its own stores at once) — CUDA gives threads of different
+//! blocks no more without a fence-and-flag protocol, which still works, a round later.
+
+mod sm;
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use rayon::prelude::*;
+
+use crate::config::GpuConfig;
+use crate::devmem::{DeviceMemory, WriteKind};
+use crate::error::EmuError;
+use crate::exec::atomic_value;
+use crate::ir::{Class, Program};
+use crate::memory::MemorySystem;
+use crate::texture::Texture;
+use crate::watch::{Progress, WATCH_INTERVAL, Watch};
+
+use sm::{Deps, NCLASS, Park, Shared, Sm, Stall};
+
+/// Inputs of one launch.
+pub(crate) struct LaunchInput<'a> {
+    pub prog: &'a Program,
+    pub cfg: &'a GpuConfig,
+    pub params: &'a [u8],
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub dyn_smem: u32,
+    pub blocks_per_sm: u32,
+    pub budget: u64,
+    pub watch: &'a Watch,
+}
+
+/// Raw results of one launch (turned into `LaunchStats` by the API layer).
+pub(crate) struct LaunchOutput {
+    pub cycles: u64,
+    pub sm_cycles: Vec<u64>,
+    pub warp_instructions: u64,
+    pub thread_instructions: u64,
+    pub by_class: BTreeMap<String, u64>,
+    pub stalls: BTreeMap<String, u64>,
+}
+
+/// Runs a whole grid.
+pub(crate) fn run(
+    inp: &LaunchInput,
+    dev: &mut DeviceMemory,
+    textures: &[Texture],
+    mem: &mut MemorySystem,
+) -> Result<LaunchOutput, EmuError> {
+    let nsm = inp.cfg.sm.count.max(1);
+    let nsched = inp.cfg.sm.warp_schedulers.max(1) as usize;
+    let deps = Deps::new(inp.prog);
+    let lat = Class::ALL.map(|c| sm::lat(inp.cfg, c));
+    let interval = Class::ALL.map(|c| sm::issue_interval(inp.cfg, c));
+    // A round may not be longer than the shortest L2 round trip (see the module doc).
+    let round = MemorySystem::min_round_trip(inp.cfg).max(1);
+    let total_blocks: u64 = inp.grid.iter().map(|&g| g as u64).product();
+    let deadline = inp
+        .watch
+        .time_limit
+        .and_then(|d| Instant::now().checked_add(d));
+    let mut sms: Vec<Sm> = (0..nsm).map(|id| Sm::new(id, nsched)).collect();
+    let mut next_block = 0u64;
+    let mut age = 0u64;
+    // Initial distribution: round-robin over SMs, up to the occupancy limit.
+    for _ in 0..inp.blocks_per_sm.max(1) {
+        for sm in sms.iter_mut() {
+            if next_block < total_blocks {
+                sm.launch_block(inp, &deps, next_block, &mut age);
+                next_block += 1;
+            }
+        }
+    }
+    for sm in sms.iter_mut().filter(|s| s.live_blocks == 0) {
+        sm.park = Park::Done;
+    }
+    let mut watched = 0u64;
+    // Until every SM is done: the earliest position in global order bounds what is answered.
+    while let Some(first) = sms
+        .iter()
+        .zip(&mem.sms)
+        .filter_map(|(s, m)| s.position(m))
+        .min()
+    {
+        mem.answer_before(first);
+        apply_writes_before(first, &mut sms, dev);
+        let i = first.1 as usize;
+        if !matches!(sms[i].park, Park::Run | Park::Jump) {
+            let sh = shared(
+                inp,
+                dev,
+                textures,
+                &deps,
+                lat,
+                interval,
+                next_block < total_blocks,
+            );
+            let sm = &mut sms[i];
+            let sm_mem = &mut mem.sms[i];
+            sm.take_in(&sh, sm_mem);
+            match std::mem::replace(&mut sm.park, Park::Run) {
+                Park::Run | Park::Done => {}
+                Park::Dispatch => {
+                    while sm.live_blocks < inp.blocks_per_sm.max(1) && next_block < total_blocks {
+                        sm.launch_block(inp, &deps, next_block, &mut age);
+                        next_block += 1;
+                    }
+                    if sm.live_blocks == 0 {
+                        sm.park = Park::Done;
+                    }
+                }
+                Park::Jump => {}
+                Park::Retry => {
+                    sm.retry_access(sm_mem, &mut mem.below);
+                    sm.take_in(&sh, sm_mem);
+                }
+                Park::Fault(e) => return Err(e),
+            }
+            continue;
+        }
+        let horizon = first.0.saturating_add(round);
+        let sh = shared(
+            inp,
+            dev,
+            textures,
+            &deps,
+            lat,
+            interval,
+            next_block < total_blocks,
+        );
+        sms.par_iter_mut()
+            .zip(mem.sms.par_iter_mut())
+            .filter(|(s, _)| s.runs_before(horizon))
+            .for_each(|(s, m)| s.run_round(&sh, m, horizon));
+        let executed: u64 = sms.iter().map(|s| s.counts.warp_instructions).sum();
+        if executed > inp.budget {
+            let (block, warp, pc, line) = sms
+                .iter()
+                .filter_map(|s| s.last_issue)
+                .next()
+                .unwrap_or_default();
+            return Err(EmuError::Budget {
+                kernel: inp.prog.name.clone(),
+                limit: inp.budget,
+                block,
+                warp,
+                pc,
+                line,
+            });
+        }
+        if executed / WATCH_INTERVAL > watched {
+            watched = executed / WATCH_INTERVAL;
+            look_out(
+                inp,
+                &sms,
+                deadline,
+                executed,
+                first.0,
+                next_block,
+                total_blocks,
+            )?;
+        }
+    }
+    mem.answer_before((u64::MAX, u32::MAX, u64::MAX));
+    apply_writes_before((u64::MAX, u32::MAX, u64::MAX), &mut sms, dev);
+    Ok(output(&sms))
+}
+
+#[allow(clippy::too_many_arguments)] // the round's read-only view, put together in one place
+fn shared<'a>(
+    inp: &'a LaunchInput<'a>,
+    dev: &'a DeviceMemory,
+    textures: &'a [Texture],
+    deps: &'a Deps,
+    lat: [u64; NCLASS],
+    interval: [u64; NCLASS],
+    blocks_left: bool,
+) -> Shared<'a> {
+    Shared {
+        inp,
+        dev,
+        textures,
+        deps,
+        lat,
+        interval,
+        blocks_left,
+    }
+}
+
+/// Applies, in global order, every SM's pending global writes that come before `bound`; an
+/// atomic's old value goes to its warp's register.
+fn apply_writes_before(bound: (u64, u32, u64), sms: &mut [Sm], dev: &mut DeviceMemory) {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+    let mut heads: BinaryHeap<Reverse<(u64, u32, u64)>> = sms
+        .iter()
+        .filter_map(|s| {
+            s.writes
+                .writes
+                .front()
+                .map(|w| Reverse((w.now, s.id, w.seq)))
+        })
+        .collect();
+    if heads.is_empty() {
+        return;
+    }
+    while let Some(Reverse(key)) = heads.pop() {
+        if key >= bound {
+            break;
+        }
+        let sm = &mut sms[key.1 as usize];
+        // One SM's writes are in order; take all of its run with the same key at once.
+        while let Some(w) = sm.writes.writes.front().copied() {
+            if (w.now, sm.id, w.seq) != key {
+                heads.push(Reverse((w.now, sm.id, w.seq)));
+                break;
+            }
+            sm.writes.writes.pop_front();
+            match w.what {
+                WriteKind::Store { len, value } => {
+                    // The address was checked when the store issued.
+                    let _ = dev.write(w.addr, &value.to_le_bytes()[..len as usize]);
+                }
+                WriteKind::Atomic {
+                    op,
+                    ty,
+                    line,
+                    p,
+                    q,
+                    ret,
+                } => {
+                    let n = ty.bytes().max(1) as usize;
+                    let mut buf = [0u8; 8];
+                    if dev.read(w.addr, &mut buf[..n]).is_ok() {
+                        let o = u64::from_le_bytes(buf);
+                        let new = atomic_value(op, ty, line, o, p, q);
+                        let _ = dev.write(w.addr, &new.to_le_bytes()[..n]);
+                        if let Some((ws, reg, lane)) = ret {
+                            sm.set_reg(ws, reg, lane, o & ty.mask());
+                        }
+                    }
+                }
+            }
+        }
+    }
+    for s in sms.iter_mut() {
+        s.writes.shrink();
+    }
+}
+
+/// Reports progress and enforces the deadline (every [`WATCH_INTERVAL`] warp instructions).
+fn look_out(
+    inp: &LaunchInput,
+    sms: &[Sm],
+    deadline: Option<Instant>,
+    executed: u64,
+    cycle: u64,
+    next_block: u64,
+    total_blocks: u64,
+) -> Result<(), EmuError> {
+    let watch = inp.watch;
+    if let Some(report) = &watch.progress {
+        report(&Progress {
+            warp_instructions: executed,
+            cycle,
+            blocks_started: next_block,
+            blocks_total: total_blocks,
+        });
+    }
+    match deadline {
+        Some(deadline) if Instant::now() >= deadline => {
+            let (block, warp, pc, line) = sms
+                .iter()
+                .filter_map(|s| s.last_issue)
+                .next()
+                .unwrap_or_default();
+            Err(EmuError::TimeLimit {
+                kernel: inp.prog.name.clone(),
+                executed,
+                block,
+                warp,
+                pc,
+                line,
+            })
+        }
+        _ => Ok(()),
+    }
+}
+
+fn output(sms: &[Sm]) -> LaunchOutput {
+    let sm_cycles: Vec<u64> = sms.iter().map(|s| s.cycle).collect();
+    let mut class_counts = [0u64; NCLASS];
+    let mut stalls = [0u64; 6];
+    let (mut warp_instructions, mut thread_instructions, mut flops) = (0, 0, 0);
+    for s in sms {
+        let c = &s.counts;
+        warp_instructions += c.warp_instructions;
+        thread_instructions += c.thread_instructions;
+        flops += c.flops;
+        for (a, b) in class_counts.iter_mut().zip(c.class_counts) {
+            *a += b;
+        }
+        for (a, b) in stalls.iter_mut().zip(c.stalls) {
+            *a += b;
+        }
+    }
+    let mut by_class = BTreeMap::new();
+    for (k, c) in Class::ALL.iter().enumerate() {
+        by_class.insert(c.name().to_string(), class_counts[k]);
+    }
+    by_class.insert("flops".to_string(), flops);
+    let stalls = Stall::ALL
+        .iter()
+        .map(|s| (s.name().to_string(), stalls[*s as usize]))
+        .collect();
+    LaunchOutput {
+        cycles: sm_cycles.iter().copied().max().unwrap_or(0),
+        sm_cycles,
+        warp_instructions,
+        thread_instructions,
+        by_class,
+        stalls,
+    }
+}

@@ -1,0 +1,964 @@
+//! One SM: resident blocks up to the occupancy limit, warp schedulers issuing in order per
+//! warp, a per-warp register scoreboard, functional-unit pipelines, barriers and memory fences
+//! — with functional execution happening at issue, so one engine gives both the results and
+//! the clocks. An SM runs a round of cycles alone (mod.rs says how rounds keep the global
+//! order); what it cannot know inside the round it leaves as a token (memory/pending.rs) or
+//! waits for by parking.
+//!
+//! Timing rules (the ones the paper's method depends on):
+//! - an instruction issues when every register it reads (sources, address, guard predicate —
+//!   even if the guard turns it off) and every register it writes is ready;
+//! - a load's destinations become ready at the completion cycle the memory model returns; the
+//!   warp keeps issuing independent instructions meanwhile, so `%clock` right after a load reads
+//!   the issue time, not the arrival time;
+//! - `membar`/`fence` issue only after all of the warp's outstanding memory operations completed;
+//! - `bar.sync` releases when every live warp of the block (or `count` threads) arrived.
+//!
+//! Scheduling: `sm.warp_schedulers` schedulers per SM, warp slot `s` belongs to scheduler
+//! `s % n`; each picks greedy-then-oldest (the last warp it issued if still ready, else the
+//! oldest ready one by launch order). When no warp of an SM can issue, the SM jumps to the next
+//! cycle at which one can, charging the skipped cycles to a stall reason.
+
+use crate::config::GpuConfig;
+use crate::devmem::{DeviceMemory, WriteLog};
+use crate::error::EmuError;
+use crate::exec::{Ctx, Entry, FULL, Flow, Warp, exec};
+use crate::ir::{Class, Op, Program};
+use crate::memory::{AccessKind, Below, MemRequest, SmMem, Space, is_token};
+use crate::texture::Texture;
+
+use super::LaunchInput;
+
+pub(super) const NCLASS: usize = Class::ALL.len();
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum WState {
+    Free,
+    Run,
+    Bar,
+    Done,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Stall {
+    Scoreboard,
+    Memory,
+    Barrier,
+    Membar,
+    PipeBusy,
+    Idle,
+}
+
+impl Stall {
+    pub(super) const ALL: [Stall; 6] = [
+        Stall::Scoreboard,
+        Stall::Memory,
+        Stall::Barrier,
+        Stall::Membar,
+        Stall::PipeBusy,
+        Stall::Idle,
+    ];
+
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            Stall::Scoreboard => "scoreboard",
+            Stall::Memory => "memory",
+            Stall::Barrier => "barrier",
+            Stall::Membar => "membar",
+            Stall::PipeBusy => "pipe_busy",
+            Stall::Idle => "idle",
+        }
+    }
+}
+
+pub(super) struct TWarp {
+    arch: Warp,
+    ready: Vec<u64>,
+    from_mem: Vec<bool>,
+    state: WState,
+    block: usize,
+    outstanding: u64,
+    next_ok: u64,
+    wake: u64,
+    reason: Stall,
+    class: Class,
+    bar_dst: Option<u32>,
+    age: u64,
+}
+
+/// What the warp schedulers scan, per warp slot and apart from the warp's other state, so a
+/// scan walks one small array: the cycle from which the warp can issue as far as it alone
+/// decides (`max(wake, next_ok)`; `u64::MAX` when not running), its next instruction's class
+/// (for the pipe) and its age. Kept in step with the warp by [`Hot::of`] after every change.
+#[derive(Debug, Clone, Copy)]
+struct Hot {
+    ready: u64,
+    age: u64,
+    class: Class,
+}
+
+impl Hot {
+    fn of(w: &TWarp) -> Hot {
+        Hot {
+            ready: if w.state == WState::Run {
+                w.wake.max(w.next_ok)
+            } else {
+                u64::MAX
+            },
+            age: w.age,
+            class: w.class,
+        }
+    }
+}
+
+struct TBlock {
+    id: [u32; 3],
+    shared: Vec<u8>,
+    warps: Vec<u32>,
+    live: u32,
+    arrived: u32,
+    expected: u32,
+    red_kind: u8,
+    red_acc: u32,
+    bar_pc: u32,
+}
+
+/// Why an SM stopped before the end of its round; the coordinator (mod.rs) acts when the SM is
+/// first in global order.
+#[derive(Debug)]
+pub(super) enum Park {
+    /// Not parked.
+    Run,
+    /// A block slot is free and blocks may remain: which block it gets depends on the other
+    /// SMs' frees before it.
+    Dispatch,
+    /// Nothing can issue before `Sm::idle_until`, and how long after depends on tokens: the SM
+    /// retries the jump at the start of each round.
+    Jump,
+    /// The cycle stopped mid-way (`resume`): a memory access that needs token values, or an
+    /// issue that would end stalls whose reasons need them.
+    Retry,
+    /// The launch failed here.
+    Fault(EmuError),
+    /// No block left to run or to get.
+    Done,
+}
+
+/// Counts of one SM, summed over SMs at the end.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Counts {
+    pub warp_instructions: u64,
+    pub thread_instructions: u64,
+    pub class_counts: [u64; NCLASS],
+    pub flops: u64,
+    pub stalls: [u64; 6],
+}
+
+/// A memory access that could not be timed inside the round, redone when the SM's tokens are
+/// resolved.
+struct Suspended {
+    now: u64,
+    space: Space,
+    kind: AccessKind,
+    bytes_per_lane: u32,
+    readonly: bool,
+    lanes: Vec<(u8, u64)>,
+    /// Resolved with the access's completion.
+    token: u64,
+}
+
+pub(super) struct Sm {
+    pub id: u32,
+    pub cycle: u64,
+    warps: Vec<TWarp>,
+    /// `hot[ws]` mirrors `warps[ws]` for the schedulers.
+    hot: Vec<Hot>,
+    blocks: Vec<Option<TBlock>>,
+    pipe: Vec<[u64; NCLASS]>,
+    last: Vec<Option<u32>>,
+    pub live_blocks: u32,
+    /// Per scheduler: the earliest cycle one of its warps can issue, and why not before —
+    /// cached after a scan that found nothing, until an issue, a barrier release or a block
+    /// launch can change it (0 = rescan).
+    sched_next: Vec<u64>,
+    sched_reason: Vec<Stall>,
+    /// Per scheduler: its cached cycle lies beyond the round while tokens are open, so which
+    /// warp comes first, and the reason, are decided when they resolve; the stalled cycles
+    /// are owed to that reason meanwhile.
+    sched_unsure: Vec<bool>,
+    sched_owed: Vec<u64>,
+    pub writes: WriteLog,
+    lanes: Vec<(u8, u64)>,
+    pub counts: Counts,
+    pub park: Park,
+    /// Where a cycle stopped mid-way resumes: scheduler, issues by it so far, any issue yet.
+    resume: Option<(usize, u32, bool)>,
+    suspended: Option<Suspended>,
+    /// While parked in `Jump`: no warp issues before this cycle.
+    idle_until: u64,
+    /// The last instruction issued (block, warp in block, pc, line), to say where a budget ran
+    /// out.
+    pub last_issue: Option<([u32; 3], u32, u32, u32)>,
+}
+
+/// What every SM reads while a round runs.
+pub(super) struct Shared<'a> {
+    pub inp: &'a LaunchInput<'a>,
+    pub dev: &'a DeviceMemory,
+    pub textures: &'a [Texture],
+    pub deps: &'a Deps,
+    /// `lat` and `issue_interval` of every class, looked up once per launch.
+    pub lat: [u64; NCLASS],
+    pub interval: [u64; NCLASS],
+    /// Whether the grid still has blocks to hand out (fixed during a round).
+    pub blocks_left: bool,
+}
+
+pub(super) fn lat(cfg: &GpuConfig, c: Class) -> u64 {
+    let p = &cfg.pipeline;
+    (match c {
+        Class::Int => p.int_latency_cycles,
+        Class::Fp32 => p.fp32_latency_cycles,
+        Class::Fp64 => p.fp64_latency_cycles,
+        Class::Sfu => p.sfu_latency_cycles,
+        Class::Branch => p.branch_latency_cycles,
+        Class::Special => p.special_reg_latency_cycles,
+        Class::Shuffle => p.shuffle_latency_cycles,
+        _ => 1,
+    }) as u64
+}
+
+pub(super) fn issue_interval(cfg: &GpuConfig, c: Class) -> u64 {
+    let p = &cfg.pipeline;
+    (match c {
+        Class::Int => p.int_issue_cycles,
+        Class::Fp32 => p.fp32_issue_cycles,
+        Class::Fp64 => p.fp64_issue_cycles,
+        Class::Sfu => p.sfu_issue_cycles,
+        Class::Mem | Class::Tex => p.mem_issue_cycles,
+        _ => 1,
+    })
+    .max(1) as u64
+}
+
+/// What `issue` did with a memory access.
+enum Issued {
+    Done,
+    /// Timed later (`Sm::suspended`): the SM must stop for now.
+    Suspended,
+}
+
+impl Sm {
+    pub(super) fn new(id: u32, nsched: usize) -> Sm {
+        Sm {
+            id,
+            cycle: 0,
+            warps: Vec::new(),
+            hot: Vec::new(),
+            blocks: Vec::new(),
+            pipe: vec![[0; NCLASS]; nsched],
+            last: vec![None; nsched],
+            live_blocks: 0,
+            sched_next: vec![0; nsched],
+            sched_reason: vec![Stall::Idle; nsched],
+            sched_unsure: vec![false; nsched],
+            sched_owed: vec![0; nsched],
+            writes: WriteLog::default(),
+            lanes: Vec::with_capacity(256),
+            counts: Counts::default(),
+            park: Park::Run,
+            resume: None,
+            suspended: None,
+            idle_until: 0,
+            last_issue: None,
+        }
+    }
+
+    /// Starts block number `b` of the grid in a free slot; its warps get ages from `age` on.
+    pub(super) fn launch_block(&mut self, inp: &LaunchInput, deps: &Deps, b: u64, age: &mut u64) {
+        let [gx, gy, _] = inp.grid.map(|v| v as u64);
+        let id = [
+            (b % gx) as u32,
+            ((b / gx) % gy) as u32,
+            (b / (gx * gy)) as u32,
+        ];
+        let slot = match self.blocks.iter().position(Option::is_none) {
+            Some(s) => s,
+            None => {
+                self.blocks.push(None);
+                self.blocks.len() - 1
+            }
+        };
+        let prog = inp.prog;
+        let nregs = prog.nregs as usize;
+        let threads = inp.block.iter().product::<u32>();
+        let warps_per_block = threads.div_ceil(32);
+        let shared_total = (prog.dyn_shared_offset as usize + inp.dyn_smem as usize)
+            .max(prog.shared_static_bytes as usize);
+        let mut warps = Vec::with_capacity(warps_per_block as usize);
+        for wib in 0..warps_per_block {
+            let ws = match self.warps.iter().position(|w| w.state == WState::Free) {
+                Some(s) => s,
+                None => {
+                    self.warps.push(TWarp {
+                        arch: Warp::default(),
+                        ready: Vec::new(),
+                        from_mem: Vec::new(),
+                        state: WState::Free,
+                        block: 0,
+                        outstanding: 0,
+                        next_ok: 0,
+                        wake: 0,
+                        reason: Stall::Scoreboard,
+                        class: Class::Int,
+                        bar_dst: None,
+                        age: 0,
+                    });
+                    self.hot.push(Hot {
+                        ready: u64::MAX,
+                        age: 0,
+                        class: Class::Int,
+                    });
+                    self.warps.len() - 1
+                }
+            };
+            let w = &mut self.warps[ws];
+            let valid_lanes = (threads - wib * 32).min(32);
+            let valid = if valid_lanes == 32 {
+                FULL
+            } else {
+                (1u32 << valid_lanes) - 1
+            };
+            w.arch.regs.clear();
+            w.arch.regs.resize(nregs * 32, 0);
+            w.arch.stack.clear();
+            w.arch.stack.push(Entry {
+                pc: 0,
+                rpc: u32::MAX,
+                mask: valid,
+            });
+            w.arch.carry = 0;
+            w.arch.local.clear();
+            w.arch.local.resize(prog.local_bytes as usize * 32, 0);
+            w.arch.wib = wib;
+            w.arch.slot = ws as u32;
+            w.ready.clear();
+            w.ready.resize(nregs, 0);
+            w.from_mem.clear();
+            w.from_mem.resize(nregs, false);
+            w.state = WState::Run;
+            w.block = slot;
+            w.outstanding = self.cycle;
+            w.next_ok = self.cycle;
+            w.bar_dst = None;
+            w.age = *age;
+            *age += 1;
+            refresh(w, prog, deps);
+            self.hot[ws] = Hot::of(w);
+            warps.push(ws as u32);
+        }
+        self.blocks[slot] = Some(TBlock {
+            id,
+            shared: vec![0; shared_total],
+            live: warps.len() as u32,
+            warps,
+            arrived: 0,
+            expected: 0,
+            red_kind: 0,
+            red_acc: 0,
+            bar_pc: 0,
+        });
+        self.live_blocks += 1;
+        self.sched_next.fill(0);
+    }
+
+    /// Runs this SM from its cycle until `horizon` or until it parks. First takes in the
+    /// tokens resolved since it last ran.
+    pub(super) fn run_round(&mut self, sh: &Shared, mem: &mut SmMem, horizon: u64) {
+        mem.pend.horizon = horizon;
+        self.take_in(sh, mem);
+        if !mem.settled() {
+            // An MSHR table still owes pops whose values are open: sit this round out.
+            return;
+        }
+        if matches!(self.park, Park::Jump) {
+            if self.unsure(mem, self.next_issue()) {
+                return;
+            }
+            self.park = Park::Run;
+            if let Err(e) = self.jump(sh) {
+                self.park = Park::Fault(e);
+                return;
+            }
+        }
+        while matches!(self.park, Park::Run) && self.cycle < horizon {
+            if let Err(e) = self.step(sh, mem) {
+                self.park = Park::Fault(e);
+                return;
+            }
+            if !matches!(self.park, Park::Run) {
+                return;
+            }
+            if self.live_blocks < sh.inp.blocks_per_sm.max(1) && sh.blocks_left {
+                self.park = Park::Dispatch;
+            } else if self.live_blocks == 0 {
+                self.park = Park::Done;
+            }
+        }
+    }
+
+    /// Replaces every resolved token the SM stored by its value, and decides the stalls whose
+    /// cycle is now known. Cheap when nothing was resolved since the last call.
+    pub(super) fn take_in(&mut self, sh: &Shared, mem: &mut SmMem) {
+        if mem.pend.fresh() {
+            mem.patch();
+            let prog = sh.inp.prog;
+            for (ws, w) in self.warps.iter_mut().enumerate() {
+                if w.state == WState::Free || w.state == WState::Done {
+                    continue;
+                }
+                let mut changed = false;
+                for r in w.ready.iter_mut() {
+                    if is_token(*r) {
+                        *r = mem.pend.settled(*r);
+                        changed = true;
+                    }
+                }
+                if is_token(w.outstanding) {
+                    w.outstanding = mem.pend.settled(w.outstanding);
+                    changed = true;
+                }
+                if changed && w.state == WState::Run {
+                    refresh(w, prog, sh.deps);
+                    self.hot[ws] = Hot::of(w);
+                }
+            }
+            mem.pend.settle();
+        }
+        let now = self.cycle.saturating_sub(1);
+        for s in 0..self.sched_next.len() {
+            if !self.sched_unsure[s] {
+                continue;
+            }
+            // The scheduler's warps have not changed since the scan: the same scan with the
+            // values known gives the cycle and reason the cached ones stand for.
+            let (t, r) = match self.pick(s, now) {
+                Ok(_) => (now, Stall::Scoreboard),
+                Err(x) => x,
+            };
+            self.sched_next[s] = t;
+            self.sched_reason[s] = r;
+            if !self.unsure(mem, t) {
+                self.sched_unsure[s] = false;
+                self.counts.stalls[r as usize] += std::mem::take(&mut self.sched_owed[s]);
+            }
+        }
+    }
+
+    fn unsure(&self, mem: &SmMem, t: u64) -> bool {
+        t >= mem.pend.horizon && mem.pend.any_unresolved()
+    }
+
+    /// Charges one cycle of stall to scheduler `s`'s cached reason (or owes it).
+    fn stall(&mut self, s: usize, cycles: u64) {
+        if self.sched_unsure[s] {
+            self.sched_owed[s] += cycles;
+        } else {
+            self.counts.stalls[self.sched_reason[s] as usize] += cycles;
+        }
+    }
+
+    /// One scheduling step: issue in the current cycle, or jump to the next cycle at which
+    /// something can issue. May stop mid-cycle (`resume`) or park.
+    fn step(&mut self, sh: &Shared, mem: &mut SmMem) -> Result<(), EmuError> {
+        let now = self.cycle;
+        let nsched = self.pipe.len();
+        let per = sh.inp.cfg.sm.issue_per_scheduler.max(1);
+        let (first, first_issued, mut issued_any) = self.resume.take().unwrap_or((0, 0, false));
+        for s in first..nsched {
+            let mut issued = if s == first { first_issued } else { 0 };
+            if issued == 0 && self.sched_next[s] > now {
+                debug_assert!(
+                    self.pick(s, now).is_err(),
+                    "stale scheduler cache at cycle {now}"
+                );
+                self.stall(s, 1);
+                continue;
+            }
+            while issued < per {
+                match self.pick(s, now) {
+                    Ok(ws) => {
+                        if self.must_wait_before(sh, ws, s) {
+                            self.resume = Some((s, issued, issued_any));
+                            self.park = Park::Retry;
+                            return Ok(());
+                        }
+                        let r = self.issue(sh, mem, ws, s, now)?;
+                        self.last[s] = Some(ws as u32);
+                        issued += 1;
+                        if let Issued::Suspended = r {
+                            self.resume = Some((s, issued, true));
+                            self.park = Park::Retry;
+                            return Ok(());
+                        }
+                    }
+                    Err((t, r)) => {
+                        if issued == 0 {
+                            self.sched_next[s] = t;
+                            self.sched_reason[s] = r;
+                            self.sched_unsure[s] = self.unsure(mem, t);
+                            self.stall(s, 1);
+                        }
+                        break;
+                    }
+                }
+            }
+            if issued > 0 {
+                issued_any = true;
+                self.sched_next[s] = 0;
+                self.sched_unsure[s] = false;
+            }
+        }
+        if issued_any {
+            self.cycle = now + 1;
+            return Ok(());
+        }
+        self.cycle = now + 1;
+        let next = self.next_issue();
+        if next != u64::MAX && self.unsure(mem, next) {
+            // Nothing issues before the horizon; how long after, the values will say.
+            self.park = Park::Jump;
+            self.idle_until = mem.pend.horizon;
+            return Ok(());
+        }
+        self.jump(sh)
+    }
+
+    /// The earliest cycle a scheduler's cache says one of its warps can issue.
+    fn next_issue(&self) -> u64 {
+        self.sched_next.iter().copied().min().unwrap_or(u64::MAX)
+    }
+
+    /// After a cycle without issue (the SM's cycle already one past it): on to the earliest
+    /// cycle at which some warp can issue, charging the skipped cycles.
+    pub(super) fn jump(&mut self, sh: &Shared) -> Result<(), EmuError> {
+        let next = self.next_issue();
+        if next == u64::MAX {
+            if self.live_blocks == 0 {
+                return Ok(());
+            }
+            // Live blocks but no runnable warp: a barrier that can never complete.
+            let blk = self.blocks.iter().flatten().find(|b| b.live > 0);
+            let (id, pc) = blk.map_or(([0; 3], 0), |b| (b.id, b.bar_pc));
+            let prog = sh.inp.prog;
+            let line = prog.insts.get(pc as usize).map_or(0, |x| x.line);
+            return Err(EmuError::Deadlock {
+                kernel: prog.name.clone(),
+                block: id,
+                pc,
+                line,
+            });
+        }
+        let skipped = next.saturating_sub(self.cycle);
+        if skipped > 0 {
+            for s in 0..self.pipe.len() {
+                self.stall(s, skipped);
+            }
+        }
+        self.cycle = next.max(self.cycle);
+        Ok(())
+    }
+
+    /// Redoes the suspended memory access with every value known, answering its L2 requests at
+    /// once (`below`): the coordinator calls this when the SM is first in global order.
+    pub(super) fn retry_access(&mut self, mem: &mut SmMem, below: &mut Below) {
+        let Some(sp) = self.suspended.take() else {
+            return;
+        };
+        let req = MemRequest {
+            space: sp.space,
+            kind: sp.kind,
+            bytes_per_lane: sp.bytes_per_lane,
+            lanes: &sp.lanes,
+            readonly_path: sp.readonly,
+        };
+        let done = mem
+            .access(sp.now, &req, Some(below))
+            .unwrap_or(sp.now)
+            .max(sp.now + 1);
+        mem.pend.give(sp.token, done);
+    }
+
+    /// Whether issuing `ws` now could change a scheduler whose stall reason still waits for
+    /// token values (a barrier release or a block's end resets every scheduler's scan).
+    fn must_wait_before(&self, sh: &Shared, ws: usize, s: usize) -> bool {
+        if !self
+            .sched_unsure
+            .iter()
+            .enumerate()
+            .any(|(k, &u)| u && k != s)
+        {
+            return false;
+        }
+        let pc = self.warps[ws].arch.pc();
+        pc.and_then(|pc| sh.inp.prog.insts.get(pc as usize))
+            .is_some_and(|x| matches!(x.op, Op::Bar | Op::Exit))
+    }
+
+    fn eligible(&self, ws: usize, s: usize, now: u64) -> bool {
+        let h = &self.hot[ws];
+        h.ready <= now && self.pipe[s][h.class as usize] <= now
+    }
+
+    /// The warp scheduler `s` issues at `now` (greedy-then-oldest), or, when none can, the
+    /// earliest cycle one of its warps can and the reason it cannot before (the limiting one
+    /// of scoreboard/memory/fence, pipe and issue slot; `Barrier` or `Idle` with `u64::MAX`
+    /// when no warp can become ready by itself). One pass over the warps serves both, since
+    /// a cycle without issue would otherwise scan them twice.
+    fn pick(&self, s: usize, now: u64) -> Result<usize, (u64, Stall)> {
+        let nsched = self.pipe.len();
+        if let Some(l) = self.last[s]
+            && self.eligible(l as usize, s, now)
+        {
+            return Ok(l as usize);
+        }
+        let pipes = &self.pipe[s];
+        let mut best: Option<(u64, usize)> = None;
+        let (mut best_t, mut best_r) = (u64::MAX, Stall::Idle);
+        let mut any_bar = false;
+        let mut ws = s;
+        while let Some(h) = self.hot.get(ws) {
+            if h.ready == u64::MAX {
+                any_bar |= self.warps[ws].state == WState::Bar;
+            } else {
+                let pipe = pipes[h.class as usize];
+                let t = h.ready.max(pipe);
+                if t <= now {
+                    if best.is_none_or(|(a, _)| h.age < a) {
+                        best = Some((h.age, ws));
+                    }
+                } else if t < best_t {
+                    let w = &self.warps[ws];
+                    best_t = t;
+                    best_r = if w.wake >= w.next_ok && w.wake >= pipe {
+                        w.reason
+                    } else if pipe >= w.next_ok {
+                        Stall::PipeBusy
+                    } else {
+                        Stall::Scoreboard
+                    };
+                }
+            }
+            ws += nsched;
+        }
+        if let Some((_, w)) = best {
+            return Ok(w);
+        }
+        if best_t == u64::MAX && any_bar {
+            best_r = Stall::Barrier;
+        }
+        Err((best_t, best_r))
+    }
+
+    fn issue(
+        &mut self,
+        sh: &Shared,
+        mem: &mut SmMem,
+        ws: usize,
+        s: usize,
+        now: u64,
+    ) -> Result<Issued, EmuError> {
+        let prog = sh.inp.prog;
+        let cfg = sh.inp.cfg;
+        let w = &mut self.warps[ws];
+        let Some(pc) = w.arch.pc() else {
+            w.state = WState::Done;
+            self.hot[ws] = Hot::of(w);
+            return Ok(Issued::Done);
+        };
+        let x = &prog.insts[pc as usize];
+        if x.op == Op::Invalid {
+            let what = prog
+                .messages
+                .get(x.target as usize)
+                .cloned()
+                .unwrap_or_default();
+            return Err(EmuError::Unsupported {
+                line: x.line,
+                what: format!("{what} (kernel {}, pc {pc})", prog.name),
+            });
+        }
+        let active = w.arch.active();
+        let bslot = w.block;
+        let Some(block) = self.blocks[bslot].as_mut() else {
+            return Err(EmuError::Fault {
+                kernel: prog.name.clone(),
+                pc,
+                line: x.line,
+                block: [0; 3],
+                warp: w.arch.wib,
+                thread: 0,
+                what: "internal: warp without a block".into(),
+            });
+        };
+        let mut ctx = Ctx {
+            dev: sh.dev,
+            writes: &mut self.writes,
+            seq: mem.seq,
+            textures: sh.textures,
+            params: sh.inp.params,
+            shared: &mut block.shared,
+            local_bytes: prog.local_bytes,
+            block: block.id,
+            ntid: sh.inp.block,
+            nctaid: sh.inp.grid,
+            smid: self.id,
+            nsm: cfg.sm.count,
+            max_warps: cfg.sm.max_warps,
+            now,
+            clock_mhz: cfg.clock_mhz,
+            dyn_smem: sh.inp.dyn_smem,
+            lanes: &mut self.lanes,
+        };
+        let flow = exec(x, &mut w.arch, &mut ctx).map_err(|f| EmuError::Fault {
+            kernel: prog.name.clone(),
+            pc,
+            line: x.line,
+            block: block.id,
+            warp: w.arch.wib,
+            thread: w.arch.wib * 32 + f.lane,
+            what: f.what.clone(),
+        })?;
+        let c = &mut self.counts;
+        c.warp_instructions += 1;
+        let lanes = active.count_ones() as u64;
+        c.thread_instructions += lanes;
+        c.class_counts[x.class as usize] += 1;
+        if matches!(x.class, Class::Fp32 | Class::Fp64) {
+            match x.op {
+                Op::Fma => c.flops += 2 * lanes,
+                Op::Add | Op::Sub | Op::Mul | Op::Div => c.flops += lanes,
+                _ => {}
+            }
+        }
+        self.last_issue = Some((block.id, w.arch.wib, pc, x.line));
+        let mut done_at = now + sh.lat[x.class as usize];
+        let mut from_mem = false;
+        let mut flow_bar = None;
+        let mut result = Issued::Done;
+        match flow {
+            Flow::Mem {
+                space,
+                kind,
+                bytes_per_lane,
+                readonly,
+            } => {
+                if !self.lanes.is_empty() {
+                    let req = MemRequest {
+                        space,
+                        kind,
+                        bytes_per_lane,
+                        lanes: &self.lanes,
+                        readonly_path: readonly,
+                    };
+                    done_at = match mem.access(now, &req, None) {
+                        Some(t) => mem.pend.max(t, now + 1),
+                        None => {
+                            let token = mem.pend.given();
+                            self.suspended = Some(Suspended {
+                                now,
+                                space,
+                                kind,
+                                bytes_per_lane,
+                                readonly,
+                                lanes: self.lanes.clone(),
+                                token,
+                            });
+                            result = Issued::Suspended;
+                            token
+                        }
+                    };
+                    w.outstanding = mem.pend.max(w.outstanding, done_at);
+                    from_mem = true;
+                }
+            }
+            Flow::Bar {
+                id,
+                expected,
+                red,
+                contrib,
+                dst,
+            } => flow_bar = Some((id, expected, red, contrib, dst)),
+            Flow::Exited | Flow::Done => {}
+        }
+        for r in x.writes() {
+            w.ready[r as usize] = done_at;
+            w.from_mem[r as usize] = from_mem;
+        }
+        self.pipe[s][x.class as usize] = now + sh.interval[x.class as usize];
+        w.next_ok = now
+            + if x.op == Op::Bra {
+                sh.lat[Class::Branch as usize].max(1)
+            } else {
+                1
+            };
+        if w.arch.pc().is_none() {
+            w.state = WState::Done;
+            block.live -= 1;
+        } else if let Some((_, expected, red, contrib, dst)) = flow_bar {
+            w.state = WState::Bar;
+            w.bar_dst = dst;
+            block.arrived += 1;
+            block.expected = expected;
+            block.bar_pc = pc;
+            if red != 0 {
+                block.red_acc = match (block.arrived, red) {
+                    (1, 2) => contrib,
+                    (1, 3) => contrib,
+                    (1, _) => contrib,
+                    (_, 1) => block.red_acc + contrib,
+                    (_, 2) => block.red_acc & contrib,
+                    _ => block.red_acc | contrib,
+                };
+                block.red_kind = red;
+            }
+        }
+        refresh(w, prog, sh.deps);
+        self.hot[ws] = Hot::of(w);
+        // Barrier release (also when a warp exits while others wait).
+        let need = if block.expected > 0 {
+            block.expected.div_ceil(32)
+        } else {
+            block.live
+        };
+        if block.arrived > 0 && block.arrived >= need {
+            self.sched_next.fill(0);
+            let red = block.red_kind;
+            let acc = block.red_acc;
+            block.arrived = 0;
+            block.expected = 0;
+            block.red_kind = 0;
+            block.red_acc = 0;
+            for &m in &block.warps {
+                let wm = &mut self.warps[m as usize];
+                if wm.state == WState::Bar {
+                    wm.state = WState::Run;
+                    wm.next_ok = now + 1;
+                    if let (Some(r), true) = (wm.bar_dst.take(), red != 0) {
+                        let row = &mut wm.arch.regs[r as usize * 32..r as usize * 32 + 32];
+                        row.fill(acc as u64);
+                        wm.ready[r as usize] = now + 1;
+                    }
+                    self.hot[m as usize] = Hot::of(wm);
+                }
+            }
+        }
+        let Some(block) = self.blocks[bslot].as_mut() else {
+            return Ok(result);
+        };
+        if block.live == 0 {
+            for &m in &block.warps {
+                self.warps[m as usize].state = WState::Free;
+                self.hot[m as usize] = Hot::of(&self.warps[m as usize]);
+            }
+            self.blocks[bslot] = None;
+            self.live_blocks -= 1;
+            for l in self.last.iter_mut() {
+                if l.is_some_and(|v| self.warps[v as usize].state == WState::Free) {
+                    *l = None;
+                }
+            }
+        }
+        Ok(result)
+    }
+
+    /// Writes an atomic's old value into lane `lane` of register `reg` of warp slot `ws` (the
+    /// register is not ready before its token resolves, so nothing read it yet).
+    pub(super) fn set_reg(&mut self, ws: u32, reg: u32, lane: u8, v: u64) {
+        if let Some(w) = self.warps.get_mut(ws as usize)
+            && let Some(x) = w.arch.regs.get_mut(reg as usize * 32 + lane as usize)
+        {
+            *x = v;
+        }
+    }
+
+    /// Where this SM stands in global order: its next request or write will come after this
+    /// key. `None` when it is done.
+    pub(super) fn position(&self, mem: &SmMem) -> Option<(u64, u32, u64)> {
+        match self.park {
+            Park::Done => None,
+            Park::Jump => Some((self.cycle.max(self.idle_until), self.id, mem.seq)),
+            _ => Some((self.cycle, self.id, mem.seq)),
+        }
+    }
+
+    /// Whether the SM takes part in a round ending at `horizon`.
+    pub(super) fn runs_before(&self, horizon: u64) -> bool {
+        match self.park {
+            Park::Run => self.cycle < horizon,
+            Park::Jump => true,
+            _ => false,
+        }
+    }
+}
+
+/// Every instruction's scoreboard registers (reads, then writes — the order decides which
+/// register names the stall reason on a tie), flattened once per launch so that the per-issue
+/// `refresh` walks a slice instead of filtering operand enums.
+pub(super) struct Deps {
+    start: Vec<u32>,
+    regs: Vec<u32>,
+}
+
+impl Deps {
+    pub(super) fn new(prog: &Program) -> Deps {
+        let mut start = Vec::with_capacity(prog.insts.len() + 1);
+        let mut regs = Vec::new();
+        for x in &prog.insts {
+            start.push(regs.len() as u32);
+            regs.extend(x.reads().chain(x.writes()));
+        }
+        start.push(regs.len() as u32);
+        Deps { start, regs }
+    }
+
+    #[inline]
+    fn of(&self, pc: u32) -> &[u32] {
+        let pc = pc as usize;
+        match (self.start.get(pc), self.start.get(pc + 1)) {
+            (Some(&a), Some(&b)) => self.regs.get(a as usize..b as usize).unwrap_or(&[]),
+            _ => &[],
+        }
+    }
+}
+
+/// Recomputes when a warp's next instruction can issue (scoreboard and fences). With a token
+/// among the inputs the result is a token too, and the reason a placeholder: the warp cannot
+/// issue in this round either way, and `take_in` recomputes both once the values are known.
+fn refresh(w: &mut TWarp, prog: &Program, deps: &Deps) {
+    let Some(pc) = w.arch.pc() else {
+        w.state = WState::Done;
+        return;
+    };
+    let x = &prog.insts[pc as usize];
+    let mut t = 0;
+    let mut reason = Stall::Scoreboard;
+    for &r in deps.of(pc) {
+        let rt = w.ready[r as usize];
+        if rt > t {
+            t = rt;
+            reason = if w.from_mem[r as usize] {
+                Stall::Memory
+            } else {
+                Stall::Scoreboard
+            };
+        }
+    }
+    if x.op == Op::Membar && w.outstanding > t {
+        t = w.outstanding;
+        reason = Stall::Membar;
+    }
+    w.wake = t;
+    w.reason = reason;
+    w.class = x.class;
+}

@@ -70,6 +70,17 @@ pub(crate) fn run(
     textures: &[Texture],
     mem: &mut MemorySystem,
 ) -> Result<LaunchOutput, EmuError> {
+    // On a worker of the thread pool, so that each round hands its SMs to the pool's other
+    // workers by work stealing rather than by waking them from outside.
+    rayon::scope(|_| run_rounds(inp, dev, textures, mem))
+}
+
+fn run_rounds(
+    inp: &LaunchInput,
+    dev: &mut DeviceMemory,
+    textures: &[Texture],
+    mem: &mut MemorySystem,
+) -> Result<LaunchOutput, EmuError> {
     let nsm = inp.cfg.sm.count.max(1);
     let nsched = inp.cfg.sm.warp_schedulers.max(1) as usize;
     let deps = Deps::new(inp.prog);

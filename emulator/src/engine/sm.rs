@@ -411,6 +411,7 @@ impl Sm {
     /// cycle is now known. Cheap when nothing was resolved since the last call.
     pub(super) fn take_in(&mut self, sh: &Shared, mem: &mut SmMem) {
         if mem.pend.fresh() {
+            mem.pend.evaluate();
             mem.patch();
             let prog = sh.inp.prog;
             for (ws, w) in self.warps.iter_mut().enumerate() {
@@ -428,7 +429,8 @@ impl Sm {
                     w.outstanding = mem.pend.settled(w.outstanding);
                     changed = true;
                 }
-                if changed && w.state == WState::Run {
+                // A warp at a barrier needs its next instruction's cycle when released.
+                if changed || is_token(w.wake) {
                     refresh(w, prog, sh.deps);
                     self.hot[ws] = Hot::of(w);
                 }

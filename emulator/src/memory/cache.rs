@@ -223,7 +223,7 @@ impl Cache {
     }
 
     /// Replaces resolved tokens among the arrival cycles by their values.
-    pub(crate) fn patch(&mut self, pend: &mut Pend) {
+    pub(crate) fn patch(&mut self, pend: &Pend) {
         for r in self.ready.iter_mut() {
             if is_token(*r) {
                 *r = pend.settled(*r);
@@ -241,31 +241,35 @@ impl Cache {
 /// Miss-status holding registers: a fixed number of outstanding line misses. A miss that finds
 /// all busy starts when the earliest one returns.
 ///
-/// Inside a round (memory/pending.rs) the earliest return may be a token's: then the pop is
-/// symbolic — the miss starts at the `k`-th smallest release, and the `owed` smallest entries
-/// count as gone — until the values come and `patch` removes them for real.
+/// Inside a round (memory/pending.rs) the earliest return may be a token's: the table then
+/// hands its entries to a replay in `Pend`, which records its pushes and pops until the values
+/// are known and gives each pop the cycle a heap would have.
 #[derive(Debug, Clone)]
 pub(crate) struct Mshrs {
     capacity: usize,
-    /// Release cycles (or tokens, which sort last) of busy entries (min-heap).
+    /// Which of the SM's replays this table uses.
+    table: usize,
+    /// Release cycles (or tokens, which sort last) of busy entries (min-heap); empty while
+    /// replaying.
     busy: BinaryHeap<Reverse<u64>>,
-    /// Entries popped symbolically: the `owed` smallest of `busy` are free.
-    owed: usize,
+    /// Busy entries while replaying.
+    live: usize,
 }
 
 impl Mshrs {
-    pub(crate) fn new(capacity: u32) -> Self {
+    pub(crate) fn new(capacity: u32, table: usize) -> Self {
         Mshrs {
             capacity: capacity.max(1) as usize,
+            table,
             busy: BinaryHeap::new(),
-            owed: 0,
+            live: 0,
         }
     }
 
     /// The cycle (≥ `now`) at which a new miss can be sent, or a token for it; the caller then
     /// calls [`Mshrs::occupy`] with its return cycle.
     pub(crate) fn acquire(&mut self, now: u64, pend: &mut Pend) -> u64 {
-        if self.owed == 0 {
+        if !pend.replaying(self.table) {
             while let Some(&Reverse(t)) = self.busy.peek() {
                 if t <= now {
                     self.busy.pop();
@@ -285,52 +289,52 @@ impl Mshrs {
                 self.busy.pop();
                 return m.max(now);
             }
-        } else if self.busy.len() - self.owed < self.capacity {
-            // Every entry is beyond the horizon (see `plan`), so none is free by time.
+            // Every entry is beyond the horizon now, and so is every later push (an answer
+            // from below): none frees by time before the replay ends with the round.
+            self.live = self.busy.len();
+            pend.replay_begin(self.table, self.busy.drain().map(|r| r.0));
+        } else if self.live < self.capacity {
             return now;
         }
-        let of: Vec<u64> = self.busy.iter().map(|r| r.0).collect();
-        self.owed += 1;
+        self.live -= 1;
         // Beyond the horizon, so beyond `now`.
-        pend.kth(&of, self.owed)
+        pend.replay_pop(self.table)
     }
 
-    pub(crate) fn occupy(&mut self, until: u64) {
-        self.busy.push(Reverse(until));
+    pub(crate) fn occupy(&mut self, until: u64, pend: &mut Pend) {
+        if pend.replaying(self.table) {
+            pend.replay_push(self.table, until);
+            self.live += 1;
+        } else {
+            self.busy.push(Reverse(until));
+        }
     }
 
     /// Whether up to `n` misses of a request issued at `now`, sent at cycles `first ..
     /// first + n`, can be timed inside the round: the table cannot fill, or they are all sent
     /// before the horizon (where an entry free by time is a real cycle, never a token).
-    pub(crate) fn plan(&self, now: u64, first: u64, n: usize, horizon: u64) -> bool {
-        let live = if self.owed == 0 {
-            self.busy.iter().filter(|r| r.0 > now).count()
+    pub(crate) fn plan(&self, now: u64, first: u64, n: usize, pend: &Pend) -> bool {
+        let live = if pend.replaying(self.table) {
+            self.live
         } else {
-            self.busy.len() - self.owed
+            self.busy.iter().filter(|r| r.0 > now).count()
         };
-        live + n <= self.capacity || first + n as u64 <= horizon
+        live + n <= self.capacity || first + n as u64 <= pend.horizon
     }
 
-    /// Whether no symbolic pop is owed: a table that owes one cannot serve a new round.
-    pub(crate) fn settled(&self) -> bool {
-        self.owed == 0
-    }
-
-    /// Replaces resolved tokens among the release cycles by their values, and frees the
-    /// symbolically popped entries once they are known.
+    /// Replaces resolved tokens among the release cycles by their values, and takes the
+    /// entries back from a replay whose values are all known.
     pub(crate) fn patch(&mut self, pend: &mut Pend) {
-        if self.busy.iter().any(|r| is_token(r.0)) {
+        if pend.replaying(self.table) {
+            if let Some(entries) = pend.replay_end(self.table) {
+                self.busy = entries.into_iter().map(Reverse).collect();
+            }
+        } else if self.busy.iter().any(|r| is_token(r.0)) {
             let busy = std::mem::take(&mut self.busy);
             self.busy = busy
                 .into_iter()
                 .map(|Reverse(r)| Reverse(pend.settled(r)))
                 .collect();
-        }
-        if self.owed > 0 && !self.busy.iter().any(|r| is_token(r.0)) {
-            for _ in 0..self.owed {
-                self.busy.pop();
-            }
-            self.owed = 0;
         }
     }
 }
@@ -429,13 +433,13 @@ mod tests {
     #[test]
     fn mshrs_delay_a_miss_when_all_are_busy() {
         let mut p = Pend::default();
-        let mut m = Mshrs::new(2);
+        let mut m = Mshrs::new(2, 0);
         assert_eq!(m.acquire(0, &mut p), 0);
-        m.occupy(100);
+        m.occupy(100, &mut p);
         assert_eq!(m.acquire(1, &mut p), 1);
-        m.occupy(150);
+        m.occupy(150, &mut p);
         assert_eq!(m.acquire(2, &mut p), 100); // waits for the first to return
-        m.occupy(300);
+        m.occupy(300, &mut p);
         assert_eq!(m.acquire(400, &mut p), 400); // all returned
     }
 }

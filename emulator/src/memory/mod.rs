@@ -474,15 +474,15 @@ impl SmMem {
     fn new(cfg: &GpuConfig, lat: Lat) -> Self {
         SmMem {
             l1: Cache::new(&cfg.l1),
-            l1_mshrs: Mshrs::new(cfg.l1.mshrs),
+            l1_mshrs: Mshrs::new(cfg.l1.mshrs, 0),
             l1_port: 0,
             tex: match (&cfg.texture.cache, cfg.texture.unified_with_l1) {
-                (Some(c), false) => Some((Cache::new(c), Mshrs::new(c.mshrs))),
+                (Some(c), false) => Some((Cache::new(c), Mshrs::new(c.mshrs, 1))),
                 _ => None,
             },
             tex_port: 0,
             constant: Cache::new(&cfg.constant),
-            constant_mshrs: Mshrs::new(cfg.constant.mshrs),
+            constant_mshrs: Mshrs::new(cfg.constant.mshrs, 2),
             constant_port: 0,
             shared_port: 0,
             lat,
@@ -558,14 +558,16 @@ impl SmMem {
         }
         self.constant.patch(pend);
         self.constant_mshrs.patch(pend);
+        // A miss that waited for a free MSHR is sent at a token's cycle.
+        for r in self.queue.iter_mut() {
+            r.sent = pend.settled(r.sent);
+        }
     }
 
     /// Whether no MSHR table owes symbolic pops (see `Mshrs`): only then can the SM run a
     /// round.
     pub(crate) fn settled(&self) -> bool {
-        self.l1_mshrs.settled()
-            && self.constant_mshrs.settled()
-            && self.tex.as_ref().is_none_or(|(_, m)| m.settled())
+        !self.pend.replaying_any()
     }
 
     fn cached_load(
@@ -608,7 +610,7 @@ impl SmMem {
             cache.sector_shift(),
             lines,
         );
-        if below.is_none() && !mshrs.plan(now, now.max(*port), lines.len(), pend.horizon) {
+        if below.is_none() && !mshrs.plan(now, now.max(*port), lines.len(), pend) {
             return None;
         }
         let start = reserve_port(port, now, lines.len() as u64);
@@ -644,7 +646,7 @@ impl SmMem {
                     );
                     ready = pend.max(ready, answer);
                 }
-                mshrs.occupy(ready);
+                mshrs.occupy(ready, pend);
                 if cache
                     .fill(lr.line, lk.miss, ready, t, false, pend)
                     .is_some()
@@ -784,7 +786,7 @@ impl SmMem {
             ..
         } = self;
         let first = now.max(*constant_port);
-        if below.is_none() && !constant_mshrs.plan(now, first, addrs.len(), pend.horizon) {
+        if below.is_none() && !constant_mshrs.plan(now, first, addrs.len(), pend) {
             return None;
         }
         counters.constant_serialization_replays += addrs.len().saturating_sub(1) as u64;
@@ -823,7 +825,7 @@ impl SmMem {
                 );
                 let sent_base = pend.add(sent, base);
                 let ready = pend.max(answer, sent_base);
-                constant_mshrs.occupy(ready);
+                constant_mshrs.occupy(ready, pend);
                 if constant
                     .fill(line, lk.miss, ready, t, false, pend)
                     .is_some()
@@ -946,7 +948,12 @@ impl MemorySystem {
                 continue;
             };
             // A miss that waited for a free MSHR was sent at an earlier request's answer.
-            let sent = sm.pend.value(r.sent).unwrap_or(r.now);
+            let sent = sm.pend.value(r.sent);
+            debug_assert!(
+                sent.is_some(),
+                "a waiting miss is sent after answers that came first"
+            );
+            let sent = sent.unwrap_or(r.now);
             let v = self.below.answer(&L2Req { sent, ..r });
             if r.token != 0 {
                 sm.pend.give(r.token, v);

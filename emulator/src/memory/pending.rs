@@ -12,27 +12,49 @@
 //! keeps the expression; between rounds the requests are answered in global order, tokens get
 //! their values, and the SM replaces every token it stored by its value (`patch`).
 //!
-//! Decisions that a token could change inside the round (which MSHR frees first, how far an
-//! idle SM may jump, why a scheduler stalled) are not guessed: the engine waits for the values.
+//! A full MSHR table whose earliest release is a token is kept as a **replay**: the pushes and
+//! pops it saw, in order, replayed on a real heap once the pushed values are known; a pop's
+//! token is the value that heap gives it. Decisions a token could change that cannot be written
+//! down this way (how far an idle SM may jump, why a scheduler stalled) wait for the values.
 
-use std::collections::VecDeque;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 
 /// The bit that marks a token; real cycles stay far below it.
 pub(crate) const TOKEN: u64 = 1 << 63;
+
+/// MSHR tables per SM that may replay (L1, texture, constant).
+pub(crate) const TABLES: usize = 3;
 
 #[inline]
 pub(crate) fn is_token(t: u64) -> bool {
     t >= TOKEN
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 enum Def {
-    /// Answered from outside (an L2 request, a suspended access).
+    /// Answered from outside (an L2 request, a suspended access, a replayed pop).
     Given,
     Max(u64, u64),
     Add(u64, u64),
-    /// The `k`-th smallest (from 1) of these: which MSHR of a full table frees first.
-    Kth(Box<[u64]>, usize),
+    /// The next pop of replay `table`: resolved by replaying it.
+    Pop(u8),
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Op {
+    Push(u64),
+    /// Pop the earliest release into this token.
+    Pop(u64),
+}
+
+/// One MSHR table's operations since its earliest release became a token.
+#[derive(Debug, Clone, Default)]
+struct Replay {
+    /// The table's entries as replayed so far (values).
+    heap: BinaryHeap<Reverse<u64>>,
+    /// Operations not replayed yet, in order.
+    ops: VecDeque<Op>,
 }
 
 /// The unresolved cycles of one SM.
@@ -44,8 +66,9 @@ pub(crate) struct Pend {
     /// Every unresolved token's value is at least this (the current round's end).
     pub(crate) horizon: u64,
     unresolved: usize,
-    /// Values given since the last `patch` of the SM's state.
+    /// Values given since the last `settle`.
     fresh: bool,
+    replays: [Option<Replay>; TABLES],
 }
 
 impl Pend {
@@ -83,14 +106,76 @@ impl Pend {
         }
     }
 
-    /// The `k`-th smallest (from 1) of `of`, cycles or tokens.
-    pub(crate) fn kth(&mut self, of: &[u64], k: usize) -> u64 {
-        if of.iter().all(|&t| !is_token(t)) {
-            let mut v = of.to_vec();
-            v.sort_unstable();
-            return v[k - 1];
+    /// Starts replaying MSHR table `table` from these entries (cycles or tokens).
+    pub(crate) fn replay_begin(&mut self, table: usize, entries: impl Iterator<Item = u64>) {
+        let ops = entries.map(Op::Push).collect();
+        self.replays[table] = Some(Replay {
+            heap: BinaryHeap::new(),
+            ops,
+        });
+    }
+
+    /// Whether some table is being replayed (its SM cannot start a round then).
+    pub(crate) fn replaying_any(&self) -> bool {
+        self.replays.iter().any(Option::is_some)
+    }
+
+    /// Whether table `table` is being replayed.
+    pub(crate) fn replaying(&self, table: usize) -> bool {
+        self.replays[table].is_some()
+    }
+
+    /// Records a push to a replayed table.
+    pub(crate) fn replay_push(&mut self, table: usize, t: u64) {
+        if let Some(r) = &mut self.replays[table] {
+            r.ops.push_back(Op::Push(t));
         }
-        self.push(Def::Kth(of.into(), k))
+    }
+
+    /// Records a pop of a replayed table; the token is its earliest release.
+    pub(crate) fn replay_pop(&mut self, table: usize) -> u64 {
+        let t = self.push(Def::Pop(table as u8));
+        if let Some(r) = &mut self.replays[table] {
+            r.ops.push_back(Op::Pop(t));
+        }
+        t
+    }
+
+    /// Replays table `table` as far as the pushed values are known; when all of it is, ends
+    /// the replay and returns the table's entries.
+    pub(crate) fn replay_end(&mut self, table: usize) -> Option<Vec<u64>> {
+        self.advance(table);
+        let done = self.replays[table]
+            .as_ref()
+            .is_some_and(|r| r.ops.is_empty());
+        if !done {
+            return None;
+        }
+        self.replays[table]
+            .take()
+            .map(|r| r.heap.into_iter().map(|Reverse(v)| v).collect())
+    }
+
+    fn advance(&mut self, table: usize) {
+        let Some(mut r) = self.replays[table].take() else {
+            return;
+        };
+        while let Some(&op) = r.ops.front() {
+            match op {
+                Op::Push(t) => match self.value(t) {
+                    Some(v) => r.heap.push(Reverse(v)),
+                    None => break,
+                },
+                Op::Pop(t) => {
+                    let v = r.heap.pop().map_or(0, |Reverse(v)| v);
+                    if let Some(i) = self.slot(t) {
+                        self.resolve(i, v);
+                    }
+                }
+            }
+            r.ops.pop_front();
+        }
+        self.replays[table] = Some(r);
     }
 
     /// Whether some token of this SM has no value yet.
@@ -108,18 +193,25 @@ impl Pend {
         usize::try_from(id).ok().filter(|&i| i < self.defs.len())
     }
 
+    fn resolve(&mut self, i: usize, v: u64) {
+        if self.defs[i].1.is_none() {
+            self.defs[i].1 = Some(v);
+            self.unresolved -= 1;
+        }
+    }
+
     /// Answers the token `t` (from [`Pend::given`]).
     pub(crate) fn give(&mut self, t: u64, v: u64) {
         if let Some(i) = self.slot(t)
             && self.defs[i].1.is_none()
         {
-            self.defs[i].1 = Some(v);
-            self.unresolved -= 1;
+            self.resolve(i, v);
             self.fresh = true;
         }
     }
 
-    /// The value of `t`: itself for a cycle, the answer for a resolved token.
+    /// The value of `t`: itself for a cycle, the answer for a resolved token (evaluating the
+    /// expressions it depends on).
     pub(crate) fn value(&mut self, t: u64) -> Option<u64> {
         if !is_token(t) {
             return Some(t);
@@ -129,61 +221,63 @@ impl Pend {
             return Some(v);
         }
         // Parts are older tokens (or cycles), so the recursion ends.
-        let v = match &self.defs[i].0 {
+        let v = match self.defs[i].0 {
             Def::Given => return None,
-            &Def::Max(a, b) => self.value(a)?.max(self.value(b)?),
-            &Def::Add(a, k) => self.value(a)? + k,
-            Def::Kth(of, k) => {
-                let (of, k) = (of.clone(), *k);
-                let mut v = Vec::with_capacity(of.len());
-                for &t in of.iter() {
-                    v.push(self.value(t)?);
-                }
-                v.sort_unstable();
-                v[k - 1]
+            Def::Max(a, b) => self.value(a)?.max(self.value(b)?),
+            Def::Add(a, k) => self.value(a)? + k,
+            Def::Pop(table) => {
+                self.advance(table as usize);
+                return self.defs[i].1;
             }
         };
-        self.defs[i].1 = Some(v);
-        self.unresolved -= 1;
+        self.resolve(i, v);
         Some(v)
     }
 
-    /// `t` with a resolved token replaced by its value.
+    /// `t` with a resolved token replaced by its value (no evaluation: after
+    /// [`Pend::evaluate`]).
     #[inline]
-    pub(crate) fn settled(&mut self, t: u64) -> u64 {
+    pub(crate) fn settled(&self, t: u64) -> u64 {
         if is_token(t) {
-            self.value(t).unwrap_or(t)
+            self.slot(t).and_then(|i| self.defs[i].1).unwrap_or(t)
         } else {
             t
         }
     }
 
-    /// Replaces resolved parts of the open expressions, then forgets the resolved tokens at the
-    /// front: called after the SM replaced every resolved token it stored, so nothing refers to
-    /// them any more.
-    pub(crate) fn settle(&mut self) {
+    /// Evaluates, in creation order, every expression whose parts are known — even those
+    /// nothing refers to any more, so that `any_unresolved` counts only what is open — and
+    /// replaces the known parts of those still open (and of the replays' pending pushes).
+    pub(crate) fn evaluate(&mut self) {
         for i in 0..self.defs.len() {
             if self.defs[i].1.is_some() {
                 continue;
             }
-            // Evaluated here even when nothing refers to it any more, so that
-            // `any_unresolved` only counts what is really open; what stays open gets its
-            // resolved parts replaced.
             let id = TOKEN | (self.base + i as u64);
             if self.value(id).is_some() {
                 continue;
             }
-            let def = match &self.defs[i].0 {
-                Def::Given => continue,
-                &Def::Max(a, b) => Def::Max(self.settled(a), self.settled(b)),
-                &Def::Add(a, k) => Def::Add(self.settled(a), k),
-                Def::Kth(of, k) => {
-                    let (of, k) = (of.clone(), *k);
-                    Def::Kth(of.iter().map(|&t| self.settled(t)).collect(), k)
-                }
+            self.defs[i].0 = match self.defs[i].0 {
+                Def::Max(a, b) => Def::Max(self.settled(a), self.settled(b)),
+                Def::Add(a, k) => Def::Add(self.settled(a), k),
+                d => d,
             };
-            self.defs[i].0 = def;
         }
+        for table in 0..TABLES {
+            if let Some(mut r) = self.replays[table].take() {
+                for op in r.ops.iter_mut() {
+                    if let Op::Push(t) = op {
+                        *t = self.settled(*t);
+                    }
+                }
+                self.replays[table] = Some(r);
+            }
+        }
+    }
+
+    /// Forgets the resolved tokens at the front: called after the SM replaced every resolved
+    /// token it stored (and `evaluate` those in open expressions), so nothing refers to them.
+    pub(crate) fn settle(&mut self) {
         while let Some((_, Some(_))) = self.defs.front() {
             self.defs.pop_front();
             self.base += 1;
@@ -218,6 +312,7 @@ mod tests {
         assert!(p.fresh());
         assert_eq!(p.value(mm), Some(900));
         assert!(!p.any_unresolved());
+        p.evaluate();
         p.settle();
         assert!(!p.fresh());
         // new tokens after forgetting the old ones still resolve
@@ -227,18 +322,25 @@ mod tests {
     }
 
     #[test]
-    fn kth_and_add_resolve_when_their_parts_do() {
+    fn a_replayed_table_pops_what_a_heap_would_have() {
         let mut p = Pend::default();
-        assert_eq!(p.kth(&[9, 3, 5], 2), 5);
         let a = p.given();
         let b = p.given();
-        let k = p.kth(&[a, 40, b], 1);
-        let s = p.add(k, 10);
+        // entries a, 40, b; pop; push 10 (smaller than what was popped); pop
+        p.replay_begin(0, [a, 40, b].into_iter());
+        let first = p.replay_pop(0);
+        p.replay_push(0, 10);
+        let second = p.replay_pop(0);
+        let later = p.add(second, 5);
         p.give(a, 70);
-        assert_eq!(p.value(s), None);
+        assert_eq!(p.value(first), None, "b may still be the smallest");
         p.give(b, 20);
-        assert_eq!(p.value(k), Some(20));
-        assert_eq!(p.value(s), Some(30));
+        assert_eq!(p.value(first), Some(20));
+        assert_eq!(p.value(later), Some(15));
+        let mut rest = p.replay_end(0).expect("every push is known");
+        rest.sort_unstable();
+        assert_eq!(rest, vec![40, 70]);
+        assert!(!p.replaying(0));
     }
 
     #[test]
@@ -248,6 +350,7 @@ mod tests {
         let b = p.given();
         let m = p.max(a, b);
         p.give(a, 10);
+        p.evaluate();
         p.settle();
         p.give(b, 20);
         assert_eq!(p.value(m), Some(20));

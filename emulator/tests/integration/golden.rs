@@ -159,6 +159,10 @@ fn golden_set() -> BTreeMap<String, serde_json::Value> {
             g.insert(format!("volume_render_m{mode}_64x64_32cubed_gtx480"), v);
         }
     }
+    // A volume past the caches: texture MSHRs fill up (the engine's replays, pending.rs).
+    if let Some(v) = volume("gtx480", L::WS_FENCE, 256, 128) {
+        g.insert("volume_render_m2_128x128_256cubed_gtx480".into(), v);
+    }
     g
 }
 

@@ -119,7 +119,7 @@ fn run_rounds(
         mem.answer_before(first);
         apply_writes_before(first, &mut sms, dev);
         let i = first.1 as usize;
-        if !matches!(sms[i].park, Park::Run | Park::Jump) {
+        if !matches!(sms[i].park, Park::Run | Park::Jump | Park::Retry) {
             let sh = shared(
                 inp,
                 dev,
@@ -133,7 +133,7 @@ fn run_rounds(
             let sm_mem = &mut mem.sms[i];
             sm.take_in(&sh, sm_mem);
             match std::mem::replace(&mut sm.park, Park::Run) {
-                Park::Run | Park::Done => {}
+                Park::Run | Park::Jump | Park::Retry | Park::Done => {}
                 Park::Dispatch => {
                     while sm.live_blocks < inp.blocks_per_sm.max(1) && next_block < total_blocks {
                         sm.launch_block(inp, &deps, next_block, &mut age);
@@ -142,11 +142,6 @@ fn run_rounds(
                     if sm.live_blocks == 0 {
                         sm.park = Park::Done;
                     }
-                }
-                Park::Jump => {}
-                Park::Retry => {
-                    sm.retry_access(sm_mem, &mut mem.below);
-                    sm.take_in(&sh, sm_mem);
                 }
                 Park::Fault(e) => return Err(e),
             }

@@ -24,7 +24,7 @@ use crate::devmem::{DeviceMemory, WriteLog};
 use crate::error::EmuError;
 use crate::exec::{Ctx, Entry, FULL, Flow, Warp, exec};
 use crate::ir::{Class, Op, Program};
-use crate::memory::{AccessKind, Below, MemRequest, SmMem, Space, is_token};
+use crate::memory::{MemRequest, SmMem, is_token};
 use crate::texture::Texture;
 
 use super::LaunchInput;
@@ -135,8 +135,8 @@ pub(super) enum Park {
     /// Nothing can issue before `Sm::idle_until`, and how long after depends on tokens: the SM
     /// retries the jump at the start of each round.
     Jump,
-    /// The cycle stopped mid-way (`resume`): a memory access that needs token values, or an
-    /// issue that would end stalls whose reasons need them.
+    /// The cycle stopped mid-way (`resume`) before an issue that would end stalls whose
+    /// reasons need token values: the SM goes on at the start of the round that has them.
     Retry,
     /// The launch failed here.
     Fault(EmuError),
@@ -152,19 +152,6 @@ pub(super) struct Counts {
     pub class_counts: [u64; NCLASS],
     pub flops: u64,
     pub stalls: [u64; 6],
-}
-
-/// A memory access that could not be timed inside the round, redone when the SM's tokens are
-/// resolved.
-struct Suspended {
-    now: u64,
-    space: Space,
-    kind: AccessKind,
-    bytes_per_lane: u32,
-    readonly: bool,
-    lanes: Vec<(u8, u64)>,
-    /// Resolved with the access's completion.
-    token: u64,
 }
 
 pub(super) struct Sm {
@@ -193,7 +180,6 @@ pub(super) struct Sm {
     pub park: Park,
     /// Where a cycle stopped mid-way resumes: scheduler, issues by it so far, any issue yet.
     resume: Option<(usize, u32, bool)>,
-    suspended: Option<Suspended>,
     /// While parked in `Jump`: no warp issues before this cycle.
     idle_until: u64,
     /// The last instruction issued (block, warp in block, pc, line), to say where a budget ran
@@ -241,13 +227,6 @@ pub(super) fn issue_interval(cfg: &GpuConfig, c: Class) -> u64 {
     .max(1) as u64
 }
 
-/// What `issue` did with a memory access.
-enum Issued {
-    Done,
-    /// Timed later (`Sm::suspended`): the SM must stop for now.
-    Suspended,
-}
-
 impl Sm {
     pub(super) fn new(id: u32, nsched: usize) -> Sm {
         Sm {
@@ -268,7 +247,6 @@ impl Sm {
             counts: Counts::default(),
             park: Park::Run,
             resume: None,
-            suspended: None,
             idle_until: 0,
             last_issue: None,
         }
@@ -380,6 +358,12 @@ impl Sm {
         if !mem.settled() {
             // An MSHR table still owes pops whose values are open: sit this round out.
             return;
+        }
+        if matches!(self.park, Park::Retry) {
+            if self.sched_unsure.iter().any(|&u| u) {
+                return;
+            }
+            self.park = Park::Run;
         }
         if matches!(self.park, Park::Jump) {
             if self.unsure(mem, self.next_issue()) {
@@ -495,14 +479,9 @@ impl Sm {
                             self.park = Park::Retry;
                             return Ok(());
                         }
-                        let r = self.issue(sh, mem, ws, s, now)?;
+                        self.issue(sh, mem, ws, s, now)?;
                         self.last[s] = Some(ws as u32);
                         issued += 1;
-                        if let Issued::Suspended = r {
-                            self.resume = Some((s, issued, true));
-                            self.park = Park::Retry;
-                            return Ok(());
-                        }
                     }
                     Err((t, r)) => {
                         if issued == 0 {
@@ -569,26 +548,6 @@ impl Sm {
         }
         self.cycle = next.max(self.cycle);
         Ok(())
-    }
-
-    /// Redoes the suspended memory access with every value known, answering its L2 requests at
-    /// once (`below`): the coordinator calls this when the SM is first in global order.
-    pub(super) fn retry_access(&mut self, mem: &mut SmMem, below: &mut Below) {
-        let Some(sp) = self.suspended.take() else {
-            return;
-        };
-        let req = MemRequest {
-            space: sp.space,
-            kind: sp.kind,
-            bytes_per_lane: sp.bytes_per_lane,
-            lanes: &sp.lanes,
-            readonly_path: sp.readonly,
-        };
-        let done = mem
-            .access(sp.now, &req, Some(below))
-            .unwrap_or(sp.now)
-            .max(sp.now + 1);
-        mem.pend.give(sp.token, done);
     }
 
     /// Whether issuing `ws` now could change a scheduler whose stall reason still waits for
@@ -669,14 +628,14 @@ impl Sm {
         ws: usize,
         s: usize,
         now: u64,
-    ) -> Result<Issued, EmuError> {
+    ) -> Result<(), EmuError> {
         let prog = sh.inp.prog;
         let cfg = sh.inp.cfg;
         let w = &mut self.warps[ws];
         let Some(pc) = w.arch.pc() else {
             w.state = WState::Done;
             self.hot[ws] = Hot::of(w);
-            return Ok(Issued::Done);
+            return Ok(());
         };
         let x = &prog.insts[pc as usize];
         if x.op == Op::Invalid {
@@ -747,7 +706,6 @@ impl Sm {
         let mut done_at = now + sh.lat[x.class as usize];
         let mut from_mem = false;
         let mut flow_bar = None;
-        let mut result = Issued::Done;
         match flow {
             Flow::Mem {
                 space,
@@ -763,23 +721,8 @@ impl Sm {
                         lanes: &self.lanes,
                         readonly_path: readonly,
                     };
-                    done_at = match mem.access(now, &req, None) {
-                        Some(t) => mem.pend.max(t, now + 1),
-                        None => {
-                            let token = mem.pend.given();
-                            self.suspended = Some(Suspended {
-                                now,
-                                space,
-                                kind,
-                                bytes_per_lane,
-                                readonly,
-                                lanes: self.lanes.clone(),
-                                token,
-                            });
-                            result = Issued::Suspended;
-                            token
-                        }
-                    };
+                    let t = mem.access(now, &req);
+                    done_at = mem.pend.max(t, now + 1);
                     w.outstanding = mem.pend.max(w.outstanding, done_at);
                     from_mem = true;
                 }
@@ -856,7 +799,7 @@ impl Sm {
             }
         }
         let Some(block) = self.blocks[bslot].as_mut() else {
-            return Ok(result);
+            return Ok(());
         };
         if block.live == 0 {
             for &m in &block.warps {
@@ -871,7 +814,7 @@ impl Sm {
                 }
             }
         }
-        Ok(result)
+        Ok(())
     }
 
     /// Writes an atomic's old value into lane `lane` of register `reg` of warp slot `ws` (the
@@ -898,7 +841,7 @@ impl Sm {
     pub(super) fn runs_before(&self, horizon: u64) -> bool {
         match self.park {
             Park::Run => self.cycle < horizon,
-            Park::Jump => true,
+            Park::Jump | Park::Retry => true,
             _ => false,
         }
     }

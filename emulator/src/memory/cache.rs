@@ -242,8 +242,8 @@ impl Cache {
 /// all busy starts when the earliest one returns.
 ///
 /// Inside a round (memory/pending.rs) the earliest return may be a token's: the table then
-/// hands its entries to a replay in `Pend`, which records its pushes and pops until the values
-/// are known and gives each pop the cycle a heap would have.
+/// hands its entries to a replay in `Pend`, which records the misses and releases until the
+/// values are known and gives each miss the send cycle this table would have.
 #[derive(Debug, Clone)]
 pub(crate) struct Mshrs {
     capacity: usize,
@@ -252,8 +252,6 @@ pub(crate) struct Mshrs {
     /// Release cycles (or tokens, which sort last) of busy entries (min-heap); empty while
     /// replaying.
     busy: BinaryHeap<Reverse<u64>>,
-    /// Busy entries while replaying.
-    live: usize,
 }
 
 impl Mshrs {
@@ -262,7 +260,6 @@ impl Mshrs {
             capacity: capacity.max(1) as usize,
             table,
             busy: BinaryHeap::new(),
-            live: 0,
         }
     }
 
@@ -289,37 +286,17 @@ impl Mshrs {
                 self.busy.pop();
                 return m.max(now);
             }
-            // Every entry is beyond the horizon now, and so is every later push (an answer
-            // from below): none frees by time before the replay ends with the round.
-            self.live = self.busy.len();
-            pend.replay_begin(self.table, self.busy.drain().map(|r| r.0));
-        } else if self.live < self.capacity {
-            return now;
+            pend.replay_begin(self.table, self.capacity, self.busy.drain().map(|r| r.0));
         }
-        self.live -= 1;
-        // Beyond the horizon, so beyond `now`.
-        pend.replay_pop(self.table)
+        pend.replay_acquire(self.table, now)
     }
 
     pub(crate) fn occupy(&mut self, until: u64, pend: &mut Pend) {
         if pend.replaying(self.table) {
             pend.replay_push(self.table, until);
-            self.live += 1;
         } else {
             self.busy.push(Reverse(until));
         }
-    }
-
-    /// Whether up to `n` misses of a request issued at `now`, sent at cycles `first ..
-    /// first + n`, can be timed inside the round: the table cannot fill, or they are all sent
-    /// before the horizon (where an entry free by time is a real cycle, never a token).
-    pub(crate) fn plan(&self, now: u64, first: u64, n: usize, pend: &Pend) -> bool {
-        let live = if pend.replaying(self.table) {
-            self.live
-        } else {
-            self.busy.iter().filter(|r| r.0 > now).count()
-        };
-        live + n <= self.capacity || first + n as u64 <= pend.horizon
     }
 
     /// Replaces resolved tokens among the release cycles by their values, and takes the

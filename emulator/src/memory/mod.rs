@@ -436,10 +436,9 @@ enum Path {
 }
 
 /// Queues a request to the L2 and returns the token its answer will resolve (0 when `answer`
-/// is false) — or, with `below` given, answers it at once and returns the cycle.
+/// is false).
 #[allow(clippy::too_many_arguments)] // one request's fields, from split borrows of an SmMem
 fn send(
-    below: &mut Option<&mut Below>,
     queue: &mut VecDeque<L2Req>,
     seq: &mut u64,
     pend: &mut Pend,
@@ -451,10 +450,6 @@ fn send(
     op: L2Op,
     answer: bool,
 ) -> u64 {
-    if let Some(b) = below {
-        *seq += 1;
-        return b.access(sent, addr, len, base, op);
-    }
     let token = if answer { pend.given() } else { 0 };
     queue.push_back(L2Req {
         now,
@@ -498,25 +493,14 @@ impl SmMem {
     }
 
     /// Completion cycle (or token): when a load's data is in registers / a store or atomic is
-    /// acknowledged. `None` when the answer depends on which of several misses in flight
-    /// returns first and that is not known yet: the caller retries once this SM's tokens are
-    /// resolved, with no state changed. Called in non-decreasing `now` order.
-    ///
-    /// With `below`, every L2 request is answered at once (the SM is first in global order, so
-    /// nothing may come before it) and the result is a cycle.
-    pub(crate) fn access(
-        &mut self,
-        now: u64,
-        req: &MemRequest,
-        mut below: Option<&mut Below>,
-    ) -> Option<u64> {
-        let below = &mut below;
+    /// acknowledged. Called in non-decreasing `now` order.
+    pub(crate) fn access(&mut self, now: u64, req: &MemRequest) -> u64 {
         if req.lanes.is_empty() {
-            return Some(now);
+            return now;
         }
         let t = match (req.space, req.kind) {
             (Space::Shared, kind) => self.shared(now, req, kind == AccessKind::Atomic),
-            (Space::Const | Space::Param, AccessKind::Load) => self.constant(now, req, below)?,
+            (Space::Const | Space::Param, AccessKind::Load) => self.constant(now, req),
             // No PTX kernel stores to constant space; `st.param` only targets a callee's
             // parameters, which live in registers/local memory on hardware: charge the L1.
             (Space::Const | Space::Param, _) => now + self.lat.l1,
@@ -526,7 +510,7 @@ impl SmMem {
                 } else {
                     Path::TexUnified
                 };
-                self.cached_load(now, req, path, below)?
+                self.cached_load(now, req, path)
             }
             (Space::Global | Space::Local, AccessKind::Load) => {
                 // Read-only loads take the texture path on Fermi-style GPUs; from Volta on the
@@ -536,15 +520,15 @@ impl SmMem {
                 } else {
                     Path::L1
                 };
-                self.cached_load(now, req, path, below)?
+                self.cached_load(now, req, path)
             }
-            (Space::Global | Space::Local, AccessKind::Store) => self.store(now, req, below),
-            (Space::Global | Space::Local, AccessKind::Atomic) => self.atomic(now, req, below),
+            (Space::Global | Space::Local, AccessKind::Store) => self.store(now, req),
+            (Space::Global | Space::Local, AccessKind::Atomic) => self.atomic(now, req),
         };
         if let Some(r) = &mut self.recorder {
             r.record(now, req);
         }
-        Some(t)
+        t
     }
 
     /// Replaces every resolved token this SM's caches and MSHRs hold by its value.
@@ -570,13 +554,7 @@ impl SmMem {
         !self.pend.replaying_any()
     }
 
-    fn cached_load(
-        &mut self,
-        now: u64,
-        req: &MemRequest,
-        path: Path,
-        below: &mut Option<&mut Below>,
-    ) -> Option<u64> {
+    fn cached_load(&mut self, now: u64, req: &MemRequest, path: Path) -> u64 {
         let lat = self.lat;
         let base = match path {
             Path::L1 => lat.l1,
@@ -610,9 +588,6 @@ impl SmMem {
             cache.sector_shift(),
             lines,
         );
-        if below.is_none() && !mshrs.plan(now, now.max(*port), lines.len(), pend) {
-            return None;
-        }
         let start = reserve_port(port, now, lines.len() as u64);
         let mut done = now;
         for (i, lr) in lines.iter().enumerate() {
@@ -632,7 +607,6 @@ impl SmMem {
                     let addr = line_addr + u64::from(first) * sector_bytes;
                     let len = u64::from(count) * sector_bytes;
                     let answer = send(
-                        below,
                         queue,
                         seq,
                         pend,
@@ -657,7 +631,7 @@ impl SmMem {
             }
             done = pend.max(done, line_done);
         }
-        Some(done)
+        done
     }
 
     /// Write-through, no-allocate: coalesced in L2 sectors so a 4-byte store dirties 32 bytes,
@@ -667,7 +641,7 @@ impl SmMem {
     /// lookup slot): from then on every thread of the CTA sees it, because CTA-mates read through
     /// the same in-order L1 pipeline. That is what `membar.cta` must wait for; the L2
     /// acknowledgement (`+ l2.latency_cycles`) is what a GPU-scope fence (`membar.gl`) would add.
-    fn store(&mut self, now: u64, req: &MemRequest, below: &mut Option<&mut Below>) -> u64 {
+    fn store(&mut self, now: u64, req: &MemRequest) -> u64 {
         let lat = self.lat;
         coalesce(
             req.lanes,
@@ -689,7 +663,6 @@ impl SmMem {
                 // The L2 write still happens (slice bandwidth, dirty data), but it is not what
                 // the warp waits for; see `store`'s docs.
                 send(
-                    below,
                     &mut self.queue,
                     &mut self.seq,
                     &mut self.pend,
@@ -707,7 +680,7 @@ impl SmMem {
         done
     }
 
-    fn atomic(&mut self, now: u64, req: &MemRequest, below: &mut Option<&mut Below>) -> u64 {
+    fn atomic(&mut self, now: u64, req: &MemRequest) -> u64 {
         let lat = self.lat;
         self.counters.atomics += 1;
         let serial = u64::from(max_same_address(req.lanes, &mut self.addrs).saturating_sub(1));
@@ -728,7 +701,6 @@ impl SmMem {
                 let addr = line_addr + u64::from(first) * sector_bytes;
                 let len = u64::from(count) * sector_bytes;
                 let ack = send(
-                    below,
                     &mut self.queue,
                     &mut self.seq,
                     &mut self.pend,
@@ -766,12 +738,7 @@ impl SmMem {
         start + lat.shared + u64::from(ways - 1)
     }
 
-    fn constant(
-        &mut self,
-        now: u64,
-        req: &MemRequest,
-        below: &mut Option<&mut Below>,
-    ) -> Option<u64> {
+    fn constant(&mut self, now: u64, req: &MemRequest) -> u64 {
         distinct_addresses(req.lanes, &mut self.addrs);
         let SmMem {
             constant,
@@ -785,10 +752,6 @@ impl SmMem {
             addrs,
             ..
         } = self;
-        let first = now.max(*constant_port);
-        if below.is_none() && !constant_mshrs.plan(now, first, addrs.len(), pend) {
-            return None;
-        }
         counters.constant_serialization_replays += addrs.len().saturating_sub(1) as u64;
         let start = reserve_port(constant_port, now, addrs.len() as u64);
         let base = lat.constant;
@@ -811,7 +774,6 @@ impl SmMem {
                 let sector_bytes = 1u64 << sector_shift;
                 let a = (addr >> sector_shift) << sector_shift;
                 let answer = send(
-                    below,
                     queue,
                     seq,
                     pend,
@@ -836,7 +798,7 @@ impl SmMem {
             }
             done = pend.max(done, d);
         }
-        Some(done)
+        done
     }
 }
 
@@ -975,9 +937,14 @@ impl MemorySystem {
     #[cfg(test)]
     pub(crate) fn access_on(&mut self, sm: usize, now: u64, req: &MemRequest) -> u64 {
         let n = self.sms.len();
-        self.sms[sm % n]
-            .access(now, req, Some(&mut self.below))
-            .expect("answered at once, nothing waits")
+        let t = self.sms[sm % n].access(now, req);
+        self.answer_before((u64::MAX, u32::MAX, u64::MAX));
+        let s = &mut self.sms[sm % n];
+        let v = s.pend.value(t).unwrap_or(t);
+        s.pend.evaluate();
+        s.patch();
+        s.pend.settle();
+        v
     }
 
     /// The counters so far, with hit rates filled in.

@@ -12,9 +12,9 @@
 //! keeps the expression; between rounds the requests are answered in global order, tokens get
 //! their values, and the SM replaces every token it stored by its value (`patch`).
 //!
-//! A full MSHR table whose earliest release is a token is kept as a **replay**: the pushes and
-//! pops it saw, in order, replayed on a real heap once the pushed values are known; a pop's
-//! token is the value that heap gives it. Decisions a token could change that cannot be written
+//! A full MSHR table whose earliest release is a token is kept as a **replay**: the misses it
+//! served and the releases they pushed, in order, replayed on a real heap once the pushed
+//! values are known; a miss's send cycle is the token that replay resolves. Decisions a token could change that cannot be written
 //! down this way (how far an idle SM may jump, why a scheduler stalled) wait for the values.
 
 use std::cmp::Reverse;
@@ -37,20 +37,21 @@ enum Def {
     Given,
     Max(u64, u64),
     Add(u64, u64),
-    /// The next pop of replay `table`: resolved by replaying it.
-    Pop(u8),
+    /// An MSHR of replay `table` taken: resolved by replaying it.
+    Acquire(u8),
 }
 
 #[derive(Debug, Clone, Copy)]
 enum Op {
     Push(u64),
-    /// Pop the earliest release into this token.
-    Pop(u64),
+    /// A miss at this cycle takes an MSHR: the cycle it can be sent goes to the token.
+    Acquire(u64, u64),
 }
 
 /// One MSHR table's operations since its earliest release became a token.
 #[derive(Debug, Clone, Default)]
 struct Replay {
+    capacity: usize,
     /// The table's entries as replayed so far (values).
     heap: BinaryHeap<Reverse<u64>>,
     /// Operations not replayed yet, in order.
@@ -106,10 +107,17 @@ impl Pend {
         }
     }
 
-    /// Starts replaying MSHR table `table` from these entries (cycles or tokens).
-    pub(crate) fn replay_begin(&mut self, table: usize, entries: impl Iterator<Item = u64>) {
+    /// Starts replaying MSHR table `table` (of `capacity` entries) from these entries (cycles
+    /// or tokens).
+    pub(crate) fn replay_begin(
+        &mut self,
+        table: usize,
+        capacity: usize,
+        entries: impl Iterator<Item = u64>,
+    ) {
         let ops = entries.map(Op::Push).collect();
         self.replays[table] = Some(Replay {
+            capacity,
             heap: BinaryHeap::new(),
             ops,
         });
@@ -132,11 +140,12 @@ impl Pend {
         }
     }
 
-    /// Records a pop of a replayed table; the token is its earliest release.
-    pub(crate) fn replay_pop(&mut self, table: usize) -> u64 {
-        let t = self.push(Def::Pop(table as u8));
+    /// Records a miss at cycle `now` taking an MSHR of a replayed table; the token is the
+    /// cycle it can be sent.
+    pub(crate) fn replay_acquire(&mut self, table: usize, now: u64) -> u64 {
+        let t = self.push(Def::Acquire(table as u8));
         if let Some(r) = &mut self.replays[table] {
-            r.ops.push_back(Op::Pop(t));
+            r.ops.push_back(Op::Acquire(now, t));
         }
         t
     }
@@ -166,8 +175,16 @@ impl Pend {
                     Some(v) => r.heap.push(Reverse(v)),
                     None => break,
                 },
-                Op::Pop(t) => {
-                    let v = r.heap.pop().map_or(0, |Reverse(v)| v);
+                Op::Acquire(now, t) => {
+                    // What `Mshrs::acquire` does with every value known.
+                    while r.heap.peek().is_some_and(|&Reverse(v)| v <= now) {
+                        r.heap.pop();
+                    }
+                    let v = if r.heap.len() < r.capacity {
+                        now
+                    } else {
+                        r.heap.pop().map_or(now, |Reverse(v)| v.max(now))
+                    };
                     if let Some(i) = self.slot(t) {
                         self.resolve(i, v);
                     }
@@ -225,7 +242,7 @@ impl Pend {
             Def::Given => return None,
             Def::Max(a, b) => self.value(a)?.max(self.value(b)?),
             Def::Add(a, k) => self.value(a)? + k,
-            Def::Pop(table) => {
+            Def::Acquire(table) => {
                 self.advance(table as usize);
                 return self.defs[i].1;
             }
@@ -326,20 +343,25 @@ mod tests {
         let mut p = Pend::default();
         let a = p.given();
         let b = p.given();
-        // entries a, 40, b; pop; push 10 (smaller than what was popped); pop
-        p.replay_begin(0, [a, 40, b].into_iter());
-        let first = p.replay_pop(0);
-        p.replay_push(0, 10);
-        let second = p.replay_pop(0);
+        // three busy entries a, 40, b of three: a miss at 5 waits for the earliest; its own
+        // release (12) is earlier than what is left, so the next miss at 6 waits for it
+        p.replay_begin(0, 3, [a, 40, b].into_iter());
+        let first = p.replay_acquire(0, 5);
+        p.replay_push(0, 12);
+        let second = p.replay_acquire(0, 6);
         let later = p.add(second, 5);
+        p.replay_push(0, 90);
         p.give(a, 70);
         assert_eq!(p.value(first), None, "b may still be the smallest");
         p.give(b, 20);
         assert_eq!(p.value(first), Some(20));
-        assert_eq!(p.value(later), Some(15));
+        assert_eq!(p.value(later), Some(17));
+        // a miss after every release is sent at once
+        let third = p.replay_acquire(0, 100);
+        assert_eq!(p.value(third), Some(100));
         let mut rest = p.replay_end(0).expect("every push is known");
         rest.sort_unstable();
-        assert_eq!(rest, vec![40, 70]);
+        assert_eq!(rest, Vec::<u64>::new());
         assert!(!p.replaying(0));
     }
 

@@ -403,18 +403,15 @@ impl Sm {
                     continue;
                 }
                 let mut changed = false;
-                for r in w.ready.iter_mut() {
+                for r in w.ready.iter_mut().chain(std::iter::once(&mut w.outstanding)) {
                     if is_token(*r) {
-                        *r = mem.pend.settled(*r);
-                        changed = true;
+                        let v = mem.pend.settled(*r);
+                        changed |= v != *r;
+                        *r = v;
                     }
                 }
-                if is_token(w.outstanding) {
-                    w.outstanding = mem.pend.settled(w.outstanding);
-                    changed = true;
-                }
-                // A warp at a barrier needs its next instruction's cycle when released.
-                if changed || is_token(w.wake) {
+                // Also a warp at a barrier: it needs its next instruction's cycle when released.
+                if changed {
                     refresh(w, prog, sh.deps);
                     self.hot[ws] = Hot::of(w);
                 }

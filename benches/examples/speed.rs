@@ -1,11 +1,18 @@
 //! Simulated warp instructions per second of the emulator's speed workloads, one launch each
 //! (release build): `cargo run --release -p warpscope-benches --example speed [NAME]`, where NAME
-//! (collatz, matmul, histogram, volume_render) runs one alone, e.g. under
-//! `valgrind --tool=callgrind`. The criterion benchmarks time the same workloads.
+//! (collatz, matmul, histogram, volume_render, volume_render_gtx480) runs one alone, e.g. under
+//! `valgrind --tool=callgrind`; `RAYON_NUM_THREADS=N` sets the threads. The criterion
+//! benchmarks time the same workloads.
 
 fn main() {
     let only = std::env::args().nth(1);
-    for name in ["collatz", "matmul", "histogram", "volume_render"] {
+    for name in [
+        "collatz",
+        "matmul",
+        "histogram",
+        "volume_render",
+        "volume_render_gtx480",
+    ] {
         if only.as_deref().is_some_and(|o| o != name) {
             continue;
         }
@@ -13,7 +20,8 @@ fn main() {
             "collatz" => warpscope_benches::collatz(1 << 16),
             "matmul" => warpscope_benches::matmul(256),
             "histogram" => warpscope_benches::histogram(1 << 20),
-            _ => warpscope_benches::volume_render(128, 64),
+            "volume_render" => warpscope_benches::volume_render(128, 64),
+            _ => warpscope_benches::volume_render_on("gtx480", 128, 256),
         };
         let t = std::time::Instant::now();
         let s = w.launch();

@@ -38,7 +38,11 @@ impl Workload {
 
 /// The workloads' preset: V100's 80 SMs keep many blocks resident at once.
 fn emulator() -> Emulator {
-    Emulator::new(GpuConfig::preset("v100").expect("the v100 preset exists"))
+    emulator_on("v100")
+}
+
+fn emulator_on(preset: &str) -> Emulator {
+    Emulator::new(GpuConfig::preset(preset).unwrap_or_else(|e| panic!("{preset}: {e}")))
 }
 
 fn load(emu: &mut Emulator, ptx: &str, what: &str) -> ModuleId {
@@ -159,9 +163,15 @@ pub fn histogram(n: usize) -> Workload {
 }
 
 /// The SDK volume renderer with fenced probes (per-site statistics for every warp, no warp
-/// traced): an `image`² picture of a `volume`³ u8 sphere shell, 16×16 blocks.
+/// traced): an `image`² picture of a `volume`³ u8 sphere shell, 16×16 blocks, on v100.
 pub fn volume_render(image: u32, volume: u32) -> Workload {
-    let mut emu = emulator();
+    volume_render_on("v100", image, volume)
+}
+
+/// [`volume_render`] on another preset (gtx480: the study's GPU, 15 SMs with a separate
+/// texture cache whose MSHRs fill up over a volume larger than the caches).
+pub fn volume_render_on(preset: &str, image: u32, volume: u32) -> Workload {
+    let mut emu = emulator_on(preset);
     let build = kernels::find("volume_render", 2).expect("the fenced volume renderer is built");
     let module = load(&mut emu, build.ptx, "volume_render");
     let c = (volume as f32 - 1.0) / 2.0;
@@ -235,7 +245,7 @@ pub fn volume_render(image: u32, volume: u32) -> Workload {
         max_warp_instructions: u64::MAX,
     };
     Workload {
-        name: format!("volume_render {image}x{image}, {volume}^3"),
+        name: format!("volume_render {image}x{image}, {volume}^3 on {preset}"),
         emu,
         module,
         kernel: "d_render",

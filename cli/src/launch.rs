@@ -381,7 +381,7 @@ fn execute(
         outcomes.push(outcome);
     }
     if dev.backend() == instrument::Backend::Emu {
-        metrics.threads = Some(1);
+        metrics.threads = u32::try_from(rayon::current_num_threads()).ok();
         metrics.sim_warp_instructions_per_second =
             instrument::sim_warp_instructions_per_second(&outcomes);
     }

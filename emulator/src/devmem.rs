@@ -189,14 +189,16 @@ pub(crate) enum WriteKind {
 /// (the flag's value arrives a round later).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct WriteLog {
-    pub writes: VecDeque<Write>,
-    /// Byte range covered by pending stores: loads outside it skip the log.
+    writes: VecDeque<Write>,
+    /// Pending stores, and the byte range they cover: loads outside it skip the log.
+    stores: usize,
     lo: u64,
     hi: u64,
 }
 
 impl WriteLog {
     pub(crate) fn store(&mut self, now: u64, seq: u64, addr: u64, len: usize, value: u64) {
+        self.stores += 1;
         if self.lo >= self.hi {
             (self.lo, self.hi) = (addr, addr + len as u64);
         } else {
@@ -243,15 +245,22 @@ impl WriteLog {
         Some(u64::from_le_bytes(buf))
     }
 
-    /// Forgets the store range once no store is pending.
-    pub(crate) fn shrink(&mut self) {
-        if !self
-            .writes
-            .iter()
-            .any(|w| matches!(w.what, WriteKind::Store { .. }))
-        {
-            (self.lo, self.hi) = (0, 0);
+    /// The oldest pending write.
+    pub(crate) fn front(&self) -> Option<&Write> {
+        self.writes.front()
+    }
+
+    /// Takes the oldest pending write (to apply it); the store range is forgotten once no
+    /// store is pending.
+    pub(crate) fn pop_front(&mut self) -> Option<Write> {
+        let w = self.writes.pop_front()?;
+        if matches!(w.what, WriteKind::Store { .. }) {
+            self.stores -= 1;
+            if self.stores == 0 {
+                (self.lo, self.hi) = (0, 0);
+            }
         }
+        Some(w)
     }
 }
 

@@ -638,7 +638,7 @@ fn write_run(
     }
     m.wall_seconds = wall.elapsed().as_secs_f64();
     if dev.backend() == Backend::Emu {
-        m.threads = Some(1);
+        m.threads = u32::try_from(rayon::current_num_threads()).ok();
         m.sim_warp_instructions_per_second = instrument::sim_warp_instructions_per_second(
             [&l.outcome]
                 .into_iter()

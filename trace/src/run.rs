@@ -25,8 +25,9 @@ pub struct RunMetrics {
     pub warp_instructions: Option<u64>,
     /// Host wall-clock seconds the run took (not deterministic; never in a log).
     pub wall_seconds: f64,
-    /// Host threads that simulated each launch of the run (emulator only; one launch runs on one
-    /// thread today, and a sweep runs several runs at once).
+    /// Host threads in the pool that simulated the run's launches (emulator only: an SM per
+    /// thread at a time; a sweep shares the pool between the runs it renders at once). A host
+    /// setting: every other field but the timings is the same for any value.
     pub threads: Option<u32>,
     /// Simulated warp instructions per host second, over the run's emulator launches (the
     /// probed one and, when measured, the bare one), timed around the launches alone (not
@@ -82,11 +83,12 @@ impl RunMetrics {
     }
 
     /// The same metrics without what the host's clock measured (`wall_seconds`,
-    /// `sim_warp_instructions_per_second`): what must be identical between two runs of the same
-    /// inputs on the emulator.
+    /// `sim_warp_instructions_per_second`) and the pool it ran in (`threads`): what must be
+    /// identical between two runs of the same inputs on the emulator.
     pub fn without_host_timing(&self) -> RunMetrics {
         RunMetrics {
             wall_seconds: 0.0,
+            threads: None,
             sim_warp_instructions_per_second: None,
             ..self.clone()
         }

@@ -34,7 +34,7 @@ use crate::devmem::{DeviceMemory, WriteKind};
 use crate::error::EmuError;
 use crate::exec::atomic_value;
 use crate::ir::{Class, Program};
-use crate::memory::MemorySystem;
+use crate::memory::{MemorySystem, SmMem};
 use crate::texture::Texture;
 use crate::watch::{Progress, WATCH_INTERVAL, Watch};
 
@@ -157,9 +157,14 @@ fn run_rounds(
             interval,
             next_block < total_blocks,
         );
-        sms.par_iter_mut()
-            .zip(mem.sms.par_iter_mut())
+        // One task per SM with work, so the pool's threads balance them one by one.
+        let due: Vec<(&mut Sm, &mut SmMem)> = sms
+            .iter_mut()
+            .zip(mem.sms.iter_mut())
             .filter(|(s, _)| s.runs_before(horizon))
+            .collect();
+        due.into_par_iter()
+            .with_max_len(1)
             .for_each(|(s, m)| s.run_round(&sh, m, horizon));
         let executed: u64 = sms.iter().map(|s| s.counts.warp_instructions).sum();
         if executed > inp.budget {
@@ -223,12 +228,7 @@ fn apply_writes_before(bound: (u64, u32, u64), sms: &mut [Sm], dev: &mut DeviceM
     use std::collections::BinaryHeap;
     let mut heads: BinaryHeap<Reverse<(u64, u32, u64)>> = sms
         .iter()
-        .filter_map(|s| {
-            s.writes
-                .writes
-                .front()
-                .map(|w| Reverse((w.now, s.id, w.seq)))
-        })
+        .filter_map(|s| s.writes.front().map(|w| Reverse((w.now, s.id, w.seq))))
         .collect();
     if heads.is_empty() {
         return;
@@ -239,12 +239,12 @@ fn apply_writes_before(bound: (u64, u32, u64), sms: &mut [Sm], dev: &mut DeviceM
         }
         let sm = &mut sms[key.1 as usize];
         // One SM's writes are in order; take all of its run with the same key at once.
-        while let Some(w) = sm.writes.writes.front().copied() {
+        while let Some(&w) = sm.writes.front() {
             if (w.now, sm.id, w.seq) != key {
                 heads.push(Reverse((w.now, sm.id, w.seq)));
                 break;
             }
-            sm.writes.writes.pop_front();
+            sm.writes.pop_front();
             match w.what {
                 WriteKind::Store { len, value } => {
                     // The address was checked when the store issued.
@@ -271,9 +271,6 @@ fn apply_writes_before(bound: (u64, u32, u64), sms: &mut [Sm], dev: &mut DeviceM
                 }
             }
         }
-    }
-    for s in sms.iter_mut() {
-        s.writes.shrink();
     }
 }
 

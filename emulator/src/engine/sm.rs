@@ -403,7 +403,11 @@ impl Sm {
                     continue;
                 }
                 let mut changed = false;
-                for r in w.ready.iter_mut().chain(std::iter::once(&mut w.outstanding)) {
+                for r in w
+                    .ready
+                    .iter_mut()
+                    .chain(std::iter::once(&mut w.outstanding))
+                {
                     if is_token(*r) {
                         let v = mem.pend.settled(*r);
                         changed |= v != *r;

@@ -119,16 +119,16 @@ fn run_rounds(
         mem.answer_before(first);
         apply_writes_before(first, &mut sms, dev);
         let i = first.1 as usize;
+        let sh = shared(
+            inp,
+            dev,
+            textures,
+            &deps,
+            lat,
+            interval,
+            next_block < total_blocks,
+        );
         if !matches!(sms[i].park, Park::Run | Park::Jump | Park::Retry) {
-            let sh = shared(
-                inp,
-                dev,
-                textures,
-                &deps,
-                lat,
-                interval,
-                next_block < total_blocks,
-            );
             let sm = &mut sms[i];
             let sm_mem = &mut mem.sms[i];
             sm.take_in(&sh, sm_mem);
@@ -148,15 +148,6 @@ fn run_rounds(
             continue;
         }
         let horizon = first.0.saturating_add(round);
-        let sh = shared(
-            inp,
-            dev,
-            textures,
-            &deps,
-            lat,
-            interval,
-            next_block < total_blocks,
-        );
         // One task per SM with work, so the pool's threads balance them one by one.
         let due: Vec<(&mut Sm, &mut SmMem)> = sms
             .iter_mut()

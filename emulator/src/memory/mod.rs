@@ -642,48 +642,23 @@ impl SmMem {
     /// the same in-order L1 pipeline. That is what `membar.cta` must wait for; the L2
     /// acknowledgement (`+ l2.latency_cycles`) is what a GPU-scope fence (`membar.gl`) would add.
     fn store(&mut self, now: u64, req: &MemRequest) -> u64 {
-        let lat = self.lat;
-        coalesce(
-            req.lanes,
-            req.bytes_per_lane,
-            lat.l2_line_shift,
-            lat.l2_sector_shift,
-            &mut self.lines,
-        );
-        let start = reserve_port(&mut self.l1_port, now, self.lines.len() as u64);
-        let mut done = now;
-        let sector_bytes = 1u64 << lat.l2_sector_shift;
-        for (i, lr) in self.lines.iter().enumerate() {
-            let t = start + i as u64;
-            self.counters.l1.write_sectors += u64::from(lr.mask.count_ones());
-            let line_addr = lr.line << lat.l2_line_shift;
-            for (first, count) in runs(lr.mask) {
-                let addr = line_addr + u64::from(first) * sector_bytes;
-                let len = u64::from(count) * sector_bytes;
-                // The L2 write still happens (slice bandwidth, dirty data), but it is not what
-                // the warp waits for; see `store`'s docs.
-                send(
-                    &mut self.queue,
-                    &mut self.seq,
-                    &mut self.pend,
-                    now,
-                    t,
-                    addr,
-                    len,
-                    lat.l1,
-                    L2Op::Write,
-                    false,
-                );
-            }
-            done = done.max(t + lat.l1);
-        }
-        done
+        self.through_l1(now, req, L2Op::Write)
     }
 
+    /// Atomics run at the L2: done when the last line's read-modify-write is acknowledged.
     fn atomic(&mut self, now: u64, req: &MemRequest) -> u64 {
-        let lat = self.lat;
         self.counters.atomics += 1;
         let serial = u64::from(max_same_address(req.lanes, &mut self.addrs).saturating_sub(1));
+        self.through_l1(now, req, L2Op::Atomic(serial))
+    }
+
+    /// A store's or atomic's lanes, coalesced in L2 sectors, sent to the L2 one line per L1
+    /// lookup slot. A store is done when its last line passed the L1 stage (the L2 write still
+    /// happens — slice bandwidth, dirty data — but nobody waits for it); an atomic when its last
+    /// line is acknowledged.
+    fn through_l1(&mut self, now: u64, req: &MemRequest, op: L2Op) -> u64 {
+        let lat = self.lat;
+        let wait = op != L2Op::Write;
         coalesce(
             req.lanes,
             req.bytes_per_lane,
@@ -696,6 +671,9 @@ impl SmMem {
         let sector_bytes = 1u64 << lat.l2_sector_shift;
         for (i, lr) in self.lines.iter().enumerate() {
             let t = start + i as u64;
+            if !wait {
+                self.counters.l1.write_sectors += u64::from(lr.mask.count_ones());
+            }
             let line_addr = lr.line << lat.l2_line_shift;
             for (first, count) in runs(lr.mask) {
                 let addr = line_addr + u64::from(first) * sector_bytes;
@@ -709,10 +687,15 @@ impl SmMem {
                     addr,
                     len,
                     lat.l1,
-                    L2Op::Atomic(serial),
-                    true,
+                    op,
+                    wait,
                 );
-                done = self.pend.max(done, ack);
+                if wait {
+                    done = self.pend.max(done, ack);
+                }
+            }
+            if !wait {
+                done = done.max(t + lat.l1);
             }
         }
         done

@@ -197,7 +197,10 @@ pub(crate) struct WriteLog {
 }
 
 impl WriteLog {
+    /// A store of `len` bytes of which `value` gives the first 8 (a register holds 8; the rest
+    /// of a wider element is left as it was, as the direct path does).
     pub(crate) fn store(&mut self, now: u64, seq: u64, addr: u64, len: usize, value: u64) {
+        let len = len.min(8);
         self.stores += 1;
         if self.lo >= self.hi {
             (self.lo, self.hi) = (addr, addr + len as u64);
@@ -225,12 +228,14 @@ impl WriteLog {
         });
     }
 
-    /// The `len` (≤ 8) bytes at `addr` as this SM sees them: device memory under its own
-    /// pending stores. `None` outside every allocation.
+    /// The first 8 of the `len` bytes at `addr` as this SM sees them (a register holds 8):
+    /// device memory under its own pending stores. `None` when the `len` bytes are not inside
+    /// one allocation.
     pub(crate) fn read(&self, dev: &DeviceMemory, addr: u64, len: usize) -> Option<u64> {
         let src = dev.slice(addr, len)?;
+        let len = len.min(8);
         let mut buf = [0u8; 8];
-        buf[..len].copy_from_slice(src);
+        buf[..len].copy_from_slice(&src[..len]);
         let end = addr + len as u64;
         if end > self.lo && addr < self.hi {
             for w in &self.writes {
@@ -294,6 +299,28 @@ mod tests {
         );
         let c = m.alloc(64).unwrap();
         assert!(c > b, "addresses are not reused");
+    }
+
+    #[test]
+    fn an_sm_reads_its_own_pending_stores_over_device_memory() {
+        let mut m = DeviceMemory::default();
+        let a = m.alloc(32).unwrap();
+        m.write(a, &[1, 2, 3, 4, 5, 6, 7, 8]).unwrap();
+        let mut log = WriteLog::default();
+        assert_eq!(log.read(&m, a, 4), Some(0x0403_0201));
+        log.store(0, 0, a + 1, 2, 0xBBAA);
+        assert_eq!(log.read(&m, a, 4), Some(0x04BB_AA01));
+        // a 16-byte element: the register's 8 bytes, never past them
+        log.store(1, 0, a + 8, 16, u64::MAX);
+        assert_eq!(log.read(&m, a + 8, 16), Some(u64::MAX));
+        assert_eq!(log.read(&m, a + 24, 8), Some(0));
+        assert_eq!(log.read(&m, a + 30, 4), None, "past the allocation");
+        while log.pop_front().is_some() {}
+        assert_eq!(
+            log.read(&m, a, 4),
+            Some(0x0403_0201),
+            "applied elsewhere, not here"
+        );
     }
 
     #[test]

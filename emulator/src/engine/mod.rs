@@ -249,7 +249,8 @@ fn apply_writes_before(bound: (u64, u32, u64), sms: &mut [Sm], dev: &mut DeviceM
                     q,
                     ret,
                 } => {
-                    let n = ty.bytes().max(1) as usize;
+                    // A register holds 8 bytes of a wider operand, as the direct path did.
+                    let n = (ty.bytes().max(1) as usize).min(8);
                     let mut buf = [0u8; 8];
                     if dev.read(w.addr, &mut buf[..n]).is_ok() {
                         let o = u64::from_le_bytes(buf);

@@ -11,10 +11,11 @@
 //! earliest SM's position, in (cycle, SM, sequence) order — the order a sequential engine would
 //! have used — and applies global writes the same way (devmem.rs `Write`).
 //!
-//! An SM parks where a decision depends on what others do first: a free block slot (which
-//! block it gets depends on frees elsewhere), an idle stretch whose end is a token, an MSHR
-//! choice between misses in flight. A parked SM waits until it is first in global order, when
-//! everything before it is answered; the coordinator then acts for it alone.
+//! An SM parks where a decision depends on what is not known yet. A free block slot (which
+//! block it gets depends on frees elsewhere) waits until the SM is first in global order, when
+//! everything before it is answered; the coordinator then hands out blocks for it alone. An idle
+//! stretch whose end is a token, and an issue that would end stalls whose reasons hinge on one,
+//! are retried at the start of each round until the values are there.
 //!
 //! Determinism: an SM's round depends only on its state and the horizon, and everything shared
 //! is applied in one order between rounds, so any number of threads gives the same bytes. The

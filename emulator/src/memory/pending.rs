@@ -14,8 +14,9 @@
 //!
 //! A full MSHR table whose earliest release is a token is kept as a **replay**: the misses it
 //! served and the releases they pushed, in order, replayed on a real heap once the pushed
-//! values are known; a miss's send cycle is the token that replay resolves. Decisions a token could change that cannot be written
-//! down this way (how far an idle SM may jump, why a scheduler stalled) wait for the values.
+//! values are known; a miss's send cycle is the token that replay resolves. Decisions a token
+//! could change that cannot be written down this way (how far an idle SM may jump, why a
+//! scheduler stalled) wait for the values.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};

@@ -428,7 +428,7 @@ fn sim_speed_line(rates: &[f64]) -> Option<String> {
     let hi = rates.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let n = rates.len();
     Some(format!(
-        "simulation speed: median {:.2} M warp instructions/s per run ({:.2}–{:.2} over {n} runs; one thread per launch, up to {} runs at once)",
+        "simulation speed: median {:.2} M warp instructions/s per run ({:.2}–{:.2} over {n} runs; {} threads shared by the runs and the SMs of each launch)",
         median / 1e6,
         lo / 1e6,
         hi / 1e6,

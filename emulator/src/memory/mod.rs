@@ -4,11 +4,15 @@
 //! in registers (or its store/atomic is acknowledged) — and it needs it fast. So, in the spirit of
 //! GPGPU-Sim/Accel-Sim but much simpler, the latency is computed *at issue* from the state of the
 //! caches and from resource queues (next-free-cycle counters), not by ticking a network cycle by
-//! cycle. Requests arrive in non-decreasing time per SM and SMs interleave in global time order,
-//! which is what makes next-free counters a faithful queue.
+//! cycle. Requests arrive in non-decreasing time per SM, and the L2 and DRAM below answer them in
+//! global (cycle, SM) order, which is what makes next-free counters a faithful queue. An SM's
+//! side ([`SmMem`]) answers what its caches can at once; what needs the L2 it queues, with a
+//! token for the answer (`pending.rs`), and [`MemorySystem::answer_before`] gives the answers in
+//! that global order between the engine's rounds.
 //!
-//! Main types: [`MemorySystem`] (all state; [`MemorySystem::access`] is the one entry point),
-//! [`MemRequest`], [`Space`], [`AccessKind`], [`MemCounters`] / [`CacheCounters`].
+//! Main types: [`MemorySystem`] (every SM's [`SmMem`] and the [`Below`] they share;
+//! [`SmMem::access`] is the one entry point), [`MemRequest`], [`Space`], [`AccessKind`],
+//! [`MemCounters`] / [`CacheCounters`].
 //!
 //! # The model
 //! - **Coalescing**: a warp's lane addresses become cache lines with a mask of sectors (32 B,

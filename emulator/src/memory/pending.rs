@@ -34,7 +34,7 @@ pub(crate) fn is_token(t: u64) -> bool {
 
 #[derive(Debug, Clone, Copy)]
 enum Def {
-    /// Answered from outside (an L2 request, a suspended access, a replayed pop).
+    /// Answered from outside: an L2 request's answer.
     Given,
     Max(u64, u64),
     Add(u64, u64),

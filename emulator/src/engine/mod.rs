@@ -149,15 +149,28 @@ fn run_rounds(
             continue;
         }
         let horizon = first.0.saturating_add(round);
-        // One task per SM with work, so the pool's threads balance them one by one.
-        let due: Vec<(&mut Sm, &mut SmMem)> = sms
+        // The SMs with work, in as many bins as threads, the heaviest (by their last round)
+        // first into the lightest bin: one task per bin balances the threads.
+        let mut due: Vec<(&mut Sm, &mut SmMem)> = sms
             .iter_mut()
             .zip(mem.sms.iter_mut())
             .filter(|(s, _)| s.runs_before(horizon))
             .collect();
-        due.into_par_iter()
-            .with_max_len(1)
-            .for_each(|(s, m)| s.run_round(&sh, m, horizon));
+        due.sort_by_key(|(s, _)| std::cmp::Reverse(s.last_work));
+        let nbins = rayon::current_num_threads().clamp(1, due.len().max(1));
+        let mut bins: Vec<(u64, Vec<(&mut Sm, &mut SmMem)>)> =
+            (0..nbins).map(|_| (0, Vec::new())).collect();
+        for d in due {
+            if let Some(b) = bins.iter_mut().min_by_key(|b| b.0) {
+                b.0 += d.0.last_work.max(1);
+                b.1.push(d);
+            }
+        }
+        bins.into_par_iter().with_max_len(1).for_each(|(_, bin)| {
+            for (s, m) in bin {
+                s.run_round(&sh, m, horizon);
+            }
+        });
         let executed: u64 = sms.iter().map(|s| s.counts.warp_instructions).sum();
         if executed > inp.budget {
             let (block, warp, pc, line) = sms

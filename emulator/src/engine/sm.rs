@@ -182,6 +182,8 @@ pub(super) struct Sm {
     resume: Option<(usize, u32, bool)>,
     /// While parked in `Jump`: no warp issues before this cycle.
     idle_until: u64,
+    /// Warp instructions issued in the last round: the estimate of the next one's work.
+    pub last_work: u64,
     /// The last instruction issued (block, warp in block, pc, line), to say where a budget ran
     /// out.
     pub last_issue: Option<([u32; 3], u32, u32, u32)>,
@@ -248,6 +250,7 @@ impl Sm {
             park: Park::Run,
             resume: None,
             idle_until: 0,
+            last_work: 0,
             last_issue: None,
         }
     }
@@ -353,6 +356,12 @@ impl Sm {
     /// Runs this SM from its cycle until `horizon` or until it parks. First takes in the
     /// tokens resolved since it last ran.
     pub(super) fn run_round(&mut self, sh: &Shared, mem: &mut SmMem, horizon: u64) {
+        let before = self.counts.warp_instructions;
+        self.round(sh, mem, horizon);
+        self.last_work = self.counts.warp_instructions - before;
+    }
+
+    fn round(&mut self, sh: &Shared, mem: &mut SmMem, horizon: u64) {
         mem.pend.horizon = horizon;
         self.take_in(sh, mem);
         if !mem.settled() {

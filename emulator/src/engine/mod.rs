@@ -35,7 +35,7 @@ use crate::devmem::{DeviceMemory, WriteKind};
 use crate::error::EmuError;
 use crate::exec::atomic_value;
 use crate::ir::{Class, Program};
-use crate::memory::{MemorySystem, SmMem};
+use crate::memory::{END, Key, MemorySystem, SmMem, in_global_order};
 use crate::texture::Texture;
 use crate::watch::{Progress, WATCH_INTERVAL, Watch};
 
@@ -200,8 +200,8 @@ fn run_rounds(
             )?;
         }
     }
-    mem.answer_before((u64::MAX, u32::MAX, u64::MAX));
-    apply_writes_before((u64::MAX, u32::MAX, u64::MAX), &mut sms, dev);
+    mem.answer_before(END);
+    apply_writes_before(END, &mut sms, dev);
     Ok(output(&sms))
 }
 
@@ -228,28 +228,14 @@ fn shared<'a>(
 
 /// Applies, in global order, every SM's pending global writes that come before `bound`; an
 /// atomic's old value goes to its warp's register.
-fn apply_writes_before(bound: (u64, u32, u64), sms: &mut [Sm], dev: &mut DeviceMemory) {
-    use std::cmp::Reverse;
-    use std::collections::BinaryHeap;
-    let mut heads: BinaryHeap<Reverse<(u64, u32, u64)>> = sms
+fn apply_writes_before(bound: Key, sms: &mut [Sm], dev: &mut DeviceMemory) {
+    let heads = sms
         .iter()
-        .filter_map(|s| s.writes.front().map(|w| Reverse((w.now, s.id, w.seq))))
+        .filter_map(|s| s.writes.front().map(|w| (w.now, s.id, w.seq)))
         .collect();
-    if heads.is_empty() {
-        return;
-    }
-    while let Some(Reverse(key)) = heads.pop() {
-        if key >= bound {
-            break;
-        }
-        let sm = &mut sms[key.1 as usize];
-        // One SM's writes are in order; take all of its run with the same key at once.
-        while let Some(&w) = sm.writes.front() {
-            if (w.now, sm.id, w.seq) != key {
-                heads.push(Reverse((w.now, sm.id, w.seq)));
-                break;
-            }
-            sm.writes.pop_front();
+    in_global_order(heads, bound, |i| {
+        let sm = &mut sms[i];
+        if let Some(w) = sm.writes.pop_front() {
             match w.what {
                 WriteKind::Store { len, value } => {
                     // The address was checked when the store issued.
@@ -277,7 +263,8 @@ fn apply_writes_before(bound: (u64, u32, u64), sms: &mut [Sm], dev: &mut DeviceM
                 }
             }
         }
-    }
+        sm.writes.front().map(|w| (w.now, w.seq))
+    });
 }
 
 /// Reports progress and enforces the deadline (every [`WATCH_INTERVAL`] warp instructions).

@@ -24,7 +24,7 @@ use crate::devmem::{DeviceMemory, WriteLog};
 use crate::error::EmuError;
 use crate::exec::{Ctx, Entry, FULL, Flow, Warp, exec};
 use crate::ir::{Class, Op, Program};
-use crate::memory::{MemRequest, SmMem, is_token};
+use crate::memory::{Key, MemRequest, SmMem, is_token};
 use crate::texture::Texture;
 
 use super::LaunchInput;
@@ -839,7 +839,7 @@ impl Sm {
 
     /// Where this SM stands in global order: its next request or write will come after this
     /// key. `None` when it is done.
-    pub(super) fn position(&self, mem: &SmMem) -> Option<(u64, u32, u64)> {
+    pub(super) fn position(&self, mem: &SmMem) -> Option<Key> {
         match self.park {
             Park::Done => None,
             Park::Jump => Some((self.cycle.max(self.idle_until), self.id, mem.seq)),

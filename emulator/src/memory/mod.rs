@@ -789,6 +789,33 @@ impl SmMem {
     }
 }
 
+/// A place in global order: issue cycle, SM index, and the SM's count of L2 requests so far.
+/// What SMs share (the L2 and DRAM queue, device memory) sees their requests and writes in this
+/// order, whatever thread simulated them.
+pub(crate) type Key = (u64, u32, u64);
+
+/// After every key.
+pub(crate) const END: Key = (u64::MAX, u32::MAX, u64::MAX);
+
+/// Visits the front items of per-SM queues in global order while they come before `bound`:
+/// `heads` are the first keys of the SMs that have items; `take(sm)` handles SM `sm`'s front
+/// item, removes it and returns the next one's (cycle, sequence).
+pub(crate) fn in_global_order(
+    heads: Vec<Key>,
+    bound: Key,
+    mut take: impl FnMut(usize) -> Option<(u64, u64)>,
+) {
+    let mut heap: BinaryHeap<Reverse<Key>> = heads.into_iter().map(Reverse).collect();
+    while let Some(Reverse(key)) = heap.pop() {
+        if key >= bound {
+            break;
+        }
+        if let Some((now, seq)) = take(key.1 as usize) {
+            heap.push(Reverse((now, key.1, seq)));
+        }
+    }
+}
+
 /// The timing state of the whole memory hierarchy for one launch: every SM's side and what is
 /// below them.
 #[derive(Debug, Clone)]
@@ -851,14 +878,8 @@ impl MemorySystem {
     /// The shortest time from sending an L2 request to its answer, on any path: no answer to
     /// a request sent at cycle `c` can be needed before `c` + this.
     pub(crate) fn min_round_trip(cfg: &GpuConfig) -> u64 {
-        let tex = match (&cfg.texture.cache, cfg.texture.unified_with_l1) {
-            (Some(c), false) => u64::from(c.latency_cycles),
-            _ => u64::from(cfg.l1.latency_cycles),
-        };
-        let above = u64::from(cfg.l1.latency_cycles)
-            .min(u64::from(cfg.texture.pipeline_latency_cycles) + tex)
-            .min(u64::from(cfg.constant.latency_cycles));
-        above + u64::from(cfg.l2.latency_cycles)
+        let u = cfg.unloaded_latencies();
+        u.l1_hit.min(u.texture_hit).min(u.constant_hit) + u64::from(cfg.l2.latency_cycles)
     }
 
     /// Starts recording the L1/texture-level address stream of every SM (record.rs).
@@ -881,36 +902,31 @@ impl MemorySystem {
 
     /// Answers, in global (issue cycle, SM, sequence) order, every queued L2 request that
     /// comes before `bound`; each answer resolves its SM's token.
-    pub(crate) fn answer_before(&mut self, bound: (u64, u32, u64)) {
-        let mut heads: BinaryHeap<Reverse<(u64, u32, u64)>> = self
+    pub(crate) fn answer_before(&mut self, bound: Key) {
+        let heads = self
             .sms
             .iter()
             .enumerate()
-            .filter_map(|(i, s)| s.queue.front().map(|r| Reverse((r.now, i as u32, r.seq))))
+            .filter_map(|(i, s)| s.queue.front().map(|r| (r.now, i as u32, r.seq)))
             .collect();
-        while let Some(Reverse(key)) = heads.pop() {
-            if key >= bound {
-                break;
+        let (sms, below) = (&mut self.sms, &mut self.below);
+        in_global_order(heads, bound, |i| {
+            let sm = &mut sms[i];
+            if let Some(r) = sm.queue.pop_front() {
+                // A miss that waited for a free MSHR was sent at an earlier request's answer.
+                let sent = sm.pend.value(r.sent);
+                debug_assert!(
+                    sent.is_some(),
+                    "a waiting miss is sent after answers that came first"
+                );
+                let sent = sent.unwrap_or(r.now);
+                let v = below.answer(&L2Req { sent, ..r });
+                if r.token != 0 {
+                    sm.pend.give(r.token, v);
+                }
             }
-            let sm = &mut self.sms[key.1 as usize];
-            let Some(r) = sm.queue.pop_front() else {
-                continue;
-            };
-            // A miss that waited for a free MSHR was sent at an earlier request's answer.
-            let sent = sm.pend.value(r.sent);
-            debug_assert!(
-                sent.is_some(),
-                "a waiting miss is sent after answers that came first"
-            );
-            let sent = sent.unwrap_or(r.now);
-            let v = self.below.answer(&L2Req { sent, ..r });
-            if r.token != 0 {
-                sm.pend.give(r.token, v);
-            }
-            if let Some(n) = sm.queue.front() {
-                heads.push(Reverse((n.now, key.1, n.seq)));
-            }
-        }
+            sm.queue.front().map(|n| (n.now, n.seq))
+        });
     }
 
     /// Completion cycle of one request answered at once: what every SM sees when requests come
@@ -925,7 +941,7 @@ impl MemorySystem {
     pub(crate) fn access_on(&mut self, sm: usize, now: u64, req: &MemRequest) -> u64 {
         let n = self.sms.len();
         let t = self.sms[sm % n].access(now, req);
-        self.answer_before((u64::MAX, u32::MAX, u64::MAX));
+        self.answer_before(END);
         let s = &mut self.sms[sm % n];
         let v = s.pend.value(t).unwrap_or(t);
         s.pend.evaluate();

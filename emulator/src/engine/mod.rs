@@ -120,15 +120,15 @@ fn run_rounds(
         mem.answer_before(first);
         apply_writes_before(first, &mut sms, dev);
         let i = first.1 as usize;
-        let sh = shared(
+        let sh = Shared {
             inp,
             dev,
             textures,
-            &deps,
+            deps: &deps,
             lat,
             interval,
-            next_block < total_blocks,
-        );
+            blocks_left: next_block < total_blocks,
+        };
         if !matches!(sms[i].park, Park::Run | Park::Jump | Park::Retry) {
             let sm = &mut sms[i];
             let sm_mem = &mut mem.sms[i];
@@ -173,11 +173,7 @@ fn run_rounds(
         });
         let executed: u64 = sms.iter().map(|s| s.counts.warp_instructions).sum();
         if executed > inp.budget {
-            let (block, warp, pc, line) = sms
-                .iter()
-                .filter_map(|s| s.last_issue)
-                .next()
-                .unwrap_or_default();
+            let (block, warp, pc, line) = last_issue(&sms);
             return Err(EmuError::Budget {
                 kernel: inp.prog.name.clone(),
                 limit: inp.budget,
@@ -203,27 +199,6 @@ fn run_rounds(
     mem.answer_before(END);
     apply_writes_before(END, &mut sms, dev);
     Ok(output(&sms))
-}
-
-#[allow(clippy::too_many_arguments)] // the round's read-only view, put together in one place
-fn shared<'a>(
-    inp: &'a LaunchInput<'a>,
-    dev: &'a DeviceMemory,
-    textures: &'a [Texture],
-    deps: &'a Deps,
-    lat: [u64; NCLASS],
-    interval: [u64; NCLASS],
-    blocks_left: bool,
-) -> Shared<'a> {
-    Shared {
-        inp,
-        dev,
-        textures,
-        deps,
-        lat,
-        interval,
-        blocks_left,
-    }
 }
 
 /// Applies, in global order, every SM's pending global writes that come before `bound`; an
@@ -267,6 +242,12 @@ fn apply_writes_before(bound: Key, sms: &mut [Sm], dev: &mut DeviceMemory) {
     });
 }
 
+/// Where a launch stopped by a guard was (block, warp in block, pc, line): the last issue of
+/// the lowest-numbered SM that issued, the same for every thread count.
+fn last_issue(sms: &[Sm]) -> ([u32; 3], u32, u32, u32) {
+    sms.iter().find_map(|s| s.last_issue).unwrap_or_default()
+}
+
 /// Reports progress and enforces the deadline (every [`WATCH_INTERVAL`] warp instructions).
 fn look_out(
     inp: &LaunchInput,
@@ -288,11 +269,7 @@ fn look_out(
     }
     match deadline {
         Some(deadline) if Instant::now() >= deadline => {
-            let (block, warp, pc, line) = sms
-                .iter()
-                .filter_map(|s| s.last_issue)
-                .next()
-                .unwrap_or_default();
+            let (block, warp, pc, line) = last_issue(sms);
             Err(EmuError::TimeLimit {
                 kernel: inp.prog.name.clone(),
                 executed,

@@ -6,9 +6,10 @@
 //! SM therefore queues the request and gets a **token**: a `u64` with the top bit set, standing
 //! for the cycle the answer will give. Tokens go where cycles go (a register's ready cycle, a
 //! sector's arrival, an MSHR's release) and compare greater than every real cycle, which is
-//! right inside the round: every unresolved token is known to be at least the round's
+//! right inside the round: every unresolved answer is known to be at least the round's
 //! `horizon` (an L2 round trip is at least as long as a round), so a warp waiting on one cannot
-//! issue in this round either way. When the maximum of a token and a cycle is needed the arena
+//! issue in this round either way. (The one token that may stand for an earlier cycle, a
+//! replayed MSHR's send cycle, only ever meets other tokens; `max` checks which kind it has.) When the maximum of a token and a cycle is needed the arena
 //! keeps the expression; between rounds the requests are answered in global order, tokens get
 //! their values, and the SM replaces every token it stored by its value (`patch`).
 //!
@@ -64,8 +65,12 @@ struct Replay {
 pub(crate) struct Pend {
     /// Id of `defs[0]`.
     base: u64,
-    defs: VecDeque<(Def, Option<u64>)>,
-    /// Every unresolved token's value is at least this (the current round's end).
+    /// Definition, value once known, and whether the value is known to be at least the
+    /// horizon while unknown (see `horizon`).
+    defs: VecDeque<(Def, Option<u64>, bool)>,
+    /// The current round's end. Every unresolved answer from below is at least this (an L2
+    /// round trip is at least as long as a round), and so is an expression over one; a replayed
+    /// MSHR acquire need not be (a miss may be sent at once).
     pub(crate) horizon: u64,
     unresolved: usize,
     /// Values given since the last `settle`.
@@ -75,8 +80,14 @@ pub(crate) struct Pend {
 
 impl Pend {
     fn push(&mut self, d: Def) -> u64 {
+        let late = match d {
+            Def::Given => true,
+            Def::Max(a, b) => self.late(a) || self.late(b),
+            Def::Add(a, _) => self.late(a),
+            Def::Acquire(_) => false,
+        };
         let id = self.base + self.defs.len() as u64;
-        self.defs.push_back((d, None));
+        self.defs.push_back((d, None, late));
         self.unresolved += 1;
         TOKEN | id
     }
@@ -86,13 +97,18 @@ impl Pend {
         self.push(Def::Given)
     }
 
+    /// Whether `t` is a token whose value, while unknown, is at least the horizon.
+    fn late(&self, t: u64) -> bool {
+        is_token(t) && self.slot(t).is_some_and(|i| self.defs[i].2)
+    }
+
     /// `max(a, b)` of cycles or tokens.
     #[inline]
     pub(crate) fn max(&mut self, a: u64, b: u64) -> u64 {
         match (is_token(a), is_token(b)) {
             (false, false) => a.max(b),
-            (true, false) if b <= self.horizon => a,
-            (false, true) if a <= self.horizon => b,
+            (true, false) if b <= self.horizon && self.late(a) => a,
+            (false, true) if a <= self.horizon && self.late(b) => b,
             _ if a == b => a,
             _ => self.push(Def::Max(a, b)),
         }
@@ -296,7 +312,7 @@ impl Pend {
     /// Forgets the resolved tokens at the front: called after the SM replaced every resolved
     /// token it stored (and `evaluate` those in open expressions), so nothing refers to them.
     pub(crate) fn settle(&mut self) {
-        while let Some((_, Some(_))) = self.defs.front() {
+        while let Some((_, Some(_), _)) = self.defs.front() {
             self.defs.pop_front();
             self.base += 1;
         }
@@ -364,6 +380,24 @@ mod tests {
         rest.sort_unstable();
         assert_eq!(rest, Vec::<u64>::new());
         assert!(!p.replaying(0));
+    }
+
+    #[test]
+    fn only_answers_from_below_are_taken_to_lie_beyond_the_horizon() {
+        let mut p = Pend {
+            horizon: 100,
+            ..Pend::default()
+        };
+        p.replay_begin(0, 1, std::iter::empty());
+        // a replayed acquire may stand for a cycle before the horizon: max keeps both
+        let sent = p.replay_acquire(0, 40);
+        let m = p.max(sent, 90);
+        assert_ne!(m, sent);
+        assert_eq!(p.value(m), Some(90));
+        // an answer, and an expression over it, may not
+        let a = p.given();
+        let later = p.add(a, 5);
+        assert_eq!(p.max(later, 90), later);
     }
 
     #[test]

@@ -152,6 +152,24 @@ impl DeviceMemory {
     }
 }
 
+/// Little-endian value of the first (up to) 8 bytes of `src`; fixed-size copies for 1, 2, 4 and
+/// 8 bytes, so no `memcpy` call per lane.
+#[inline]
+pub(crate) fn le_bytes(src: &[u8]) -> u64 {
+    match *src {
+        [a] => a as u64,
+        [a, b] => u16::from_le_bytes([a, b]) as u64,
+        [a, b, c, d] => u32::from_le_bytes([a, b, c, d]) as u64,
+        [a, b, c, d, e, f, g, h] => u64::from_le_bytes([a, b, c, d, e, f, g, h]),
+        _ => {
+            let mut buf = [0u8; 8];
+            let n = src.len().min(8);
+            buf[..n].copy_from_slice(&src[..n]);
+            u64::from_le_bytes(buf)
+        }
+    }
+}
+
 /// A global-memory write an SM made during a round: applied to device memory between rounds,
 /// in global (issue cycle, SM, sequence) order, so that SMs running in parallel never write the
 /// shared memory and every thread count gives the same bytes.
@@ -233,17 +251,17 @@ impl WriteLog {
     /// one allocation.
     pub(crate) fn read(&self, dev: &DeviceMemory, addr: u64, len: usize) -> Option<u64> {
         let src = dev.slice(addr, len)?;
-        let len = len.min(8);
-        let mut buf = [0u8; 8];
-        buf[..len].copy_from_slice(&src[..len]);
-        let end = addr + len as u64;
-        if end > self.lo && addr < self.hi {
-            for w in &self.writes {
-                if let WriteKind::Store { len: wl, value } = w.what {
-                    let (ws, we) = (w.addr, w.addr + u64::from(wl));
-                    for b in ws.max(addr)..we.min(end) {
-                        buf[(b - addr) as usize] = (value >> (8 * (b - ws))) as u8;
-                    }
+        let v = le_bytes(src);
+        let end = addr + len.min(8) as u64;
+        if end <= self.lo || addr >= self.hi {
+            return Some(v);
+        }
+        let mut buf = v.to_le_bytes();
+        for w in &self.writes {
+            if let WriteKind::Store { len: wl, value } = w.what {
+                let (ws, we) = (w.addr, w.addr + u64::from(wl));
+                for b in ws.max(addr)..we.min(end) {
+                    buf[(b - addr) as usize] = (value >> (8 * (b - ws))) as u8;
                 }
             }
         }

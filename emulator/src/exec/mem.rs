@@ -2,7 +2,7 @@
 //! done functionally at issue, with the lane addresses left in `Ctx::lanes` for the timing model.
 
 use super::{Ctx, Faulty, Flow, Warp, fault, put};
-use crate::devmem::{LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, WINDOW_BYTES, WriteKind};
+use crate::devmem::{LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, WINDOW_BYTES, WriteKind, le_bytes};
 use crate::ir::*;
 use crate::memory::{AccessKind, Space};
 use crate::numeric::{float_op, float_to_f64};
@@ -243,23 +243,6 @@ pub(crate) fn atomic_value(op: AtomOp, ty: Ty, line: u32, o: u64, p: u64, q: u64
         AtomOp::Xor => o ^ p,
     };
     new & tm
-}
-
-/// Little-endian value of 1, 2, 4 or 8 bytes; fixed-size copies so no `memcpy` call per lane.
-#[inline]
-fn le_bytes(src: &[u8]) -> u64 {
-    match *src {
-        [a] => a as u64,
-        [a, b] => u16::from_le_bytes([a, b]) as u64,
-        [a, b, c, d] => u32::from_le_bytes([a, b, c, d]) as u64,
-        [a, b, c, d, e, f, g, h] => u64::from_le_bytes([a, b, c, d, e, f, g, h]),
-        _ => {
-            let mut buf = [0u8; 8];
-            let n = src.len().min(8);
-            buf[..n].copy_from_slice(&src[..n]);
-            u64::from_le_bytes(buf)
-        }
-    }
 }
 
 #[inline]

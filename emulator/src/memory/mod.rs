@@ -439,34 +439,77 @@ enum Path {
     TexSeparate,
 }
 
-/// Queues a request to the L2 and returns the token its answer will resolve (0 when `answer`
-/// is false).
-#[allow(clippy::too_many_arguments)] // one request's fields, from split borrows of an SmMem
-fn send(
-    queue: &mut VecDeque<L2Req>,
-    seq: &mut u64,
-    pend: &mut Pend,
+/// An SM's way to the L2 for the accesses of one instruction issued at `now`: its queue of
+/// requests, their running count and its pending cycles.
+struct Link<'a> {
+    queue: &'a mut VecDeque<L2Req>,
+    seq: &'a mut u64,
+    pend: &'a mut Pend,
     now: u64,
-    sent: u64,
-    addr: u64,
-    len: u64,
-    base: u64,
-    op: L2Op,
-    answer: bool,
-) -> u64 {
-    let token = if answer { pend.given() } else { 0 };
-    queue.push_back(L2Req {
-        now,
-        seq: *seq,
-        sent,
-        addr,
-        len,
-        base,
-        op,
-        token,
-    });
-    *seq += 1;
-    token
+}
+
+impl Link<'_> {
+    /// Queues a request for `[addr, addr + len)` sent at `sent` (a cycle or token) by a path
+    /// of latency `base`; returns the token its answer will resolve (0 when `answer` is false).
+    fn send(&mut self, sent: u64, addr: u64, len: u64, base: u64, op: L2Op, answer: bool) -> u64 {
+        let token = if answer { self.pend.given() } else { 0 };
+        self.queue.push_back(L2Req {
+            now: self.now,
+            seq: *self.seq,
+            sent,
+            addr,
+            len,
+            base,
+            op,
+            token,
+        });
+        *self.seq += 1;
+        token
+    }
+
+    /// `mask`'s sectors of `line` in an SM-level cache at cycle `t`: hits, merges with sectors
+    /// in flight, and the missing sectors fetched from the L2 through an MSHR (waiting for one
+    /// when all are busy) and allocated to arrive with the answer. Returns when the line's data
+    /// is there.
+    #[allow(clippy::too_many_arguments)] // the cache, its MSHRs and counters, and the lookup
+    fn read_line(
+        &mut self,
+        cache: &mut Cache,
+        mshrs: &mut Mshrs,
+        counters: &mut CacheCounters,
+        t: u64,
+        line: u64,
+        mask: u8,
+        base: u64,
+    ) -> u64 {
+        let lk = cache.lookup(line, mask, t, self.pend);
+        counters.count(lk.hit, lk.pending, lk.miss);
+        let mut done = t + base;
+        if lk.pending != 0 {
+            done = self.pend.max(done, lk.pending_ready);
+        }
+        if lk.miss != 0 {
+            let sent = mshrs.acquire(t, self.pend);
+            let sector_bytes = 1u64 << cache.sector_shift();
+            let line_addr = line << cache.line_shift();
+            let mut ready = self.pend.add(sent, base);
+            for (first, count) in runs(lk.miss) {
+                let addr = line_addr + u64::from(first) * sector_bytes;
+                let len = u64::from(count) * sector_bytes;
+                let answer = self.send(sent, addr, len, base, L2Op::Read, true);
+                ready = self.pend.max(ready, answer);
+            }
+            mshrs.occupy(ready, self.pend);
+            if cache
+                .fill(line, lk.miss, ready, t, false, self.pend)
+                .is_some()
+            {
+                counters.evictions += 1;
+            }
+            done = self.pend.max(done, ready);
+        }
+        done
+    }
 }
 
 impl SmMem {
@@ -593,47 +636,17 @@ impl SmMem {
             lines,
         );
         let start = reserve_port(port, now, lines.len() as u64);
+        let mut link = Link {
+            queue,
+            seq,
+            pend,
+            now,
+        };
         let mut done = now;
         for (i, lr) in lines.iter().enumerate() {
             let t = start + i as u64;
-            let lk = cache.lookup(lr.line, lr.mask, t, pend);
-            counters.count(lk.hit, lk.pending, lk.miss);
-            let mut line_done = t + base;
-            if lk.pending != 0 {
-                line_done = pend.max(line_done, lk.pending_ready);
-            }
-            if lk.miss != 0 {
-                let sent = mshrs.acquire(t, pend);
-                let sector_bytes = 1u64 << cache.sector_shift();
-                let line_addr = lr.line << cache.line_shift();
-                let mut ready = pend.add(sent, base);
-                for (first, count) in runs(lk.miss) {
-                    let addr = line_addr + u64::from(first) * sector_bytes;
-                    let len = u64::from(count) * sector_bytes;
-                    let answer = send(
-                        queue,
-                        seq,
-                        pend,
-                        now,
-                        sent,
-                        addr,
-                        len,
-                        base,
-                        L2Op::Read,
-                        true,
-                    );
-                    ready = pend.max(ready, answer);
-                }
-                mshrs.occupy(ready, pend);
-                if cache
-                    .fill(lr.line, lk.miss, ready, t, false, pend)
-                    .is_some()
-                {
-                    counters.evictions += 1;
-                }
-                line_done = pend.max(line_done, ready);
-            }
-            done = pend.max(done, line_done);
+            let line_done = link.read_line(cache, mshrs, counters, t, lr.line, lr.mask, base);
+            done = link.pend.max(done, line_done);
         }
         done
     }
@@ -671,6 +684,12 @@ impl SmMem {
             &mut self.lines,
         );
         let start = reserve_port(&mut self.l1_port, now, self.lines.len() as u64);
+        let mut link = Link {
+            queue: &mut self.queue,
+            seq: &mut self.seq,
+            pend: &mut self.pend,
+            now,
+        };
         let mut done = now;
         let sector_bytes = 1u64 << lat.l2_sector_shift;
         for (i, lr) in self.lines.iter().enumerate() {
@@ -682,20 +701,9 @@ impl SmMem {
             for (first, count) in runs(lr.mask) {
                 let addr = line_addr + u64::from(first) * sector_bytes;
                 let len = u64::from(count) * sector_bytes;
-                let ack = send(
-                    &mut self.queue,
-                    &mut self.seq,
-                    &mut self.pend,
-                    now,
-                    t,
-                    addr,
-                    len,
-                    lat.l1,
-                    op,
-                    wait,
-                );
+                let ack = link.send(t, addr, len, lat.l1, op, wait);
                 if wait {
-                    done = self.pend.max(done, ack);
+                    done = link.pend.max(done, ack);
                 }
             }
             if !wait {
@@ -741,49 +749,28 @@ impl SmMem {
         } = self;
         counters.constant_serialization_replays += addrs.len().saturating_sub(1) as u64;
         let start = reserve_port(constant_port, now, addrs.len() as u64);
-        let base = lat.constant;
         let line_shift = constant.line_shift();
         let sector_shift = constant.sector_shift();
+        let mut link = Link {
+            queue,
+            seq,
+            pend,
+            now,
+        };
         let mut done = now;
         for (i, &addr) in addrs.iter().enumerate() {
             let t = start + i as u64;
-            let line = addr >> line_shift;
             let sector = (addr >> sector_shift) & ((1 << (line_shift - sector_shift)) - 1);
-            let mask = 1u8 << sector;
-            let lk = constant.lookup(line, mask, t, pend);
-            counters.constant.count(lk.hit, lk.pending, lk.miss);
-            let mut d = t + base;
-            if lk.pending != 0 {
-                d = pend.max(d, lk.pending_ready);
-            }
-            if lk.miss != 0 {
-                let sent = constant_mshrs.acquire(t, pend);
-                let sector_bytes = 1u64 << sector_shift;
-                let a = (addr >> sector_shift) << sector_shift;
-                let answer = send(
-                    queue,
-                    seq,
-                    pend,
-                    now,
-                    sent,
-                    a,
-                    sector_bytes,
-                    base,
-                    L2Op::Read,
-                    true,
-                );
-                let sent_base = pend.add(sent, base);
-                let ready = pend.max(answer, sent_base);
-                constant_mshrs.occupy(ready, pend);
-                if constant
-                    .fill(line, lk.miss, ready, t, false, pend)
-                    .is_some()
-                {
-                    counters.constant.evictions += 1;
-                }
-                d = pend.max(d, ready);
-            }
-            done = pend.max(done, d);
+            let d = link.read_line(
+                constant,
+                constant_mshrs,
+                &mut counters.constant,
+                t,
+                addr >> line_shift,
+                1u8 << sector,
+                lat.constant,
+            );
+            done = link.pend.max(done, d);
         }
         done
     }

@@ -1,0 +1,224 @@
+//! Everything below the SMs: the L2 slices and DRAM, which answer the SMs' requests in global
+//! order (mod.rs says when), and the bandwidth queue both are built from.
+
+use super::cache::{self, Cache};
+use super::{CacheCounters, L2Req, Pend};
+use crate::config::{CacheConfig, GpuConfig};
+
+/// Sub-cycle resolution of bandwidth queues: bytes/cycle need not divide the transfer size.
+const TICKS_PER_CYCLE: u64 = 1 << 16;
+
+/// A resource with a bandwidth: transfers queue behind each other.
+#[derive(Debug, Clone)]
+pub(super) struct BandwidthQueue {
+    free_at_ticks: u64,
+    ticks_per_byte: u64,
+}
+
+impl BandwidthQueue {
+    pub(super) fn new(bytes_per_cycle: f64) -> Self {
+        let t = (TICKS_PER_CYCLE as f64 / bytes_per_cycle).round();
+        BandwidthQueue {
+            free_at_ticks: 0,
+            ticks_per_byte: if t.is_finite() && t >= 1.0 {
+                t as u64
+            } else {
+                1
+            },
+        }
+    }
+
+    /// Reserves a transfer of `bytes` arriving at `now`; returns the cycle it starts.
+    pub(super) fn reserve(&mut self, now: u64, bytes: u64) -> u64 {
+        let start = (now.saturating_mul(TICKS_PER_CYCLE)).max(self.free_at_ticks);
+        self.free_at_ticks = start + bytes * self.ticks_per_byte;
+        start.div_ceil(TICKS_PER_CYCLE)
+    }
+
+    /// Keeps the resource busy `cycles` more (atomic serialization).
+    fn extend(&mut self, cycles: u64) {
+        self.free_at_ticks += cycles * TICKS_PER_CYCLE;
+    }
+}
+
+/// One L2 slice.
+#[derive(Debug, Clone)]
+pub(super) struct Slice {
+    cache: Cache,
+    port: BandwidthQueue,
+}
+
+/// Everything below the SMs: L2 slices and DRAM.
+#[derive(Debug, Clone)]
+pub(crate) struct Below {
+    pub(super) slices: Vec<Slice>,
+    slice_bits: u32,
+    pub(super) line_shift: u32,
+    pub(super) sector_shift: u32,
+    l2_latency: u64,
+    dram: BandwidthQueue,
+    dram_latency: u64,
+    pub(super) l2: CacheCounters,
+    pub(super) dram_bytes_read: u64,
+    pub(super) dram_bytes_written: u64,
+    /// Never holds a token: the L2 only sees answered cycles.
+    pend: Pend,
+}
+
+/// How an L2 line is used by a request from above.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum L2Op {
+    Read,
+    Write,
+    /// Read-modify-write at L2; the extra cycles the slice spends on same-word serialization.
+    Atomic(u64),
+}
+
+impl Below {
+    /// Cold L2 slices and an idle DRAM queue for a validated config.
+    pub(super) fn new(cfg: &GpuConfig) -> Below {
+        let slices = cfg.l2.slices.max(1);
+        let slice_cfg = CacheConfig {
+            size_bytes: u32::try_from(cfg.l2.size_bytes / u64::from(slices)).unwrap_or(u32::MAX),
+            line_bytes: cfg.l2.line_bytes,
+            sector_bytes: cfg.l2.sector_bytes,
+            ways: cfg.l2.ways,
+            latency_cycles: cfg.l2.latency_cycles,
+            replacement: cfg.l2.replacement,
+            mshrs: 1,
+        };
+        let slice = Slice {
+            cache: Cache::new(&slice_cfg),
+            port: BandwidthQueue::new(cfg.l2.bandwidth_bytes_per_cycle),
+        };
+        Below {
+            line_shift: slice.cache.line_shift(),
+            sector_shift: slice.cache.sector_shift(),
+            slices: vec![slice; slices as usize],
+            slice_bits: slices.trailing_zeros(),
+            l2_latency: u64::from(cfg.l2.latency_cycles),
+            dram: BandwidthQueue::new(cfg.dram.bandwidth_bytes_per_cycle),
+            dram_latency: u64::from(cfg.dram.latency_cycles),
+            l2: CacheCounters::default(),
+            dram_bytes_read: 0,
+            dram_bytes_written: 0,
+            pend: Pend::default(),
+        }
+    }
+
+    /// XOR-folds the line number in `slice_bits`-wide chunks; (slice, line >> slice_bits) is
+    /// unique per line because the low chunk enters the fold once.
+    pub(super) fn slice_of(&self, line: u64) -> usize {
+        if self.slice_bits == 0 {
+            return 0;
+        }
+        let mask = (1u64 << self.slice_bits) - 1;
+        let mut h = 0;
+        let mut x = line;
+        while x != 0 {
+            h ^= x & mask;
+            x >>= self.slice_bits;
+        }
+        h as usize
+    }
+
+    /// Serves the bytes `[addr, addr + len)` for a requester whose own path latency is `base`.
+    /// Returns the cycle the requester has its data (or acknowledgement).
+    fn access(&mut self, t: u64, addr: u64, len: u64, base: u64, op: L2Op) -> u64 {
+        let len = len.max(1);
+        let per_line = self.line_shift - self.sector_shift;
+        let first = addr >> self.sector_shift;
+        let last = (addr + len - 1) >> self.sector_shift;
+        let mut done = t + base;
+        let mut sector = first;
+        while sector <= last {
+            let line = sector >> per_line;
+            let line_end = ((line + 1) << per_line) - 1;
+            let upto = last.min(line_end);
+            let mut mask = 0u8;
+            for s in sector..=upto {
+                mask |= 1 << (s & ((1 << per_line) - 1));
+            }
+            done = done.max(self.line(t, line, mask, base, op));
+            sector = upto + 1;
+        }
+        done
+    }
+
+    fn line(&mut self, t: u64, line: u64, mask: u8, base: u64, op: L2Op) -> u64 {
+        let slice_idx = self.slice_of(line);
+        let local = line >> self.slice_bits;
+        let sector_shift = self.sector_shift;
+        let sector_bytes = 1u64 << sector_shift;
+        let bytes = u64::from(mask.count_ones()) * sector_bytes;
+        let hit_latency = base + self.l2_latency;
+        let miss_latency = hit_latency + self.dram_latency;
+        let Below {
+            slices,
+            dram,
+            l2,
+            dram_bytes_read,
+            dram_bytes_written,
+            pend,
+            ..
+        } = self;
+        let Some(slice) = slices.get_mut(slice_idx) else {
+            return t + hit_latency;
+        };
+        // Dirty sectors of an evicted line occupy DRAM bandwidth when they leave.
+        let mut evicted = |ev: Option<cache::Evicted>, now: u64, dram: &mut BandwidthQueue| {
+            if let Some(ev) = ev {
+                if ev.dirty != 0 {
+                    let bytes = u64::from(ev.dirty.count_ones()) << sector_shift;
+                    dram.reserve(now, bytes);
+                    *dram_bytes_written += bytes;
+                }
+                1
+            } else {
+                0
+            }
+        };
+        let start = slice.port.reserve(t, bytes);
+        let hit_done = start + hit_latency;
+        if op == L2Op::Write {
+            l2.write_sectors += u64::from(mask.count_ones());
+            let ev = slice.cache.fill(local, mask, hit_done, start, true, pend);
+            l2.evictions += evicted(ev, start, dram);
+            return hit_done;
+        }
+        if let L2Op::Atomic(extra) = op {
+            slice.port.extend(extra);
+        }
+        let lk = slice.cache.lookup(local, mask, start, pend);
+        if op == L2Op::Read {
+            l2.count(lk.hit, lk.pending, lk.miss);
+        } else {
+            l2.write_sectors += u64::from(mask.count_ones());
+        }
+        let mut done = hit_done;
+        if lk.pending != 0 {
+            done = done.max(lk.pending_ready);
+        }
+        if lk.miss != 0 {
+            let miss_bytes = u64::from(lk.miss.count_ones()) * sector_bytes;
+            let dram_start = dram.reserve(start, miss_bytes);
+            *dram_bytes_read += miss_bytes;
+            let ready = dram_start + miss_latency;
+            let ev = slice.cache.fill(local, lk.miss, ready, start, false, pend);
+            l2.evictions += evicted(ev, start, dram);
+            done = done.max(ready);
+        }
+        if let L2Op::Atomic(extra) = op {
+            done += extra;
+            // The read-modify-write result stays dirty in L2.
+            let ev = slice.cache.fill(local, mask, done, start, true, pend);
+            l2.evictions += evicted(ev, start, dram);
+        }
+        done
+    }
+
+    /// Answers one queued request: the cycle its sender has the data (or acknowledgement).
+    pub(crate) fn answer(&mut self, r: &L2Req) -> u64 {
+        self.access(r.sent, r.addr, r.len, r.base, r.op)
+    }
+}

@@ -1,0 +1,359 @@
+use super::below::BandwidthQueue;
+use super::*;
+
+fn load<'a>(lanes: &'a [(u8, u64)], bytes: u32) -> MemRequest<'a> {
+    MemRequest {
+        space: Space::Global,
+        kind: AccessKind::Load,
+        bytes_per_lane: bytes,
+        lanes,
+        readonly_path: false,
+    }
+}
+
+fn warp(f: impl Fn(u64) -> u64) -> Vec<(u8, u64)> {
+    (0..32u8).map(|l| (l, f(u64::from(l)))).collect()
+}
+
+#[test]
+fn runs_split_a_mask() {
+    assert_eq!(runs(0b1011).collect::<Vec<_>>(), vec![(0, 2), (3, 1)]);
+    assert_eq!(runs(0).count(), 0);
+    assert_eq!(runs(0xff).collect::<Vec<_>>(), vec![(0, 8)]);
+}
+
+#[test]
+fn unloaded_pointer_chase_sees_configured_latencies_on_every_preset() {
+    for name in GpuConfig::preset_names() {
+        let cfg = GpuConfig::preset(name).unwrap();
+        let want = cfg.unloaded_latencies();
+        let mut mem = MemorySystem::new(&cfg);
+        let a = [(0u8, 0x10_0000u64)];
+        // Cold: DRAM. Then the same address: L1 hit.
+        let t0 = 1000;
+        let t1 = mem.access(t0, &load(&a, 8));
+        assert_eq!(t1 - t0, want.dram, "{name} dram");
+        let t2 = mem.access(t1, &load(&a, 8));
+        assert_eq!(t2 - t1, want.l1_hit, "{name} l1");
+        // L2 hit: the address is in L2 but not in another SM's L1.
+        let other = load(&a, 8);
+        let t3 = mem.access_on(1, t2, &other);
+        assert_eq!(t3 - t2, want.l2_hit, "{name} l2");
+        // Texture path: cold fetch misses to DRAM behind the texture pipeline, then hits.
+        let tx = [(0u8, 0x20_0000u64)];
+        let mut tex = load(&tx, 4);
+        tex.space = Space::Texture;
+        let t4 = mem.access(t3, &tex);
+        assert_eq!(
+            t4 - t3,
+            want.texture_hit + (want.dram - want.l1_hit),
+            "{name} tex miss"
+        );
+        let t5 = mem.access(t4, &tex);
+        assert_eq!(t5 - t4, want.texture_hit, "{name} tex hit");
+        // Shared memory, conflict-free.
+        let sh = warp(|l| 4 * l);
+        let mut s = load(&sh, 4);
+        s.space = Space::Shared;
+        assert_eq!(mem.access(t5, &s) - t5, want.shared, "{name} shared");
+        // Constant: cold miss goes to L2 (then DRAM), then a broadcast hit.
+        let c = [(0u8, 0x40u64)];
+        let mut k = load(&c, 4);
+        k.space = Space::Const;
+        let t6 = mem.access(t5 + 100, &k);
+        let t7 = mem.access(t6, &k);
+        assert_eq!(t7 - t6, want.constant_hit, "{name} constant");
+    }
+}
+
+#[test]
+fn coalesced_warp_counts_four_sectors_strided_counts_thirty_two() {
+    let cfg = GpuConfig::preset("v100").unwrap();
+    let mut mem = MemorySystem::new(&cfg);
+    mem.access(0, &load(&warp(|l| 4 * l), 4));
+    let c = mem.counters();
+    assert_eq!((c.l1.requests, c.l1.sector_misses), (1, 4));
+    assert_eq!(c.dram_bytes_read, 128);
+    let mut mem = MemorySystem::new(&cfg);
+    mem.access(0, &load(&warp(|l| 4096 * l), 4));
+    let c = mem.counters();
+    assert_eq!((c.l1.requests, c.l1.sector_misses), (32, 32));
+    assert_eq!(c.dram_bytes_read, 32 * 32);
+}
+
+#[test]
+fn strided_warp_occupies_the_l1_port_one_cycle_per_line() {
+    let cfg = GpuConfig::preset("h100").unwrap();
+    let mut mem = MemorySystem::new(&cfg);
+    let lanes = warp(|l| 128 * l);
+    mem.access(0, &load(&lanes, 4)); // warm the lines
+    let t = 100_000;
+    let done = mem.access(t, &load(&lanes, 4));
+    // 32 lines: the last is looked up 31 cycles after the first.
+    assert_eq!(done - t, cfg.unloaded_latencies().l1_hit + 31);
+}
+
+#[test]
+fn second_miss_to_a_line_in_flight_merges_and_completes_with_the_first() {
+    let cfg = GpuConfig::preset("a100").unwrap();
+    let mut mem = MemorySystem::new(&cfg);
+    let a = [(0u8, 0x8000u64)];
+    let first = mem.access(0, &load(&a, 4));
+    let second = mem.access(10, &load(&a, 4));
+    assert_eq!(second, first);
+    let c = mem.counters();
+    assert_eq!((c.l1.sector_misses, c.l1.mshr_merges), (1, 1));
+    assert_eq!(c.dram_bytes_read, 32);
+}
+
+#[test]
+fn exhausted_mshrs_delay_the_next_miss() {
+    let mut cfg = GpuConfig::preset("v100").unwrap();
+    cfg.l1.mshrs = 1;
+    let mut mem = MemorySystem::new(&cfg);
+    let dram = cfg.unloaded_latencies().dram;
+    let a = mem.access(0, &load(&[(0, 0x1_0000)], 4));
+    let b = mem.access(1, &load(&[(0, 0x9_0000)], 4));
+    assert_eq!(a, dram);
+    assert_eq!(b, a + dram, "the second miss leaves when the first returns");
+}
+
+#[test]
+fn dram_queue_makes_the_second_transfer_wait_bytes_over_bandwidth() {
+    let mut cfg = GpuConfig::preset("v100").unwrap();
+    cfg.dram.bandwidth_bytes_per_cycle = 16.0;
+    let mut mem = MemorySystem::new(&cfg);
+    let dram = cfg.unloaded_latencies().dram;
+    // Two SMs each miss one 32-byte sector at the same cycle, in different L2 slices.
+    let mut r = load(&[(0, 0)], 4);
+    let a = mem.access(0, &r);
+    let lanes = [(0u8, 128u64)];
+    r.lanes = &lanes;
+    let b = mem.access_on(1, 0, &r);
+    assert_eq!(a, dram);
+    assert_eq!(b, dram + 32 / 16);
+}
+
+#[test]
+fn dram_queue_unit_test() {
+    let mut q = BandwidthQueue::new(32.0);
+    assert_eq!(q.reserve(10, 128), 10);
+    assert_eq!(q.reserve(10, 128), 14);
+    assert_eq!(q.reserve(100, 64), 100);
+}
+
+#[test]
+fn l2_slice_hash_spreads_consecutive_and_power_of_two_strides() {
+    let cfg = GpuConfig::preset("v100").unwrap();
+    let mem = MemorySystem::new(&cfg);
+    let n = mem.below.slices.len();
+    for stride in [1u64, 2, 64, 4096] {
+        let mut hits = vec![0u32; n];
+        for i in 0..(n as u64 * 8) {
+            hits[mem.below.slice_of(i * stride)] += 1;
+        }
+        let (lo, hi) = (hits.iter().min().unwrap(), hits.iter().max().unwrap());
+        assert!(*lo >= 1 && hi - lo <= 8, "stride {stride}: {hits:?}");
+    }
+}
+
+#[test]
+fn shared_bank_conflicts_add_replays() {
+    let cfg = GpuConfig::preset("gtx480").unwrap();
+    let mut mem = MemorySystem::new(&cfg);
+    let lat = u64::from(cfg.shared.latency_cycles);
+    let two_way = warp(|l| 8 * l);
+    let mut r = load(&two_way, 4);
+    r.space = Space::Shared;
+    assert_eq!(mem.access(0, &r), lat + 1);
+    let same = warp(|_| 12);
+    r.lanes = &same;
+    assert_eq!(mem.access(1000, &r) - 1000, lat);
+    let c = mem.counters();
+    assert_eq!((c.shared_accesses, c.shared_bank_conflict_replays), (2, 1));
+}
+
+#[test]
+fn constant_broadcast_is_one_pass_distinct_addresses_serialize() {
+    let cfg = GpuConfig::preset("h100").unwrap();
+    let mut mem = MemorySystem::new(&cfg);
+    let lat = u64::from(cfg.constant.latency_cycles);
+    let eight = warp(|l| 4 * (l % 8));
+    let mut r = load(&eight, 4);
+    r.space = Space::Const;
+    let warm = mem.access(0, &r);
+    let t = warm + 10;
+    assert_eq!(mem.access(t, &r) - t, lat + 7);
+    let uniform = warp(|_| 0);
+    r.lanes = &uniform;
+    let t = t + 100;
+    assert_eq!(mem.access(t, &r) - t, lat);
+    assert_eq!(mem.counters().constant_serialization_replays, 14);
+}
+
+#[test]
+fn stores_complete_at_l1_stage_and_reach_dram_only_when_evicted() {
+    let cfg = GpuConfig::preset("gtx480").unwrap();
+    let mut mem = MemorySystem::new(&cfg);
+    let lanes = warp(|l| 4 * l);
+    let mut r = load(&lanes, 4);
+    r.kind = AccessKind::Store;
+    let ack = mem.access(0, &r);
+    assert_eq!(ack, cfg.unloaded_latencies().l1_hit);
+    let c = mem.counters();
+    assert_eq!(
+        (c.l2.write_sectors, c.dram_bytes_written, c.dram_bytes_read),
+        (4, 0, 0)
+    );
+    // A load of the written line is an L2 hit, not a DRAM access.
+    let mut l = r;
+    l.kind = AccessKind::Load;
+    let t = 10_000;
+    assert_eq!(mem.access(t, &l) - t, cfg.unloaded_latencies().l2_hit);
+    // Streaming far more than the L2 through stores evicts the dirty data to DRAM.
+    for i in 0..(2 * cfg.l2.size_bytes / 128) {
+        let a = [(0u8, 0x100_0000 + i * 128)];
+        mem.access(20_000 + i, &MemRequest { lanes: &a, ..r });
+    }
+    assert!(mem.counters().dram_bytes_written > 0);
+}
+
+#[test]
+fn atomics_to_one_word_serialize_at_l2() {
+    let cfg = GpuConfig::preset("a100").unwrap();
+    let mut mem = MemorySystem::new(&cfg);
+    let same = warp(|_| 0x100);
+    let mut r = load(&same, 4);
+    r.kind = AccessKind::Atomic;
+    let t0 = mem.access(0, &r);
+    // Eight lanes, eight words of the sector the first atomic brought into L2.
+    let distinct: Vec<(u8, u64)> = (0..8u8).map(|l| (l, 0x100 + 4 * u64::from(l))).collect();
+    r.lanes = &distinct;
+    let t1 = mem.access(100_000, &r) - 100_000;
+    assert_eq!(t0, cfg.unloaded_latencies().dram + 31);
+    assert_eq!(t1, cfg.unloaded_latencies().l2_hit);
+    assert_eq!(mem.counters().atomics, 2);
+}
+
+#[test]
+fn fermi_readonly_loads_use_the_texture_cache_volta_loads_use_l1() {
+    let lanes = warp(|l| 4 * l);
+    for (name, tex_path) in [("gtx480", true), ("v100", false)] {
+        let cfg = GpuConfig::preset(name).unwrap();
+        let mut mem = MemorySystem::new(&cfg);
+        let mut r = load(&lanes, 4);
+        r.readonly_path = true;
+        mem.access(0, &r);
+        let c = mem.counters();
+        assert_eq!(c.texture.requests > 0, tex_path, "{name}");
+        assert_eq!(c.l1.requests > 0, !tex_path, "{name}");
+        assert_eq!(c.tex_hit_rate.is_some(), tex_path);
+    }
+}
+
+#[test]
+fn a_bigger_cache_never_hits_less_on_a_reuse_pattern() {
+    let mut rates = Vec::new();
+    for kb in [16u32, 32, 64, 128] {
+        let mut cfg = GpuConfig::preset("v100").unwrap();
+        cfg.l1.size_bytes = kb * 1024;
+        cfg.l1.ways = 4;
+        let mut mem = MemorySystem::new(&cfg);
+        let mut t = 0;
+        // Sweep a 48 KiB working set three times, one coalesced warp load per line.
+        for _ in 0..3 {
+            for line in 0..(48 * 1024 / 128) {
+                let lanes = warp(|l| line * 128 + 4 * l);
+                t = mem.access(t, &load(&lanes, 4));
+            }
+        }
+        rates.push(mem.counters().l1_hit_rate.unwrap());
+    }
+    assert!(rates.windows(2).all(|w| w[1] >= w[0]), "{rates:?}");
+    assert!(rates[0] < 0.1 && rates[3] > 0.6, "{rates:?}");
+}
+
+#[test]
+fn same_accesses_give_same_cycles_and_counters() {
+    let run = || {
+        let cfg = GpuConfig::preset("gtx480").unwrap();
+        let mut mem = MemorySystem::new(&cfg);
+        let mut t = 0;
+        let mut out = Vec::new();
+        for i in 0..500u64 {
+            let lanes = warp(|l| (i * 7919 + l * 40) % 100_000);
+            let r = load(&lanes, 4);
+            t = mem.access_on((i % 15) as usize, t + 3, &r).min(t + 50);
+            out.push(t);
+        }
+        (out, mem.counters())
+    };
+    assert_eq!(run(), run());
+}
+
+#[test]
+fn counters_serialize_with_stable_keys() {
+    let cfg = GpuConfig::preset("v100").unwrap();
+    let mem = MemorySystem::new(&cfg);
+    let c = mem.counters();
+    assert_eq!(c.tex_hit_rate, None);
+    let v = toml::to_string(&Wrapper { c }).unwrap();
+    let l1 = v.find("[c.l1]").unwrap();
+    let l2 = v.find("[c.l2]").unwrap();
+    assert!(l1 < l2);
+}
+
+#[derive(Serialize)]
+struct Wrapper {
+    c: MemCounters,
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+    /// Any sequence of requests: completions never precede issue, every read sector is a hit,
+    /// a miss or a merge, and DRAM reads are whole sectors.
+    #[test]
+    fn completions_follow_issue_and_counters_add_up(
+        preset in 0usize..4,
+        ops in proptest::collection::vec(
+            (0u32..4, 0u8..6, 0u8..3, 0u64..1 << 20, 0u64..600, 1u32..5, 1u8..33), 1..60),
+    ) {
+        let name = GpuConfig::preset_names()[preset];
+        let cfg = GpuConfig::preset(name).unwrap();
+        let mut mem = MemorySystem::new(&cfg);
+        let mut now = [0u64; 4];
+        let mut read_sectors = 0u64;
+        for (sm, space, kind, base, stride, width, nlanes) in ops {
+            let space = [Space::Global, Space::Local, Space::Shared, Space::Const,
+                Space::Param, Space::Texture][space as usize];
+            let kind = [AccessKind::Load, AccessKind::Store, AccessKind::Atomic][kind as usize];
+            let bytes = 1u32 << (width - 1).min(3);
+            let lanes: Vec<(u8, u64)> = (0..nlanes)
+                .map(|l| (l, (base + u64::from(l) * stride) & !u64::from(bytes - 1)))
+                .collect();
+            let req = MemRequest { space, kind, bytes_per_lane: bytes,
+                lanes: &lanes, readonly_path: false };
+            let t = now[sm as usize];
+            let done = mem.access_on(sm as usize, t, &req);
+            proptest::prop_assert!(done >= t);
+            now[sm as usize] = t + 1 + (done - t) % 7;
+            if kind == AccessKind::Load
+                && matches!(space, Space::Global | Space::Local | Space::Texture)
+            {
+                read_sectors += 1; // at least one sector per load
+            }
+        }
+        let c = mem.counters();
+        let l1 = c.l1.sector_hits + c.l1.sector_misses + c.l1.mshr_merges;
+        let tex = c.texture.sector_hits + c.texture.sector_misses + c.texture.mshr_merges;
+        proptest::prop_assert!(l1 + tex >= read_sectors);
+        proptest::prop_assert!(c.l1.requests + c.texture.requests >= read_sectors);
+        proptest::prop_assert_eq!(c.dram_bytes_read % u64::from(cfg.l2.sector_bytes), 0);
+        for r in [c.l1_hit_rate, c.tex_hit_rate, c.l2_hit_rate, c.constant_hit_rate]
+            .into_iter()
+            .flatten()
+        {
+            proptest::prop_assert!((0.0..=1.0).contains(&r));
+        }
+    }
+}

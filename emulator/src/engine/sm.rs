@@ -74,6 +74,9 @@ impl Stall {
 pub(super) struct TWarp {
     arch: Warp,
     ready: Vec<u64>,
+    /// The registers whose `ready` was last set to a token (may repeat, may be stale): what
+    /// `take_in` looks at instead of every register of every warp.
+    tokens: Vec<u32>,
     from_mem: Vec<bool>,
     state: WState,
     block: usize,
@@ -284,6 +287,7 @@ impl Sm {
                     self.warps.push(TWarp {
                         arch: Warp::default(),
                         ready: Vec::new(),
+                        tokens: Vec::new(),
                         from_mem: Vec::new(),
                         state: WState::Free,
                         block: 0,
@@ -325,6 +329,7 @@ impl Sm {
             w.arch.slot = ws as u32;
             w.ready.clear();
             w.ready.resize(nregs, 0);
+            w.tokens.clear();
             w.from_mem.clear();
             w.from_mem.resize(nregs, false);
             w.state = WState::Run;
@@ -412,17 +417,26 @@ impl Sm {
                     continue;
                 }
                 let mut changed = false;
-                for r in w
-                    .ready
-                    .iter_mut()
-                    .chain(std::iter::once(&mut w.outstanding))
-                {
-                    if is_token(*r) {
-                        let v = mem.pend.settled(*r);
-                        changed |= v != *r;
-                        *r = v;
-                    }
+                let TWarp {
+                    ready,
+                    tokens,
+                    outstanding,
+                    ..
+                } = w;
+                if is_token(*outstanding) {
+                    let v = mem.pend.settled(*outstanding);
+                    changed |= v != *outstanding;
+                    *outstanding = v;
                 }
+                tokens.retain(|&r| {
+                    let Some(t) = ready.get_mut(r as usize).filter(|t| is_token(**t)) else {
+                        return false;
+                    };
+                    let v = mem.pend.settled(*t);
+                    changed |= v != *t;
+                    *t = v;
+                    is_token(v)
+                });
                 // Also a warp at a barrier: it needs its next instruction's cycle when released.
                 if changed {
                     refresh(w, prog, sh.deps);
@@ -749,6 +763,9 @@ impl Sm {
         for r in x.writes() {
             w.ready[r as usize] = done_at;
             w.from_mem[r as usize] = from_mem;
+            if is_token(done_at) {
+                w.tokens.push(r);
+            }
         }
         self.pipe[s][x.class as usize] = now + sh.interval[x.class as usize];
         w.next_ok = now

@@ -203,23 +203,26 @@ impl Cache {
     /// oldest stamp (its waiting requests already know their completion cycles).
     fn victim(&self, line: u64, now: u64) -> usize {
         let range = self.set_range(line);
-        if let Some(i) = self
-            .tags
-            .get(range.clone())
-            .and_then(|set| set.iter().position(|&t| t == 0))
-        {
-            return range.start + i;
-        }
-        let idle = |i: &usize| {
-            let base = *i * self.sectors;
-            (0..self.sectors).all(|s| self.valid[*i] & (1 << s) == 0 || self.ready[base + s] <= now)
+        let idle = |i: usize| {
+            let base = i * self.sectors;
+            (0..self.sectors).all(|s| self.valid[i] & (1 << s) == 0 || self.ready[base + s] <= now)
         };
-        range
-            .clone()
-            .filter(idle)
-            .min_by_key(|&i| self.stamps[i])
-            .or_else(|| range.clone().min_by_key(|&i| self.stamps[i]))
-            .unwrap_or(range.start)
+        // One pass: stamps of resident lines are distinct (each is a fresh count), so the
+        // oldest idle line is found by testing idleness only where the stamp would win.
+        let (mut oldest, mut oldest_idle) = ((u64::MAX, range.start), None);
+        for i in range {
+            if self.tags[i] == 0 {
+                return i;
+            }
+            let stamp = self.stamps[i];
+            if stamp < oldest.0 {
+                oldest = (stamp, i);
+            }
+            if oldest_idle.is_none_or(|(st, _)| stamp < st) && idle(i) {
+                oldest_idle = Some((stamp, i));
+            }
+        }
+        oldest_idle.unwrap_or(oldest).1
     }
 
     /// Replaces resolved tokens among the arrival cycles by their values.

@@ -114,6 +114,44 @@ impl Hot {
     }
 }
 
+/// [`Hot`] per warp slot, stored by scheduler (slot `ws` is the `ws / n`-th of scheduler
+/// `ws % n`), so that a scheduler's scan walks one contiguous array; `at[ws]` is that place,
+/// looked up rather than divided for.
+struct HotTable {
+    per: Vec<Vec<Hot>>,
+    at: Vec<(u32, u32)>,
+}
+
+impl HotTable {
+    fn new(nsched: usize) -> HotTable {
+        HotTable {
+            per: vec![Vec::new(); nsched.max(1)],
+            at: Vec::new(),
+        }
+    }
+
+    fn get(&self, ws: usize) -> &Hot {
+        let (s, k) = self.at[ws];
+        &self.per[s as usize][k as usize]
+    }
+
+    /// Sets slot `ws`, which is at most one past the last slot set.
+    fn set(&mut self, ws: usize, h: Hot) {
+        if ws == self.at.len() {
+            let n = self.per.len();
+            self.at.push(((ws % n) as u32, (ws / n) as u32));
+            self.per[ws % n].push(h);
+        } else {
+            let (s, k) = self.at[ws];
+            self.per[s as usize][k as usize] = h;
+        }
+    }
+
+    fn of_scheduler(&self, s: usize) -> &[Hot] {
+        &self.per[s]
+    }
+}
+
 struct TBlock {
     id: [u32; 3],
     shared: Vec<u8>,
@@ -161,8 +199,8 @@ pub(super) struct Sm {
     pub id: u32,
     pub cycle: u64,
     warps: Vec<TWarp>,
-    /// `hot[ws]` mirrors `warps[ws]` for the schedulers.
-    hot: Vec<Hot>,
+    /// `hot.get(ws)` mirrors `warps[ws]` for the schedulers.
+    hot: HotTable,
     blocks: Vec<Option<TBlock>>,
     pipe: Vec<[u64; NCLASS]>,
     last: Vec<Option<u32>>,
@@ -238,7 +276,7 @@ impl Sm {
             id,
             cycle: 0,
             warps: Vec::new(),
-            hot: Vec::new(),
+            hot: HotTable::new(nsched),
             blocks: Vec::new(),
             pipe: vec![[0; NCLASS]; nsched],
             last: vec![None; nsched],
@@ -299,12 +337,16 @@ impl Sm {
                         bar_dst: None,
                         age: 0,
                     });
-                    self.hot.push(Hot {
-                        ready: u64::MAX,
-                        age: 0,
-                        class: Class::Int,
-                    });
-                    self.warps.len() - 1
+                    let ws = self.warps.len() - 1;
+                    self.hot.set(
+                        ws,
+                        Hot {
+                            ready: u64::MAX,
+                            age: 0,
+                            class: Class::Int,
+                        },
+                    );
+                    ws
                 }
             };
             let w = &mut self.warps[ws];
@@ -340,7 +382,7 @@ impl Sm {
             w.age = *age;
             *age += 1;
             refresh(w, prog, deps);
-            self.hot[ws] = Hot::of(w);
+            self.hot.set(ws, Hot::of(w));
             warps.push(ws as u32);
         }
         self.blocks[slot] = Some(TBlock {
@@ -440,7 +482,7 @@ impl Sm {
                 // Also a warp at a barrier: it needs its next instruction's cycle when released.
                 if changed {
                     refresh(w, prog, sh.deps);
-                    self.hot[ws] = Hot::of(w);
+                    self.hot.set(ws, Hot::of(w));
                 }
             }
             mem.pend.settle();
@@ -591,7 +633,7 @@ impl Sm {
     }
 
     fn eligible(&self, ws: usize, s: usize, now: u64) -> bool {
-        let h = &self.hot[ws];
+        let h = self.hot.get(ws);
         h.ready <= now && self.pipe[s][h.class as usize] <= now
     }
 
@@ -607,42 +649,43 @@ impl Sm {
         {
             return Ok(l as usize);
         }
+        // One branch-light pass: the oldest warp that can issue, else the first (in slot
+        // order) of those that can soonest. A warp not running has `ready` = u64::MAX, which
+        // neither test takes.
         let pipes = &self.pipe[s];
-        let mut best: Option<(u64, usize)> = None;
-        let (mut best_t, mut best_r) = (u64::MAX, Stall::Idle);
-        let mut any_bar = false;
-        let mut ws = s;
-        while let Some(h) = self.hot.get(ws) {
-            if h.ready == u64::MAX {
-                any_bar |= self.warps[ws].state == WState::Bar;
-            } else {
-                let pipe = pipes[h.class as usize];
-                let t = h.ready.max(pipe);
-                if t <= now {
-                    if best.is_none_or(|(a, _)| h.age < a) {
-                        best = Some((h.age, ws));
-                    }
-                } else if t < best_t {
-                    let w = &self.warps[ws];
-                    best_t = t;
-                    best_r = if w.wake >= w.next_ok && w.wake >= pipe {
-                        w.reason
-                    } else if pipe >= w.next_ok {
-                        Stall::PipeBusy
-                    } else {
-                        Stall::Scoreboard
-                    };
+        let (mut best_age, mut best) = (u64::MAX, None);
+        let (mut best_t, mut soonest) = (u64::MAX, 0);
+        for (k, h) in self.hot.of_scheduler(s).iter().enumerate() {
+            let t = h.ready.max(pipes[h.class as usize]);
+            if t <= now {
+                if h.age < best_age {
+                    best_age = h.age;
+                    best = Some(k);
                 }
+            } else if t < best_t {
+                best_t = t;
+                soonest = k;
             }
-            ws += nsched;
         }
-        if let Some((_, w)) = best {
-            return Ok(w);
+        if let Some(k) = best {
+            return Ok(k * nsched + s);
         }
-        if best_t == u64::MAX && any_bar {
-            best_r = Stall::Barrier;
+        if best_t == u64::MAX {
+            let at_bar = (s..self.warps.len())
+                .step_by(nsched)
+                .any(|ws| self.warps[ws].state == WState::Bar);
+            return Err((u64::MAX, if at_bar { Stall::Barrier } else { Stall::Idle }));
         }
-        Err((best_t, best_r))
+        let ws = soonest * nsched + s;
+        let (w, pipe) = (&self.warps[ws], pipes[self.hot.get(ws).class as usize]);
+        let reason = if w.wake >= w.next_ok && w.wake >= pipe {
+            w.reason
+        } else if pipe >= w.next_ok {
+            Stall::PipeBusy
+        } else {
+            Stall::Scoreboard
+        };
+        Err((best_t, reason))
     }
 
     fn issue(
@@ -658,7 +701,7 @@ impl Sm {
         let w = &mut self.warps[ws];
         let Some(pc) = w.arch.pc() else {
             w.state = WState::Done;
-            self.hot[ws] = Hot::of(w);
+            self.hot.set(ws, Hot::of(w));
             return Ok(());
         };
         let x = &prog.insts[pc as usize];
@@ -796,7 +839,7 @@ impl Sm {
             }
         }
         refresh(w, prog, sh.deps);
-        self.hot[ws] = Hot::of(w);
+        self.hot.set(ws, Hot::of(w));
         // Barrier release (also when a warp exits while others wait).
         let need = if block.expected > 0 {
             block.expected.div_ceil(32)
@@ -821,7 +864,7 @@ impl Sm {
                         row.fill(acc as u64);
                         wm.ready[r as usize] = now + 1;
                     }
-                    self.hot[m as usize] = Hot::of(wm);
+                    self.hot.set(m as usize, Hot::of(wm));
                 }
             }
         }
@@ -831,7 +874,7 @@ impl Sm {
         if block.live == 0 {
             for &m in &block.warps {
                 self.warps[m as usize].state = WState::Free;
-                self.hot[m as usize] = Hot::of(&self.warps[m as usize]);
+                self.hot.set(m as usize, Hot::of(&self.warps[m as usize]));
             }
             self.blocks[bslot] = None;
             self.live_blocks -= 1;

@@ -130,21 +130,21 @@ impl HotTable {
         }
     }
 
-    fn get(&self, ws: usize) -> &Hot {
-        let (s, k) = self.at[ws];
-        &self.per[s as usize][k as usize]
+    /// Sets slot `ws`, which is at most one past the last slot set.
+    #[inline]
+    fn set(&mut self, ws: usize, h: Hot) {
+        match self.at.get(ws) {
+            Some(&(s, k)) => self.per[s as usize][k as usize] = h,
+            None => self.push(ws, h),
+        }
     }
 
-    /// Sets slot `ws`, which is at most one past the last slot set.
-    fn set(&mut self, ws: usize, h: Hot) {
-        if ws == self.at.len() {
-            let n = self.per.len();
-            self.at.push(((ws % n) as u32, (ws / n) as u32));
-            self.per[ws % n].push(h);
-        } else {
-            let (s, k) = self.at[ws];
-            self.per[s as usize][k as usize] = h;
-        }
+    #[cold]
+    fn push(&mut self, ws: usize, h: Hot) {
+        debug_assert_eq!(ws, self.at.len(), "warp slots are added one at a time");
+        let n = self.per.len();
+        self.at.push(((ws % n) as u32, (ws / n) as u32));
+        self.per[ws % n].push(h);
     }
 
     fn of_scheduler(&self, s: usize) -> &[Hot] {
@@ -199,10 +199,12 @@ pub(super) struct Sm {
     pub id: u32,
     pub cycle: u64,
     warps: Vec<TWarp>,
-    /// `hot.get(ws)` mirrors `warps[ws]` for the schedulers.
+    /// Mirrors `warps` for the schedulers, by scheduler.
     hot: HotTable,
     blocks: Vec<Option<TBlock>>,
     pipe: Vec<[u64; NCLASS]>,
+    /// Per scheduler: the warp it issued last (its index among the scheduler's warps), which
+    /// it keeps issuing while it can (greedy-then-oldest).
     last: Vec<Option<u32>>,
     pub live_blocks: u32,
     /// Per scheduler: the earliest cycle one of its warps can issue, and why not before —
@@ -539,14 +541,15 @@ impl Sm {
             }
             while issued < per {
                 match self.pick(s, now) {
-                    Ok(ws) => {
+                    Ok(k) => {
+                        let ws = k * nsched + s;
                         if self.must_wait_before(sh, ws, s) {
                             self.resume = Some((s, issued, issued_any));
                             self.park = Park::Retry;
                             return Ok(());
                         }
-                        self.issue(sh, mem, ws, s, now)?;
-                        self.last[s] = Some(ws as u32);
+                        self.issue(sh, mem, s, k, now)?;
+                        self.last[s] = Some(k as u32);
                         issued += 1;
                     }
                     Err((t, r)) => {
@@ -632,22 +635,26 @@ impl Sm {
             .is_some_and(|x| matches!(x.op, Op::Bar | Op::Exit))
     }
 
-    fn eligible(&self, ws: usize, s: usize, now: u64) -> bool {
-        let h = self.hot.get(ws);
-        h.ready <= now && self.pipe[s][h.class as usize] <= now
+    /// Whether scheduler `s`'s `k`-th warp can issue at `now`.
+    fn eligible(&self, s: usize, k: usize, now: u64) -> bool {
+        self.hot
+            .of_scheduler(s)
+            .get(k)
+            .is_some_and(|h| h.ready <= now && self.pipe[s][h.class as usize] <= now)
     }
 
-    /// The warp scheduler `s` issues at `now` (greedy-then-oldest), or, when none can, the
+    /// The warp scheduler `s` issues at `now` (greedy-then-oldest; its `k`-th warp, slot
+    /// `k * n + s`), or, when none can, the
     /// earliest cycle one of its warps can and the reason it cannot before (the limiting one
     /// of scoreboard/memory/fence, pipe and issue slot; `Barrier` or `Idle` with `u64::MAX`
     /// when no warp can become ready by itself). One pass over the warps serves both, since
     /// a cycle without issue would otherwise scan them twice.
     fn pick(&self, s: usize, now: u64) -> Result<usize, (u64, Stall)> {
         let nsched = self.pipe.len();
-        if let Some(l) = self.last[s]
-            && self.eligible(l as usize, s, now)
+        if let Some(k) = self.last[s]
+            && self.eligible(s, k as usize, now)
         {
-            return Ok(l as usize);
+            return Ok(k as usize);
         }
         // One branch-light pass: the oldest warp that can issue, else the first (in slot
         // order) of those that can soonest. A warp not running has `ready` = u64::MAX, which
@@ -668,7 +675,7 @@ impl Sm {
             }
         }
         if let Some(k) = best {
-            return Ok(k * nsched + s);
+            return Ok(k);
         }
         if best_t == u64::MAX {
             let at_bar = (s..self.warps.len())
@@ -676,8 +683,8 @@ impl Sm {
                 .any(|ws| self.warps[ws].state == WState::Bar);
             return Err((u64::MAX, if at_bar { Stall::Barrier } else { Stall::Idle }));
         }
-        let ws = soonest * nsched + s;
-        let (w, pipe) = (&self.warps[ws], pipes[self.hot.get(ws).class as usize]);
+        let w = &self.warps[soonest * nsched + s];
+        let pipe = pipes[self.hot.of_scheduler(s)[soonest].class as usize];
         let reason = if w.wake >= w.next_ok && w.wake >= pipe {
             w.reason
         } else if pipe >= w.next_ok {
@@ -688,14 +695,16 @@ impl Sm {
         Err((best_t, reason))
     }
 
+    /// Issues scheduler `s`'s `k`-th warp at `now`.
     fn issue(
         &mut self,
         sh: &Shared,
         mem: &mut SmMem,
-        ws: usize,
         s: usize,
+        k: usize,
         now: u64,
     ) -> Result<(), EmuError> {
+        let ws = k * self.pipe.len() + s;
         let prog = sh.inp.prog;
         let cfg = sh.inp.cfg;
         let w = &mut self.warps[ws];
@@ -839,7 +848,7 @@ impl Sm {
             }
         }
         refresh(w, prog, sh.deps);
-        self.hot.set(ws, Hot::of(w));
+        self.hot.per[s][k] = Hot::of(w);
         // Barrier release (also when a warp exits while others wait).
         let need = if block.expected > 0 {
             block.expected.div_ceil(32)

@@ -134,9 +134,15 @@ impl HotTable {
     #[inline]
     fn set(&mut self, ws: usize, h: Hot) {
         match self.at.get(ws) {
-            Some(&(s, k)) => self.per[s as usize][k as usize] = h,
+            Some(&(s, k)) => self.set_in(s as usize, k as usize, h),
             None => self.push(ws, h),
         }
+    }
+
+    /// Sets scheduler `s`'s `k`-th warp, for a caller that knows where it is.
+    #[inline]
+    fn set_in(&mut self, s: usize, k: usize, h: Hot) {
+        self.per[s][k] = h;
     }
 
     #[cold]
@@ -644,11 +650,10 @@ impl Sm {
     }
 
     /// The warp scheduler `s` issues at `now` (greedy-then-oldest; its `k`-th warp, slot
-    /// `k * n + s`), or, when none can, the
-    /// earliest cycle one of its warps can and the reason it cannot before (the limiting one
-    /// of scoreboard/memory/fence, pipe and issue slot; `Barrier` or `Idle` with `u64::MAX`
-    /// when no warp can become ready by itself). One pass over the warps serves both, since
-    /// a cycle without issue would otherwise scan them twice.
+    /// `k * n + s`), or, when none can, the earliest cycle one of its warps can and the reason
+    /// it cannot before (the limiting one of scoreboard/memory/fence, pipe and issue slot;
+    /// `Barrier` or `Idle` with `u64::MAX` when no warp can become ready by itself). One pass
+    /// over the warps serves both, since a cycle without issue would otherwise scan them twice.
     fn pick(&self, s: usize, now: u64) -> Result<usize, (u64, Stall)> {
         let nsched = self.pipe.len();
         if let Some(k) = self.last[s]
@@ -848,7 +853,7 @@ impl Sm {
             }
         }
         refresh(w, prog, sh.deps);
-        self.hot.per[s][k] = Hot::of(w);
+        self.hot.set_in(s, k, Hot::of(w));
         // Barrier release (also when a warp exits while others wait).
         let need = if block.expected > 0 {
             block.expected.div_ceil(32)

@@ -96,12 +96,11 @@ fn run_rounds(
         .and_then(|d| Instant::now().checked_add(d));
     let mut sms: Vec<Sm> = (0..nsm).map(|id| Sm::new(id, nsched)).collect();
     let mut next_block = 0u64;
-    let mut age = 0u64;
     // Initial distribution: round-robin over SMs, up to the occupancy limit.
     for _ in 0..inp.blocks_per_sm.max(1) {
         for sm in sms.iter_mut() {
             if next_block < total_blocks {
-                sm.launch_block(inp, &deps, next_block, &mut age);
+                sm.launch_block(inp, &deps, next_block);
                 next_block += 1;
             }
         }
@@ -137,7 +136,7 @@ fn run_rounds(
                 Park::Run | Park::Jump | Park::Retry | Park::Done => {}
                 Park::Dispatch => {
                     while sm.live_blocks < inp.blocks_per_sm.max(1) && next_block < total_blocks {
-                        sm.launch_block(inp, &deps, next_block, &mut age);
+                        sm.launch_block(inp, &deps, next_block);
                         next_block += 1;
                     }
                     if sm.live_blocks == 0 {

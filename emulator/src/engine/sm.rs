@@ -86,17 +86,15 @@ pub(super) struct TWarp {
     reason: Stall,
     class: Class,
     bar_dst: Option<u32>,
-    age: u64,
 }
 
 /// What the warp schedulers scan, per warp slot and apart from the warp's other state, so a
 /// scan walks one small array: the cycle from which the warp can issue as far as it alone
-/// decides (`max(wake, next_ok)`; `u64::MAX` when not running), its next instruction's class
-/// (for the pipe) and its age. Kept in step with the warp by [`Hot::of`] after every change.
+/// decides (`max(wake, next_ok)`; `u64::MAX` when not running) and its next instruction's
+/// class (for the pipe). Kept in step with the warp by [`Hot::of`] after every change.
 #[derive(Debug, Clone, Copy)]
 struct Hot {
     ready: u64,
-    age: u64,
     class: Class,
 }
 
@@ -108,7 +106,6 @@ impl Hot {
             } else {
                 u64::MAX
             },
-            age: w.age,
             class: w.class,
         }
     }
@@ -116,10 +113,12 @@ impl Hot {
 
 /// [`Hot`] per warp slot, stored by scheduler (slot `ws` is the `ws / n`-th of scheduler
 /// `ws % n`), so that a scheduler's scan walks one contiguous array; `at[ws]` is that place,
-/// looked up rather than divided for.
+/// looked up rather than divided for. `by_age[s]` lists scheduler `s`'s warps oldest first,
+/// so that a scan for the oldest ready warp stops at the first it finds.
 struct HotTable {
     per: Vec<Vec<Hot>>,
     at: Vec<(u32, u32)>,
+    by_age: Vec<Vec<u32>>,
 }
 
 impl HotTable {
@@ -127,7 +126,23 @@ impl HotTable {
         HotTable {
             per: vec![Vec::new(); nsched.max(1)],
             at: Vec::new(),
+            by_age: vec![Vec::new(); nsched.max(1)],
         }
+    }
+
+    /// Slot `ws` (already set) now holds the youngest warp: last in its scheduler's age order.
+    fn youngest(&mut self, ws: usize) {
+        let (s, k) = self.at[ws];
+        let order = &mut self.by_age[s as usize];
+        if let Some(i) = order.iter().position(|&j| j == k) {
+            order.remove(i);
+        }
+        order.push(k);
+    }
+
+    /// Scheduler `s`'s warps (their indices among its own), oldest first.
+    fn by_age(&self, s: usize) -> &[u32] {
+        &self.by_age[s]
     }
 
     /// Sets slot `ws`, which is at most one past the last slot set.
@@ -304,8 +319,8 @@ impl Sm {
         }
     }
 
-    /// Starts block number `b` of the grid in a free slot; its warps get ages from `age` on.
-    pub(super) fn launch_block(&mut self, inp: &LaunchInput, deps: &Deps, b: u64, age: &mut u64) {
+    /// Starts block number `b` of the grid in a free slot; its warps are the youngest.
+    pub(super) fn launch_block(&mut self, inp: &LaunchInput, deps: &Deps, b: u64) {
         let [gx, gy, _] = inp.grid.map(|v| v as u64);
         let id = [
             (b % gx) as u32,
@@ -343,14 +358,12 @@ impl Sm {
                         reason: Stall::Scoreboard,
                         class: Class::Int,
                         bar_dst: None,
-                        age: 0,
                     });
                     let ws = self.warps.len() - 1;
                     self.hot.set(
                         ws,
                         Hot {
                             ready: u64::MAX,
-                            age: 0,
                             class: Class::Int,
                         },
                     );
@@ -387,10 +400,9 @@ impl Sm {
             w.outstanding = self.cycle;
             w.next_ok = self.cycle;
             w.bar_dst = None;
-            w.age = *age;
-            *age += 1;
             refresh(w, prog, deps);
             self.hot.set(ws, Hot::of(w));
+            self.hot.youngest(ws);
             warps.push(ws as u32);
         }
         self.blocks[slot] = Some(TBlock {
@@ -661,26 +673,23 @@ impl Sm {
         {
             return Ok(k as usize);
         }
-        // One branch-light pass: the oldest warp that can issue, else the first (in slot
-        // order) of those that can soonest. A warp not running has `ready` = u64::MAX, which
-        // neither test takes.
+        // One pass, oldest first: the first warp that can issue is the answer; else the first
+        // in slot order of those that can soonest. A warp not running has `ready` = u64::MAX,
+        // which neither test takes.
         let pipes = &self.pipe[s];
-        let (mut best_age, mut best) = (u64::MAX, None);
+        let hot = self.hot.of_scheduler(s);
         let (mut best_t, mut soonest) = (u64::MAX, 0);
-        for (k, h) in self.hot.of_scheduler(s).iter().enumerate() {
+        for &k in self.hot.by_age(s) {
+            let k = k as usize;
+            let h = &hot[k];
             let t = h.ready.max(pipes[h.class as usize]);
             if t <= now {
-                if h.age < best_age {
-                    best_age = h.age;
-                    best = Some(k);
-                }
-            } else if t < best_t {
+                return Ok(k);
+            }
+            if t < best_t || (t == best_t && k < soonest) {
                 best_t = t;
                 soonest = k;
             }
-        }
-        if let Some(k) = best {
-            return Ok(k);
         }
         if best_t == u64::MAX {
             let at_bar = (s..self.warps.len())

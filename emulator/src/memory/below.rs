@@ -204,7 +204,7 @@ impl Below {
             let dram_start = dram.reserve(start, miss_bytes);
             *dram_bytes_read += miss_bytes;
             let ready = dram_start + miss_latency;
-            let ev = slice.cache.fill(local, lk.miss, ready, start, false, pend);
+            let ev = slice.cache.fill_missed(&lk, ready, start, pend);
             l2.evictions += evicted(ev, start, dram);
             done = done.max(ready);
         }

@@ -16,6 +16,8 @@ use std::collections::BinaryHeap;
 /// What one line's sectors looked like at lookup time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Lookup {
+    /// The line looked up.
+    pub line: u64,
     /// Slot of the line when its tag is present.
     pub slot: Option<usize>,
     /// Requested sectors present and arrived.
@@ -51,6 +53,11 @@ pub(crate) struct Cache {
     dirty: Vec<u8>,
     /// Arrival cycle per sector (`slot * sectors + s`), meaningful while the sector is valid.
     ready: Vec<u64>,
+    /// Per slot: the latest `ready` among its valid sectors (0 when none), so that a line has
+    /// nothing in flight exactly when this is ≤ now (a token is above every cycle). Why kept:
+    /// choosing a victim tests every way of a set, and a sector scan per way was the most
+    /// costly part of a texture miss.
+    latest: Vec<u64>,
     stamp: u64,
     /// Slot of the last tag hit: consecutive requests usually touch the same line, and checking
     /// it first skips the set scan (64 ways on Volta and later).
@@ -77,6 +84,7 @@ impl Cache {
             valid: vec![0; slots],
             dirty: vec![0; slots],
             ready: vec![0; slots * sectors],
+            latest: vec![0; slots],
             stamp: 0,
             mru: 0,
         }
@@ -114,6 +122,7 @@ impl Cache {
     pub(crate) fn lookup(&mut self, line: u64, mask: u8, now: u64, pend: &mut Pend) -> Lookup {
         let Some(slot) = self.find(line) else {
             return Lookup {
+                line,
                 slot: None,
                 hit: 0,
                 pending: 0,
@@ -143,6 +152,7 @@ impl Cache {
             }
         }
         Lookup {
+            line,
             slot: Some(slot),
             hit,
             pending,
@@ -162,28 +172,56 @@ impl Cache {
         dirty: bool,
         pend: &mut Pend,
     ) -> Option<Evicted> {
-        let (slot, evicted) = match self.find(line) {
-            Some(slot) => (slot, None),
-            None => {
-                let slot = self.victim(line, now);
-                let old = self.tags[slot];
-                let evicted = (old != 0).then(|| Evicted {
-                    line: old - 1,
-                    dirty: self.dirty[slot],
-                });
-                self.tags[slot] = line + 1;
-                self.valid[slot] = 0;
-                self.dirty[slot] = 0;
-                self.stamp += 1;
-                self.stamps[slot] = self.stamp;
-                (slot, evicted)
-            }
-        };
+        let (slot, evicted) = self.place(self.find(line), line, now);
+        self.mark(slot, mask, ready, dirty, pend);
+        evicted
+    }
+
+    /// [`Cache::fill`] of the sectors lookup `lk` missed, arriving at `ready`, right after it:
+    /// the line's slot (or its absence) is known, so the set is not searched again.
+    pub(crate) fn fill_missed(
+        &mut self,
+        lk: &Lookup,
+        ready: u64,
+        now: u64,
+        pend: &mut Pend,
+    ) -> Option<Evicted> {
+        let (slot, evicted) = self.place(lk.slot, lk.line, now);
+        self.mark(slot, lk.miss, ready, false, pend);
+        evicted
+    }
+
+    /// The slot of `line`, found at `found` or allocated at cycle `now`, and the line evicted
+    /// to make room.
+    fn place(&mut self, found: Option<usize>, line: u64, now: u64) -> (usize, Option<Evicted>) {
+        if let Some(slot) = found {
+            return (slot, None);
+        }
+        let slot = self.victim(line, now);
+        let old = self.tags[slot];
+        let evicted = (old != 0).then(|| Evicted {
+            line: old - 1,
+            dirty: self.dirty[slot],
+        });
+        self.tags[slot] = line + 1;
+        self.valid[slot] = 0;
+        self.dirty[slot] = 0;
+        self.latest[slot] = 0;
+        self.stamp += 1;
+        self.stamps[slot] = self.stamp;
+        (slot, evicted)
+    }
+
+    /// Marks `mask`'s sectors of `slot` as arriving at `ready`, optionally dirty.
+    fn mark(&mut self, slot: usize, mask: u8, ready: u64, dirty: bool, pend: &mut Pend) {
         let was_valid = self.valid[slot];
         self.valid[slot] |= mask;
         if dirty {
             self.dirty[slot] |= mask;
         }
+        // A sector's arrival only moves later here (or is new), so the slot's latest is the
+        // maximum of the old one and the values written.
+        let mut latest = self.latest[slot];
         for s in 0..self.sectors {
             let bit = 1u8 << s;
             if mask & bit != 0 {
@@ -194,43 +232,55 @@ impl Cache {
                 } else {
                     ready
                 };
+                latest = latest.max(*r);
             }
         }
-        evicted
+        self.latest[slot] = latest;
+    }
+
+    /// The latest arrival among `slot`'s valid sectors, 0 when none.
+    fn latest_of(&self, slot: usize) -> u64 {
+        let base = slot * self.sectors;
+        (0..self.sectors)
+            .filter(|&s| self.valid[slot] & (1 << s) != 0)
+            .map(|s| self.ready[base + s])
+            .max()
+            .unwrap_or(0)
     }
 
     /// Invalid way first; else the oldest stamp among lines with nothing in flight; else the
     /// oldest stamp (its waiting requests already know their completion cycles).
     fn victim(&self, line: u64, now: u64) -> usize {
         let range = self.set_range(line);
-        let idle = |i: usize| {
-            let base = i * self.sectors;
-            (0..self.sectors).all(|s| self.valid[i] & (1 << s) == 0 || self.ready[base + s] <= now)
-        };
-        // One pass: stamps of resident lines are distinct (each is a fresh count), so the
-        // oldest idle line is found by testing idleness only where the stamp would win.
-        let (mut oldest, mut oldest_idle) = ((u64::MAX, range.start), None);
-        for i in range {
-            if self.tags[i] == 0 {
-                return i;
-            }
-            let stamp = self.stamps[i];
-            if stamp < oldest.0 {
-                oldest = (stamp, i);
-            }
-            if oldest_idle.is_none_or(|(st, _)| stamp < st) && idle(i) {
-                oldest_idle = Some((stamp, i));
+        let start = range.start;
+        // One branch-free minimum: a way's key is its stamp, with the top bit set while
+        // something is in flight. A way never filled has stamp 0 and nothing in flight (key 0);
+        // stamps of resident lines are distinct counts from 1, far below that bit. So the
+        // smallest key is the rule above, and the first of equal keys the first invalid way.
+        let set = self.stamps[range.clone()].iter().zip(&self.latest[range]);
+        let mut best = (u64::MAX, 0);
+        for (i, (&stamp, &latest)) in set.enumerate() {
+            let key = (u64::from(latest > now) << 63) | stamp;
+            if key < best.0 {
+                best = (key, i);
             }
         }
-        oldest_idle.unwrap_or(oldest).1
+        start + best.1
     }
 
     /// Replaces resolved tokens among the arrival cycles by their values.
     pub(crate) fn patch(&mut self, pend: &Pend) {
-        for r in self.ready.iter_mut() {
-            if is_token(*r) {
-                *r = pend.settled(*r);
+        for slot in 0..self.latest.len() {
+            if !is_token(self.latest[slot]) {
+                continue;
             }
+            let base = slot * self.sectors;
+            for r in &mut self.ready[base..base + self.sectors] {
+                if is_token(*r) {
+                    *r = pend.settled(*r);
+                }
+            }
+            self.latest[slot] = self.latest_of(slot);
         }
     }
 
@@ -383,6 +433,27 @@ mod tests {
         c.fill(4, 1, 5, 1, false, &mut p);
         let ev = c.fill(8, 1, 50, 10, false, &mut p).unwrap();
         assert_eq!(ev.line, 4);
+    }
+
+    #[test]
+    fn a_line_waiting_for_a_token_is_in_flight_until_patched_with_its_value() {
+        // 2 ways × 4 sets: lines 0, 4, 8 share set 0.
+        let mut p = Pend::default();
+        let mut c = Cache::new(&cfg(1024, 2, Replacement::Lru));
+        let answer = p.given();
+        c.fill(0, 1, answer, 0, false, &mut p); // arrival not known yet
+        c.fill(4, 0b0011, 5, 1, false, &mut p);
+        c.fill(4, 0b0100, 2000, 2, false, &mut p); // one sector of line 4 in flight till 2000
+        c.lookup(0, 1, 3, &mut p); // line 4 is now the least recently used
+        // both in flight at cycle 10: the least recently used goes
+        assert_eq!(c.clone().fill(8, 1, 50, 10, false, &mut p).unwrap().line, 4);
+        // line 0's arrival known (3) and patched in: it is idle at 10, line 4 is not
+        p.give(answer, 3);
+        p.evaluate();
+        c.patch(&p);
+        assert_eq!(c.clone().fill(8, 1, 50, 10, false, &mut p).unwrap().line, 0);
+        // both idle at 2000: the least recently used again
+        assert_eq!(c.fill(8, 1, 50, 2000, false, &mut p).unwrap().line, 4);
     }
 
     #[test]

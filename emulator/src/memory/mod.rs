@@ -315,10 +315,7 @@ impl Link<'_> {
                 ready = self.pend.max(ready, answer);
             }
             mshrs.occupy(ready, self.pend);
-            if cache
-                .fill(line, lk.miss, ready, t, false, self.pend)
-                .is_some()
-            {
+            if cache.fill_missed(&lk, ready, t, self.pend).is_some() {
                 counters.evictions += 1;
             }
             done = self.pend.max(done, ready);

@@ -307,18 +307,27 @@ impl Link<'_> {
             let sent = mshrs.acquire(t, self.pend);
             let sector_bytes = 1u64 << cache.sector_shift();
             let line_addr = line << cache.line_shift();
-            let mut ready = self.pend.add(sent, base);
+            // The latest answer: an answer is never before its request's send cycle plus this
+            // path's latency (`Below::access` starts from there), and the send cycle is not
+            // before `t`, so neither that sum nor `t + base` can be later and neither needs an
+            // expression of its own.
+            let mut ready = None;
             for (first, count) in runs(lk.miss) {
                 let addr = line_addr + u64::from(first) * sector_bytes;
                 let len = u64::from(count) * sector_bytes;
                 let answer = self.send(sent, addr, len, base, L2Op::Read, true);
-                ready = self.pend.max(ready, answer);
+                ready = Some(ready.map_or(answer, |r| self.pend.max(r, answer)));
             }
+            let ready = ready.unwrap_or_else(|| self.pend.add(sent, base));
             mshrs.occupy(ready, self.pend);
             if cache.fill_missed(&lk, ready, t, self.pend).is_some() {
                 counters.evictions += 1;
             }
-            done = self.pend.max(done, ready);
+            done = if lk.pending != 0 {
+                self.pend.max(done, ready)
+            } else {
+                ready
+            };
         }
         done
     }
@@ -695,6 +704,7 @@ impl MemorySystem {
                 );
                 let sent = sent.unwrap_or(r.now);
                 let v = below.answer(&L2Req { sent, ..r });
+                debug_assert!(v >= sent + r.base, "an answer comes after its request");
                 if r.token != 0 {
                     sm.pend.give(r.token, v);
                 }

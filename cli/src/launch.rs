@@ -356,7 +356,7 @@ fn execute(
                 "spilled_registers_per_thread".into(),
                 stats.spilled_registers_per_thread.into(),
             );
-            let counters = instrument::emu_counters(stats);
+            let counters = stats.clone();
             if spec.launches.len() == 1 {
                 metrics.emulator = Some(counters);
             } else {

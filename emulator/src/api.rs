@@ -11,7 +11,7 @@ use crate::devmem::DeviceMemory;
 use crate::engine::{LaunchInput, run};
 use crate::error::EmuError;
 use crate::ir::{EntrySignature, Opnd, Program};
-use crate::memory::{AddressEvent, MemCounters, MemorySystem};
+use crate::memory::{AddressEvent, MemorySystem};
 use crate::occupancy::{fit_registers, occupancy};
 use crate::ptx;
 use crate::texture::{HANDLE_BASE, Storage, Texture, TextureDesc};
@@ -110,29 +110,9 @@ pub struct LaunchParams {
     pub max_warp_instructions: u64,
 }
 
-/// What a launch measured. All counts are deterministic.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct LaunchStats {
-    /// Cycles of the whole kernel (the slowest SM).
-    pub cycles: u64,
-    pub sm_cycles: Vec<u64>,
-    pub warp_instructions: u64,
-    pub thread_instructions: u64,
-    /// Warp instructions by class (int, fp32, fp64, sfu, mem, tex, branch, special, shuffle,
-    /// barrier, nop) and `flops` (thread-level floating-point operations, fma = 2).
-    pub instructions_by_class: BTreeMap<String, u64>,
-    /// Scheduler-cycles without issue, by reason (scoreboard, memory, barrier, membar,
-    /// pipe_busy, idle).
-    pub stall_cycles: BTreeMap<String, u64>,
-    pub mem: MemCounters,
-    pub blocks_per_sm: u32,
-    /// Registers per thread the occupancy used: `LaunchParams::regs_per_thread` fitted to this
-    /// GPU (`fit_registers`), as its compiler would have allocated them.
-    pub registers_per_thread: u32,
-    /// Registers per thread asked for beyond that: what the target's compiler would have
-    /// spilled to local memory. Flagged only; the spill traffic is not modelled.
-    pub spilled_registers_per_thread: u32,
-}
+/// What a launch measured, as run.json keeps it (its `emulator` table, defined by the trace
+/// crate). All counts are deterministic.
+pub type LaunchStats = trace::EmuCounters;
 
 /// A CPU-emulated GPU: device memory, loaded modules, textures and the timing model.
 pub struct Emulator {

@@ -31,9 +31,7 @@ pub use device::{
     Arg, Backend, BackendChoice, DevBuf, Device, DeviceProperties, LaunchConfig, LaunchOutcome,
     ModuleId, sim_warp_instructions_per_second,
 };
-pub use emu::{
-    DEFAULT_MAX_WARP_INSTRUCTIONS, EmuDevice, EmuLimits, emu_counters, host_available_bytes,
-};
+pub use emu::{DEFAULT_MAX_WARP_INSTRUCTIONS, EmuDevice, EmuLimits, host_available_bytes};
 pub use error::InstrumentError;
 pub use log::{LogShape, TraceWarps, decode, initial_log};
 pub use probe::{Probe, ProbedLaunch, launch_probed};

@@ -619,7 +619,7 @@ fn write_run(
         m.warp_instructions = Some(stats.warp_instructions);
         // Work by class (the roofline's W), where the cycles went (stalls by reason, per SM) and
         // the memory counters, in run.json's one typed shape.
-        m.emulator = Some(instrument::emu_counters(stats));
+        m.emulator = Some(stats.clone());
         [m.tex_hit_rate, m.l1_hit_rate, m.l2_hit_rate] =
             hit_rates(Some(&stats.mem)).map(|(_, r)| r);
         hit_rate_source = if m.tex_hit_rate.is_some() {

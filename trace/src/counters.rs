@@ -1,7 +1,7 @@
 //! What the emulator counted in one launch, as `run.json` keeps it (the `emulator` field of
-//! [`crate::RunMetrics`]). Defined here, not in the emulator crate, so every reader of a run
-//! (exporters, analysis) sees one typed shape without depending on the emulator; the instrument
-//! crate converts the emulator's `LaunchStats` into it in one place (`instrument::emu_counters`).
+//! [`crate::RunMetrics`]). The one definition of these counters: the emulator counts into them
+//! (its `LaunchStats` is [`EmuCounters`]) and every reader of a run (exporters, analysis) reads
+//! them without depending on the emulator.
 //!
 //! Every field defaults to zero / empty when absent, so a counter a writer did not have reads as
 //! nothing counted rather than failing the whole run.
@@ -26,9 +26,11 @@ pub struct EmuCounters {
     pub stall_cycles: BTreeMap<String, u64>,
     pub mem: MemCounters,
     pub blocks_per_sm: u32,
-    /// Registers per thread the occupancy used (fitted to the GPU), and those asked for beyond
-    /// that, which the target's compiler would have spilled.
+    /// Registers per thread the occupancy used: those asked for fitted to the GPU, as its
+    /// compiler would have allocated them.
     pub registers_per_thread: u32,
+    /// Registers per thread asked for beyond that: what the target's compiler would have
+    /// spilled to local memory. Flagged only; the emulator does not model the spill traffic.
     pub spilled_registers_per_thread: u32,
 }
 
@@ -75,8 +77,49 @@ pub struct CacheCounters {
 }
 
 impl CacheCounters {
+    /// Fraction of read sectors served without a new fetch from below (hits and MSHR merges);
+    /// `None` when nothing was read.
+    pub fn hit_rate(&self) -> Option<f64> {
+        let total = self.sector_hits + self.sector_misses + self.mshr_merges;
+        (total > 0).then(|| (self.sector_hits + self.mshr_merges) as f64 / total as f64)
+    }
+
+    /// Adds another cache's (or another SM's) counts.
+    pub fn add(&mut self, o: &CacheCounters) {
+        self.requests += o.requests;
+        self.sector_hits += o.sector_hits;
+        self.sector_misses += o.sector_misses;
+        self.mshr_merges += o.mshr_merges;
+        self.evictions += o.evictions;
+        self.write_sectors += o.write_sectors;
+    }
+
     /// Sectors moved through this level (reads of every kind plus writes).
     pub fn sectors(&self) -> u64 {
         self.sector_hits + self.sector_misses + self.mshr_merges + self.write_sectors
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hit_rate_counts_merges_as_served_and_ignores_writes() {
+        let mut c = CacheCounters {
+            write_sectors: 9,
+            ..CacheCounters::default()
+        };
+        assert_eq!(c.hit_rate(), None, "nothing read");
+        c.add(&CacheCounters {
+            requests: 2,
+            sector_hits: 1,
+            sector_misses: 2,
+            mshr_merges: 1,
+            evictions: 1,
+            write_sectors: 1,
+        });
+        assert_eq!(c.hit_rate(), Some(0.5));
+        assert_eq!((c.requests, c.write_sectors, c.sectors()), (2, 10, 14));
     }
 }

@@ -2,7 +2,7 @@
 //! order (mod.rs says when), and the bandwidth queue both are built from.
 
 use super::cache::{self, Cache};
-use super::{CacheCounters, L2Req, Pend};
+use super::{CacheCounters, L2Req, Pend, count};
 use crate::config::{CacheConfig, GpuConfig};
 
 /// Sub-cycle resolution of bandwidth queues: bytes/cycle need not divide the transfer size.
@@ -191,7 +191,7 @@ impl Below {
         }
         let lk = slice.cache.lookup(local, mask, start, pend);
         if op == L2Op::Read {
-            l2.count(lk.hit, lk.pending, lk.miss);
+            count(l2, lk.hit, lk.pending, lk.miss);
         } else {
             l2.write_sectors += u64::from(mask.count_ones());
         }

@@ -12,7 +12,8 @@
 //!
 //! Main types: [`MemorySystem`] (every SM's [`SmMem`] and the [`Below`] they share;
 //! [`SmMem::access`] is the one entry point), [`MemRequest`], [`Space`], [`AccessKind`],
-//! [`MemCounters`] / [`CacheCounters`].
+//! and the counters it keeps in run.json's tables ([`MemCounters`] / [`CacheCounters`], defined
+//! by the trace crate).
 //!
 //! # The model
 //! - **Coalescing**: a warp's lane addresses become cache lines with a mask of sectors (32 B,
@@ -66,9 +67,9 @@ use coalesce::{LineReq, bank_conflict_ways, coalesce, distinct_addresses, max_sa
 pub(crate) use pending::{Pend, is_token};
 use record::AddressRecorder;
 pub use record::{AddressEvent, AddressKind};
-use serde::Serialize;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
+pub use trace::{CacheCounters, MemCounters};
 
 /// PTX state space of a memory instruction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,83 +102,23 @@ pub(crate) struct MemRequest<'a> {
     pub readonly_path: bool,
 }
 
-/// Hit/miss counts of one cache level. Sector counts are per 32-byte sector (per line for an
-/// unsectored cache); `requests` counts line lookups.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct CacheCounters {
-    pub requests: u64,
-    pub sector_hits: u64,
-    pub sector_misses: u64,
-    /// Sectors found in flight: they wait for the outstanding miss instead of a new fetch.
-    pub mshr_merges: u64,
-    pub evictions: u64,
-    /// Sectors written (stores and atomics); not part of the hit rate.
-    pub write_sectors: u64,
+/// Counts one lookup of `hit`, `pending` (MSHR merges) and `miss` sector masks.
+fn count(c: &mut CacheCounters, hit: u8, pending: u8, miss: u8) {
+    c.requests += 1;
+    c.sector_hits += u64::from(hit.count_ones());
+    c.mshr_merges += u64::from(pending.count_ones());
+    c.sector_misses += u64::from(miss.count_ones());
 }
 
-impl CacheCounters {
-    /// Fraction of read sectors served without a new fetch from below (hits and MSHR merges);
-    /// `None` when nothing was read.
-    pub fn hit_rate(&self) -> Option<f64> {
-        let total = self.sector_hits + self.sector_misses + self.mshr_merges;
-        (total > 0).then(|| (self.sector_hits + self.mshr_merges) as f64 / total as f64)
-    }
-
-    fn add(&mut self, o: &CacheCounters) {
-        self.requests += o.requests;
-        self.sector_hits += o.sector_hits;
-        self.sector_misses += o.sector_misses;
-        self.mshr_merges += o.mshr_merges;
-        self.evictions += o.evictions;
-        self.write_sectors += o.write_sectors;
-    }
-
-    fn count(&mut self, hit: u8, pending: u8, miss: u8) {
-        self.requests += 1;
-        self.sector_hits += u64::from(hit.count_ones());
-        self.mshr_merges += u64::from(pending.count_ones());
-        self.sector_misses += u64::from(miss.count_ones());
-    }
-}
-
-/// Memory counters of one launch (serialized into `run.json`; keys in declaration order).
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct MemCounters {
-    /// Global and local loads (and read-only loads from Volta on, which the L1 serves).
-    pub l1: CacheCounters,
-    /// Texture fetches (and read-only loads on GPUs with a separate texture cache); on GPUs where
-    /// the L1 serves textures, this counts the texture traffic of that shared cache.
-    pub texture: CacheCounters,
-    /// Constant and kernel-parameter loads, one lookup per distinct address.
-    pub constant: CacheCounters,
-    /// Reads from every L1-level cache's misses; stores and atomics count in `write_sectors`.
-    pub l2: CacheCounters,
-    pub dram_bytes_read: u64,
-    pub dram_bytes_written: u64,
-    pub shared_accesses: u64,
-    /// Extra shared-memory passes caused by bank conflicts (ways − 1 per access).
-    pub shared_bank_conflict_replays: u64,
-    /// Extra constant-cache passes for distinct addresses in one warp (distinct − 1 per access).
-    pub constant_serialization_replays: u64,
-    pub atomics: u64,
-    /// Fractions 0–1 (hits and MSHR merges over all read sectors); `None` without accesses.
-    pub l1_hit_rate: Option<f64>,
-    pub tex_hit_rate: Option<f64>,
-    pub l2_hit_rate: Option<f64>,
-    pub constant_hit_rate: Option<f64>,
-}
-
-impl MemCounters {
-    /// Adds one SM's per-SM counts (the L2 and DRAM ones live below the SMs).
-    fn add(&mut self, o: &MemCounters) {
-        self.l1.add(&o.l1);
-        self.texture.add(&o.texture);
-        self.constant.add(&o.constant);
-        self.shared_accesses += o.shared_accesses;
-        self.shared_bank_conflict_replays += o.shared_bank_conflict_replays;
-        self.constant_serialization_replays += o.constant_serialization_replays;
-        self.atomics += o.atomics;
-    }
+/// Adds one SM's per-SM counts to `c` (the L2 and DRAM ones live below the SMs).
+fn add_sm(c: &mut MemCounters, o: &MemCounters) {
+    c.l1.add(&o.l1);
+    c.texture.add(&o.texture);
+    c.constant.add(&o.constant);
+    c.shared_accesses += o.shared_accesses;
+    c.shared_bank_conflict_replays += o.shared_bank_conflict_replays;
+    c.constant_serialization_replays += o.constant_serialization_replays;
+    c.atomics += o.atomics;
 }
 
 /// A port that handles one unit of work per cycle; returns when this request's first unit starts.
@@ -298,7 +239,7 @@ impl Link<'_> {
         base: u64,
     ) -> u64 {
         let lk = cache.lookup(line, mask, t, self.pend);
-        counters.count(lk.hit, lk.pending, lk.miss);
+        count(counters, lk.hit, lk.pending, lk.miss);
         let mut done = t + base;
         if lk.pending != 0 {
             done = self.pend.max(done, lk.pending_ready);
@@ -738,7 +679,7 @@ impl MemorySystem {
     pub fn counters(&self) -> MemCounters {
         let mut c = MemCounters::default();
         for s in &self.sms {
-            c.add(&s.counters);
+            add_sm(&mut c, &s.counters);
         }
         c.l2 = self.below.l2;
         c.dram_bytes_read = self.below.dram_bytes_read;

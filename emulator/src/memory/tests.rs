@@ -291,23 +291,6 @@ fn same_accesses_give_same_cycles_and_counters() {
     assert_eq!(run(), run());
 }
 
-#[test]
-fn counters_serialize_with_stable_keys() {
-    let cfg = GpuConfig::preset("v100").unwrap();
-    let mem = MemorySystem::new(&cfg);
-    let c = mem.counters();
-    assert_eq!(c.tex_hit_rate, None);
-    let v = toml::to_string(&Wrapper { c }).unwrap();
-    let l1 = v.find("[c.l1]").unwrap();
-    let l2 = v.find("[c.l2]").unwrap();
-    assert!(l1 < l2);
-}
-
-#[derive(Serialize)]
-struct Wrapper {
-    c: MemCounters,
-}
-
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
     /// Any sequence of requests: completions never precede issue, every read sector is a hit,

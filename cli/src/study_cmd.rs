@@ -413,12 +413,7 @@ fn run_sweep(
         summary.backend_note,
         summary.csv.display()
     );
-    let mut rates = Vec::new();
-    for row in &summary.rows {
-        let m = trace::RunMetrics::read(&cfg.out_dir.join(&row.run).join("run.json"))?;
-        rates.extend(m.sim_warp_instructions_per_second);
-    }
-    Ok(sim_speed_line(&rates))
+    Ok(sim_speed_line(&summary.sim_rates))
 }
 
 /// "simulation speed: median … M warp instructions/s per run …" over the runs' rates.

@@ -188,7 +188,7 @@ pub fn merge(out: &Path, dirs: &[PathBuf]) -> Result<MergeSummary, StudyError> {
             copied += 1;
         }
     }
-    let rows = read_rows(out, plan.runs.iter())?;
+    let (rows, _) = read_rows(out, plan.runs.iter())?;
     let csv = out.join(SWEEP_CSV);
     write_csv(&csv, &rows)?;
     Ok(MergeSummary {

@@ -105,6 +105,8 @@ pub struct SweepSummary {
     /// The plan's hash (`plan.json`), and the part of it this sweep ran.
     pub plan_hash: String,
     pub shard: Shard,
+    /// Each run's `sim_warp_instructions_per_second` (run.json), where it has one (emulator).
+    pub sim_rates: Vec<f64>,
 }
 
 /// The demo at `scale` ([`Scale`]): a molecule-like volume and image of that geometry, the GTX 480
@@ -296,7 +298,7 @@ pub fn sweep_shard(
         }
     }
 
-    let rows = read_rows(&cfg.out_dir, mine.iter().map(|(_, p)| *p))?;
+    let (rows, sim_rates) = read_rows(&cfg.out_dir, mine.iter().map(|(_, p)| *p))?;
     let csv_path = cfg.out_dir.join(SWEEP_CSV);
     write_csv(&csv_path, &rows)?;
     Ok(SweepSummary {
@@ -308,19 +310,23 @@ pub fn sweep_shard(
         backend_note,
         plan_hash: plan.hash,
         shard,
+        sim_rates,
     })
 }
 
-/// The `sweep.csv` rows of `runs`, in the order given, from each run folder's `run.json`.
+/// The `sweep.csv` rows of `runs`, in the order given, from each run folder's `run.json`, and
+/// the simulation speeds those runs recorded.
 pub(crate) fn read_rows<'a>(
     dir: &Path,
     runs: impl Iterator<Item = &'a PlannedRun>,
-) -> Result<Vec<SweepRow>, StudyError> {
-    runs.map(|p| {
+) -> Result<(Vec<SweepRow>, Vec<f64>), StudyError> {
+    let (mut rows, mut rates) = (Vec::new(), Vec::new());
+    for p in runs {
         let m = RunMetrics::read(&dir.join(&p.name).join("run.json"))?;
-        Ok(row_from_metrics(&p.name, &m))
-    })
-    .collect()
+        rows.push(row_from_metrics(&p.name, &m));
+        rates.extend(m.sim_warp_instructions_per_second);
+    }
+    Ok((rows, rates))
 }
 
 fn run_group(

@@ -37,6 +37,9 @@ fn workloads(c: &mut Criterion) {
     bench(c, "volume_render_gtx480_128_256", || {
         warpscope_benches::volume_render_on("gtx480", 128, 256)
     });
+    bench(c, "volume_render_gtx480_side_128_256", || {
+        warpscope_benches::volume_render_side("gtx480", 128, 256)
+    });
 }
 
 criterion_group!(benches, workloads);

@@ -171,28 +171,18 @@ pub fn volume_render(image: u32, volume: u32) -> Workload {
 /// [`volume_render`] on another preset (gtx480: the study's GPU, 15 SMs with a separate
 /// texture cache whose MSHRs fill up over a volume larger than the caches).
 pub fn volume_render_on(preset: &str, image: u32, volume: u32) -> Workload {
-    let head_on = [
-        1.0f32, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 4.0,
-    ];
-    volume_render_view(preset, image, volume, head_on, "")
+    volume_render_view(preset, image, volume, study::View::PAPER[0])
 }
 
 /// [`volume_render_on`] seen from the paper's second viewpoint, (90°, 0°, 90°): rays that cross
 /// the volume's slices, so on gtx480 the texture cache mostly misses — the memory-bound case,
 /// where the cache model and the L2 answers take most of the simulation's time.
 pub fn volume_render_side(preset: &str, image: u32, volume: u32) -> Workload {
-    let view = study::View::PAPER[1].inv_view_matrix();
-    volume_render_view(preset, image, volume, view, ", view (90,0,90)")
+    volume_render_view(preset, image, volume, study::View::PAPER[1])
 }
 
-/// The volume renderer with inverse view matrix `inv` (the kernel's `c_invViewMatrix`).
-fn volume_render_view(
-    preset: &str,
-    image: u32,
-    volume: u32,
-    inv: [f32; 12],
-    label: &str,
-) -> Workload {
+/// The volume renderer seen from `view` (the study's view matrix, as `c_invViewMatrix`).
+fn volume_render_view(preset: &str, image: u32, volume: u32, view: study::View) -> Workload {
     let mut emu = emulator_on(preset);
     let build = kernels::find("volume_render", 2).expect("the fenced volume renderer is built");
     let module = load(&mut emu, build.ptx, "volume_render");
@@ -226,6 +216,7 @@ fn volume_render_view(
     let tt = emu
         .create_texture(&tdesc, &le(&transfer, f32::to_le_bytes))
         .expect("transfer function");
+    let inv = view.inv_view_matrix();
     emu.write_symbol(module, "c_invViewMatrix", &le(&inv, f32::to_le_bytes))
         .expect("view matrix");
     let out = emu.alloc(u64::from(image * image * 4)).expect("alloc");
@@ -264,7 +255,7 @@ fn volume_render_view(
         max_warp_instructions: u64::MAX,
     };
     Workload {
-        name: format!("volume_render {image}x{image}, {volume}^3 on {preset}{label}"),
+        name: format!("volume_render {image}x{image}, {volume}^3 on {preset}, view {view}"),
         emu,
         module,
         kernel: "d_render",

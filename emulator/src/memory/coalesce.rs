@@ -64,7 +64,8 @@ fn flush(out: &mut Vec<LineReq>, line: u64, mask: u8) {
 
 /// Bank-conflict degree of a shared-memory access: the largest number of *distinct* words any
 /// one bank must serve (lanes reading the same word share one access: broadcast). 1 = no
-/// conflict; 0 for no lanes. `scratch` is reused storage.
+/// conflict; 0 for no lanes. `bank_width` is a power of two (the config checks it); `scratch` is
+/// reused storage.
 pub(crate) fn bank_conflict_ways(
     lanes: &[(u8, u64)],
     bytes: u32,
@@ -72,23 +73,58 @@ pub(crate) fn bank_conflict_ways(
     bank_width: u32,
     scratch: &mut Vec<(u64, u64)>,
 ) -> u32 {
-    let width = u64::from(bank_width.max(1));
-    let banks = u64::from(banks.max(1));
+    debug_assert!(bank_width.is_power_of_two(), "bank width {bank_width}");
+    let banks = Banks::new(banks, bank_width);
     let len = u64::from(bytes.max(1));
-    conflict_free_ways(lanes, len, width, banks)
-        .unwrap_or_else(|| counted_ways(lanes, len, width, banks, scratch))
+    conflict_free_ways(lanes, len, &banks)
+        .unwrap_or_else(|| counted_ways(lanes, len, &banks, scratch))
+}
+
+/// Which bank serves a word, and which words a byte range covers. A warp instruction asks
+/// this for every lane, so the divisions become a shift and, for the power-of-two bank counts
+/// of every GPU so far, a mask; other counts still divide.
+struct Banks {
+    width_shift: u32,
+    count: u64,
+    mask: Option<u64>,
+}
+
+impl Banks {
+    fn new(count: u32, width: u32) -> Banks {
+        let count = u64::from(count.max(1));
+        Banks {
+            width_shift: width.max(1).trailing_zeros(),
+            count,
+            mask: count.is_power_of_two().then(|| count - 1),
+        }
+    }
+
+    #[inline]
+    fn of(&self, word: u64) -> u64 {
+        match self.mask {
+            Some(m) => word & m,
+            None => word % self.count,
+        }
+    }
+
+    /// The words each lane's `len` bytes cover, lane by lane.
+    fn words<'a>(&self, lanes: &'a [(u8, u64)], len: u64) -> impl Iterator<Item = u64> + 'a {
+        let shift = self.width_shift;
+        lanes
+            .iter()
+            .flat_map(move |&(_, addr)| addr >> shift..=addr.saturating_add(len - 1) >> shift)
+    }
 }
 
 /// The general count: every (bank, word) pair, sorted and deduplicated, longest run per bank.
 fn counted_ways(
     lanes: &[(u8, u64)],
     len: u64,
-    width: u64,
-    banks: u64,
+    banks: &Banks,
     scratch: &mut Vec<(u64, u64)>,
 ) -> u32 {
     scratch.clear();
-    scratch.extend(words(lanes, len, width).map(|word| (word % banks, word)));
+    scratch.extend(banks.words(lanes, len).map(|word| (banks.of(word), word)));
     scratch.sort_unstable();
     scratch.dedup();
     let mut best = 0u32;
@@ -109,14 +145,14 @@ fn counted_ways(
 /// The common cases without sorting: when every bank serves at most one distinct word (a
 /// conflict-free or broadcast access), the degree is 1 (0 without lanes); `None` as soon as a
 /// bank meets a second word, left to the general count. Only for up to 64 banks.
-fn conflict_free_ways(lanes: &[(u8, u64)], len: u64, width: u64, banks: u64) -> Option<u32> {
-    if banks > 64 {
+fn conflict_free_ways(lanes: &[(u8, u64)], len: u64, banks: &Banks) -> Option<u32> {
+    if banks.count > 64 {
         return None;
     }
     let mut seen = 0u64;
     let mut word_of = [0u64; 64];
-    for word in words(lanes, len, width) {
-        let bank = (word % banks) as usize;
+    for word in banks.words(lanes, len) {
+        let bank = banks.of(word) as usize;
         let bit = 1u64 << bank;
         if seen & bit == 0 {
             seen |= bit;
@@ -126,13 +162,6 @@ fn conflict_free_ways(lanes: &[(u8, u64)], len: u64, width: u64, banks: u64) -> 
         }
     }
     Some(u32::from(seen != 0))
-}
-
-/// The `width`-byte words each lane's `len` bytes cover, lane by lane.
-fn words(lanes: &[(u8, u64)], len: u64, width: u64) -> impl Iterator<Item = u64> + '_ {
-    lanes
-        .iter()
-        .flat_map(move |&(_, addr)| addr / width..=addr.saturating_add(len - 1) / width)
 }
 
 /// Distinct addresses among the lanes, sorted, into `out`.
@@ -248,12 +277,22 @@ mod tests {
         fn the_conflict_free_shortcut_agrees_with_the_general_count(
             addrs in proptest::collection::vec(0u64..2048, 0..32),
             bytes in proptest::sample::select(vec![1u32, 2, 4, 8, 16]),
-            banks in proptest::sample::select(vec![16u32, 32, 64]),
+            banks in proptest::sample::select(vec![16u32, 24, 32, 64]),
+            width in proptest::sample::select(vec![4u32, 8]),
         ) {
             let l: Vec<(u8, u64)> = addrs.iter().enumerate().map(|(i, &a)| (i as u8, a)).collect();
             let mut s = Vec::new();
-            let general = counted_ways(&l, u64::from(bytes), 4, u64::from(banks), &mut s);
-            proptest::prop_assert_eq!(bank_conflict_ways(&l, bytes, banks, 4, &mut s), general);
+            let general = counted_ways(&l, u64::from(bytes), &Banks::new(banks, width), &mut s);
+            proptest::prop_assert_eq!(bank_conflict_ways(&l, bytes, banks, width, &mut s), general);
+            // Against the definition, written with divisions: distinct words per bank.
+            let mut per_bank = std::collections::BTreeMap::<u64, std::collections::BTreeSet<u64>>::new();
+            for &(_, a) in &l {
+                for word in a / u64::from(width)..=(a + u64::from(bytes) - 1) / u64::from(width) {
+                    per_bank.entry(word % u64::from(banks)).or_default().insert(word);
+                }
+            }
+            let by_definition = per_bank.values().map(|w| w.len() as u32).max().unwrap_or(0);
+            proptest::prop_assert_eq!(general, by_definition);
         }
     }
 

@@ -103,7 +103,7 @@ impl Ctx<'_> {
     }
 
     /// Lane `l`'s access of `len` bytes for `x` (`what`: load, store or atomic): its address
-    /// from `base`, checked to be aligned to `align` bytes, resolved to its state space, the
+    /// `base + x.off`, checked to be aligned to `align` bytes, resolved to its state space, the
     /// space noted in `space` (the first lane's) and the timing address pushed to `lanes`.
     #[allow(clippy::too_many_arguments)] // one lane of one instruction: all of it is needed
     #[inline(always)]
@@ -111,14 +111,14 @@ impl Ctx<'_> {
         &mut self,
         x: &Inst,
         w: &Warp,
-        base: &[u64; 32],
+        base: u64,
         l: usize,
         align: usize,
         len: usize,
         what: &str,
         space: &mut Option<Space>,
     ) -> Faulty<Target> {
-        let addr = base[l].wrapping_add(x.off as u64);
+        let addr = base.wrapping_add(x.off as u64);
         if addr & (align as u64 - 1) != 0 {
             return fault(
                 l as u32,
@@ -259,163 +259,227 @@ fn put_le_bytes(dst: &mut [u8], v: u64) {
     }
 }
 
-/// The most frequent memory instruction (`ld.shared` of one element) without the general
-/// path's per-lane space dispatch.
-fn load_shared_scalar(
+/// Lane `l`'s offset in shared memory for an `eb`-byte scalar access (`what`: load or store)
+/// at state-space address `addr`, checked for alignment and bounds (`len` bytes).
+#[inline(always)]
+fn shared_scalar_offset(addr: u64, l: usize, eb: usize, len: u64, what: &str) -> Faulty<usize> {
+    let addr = if (SHARED_WINDOW..SHARED_WINDOW + WINDOW_BYTES).contains(&addr) {
+        addr - SHARED_WINDOW
+    } else {
+        window_offset(addr)
+    };
+    if addr & (eb as u64 - 1) != 0 {
+        return fault(
+            l as u32,
+            format!("misaligned {eb}-byte {what} at {addr:#x}"),
+        );
+    }
+    if addr.saturating_add(eb as u64) > len {
+        return fault(
+            l as u32,
+            format!(
+                "shared access of {eb} bytes at offset {addr:#x} is out of bounds ({len} bytes)"
+            ),
+        );
+    }
+    Ok(addr as usize)
+}
+
+/// `st.shared` of one element from registers, lane by lane like a load:
+/// addresses in register row `a`, values in row `v` (indices into the register file).
+fn store_shared_scalar(
+    x: &Inst,
+    w: &Warp,
+    c: &mut Ctx,
+    m: u32,
+    eb: usize,
+    (a, v): (usize, usize),
+) -> Faulty<()> {
+    let len = c.shared.len() as u64;
+    each_lane!(m, l, {
+        let addr = w.regs[a + l].wrapping_add(x.off as u64);
+        let o = shared_scalar_offset(addr, l, eb, len, "store")?;
+        put_le_bytes(&mut c.shared[o..o + eb], w.regs[v + l]);
+        c.lanes.push((l as u8, o as u64));
+    });
+    Ok(())
+}
+
+pub(super) fn memory(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow> {
+    c.lanes.clear();
+    match x.op {
+        Op::Ld => load(x, w, c, m),
+        Op::St => store(x, w, c, m),
+        _ => atomic(x, w, c, m),
+    }
+}
+
+/// A load's lanes, read lane by lane straight into the destination registers: lane `l`'s
+/// address is `base(regs, l)`, from the register file itself when the address is a register,
+/// so no operand or result array is copied or zeroed. Right even when a destination is the
+/// address register, since a lane reads only its own address, before its own writes; a fault
+/// ends the launch, so lanes written before it do not matter.
+fn load(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow> {
+    if let Opnd::Reg(r) = x.a {
+        let r = r as usize * 32;
+        load_lanes(x, w, c, m, |regs, l| regs[r + l])
+    } else {
+        let mut base = [0u64; 32];
+        c.fetch(x.a, w, &mut base);
+        load_lanes(x, w, c, m, |_, l| base[l])
+    }
+}
+
+fn load_lanes(
     x: &Inst,
     w: &mut Warp,
     c: &mut Ctx,
     m: u32,
-    base: &[u64; 32],
-    eb: usize,
+    base: impl Fn(&[u64], usize) -> u64,
 ) -> Faulty<Flow> {
-    let mut vals = [0u64; 32];
-    let len = c.shared.len() as u64;
-    each_lane!(m, l, {
-        let mut addr = base[l].wrapping_add(x.off as u64);
-        if (SHARED_WINDOW..SHARED_WINDOW + WINDOW_BYTES).contains(&addr) {
-            addr -= SHARED_WINDOW;
-        } else {
-            addr = window_offset(addr);
-        }
-        if addr & (eb as u64 - 1) != 0 {
-            return fault(l as u32, format!("misaligned {eb}-byte load at {addr:#x}"));
-        }
-        if addr.saturating_add(eb as u64) > len {
-            return fault(
-                l as u32,
-                format!(
-                    "shared access of {eb} bytes at offset {addr:#x} is out of bounds ({len} bytes)"
-                ),
-            );
-        }
-        let o = addr as usize;
-        vals[l] = x.ty.extend(le_bytes(&c.shared[o..o + eb]));
-        c.lanes.push((l as u8, addr));
+    let eb = x.ty.bytes().max(1) as usize;
+    let vec = x.vec.max(1) as usize;
+    let total = eb * vec;
+    let keep = if x.ty == Ty::Pred { 1 } else { u64::MAX };
+    let dst = x.d.map(|d| match d {
+        Opnd::Reg(r) => Some(r as usize * 32),
+        _ => None,
     });
-    put(
-        &mut w.regs,
-        x.d[0],
-        m,
-        &vals,
-        if x.ty == Ty::Pred { 1 } else { u64::MAX },
-    );
+    if vec == 1 && x.space == Sp::Shared && eb <= 8 {
+        let len = c.shared.len() as u64;
+        each_lane!(m, l, {
+            let addr = base(&w.regs, l).wrapping_add(x.off as u64);
+            let o = shared_scalar_offset(addr, l, eb, len, "load")?;
+            if let Some(d) = dst[0] {
+                w.regs[d + l] = x.ty.extend(le_bytes(&c.shared[o..o + eb])) & keep;
+            }
+            c.lanes.push((l as u8, o as u64));
+        });
+        return Ok(Flow::Mem {
+            space: Space::Shared,
+            kind: AccessKind::Load,
+            bytes_per_lane: eb as u32,
+            readonly: false,
+        });
+    }
+    let mut space = None;
+    each_lane!(m, l, {
+        let addr = base(&w.regs, l);
+        let t = c.lane_target(x, w, addr, l, total.min(16), total, "load", &mut space)?;
+        for (k, d) in dst.iter().enumerate().take(vec) {
+            let v = x.ty.extend(c.read(w, &t.offset(k * eb), eb, l)?);
+            if let Some(d) = d {
+                w.regs[d + l] = v & keep;
+            }
+        }
+    });
+    let sp = space.unwrap_or(Space::Global);
+    let readonly = x.nc || x.space == Sp::Const || sp == Space::Param;
+    let sp = if x.space == Sp::Const {
+        Space::Const
+    } else {
+        sp
+    };
     Ok(Flow::Mem {
-        space: Space::Shared,
+        space: sp,
         kind: AccessKind::Load,
-        bytes_per_lane: eb as u32,
-        readonly: false,
+        bytes_per_lane: total as u32,
+        readonly,
     })
 }
 
 #[allow(clippy::needless_range_loop)] // lane and element indices address parallel arrays
-pub(super) fn memory(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow> {
-    let mut base = [0u64; 32];
-    c.fetch(x.a, w, &mut base);
+fn store(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow> {
     let eb = x.ty.bytes().max(1) as usize;
     let vec = x.vec.max(1) as usize;
     let total = eb * vec;
-    c.lanes.clear();
+    if let (Sp::Shared, 1, Opnd::Reg(a), Opnd::Reg(v)) = (x.space, vec, x.a, x.s[0])
+        && eb <= 8
+    {
+        store_shared_scalar(x, w, c, m, eb, (a as usize * 32, v as usize * 32))?;
+        return Ok(Flow::Mem {
+            space: Space::Shared,
+            kind: AccessKind::Store,
+            bytes_per_lane: total as u32,
+            readonly: false,
+        });
+    }
+    // Copied, not borrowed: a store to local memory writes the warp.
+    let mut base = [0u64; 32];
+    c.fetch(x.a, w, &mut base);
     let mut space = None;
-    let ld_mask = if x.ty == Ty::Pred { 1 } else { u64::MAX };
-    if x.op == Op::Ld && vec == 1 && x.space == Sp::Shared && eb <= 8 {
-        return load_shared_scalar(x, w, c, m, &base, eb);
+    let mut vals = [[0u64; 32]; 4];
+    for k in 0..vec {
+        c.fetch(x.s[k], w, &mut vals[k]);
     }
-    match x.op {
-        Op::Ld => {
-            let mut vals = [[0u64; 32]; 4];
-            each_lane!(m, l, {
-                let t = c.lane_target(x, w, &base, l, total.min(16), total, "load", &mut space)?;
-                for k in 0..vec {
-                    vals[k][l] = x.ty.extend(c.read(w, &t.offset(k * eb), eb, l)?);
-                }
-            });
-            for k in 0..vec {
-                put(&mut w.regs, x.d[k], m, &vals[k], ld_mask);
+    each_lane!(m, l, {
+        let t = c.lane_target(x, w, base[l], l, total.min(16), total, "store", &mut space)?;
+        for k in 0..vec {
+            c.write(w, &t.offset(k * eb), eb, l, vals[k][l])?;
+        }
+    });
+    Ok(Flow::Mem {
+        space: space.unwrap_or(Space::Global),
+        kind: AccessKind::Store,
+        bytes_per_lane: total as u32,
+        readonly: false,
+    })
+}
+
+/// `atom` and `red`.
+fn atomic(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow> {
+    let mut base = [0u64; 32];
+    c.fetch(x.a, w, &mut base);
+    let eb = x.ty.bytes().max(1) as usize;
+    let mut space = None;
+    let mut bv = [0u64; 32];
+    let mut cv = [0u64; 32];
+    c.fetch(x.s[0], w, &mut bv);
+    if x.ns > 1 {
+        c.fetch(x.s[1], w, &mut cv);
+    }
+    let mut old = [0u64; 32];
+    let ty = x.ty;
+    // Global lanes are applied between rounds, in global order (devmem.rs `Write`); their
+    // old values reach the register then. Shared and local lanes belong to this SM.
+    let mut now_lanes = 0u32;
+    each_lane!(m, l, {
+        let t = c.lane_target(x, w, base[l], l, eb, eb, "atomic", &mut space)?;
+        let (p, q) = (bv[l], cv[l]);
+        if let Target::Global(a) = t {
+            if c.dev.slice(a, eb).is_none() {
+                return fault(
+                    l as u32,
+                    format!("atomic of {eb} bytes at {a:#x} outside any allocation"),
+                );
             }
-            let sp = space.unwrap_or(Space::Global);
-            let readonly = x.nc || x.space == Sp::Const || sp == Space::Param;
-            let sp = if x.space == Sp::Const {
-                Space::Const
-            } else {
-                sp
+            let ret = match (x.op, x.d[0]) {
+                (Op::Atom, Opnd::Reg(r)) => Some((w.slot, r, l as u8)),
+                _ => None,
             };
-            Ok(Flow::Mem {
-                space: sp,
-                kind: AccessKind::Load,
-                bytes_per_lane: total as u32,
-                readonly,
-            })
+            let what = WriteKind::Atomic {
+                op: x.atom,
+                ty,
+                line: x.line,
+                p,
+                q,
+                ret,
+            };
+            c.writes.atomic(c.now, c.seq, a, what);
+        } else {
+            let o = c.read(w, &t, eb, l)?;
+            c.write(w, &t, eb, l, atomic_value(x.atom, ty, x.line, o, p, q))?;
+            old[l] = o;
+            now_lanes |= 1 << l;
         }
-        Op::St => {
-            let mut vals = [[0u64; 32]; 4];
-            for k in 0..vec {
-                c.fetch(x.s[k], w, &mut vals[k]);
-            }
-            each_lane!(m, l, {
-                let t = c.lane_target(x, w, &base, l, total.min(16), total, "store", &mut space)?;
-                for k in 0..vec {
-                    c.write(w, &t.offset(k * eb), eb, l, vals[k][l])?;
-                }
-            });
-            Ok(Flow::Mem {
-                space: space.unwrap_or(Space::Global),
-                kind: AccessKind::Store,
-                bytes_per_lane: total as u32,
-                readonly: false,
-            })
-        }
-        _ => {
-            let mut bv = [0u64; 32];
-            let mut cv = [0u64; 32];
-            c.fetch(x.s[0], w, &mut bv);
-            if x.ns > 1 {
-                c.fetch(x.s[1], w, &mut cv);
-            }
-            let mut old = [0u64; 32];
-            let ty = x.ty;
-            // Global lanes are applied between rounds, in global order (devmem.rs `Write`); their
-            // old values reach the register then. Shared and local lanes belong to this SM.
-            let mut now_lanes = 0u32;
-            each_lane!(m, l, {
-                let t = c.lane_target(x, w, &base, l, eb, eb, "atomic", &mut space)?;
-                let (p, q) = (bv[l], cv[l]);
-                if let Target::Global(a) = t {
-                    if c.dev.slice(a, eb).is_none() {
-                        return fault(
-                            l as u32,
-                            format!("atomic of {eb} bytes at {a:#x} outside any allocation"),
-                        );
-                    }
-                    let ret = match (x.op, x.d[0]) {
-                        (Op::Atom, Opnd::Reg(r)) => Some((w.slot, r, l as u8)),
-                        _ => None,
-                    };
-                    let what = WriteKind::Atomic {
-                        op: x.atom,
-                        ty,
-                        line: x.line,
-                        p,
-                        q,
-                        ret,
-                    };
-                    c.writes.atomic(c.now, c.seq, a, what);
-                } else {
-                    let o = c.read(w, &t, eb, l)?;
-                    c.write(w, &t, eb, l, atomic_value(x.atom, ty, x.line, o, p, q))?;
-                    old[l] = o;
-                    now_lanes |= 1 << l;
-                }
-            });
-            if x.op == Op::Atom {
-                put(&mut w.regs, x.d[0], now_lanes, &old, ty.mask());
-            }
-            Ok(Flow::Mem {
-                space: space.unwrap_or(Space::Global),
-                kind: AccessKind::Atomic,
-                bytes_per_lane: eb as u32,
-                readonly: false,
-            })
-        }
+    });
+    if x.op == Op::Atom {
+        put(&mut w.regs, x.d[0], now_lanes, &old, ty.mask());
     }
+    Ok(Flow::Mem {
+        space: space.unwrap_or(Space::Global),
+        kind: AccessKind::Atomic,
+        bytes_per_lane: eb as u32,
+        readonly: false,
+    })
 }

@@ -216,7 +216,7 @@ impl Emulator {
         let mut kernels = d.kernels.clone();
         for k in &mut kernels {
             let dyn_off = k.dyn_shared_offset as u64;
-            for x in &mut k.insts {
+            for x in k.insts.iter_mut().chain(k.exec.iter_mut()) {
                 let patch = |o: &mut Opnd| {
                     if let Opnd::Sym(s) = *o {
                         *o = Opnd::Imm(if s == DYN_SHARED_SYM {

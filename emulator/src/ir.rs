@@ -473,8 +473,14 @@ pub(crate) struct Program {
     /// Why this kernel cannot run (`EmuError::Unusable`), for a kernel whose body did not
     /// decode; its `insts` are then empty and a launch returns this error.
     pub unusable: Option<EmuError>,
+    /// The instructions as the timing model sees them: registers are PTX's virtual registers,
+    /// one scoreboard entry each.
     pub insts: Vec<Inst>,
     pub nregs: u32,
+    /// The same instructions as executed: registers renamed to value rows, which registers
+    /// never live at once share (regalloc.rs).
+    pub exec: Vec<Inst>,
+    pub rows: u32,
     pub params: Vec<ParamDecl>,
     /// Byte offset of each parameter in the parameter buffer.
     pub param_offsets: Vec<u32>,

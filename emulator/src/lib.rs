@@ -68,6 +68,7 @@ mod numeric;
 mod occupancy;
 mod ptx;
 mod reconverge;
+mod regalloc;
 mod texture;
 mod vocab;
 mod watch;

@@ -23,6 +23,7 @@ use crate::error::EmuError;
 use crate::ir::*;
 use crate::ptx::{self, Function, Init, Operand, StateSpace, Stmt, VarDecl};
 use crate::reconverge::compute_reconvergence;
+use crate::regalloc;
 use crate::vocab::{OPCODES, SREGS, known_modifier, parse_mods};
 
 mod instr;
@@ -269,9 +270,12 @@ fn decode_kernel<'m>(
             format!("{} bytes of static shared memory", k.shared_bytes),
         );
     }
+    let (row_of, rows) = regalloc::pack(&k.insts, k.nregs);
     Ok(Program {
         name: f.name.to_string(),
         unusable: None,
+        exec: regalloc::rename(&k.insts, &row_of),
+        rows,
         insts: k.insts,
         nregs: k.nregs,
         params,
@@ -325,6 +329,8 @@ fn unusable_kernel(f: &Function, e: EmuError) -> Program {
         }),
         insts: Vec::new(),
         nregs: 0,
+        exec: Vec::new(),
+        rows: 0,
         params,
         param_offsets,
         param_bytes,

@@ -85,7 +85,8 @@ pub(super) struct TWarp {
     wake: u64,
     reason: Stall,
     class: Class,
-    bar_dst: Option<u32>,
+    /// A barrier reduction's destination: its virtual register (scoreboard) and its row.
+    bar_dst: Option<(u32, u32)>,
 }
 
 /// What the warp schedulers scan, per warp slot and apart from the warp's other state, so a
@@ -336,6 +337,7 @@ impl Sm {
         };
         let prog = inp.prog;
         let nregs = prog.nregs as usize;
+        let rows = prog.rows as usize;
         let threads = inp.block.iter().product::<u32>();
         let warps_per_block = threads.div_ceil(32);
         let shared_total = (prog.dyn_shared_offset as usize + inp.dyn_smem as usize)
@@ -378,7 +380,7 @@ impl Sm {
                 (1u32 << valid_lanes) - 1
             };
             w.arch.regs.clear();
-            w.arch.regs.resize(nregs * 32, 0);
+            w.arch.regs.resize(rows * 32, 0);
             w.arch.stack.clear();
             w.arch.stack.push(Entry {
                 pc: 0,
@@ -771,15 +773,16 @@ impl Sm {
             dyn_smem: sh.inp.dyn_smem,
             lanes: &mut self.lanes,
         };
-        let flow = exec(x, &mut w.arch, &mut ctx).map_err(|f| EmuError::Fault {
-            kernel: prog.name.clone(),
-            pc,
-            line: x.line,
-            block: block.id,
-            warp: w.arch.wib,
-            thread: w.arch.wib * 32 + f.lane,
-            what: f.what.clone(),
-        })?;
+        let flow =
+            exec(&prog.exec[pc as usize], &mut w.arch, &mut ctx).map_err(|f| EmuError::Fault {
+                kernel: prog.name.clone(),
+                pc,
+                line: x.line,
+                block: block.id,
+                warp: w.arch.wib,
+                thread: w.arch.wib * 32 + f.lane,
+                what: f.what.clone(),
+            })?;
         let c = &mut self.counts;
         c.warp_instructions += 1;
         let lanes = active.count_ones() as u64;
@@ -845,7 +848,8 @@ impl Sm {
             block.live -= 1;
         } else if let Some((_, expected, red, contrib, dst)) = flow_bar {
             w.state = WState::Bar;
-            w.bar_dst = dst;
+            // The executed instruction names the row, the timing one the register.
+            w.bar_dst = dst.zip(x.writes().next()).map(|(row, r)| (r, row));
             block.arrived += 1;
             block.expected = expected;
             block.bar_pc = pc;
@@ -882,8 +886,8 @@ impl Sm {
                 if wm.state == WState::Bar {
                     wm.state = WState::Run;
                     wm.next_ok = now + 1;
-                    if let (Some(r), true) = (wm.bar_dst.take(), red != 0) {
-                        let row = &mut wm.arch.regs[r as usize * 32..r as usize * 32 + 32];
+                    if let (Some((r, row)), true) = (wm.bar_dst.take(), red != 0) {
+                        let row = &mut wm.arch.regs[row as usize * 32..row as usize * 32 + 32];
                         row.fill(acc as u64);
                         wm.ready[r as usize] = now + 1;
                     }

@@ -246,7 +246,8 @@ fn put(regs: &mut [u64], d: Opnd, mask: u32, vals: &[u64; 32], m: u64) {
     }
 }
 
-/// Executes the instruction at the warp's pc. `x` must be `prog.insts[w.pc()]`.
+/// Executes the instruction at the warp's pc. `x` must be `prog.exec[w.pc()]` (registers are
+/// value rows).
 pub(crate) fn exec(x: &Inst, w: &mut Warp, c: &mut Ctx) -> Faulty<Flow> {
     let active = w.active();
     let emask = match x.guard {

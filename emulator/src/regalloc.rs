@@ -1,0 +1,288 @@
+//! Value rows for a kernel's virtual registers: PTX declares every virtual register it ever
+//! uses (hundreds in an unrolled kernel, 560 in the volume renderer), while only a few dozen
+//! hold a live value at any point. Each register's 32 lane values take a 256-byte row, so one
+//! row per virtual register gives a warp a register file of up to 140 KB, and an SM's warps
+//! several megabytes that thrash the host's caches on every operand. Here registers whose
+//! values are never live at the same time share a row, as a register allocator would pack
+//! them onto physical registers.
+//!
+//! Only the values move: the timing model keeps one scoreboard entry per virtual register, so
+//! cycles do not change (sharing rows would add write-after-write stalls no virtual register
+//! has). The executed instructions are a copy with registers renamed to rows.
+//!
+//! Why sharing is exact per lane: a warp writes a register only in its active lanes, so a
+//! lane's row entries change only at instructions that lane executes, along its own path
+//! through the control-flow graph. Per-thread liveness on that graph is therefore what decides
+//! which lane values a row must keep. Three rules make it safe beyond that:
+//! - a guarded write may leave lanes unwritten, so it does not end the old value's life;
+//! - an instruction's destinations never share a row with each other or with its own sources,
+//!   so no operation depends on the order it reads and writes them in;
+//! - a destination written outside the instruction's own issue (a global atomic's old value,
+//!   applied between rounds; a barrier reduction, written to every lane at release) gets a
+//!   row of its own.
+
+use crate::ir::{Inst, Op, Opnd};
+
+/// Fixed-size bit sets over registers, one per instruction, in one allocation.
+struct Sets {
+    words: usize,
+    bits: Vec<u64>,
+}
+
+impl Sets {
+    fn new(count: usize, regs: usize) -> Sets {
+        let words = regs.div_ceil(64);
+        Sets {
+            words,
+            bits: vec![0; count * words],
+        }
+    }
+
+    fn row(&self, k: usize) -> &[u64] {
+        &self.bits[k * self.words..(k + 1) * self.words]
+    }
+
+    fn row_mut(&mut self, k: usize) -> &mut [u64] {
+        &mut self.bits[k * self.words..(k + 1) * self.words]
+    }
+
+    fn set(&mut self, k: usize, r: u32) {
+        self.row_mut(k)[r as usize / 64] |= 1 << (r % 64);
+    }
+}
+
+fn members(set: &[u64]) -> impl Iterator<Item = u32> + '_ {
+    set.iter().enumerate().flat_map(|(i, &w)| {
+        let mut w = w;
+        std::iter::from_fn(move || {
+            (w != 0).then(|| {
+                let b = w.trailing_zeros();
+                w &= w - 1;
+                i as u32 * 64 + b
+            })
+        })
+    })
+}
+
+/// The instructions control can reach right after instruction `k`.
+fn successors(insts: &[Inst], k: usize) -> impl Iterator<Item = usize> {
+    let x = &insts[k];
+    let guarded = x.guard != Opnd::None;
+    let jump = (x.op == Op::Bra).then_some(x.target as usize);
+    let falls = !matches!(x.op, Op::Bra | Op::Exit | Op::Trap) || guarded;
+    let next = falls.then_some(k + 1);
+    jump.into_iter()
+        .chain(next)
+        .filter(move |&s| s < insts.len())
+}
+
+/// Registers whose writes happen outside their instruction's issue (see the module docs).
+fn written_late(x: &Inst) -> Option<u32> {
+    match (x.op, x.d[0]) {
+        (Op::Atom, Opnd::Reg(r)) => Some(r),
+        (Op::Bar, Opnd::Reg(r)) if x.sub >= 2 => Some(r),
+        _ => None,
+    }
+}
+
+/// Each of the `nregs` virtual registers' row, and the number of rows.
+pub(crate) fn pack(insts: &[Inst], nregs: u32) -> (Vec<u32>, u32) {
+    let n = insts.len();
+    let regs = nregs as usize;
+    if n == 0 || regs == 0 {
+        return (vec![0; regs], 0);
+    }
+    // Backward liveness to a fixed point: live_in = uses ∪ (live_out − unguarded writes).
+    let mut live_out = Sets::new(n, regs);
+    let mut live_in = Sets::new(n, regs);
+    let words = live_in.words;
+    let mut out = vec![0u64; words];
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for k in (0..n).rev() {
+            out.fill(0);
+            for s in successors(insts, k) {
+                for (o, i) in out.iter_mut().zip(live_in.row(s)) {
+                    *o |= i;
+                }
+            }
+            let x = &insts[k];
+            let mut inn = out.clone();
+            if x.guard == Opnd::None {
+                for d in x.writes() {
+                    inn[d as usize / 64] &= !(1 << (d % 64));
+                }
+            }
+            for r in x.reads() {
+                inn[r as usize / 64] |= 1 << (r % 64);
+            }
+            if live_in.row(k) != inn.as_slice() {
+                live_in.row_mut(k).copy_from_slice(&inn);
+                changed = true;
+            }
+            live_out.row_mut(k).copy_from_slice(&out);
+        }
+    }
+    // Interference: a write against everything live after it, the instruction's other
+    // destinations and its own sources.
+    let mut clash = Sets::new(regs, regs);
+    let mut used = vec![false; regs];
+    let mut alone = vec![false; regs];
+    for (k, x) in insts.iter().enumerate() {
+        for r in x.reads().chain(x.writes()) {
+            used[r as usize] = true;
+        }
+        if let Some(r) = written_late(x) {
+            alone[r as usize] = true;
+        }
+        for d in x.writes() {
+            let others: Vec<u32> = members(live_out.row(k))
+                .chain(x.writes())
+                .chain(x.reads())
+                .filter(|&v| v != d)
+                .collect();
+            for v in others {
+                clash.set(d as usize, v);
+                clash.set(v as usize, d);
+            }
+        }
+    }
+    // Greedy colouring in register order: the lowest row no clashing register holds.
+    let mut row_of = vec![0u32; regs];
+    let mut taken = Vec::new();
+    let mut rows = 0u32;
+    for r in 0..regs {
+        if !used[r] || alone[r] {
+            continue;
+        }
+        taken.clear();
+        taken.resize(rows as usize + 1, false);
+        for v in members(clash.row(r)) {
+            let v = v as usize;
+            if v < r && used[v] && !alone[v] {
+                taken[row_of[v] as usize] = true;
+            }
+        }
+        let row = taken.iter().position(|&t| !t).unwrap_or(rows as usize) as u32;
+        row_of[r] = row;
+        rows = rows.max(row + 1);
+    }
+    for r in 0..regs {
+        if used[r] && alone[r] {
+            row_of[r] = rows;
+            rows += 1;
+        }
+    }
+    (row_of, rows)
+}
+
+/// `insts` with every register operand renamed to its row.
+pub(crate) fn rename(insts: &[Inst], row_of: &[u32]) -> Vec<Inst> {
+    let map = |o: &mut Opnd| match o {
+        Opnd::Reg(r) | Opnd::NotReg(r) => *r = row_of.get(*r as usize).copied().unwrap_or(*r),
+        _ => {}
+    };
+    insts
+        .iter()
+        .map(|x| {
+            let mut y = *x;
+            y.d.iter_mut().for_each(map);
+            y.s.iter_mut().for_each(map);
+            map(&mut y.a);
+            map(&mut y.guard);
+            y
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::decode::decode_module;
+    use crate::ir::Program;
+    use crate::ptx;
+
+    /// A kernel with `%p<3>`, `%r<6>` and `%rd<2>`: `%pN` is register N, `%rN` is 3 + N and
+    /// `%rdN` is 9 + N.
+    fn kernel(body: &str) -> Program {
+        let src = format!(
+            ".version 9.0\n.target sm_75\n.address_size 64\n.visible .entry k(.param .u64 k_p0, .param .u32 k_p1)\n{{\n  .reg .pred %p<3>;\n  .reg .b32 %r<6>;\n  .reg .b64 %rd<2>;\n{body}\n}}\n"
+        );
+        let m = ptx::parse(&src).unwrap();
+        decode_module(&m).unwrap().kernels.remove(0)
+    }
+
+    fn row(p: &Program, reg: u32) -> u32 {
+        let (row_of, _) = super::pack(&p.insts, p.nregs);
+        row_of[reg as usize]
+    }
+
+    const R: u32 = 3;
+    const RD: u32 = 9;
+
+    #[test]
+    fn registers_live_apart_share_a_row_and_registers_live_together_do_not() {
+        let p = kernel(
+            "  ld.param.u64 %rd1, [k_p0];\n  ld.param.u32 %r1, [k_p1];\n  add.s32 %r2, %r1, 1;\n  st.global.u32 [%rd1], %r2;\n  add.s32 %r3, %r1, 2;\n  st.global.u32 [%rd1+4], %r3;\n  ret;",
+        );
+        // %r2 is dead before %r3 is written; %r1 is live while %r2 is.
+        assert_eq!(row(&p, R + 2), row(&p, R + 3));
+        assert_ne!(row(&p, R + 1), row(&p, R + 2));
+        assert_ne!(row(&p, RD + 1), row(&p, R + 1));
+        assert_eq!(p.rows, 3, "four registers in three rows");
+        // The executed copy names rows, the timing copy registers.
+        assert_eq!(p.exec.len(), p.insts.len());
+        assert!(p.insts.iter().flat_map(|x| x.writes()).any(|r| r == R + 3));
+        assert!(p.exec.iter().flat_map(|x| x.writes()).all(|r| r < p.rows));
+    }
+
+    #[test]
+    fn a_destination_never_shares_a_row_with_its_own_sources() {
+        // %r1 dies where %r2 is written from it: free to share by liveness alone.
+        let p = kernel(
+            "  ld.param.u64 %rd1, [k_p0];\n  ld.param.u32 %r1, [k_p1];\n  mul.lo.s32 %r2, %r1, %r1;\n  st.global.u32 [%rd1], %r2;\n  ret;",
+        );
+        assert_ne!(row(&p, R + 1), row(&p, R + 2));
+    }
+
+    #[test]
+    fn a_guarded_write_keeps_the_lanes_it_skips() {
+        // Lanes where %p1 is false store %r2 as it was before (zero): its value lives from the
+        // start, across %r1's whole life. Unguarded, %r2 would reuse a row.
+        let body = |guard: &str| {
+            format!(
+                "  ld.param.u64 %rd1, [k_p0];\n  ld.param.u32 %r1, [k_p1];\n  setp.eq.s32 %p1, %r1, 0;\n  {guard}mov.u32 %r2, 7;\n  st.global.u32 [%rd1], %r2;\n  ret;"
+            )
+        };
+        let guarded = kernel(&body("@%p1 "));
+        assert_ne!(row(&guarded, R + 2), row(&guarded, R + 1));
+        assert_ne!(row(&guarded, R + 2), row(&guarded, 1));
+        assert_eq!(guarded.rows, 4);
+        let plain = kernel(&body(""));
+        assert_eq!(plain.rows, 3);
+    }
+
+    #[test]
+    fn a_value_carried_around_a_loop_keeps_its_row_through_the_body() {
+        // %r1 is written near the bottom of the loop and read only at its top: live through
+        // the back edge alone, across the lives of %r4 and %p1 that start after it.
+        let p = kernel(
+            "  ld.param.u64 %rd1, [k_p0];\n  mov.u32 %r1, 0;\n$L:\n  add.s32 %r3, %r1, 5;\n  st.global.u32 [%rd1], %r3;\n  add.s32 %r1, %r3, 1;\n  ld.param.u32 %r4, [k_p1];\n  setp.lt.s32 %p1, %r4, 10;\n  @%p1 bra $L;\n  ret;",
+        );
+        assert_ne!(row(&p, R + 1), row(&p, 1));
+        assert_ne!(row(&p, R + 1), row(&p, R + 4));
+    }
+
+    #[test]
+    fn late_written_destinations_get_rows_of_their_own() {
+        // The atomic's old value is written between rounds, after later instructions ran: no
+        // other register may hold its row, even though nothing reads it.
+        let p = kernel(
+            "  ld.param.u64 %rd1, [k_p0];\n  atom.global.add.u32 %r1, [%rd1], 1;\n  ld.param.u32 %r2, [k_p1];\n  st.global.u32 [%rd1+4], %r2;\n  ret;",
+        );
+        let own = row(&p, R + 1);
+        for r in [R + 2, RD + 1] {
+            assert_ne!(row(&p, r), own, "register {r}");
+        }
+    }
+}

@@ -198,18 +198,15 @@ pub(crate) fn rename(insts: &[Inst], row_of: &[u32]) -> Vec<Inst> {
 
 #[cfg(test)]
 mod tests {
-    use crate::decode::decode_module;
+    use crate::decode::test_kernel;
     use crate::ir::Program;
-    use crate::ptx;
 
     /// A kernel with `%p<3>`, `%r<6>` and `%rd<2>`: `%pN` is register N, `%rN` is 3 + N and
     /// `%rdN` is 9 + N.
     fn kernel(body: &str) -> Program {
-        let src = format!(
-            ".version 9.0\n.target sm_75\n.address_size 64\n.visible .entry k(.param .u64 k_p0, .param .u32 k_p1)\n{{\n  .reg .pred %p<3>;\n  .reg .b32 %r<6>;\n  .reg .b64 %rd<2>;\n{body}\n}}\n"
-        );
-        let m = ptx::parse(&src).unwrap();
-        decode_module(&m).unwrap().kernels.remove(0)
+        test_kernel(&format!(
+            "  .reg .pred %p<3>;\n  .reg .b32 %r<6>;\n  .reg .b64 %rd<2>;\n{body}"
+        ))
     }
 
     fn row(p: &Program, reg: u32) -> u32 {

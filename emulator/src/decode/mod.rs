@@ -537,17 +537,21 @@ const MAX_LOCAL_BYTES: u64 = 512 * 1024;
 /// Marker symbol index for extern dynamic shared memory (patched per kernel).
 pub(crate) const DYN_SHARED_SYM: u32 = u32::MAX;
 
+/// Kernel `k(.param .u64 k_p0, .param .u32 k_p1)` with `body`, decoded: for tests.
+#[cfg(test)]
+pub(crate) fn test_kernel(body: &str) -> Program {
+    let src = format!(
+        ".version 9.0\n.target sm_75\n.address_size 64\n.visible .entry k(.param .u64 k_p0, .param .u32 k_p1)\n{{\n{body}\n}}\n"
+    );
+    let m = ptx::parse(&src).unwrap();
+    decode_module(&m).unwrap().kernels.remove(0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn kernel(body: &str) -> Program {
-        let src = format!(
-            ".version 9.0\n.target sm_75\n.address_size 64\n.visible .entry k(.param .u64 k_p0, .param .u32 k_p1)\n{{\n{body}\n}}\n"
-        );
-        let m = ptx::parse(&src).unwrap();
-        decode_module(&m).unwrap().kernels.remove(0)
-    }
+    use super::test_kernel as kernel;
 
     #[test]
     fn undeclared_register_is_a_parse_error_with_line() {

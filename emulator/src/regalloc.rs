@@ -85,18 +85,44 @@ fn written_late(x: &Inst) -> Option<u32> {
     }
 }
 
-/// Each of the `nregs` virtual registers' row, and the number of rows.
+/// Past this many bits in the liveness or interference sets the analysis is skipped and each
+/// named register keeps a row of its own: 8 MB each, far beyond what nvcc emits (the volume
+/// renderer needs 46 registers × 450 instructions) but reachable by generated PTX.
+const MAX_SET_BITS: usize = 1 << 26;
+
+/// Each of the `nregs` virtual registers' row, and the number of rows. Registers no instruction
+/// names get none (their entry is 0 and never read).
 pub(crate) fn pack(insts: &[Inst], nregs: u32) -> (Vec<u32>, u32) {
     let n = insts.len();
-    let regs = nregs as usize;
-    if n == 0 || regs == 0 {
-        return (vec![0; regs], 0);
+    let mut row_of = vec![0u32; nregs as usize];
+    // The registers the program names, numbered densely in order of first appearance: a kernel
+    // may declare far more than it uses.
+    let mut dense = vec![u32::MAX; nregs as usize];
+    let mut named = Vec::new();
+    for x in insts {
+        for r in x.reads().chain(x.writes()) {
+            if let Some(d) = dense.get_mut(r as usize)
+                && *d == u32::MAX
+            {
+                *d = named.len() as u32;
+                named.push(r);
+            }
+        }
     }
+    let regs = named.len();
+    if n.saturating_mul(regs) > MAX_SET_BITS || regs.saturating_mul(regs) > MAX_SET_BITS {
+        for (i, &r) in named.iter().enumerate() {
+            row_of[r as usize] = i as u32;
+        }
+        return (row_of, regs as u32);
+    }
+    let at = |r: u32| dense[r as usize];
     // Backward liveness to a fixed point: live_in = uses ∪ (live_out − unguarded writes).
     let mut live_out = Sets::new(n, regs);
     let mut live_in = Sets::new(n, regs);
     let words = live_in.words;
     let mut out = vec![0u64; words];
+    let mut inn = vec![0u64; words];
     let mut changed = true;
     while changed {
         changed = false;
@@ -108,13 +134,13 @@ pub(crate) fn pack(insts: &[Inst], nregs: u32) -> (Vec<u32>, u32) {
                 }
             }
             let x = &insts[k];
-            let mut inn = out.clone();
+            inn.copy_from_slice(&out);
             if x.guard == Opnd::None {
-                for d in x.writes() {
+                for d in x.writes().map(at) {
                     inn[d as usize / 64] &= !(1 << (d % 64));
                 }
             }
-            for r in x.reads() {
+            for r in x.reads().map(at) {
                 inn[r as usize / 64] |= 1 << (r % 64);
             }
             if live_in.row(k) != inn.as_slice() {
@@ -127,52 +153,53 @@ pub(crate) fn pack(insts: &[Inst], nregs: u32) -> (Vec<u32>, u32) {
     // Interference: a write against everything live after it, the instruction's other
     // destinations and its own sources.
     let mut clash = Sets::new(regs, regs);
-    let mut used = vec![false; regs];
     let mut alone = vec![false; regs];
+    let mut others = Vec::new();
     for (k, x) in insts.iter().enumerate() {
-        for r in x.reads().chain(x.writes()) {
-            used[r as usize] = true;
-        }
         if let Some(r) = written_late(x) {
-            alone[r as usize] = true;
+            alone[at(r) as usize] = true;
         }
-        for d in x.writes() {
-            let others: Vec<u32> = members(live_out.row(k))
-                .chain(x.writes())
-                .chain(x.reads())
-                .filter(|&v| v != d)
-                .collect();
-            for v in others {
+        for d in x.writes().map(at) {
+            others.clear();
+            others.extend(
+                members(live_out.row(k))
+                    .chain(x.writes().map(at))
+                    .chain(x.reads().map(at))
+                    .filter(|&v| v != d),
+            );
+            for &v in &others {
                 clash.set(d as usize, v);
                 clash.set(v as usize, d);
             }
         }
     }
-    // Greedy colouring in register order: the lowest row no clashing register holds.
-    let mut row_of = vec![0u32; regs];
+    // Greedy colouring in order of first appearance: the lowest row no clashing register holds.
+    let mut row = vec![0u32; regs];
     let mut taken = Vec::new();
     let mut rows = 0u32;
     for r in 0..regs {
-        if !used[r] || alone[r] {
+        if alone[r] {
             continue;
         }
         taken.clear();
         taken.resize(rows as usize + 1, false);
         for v in members(clash.row(r)) {
             let v = v as usize;
-            if v < r && used[v] && !alone[v] {
-                taken[row_of[v] as usize] = true;
+            if v < r && !alone[v] {
+                taken[row[v] as usize] = true;
             }
         }
-        let row = taken.iter().position(|&t| !t).unwrap_or(rows as usize) as u32;
-        row_of[r] = row;
-        rows = rows.max(row + 1);
+        row[r] = taken.iter().position(|&t| !t).unwrap_or(rows as usize) as u32;
+        rows = rows.max(row[r] + 1);
     }
     for r in 0..regs {
-        if used[r] && alone[r] {
-            row_of[r] = rows;
+        if alone[r] {
+            row[r] = rows;
             rows += 1;
         }
+    }
+    for (i, &r) in named.iter().enumerate() {
+        row_of[r as usize] = row[i];
     }
     (row_of, rows)
 }
@@ -268,6 +295,28 @@ mod tests {
         );
         assert_ne!(row(&p, R + 1), row(&p, 1));
         assert_ne!(row(&p, R + 1), row(&p, R + 4));
+    }
+
+    #[test]
+    fn declared_registers_cost_nothing_and_huge_programs_keep_a_row_per_register() {
+        // A million declared, two named: the sets are sized by the named ones.
+        let p = test_kernel(
+            "  .reg .b32 %r<1000000>;\n  .reg .b64 %rd<2>;\n  ld.param.u64 %rd1, [k_p0];\n  ld.param.u32 %r999999, [k_p1];\n  st.global.u32 [%rd1], %r999999;\n  ret;",
+        );
+        assert!(p.unusable.is_none());
+        assert_eq!(p.rows, 2);
+        // 9,000 registers over 18,000 instructions: past the analysis' budget, so each keeps a
+        // row of its own, although each lives for one instruction.
+        let n = 9000;
+        let mut body = String::from(
+            "  .reg .b32 %r<9001>;\n  .reg .b64 %rd<2>;\n  ld.param.u64 %rd1, [k_p0];\n",
+        );
+        for r in 1..=n {
+            body += &format!("  ld.param.u32 %r{r}, [k_p1];\n  st.global.u32 [%rd1], %r{r};\n");
+        }
+        let p = test_kernel(&(body + "  ret;"));
+        assert!(p.unusable.is_none());
+        assert_eq!(p.rows, n + 1);
     }
 
     #[test]

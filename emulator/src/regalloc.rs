@@ -1,10 +1,10 @@
 //! Value rows for a kernel's virtual registers: PTX declares every virtual register it ever
-//! uses (hundreds in an unrolled kernel, 560 in the volume renderer), while only a few dozen
+//! uses (hundreds in an unrolled kernel, 544 in the volume renderer), while only a few dozen
 //! hold a live value at any point. Each register's 32 lane values take a 256-byte row, so one
-//! row per virtual register gives a warp a register file of up to 140 KB, and an SM's warps
-//! several megabytes that thrash the host's caches on every operand. Here registers whose
-//! values are never live at the same time share a row, as a register allocator would pack
-//! them onto physical registers.
+//! row per virtual register gave the volume renderer's warps 139 KB of registers each, and an
+//! SM's warps several megabytes that thrash the host's caches on every operand. Here registers
+//! whose values are never live at the same time share a row, as a register allocator would
+//! pack them onto physical registers.
 //!
 //! Only the values move: the timing model keeps one scoreboard entry per virtual register, so
 //! cycles do not change (sharing rows would add write-after-write stalls no virtual register
@@ -87,7 +87,8 @@ fn written_late(x: &Inst) -> Option<u32> {
 
 /// Past this many bits in the liveness or interference sets the analysis is skipped and each
 /// named register keeps a row of its own: 8 MB each, far beyond what nvcc emits (the volume
-/// renderer needs 46 registers × 450 instructions) but reachable by generated PTX.
+/// renderer's 544 registers × ~450 instructions are 0.25 M bits) but reachable by generated
+/// PTX.
 const MAX_SET_BITS: usize = 1 << 26;
 
 /// Each of the `nregs` virtual registers' row, and the number of rows. Registers no instruction

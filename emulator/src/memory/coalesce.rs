@@ -195,6 +195,7 @@ pub(crate) fn max_same_address(lanes: &[(u8, u64)], scratch: &mut Vec<u64>) -> u
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::{BTreeMap, BTreeSet};
 
     fn lanes(f: impl Fn(u64) -> u64) -> Vec<(u8, u64)> {
         (0..32u8).map(|l| (l, f(u64::from(l)))).collect()
@@ -285,7 +286,7 @@ mod tests {
             let general = counted_ways(&l, u64::from(bytes), &Banks::new(banks, width), &mut s);
             proptest::prop_assert_eq!(bank_conflict_ways(&l, bytes, banks, width, &mut s), general);
             // Against the definition, written with divisions: distinct words per bank.
-            let mut per_bank = std::collections::BTreeMap::<u64, std::collections::BTreeSet<u64>>::new();
+            let mut per_bank = BTreeMap::<u64, BTreeSet<u64>>::new();
             for &(_, a) in &l {
                 for word in a / u64::from(width)..=(a + u64::from(bytes) - 1) / u64::from(width) {
                     per_bank.entry(word % u64::from(banks)).or_default().insert(word);

@@ -440,6 +440,15 @@ impl Inst {
             _ => None,
         })
     }
+    /// Where control can go after this instruction, at `pc`: a branch's target, then, unless
+    /// the instruction always leaves (`bra`, `exit` or `trap` without a guard), the next one.
+    /// A pc past the last instruction is the kernel's end.
+    pub(crate) fn successors(&self, pc: usize) -> impl Iterator<Item = usize> + use<> {
+        let jump = (self.op == Op::Bra).then_some(self.target as usize);
+        let falls = !matches!(self.op, Op::Bra | Op::Exit | Op::Trap) || self.guard != Opnd::None;
+        jump.into_iter().chain(falls.then_some(pc + 1))
+    }
+
     /// Registers this instruction writes.
     pub(crate) fn writes(&self) -> impl Iterator<Item = u32> + '_ {
         self.d[..self.nd as usize].iter().filter_map(|o| match o {

@@ -36,22 +36,11 @@ pub(crate) fn compute_reconvergence(insts: &mut [Inst]) {
     for b in 0..nb {
         let e = starts.get(b + 1).copied().unwrap_or(n);
         let last = &insts[e - 1];
-        let unconditional = last.guard == Opnd::None;
-        match last.op {
-            Op::Bra => {
-                succ[b].push(block_of[(last.target as usize).min(n)]);
-                if !unconditional {
-                    succ[b].push(block_of[e]);
-                }
-            }
-            Op::Exit | Op::Trap => {
-                succ[b].push(exit);
-                if !unconditional {
-                    succ[b].push(block_of[e]);
-                }
-            }
-            _ => succ[b].push(block_of[e]),
+        if matches!(last.op, Op::Exit | Op::Trap) {
+            succ[b].push(exit);
         }
+        // A pc at or past the end is the exit node.
+        succ[b].extend(last.successors(e - 1).map(|p| block_of[p.min(n)]));
     }
     let mut pred: Vec<Vec<usize>> = vec![Vec::new(); nb + 1];
     for (b, ss) in succ.iter().enumerate() {

@@ -64,18 +64,6 @@ fn members(set: &[u64]) -> impl Iterator<Item = u32> + '_ {
     })
 }
 
-/// The instructions control can reach right after instruction `k`.
-fn successors(insts: &[Inst], k: usize) -> impl Iterator<Item = usize> {
-    let x = &insts[k];
-    let guarded = x.guard != Opnd::None;
-    let jump = (x.op == Op::Bra).then_some(x.target as usize);
-    let falls = !matches!(x.op, Op::Bra | Op::Exit | Op::Trap) || guarded;
-    let next = falls.then_some(k + 1);
-    jump.into_iter()
-        .chain(next)
-        .filter(move |&s| s < insts.len())
-}
-
 /// Registers whose writes happen outside their instruction's issue (see the module docs).
 fn written_late(x: &Inst) -> Option<u32> {
     match (x.op, x.d[0]) {
@@ -129,7 +117,8 @@ pub(crate) fn pack(insts: &[Inst], nregs: u32) -> (Vec<u32>, u32) {
         changed = false;
         for k in (0..n).rev() {
             out.fill(0);
-            for s in successors(insts, k) {
+            // Nothing is live at the kernel's end.
+            for s in insts[k].successors(k).filter(|&s| s < n) {
                 for (o, i) in out.iter_mut().zip(live_in.row(s)) {
                     *o |= i;
                 }

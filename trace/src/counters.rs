@@ -80,8 +80,13 @@ impl CacheCounters {
     /// Fraction of read sectors served without a new fetch from below (hits and MSHR merges);
     /// `None` when nothing was read.
     pub fn hit_rate(&self) -> Option<f64> {
-        let total = self.sector_hits + self.sector_misses + self.mshr_merges;
+        let total = self.read_sectors();
         (total > 0).then(|| (self.sector_hits + self.mshr_merges) as f64 / total as f64)
+    }
+
+    /// Sectors read through this level: hits, misses and MSHR merges.
+    pub fn read_sectors(&self) -> u64 {
+        self.sector_hits + self.sector_misses + self.mshr_merges
     }
 
     /// Adds another cache's (or another SM's) counts.
@@ -96,7 +101,7 @@ impl CacheCounters {
 
     /// Sectors moved through this level (reads of every kind plus writes).
     pub fn sectors(&self) -> u64 {
-        self.sector_hits + self.sector_misses + self.mshr_merges + self.write_sectors
+        self.read_sectors() + self.write_sectors
     }
 }
 
@@ -120,6 +125,7 @@ mod tests {
             write_sectors: 1,
         });
         assert_eq!(c.hit_rate(), Some(0.5));
+        assert_eq!(c.read_sectors(), 4);
         assert_eq!((c.requests, c.write_sectors, c.sectors()), (2, 10, 14));
     }
 }

@@ -327,18 +327,13 @@ fn traffic(name: &str, c: &RunCounters, spec: &GpuSpec) -> Option<(f64, f64)> {
             .then(|| ((c.flops() as f64).max(c.int_ops()), 0.0)),
         "l1" => {
             let sb = f64::from(spec.l1.sector_bytes);
-            let reads = m.l1.sector_hits
-                + m.l1.sector_misses
-                + m.l1.mshr_merges
-                + m.texture.sector_hits
-                + m.texture.sector_misses
-                + m.texture.mshr_merges;
+            let reads = m.l1.read_sectors() + m.texture.read_sectors();
             let writes = m.l1.write_sectors + m.texture.write_sectors;
             Some((reads as f64 * sb, writes as f64 * sb))
         }
         "l2" => {
             let sb = f64::from(spec.l2.sector_bytes);
-            let reads = m.l2.sector_hits + m.l2.sector_misses + m.l2.mshr_merges;
+            let reads = m.l2.read_sectors();
             Some((reads as f64 * sb, m.l2.write_sectors as f64 * sb))
         }
         "dram" => Some((m.dram_bytes_read as f64, m.dram_bytes_written as f64)),

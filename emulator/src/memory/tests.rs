@@ -327,8 +327,8 @@ proptest::proptest! {
             }
         }
         let c = mem.counters();
-        let l1 = c.l1.sector_hits + c.l1.sector_misses + c.l1.mshr_merges;
-        let tex = c.texture.sector_hits + c.texture.sector_misses + c.texture.mshr_merges;
+        let l1 = c.l1.read_sectors();
+        let tex = c.texture.read_sectors();
         proptest::prop_assert!(l1 + tex >= read_sectors);
         proptest::prop_assert!(c.l1.requests + c.texture.requests >= read_sectors);
         proptest::prop_assert_eq!(c.dram_bytes_read % u64::from(cfg.l2.sector_bytes), 0);

@@ -700,7 +700,7 @@ impl Sm {
             return Err((u64::MAX, if at_bar { Stall::Barrier } else { Stall::Idle }));
         }
         let w = &self.warps[soonest * nsched + s];
-        let pipe = pipes[self.hot.of_scheduler(s)[soonest].class as usize];
+        let pipe = pipes[hot[soonest].class as usize];
         let reason = if w.wake >= w.next_ok && w.wake >= pipe {
             w.reason
         } else if pipe >= w.next_ok {

@@ -26,6 +26,8 @@
 mod sm;
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
 
 use rayon::prelude::*;
@@ -148,28 +150,7 @@ fn run_rounds(
             continue;
         }
         let horizon = first.0.saturating_add(round);
-        // The SMs with work, in as many bins as threads, the heaviest (by their last round)
-        // first into the lightest bin: one task per bin balances the threads.
-        let mut due: Vec<(&mut Sm, &mut SmMem)> = sms
-            .iter_mut()
-            .zip(mem.sms.iter_mut())
-            .filter(|(s, _)| s.runs_before(horizon))
-            .collect();
-        due.sort_by_key(|(s, _)| std::cmp::Reverse(s.last_work));
-        let nbins = rayon::current_num_threads().clamp(1, due.len().max(1));
-        let mut bins: Vec<(u64, Vec<(&mut Sm, &mut SmMem)>)> =
-            (0..nbins).map(|_| (0, Vec::new())).collect();
-        for d in due {
-            if let Some(b) = bins.iter_mut().min_by_key(|b| b.0) {
-                b.0 += d.0.last_work.max(1);
-                b.1.push(d);
-            }
-        }
-        bins.into_par_iter().with_max_len(1).for_each(|(_, bin)| {
-            for (s, m) in bin {
-                s.run_round(&sh, m, horizon);
-            }
-        });
+        run_due(&mut sms, &mut mem.sms, &sh, horizon);
         let executed: u64 = sms.iter().map(|s| s.counts.warp_instructions).sum();
         if executed > inp.budget {
             let (block, warp, pc, line) = last_issue(&sms);
@@ -198,6 +179,38 @@ fn run_rounds(
     mem.answer_before(END);
     apply_writes_before(END, &mut sms, dev);
     Ok(output(&sms))
+}
+
+/// Runs the round to `horizon` of every SM that takes part, on all of the pool's threads. Each
+/// thread takes the heaviest SM left (by its last round's work) until none is left: with only a
+/// few SMs due per round, fixed bins left one thread idle while the other ran a heavy SM, and a
+/// thread that wakes late only takes fewer SMs instead of holding the round up. Which thread
+/// runs an SM does not matter: its round depends only on its own state and the horizon.
+fn run_due(sms: &mut [Sm], mems: &mut [SmMem], sh: &Shared, horizon: u64) {
+    let mut due: Vec<(&mut Sm, &mut SmMem)> = sms
+        .iter_mut()
+        .zip(mems.iter_mut())
+        .filter(|(s, _)| s.runs_before(horizon))
+        .collect();
+    let threads = rayon::current_num_threads().min(due.len());
+    if threads <= 1 {
+        for (s, m) in due {
+            s.run_round(sh, m, horizon);
+        }
+        return;
+    }
+    due.sort_by_key(|(s, _)| std::cmp::Reverse(s.last_work));
+    let due: Vec<Mutex<(&mut Sm, &mut SmMem)>> = due.into_iter().map(Mutex::new).collect();
+    let next = AtomicUsize::new(0);
+    (0..threads).into_par_iter().with_max_len(1).for_each(|_| {
+        while let Some(d) = due.get(next.fetch_add(1, Ordering::Relaxed)) {
+            // Each SM is taken once, so the lock is never contended (nor poisoned: a panic
+            // ends the launch).
+            let mut d = d.lock().unwrap_or_else(PoisonError::into_inner);
+            let (s, m) = &mut *d;
+            s.run_round(sh, m, horizon);
+        }
+    });
 }
 
 /// Applies, in global order, every SM's pending global writes that come before `bound`; an

@@ -26,18 +26,15 @@
 mod sm;
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
-
-use rayon::prelude::*;
 
 use crate::config::GpuConfig;
 use crate::devmem::{DeviceMemory, WriteKind};
 use crate::error::EmuError;
 use crate::exec::atomic_value;
 use crate::ir::{Class, Program};
-use crate::memory::{END, Key, MemorySystem, SmMem, in_global_order};
+use crate::memory::{END, Key, MemorySystem, SmMem, answer_releasing, in_global_order};
 use crate::texture::Texture;
 use crate::watch::{Progress, WATCH_INTERVAL, Watch};
 
@@ -118,7 +115,8 @@ fn run_rounds(
         .filter_map(|(s, m)| s.position(m))
         .min()
     {
-        mem.answer_before(first);
+        // Independent of the answers: stores and atomics touch device memory and registers,
+        // answers only the SMs' memory sides.
         apply_writes_before(first, &mut sms, dev);
         let i = first.1 as usize;
         let sh = Shared {
@@ -131,6 +129,7 @@ fn run_rounds(
             blocks_left: next_block < total_blocks,
         };
         if !matches!(sms[i].park, Park::Run | Park::Jump | Park::Retry) {
+            mem.answer_before(first);
             let sm = &mut sms[i];
             let sm_mem = &mut mem.sms[i];
             sm.take_in(&sh, sm_mem);
@@ -150,7 +149,7 @@ fn run_rounds(
             continue;
         }
         let horizon = first.0.saturating_add(round);
-        run_due(&mut sms, &mut mem.sms, &sh, horizon);
+        answer_and_run(&mut sms, mem, &sh, first, horizon);
         let executed: u64 = sms.iter().map(|s| s.counts.warp_instructions).sum();
         if executed > inp.budget {
             let (block, warp, pc, line) = last_issue(&sms);
@@ -181,36 +180,101 @@ fn run_rounds(
     Ok(output(&sms))
 }
 
-/// Runs the round to `horizon` of every SM that takes part, on all of the pool's threads. Each
-/// thread takes the heaviest SM left (by its last round's work) until none is left: with only a
-/// few SMs due per round, fixed bins left one thread idle while the other ran a heavy SM, and a
-/// thread that wakes late only takes fewer SMs instead of holding the round up. Which thread
-/// runs an SM does not matter: its round depends only on its own state and the horizon.
-fn run_due(sms: &mut [Sm], mems: &mut [SmMem], sh: &Shared, horizon: u64) {
-    let mut due: Vec<(&mut Sm, &mut SmMem)> = sms
-        .iter_mut()
-        .zip(mems.iter_mut())
-        .filter(|(s, _)| s.runs_before(horizon))
-        .collect();
-    let threads = rayon::current_num_threads().min(due.len());
+/// Answers the L2 requests that come before `first` and runs the round to `horizon` of every
+/// SM that takes part. On several threads the two overlap: an SM is handed to the threads as
+/// soon as nothing of its own is left to answer (at once when it sent nothing), while the
+/// coordinating thread answers the others' requests and then joins in. Neither the order of
+/// answers nor what an SM's round sees depends on this: answers touch only their own SM's
+/// memory side, and a round depends only on its SM's state and the horizon.
+fn answer_and_run(sms: &mut [Sm], mem: &mut MemorySystem, sh: &Shared, first: Key, horizon: u64) {
+    let threads = rayon::current_num_threads();
     if threads <= 1 {
-        for (s, m) in due {
-            s.run_round(sh, m, horizon);
+        mem.answer_before(first);
+        for (s, m) in sms.iter_mut().zip(mem.sms.iter_mut()) {
+            if s.runs_before(horizon) {
+                s.run_round(sh, m, horizon);
+            }
         }
         return;
     }
-    due.sort_by_key(|(s, _)| std::cmp::Reverse(s.last_work));
-    let due: Vec<Mutex<(&mut Sm, &mut SmMem)>> = due.into_iter().map(Mutex::new).collect();
-    let next = AtomicUsize::new(0);
-    (0..threads).into_par_iter().with_max_len(1).for_each(|_| {
-        while let Some(d) = due.get(next.fetch_add(1, Ordering::Relaxed)) {
-            // Each SM is taken once, so the lock is never contended (nor poisoned: a panic
-            // ends the launch).
-            let mut d = d.lock().unwrap_or_else(PoisonError::into_inner);
-            let (s, m) = &mut *d;
-            s.run_round(sh, m, horizon);
-        }
+    let mut due: Vec<Option<&mut Sm>> = sms
+        .iter_mut()
+        .map(|s| s.runs_before(horizon).then_some(s))
+        .collect();
+    let mut sides: Vec<Option<&mut SmMem>> = mem.sms.iter_mut().map(Some).collect();
+    let ready = Mutex::new(Ready {
+        sms: Vec::new(),
+        closed: false,
     });
+    let below = &mut mem.below;
+    rayon::scope(|sc| {
+        for _ in 1..threads {
+            sc.spawn(|_| work(&ready, sh, horizon));
+        }
+        // Closed however answering ends, so that a panic there cannot leave the others
+        // waiting for SMs that never come.
+        let close = Close(&ready);
+        answer_releasing(below, &mut sides, first, |i, side| {
+            if let Some(s) = due[i].take()
+                && let Some(m) = side.take()
+            {
+                lock(&ready).sms.push((s, m));
+            }
+        });
+        drop(close);
+        work(&ready, sh, horizon);
+    });
+}
+
+/// The SMs of a round whose answers are in, not yet taken by a thread.
+struct Ready<'a> {
+    sms: Vec<(&'a mut Sm, &'a mut SmMem)>,
+    /// Every SM of the round was handed over.
+    closed: bool,
+}
+
+/// Closes a round's [`Ready`] when dropped.
+struct Close<'m, 'a>(&'m Mutex<Ready<'a>>);
+
+impl Drop for Close<'_, '_> {
+    fn drop(&mut self) {
+        lock(self.0).closed = true;
+    }
+}
+
+fn lock<'m, 'a>(ready: &'m Mutex<Ready<'a>>) -> MutexGuard<'m, Ready<'a>> {
+    // A panic in a round ends the launch, so a poisoned lock is never used again.
+    ready.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Runs ready SMs, the heaviest (by its last round's work) first, so that no thread is left
+/// with a heavy one at the end, until the round has none left. Waits by spinning: the wait
+/// lasts only while the coordinating thread answers (microseconds), and a thread put to sleep
+/// took longer to wake than that.
+fn work(ready: &Mutex<Ready>, sh: &Shared, horizon: u64) {
+    let mut idle = 0u32;
+    loop {
+        let next = {
+            let mut r = lock(ready);
+            let heaviest = (0..r.sms.len()).max_by_key(|&k| r.sms[k].0.last_work);
+            match heaviest {
+                Some(k) => Some(r.sms.swap_remove(k)),
+                None if r.closed => return,
+                None => None,
+            }
+        };
+        match next {
+            Some((s, m)) => {
+                idle = 0;
+                s.run_round(sh, m, horizon);
+            }
+            None if idle < 64 => {
+                idle += 1;
+                std::hint::spin_loop();
+            }
+            None => std::thread::yield_now(),
+        }
+    }
 }
 
 /// Applies, in global order, every SM's pending global writes that come before `bound`; an

@@ -565,6 +565,54 @@ pub(crate) fn in_global_order(
     }
 }
 
+/// [`MemorySystem::answer_before`] over SMs' sides lent one by one: `release(sm, side)` is
+/// called once per SM, as soon as nothing of it comes before `bound` any more, and may take the
+/// side away, so that the SM can run on while later requests of others are answered. Only
+/// its own requests touch an SM's side, so what the others see does not change.
+pub(crate) fn answer_releasing<'a>(
+    below: &mut Below,
+    sms: &mut [Option<&'a mut SmMem>],
+    bound: Key,
+    mut release: impl FnMut(usize, &mut Option<&'a mut SmMem>),
+) {
+    let mut heads = Vec::new();
+    for (i, slot) in sms.iter_mut().enumerate() {
+        let head = slot
+            .as_ref()
+            .and_then(|s| s.queue.front())
+            .map(|r| (r.now, i as u32, r.seq))
+            .filter(|&k| k < bound);
+        match head {
+            Some(k) => heads.push(k),
+            None => release(i, slot),
+        }
+    }
+    in_global_order(heads, bound, |i| {
+        let slot = &mut sms[i];
+        let sm = slot.as_mut()?;
+        if let Some(r) = sm.queue.pop_front() {
+            // A miss that waited for a free MSHR was sent at an earlier request's answer.
+            let sent = sm.pend.value(r.sent);
+            debug_assert!(
+                sent.is_some(),
+                "a waiting miss is sent after answers that came first"
+            );
+            let sent = sent.unwrap_or(r.now);
+            let v = below.answer(&L2Req { sent, ..r });
+            debug_assert!(v >= sent + r.base, "an answer comes after its request");
+            if r.token != 0 {
+                sm.pend.give(r.token, v);
+            }
+        }
+        let next = sm.queue.front().map(|n| (n.now, n.seq));
+        if next.is_none_or(|(now, seq)| (now, i as u32, seq) >= bound) {
+            release(i, slot);
+            return None;
+        }
+        next
+    })
+}
+
 /// The timing state of the whole memory hierarchy for one launch: every SM's side and what is
 /// below them.
 #[derive(Debug, Clone)]
@@ -627,33 +675,9 @@ impl MemorySystem {
     /// Answers, in global (issue cycle, SM, sequence) order, every queued L2 request that
     /// comes before `bound`; each answer resolves its SM's token.
     pub(crate) fn answer_before(&mut self, bound: Key) {
-        let heads = self
-            .sms
-            .iter()
-            .enumerate()
-            .filter_map(|(i, s)| s.queue.front().map(|r| (r.now, i as u32, r.seq)))
-            .collect();
-        let (sms, below) = (&mut self.sms, &mut self.below);
-        in_global_order(heads, bound, |i| {
-            let sm = &mut sms[i];
-            if let Some(r) = sm.queue.pop_front() {
-                // A miss that waited for a free MSHR was sent at an earlier request's answer.
-                let sent = sm.pend.value(r.sent);
-                debug_assert!(
-                    sent.is_some(),
-                    "a waiting miss is sent after answers that came first"
-                );
-                let sent = sent.unwrap_or(r.now);
-                let v = below.answer(&L2Req { sent, ..r });
-                debug_assert!(v >= sent + r.base, "an answer comes after its request");
-                if r.token != 0 {
-                    sm.pend.give(r.token, v);
-                }
-            }
-            sm.queue.front().map(|n| (n.now, n.seq))
-        });
+        let mut sms: Vec<Option<&mut SmMem>> = self.sms.iter_mut().map(Some).collect();
+        answer_releasing(&mut self.below, &mut sms, bound, |_, _| {});
     }
-
     /// Completion cycle of one request answered at once: what every SM sees when requests come
     /// one at a time in global time order (unit tests).
     #[cfg(test)]

@@ -274,6 +274,34 @@ fn a_bigger_cache_never_hits_less_on_a_reuse_pattern() {
 }
 
 #[test]
+fn each_sm_is_released_once_its_requests_before_the_bound_are_answered() {
+    let cfg = GpuConfig::preset("gtx480").unwrap();
+    let mut mem = MemorySystem::new(&cfg);
+    // Cold misses, queued for the L2: SM 0 at cycles 20 and 50, SM 1 at 10.
+    let a = mem.sms[0].access(20, &load(&[(0, 0x1000)], 4));
+    let b = mem.sms[1].access(10, &load(&[(0, 0x2000)], 4));
+    mem.sms[0].access(50, &load(&[(0, 0x3000)], 4));
+    let mut twin = mem.clone();
+    let bound = (30, 0, 0);
+    let mut released = Vec::new();
+    let mut sides: Vec<Option<&mut SmMem>> = mem.sms.iter_mut().map(Some).collect();
+    answer_releasing(&mut mem.below, &mut sides, bound, |i, side| {
+        // Taken away: answering the others must not need it any more.
+        let sm = side.take().expect("released once");
+        let mine = [(0, a), (1, b)].into_iter().find(|&(s, _)| s == i);
+        released.push((i, mine.map(|(_, t)| sm.pend.value(t)), sm.queue.len()));
+    });
+    // The SMs without requests first, then each as its last request before the bound is
+    // answered, in that order; SM 0's request at cycle 50 stays queued.
+    let mut want: Vec<_> = (2..cfg.sm.count as usize).map(|i| (i, None, 0)).collect();
+    twin.answer_before(bound);
+    want.push((1, Some(twin.sms[1].pend.value(b)), 0));
+    want.push((0, Some(twin.sms[0].pend.value(a)), 1));
+    assert!(want.iter().all(|w| w.1.is_none_or(|v| v.is_some())));
+    assert_eq!(released, want);
+}
+
+#[test]
 fn same_accesses_give_same_cycles_and_counters() {
     let run = || {
         let cfg = GpuConfig::preset("gtx480").unwrap();

@@ -9,7 +9,9 @@
 //! (memory/pending.rs). No answer to a request sent in the round is due before `H`, so no SM
 //! needs one. Between rounds the coordinator answers every queued request that comes before the
 //! earliest SM's position, in (cycle, SM, sequence) order — the order a sequential engine would
-//! have used — and applies global writes the same way (devmem.rs `Write`).
+//! have used — and applies global writes the same way (devmem.rs `Write`). The next round
+//! starts while it answers: an SM whose own requests are all answered is handed to the threads
+//! (`answer_and_run`).
 //!
 //! An SM parks where a decision depends on what is not known yet. A free block slot (which
 //! block it gets depends on frees elsewhere) waits until the SM is first in global order, when

@@ -28,6 +28,7 @@
 mod sm;
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
@@ -203,15 +204,14 @@ fn answer_and_run(sms: &mut [Sm], mem: &mut MemorySystem, sh: &Shared, first: Ke
         .iter_mut()
         .map(|s| s.runs_before(horizon).then_some(s))
         .collect();
+    // No more helpers than SMs: each may run one while the coordinator still answers.
+    let helpers = (threads - 1).min(due.iter().flatten().count());
     let mut sides: Vec<Option<&mut SmMem>> = mem.sms.iter_mut().map(Some).collect();
-    let ready = Mutex::new(Ready {
-        sms: Vec::new(),
-        closed: false,
-    });
+    let ready = Ready::default();
     let below = &mut mem.below;
     rayon::scope(|sc| {
-        for _ in 1..threads {
-            sc.spawn(|_| work(&ready, sh, horizon));
+        for _ in 0..helpers {
+            sc.spawn(|_| ready.work(sh, horizon));
         }
         // Closed however answering ends, so that a panic there cannot leave the others
         // waiting for SMs that never come.
@@ -220,61 +220,79 @@ fn answer_and_run(sms: &mut [Sm], mem: &mut MemorySystem, sh: &Shared, first: Ke
             if let Some(s) = due[i].take()
                 && let Some(m) = side.take()
             {
-                lock(&ready).sms.push((s, m));
+                ready.push(s, m);
             }
         });
         drop(close);
-        work(&ready, sh, horizon);
+        ready.work(sh, horizon);
     });
 }
 
-/// The SMs of a round whose answers are in, not yet taken by a thread.
+/// The SMs of a round whose answers are in, not yet taken by a thread. A waiting thread reads
+/// only the two atomics, and locks the list when they say there is something to take, so that
+/// many waiting threads do not contend for the lock the coordinator needs to hand SMs over.
+#[derive(Default)]
 struct Ready<'a> {
-    sms: Vec<(&'a mut Sm, &'a mut SmMem)>,
+    sms: Mutex<Vec<(&'a mut Sm, &'a mut SmMem)>>,
+    /// How many SMs the list holds.
+    queued: AtomicUsize,
     /// Every SM of the round was handed over.
-    closed: bool,
+    closed: AtomicBool,
 }
 
 /// Closes a round's [`Ready`] when dropped.
-struct Close<'m, 'a>(&'m Mutex<Ready<'a>>);
+struct Close<'r, 'a>(&'r Ready<'a>);
 
 impl Drop for Close<'_, '_> {
     fn drop(&mut self) {
-        lock(self.0).closed = true;
+        self.0.closed.store(true, Ordering::Release);
     }
 }
 
-fn lock<'m, 'a>(ready: &'m Mutex<Ready<'a>>) -> MutexGuard<'m, Ready<'a>> {
-    // A panic in a round ends the launch, so a poisoned lock is never used again.
-    ready.lock().unwrap_or_else(PoisonError::into_inner)
-}
+impl<'a> Ready<'a> {
+    fn list(&self) -> MutexGuard<'_, Vec<(&'a mut Sm, &'a mut SmMem)>> {
+        // A panic in a round ends the launch, so a poisoned lock is never used again.
+        self.sms.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 
-/// Runs ready SMs, the heaviest (by its last round's work) first, so that no thread is left
-/// with a heavy one at the end, until the round has none left. Waits by spinning: the wait
-/// lasts only while the coordinating thread answers (microseconds), and a thread put to sleep
-/// took longer to wake than that.
-fn work(ready: &Mutex<Ready>, sh: &Shared, horizon: u64) {
-    let mut idle = 0u32;
-    loop {
-        let next = {
-            let mut r = lock(ready);
-            let heaviest = (0..r.sms.len()).max_by_key(|&k| r.sms[k].0.last_work);
-            match heaviest {
-                Some(k) => Some(r.sms.swap_remove(k)),
-                None if r.closed => return,
-                None => None,
-            }
-        };
-        match next {
-            Some((s, m)) => {
+    fn push(&self, s: &'a mut Sm, m: &'a mut SmMem) {
+        let mut list = self.list();
+        list.push((s, m));
+        self.queued.fetch_add(1, Ordering::Release);
+    }
+
+    /// The heaviest SM of the list (by its last round's work), so that no thread is left with
+    /// a heavy one at the end.
+    fn take(&self) -> Option<(&'a mut Sm, &'a mut SmMem)> {
+        let mut list = self.list();
+        let k = (0..list.len()).max_by_key(|&k| list[k].0.last_work)?;
+        self.queued.fetch_sub(1, Ordering::Relaxed);
+        Some(list.swap_remove(k))
+    }
+
+    /// Runs ready SMs until the round has none left. Waits by spinning: the wait lasts only
+    /// while the coordinating thread answers (microseconds), and a thread put to sleep took
+    /// longer to wake than that.
+    fn work(&self, sh: &Shared, horizon: u64) {
+        let mut idle = 0u32;
+        loop {
+            if self.queued.load(Ordering::Acquire) > 0
+                && let Some((s, m)) = self.take()
+            {
                 idle = 0;
                 s.run_round(sh, m, horizon);
+                continue;
             }
-            None if idle < 64 => {
+            // Every push comes before the close, so a closed list seen empty stays empty.
+            if self.closed.load(Ordering::Acquire) && self.queued.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            if idle < 64 {
                 idle += 1;
                 std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
             }
-            None => std::thread::yield_now(),
         }
     }
 }

@@ -678,6 +678,7 @@ impl MemorySystem {
         let mut sms: Vec<Option<&mut SmMem>> = self.sms.iter_mut().map(Some).collect();
         answer_releasing(&mut self.below, &mut sms, bound, |_, _| {});
     }
+
     /// Completion cycle of one request answered at once: what every SM sees when requests come
     /// one at a time in global time order (unit tests).
     #[cfg(test)]

@@ -184,28 +184,18 @@ fn run_rounds(
 }
 
 /// Answers the L2 requests that come before `first` and runs the round to `horizon` of every
-/// SM that takes part. On several threads the two overlap: an SM is handed to the threads as
+/// SM that takes part, on one thread or many alike. On several threads the two overlap: an SM is handed to the threads as
 /// soon as nothing of its own is left to answer (at once when it sent nothing), while the
 /// coordinating thread answers the others' requests and then joins in. Neither the order of
 /// answers nor what an SM's round sees depends on this: answers touch only their own SM's
 /// memory side, and a round depends only on its SM's state and the horizon.
 fn answer_and_run(sms: &mut [Sm], mem: &mut MemorySystem, sh: &Shared, first: Key, horizon: u64) {
-    let threads = rayon::current_num_threads();
-    if threads <= 1 {
-        mem.answer_before(first);
-        for (s, m) in sms.iter_mut().zip(mem.sms.iter_mut()) {
-            if s.runs_before(horizon) {
-                s.run_round(sh, m, horizon);
-            }
-        }
-        return;
-    }
     let mut due: Vec<Option<&mut Sm>> = sms
         .iter_mut()
         .map(|s| s.runs_before(horizon).then_some(s))
         .collect();
     // No more helpers than SMs: each may run one while the coordinator still answers.
-    let helpers = (threads - 1).min(due.iter().flatten().count());
+    let helpers = (rayon::current_num_threads().max(1) - 1).min(due.iter().flatten().count());
     let mut sides: Vec<Option<&mut SmMem>> = mem.sms.iter_mut().map(Some).collect();
     let ready = Ready::default();
     let below = &mut mem.below;

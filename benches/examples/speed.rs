@@ -1,9 +1,8 @@
 //! Simulated warp instructions per second of the emulator's speed workloads, one launch each
 //! (release build): `cargo run --release -p warpscope-benches --example speed [NAME]`, where NAME
 //! (collatz, matmul, histogram, volume_render, volume_render_gtx480, volume_render_gtx480_side)
-//! runs one alone, e.g. under
-//! `valgrind --tool=callgrind`; `RAYON_NUM_THREADS=N` sets the threads. The criterion
-//! benchmarks time the same workloads.
+//! runs one alone, e.g. under `valgrind --tool=callgrind`; `RAYON_NUM_THREADS=N` sets the
+//! threads. The criterion benchmarks time the same workloads.
 
 fn main() {
     let only = std::env::args().nth(1);

@@ -440,6 +440,7 @@ impl Inst {
             _ => None,
         })
     }
+
     /// Where control can go after this instruction, at `pc`: a branch's target, then, unless
     /// the instruction always leaves (`bra`, `exit` or `trap` without a guard), the next one.
     /// A pc past the last instruction is the kernel's end.

@@ -720,9 +720,9 @@ impl Sampler<'_> {
             *o = hx + hy + hz + (lx ^ ly ^ lz);
             *t = *data.get(usize::try_from(*o).ok()?)? as f32 / 255.0;
         }
+        lanes.extend_from_slice(&off.map(|o| (lane, self.tex.base + o)));
         let mut acc = [0.0f32; 4];
         for c in 0..8 {
-            lanes.push((lane, self.tex.base + off[c]));
             let w = weight[0][c & 1] * weight[1][(c >> 1) & 1] * weight[2][c >> 2];
             acc[0] += w * texel[c];
             acc[1] += w * 0.0;

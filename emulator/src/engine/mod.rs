@@ -35,7 +35,7 @@ use std::time::Instant;
 use crate::config::GpuConfig;
 use crate::devmem::{DeviceMemory, WriteKind};
 use crate::error::EmuError;
-use crate::exec::atomic_value;
+use crate::exec::{Fixed, atomic_value};
 use crate::ir::{Class, Program};
 use crate::memory::{END, Key, MemorySystem, SmMem, answer_releasing, in_global_order};
 use crate::texture::Texture;
@@ -122,10 +122,21 @@ fn run_rounds(
         // answers only the SMs' memory sides.
         apply_writes_before(first, &mut sms, dev);
         let i = first.1 as usize;
+        let cfg = inp.cfg;
         let sh = Shared {
             inp,
-            dev,
-            textures,
+            fixed: Fixed {
+                dev,
+                textures,
+                params: inp.params,
+                local_bytes: inp.prog.local_bytes,
+                ntid: inp.block,
+                nctaid: inp.grid,
+                nsm: cfg.sm.count,
+                max_warps: cfg.sm.max_warps,
+                clock_mhz: cfg.clock_mhz,
+                dyn_smem: inp.dyn_smem,
+            },
             deps: &deps,
             lat,
             interval,

@@ -20,12 +20,11 @@
 //! cycle at which one can, charging the skipped cycles to a stall reason.
 
 use crate::config::GpuConfig;
-use crate::devmem::{DeviceMemory, WriteLog};
+use crate::devmem::WriteLog;
 use crate::error::EmuError;
-use crate::exec::{Ctx, Entry, FULL, Flow, Warp, exec};
+use crate::exec::{Ctx, Entry, FULL, Fixed, Flow, Warp, exec};
 use crate::ir::{Class, Op, Program};
 use crate::memory::{Key, MemRequest, SmMem, is_token};
-use crate::texture::Texture;
 
 use super::LaunchInput;
 
@@ -257,8 +256,8 @@ pub(super) struct Sm {
 /// What every SM reads while a round runs.
 pub(super) struct Shared<'a> {
     pub inp: &'a LaunchInput<'a>,
-    pub dev: &'a DeviceMemory,
-    pub textures: &'a [Texture],
+    /// What the instructions read (device memory, textures, launch shape).
+    pub fixed: Fixed<'a>,
     pub deps: &'a Deps,
     /// `lat` and `issue_interval` of every class, looked up once per launch.
     pub lat: [u64; NCLASS],
@@ -722,7 +721,6 @@ impl Sm {
     ) -> Result<(), EmuError> {
         let ws = k * self.pipe.len() + s;
         let prog = sh.inp.prog;
-        let cfg = sh.inp.cfg;
         let w = &mut self.warps[ws];
         let Some(pc) = w.arch.pc() else {
             w.state = WState::Done;
@@ -755,22 +753,13 @@ impl Sm {
             });
         };
         let mut ctx = Ctx {
-            dev: sh.dev,
+            fixed: &sh.fixed,
             writes: &mut self.writes,
             seq: mem.seq,
-            textures: sh.textures,
-            params: sh.inp.params,
             shared: &mut block.shared,
-            local_bytes: prog.local_bytes,
             block: block.id,
-            ntid: sh.inp.block,
-            nctaid: sh.inp.grid,
             smid: self.id,
-            nsm: cfg.sm.count,
-            max_warps: cfg.sm.max_warps,
             now,
-            clock_mhz: cfg.clock_mhz,
-            dyn_smem: sh.inp.dyn_smem,
             lanes: &mut self.lanes,
         };
         let flow =

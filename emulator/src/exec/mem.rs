@@ -77,8 +77,8 @@ impl Ctx<'_> {
                 } else {
                     window_offset(addr)
                 };
-                let o = check(off, self.local_bytes as usize, "local")?;
-                Ok(Target::Local(lane * self.local_bytes as usize + o))
+                let o = check(off, self.fixed.local_bytes as usize, "local")?;
+                Ok(Target::Local(lane * self.fixed.local_bytes as usize + o))
             }
             Sp::Param => {
                 let off = if (PARAM_WINDOW..PARAM_WINDOW + WINDOW_BYTES).contains(&addr) {
@@ -86,7 +86,7 @@ impl Ctx<'_> {
                 } else {
                     window_offset(addr)
                 };
-                Ok(Target::Param(check(off, self.params.len(), "param")?))
+                Ok(Target::Param(check(off, self.fixed.params.len(), "param")?))
             }
             Sp::Generic => {
                 if (SHARED_WINDOW..SHARED_WINDOW + WINDOW_BYTES).contains(&addr) {
@@ -139,10 +139,10 @@ impl Ctx<'_> {
             Target::Param(o) => o as u64,
             Target::Local(i) => {
                 // local memory is interleaved per 4-byte word across the warp's lanes, as on GPUs
-                let lb = self.local_bytes.max(1) as u64;
+                let lb = self.fixed.local_bytes.max(1) as u64;
                 let off = i as u64 - lane as u64 * lb;
                 let warp_base =
-                    (self.smid as u64 * self.max_warps as u64 + w.slot as u64) * lb * 32;
+                    (self.smid as u64 * self.fixed.max_warps as u64 + w.slot as u64) * lb * 32;
                 LOCAL_WINDOW + warp_base + (off / 4) * 128 + lane as u64 * 4 + off % 4
             }
         }
@@ -151,7 +151,7 @@ impl Ctx<'_> {
     fn read(&self, w: &Warp, t: &Target, len: usize, lane: usize) -> Faulty<u64> {
         let src: &[u8] = match *t {
             Target::Global(a) => {
-                return match self.writes.read(self.dev, a, len) {
+                return match self.writes.read(self.fixed.dev, a, len) {
                     Some(v) => Ok(v),
                     None => fault(
                         lane as u32,
@@ -161,7 +161,7 @@ impl Ctx<'_> {
             }
             Target::Shared(o) => &self.shared[o..o + len],
             Target::Local(o) => &w.local[o..o + len],
-            Target::Param(o) => &self.params[o..o + len],
+            Target::Param(o) => &self.fixed.params[o..o + len],
         };
         Ok(le_bytes(src))
     }
@@ -169,7 +169,7 @@ impl Ctx<'_> {
     fn write(&mut self, w: &mut Warp, t: &Target, len: usize, lane: usize, v: u64) -> Faulty<()> {
         let dst: &mut [u8] = match *t {
             Target::Global(a) => {
-                if self.dev.slice(a, len).is_none() {
+                if self.fixed.dev.slice(a, len).is_none() {
                     return fault(
                         lane as u32,
                         format!("store of {len} bytes at {a:#x} outside any allocation"),
@@ -447,7 +447,7 @@ fn atomic(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow> {
         let t = c.lane_target(x, w, base[l], l, eb, eb, "atomic", &mut space)?;
         let (p, q) = (bv[l], cv[l]);
         if let Target::Global(a) = t {
-            if c.dev.slice(a, eb).is_none() {
+            if c.fixed.dev.slice(a, eb).is_none() {
                 return fault(
                     l as u32,
                     format!("atomic of {eb} bytes at {a:#x} outside any allocation"),

@@ -58,26 +58,32 @@ pub(crate) const FULL: u32 = u32::MAX;
 /// The lane values of an absent operand.
 static ZERO_LANES: [u64; 32] = [0; 32];
 
+/// What every instruction of a round reads and none changes, set once per round so that an
+/// issue builds only the few fields of [`Ctx`] that vary.
+pub(crate) struct Fixed<'a> {
+    /// Read-only while SMs run: global writes go to `Ctx::writes` (devmem.rs).
+    pub dev: &'a DeviceMemory,
+    pub textures: &'a [Texture],
+    pub params: &'a [u8],
+    pub local_bytes: u32,
+    pub ntid: [u32; 3],
+    pub nctaid: [u32; 3],
+    pub nsm: u32,
+    pub max_warps: u32,
+    pub clock_mhz: f64,
+    pub dyn_smem: u32,
+}
+
 /// Everything an instruction may touch besides its warp.
 pub(crate) struct Ctx<'a> {
-    /// Read-only while SMs run: global writes go to `writes` (devmem.rs).
-    pub dev: &'a DeviceMemory,
+    pub fixed: &'a Fixed<'a>,
     pub writes: &'a mut WriteLog,
     /// The SM's L2 request count: orders this instruction's writes among other SMs'.
     pub seq: u64,
-    pub textures: &'a [Texture],
-    pub params: &'a [u8],
     pub shared: &'a mut [u8],
-    pub local_bytes: u32,
     pub block: [u32; 3],
-    pub ntid: [u32; 3],
-    pub nctaid: [u32; 3],
     pub smid: u32,
-    pub nsm: u32,
-    pub max_warps: u32,
     pub now: u64,
-    pub clock_mhz: f64,
-    pub dyn_smem: u32,
     /// Out: `(lane, address)` of each access, for the memory model.
     pub lanes: &'a mut Vec<(u8, u64)>,
 }
@@ -139,7 +145,7 @@ impl Ctx<'_> {
     /// lane-dependent ones compute per lane.
     fn sreg_row(&self, s: Sreg, w: &Warp, out: &mut [u64; 32]) {
         let tid = |l: usize| w.wib * 32 + l as u32;
-        let [nx, ny, _] = self.ntid;
+        let [nx, ny, _] = self.fixed.ntid;
         let (nx, ny) = (nx.max(1), ny.max(1));
         let uniform = match s {
             Sreg::Tid(0) => {
@@ -178,18 +184,18 @@ impl Ctx<'_> {
                 map!(out, |l| !((1u64 << l) - 1) & 0xFFFF_FFFF);
                 return;
             }
-            Sreg::Ntid(d) => self.ntid[d as usize] as u64,
+            Sreg::Ntid(d) => self.fixed.ntid[d as usize] as u64,
             Sreg::Ctaid(d) => self.block[d as usize] as u64,
-            Sreg::Nctaid(d) => self.nctaid[d as usize] as u64,
+            Sreg::Nctaid(d) => self.fixed.nctaid[d as usize] as u64,
             Sreg::Warpid => w.slot as u64,
-            Sreg::Nwarpid => self.max_warps as u64,
+            Sreg::Nwarpid => self.fixed.max_warps as u64,
             Sreg::Smid => self.smid as u64,
-            Sreg::Nsmid => self.nsm as u64,
+            Sreg::Nsmid => self.fixed.nsm as u64,
             Sreg::Clock => self.now & 0xFFFF_FFFF,
             Sreg::ClockHi => self.now >> 32,
             Sreg::Clock64 => self.now,
             Sreg::Globaltimer | Sreg::GlobaltimerLo | Sreg::GlobaltimerHi => {
-                let ns = (self.now as f64 * 1000.0 / self.clock_mhz.max(1e-9)) as u64;
+                let ns = (self.now as f64 * 1000.0 / self.fixed.clock_mhz.max(1e-9)) as u64;
                 match s {
                     Sreg::GlobaltimerLo => ns & 0xFFFF_FFFF,
                     Sreg::GlobaltimerHi => ns >> 32,
@@ -197,7 +203,7 @@ impl Ctx<'_> {
                 }
             }
             Sreg::Gridid => 0,
-            Sreg::DynSmem => self.dyn_smem as u64,
+            Sreg::DynSmem => self.fixed.dyn_smem as u64,
             Sreg::TotalSmem => self.shared.len() as u64,
         };
         out.fill(uniform);

@@ -26,13 +26,13 @@ pub(super) fn texture(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
         let tex = match &mut cur {
             Some((i, s)) if *i == idx => s,
             _ => {
-                let Some(tex) = c.textures.get(idx as usize) else {
+                let Some(tex) = c.fixed.textures.get(idx as usize) else {
                     return fault(
                         l as u32,
                         format!("{:#x} is not a texture object handle", h[l]),
                     );
                 };
-                &mut cur.insert((idx, tex.sampler(c.dev))).1
+                &mut cur.insert((idx, tex.sampler(c.fixed.dev))).1
             }
         };
         texel_bytes = tex.texel_bytes() as u32;

@@ -89,15 +89,34 @@ impl Ty {
     }
     /// Sign- or zero-extends the low `bits()` of `v` to 64 bits.
     pub(crate) fn extend(self, v: u64) -> u64 {
-        let b = self.bits();
-        if b >= 64 {
-            return v;
+        self.extender().apply(v)
+    }
+
+    /// [`Ty::extend`] decided once, for a loop over lanes.
+    pub(crate) fn extender(self) -> Extender {
+        Extender {
+            shift: 64 - self.bits().min(64),
+            signed: self.is_signed(),
         }
-        if self.is_signed() {
-            (((v << (64 - b)) as i64) >> (64 - b)) as u64
-        } else {
-            v & self.mask()
-        }
+    }
+}
+
+/// Sign- or zero-extension of a type's low bits to 64, with the type's width and signedness
+/// looked up once rather than per lane.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Extender {
+    shift: u32,
+    signed: bool,
+}
+
+impl Extender {
+    /// Both extensions computed and one selected, so that a loop over lanes has no branch.
+    #[inline]
+    pub(crate) fn apply(self, v: u64) -> u64 {
+        let high = v << self.shift;
+        let signed = ((high as i64) >> self.shift) as u64;
+        let unsigned = high >> self.shift;
+        if self.signed { signed } else { unsigned }
     }
 }
 

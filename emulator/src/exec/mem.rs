@@ -293,13 +293,31 @@ fn store_shared_scalar(
     c: &mut Ctx,
     m: u32,
     eb: usize,
+    rows: (usize, usize),
+) -> Faulty<()> {
+    // The element size chosen once: each lane's write is then a fixed-size copy.
+    match eb {
+        1 => store_shared::<1>(x, w, c, m, rows),
+        2 => store_shared::<2>(x, w, c, m, rows),
+        4 => store_shared::<4>(x, w, c, m, rows),
+        _ => store_shared::<8>(x, w, c, m, rows),
+    }
+}
+
+/// [`store_shared_scalar`] of `N`-byte elements (1, 2, 4 or 8).
+#[inline(always)]
+fn store_shared<const N: usize>(
+    x: &Inst,
+    w: &Warp,
+    c: &mut Ctx,
+    m: u32,
     (a, v): (usize, usize),
 ) -> Faulty<()> {
     let len = c.shared.len() as u64;
     each_lane!(m, l, {
         let addr = w.regs[a + l].wrapping_add(x.off as u64);
-        let o = shared_scalar_offset(addr, l, eb, len, "store")?;
-        put_le_bytes(&mut c.shared[o..o + eb], w.regs[v + l]);
+        let o = shared_scalar_offset(addr, l, N, len, "store")?;
+        c.shared[o..o + N].copy_from_slice(&w.regs[v + l].to_le_bytes()[..N]);
         c.lanes.push((l as u8, o as u64));
     });
     Ok(())
@@ -345,16 +363,15 @@ fn load_lanes(
         Opnd::Reg(r) => Some(r as usize * 32),
         _ => None,
     });
+    let ext = x.ty.extender();
     if vec == 1 && x.space == Sp::Shared && eb <= 8 {
-        let len = c.shared.len() as u64;
-        each_lane!(m, l, {
-            let addr = base(&w.regs, l).wrapping_add(x.off as u64);
-            let o = shared_scalar_offset(addr, l, eb, len, "load")?;
-            if let Some(d) = dst[0] {
-                w.regs[d + l] = x.ty.extend(le_bytes(&c.shared[o..o + eb])) & keep;
-            }
-            c.lanes.push((l as u8, o as u64));
-        });
+        // The element size chosen once: each lane's read is then a fixed-size copy.
+        match eb {
+            1 => load_shared::<1>(x, w, c, m, &base, dst[0], ext, keep)?,
+            2 => load_shared::<2>(x, w, c, m, &base, dst[0], ext, keep)?,
+            4 => load_shared::<4>(x, w, c, m, &base, dst[0], ext, keep)?,
+            _ => load_shared::<8>(x, w, c, m, &base, dst[0], ext, keep)?,
+        }
         return Ok(Flow::Mem {
             space: Space::Shared,
             kind: AccessKind::Load,
@@ -367,7 +384,7 @@ fn load_lanes(
         let addr = base(&w.regs, l);
         let t = c.lane_target(x, w, addr, l, total.min(16), total, "load", &mut space)?;
         for (k, d) in dst.iter().enumerate().take(vec) {
-            let v = x.ty.extend(c.read(w, &t.offset(k * eb), eb, l)?);
+            let v = ext.apply(c.read(w, &t.offset(k * eb), eb, l)?);
             if let Some(d) = d {
                 w.regs[d + l] = v & keep;
             }
@@ -386,6 +403,35 @@ fn load_lanes(
         bytes_per_lane: total as u32,
         readonly,
     })
+}
+
+/// The lanes of a scalar `ld.shared` of `N`-byte elements (`N` is 1, 2, 4 or 8), each read
+/// straight into destination row `dst` (an index into the register file), extended by `ext`
+/// and masked by `keep`.
+#[allow(clippy::too_many_arguments)] // one load's lanes: all of it is needed
+#[inline(always)]
+fn load_shared<const N: usize>(
+    x: &Inst,
+    w: &mut Warp,
+    c: &mut Ctx,
+    m: u32,
+    base: &impl Fn(&[u64], usize) -> u64,
+    dst: Option<usize>,
+    ext: Extender,
+    keep: u64,
+) -> Faulty<()> {
+    let len = c.shared.len() as u64;
+    each_lane!(m, l, {
+        let addr = base(&w.regs, l).wrapping_add(x.off as u64);
+        let o = shared_scalar_offset(addr, l, N, len, "load")?;
+        if let Some(d) = dst {
+            let mut b = [0u8; 8];
+            b[..N].copy_from_slice(&c.shared[o..o + N]);
+            w.regs[d + l] = ext.apply(u64::from_le_bytes(b)) & keep;
+        }
+        c.lanes.push((l as u8, o as u64));
+    });
+    Ok(())
 }
 
 #[allow(clippy::needless_range_loop)] // lane and element indices address parallel arrays

@@ -151,14 +151,25 @@ fn conflict_free_ways(lanes: &[(u8, u64)], len: u64, banks: &Banks) -> Option<u3
     }
     let mut seen = 0u64;
     let mut word_of = [0u64; 64];
-    for word in banks.words(lanes, len) {
-        let bank = banks.of(word) as usize;
-        let bit = 1u64 << bank;
-        if seen & bit == 0 {
-            seen |= bit;
-            word_of[bank] = word;
-        } else if word_of[bank] != word {
-            return None;
+    // The words of `Banks::words`, in its order, as plain loops: this runs for every
+    // shared-memory access, and the flattened range iterator cost more than the check itself.
+    let shift = banks.width_shift;
+    for &(_, addr) in lanes {
+        let last = addr.saturating_add(len - 1) >> shift;
+        let mut word = addr >> shift;
+        loop {
+            let bank = banks.of(word) as usize;
+            let bit = 1u64 << bank;
+            if seen & bit == 0 {
+                seen |= bit;
+                word_of[bank] = word;
+            } else if word_of[bank] != word {
+                return None;
+            }
+            if word >= last {
+                break;
+            }
+            word += 1;
         }
     }
     Some(u32::from(seen != 0))

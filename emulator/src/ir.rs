@@ -521,3 +521,50 @@ pub(crate) struct Program {
     /// Descriptions of `Op::Invalid` instructions.
     pub messages: Vec<String>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The extension as it is defined: the value bits kept, the sign bit of a signed type
+    /// copied above them.
+    fn extended(ty: Ty, v: u64) -> u64 {
+        let b = ty.bits();
+        if b >= 64 {
+            v
+        } else if ty.is_signed() {
+            let m = ty.mask();
+            if v >> (b - 1) & 1 == 1 { v | !m } else { v & m }
+        } else {
+            v & ty.mask()
+        }
+    }
+
+    #[test]
+    fn the_extender_extends_as_defined_for_every_type() {
+        use Ty::*;
+        let all = [
+            Pred, B8, B16, B32, B64, B128, U8, U16, U32, U64, S8, S16, S32, S64, F16, F16x2, BF16,
+            BF16x2, F32, F64,
+        ];
+        let values = [
+            0,
+            1,
+            0x7F,
+            0x80,
+            0xFF,
+            0x7FFF,
+            0x8000,
+            0xFFFF_FFFF,
+            0x8000_0000,
+            0x1234_5678_9ABC_DEF0,
+            u64::MAX,
+            1 << 63,
+        ];
+        for ty in all {
+            for v in values {
+                assert_eq!(ty.extender().apply(v), extended(ty, v), "{ty:?} {v:#x}");
+            }
+        }
+    }
+}

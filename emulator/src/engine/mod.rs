@@ -28,8 +28,8 @@
 mod sm;
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Instant;
 
 use crate::config::GpuConfig;
@@ -37,7 +37,7 @@ use crate::devmem::{DeviceMemory, WriteKind};
 use crate::error::EmuError;
 use crate::exec::{Fixed, atomic_value};
 use crate::ir::{Class, Program};
-use crate::memory::{END, Key, MemorySystem, SmMem, answer_releasing, in_global_order};
+use crate::memory::{Below, END, Key, MemorySystem, SmMem, answer_releasing, in_global_order};
 use crate::texture::Texture;
 use crate::watch::{Progress, WATCH_INTERVAL, Watch};
 
@@ -73,8 +73,8 @@ pub(crate) fn run(
     textures: &[Texture],
     mem: &mut MemorySystem,
 ) -> Result<LaunchOutput, EmuError> {
-    // On a worker of the thread pool, so that each round hands its SMs to the pool's other
-    // workers by work stealing rather than by waking them from outside.
+    // On a worker of the thread pool, so that the launch's helpers are taken up by the pool's
+    // other workers by work stealing rather than woken from outside.
     rayon::scope(|_| run_rounds(inp, dev, textures, mem))
 }
 
@@ -87,17 +87,9 @@ fn run_rounds(
     let nsm = inp.cfg.sm.count.max(1);
     let nsched = inp.cfg.sm.warp_schedulers.max(1) as usize;
     let deps = Deps::new(inp.prog);
-    let lat = Class::ALL.map(|c| sm::lat(inp.cfg, c));
-    let interval = Class::ALL.map(|c| sm::issue_interval(inp.cfg, c));
-    // A round may not be longer than the shortest L2 round trip (see the module doc).
-    let round = MemorySystem::min_round_trip(inp.cfg).max(1);
-    let total_blocks: u64 = inp.grid.iter().map(|&g| g as u64).product();
-    let deadline = inp
-        .watch
-        .time_limit
-        .and_then(|d| Instant::now().checked_add(d));
     let mut sms: Vec<Sm> = (0..nsm).map(|id| Sm::new(id, nsched)).collect();
     let mut next_block = 0u64;
+    let total_blocks: u64 = inp.grid.iter().map(|&g| g as u64).product();
     // Initial distribution: round-robin over SMs, up to the occupancy limit.
     for _ in 0..inp.blocks_per_sm.max(1) {
         for sm in sms.iter_mut() {
@@ -110,48 +102,89 @@ fn run_rounds(
     for sm in sms.iter_mut().filter(|s| s.live_blocks == 0) {
         sm.park = Park::Done;
     }
+    let dev = RwLock::new(dev);
+    let crew = Crew {
+        inp,
+        textures,
+        deps: &deps,
+        lat: Class::ALL.map(|c| sm::lat(inp.cfg, c)),
+        interval: Class::ALL.map(|c| sm::issue_interval(inp.cfg, c)),
+        dev: &dev,
+        round: Round::default(),
+    };
+    // No more helpers than SMs: each may run one while the coordinator still answers.
+    let helpers = (rayon::current_num_threads().max(1) - 1).min(nsm as usize);
+    let MemorySystem { sms: sides, below } = mem;
+    rayon::scope(|sc| {
+        for _ in 0..helpers {
+            sc.spawn(|_| crew.serve());
+        }
+        // Stopped however the rounds end, so that no helper waits for a round that never
+        // comes.
+        let _stop = Stop(&crew.round);
+        let mut slots = Slots {
+            sms: sms.iter_mut().map(Some).collect(),
+            sides: sides.iter_mut().map(Some).collect(),
+        };
+        coordinate(&crew, below, &mut slots, next_block, total_blocks)
+    })?;
+    mem.answer_before(END);
+    let dev = dev.into_inner().unwrap_or_else(PoisonError::into_inner);
+    apply_writes_before(END, &mut sms.iter_mut().map(Some).collect::<Vec<_>>(), dev);
+    Ok(output(sms.iter()))
+}
+
+/// The SMs and their memory sides between rounds (all present) and during one (those handed to
+/// the threads taken out).
+struct Slots<'s> {
+    sms: Vec<Option<&'s mut Sm>>,
+    sides: Vec<Option<&'s mut SmMem>>,
+}
+
+/// The rounds of a launch, on the coordinating thread, until every SM is done.
+fn coordinate<'s>(
+    crew: &Crew<'s, '_>,
+    below: &mut Below,
+    slots: &mut Slots<'s>,
+    mut next_block: u64,
+    total_blocks: u64,
+) -> Result<(), EmuError> {
+    let inp = crew.inp;
+    // A round may not be longer than the shortest L2 round trip (see the module doc).
+    let round = MemorySystem::min_round_trip(inp.cfg).max(1);
+    let deadline = inp
+        .watch
+        .time_limit
+        .and_then(|d| Instant::now().checked_add(d));
     let mut watched = 0u64;
     // Until every SM is done: the earliest position in global order bounds what is answered.
-    while let Some(first) = sms
+    while let Some(first) = slots
+        .sms
         .iter()
-        .zip(&mem.sms)
-        .filter_map(|(s, m)| s.position(m))
+        .zip(&slots.sides)
+        .filter_map(|(s, m)| s.as_deref()?.position(m.as_deref()?))
         .min()
     {
         // Independent of the answers: stores and atomics touch device memory and registers,
         // answers only the SMs' memory sides.
-        apply_writes_before(first, &mut sms, dev);
+        apply_writes_before(first, &mut slots.sms, &mut crew.write_dev());
         let i = first.1 as usize;
-        let cfg = inp.cfg;
-        let sh = Shared {
-            inp,
-            fixed: Fixed {
-                dev,
-                textures,
-                params: inp.params,
-                local_bytes: inp.prog.local_bytes,
-                ntid: inp.block,
-                nctaid: inp.grid,
-                nsm: cfg.sm.count,
-                max_warps: cfg.sm.max_warps,
-                clock_mhz: cfg.clock_mhz,
-                dyn_smem: inp.dyn_smem,
-            },
-            deps: &deps,
-            lat,
-            interval,
-            blocks_left: next_block < total_blocks,
+        let blocks_left = next_block < total_blocks;
+        let (Some(sm), Some(_)) = (slots.sms[i].as_deref_mut(), slots.sides[i].as_deref()) else {
+            return Err(not_back(inp, i));
         };
-        if !matches!(sms[i].park, Park::Run | Park::Jump | Park::Retry) {
-            mem.answer_before(first);
-            let sm = &mut sms[i];
-            let sm_mem = &mut mem.sms[i];
-            sm.take_in(&sh, sm_mem);
+        if !matches!(sm.park, Park::Run | Park::Jump | Park::Retry) {
+            answer_releasing(below, &mut slots.sides, first, |_, _| {});
+            let Some(sm_mem) = slots.sides[i].as_deref_mut() else {
+                return Err(not_back(inp, i));
+            };
+            let dev = crew.read_dev();
+            sm.take_in(&crew.shared(&dev, blocks_left), sm_mem);
             match std::mem::replace(&mut sm.park, Park::Run) {
                 Park::Run | Park::Jump | Park::Retry | Park::Done => {}
                 Park::Dispatch => {
                     while sm.live_blocks < inp.blocks_per_sm.max(1) && next_block < total_blocks {
-                        sm.launch_block(inp, &deps, next_block);
+                        sm.launch_block(inp, crew.deps, next_block);
                         next_block += 1;
                     }
                     if sm.live_blocks == 0 {
@@ -163,10 +196,19 @@ fn run_rounds(
             continue;
         }
         let horizon = first.0.saturating_add(round);
-        answer_and_run(&mut sms, mem, &sh, first, horizon);
-        let executed: u64 = sms.iter().map(|s| s.counts.warp_instructions).sum();
+        answer_and_run(crew, below, slots, first, horizon, blocks_left);
+        if crew.round.stop.load(Ordering::Acquire) {
+            // A helper failed; its panic ends the launch when the scope closes.
+            return Ok(());
+        }
+        let executed: u64 = slots
+            .sms
+            .iter()
+            .flatten()
+            .map(|s| s.counts.warp_instructions)
+            .sum();
         if executed > inp.budget {
-            let (block, warp, pc, line) = last_issue(&sms);
+            let (block, warp, pc, line) = last_issue(slots.sms.iter().flatten().map(|s| &**s));
             return Err(EmuError::Budget {
                 kernel: inp.prog.name.clone(),
                 limit: inp.budget,
@@ -180,7 +222,7 @@ fn run_rounds(
             watched = executed / WATCH_INTERVAL;
             look_out(
                 inp,
-                &sms,
+                slots.sms.iter().flatten().map(|s| &**s),
                 deadline,
                 executed,
                 first.0,
@@ -189,103 +231,203 @@ fn run_rounds(
             )?;
         }
     }
-    mem.answer_before(END);
-    apply_writes_before(END, &mut sms, dev);
-    Ok(output(&sms))
+    Ok(())
+}
+
+/// SM `i` missing from its slot between rounds. It cannot happen (every SM handed out for a
+/// round is back before the next), and is reported rather than ignored.
+fn not_back(inp: &LaunchInput, i: usize) -> EmuError {
+    EmuError::Fault {
+        kernel: inp.prog.name.clone(),
+        pc: 0,
+        line: 0,
+        block: [0; 3],
+        warp: 0,
+        thread: 0,
+        what: format!("internal: SM {i} is not back from its round"),
+    }
 }
 
 /// Answers the L2 requests that come before `first` and runs the round to `horizon` of every
-/// SM that takes part, on one thread or many alike. On several threads the two overlap: an SM is handed to the threads as
-/// soon as nothing of its own is left to answer (at once when it sent nothing), while the
-/// coordinating thread answers the others' requests and then joins in. Neither the order of
-/// answers nor what an SM's round sees depends on this: answers touch only their own SM's
-/// memory side, and a round depends only on its SM's state and the horizon.
-fn answer_and_run(sms: &mut [Sm], mem: &mut MemorySystem, sh: &Shared, first: Key, horizon: u64) {
-    let mut due: Vec<Option<&mut Sm>> = sms
-        .iter_mut()
-        .map(|s| s.runs_before(horizon).then_some(s))
+/// SM that takes part, on one thread or many alike. On several threads the two overlap: an SM
+/// is handed to the threads as soon as nothing of its own is left to answer (at once when it
+/// sent nothing), while the coordinating thread answers the others' requests and then joins
+/// in; the round ends when every SM handed over is back. Neither the order of answers nor what
+/// an SM's round sees depends on this: answers touch only their own SM's memory side, and a
+/// round depends only on its SM's state and the horizon.
+fn answer_and_run<'s>(
+    crew: &Crew<'s, '_>,
+    below: &mut Below,
+    slots: &mut Slots<'s>,
+    first: Key,
+    horizon: u64,
+    blocks_left: bool,
+) {
+    let round = &crew.round;
+    let due: Vec<bool> = slots
+        .sms
+        .iter()
+        .map(|s| s.as_deref().is_some_and(|s| s.runs_before(horizon)))
         .collect();
-    // No more helpers than SMs: each may run one while the coordinator still answers.
-    let helpers = (rayon::current_num_threads().max(1) - 1).min(due.iter().flatten().count());
-    let mut sides: Vec<Option<&mut SmMem>> = mem.sms.iter_mut().map(Some).collect();
-    let ready = Ready::default();
-    let below = &mut mem.below;
-    rayon::scope(|sc| {
-        for _ in 0..helpers {
-            sc.spawn(|_| ready.work(sh, horizon));
+    round.begin(horizon, blocks_left, due.iter().filter(|&&d| d).count());
+    let Slots { sms, sides } = slots;
+    answer_releasing(below, sides, first, |i, side| {
+        if due[i]
+            && let Some(sm) = sms[i].take()
+            && let Some(side) = side.take()
+        {
+            round.push(Job { i, sm, side });
         }
-        // Closed however answering ends, so that a panic there cannot leave the others
-        // waiting for SMs that never come.
-        let close = Close(&ready);
-        answer_releasing(below, &mut sides, first, |i, side| {
-            if let Some(s) = due[i].take()
-                && let Some(m) = side.take()
-            {
-                ready.push(s, m);
-            }
-        });
-        drop(close);
-        ready.work(sh, horizon);
     });
+    crew.work_until(|| round.out.load(Ordering::Acquire) == 0);
+    for job in round.back().drain(..) {
+        sms[job.i] = Some(job.sm);
+        sides[job.i] = Some(job.side);
+    }
 }
 
-/// The SMs of a round whose answers are in, not yet taken by a thread. A waiting thread reads
-/// only the two atomics, and locks the list when they say there is something to take, so that
-/// many waiting threads do not contend for the lock the coordinator needs to hand SMs over.
+/// What the threads of a launch share: the launch's constants, device memory (read by rounds,
+/// written by the coordinator between them) and the round in progress.
+struct Crew<'s, 'd> {
+    inp: &'s LaunchInput<'s>,
+    textures: &'s [Texture],
+    deps: &'s Deps,
+    /// `lat` and `issue_interval` of every class, looked up once per launch.
+    lat: [u64; NCLASS],
+    interval: [u64; NCLASS],
+    dev: &'s RwLock<&'d mut DeviceMemory>,
+    round: Round<'s>,
+}
+
+/// An SM handed to the threads for one round, with its place in the launch.
+struct Job<'s> {
+    i: usize,
+    sm: &'s mut Sm,
+    side: &'s mut SmMem,
+}
+
+/// The round in progress. A waiting thread reads only the atomics, and locks the list when
+/// they say there is something to take, so that many waiting threads do not contend for the
+/// lock the coordinator needs to hand SMs over.
 #[derive(Default)]
-struct Ready<'a> {
-    sms: Mutex<Vec<(&'a mut Sm, &'a mut SmMem)>>,
-    /// How many SMs the list holds.
+struct Round<'s> {
+    ready: Mutex<Vec<Job<'s>>>,
+    /// How many SMs `ready` holds.
     queued: AtomicUsize,
-    /// Every SM of the round was handed over.
-    closed: AtomicBool,
+    /// SMs of the round not yet back.
+    out: AtomicUsize,
+    /// SMs run, for the coordinator to put back.
+    back: Mutex<Vec<Job<'s>>>,
+    horizon: AtomicU64,
+    blocks_left: AtomicBool,
+    /// The launch's rounds are over (or a thread failed): helpers return.
+    stop: AtomicBool,
 }
 
-/// Closes a round's [`Ready`] when dropped.
-struct Close<'r, 'a>(&'r Ready<'a>);
+/// Stops the helpers when dropped.
+struct Stop<'r, 's>(&'r Round<'s>);
 
-impl Drop for Close<'_, '_> {
+impl Drop for Stop<'_, '_> {
     fn drop(&mut self) {
-        self.0.closed.store(true, Ordering::Release);
+        self.0.stop.store(true, Ordering::Release);
     }
 }
 
-impl<'a> Ready<'a> {
-    fn list(&self) -> MutexGuard<'_, Vec<(&'a mut Sm, &'a mut SmMem)>> {
-        // A panic in a round ends the launch, so a poisoned lock is never used again.
-        self.sms.lock().unwrap_or_else(PoisonError::into_inner)
+/// A list behind a lock that a panic in a round may have poisoned: a panic ends the launch, and
+/// the list is only read to put SMs back.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl<'s> Round<'s> {
+    fn begin(&self, horizon: u64, blocks_left: bool, due: usize) {
+        self.horizon.store(horizon, Ordering::Relaxed);
+        self.blocks_left.store(blocks_left, Ordering::Relaxed);
+        // Released by the first push's lock and count.
+        self.out.store(due, Ordering::Release);
     }
 
-    fn push(&self, s: &'a mut Sm, m: &'a mut SmMem) {
-        let mut list = self.list();
-        list.push((s, m));
+    fn push(&self, job: Job<'s>) {
+        lock(&self.ready).push(job);
         self.queued.fetch_add(1, Ordering::Release);
     }
 
-    /// The heaviest SM of the list (by its last round's work), so that no thread is left with
-    /// a heavy one at the end.
-    fn take(&self) -> Option<(&'a mut Sm, &'a mut SmMem)> {
-        let mut list = self.list();
-        let k = (0..list.len()).max_by_key(|&k| list[k].0.last_work)?;
+    /// The heaviest SM ready (by its last round's work), so that no thread is left with a heavy
+    /// one at the end.
+    fn take(&self) -> Option<Job<'s>> {
+        let mut list = lock(&self.ready);
+        let k = (0..list.len()).max_by_key(|&k| list[k].sm.last_work)?;
         self.queued.fetch_sub(1, Ordering::Relaxed);
         Some(list.swap_remove(k))
     }
 
-    /// Runs ready SMs until the round has none left. Waits by spinning: the wait lasts only
-    /// while the coordinating thread answers (microseconds), and a thread put to sleep took
-    /// longer to wake than that.
-    fn work(&self, sh: &Shared, horizon: u64) {
+    fn back(&self) -> MutexGuard<'_, Vec<Job<'s>>> {
+        lock(&self.back)
+    }
+}
+
+impl<'s, 'd> Crew<'s, 'd> {
+    fn read_dev(&self) -> RwLockReadGuard<'_, &'d mut DeviceMemory> {
+        self.dev.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write_dev(&self) -> RwLockWriteGuard<'_, &'d mut DeviceMemory> {
+        self.dev.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// What every SM of a round reads.
+    fn shared<'a>(&'a self, dev: &'a DeviceMemory, blocks_left: bool) -> Shared<'a> {
+        let inp = self.inp;
+        let cfg = inp.cfg;
+        Shared {
+            inp,
+            fixed: Fixed {
+                dev,
+                textures: self.textures,
+                params: inp.params,
+                local_bytes: inp.prog.local_bytes,
+                ntid: inp.block,
+                nctaid: inp.grid,
+                nsm: cfg.sm.count,
+                max_warps: cfg.sm.max_warps,
+                clock_mhz: cfg.clock_mhz,
+                dyn_smem: inp.dyn_smem,
+            },
+            deps: self.deps,
+            lat: self.lat,
+            interval: self.interval,
+            blocks_left,
+        }
+    }
+
+    /// Runs one SM's round and hands it back.
+    fn run(&self, job: Job<'s>) {
+        let round = &self.round;
+        {
+            let dev = self.read_dev();
+            let sh = self.shared(&dev, round.blocks_left.load(Ordering::Relaxed));
+            job.sm
+                .run_round(&sh, job.side, round.horizon.load(Ordering::Relaxed));
+        }
+        round.back().push(job);
+        round.out.fetch_sub(1, Ordering::Release);
+    }
+
+    /// Runs ready SMs until `done` holds or the launch stops. Waits by spinning, then
+    /// yielding: between rounds the wait lasts only while the coordinator applies writes and
+    /// starts answering (microseconds), and a thread put to sleep took longer to wake than that.
+    fn work_until(&self, done: impl Fn() -> bool) {
+        let round = &self.round;
         let mut idle = 0u32;
         loop {
-            if self.queued.load(Ordering::Acquire) > 0
-                && let Some((s, m)) = self.take()
+            if round.queued.load(Ordering::Acquire) > 0
+                && let Some(job) = round.take()
             {
                 idle = 0;
-                s.run_round(sh, m, horizon);
+                self.run(job);
                 continue;
             }
-            // Every push comes before the close, so a closed list seen empty stays empty.
-            if self.closed.load(Ordering::Acquire) && self.queued.load(Ordering::Acquire) == 0 {
+            if done() || round.stop.load(Ordering::Acquire) {
                 return;
             }
             if idle < 64 {
@@ -296,17 +438,33 @@ impl<'a> Ready<'a> {
             }
         }
     }
+
+    /// A helper: runs SMs of every round until the launch stops. A panic in a round stops the
+    /// launch, so that the coordinator does not wait for an SM that will not come back.
+    fn serve(&self) {
+        struct Fail<'r, 's>(&'r Round<'s>);
+        impl Drop for Fail<'_, '_> {
+            fn drop(&mut self) {
+                if std::thread::panicking() {
+                    self.0.stop.store(true, Ordering::Release);
+                }
+            }
+        }
+        let _fail = Fail(&self.round);
+        self.work_until(|| false);
+    }
 }
 
 /// Applies, in global order, every SM's pending global writes that come before `bound`; an
 /// atomic's old value goes to its warp's register.
-fn apply_writes_before(bound: Key, sms: &mut [Sm], dev: &mut DeviceMemory) {
+fn apply_writes_before(bound: Key, sms: &mut [Option<&mut Sm>], dev: &mut DeviceMemory) {
     let heads = sms
         .iter()
+        .flatten()
         .filter_map(|s| s.writes.front().map(|w| (w.now, s.id, w.seq)))
         .collect();
     in_global_order(heads, bound, |i| {
-        let sm = &mut sms[i];
+        let sm = sms.get_mut(i)?.as_deref_mut()?;
         if let Some(w) = sm.writes.pop_front() {
             match w.what {
                 WriteKind::Store { len, value } => {
@@ -341,14 +499,14 @@ fn apply_writes_before(bound: Key, sms: &mut [Sm], dev: &mut DeviceMemory) {
 
 /// Where a launch stopped by a guard was (block, warp in block, pc, line): the last issue of
 /// the lowest-numbered SM that issued, the same for every thread count.
-fn last_issue(sms: &[Sm]) -> ([u32; 3], u32, u32, u32) {
-    sms.iter().find_map(|s| s.last_issue).unwrap_or_default()
+fn last_issue<'a>(mut sms: impl Iterator<Item = &'a Sm>) -> ([u32; 3], u32, u32, u32) {
+    sms.find_map(|s| s.last_issue).unwrap_or_default()
 }
 
 /// Reports progress and enforces the deadline (every [`WATCH_INTERVAL`] warp instructions).
-fn look_out(
+fn look_out<'a>(
     inp: &LaunchInput,
-    sms: &[Sm],
+    sms: impl Iterator<Item = &'a Sm>,
     deadline: Option<Instant>,
     executed: u64,
     cycle: u64,
@@ -380,8 +538,8 @@ fn look_out(
     }
 }
 
-fn output(sms: &[Sm]) -> LaunchOutput {
-    let sm_cycles: Vec<u64> = sms.iter().map(|s| s.cycle).collect();
+fn output<'a>(sms: impl Iterator<Item = &'a Sm> + Clone) -> LaunchOutput {
+    let sm_cycles: Vec<u64> = sms.clone().map(|s| s.cycle).collect();
     let mut class_counts = [0u64; NCLASS];
     let mut stalls = [0u64; 6];
     let (mut warp_instructions, mut thread_instructions, mut flops) = (0, 0, 0);

@@ -61,7 +61,8 @@ mod pending;
 mod record;
 
 use crate::config::GpuConfig;
-use below::{Below, L2Op};
+pub(crate) use below::Below;
+use below::L2Op;
 use cache::{Cache, Mshrs};
 use coalesce::{LineReq, bank_conflict_ways, coalesce, distinct_addresses, max_same_address};
 pub(crate) use pending::{Pend, is_token};

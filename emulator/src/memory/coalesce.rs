@@ -107,12 +107,26 @@ impl Banks {
         }
     }
 
-    /// The words each lane's `len` bytes cover, lane by lane.
-    fn words<'a>(&self, lanes: &'a [(u8, u64)], len: u64) -> impl Iterator<Item = u64> + 'a {
+    /// Calls `f` with the words each lane's `len` bytes cover, lane by lane, until it returns
+    /// false; returns whether it never did. Plain loops: this runs for every shared-memory
+    /// access, and a flattened range iterator cost more than the checks that use it.
+    #[inline]
+    fn each_word(&self, lanes: &[(u8, u64)], len: u64, mut f: impl FnMut(u64) -> bool) -> bool {
         let shift = self.width_shift;
-        lanes
-            .iter()
-            .flat_map(move |&(_, addr)| addr >> shift..=addr.saturating_add(len - 1) >> shift)
+        for &(_, addr) in lanes {
+            let last = addr.saturating_add(len - 1) >> shift;
+            let mut word = addr >> shift;
+            loop {
+                if !f(word) {
+                    return false;
+                }
+                if word >= last {
+                    break;
+                }
+                word += 1;
+            }
+        }
+        true
     }
 }
 
@@ -124,7 +138,10 @@ fn counted_ways(
     scratch: &mut Vec<(u64, u64)>,
 ) -> u32 {
     scratch.clear();
-    scratch.extend(banks.words(lanes, len).map(|word| (banks.of(word), word)));
+    banks.each_word(lanes, len, |word| {
+        scratch.push((banks.of(word), word));
+        true
+    });
     scratch.sort_unstable();
     scratch.dedup();
     let mut best = 0u32;
@@ -151,28 +168,18 @@ fn conflict_free_ways(lanes: &[(u8, u64)], len: u64, banks: &Banks) -> Option<u3
     }
     let mut seen = 0u64;
     let mut word_of = [0u64; 64];
-    // The words of `Banks::words`, in its order, as plain loops: this runs for every
-    // shared-memory access, and the flattened range iterator cost more than the check itself.
-    let shift = banks.width_shift;
-    for &(_, addr) in lanes {
-        let last = addr.saturating_add(len - 1) >> shift;
-        let mut word = addr >> shift;
-        loop {
-            let bank = banks.of(word) as usize;
-            let bit = 1u64 << bank;
-            if seen & bit == 0 {
-                seen |= bit;
-                word_of[bank] = word;
-            } else if word_of[bank] != word {
-                return None;
-            }
-            if word >= last {
-                break;
-            }
-            word += 1;
+    let free = banks.each_word(lanes, len, |word| {
+        let bank = banks.of(word) as usize;
+        let bit = 1u64 << bank;
+        if seen & bit == 0 {
+            seen |= bit;
+            word_of[bank] = word;
+            true
+        } else {
+            word_of[bank] == word
         }
-    }
-    Some(u32::from(seen != 0))
+    });
+    free.then(|| u32::from(seen != 0))
 }
 
 /// Distinct addresses among the lanes, sorted, into `out`.

@@ -37,7 +37,9 @@ use crate::devmem::{DeviceMemory, WriteKind};
 use crate::error::EmuError;
 use crate::exec::{Fixed, atomic_value};
 use crate::ir::{Class, Program};
-use crate::memory::{Below, END, Key, MemorySystem, SmMem, answer_releasing, in_global_order};
+use crate::memory::{
+    Below, END, Key, MemorySystem, SmMem, answer_before, answer_releasing, in_global_order,
+};
 use crate::texture::Texture;
 use crate::watch::{Progress, WATCH_INTERVAL, Watch};
 
@@ -128,10 +130,7 @@ fn run_rounds(
         };
         coordinate(&crew, below, &mut slots, next_block, total_blocks)
     })?;
-    mem.answer_before(END);
-    let dev = dev.into_inner().unwrap_or_else(PoisonError::into_inner);
-    apply_writes_before(END, &mut sms.iter_mut().map(Some).collect::<Vec<_>>(), dev);
-    Ok(output(sms.iter()))
+    Ok(output(&sms))
 }
 
 /// The SMs and their memory sides between rounds (all present) and during one (those handed to
@@ -141,7 +140,8 @@ struct Slots<'s> {
     sides: Vec<Option<&'s mut SmMem>>,
 }
 
-/// The rounds of a launch, on the coordinating thread, until every SM is done.
+/// The rounds of a launch, on the coordinating thread, until every SM is done; then what is
+/// left to answer and to write.
 fn coordinate<'s>(
     crew: &Crew<'s, '_>,
     below: &mut Below,
@@ -174,7 +174,7 @@ fn coordinate<'s>(
             return Err(not_back(inp, i));
         };
         if !matches!(sm.park, Park::Run | Park::Jump | Park::Retry) {
-            answer_releasing(below, &mut slots.sides, first, |_, _| {});
+            answer_before(below, &mut slots.sides, first);
             let Some(sm_mem) = slots.sides[i].as_deref_mut() else {
                 return Err(not_back(inp, i));
             };
@@ -231,6 +231,8 @@ fn coordinate<'s>(
             )?;
         }
     }
+    answer_before(below, &mut slots.sides, END);
+    apply_writes_before(END, &mut slots.sms, &mut crew.write_dev());
     Ok(())
 }
 
@@ -538,8 +540,8 @@ fn look_out<'a>(
     }
 }
 
-fn output<'a>(sms: impl Iterator<Item = &'a Sm> + Clone) -> LaunchOutput {
-    let sm_cycles: Vec<u64> = sms.clone().map(|s| s.cycle).collect();
+fn output(sms: &[Sm]) -> LaunchOutput {
+    let sm_cycles: Vec<u64> = sms.iter().map(|s| s.cycle).collect();
     let mut class_counts = [0u64; NCLASS];
     let mut stalls = [0u64; 6];
     let (mut warp_instructions, mut thread_instructions, mut flops) = (0, 0, 0);

@@ -7,8 +7,8 @@
 //! cycle. Requests arrive in non-decreasing time per SM, and the L2 and DRAM below answer them in
 //! global (cycle, SM) order, which is what makes next-free counters a faithful queue. An SM's
 //! side ([`SmMem`]) answers what its caches can at once; what needs the L2 it queues, with a
-//! token for the answer (`pending.rs`), and [`MemorySystem::answer_before`] gives the answers in
-//! that global order between the engine's rounds.
+//! token for the answer (`pending.rs`), and [`answer_before`] gives the answers in that global
+//! order between the engine's rounds.
 //!
 //! Main types: [`MemorySystem`] (every SM's [`SmMem`] and the [`Below`] they share;
 //! [`SmMem::access`] is the one entry point), [`MemRequest`], [`Space`], [`AccessKind`],
@@ -566,7 +566,13 @@ pub(crate) fn in_global_order(
     }
 }
 
-/// [`MemorySystem::answer_before`] over SMs' sides lent one by one: `release(sm, side)` is
+/// Answers, in global (issue cycle, SM, sequence) order, every queued L2 request of the SMs'
+/// sides `sms` that comes before `bound`; each answer resolves its SM's token.
+pub(crate) fn answer_before(below: &mut Below, sms: &mut [Option<&mut SmMem>], bound: Key) {
+    answer_releasing(below, sms, bound, |_, _| {});
+}
+
+/// [`answer_before`] over SMs' sides lent one by one: `release(sm, side)` is
 /// called once per SM, as soon as nothing of it comes before `bound` any more, and may take the
 /// side away, so that the SM can run on while later requests of others are answered. Only
 /// its own requests touch an SM's side, so what the others see does not change.
@@ -673,11 +679,11 @@ impl MemorySystem {
             .collect()
     }
 
-    /// Answers, in global (issue cycle, SM, sequence) order, every queued L2 request that
-    /// comes before `bound`; each answer resolves its SM's token.
+    /// [`answer_before`] over every SM's side (unit tests).
+    #[cfg(test)]
     pub(crate) fn answer_before(&mut self, bound: Key) {
         let mut sms: Vec<Option<&mut SmMem>> = self.sms.iter_mut().map(Some).collect();
-        answer_releasing(&mut self.below, &mut sms, bound, |_, _| {});
+        answer_before(&mut self.below, &mut sms, bound);
     }
 
     /// Completion cycle of one request answered at once: what every SM sees when requests come

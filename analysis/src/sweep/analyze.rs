@@ -4,8 +4,11 @@ use crate::AnalysisError;
 use crate::figures::{Figure, FigureKind, LinePanel, StackedPanel};
 use crate::output::{pretty_shape, pretty_view, slug};
 use crate::stats;
+use crate::sweep::findings::{
+    correlation_findings, naive_vs_measured, outlier_findings, site_findings, variance_findings,
+};
 use crate::sweep::hotspots::{self, Hot};
-use crate::sweep::model::{Analysis, Corr, Run, WEAK_CORRELATION};
+use crate::sweep::model::{Analysis, Corr, Run};
 use crate::sweep::report;
 use crate::sweep::runs::{self as sweep, Skipped};
 use crate::sweep::runstats::RunStats;
@@ -249,7 +252,7 @@ pub fn analyze(
 }
 
 /// Distinct values in order of first appearance.
-fn first_seen(it: impl Iterator<Item = String>) -> Vec<String> {
+pub(super) fn first_seen(it: impl Iterator<Item = String>) -> Vec<String> {
     let mut seen = BTreeSet::new();
     it.filter(|v| seen.insert(v.clone())).collect()
 }
@@ -547,259 +550,12 @@ fn hot_table(runs: &[Run], hot: &[Vec<Hot>]) -> Table {
     t
 }
 
-fn pct(x: f64) -> String {
-    format!("{:.0}%", x * 100.0)
-}
-
-/// Percent with one decimal, for hit rates that "the same" compares within a percent.
-fn pct1(x: f64) -> String {
-    format!("{:.1}%", x * 100.0)
-}
-
 /// The measuring mode of a view: the most preferred non-naive mode present.
-fn measured_mode(runs: &[Run], view: &str) -> Option<String> {
+pub(super) fn measured_mode(runs: &[Run], view: &str) -> Option<String> {
     runs.iter()
         .filter(|r| r.files.row.view == view && r.files.row.mode != "naive")
         .map(|r| r.files.row.mode.clone())
         .min_by_key(|m| (mode_rank(m), m.clone()))
-}
-
-/// "At (0,0,0), naive puts memory at 12%–20% of warp time …, fence at 48%–80% …".
-fn naive_vs_measured(runs: &[Run], views: &[String]) -> Vec<String> {
-    let mut out = Vec::new();
-    for view in views {
-        let Some(mm) = measured_mode(runs, view) else {
-            continue;
-        };
-        let share = |mode: &str, shape: &str| {
-            runs.iter()
-                .find(|r| {
-                    r.files.row.view == *view
-                        && r.files.row.mode == mode
-                        && r.files.row.shape == shape
-                })
-                .map(|r| r.bd.mem_share)
-        };
-        let shapes = first_seen(
-            runs.iter()
-                .filter(|r| r.files.row.view == *view)
-                .map(|r| r.files.row.shape.clone()),
-        );
-        let pairs: Vec<(String, f64, f64)> = shapes
-            .iter()
-            .filter_map(|s| Some((s.clone(), share("naive", s)?, share(&mm, s)?)))
-            .collect();
-        if pairs.is_empty() {
-            continue;
-        }
-        let range = |f: fn(&(String, f64, f64)) -> f64| {
-            let lo = pairs.iter().map(f).fold(f64::INFINITY, f64::min);
-            let hi = pairs.iter().map(f).fold(f64::NEG_INFINITY, f64::max);
-            if pct(lo) == pct(hi) {
-                pct(lo)
-            } else {
-                format!("{}–{}", pct(lo), pct(hi))
-            }
-        };
-        let below = pairs.iter().filter(|p| p.1 < p.2 / 2.0).count();
-        let examples: Vec<String> = [pairs.first(), pairs.last()]
-            .into_iter()
-            .flatten()
-            .collect::<Vec<_>>()
-            .iter()
-            .enumerate()
-            .filter(|(k, _)| *k == 0 || pairs.len() > 1)
-            .map(|(_, p)| format!("{}: {} vs {}", pretty_shape(&p.0), pct(p.1), pct(p.2)))
-            .collect();
-        out.push(format!(
-            "At {}, naive timing puts memory at {} of warp time across {} shapes, {mm} at {}; naive is below half of {mm} for {} of {} shapes ({}).",
-            pretty_view(view),
-            range(|p| p.1),
-            pairs.len(),
-            range(|p| p.2),
-            below,
-            pairs.len(),
-            examples.join(", ")
-        ));
-    }
-    out
-}
-
-/// Which site takes most of the memory time, per view in its measuring mode.
-fn site_findings(runs: &[Run], views: &[String]) -> Vec<String> {
-    let mut out = Vec::new();
-    for view in views {
-        let Some(mm) = measured_mode(runs, view) else {
-            continue;
-        };
-        let rs: Vec<&Run> = runs
-            .iter()
-            .filter(|r| {
-                r.files.row.view == *view && r.files.row.mode == mm && r.bd.mem_cycles > 0.0
-            })
-            .collect();
-        // Mean over runs of each site's fraction of the run's memory time.
-        let mut frac: BTreeMap<u16, f64> = BTreeMap::new();
-        for r in &rs {
-            for (id, (c, _)) in &r.bd.sites {
-                *frac.entry(*id).or_default() += c / r.bd.mem_cycles / rs.len() as f64;
-            }
-        }
-        if frac.len() < 2 {
-            continue;
-        }
-        if let Some((id, f)) = frac
-            .iter()
-            .max_by(|a, b| a.1.total_cmp(b.1).then(b.0.cmp(a.0)))
-        {
-            out.push(format!(
-                "At {} ({mm}), site {id} ({}) accounts for {} of the memory time (mean over {} shapes).",
-                pretty_view(view),
-                rs[0].stats.site_name(*id),
-                pct(*f),
-                rs.len()
-            ));
-        }
-    }
-    out
-}
-
-fn correlation_findings(corrs: &[Corr]) -> Vec<String> {
-    let mut out = Vec::new();
-    for c in corrs {
-        let (Some(r), Some(rho)) = (c.pearson, c.spearman) else {
-            continue;
-        };
-        if c.used.len() < 3 {
-            continue;
-        }
-        let what = if c.y == "tex_hit_rate" {
-            "texture-cache hit rate"
-        } else {
-            "frame rate"
-        };
-        let sense = if r.abs() < WEAK_CORRELATION {
-            "hardly correlates"
-        } else if r > 0.0 {
-            "correlates positively"
-        } else {
-            "correlates negatively"
-        };
-        out.push(format!(
-            "At {} with {}, memory reference frequency {sense} with {what} across {} shapes (Pearson r = {:.2}, Spearman ρ = {:.2}).",
-            pretty_view(&c.view),
-            c.mode,
-            c.used.len(),
-            r,
-            rho
-        ));
-    }
-    out
-}
-
-/// Pairs of shapes with the same hit rate but very different per-warp variance (fig. 10).
-fn variance_findings(runs: &[Run], views: &[String], tol: f64) -> Vec<String> {
-    let mut out = Vec::new();
-    for view in views {
-        let Some(mm) = measured_mode(runs, view) else {
-            continue;
-        };
-        let cand: Vec<(&Run, f64, f64)> = runs
-            .iter()
-            .filter(|r| r.files.row.view == *view && r.files.row.mode == mm)
-            .filter_map(|r| Some((r, r.files.row.tex_hit_rate?, r.bd.warp_mean_var?)))
-            .collect();
-        let mut best: Option<(f64, usize, usize)> = None;
-        for i in 0..cand.len() {
-            for j in 0..cand.len() {
-                let (a, b) = (&cand[i], &cand[j]);
-                if i == j || (a.1 - b.1).abs() > tol || b.2 <= 0.0 {
-                    continue;
-                }
-                let ratio = a.2 / b.2;
-                if best.is_none_or(|(r, _, _)| ratio > r) {
-                    best = Some((ratio, i, j));
-                }
-            }
-        }
-        if let Some((ratio, i, j)) = best.filter(|b| b.0 >= 1.5) {
-            let (a, b) = (&cand[i], &cand[j]);
-            out.push(format!(
-                "At {} ({mm}), {} has the same texture hit rate as {} ({} vs {}) but {:.1}× the per-warp variance of mean access time ({} vs {} cycles²).",
-                pretty_view(view),
-                pretty_shape(&a.0.files.row.shape),
-                pretty_shape(&b.0.files.row.shape),
-                pct1(a.1),
-                pct1(b.1),
-                ratio,
-                fmt_sig(a.2),
-                fmt_sig(b.2)
-            ));
-        }
-    }
-    out
-}
-
-/// Per view, in its measuring mode (naive measures issue, not access, so its outliers say little):
-/// how many warps and blocks the robust z-score flags, and the strongest one.
-fn outlier_findings(runs: &[Run], views: &[String], hot: &[Vec<Hot>], z: f64) -> Vec<String> {
-    let mut out = Vec::new();
-    for view in views {
-        let mm = measured_mode(runs, view).unwrap_or_else(|| "naive".into());
-        let idx: Vec<usize> = (0..runs.len())
-            .filter(|&i| runs[i].files.row.view == *view && runs[i].files.row.mode == mm)
-            .collect();
-        if idx.is_empty() {
-            continue;
-        }
-        for kind in ["warp", "block"] {
-            let total: usize = idx
-                .iter()
-                .map(|&i| {
-                    let w = &runs[i].stats.warps;
-                    match kind {
-                        "warp" => w.len(),
-                        _ => w.iter().map(|w| w.block).collect::<BTreeSet<_>>().len(),
-                    }
-                })
-                .sum();
-            let flagged: Vec<(usize, &Hot)> = idx
-                .iter()
-                .flat_map(|&i| {
-                    hot[i]
-                        .iter()
-                        .filter(move |h| h.kind == kind && h.outlier)
-                        .map(move |h| (i, h))
-                })
-                .collect();
-            let strongest = flagged
-                .iter()
-                .filter_map(|(i, h)| Some((*i, *h, h.z_ratio.filter(|&v| v > z)?)))
-                .max_by(|a, b| a.2.total_cmp(&b.2).then(b.0.cmp(&a.0)));
-            let head = format!(
-                "At {} ({mm}), the robust z-score (|z| > {z}) flags {} of {total} {kind}s over {} runs",
-                pretty_view(view),
-                flagged.len(),
-                idx.len()
-            );
-            out.push(match strongest {
-                Some((i, h, zr)) => format!(
-                    "{head}; the strongest is {}{} of {}, with {}× the typical memory time ({} excess cycles, z = {:.1}).",
-                    h.id,
-                    h.sm.map(|s| format!(" on SM {s}")).unwrap_or_default(),
-                    pretty_shape(&runs[i].files.row.shape),
-                    h.excess_ratio.map_or("–".into(), |x| format!("{x:.1}")),
-                    fmt_sig(h.excess_cycles),
-                    zr
-                ),
-                None if flagged.is_empty() => format!("{head}."),
-                None => format!(
-                    "{head}, none for a high excess ratio (they vary more than the rest, or are faster)."
-                ),
-            });
-        }
-    }
-    out
 }
 
 /// Default focus runs: per view, in its measuring mode, max and min per-warp variance.

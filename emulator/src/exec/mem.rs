@@ -304,7 +304,10 @@ fn store_shared_scalar(
     }
 }
 
-/// [`store_shared_scalar`] of `N`-byte elements (1, 2, 4 or 8).
+/// [`store_shared_scalar`] of `N`-byte elements (1, 2, 4 or 8). The copy is written out for
+/// `N` rather than through `put_le_bytes` (and the load's through `le_bytes`): their match on
+/// the slice length stays in the lane loop even here, 1.5 % of tiled matmul's host
+/// instructions.
 #[inline(always)]
 fn store_shared<const N: usize>(
     x: &Inst,

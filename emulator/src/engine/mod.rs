@@ -170,7 +170,7 @@ fn coordinate<'s>(
         apply_writes_before(first, &mut slots.sms, &mut crew.write_dev());
         let i = first.1 as usize;
         let blocks_left = next_block < total_blocks;
-        let (Some(sm), Some(_)) = (slots.sms[i].as_deref_mut(), slots.sides[i].as_deref()) else {
+        let Some(sm) = slots.sms[i].as_deref_mut() else {
             return Err(not_back(inp, i));
         };
         if !matches!(sm.park, Park::Run | Park::Jump | Park::Retry) {

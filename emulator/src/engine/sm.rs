@@ -925,14 +925,10 @@ impl Sm {
             }
             self.blocks[bslot] = None;
             self.live_blocks -= 1;
-            // A known flaw, kept until the study's figures can be measured again with the fix:
-            // `v` is the warp's index among its scheduler's warps, not its slot, so this drops a
-            // scheduler's greedy warp when the slot of that number is free, not when the warp
-            // is. Indexing the slot (`v * nsched + s`) leaves the golden set as it is but moves
-            // small launches' makespans, whose last blocks decide them: 128×128 of 256³ on the
-            // gtx480 from 210,296 to 167,901 cycles, its 90° view from 1,368,872 to 1,191,096.
-            for l in self.last.iter_mut() {
-                if l.is_some_and(|v| self.warps[v as usize].state == WState::Free) {
+            // `last` holds a warp's index among its scheduler's warps, not its slot.
+            let nsched = self.pipe.len();
+            for (s, l) in self.last.iter_mut().enumerate() {
+                if l.is_some_and(|k| self.warps[k as usize * nsched + s].state == WState::Free) {
                     *l = None;
                 }
             }

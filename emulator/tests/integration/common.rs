@@ -284,10 +284,20 @@ pub struct VolumeRender {
     pub stats: Result<LaunchStats, emulator::EmuError>,
 }
 
-pub fn render_volume(r: &mut Rig, (vt, tt): (u64, u64), iw: u32) -> VolumeRender {
+pub fn render_volume(r: &mut Rig, tex: (u64, u64), iw: u32) -> VolumeRender {
+    render_volume_in(r, tex, iw, [16, 16])
+}
+
+/// [`render_volume`] in blocks of `bx`×`by` threads.
+pub fn render_volume_in(
+    r: &mut Rig,
+    (vt, tt): (u64, u64),
+    iw: u32,
+    [bx, by]: [u32; 2],
+) -> VolumeRender {
     let out = r.zeros((iw * iw * 4) as usize);
-    let wpb = 256 / 32;
-    let plog = ProbeLog::new((iw / 16) * (iw / 16) * wpb, wpb, 2, 64, true);
+    let wpb = bx * by / 32;
+    let plog = ProbeLog::new((iw / bx) * (iw / by) * wpb, wpb, 2, 64, true);
     let log = r.buf(&plog.initial);
     let args = vec![
         a64(out),
@@ -304,8 +314,8 @@ pub fn render_volume(r: &mut Rig, (vt, tt): (u64, u64), iw: u32) -> VolumeRender
     ];
     let stats = r.try_launch(
         "d_render",
-        [iw / 16, iw / 16, 1],
-        [16, 16, 1],
+        [iw / bx, iw / by, 1],
+        [bx, by, 1],
         plog.shared_per_block,
         args,
     );

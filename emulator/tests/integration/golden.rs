@@ -122,12 +122,22 @@ fn probe(preset: &str, mode: u32, traced: bool) -> Option<serde_json::Value> {
 }
 
 fn volume(preset: &str, mode: u32, vw: u32, iw: u32) -> Option<serde_json::Value> {
+    volume_in(preset, mode, vw, iw, [16, 16])
+}
+
+fn volume_in(
+    preset: &str,
+    mode: u32,
+    vw: u32,
+    iw: u32,
+    block: [u32; 2],
+) -> Option<serde_json::Value> {
     let b = kernels::find("volume_render", mode)?;
     let mut r = Rig::with_preset(b.ptx, preset);
     let (vt, tt) = volume_scene(&mut r, vw, |x, y, z, _| {
         ((x * x + y * y + z * z).sqrt() * 4.0) as u8
     });
-    let v = render_volume(&mut r, (vt, tt), iw);
+    let v = render_volume_in(&mut r, (vt, tt), iw, block);
     let s = v
         .stats
         .unwrap_or_else(|e| panic!("volume mode {mode}: {e}"));
@@ -162,6 +172,22 @@ fn golden_set() -> BTreeMap<String, serde_json::Value> {
     // A volume past the caches: texture MSHRs fill up (the engine's replays, pending.rs).
     if let Some(v) = volume("gtx480", L::WS_FENCE, 256, 128) {
         g.insert("volume_render_m2_128x128_256cubed_gtx480".into(), v);
+    }
+    // The study's block shapes, whose blocks end at different times: a scheduler keeps its
+    // greedy warp across another block's end (these moved when the block-end path cleared it by
+    // the wrong index).
+    for (mode, vw, [bx, by]) in [
+        (L::WS_FENCE, 256u32, [16u32, 8u32]),
+        (L::WS_FENCE, 256, [8, 16]),
+        (L::WS_NAIVE, 64, [16, 8]),
+        (L::WS_FENCE, 128, [64, 2]),
+    ] {
+        if let Some(v) = volume_in("gtx480", mode, vw, 128, [bx, by]) {
+            g.insert(
+                format!("volume_render_m{mode}_128x128_{vw}cubed_{bx}x{by}_gtx480"),
+                v,
+            );
+        }
     }
     g
 }

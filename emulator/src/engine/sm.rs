@@ -479,7 +479,7 @@ impl Sm {
     fn warm(&self, prog: &Program, horizon: u64) {
         let mut x = 0u64;
         for w in &self.warps {
-            if w.state != WState::Run || w.wake.max(w.next_ok) >= horizon {
+            if Hot::of(w).ready >= horizon {
                 continue;
             }
             for line in w.ready.chunks(8) {

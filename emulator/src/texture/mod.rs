@@ -725,19 +725,19 @@ mod tests {
     #[test]
     fn block_linear_sectors_are_16_bytes_by_2_rows_and_lines_32_by_4() {
         let t = at(texels(2, [64, 8, 1], 1), TextureLayout::BlockLinear);
-        for (x0, y0) in [(0u32, 0u32), (16, 2), (32, 4), (48, 6)] {
-            let sectors: std::collections::BTreeSet<u64> = (0..16)
-                .flat_map(|dx| (0..2).map(move |dy| (dx, dy)))
-                .map(|(dx, dy)| t.texel_offset(x0 + dx, y0 + dy, 0) / 32)
-                .collect();
-            assert_eq!(sectors.len(), 1, "({x0}, {y0})");
+        // How many `bytes`-sized units the `w`×`h` texels from (x0, y0) fall in.
+        let units = |(x0, y0): (u32, u32), [w, h]: [u32; 2], bytes: u64| {
+            (0..w)
+                .flat_map(|dx| (0..h).map(move |dy| (dx, dy)))
+                .map(|(dx, dy)| t.texel_offset(x0 + dx, y0 + dy, 0) / bytes)
+                .collect::<std::collections::BTreeSet<u64>>()
+                .len()
+        };
+        for corner in [(0u32, 0u32), (16, 2), (32, 4), (48, 6)] {
+            assert_eq!(units(corner, [16, 2], 32), 1, "sector at {corner:?}");
         }
-        for (x0, y0) in [(0u32, 0u32), (32, 0), (0, 4), (32, 4)] {
-            let lines: std::collections::BTreeSet<u64> = (0..32)
-                .flat_map(|dx| (0..4).map(move |dy| (dx, dy)))
-                .map(|(dx, dy)| t.texel_offset(x0 + dx, y0 + dy, 0) / 128)
-                .collect();
-            assert_eq!(lines.len(), 1, "({x0}, {y0})");
+        for corner in [(0u32, 0u32), (32, 0), (0, 4), (32, 4)] {
+            assert_eq!(units(corner, [32, 4], 128), 1, "line at {corner:?}");
         }
     }
 

@@ -229,7 +229,8 @@ impl Device for CudaDevice {
                 ),
             });
         }
-        // SAFETY: zero is a valid bit pattern for these plain C descriptor structs.
+        // SAFETY: zero is a valid bit pattern here: the resource type's and the union's enums
+        // have a zero variant (ARRAY), and the rest are integers and pointers.
         let mut res: sys::CUDA_RESOURCE_DESC = unsafe { std::mem::zeroed() };
         if let Some(addr) = desc.linear_buffer {
             res.resType = sys::CUresourcetype::CU_RESOURCE_TYPE_LINEAR;
@@ -252,17 +253,35 @@ impl Device for CudaDevice {
                 .result()
                 .map_err(cuda_err("cuArray3DCreate"))?;
             self.arrays.push(array);
-            // SAFETY: zeroed copy descriptor, then filled for a host → array copy.
-            let mut cp: sys::CUDA_MEMCPY3D = unsafe { std::mem::zeroed() };
-            cp.srcMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_HOST;
-            cp.srcHost = data.as_ptr() as *const c_void;
-            cp.srcPitch = w * texel;
-            cp.srcHeight = h;
-            cp.dstMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_ARRAY;
-            cp.dstArray = array;
-            cp.WidthInBytes = w * texel;
-            cp.Height = h;
-            cp.Depth = d;
+            // Written out in full: its memory-type fields are enums without a zero variant, so
+            // `mem::zeroed` is undefined behaviour (and aborts at run time).
+            let cp = sys::CUDA_MEMCPY3D {
+                srcXInBytes: 0,
+                srcY: 0,
+                srcZ: 0,
+                srcLOD: 0,
+                srcMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_HOST,
+                srcHost: data.as_ptr() as *const c_void,
+                srcDevice: 0,
+                srcArray: std::ptr::null_mut(),
+                reserved0: std::ptr::null_mut(),
+                srcPitch: w * texel,
+                srcHeight: h,
+                dstXInBytes: 0,
+                dstY: 0,
+                dstZ: 0,
+                dstLOD: 0,
+                dstMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_ARRAY,
+                dstHost: std::ptr::null_mut(),
+                dstDevice: 0,
+                dstArray: array,
+                reserved1: std::ptr::null_mut(),
+                dstPitch: 0,
+                dstHeight: 0,
+                WidthInBytes: w * texel,
+                Height: h,
+                Depth: d,
+            };
             // SAFETY: `data` holds exactly the copied extent.
             unsafe { sys::cuMemcpy3D_v2(&cp) }
                 .result()
@@ -270,7 +289,7 @@ impl Device for CudaDevice {
             res.resType = sys::CUresourcetype::CU_RESOURCE_TYPE_ARRAY;
             res.res.array.hArray = array;
         }
-        // SAFETY: zeroed texture descriptor, then filled.
+        // SAFETY: zero is a valid texture descriptor (WRAP and POINT are the enums' zeros).
         let mut td: sys::CUDA_TEXTURE_DESC = unsafe { std::mem::zeroed() };
         td.addressMode = desc.address.map(address_mode);
         td.filterMode = match desc.filter {

@@ -105,7 +105,7 @@ fn binaries_need_glibc_2_35_at_most_and_no_libcuda() {
     }
 }
 
-/// A budget of 3 seconds cuts the plan off early (the study alone takes minutes): the watchdog
+/// A budget of 3 seconds cuts the plan off early (the whole plan takes ~10 s): the watchdog
 /// ends the process, and the report and the JSON say which step was cut off and keep the steps
 /// that finished.
 #[test]
@@ -135,4 +135,33 @@ fn gpu_check_cut_off_by_its_budget_still_reports() {
     let report = std::fs::read_to_string(out.join("gpu-report.md")).unwrap();
     assert!(report.contains("CUT OFF by the budget"), "{report}");
     assert!(report.contains("Emulator run"), "{report}");
+}
+
+/// The whole plan on the emulator, with time to spare: every step finishes and passes its checks
+/// (the study too, whose shapes each sweep into a folder of their own), and the study's table
+/// has all 8 shapes × 2 views × 2 modes.
+#[test]
+fn gpu_check_on_the_emulator_passes_every_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("check");
+    let run = Command::new(env!("CARGO_BIN_EXE_warpscope"))
+        .args(["gpu-check", "--backend", "emu", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert!(stdout.contains("every step done and passed"), "{stdout}");
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("gpu-results.json")).unwrap()).unwrap();
+    let steps = json["steps"].as_array().unwrap();
+    for s in steps {
+        assert_eq!(s["status"], "done", "{s:#}");
+    }
+    let rows = steps[4]["data"]["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 32, "{:#}", steps[4]);
 }

@@ -308,13 +308,14 @@ fn study_step(ctx: &Ctx) -> Result<Outcome> {
     };
     cfg.frames = if ctx.gpu { 10 } else { 1 };
     let reserve = Duration::from_secs(super::EXPORT_RESERVE_SECONDS);
-    let mut done: Vec<BlockShape> = Vec::new();
+    let mut rows: Vec<SweepRow> = Vec::new();
     let mut notes = Vec::new();
     let mut cut_off = false;
     // On the emulator one shape at a time (its views and modes), so the budget is checked
-    // between shapes; the sweep resumes finished runs, so a last call over the shapes done only
-    // reads them back. A GPU renders all 32 runs in seconds, and each sweep call generates the
-    // paper's 1 GiB volume anew: one call (the watchdog still bounds it).
+    // between shapes; each chunk is a sweep of its own in its own folder, because a sweep folder
+    // keeps one parameter set (shapes included). A GPU renders all 32 runs in seconds, and each
+    // sweep call generates the paper's 1 GiB volume anew: one call (the watchdog still bounds
+    // it).
     let chunk = if ctx.gpu { BlockShape::PAPER.len() } else { 1 };
     for shapes in BlockShape::PAPER.chunks(chunk) {
         let names: Vec<String> = shapes.iter().map(BlockShape::name).collect();
@@ -329,8 +330,12 @@ fn study_step(ctx: &Ctx) -> Result<Outcome> {
         }
         let mut part = cfg.clone();
         part.shapes = shapes.to_vec();
-        study::sweep(&part, &|_, _| {}).with_context(|| format!("shapes {}", names.join(", ")))?;
-        done.extend_from_slice(shapes);
+        if !ctx.gpu {
+            part.out_dir = dir.join(names.join("-"));
+        }
+        let swept = study::sweep(&part, &|_, _| {})
+            .with_context(|| format!("shapes {}", names.join(", ")))?;
+        rows.extend(swept.rows);
         eprintln!(
             "warpscope: gpu-check: study shapes {} done ({:.0} s left)",
             names.join(", "),
@@ -347,12 +352,6 @@ fn study_step(ctx: &Ctx) -> Result<Outcome> {
             ctx.preset.name
         ));
     }
-    let rows = if done.is_empty() {
-        Vec::new()
-    } else {
-        cfg.shapes = done;
-        study::sweep(&cfg, &|_, _| {})?.rows
-    };
     let (ncu, ncu_note) = ncu_rates(ctx, &cfg, &dir, reserve)?;
     Ok(Outcome {
         data: StepData::Study(StudyStep {

@@ -42,10 +42,14 @@
 // C1: the store consumes x, so it issues only once the load completed (1), and the clock read
 // follows it (2). C2: the store is volatile and t1 feeds the log, so neither is removed. C3: the
 // store never executes and x is returned untouched, so outputs do not change.
-// WS_FENCE is the paper's fence: `membar.cta` (== __threadfence_block(), SASS MEMBAR.SC.CTA) then
-// the clock read. On sm_75 the MEMBAR carries no scoreboard and blocks issue until prior memory
-// operations completed; on sm_90 it sets a scoreboard and ptxas makes the clock read (or an
-// instruction before it) wait on it. Both membar and clock are `asm volatile` with a "memory"
+// WS_FENCE is the paper's fence, a CTA-scope memory fence then the clock read; it is
+// `fence.acq_rel.cta` (SASS MEMBAR.ALL.CTA), NOT `membar.cta` (== __threadfence_block(), SASS
+// MEMBAR.SC.CTA). Measured on an H200 (docs/gpu/h200-2026-11-26.md): after an independent load
+// that misses to DRAM, MEMBAR.SC.CTA lets the clock read go after ~20 cycles — it does not wait
+// for the load's data, so the paper's fence timed the issue, like the naive probe — while
+// MEMBAR.ALL.CTA waits for it (740 cycles, the dummy's 805). On sm_75 the MEMBAR carries no
+// scoreboard and blocks issue until it completes; on sm_90 it sets a scoreboard and ptxas makes
+// the clock read (or an instruction before it) wait on it. Both membar and clock are `asm volatile` with a "memory"
 // clobber, so the front end keeps load, membar and clock in program order in the PTX as well.
 // kernels/tests/sass.rs checks all of this per kernel, mode and architecture (sm_75, sm_90) on the
 // SASS control bits (which instruction waits on which scoreboard), and the same order in the PTX
@@ -62,7 +66,7 @@
 //   * every warp keeps per-site statistics (count, sum, min, max of cycles) in its shared-memory
 //     state with `red.shared` — no global store until WS_KERNEL_END copies them out;
 //   * warps the host selected for tracing (per-access records, for timelines) also store one
-//     16-byte record to global memory per access, and then DRAIN it with `membar.cta` before the
+//     16-byte record to global memory per access, and then DRAIN it with the same fence before the
 //     next timed window opens: a fenced access waits for its own load, never for a log store.
 //     (Without the drain, the fence of access k+1 waited for the global store of record k: an L1
 //     hit read as an L2 round trip.)
@@ -322,9 +326,10 @@ __device__ __forceinline__ unsigned int clock_close_dependent(unsigned int bits,
 }
 
 __device__ __forceinline__ void fence_block() {
-    // membar.cta == __threadfence_block(); as asm volatile with "memory" so it stays between the
+    // fence.acq_rel.cta, not membar.cta: on sm_90 silicon only the former waits for an
+    // outstanding load (see WS_FENCE above). asm volatile with "memory" so it stays between the
     // load and the closing clock read in PTX.
-    asm volatile("membar.cta;" ::: "memory");
+    asm volatile("fence.acq_rel.cta;" ::: "memory");
 }
 
 // Mode actually applied to a site: WS_AUTO picks fence for writable, dummy for read-only memory.

@@ -547,7 +547,7 @@ mod tests {
         )
         .expect("write");
         let c = compile_ptx(&src, layout::WS_FENCE).expect("nvcc");
-        assert!(c.ptx.contains(".entry k(") && c.ptx.contains("membar.cta"));
+        assert!(c.ptx.contains(".entry k(") && c.ptx.contains("fence.acq_rel.cta"));
         assert!(
             c.ptx.contains(".maxnreg "),
             "probed builds carry the register budget"

@@ -15,7 +15,7 @@
 //! use kernels::{find, layout};
 //! let b = find("probe_test", layout::WS_FENCE).expect("built");
 //! assert!(b.ptx.contains(".entry probe_global"));
-//! assert!(b.ptx.contains("membar.cta"));
+//! assert!(b.ptx.contains("fence.acq_rel.cta"));
 //! assert_eq!(layout::WS_RECORD_BYTES, 16);
 //! ```
 

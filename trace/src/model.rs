@@ -13,7 +13,7 @@ pub enum ProbeMode {
     Off = 0,
     /// `clock()` before and after the load: measures issue, not completion (the paper's naive method).
     Naive = 1,
-    /// `__threadfence_block()` before the closing clock read (writable memory).
+    /// A CTA-scope fence (`fence.acq_rel.cta`) before the closing clock read (writable memory).
     Fence = 2,
     /// A runtime-false dependency on the loaded value before the closing clock read (read-only memory).
     Dummy = 3,

@@ -223,7 +223,7 @@ pub fn site(o: &mut String, log: &str, s: &Site<'_>, n: usize) {
     o.push('\n');
     match s.method {
         ProbeMode::Fence => {
-            line!(o, "membar.cta;");
+            line!(o, "fence.acq_rel.cta;");
         }
         ProbeMode::Dummy => {
             // A never-executed volatile store of every word of the loaded value: it waits for
@@ -306,6 +306,6 @@ pub fn site(o: &mut String, log: &str, s: &Site<'_>, n: usize) {
         o,
         "st.global.v4.u32 \t[%ws_rd1], {{%ws_r7, %ws_r11, %ws_r14, %ws_r15}};"
     );
-    line!(o, "membar.cta;");
+    line!(o, "fence.acq_rel.cta;");
     o.push_str(&format!("$WS_REC_{n}:\n"));
 }

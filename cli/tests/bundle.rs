@@ -138,8 +138,8 @@ fn gpu_check_cut_off_by_its_budget_still_reports() {
 }
 
 /// The whole plan on the emulator, with time to spare: every step finishes and passes its checks
-/// (the study too, whose shapes each sweep into a folder of their own), and the study's table
-/// has all 8 shapes × 2 views × 2 modes.
+/// (the study too, swept one shape per shard and merged), the study's table has all 8 shapes × 2
+/// views × 2 modes, and the report opens with its verdict.
 #[test]
 fn gpu_check_on_the_emulator_passes_every_step() {
     let dir = tempfile::tempdir().unwrap();
@@ -164,4 +164,19 @@ fn gpu_check_on_the_emulator_passes_every_step() {
     }
     let rows = steps[4]["data"]["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 32, "{:#}", steps[4]);
+    // The shards merged into one sweep, which the analysis read.
+    let findings = steps[4]["data"]["findings"].as_array().unwrap();
+    assert!(
+        findings
+            .iter()
+            .any(|f| f.as_str().unwrap().contains("naive timing puts memory at")),
+        "{findings:#?}"
+    );
+    let report = std::fs::read_to_string(out.join("gpu-report.md")).unwrap();
+    let verdict = report.find("## Verdict").expect("a verdict section");
+    assert!(
+        verdict < report.find("| step |").unwrap(),
+        "the verdict leads"
+    );
+    assert!(report.contains("the fence waits for the load"), "{report}");
 }

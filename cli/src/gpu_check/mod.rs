@@ -15,6 +15,7 @@ mod corpus;
 mod micro;
 mod report;
 mod steps;
+mod verdict;
 
 use anyhow::{Context, Result};
 use clap::Args;

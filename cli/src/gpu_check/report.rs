@@ -56,6 +56,14 @@ pub fn markdown(r: &GpuResults) -> String {
              on an H100/H200).\n"
         );
     }
+    let verdict = super::verdict::lines(r);
+    if !verdict.is_empty() {
+        let _ = writeln!(s, "## Verdict\n");
+        for l in &verdict {
+            let _ = writeln!(s, "- {l}");
+        }
+        s.push('\n');
+    }
     let mut rows = vec![row!["step", "status", "seconds"]];
     for st in &r.steps {
         let verdict = match (&st.status, &st.data) {
@@ -249,6 +257,13 @@ fn section(s: &mut String, d: &StepData) {
                 ]);
             }
             s.push_str(&md_table(&rows));
+            if !st.findings.is_empty() {
+                let _ = writeln!(s, "`warpscope analyze` on this sweep:\n");
+                for f in &st.findings {
+                    let _ = writeln!(s, "- {f}");
+                }
+                s.push('\n');
+            }
             let _ = writeln!(s, "Nsight Compute: {}\n", st.ncu_note);
             if !st.ncu.is_empty() {
                 let mut rows = vec![row!["shape", "view", "metric", "bare texture hit rate"]];

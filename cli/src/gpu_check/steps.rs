@@ -9,7 +9,7 @@ use instrument::{Device, DeviceProperties};
 use serde::Serialize;
 use std::path::Path;
 use std::time::Duration;
-use study::{BlockShape, Scale, View};
+use study::{Scale, View};
 use trace::SweepRow;
 use trace::TraceReader;
 
@@ -293,6 +293,9 @@ pub struct StudyStep {
     /// Texture hit rates of the bare build from Nsight Compute (GPU, ncu on the PATH).
     pub ncu: Vec<NcuRow>,
     pub ncu_note: String,
+    /// `warpscope analyze`'s findings on the study (where the memory time goes per mode, what
+    /// correlates with frame rate); empty with a note when the analysis failed.
+    pub findings: Vec<String>,
 }
 
 fn study_step(ctx: &Ctx) -> Result<Outcome> {
@@ -311,37 +314,45 @@ fn study_step(ctx: &Ctx) -> Result<Outcome> {
     let mut rows: Vec<SweepRow> = Vec::new();
     let mut notes = Vec::new();
     let mut cut_off = false;
-    // On the emulator one shape at a time (its views and modes), so the budget is checked
-    // between shapes; each chunk is a sweep of its own in its own folder, because a sweep folder
-    // keeps one parameter set (shapes included). A GPU renders all 32 runs in seconds, and each
-    // sweep call generates the paper's 1 GiB volume anew: one call (the watchdog still bounds
-    // it).
-    let chunk = if ctx.gpu { BlockShape::PAPER.len() } else { 1 };
-    for shapes in BlockShape::PAPER.chunks(chunk) {
-        let names: Vec<String> = shapes.iter().map(BlockShape::name).collect();
+    // On the emulator one shape at a time (a shard of the plan: its views and modes), so the
+    // budget is checked between shapes; the shards are merged into one sweep for the analysis. A
+    // GPU renders all 32 runs in seconds, and each sweep call generates the paper's 1 GiB volume
+    // anew: one call (the watchdog still bounds it).
+    let shards = if ctx.gpu { 1 } else { cfg.shapes.len() as u32 };
+    let mut shard_dirs = Vec::new();
+    for k in 1..=shards {
+        let shard = study::Shard::new(k, shards)?;
         if ctx.left() <= reserve {
             cut_off = true;
             notes.push(format!(
-                "stopped before shapes {} to keep {} s for the export step",
-                names.join(", "),
+                "stopped before shard {shard} of the plan to keep {} s for the export step",
                 reserve.as_secs()
             ));
             break;
         }
         let mut part = cfg.clone();
-        part.shapes = shapes.to_vec();
-        if !ctx.gpu {
-            part.out_dir = dir.join(names.join("-"));
+        if shards > 1 {
+            part.out_dir = dir.join(format!("shard-{k}"));
         }
-        let swept = study::sweep(&part, &|_, _| {})
-            .with_context(|| format!("shapes {}", names.join(", ")))?;
-        rows.extend(swept.rows);
+        let swept = study::sweep_shard(&part, shard, &|_, _| {})
+            .with_context(|| format!("sweep shard {shard}"))?;
         eprintln!(
-            "warpscope: gpu-check: study shapes {} done ({:.0} s left)",
-            names.join(", "),
+            "warpscope: gpu-check: study shard {shard} done: {} runs ({:.0} s left)",
+            swept.rows.len(),
             ctx.left().as_secs_f64()
         );
+        rows.extend(swept.rows);
+        shard_dirs.push(part.out_dir);
     }
+    let sweep_dir = if shards > 1 && !cut_off {
+        let all = dir.join("all");
+        rows = study::merge(&all, &shard_dirs)?.rows;
+        Some(all)
+    } else if shards == 1 && !cut_off {
+        Some(cfg.out_dir.clone())
+    } else {
+        None
+    };
     let volume = scale.geometry().volume_bytes();
     if volume < ctx.preset.l2.size_bytes {
         notes.push(format!(
@@ -353,6 +364,23 @@ fn study_step(ctx: &Ctx) -> Result<Outcome> {
         ));
     }
     let (ncu, ncu_note) = ncu_rates(ctx, &cfg, &dir, reserve)?;
+    // Nsight Compute's rates are the bare build's: they go where the emulator puts its bare
+    // hit rate, in the rows and in the sweep.csv that `warpscope analyze` reads.
+    if !ncu.is_empty() {
+        for r in rows.iter_mut() {
+            r.tex_hit_rate_bare = ncu
+                .iter()
+                .find(|n| n.shape == r.shape && n.view == r.view)
+                .map(|n| n.hit_rate);
+        }
+        if let Some(d) = &sweep_dir {
+            SweepRow::write_csv(&d.join(trace::SWEEP_CSV), &rows)?;
+        }
+    }
+    let findings = match &sweep_dir {
+        Some(d) => analyze_study(d, &mut notes),
+        None => Vec::new(),
+    };
     Ok(Outcome {
         data: StepData::Study(StudyStep {
             scale: scale.name().into(),
@@ -363,10 +391,26 @@ fn study_step(ctx: &Ctx) -> Result<Outcome> {
             rows,
             ncu,
             ncu_note,
+            findings,
         }),
         cut_off,
         notes,
     })
+}
+
+/// `warpscope analyze` on the study's sweep (tables only), for its findings.
+fn analyze_study(sweep_dir: &Path, notes: &mut Vec<String>) -> Vec<String> {
+    let opts = analysis::AnalyzeOptions {
+        figures: false,
+        ..Default::default()
+    };
+    match analysis::analyze(sweep_dir, &sweep_dir.join("report"), &opts) {
+        Ok(summary) => summary.findings,
+        Err(e) => {
+            notes.push(format!("analysis: {}", trace::error_chain(&e)));
+            Vec::new()
+        }
+    }
 }
 
 /// On a GPU with `ncu`: the bare build's texture hit rate per shape and view, one profiled frame

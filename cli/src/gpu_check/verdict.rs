@@ -1,0 +1,192 @@
+//! The verdict that opens `gpu-report.md`: one line per question the plan answers (does the
+//! device compute what the emulator computes, do the probes time completion, how far is the
+//! preset from the device, how much do the probes disturb, does block shape move the hit rate
+//! and the frame rate), each computed from the step's results, so it can say "no".
+
+use super::GpuResults;
+use super::micro::{MicroCase, MicroRow};
+use super::steps::{CalibrationRow, StepData, StudyStep};
+use analysis::stats::pearson;
+use trace::{ProbeMode, SweepRow};
+
+pub fn lines(r: &GpuResults) -> Vec<String> {
+    let mut out = Vec::new();
+    for st in &r.steps {
+        match &st.data {
+            Some(StepData::Corpus { rows }) => {
+                let n = rows.len();
+                let reference = rows.iter().filter(|c| c.matches_reference).count();
+                let emu: Vec<bool> = rows.iter().filter_map(|c| c.matches_emulator).collect();
+                let mut line = format!(
+                    "**Corpus**: {reference} of {n} kernel files match their CPU reference"
+                );
+                if !emu.is_empty() {
+                    let same = emu.iter().filter(|m| **m).count();
+                    line.push_str(&format!(
+                        "; {same} of {} give the emulator's output byte for byte",
+                        emu.len()
+                    ));
+                }
+                out.push(line + ".");
+            }
+            Some(StepData::Probes(p)) => out.push(probes(&p.rows)),
+            Some(StepData::Calibration { rows }) => {
+                if let Some(l) = calibration(rows) {
+                    out.push(l);
+                }
+            }
+            Some(StepData::Study(s)) => out.extend(study(s)),
+            _ => {}
+        }
+    }
+    out
+}
+
+fn mean_of(rows: &[MicroRow], case: MicroCase, mode: ProbeMode) -> Option<f64> {
+    rows.iter()
+        .find(|m| m.case == case && m.mode == mode)
+        .map(|m| m.mean_cycles)
+}
+
+fn probes(rows: &[MicroRow]) -> String {
+    let at = |mode| mean_of(rows, MicroCase::LoadsDram, mode);
+    let (Some(naive), Some(fence), Some(dummy)) = (
+        at(ProbeMode::Naive),
+        at(ProbeMode::Fence),
+        at(ProbeMode::Dummy),
+    ) else {
+        return "**Probes**: the DRAM-miss microbenchmark did not run in every mode.".into();
+    };
+    let completes = |v: f64| v >= 5.0 * naive;
+    let word = |v: f64| {
+        if completes(v) {
+            "waits"
+        } else {
+            "does NOT wait"
+        }
+    };
+    format!(
+        "**Probes**: on independent loads that miss to DRAM the fence {} for the load \
+         ({fence:.0} cycles) and the dummy {} ({dummy:.0}), against {naive:.0} for the naive \
+         probe, which times the issue.",
+        word(fence),
+        word(dummy)
+    )
+}
+
+fn calibration(rows: &[CalibrationRow]) -> Option<String> {
+    let chase: Vec<String> = rows
+        .iter()
+        .filter(|c| c.case.starts_with("pointer chase"))
+        .map(|c| {
+            let level = c.case.trim_start_matches("pointer chase, ");
+            let level = level.split(' ').next().unwrap_or(level);
+            format!("{level} {:.2}", c.ratio)
+        })
+        .collect();
+    (!chase.is_empty()).then(|| {
+        format!(
+            "**Calibration**: latency per level, emulator ÷ device (pointer chase): {}.",
+            chase.join(", ")
+        )
+    })
+}
+
+fn range(vals: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
+    vals.fold(None, |acc, v| match acc {
+        None => Some((v, v)),
+        Some((lo, hi)) => Some((lo.min(v), hi.max(v))),
+    })
+}
+
+fn study(s: &StudyStep) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut modes: Vec<&str> = s.rows.iter().map(|r| r.mode.as_str()).collect();
+    modes.sort();
+    modes.dedup();
+    let overheads: Vec<String> = modes
+        .iter()
+        .filter_map(|m| {
+            range(
+                s.rows
+                    .iter()
+                    .filter(|r| r.mode == *m)
+                    .filter_map(|r| r.overhead),
+            )
+            .map(|(lo, hi)| format!("{m} {lo:.2}–{hi:.2}×"))
+        })
+        .collect();
+    let occ: Vec<&SweepRow> = s
+        .rows
+        .iter()
+        .filter(|r| r.occupancy_bare.is_some() && r.occupancy_probed.is_some())
+        .collect();
+    let kept = occ
+        .iter()
+        .filter(|r| r.occupancy_bare == r.occupancy_probed)
+        .count();
+    let same_image = s
+        .rows
+        .iter()
+        .filter(|r| r.image_matches_bare == Some(true))
+        .count();
+    out.push(format!(
+        "**Disturbance**: probed ÷ bare kernel time {}; resident blocks per SM kept in {kept} of \
+         {} runs; image identical to the bare build's in {same_image} of {} runs.",
+        if overheads.is_empty() {
+            "unknown".to_string()
+        } else {
+            overheads.join(", ")
+        },
+        occ.len(),
+        s.rows.len()
+    ));
+    // Block shape → hit rate → frame rate, per view, on the bare build: its kernel time is the
+    // probed one over the overhead; one row per shape (the first mode's).
+    let mut views: Vec<&str> = s.rows.iter().map(|r| r.view.as_str()).collect();
+    views.sort();
+    views.dedup();
+    for view in views {
+        let mut pts: Vec<(&str, f64, f64)> = Vec::new();
+        for r in s.rows.iter().filter(|r| r.view == view) {
+            if pts.iter().any(|p| p.0 == r.shape) {
+                continue;
+            }
+            if let (Some(h), Some(ms), Some(o)) = (r.tex_hit_rate_bare, r.kernel_ms, r.overhead)
+                && ms > 0.0
+                && o > 0.0
+            {
+                pts.push((r.shape.as_str(), h, o / ms * 1000.0));
+            }
+        }
+        if pts.len() < 3 {
+            continue;
+        }
+        let hits: Vec<f64> = pts.iter().map(|p| p.1).collect();
+        let fps: Vec<f64> = pts.iter().map(|p| p.2).collect();
+        let by = |f: fn(&(&str, f64, f64)) -> f64| {
+            let lo = pts.iter().min_by(|a, b| f(a).total_cmp(&f(b)));
+            let hi = pts.iter().max_by(|a, b| f(a).total_cmp(&f(b)));
+            lo.zip(hi)
+        };
+        let (Some((hlo, hhi)), Some((flo, fhi))) = (by(|p| p.1), by(|p| p.2)) else {
+            continue;
+        };
+        out.push(format!(
+            "**Block shape → hit rate → frame rate**, view ({view}), bare build over {} shapes: \
+             texture hit rate {:.1} % ({}) to {:.1} % ({}), kernel rate {:.0} ({}) to {:.0} \
+             ({}) frames/s; Pearson r(hit rate, frame rate) = {}.",
+            pts.len(),
+            100.0 * hlo.1,
+            hlo.0,
+            100.0 * hhi.1,
+            hhi.0,
+            flo.2,
+            flo.0,
+            fhi.2,
+            fhi.0,
+            pearson(&hits, &fps).map_or("undefined".into(), |r| format!("{r:.2}"))
+        ));
+    }
+    out
+}

@@ -363,7 +363,13 @@ fn study_step(ctx: &Ctx) -> Result<Outcome> {
             ctx.preset.name
         ));
     }
-    let (ncu, ncu_note) = ncu_rates(ctx, &cfg, &dir, reserve)?;
+    // Profiling stops in time for the analysis and the export.
+    let (ncu, ncu_note) = ncu_rates(
+        ctx,
+        &cfg,
+        &dir,
+        reserve + Duration::from_secs(ANALYSIS_SECONDS),
+    )?;
     // Nsight Compute's rates are the bare build's: they go where the emulator puts its bare
     // hit rate, in the rows and in the sweep.csv that `warpscope analyze` reads.
     if !ncu.is_empty() {
@@ -377,7 +383,13 @@ fn study_step(ctx: &Ctx) -> Result<Outcome> {
             SweepRow::write_csv(&d.join(trace::SWEEP_CSV), &rows)?;
         }
     }
+    // The analysis of a paper-scale sweep reads 32 traces (tens of seconds): only while it
+    // leaves the export step its time.
     let findings = match &sweep_dir {
+        Some(_) if ctx.left() <= reserve + Duration::from_secs(ANALYSIS_SECONDS) => {
+            notes.push("analysis not run: the budget was nearly spent".into());
+            Vec::new()
+        }
         Some(d) => analyze_study(d, &mut notes),
         None => Vec::new(),
     };
@@ -397,6 +409,9 @@ fn study_step(ctx: &Ctx) -> Result<Outcome> {
         notes,
     })
 }
+
+/// Seconds the study keeps for `warpscope analyze` on its sweep (besides the export's reserve).
+const ANALYSIS_SECONDS: u64 = 40;
 
 /// `warpscope analyze` on the study's sweep (tables only), for its findings.
 fn analyze_study(sweep_dir: &Path, notes: &mut Vec<String>) -> Vec<String> {

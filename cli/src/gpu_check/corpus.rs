@@ -231,10 +231,10 @@ pub fn check(case: &Case, dev: &mut dyn Device, emu: Option<&mut dyn Device>) ->
 }
 
 /// Kernel milliseconds of `case` at its big size (checked against the reference too). On a GPU
-/// the best of three runs, each timed on a second, warm launch of its freshly loaded module: the
-/// first launch of a module's kernel also pays for setting it up (~20 µs on an H200, more than
-/// most of these kernels take), which is the driver's cost, not the kernel's. The emulator is
-/// deterministic and has no such cost: one run.
+/// the best of three runs, each timed on a second launch of its freshly loaded module, so that no
+/// one-time cost of a first launch (lazy loading of the kernel, say) can count as kernel time (on
+/// the H200 the warm launch measured the same as the first). The emulator is deterministic and
+/// has no such cost: one run.
 pub fn timed(case: &Case, dev: &mut dyn Device) -> Result<(f64, Option<String>)> {
     let gpu = dev.backend() == instrument::Backend::Gpu;
     let repeats = if gpu { 3 } else { 1 };

@@ -138,8 +138,8 @@ fn section(s: &mut String, d: &StepData) {
         StepData::Corpus { rows } => {
             let _ = writeln!(
                 s,
-                "Small check sizes; kernel time is each file's first launch of its module (on a \
-                 GPU it includes the driver's setup of the kernel; step 4 times warm launches).\n"
+                "Small check sizes; kernel time is each file's first launch of its module \
+                 (step 4 times warm launches at larger sizes).\n"
             );
             let mut table = vec![row![
                 "file",

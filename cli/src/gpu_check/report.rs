@@ -271,11 +271,16 @@ fn section(s: &mut String, d: &StepData) {
             }
             let _ = writeln!(s, "Nsight Compute: {}\n", st.ncu_note);
             if !st.ncu.is_empty() {
-                let mut rows = vec![row!["shape", "view", "metric", "bare texture hit rate"]];
+                let mut rows = vec![row!["shape", "view", "build", "metric", "texture hit rate"]];
                 for n in &st.ncu {
                     rows.push(row![
                         n.shape,
                         n.view,
+                        if n.mode == "off" {
+                            "bare"
+                        } else {
+                            n.mode.as_str()
+                        },
                         format!("`{}`", n.metric),
                         format!("{:.1} %", 100.0 * n.hit_rate),
                     ]);

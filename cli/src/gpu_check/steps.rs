@@ -280,6 +280,8 @@ fn calibration(ctx: &Ctx, so_far: &GpuResults) -> Result<Outcome> {
 pub struct NcuRow {
     pub shape: String,
     pub view: String,
+    /// The build profiled: `off` (bare) or the probe mode.
+    pub mode: String,
     pub metric: String,
     pub hit_rate: f64,
 }
@@ -290,7 +292,8 @@ pub struct StudyStep {
     pub geometry: String,
     pub frames: u32,
     pub rows: Vec<SweepRow>,
-    /// Texture hit rates of the bare build from Nsight Compute (GPU, ncu on the PATH).
+    /// Texture hit rates from Nsight Compute (GPU, ncu on the PATH): the bare build's for every
+    /// shape and view first, then each probed build's, while the budget lasts.
     pub ncu: Vec<NcuRow>,
     pub ncu_note: String,
     /// `warpscope analyze`'s findings on the study (where the memory time goes per mode, what
@@ -373,12 +376,7 @@ fn study_step(ctx: &Ctx) -> Result<Outcome> {
     // Nsight Compute's rates are the bare build's: they go where the emulator puts its bare
     // hit rate, in the rows and in the sweep.csv that `warpscope analyze` reads.
     if !ncu.is_empty() {
-        for r in rows.iter_mut() {
-            r.tex_hit_rate_bare = ncu
-                .iter()
-                .find(|n| n.shape == r.shape && n.view == r.view)
-                .map(|n| n.hit_rate);
-        }
+        join_ncu(&mut rows, &ncu);
         if let Some(d) = &sweep_dir {
             SweepRow::write_csv(&d.join(trace::SWEEP_CSV), &rows)?;
         }
@@ -410,6 +408,21 @@ fn study_step(ctx: &Ctx) -> Result<Outcome> {
     })
 }
 
+/// Puts Nsight Compute's rates into the sweep's rows: the bare build's as `tex_hit_rate_bare`,
+/// the row's own build's as `tex_hit_rate` (None where that profile is missing).
+fn join_ncu(rows: &mut [SweepRow], ncu: &[NcuRow]) {
+    let rate = |r: &SweepRow, mode: &str| {
+        ncu.iter()
+            .find(|n| n.shape == r.shape && n.view == r.view && n.mode == mode)
+            .map(|n| n.hit_rate)
+    };
+    for r in rows.iter_mut() {
+        let (bare, own) = (rate(r, "off"), rate(r, &r.mode));
+        r.tex_hit_rate_bare = bare;
+        r.tex_hit_rate = own;
+    }
+}
+
 /// Seconds the study keeps for `warpscope analyze` on its sweep (besides the export's reserve).
 const ANALYSIS_SECONDS: u64 = 40;
 
@@ -428,8 +441,9 @@ fn analyze_study(sweep_dir: &Path, notes: &mut Vec<String>) -> Vec<String> {
     }
 }
 
-/// On a GPU with `ncu`: the bare build's texture hit rate per shape and view, one profiled frame
-/// each (`warpscope render … --mode off --frames 1` under ncu), while the budget lasts.
+/// On a GPU with `ncu`: the texture hit rate per shape and view, one profiled frame each
+/// (`warpscope render … --mode M --frames 1` under ncu), while the budget lasts: the bare build
+/// (`off`) for every shape and view first, then each probe mode's build — what probing changed.
 fn ncu_rates(
     ctx: &Ctx,
     cfg: &study::SweepConfig,
@@ -449,8 +463,12 @@ fn ncu_rates(
     let mut rows = Vec::new();
     let mut skipped = 0;
     let views: &[View] = &cfg.views;
-    for view in views {
-        for shape in &cfg.shapes {
+    let modes = std::iter::once(trace::ProbeMode::Off).chain(cfg.modes.iter().copied());
+    for mode in modes {
+        for (view, shape) in views
+            .iter()
+            .flat_map(|v| cfg.shapes.iter().map(move |s| (v, s)))
+        {
             // A profiled paper-scale frame regenerates the 1 GiB volume in a new process.
             if ctx.left() <= reserve + Duration::from_secs(60) {
                 skipped += 1;
@@ -462,8 +480,6 @@ fn ncu_rates(
                 "gpu",
                 "--scale",
                 "paper",
-                "--mode",
-                "off",
                 "--frames",
                 "1",
                 "--no-overhead",
@@ -474,6 +490,8 @@ fn ncu_rates(
             .iter()
             .map(|s| s.to_string())
             .chain([
+                "--mode".into(),
+                mode.name().into(),
                 "--shape".into(),
                 shape.name(),
                 format!("--view={}", view.name()),
@@ -485,6 +503,7 @@ fn ncu_rates(
                 Ok(Some(h)) => rows.push(NcuRow {
                     shape: shape.name(),
                     view: view.to_string(),
+                    mode: mode.name().into(),
                     metric: h.metric,
                     hit_rate: h.rate,
                 }),
@@ -581,4 +600,72 @@ fn export(ctx: &Ctx) -> Result<Outcome> {
             .push("the run traced no records: the read-back check is empty".into());
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ncu(shape: &str, view: &str, mode: &str, hit_rate: f64) -> NcuRow {
+        NcuRow {
+            shape: shape.into(),
+            view: view.into(),
+            mode: mode.into(),
+            metric: study::TEX_HIT_RATE_METRIC.into(),
+            hit_rate,
+        }
+    }
+
+    fn row(shape: &str, view: &str, mode: &str) -> SweepRow {
+        SweepRow {
+            run: format!("{shape}_{mode}"),
+            backend: "gpu".into(),
+            preset: String::new(),
+            shape: shape.into(),
+            view: view.into(),
+            mode: mode.into(),
+            cycles: None,
+            kernel_ms: Some(0.3),
+            frame_rate: None,
+            tex_hit_rate: None,
+            dropped_records: None,
+            overhead: None,
+            occupancy_bare: None,
+            occupancy_probed: None,
+            tex_hit_rate_bare: None,
+            warp_instructions: None,
+            records: None,
+            image_matches_bare: None,
+        }
+    }
+
+    #[test]
+    fn ncu_rates_join_by_shape_view_and_build() {
+        let profiles = [
+            ncu("16x8", "0,0,0", "off", 0.68),
+            ncu("16x8", "0,0,0", "fence", 0.67),
+            ncu("16x8", "90,0,90", "off", 0.74),
+            ncu("1x128", "0,0,0", "naive", 0.25),
+        ];
+        let mut rows = vec![
+            row("16x8", "0,0,0", "fence"),
+            row("16x8", "0,0,0", "naive"),
+            row("16x8", "90,0,90", "fence"),
+            row("1x128", "0,0,0", "naive"),
+        ];
+        join_ncu(&mut rows, &profiles);
+        let got: Vec<(Option<f64>, Option<f64>)> = rows
+            .iter()
+            .map(|r| (r.tex_hit_rate_bare, r.tex_hit_rate))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (Some(0.68), Some(0.67)),
+                (Some(0.68), None),
+                (Some(0.74), None),
+                (None, Some(0.25)),
+            ]
+        );
+    }
 }

@@ -261,6 +261,42 @@ fn correlation_matches_hand_computed_values_and_leaves_out_missing_metrics() {
     assert!(md.contains("8x16_v0-0-0_fence has no tex_hit_rate"), "{md}");
 }
 
+/// A group none of whose runs has a hit rate (a GPU sweep without Nsight Compute) is said once,
+/// not once per run; a group where only some lack it still names each of them.
+#[test]
+fn a_group_without_any_hit_rate_is_one_note() {
+    let sweep = tempfile::tempdir().unwrap();
+    let runs = vec![
+        uniform_run("128x1", "fence", 100, None, Some(30.0)),
+        uniform_run("64x2", "fence", 50, None, Some(20.0)),
+        uniform_run("32x4", "fence", 25, None, Some(10.0)),
+        uniform_run("128x1", "naive", 5, Some(0.1), Some(30.0)),
+        uniform_run("64x2", "naive", 6, None, Some(20.0)),
+    ];
+    make_sweep(sweep.path(), &runs);
+    let out = sweep.path().join("analysis");
+    let summary = analyze(sweep.path(), &out, &AnalyzeOptions::default()).unwrap();
+    let md = std::fs::read_to_string(&summary.report_md).unwrap();
+    assert!(
+        md.contains("None of the 3 runs at (0,0,0), fence has a tex_hit_rate"),
+        "{md}"
+    );
+    assert!(
+        !md.contains("32x4_v0-0-0_fence has no tex_hit_rate"),
+        "{md}"
+    );
+    assert!(md.contains("64x2_v0-0-0_naive has no tex_hit_rate"), "{md}");
+    // The machine-readable list keeps every run.
+    assert_eq!(
+        summary
+            .excluded_from_correlation
+            .iter()
+            .filter(|e| e.contains("has no tex_hit_rate"))
+            .count(),
+        4
+    );
+}
+
 #[test]
 fn findings_state_naive_vs_fenced_shares_and_correlations() {
     let sweep = tempfile::tempdir().unwrap();

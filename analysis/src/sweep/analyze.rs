@@ -175,8 +175,23 @@ pub fn analyze(
                 pretty_view(&c.view),
                 c.mode
             );
-            notes.push(format!("{line}."));
             excluded.push(line);
+        }
+        // A group none of whose runs has the value (a GPU sweep without Nsight Compute has no
+        // hit rate) is one note, not one per run.
+        if c.used.is_empty() && c.excluded.len() > 1 && c.missing_y == c.excluded.len() {
+            notes.push(format!(
+                "None of the {} runs at {}, {} has a {}: no {} correlation there.",
+                c.excluded.len(),
+                pretty_view(&c.view),
+                c.mode,
+                c.y,
+                c.y
+            ));
+        } else {
+            for e in excluded.iter().skip(excluded.len() - c.excluded.len()) {
+                notes.push(format!("{e}."));
+            }
         }
     }
     for r in &runs {
@@ -330,6 +345,7 @@ fn correlations(runs: &[Run]) -> Vec<Corr> {
         for y in ["tex_hit_rate", "frame_rate"] {
             let mut used = Vec::new();
             let mut excluded = Vec::new();
+            let mut missing_y = 0;
             for &i in &idx {
                 let r = &runs[i];
                 let yv = match y {
@@ -342,7 +358,10 @@ fn correlations(runs: &[Run]) -> Vec<Corr> {
                         "Run {} has no access records, so no memory reference frequency",
                         r.files.row.run
                     )),
-                    (_, None) => excluded.push(format!("Run {} has no {y}", r.files.row.run)),
+                    (_, None) => {
+                        missing_y += 1;
+                        excluded.push(format!("Run {} has no {y}", r.files.row.run));
+                    }
                 }
             }
             let xs: Vec<f64> = used
@@ -366,6 +385,7 @@ fn correlations(runs: &[Run]) -> Vec<Corr> {
                 spearman: stats::spearman(&xs, &ys),
                 used,
                 excluded,
+                missing_y,
             });
         }
     }

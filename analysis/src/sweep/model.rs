@@ -40,6 +40,8 @@ pub(crate) struct Corr {
     /// Indices into the runs used.
     pub used: Vec<usize>,
     pub excluded: Vec<String>,
+    /// How many of `excluded` lack the y value itself (not the access records).
+    pub missing_y: usize,
 }
 
 /// Everything the report needs.

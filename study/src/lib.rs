@@ -44,8 +44,8 @@ pub use error::StudyError;
 pub use lock::{FolderLock, LOCK_FILE};
 pub use merge::{MergeSummary, merge};
 pub use ncu::{
-    FALLBACK_HIT_RATE_METRIC, NcuHitRate, TEX_HIT_RATE_METRIC, ncu_args, ncu_path, parse_hit_rate,
-    run_ncu,
+    DRAM_READ_METRIC, FALLBACK_HIT_RATE_METRIC, L2_HIT_RATE_METRIC, NcuHitRate,
+    TEX_HIT_RATE_METRIC, ncu_args, ncu_path, parse_hit_rate, run_ncu,
 };
 pub use plan::{
     CommonInputs, PLAN_FORMAT, PLAN_JSON, PLAN_ORDER, PlanInputs, PlannedRun, Shard, SweepPlan,

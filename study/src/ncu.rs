@@ -6,7 +6,9 @@
 //! columns differ between ncu versions. The texture hit rate is
 //! [`TEX_HIT_RATE_METRIC`]; GPUs or ncu versions without it fall back to the L1TEX sector hit rate
 //! [`FALLBACK_HIT_RATE_METRIC`] (on Volta+ L1 and texture cache are one). Values may carry
-//! thousands separators (`1,234.5`) or be `n/a`.
+//! thousands separators (`1,234.5`) or be `n/a`. Beside it, where the GPU and ncu report them,
+//! the L2 hit rate ([`L2_HIT_RATE_METRIC`]) and the DRAM bytes read ([`DRAM_READ_METRIC`]): where
+//! the texture misses went, which the emulator's counters say for the model.
 //!
 //! Main items: [`parse_hit_rate`] (text → [`NcuHitRate`]), [`ncu_path`], [`ncu_args`], [`run_ncu`].
 //!
@@ -24,6 +26,10 @@ use std::path::{Path, PathBuf};
 pub const TEX_HIT_RATE_METRIC: &str = "l1tex__t_sector_pipe_tex_mem_texture_op_tex_hit_rate.pct";
 /// L1TEX sector hit rate over all pipes (percent): the fallback.
 pub const FALLBACK_HIT_RATE_METRIC: &str = "l1tex__t_sector_hit_rate.pct";
+/// L2 sector hit rate (percent), read beside the texture hit rate: where the texture misses go.
+pub const L2_HIT_RATE_METRIC: &str = "lts__t_sector_hit_rate.pct";
+/// Bytes read from DRAM by the launch, beside it.
+pub const DRAM_READ_METRIC: &str = "dram__bytes_read.sum";
 
 /// A hit rate read from ncu output.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -34,6 +40,23 @@ pub struct NcuHitRate {
     pub rate: f64,
     /// Launches that reported a value.
     pub launches: usize,
+    /// The L2 sector hit rate (0–1) and the DRAM bytes read per launch, means over the launches,
+    /// where ncu reported them (not from the plain profile [`run_ncu`] falls back to).
+    pub l2_hit_rate: Option<f64>,
+    pub dram_read_bytes: Option<f64>,
+}
+
+/// Bytes in one `unit` as ncu prints it (`byte`, `Kbyte`, …, decimal prefixes); None for any
+/// other unit, whose value is then left out rather than misread.
+fn bytes_per_unit(unit: &str) -> Option<f64> {
+    match unit.trim().to_ascii_lowercase().as_str() {
+        "byte" | "bytes" | "b" => Some(1.0),
+        "kbyte" | "kb" => Some(1e3),
+        "mbyte" | "mb" => Some(1e6),
+        "gbyte" | "gb" => Some(1e9),
+        "tbyte" | "tb" => Some(1e12),
+        _ => None,
+    }
 }
 
 /// Parses a percentage as ncu prints it: `87.5`, `1,234.5`, `"n/a"` (→ None).
@@ -75,9 +98,12 @@ pub fn parse_hit_rate(text: &str, kernel: Option<&str>) -> Result<Option<NcuHitR
     let value_col =
         col("Metric Value").ok_or_else(|| StudyError::Ncu("no \"Metric Value\" column".into()))?;
     let kernel_col = col("Kernel Name").or_else(|| col("Function Name"));
+    let unit_col = col("Metric Unit");
 
     let mut primary = Vec::new();
     let mut fallback = Vec::new();
+    let mut l2 = Vec::new();
+    let mut dram = Vec::new();
     for (i, row) in reader.records().enumerate() {
         let row = row.map_err(|e| StudyError::Ncu(format!("row {}: {e}", i + 2)))?;
         if let (Some(k), Some(kc)) = (kernel, kernel_col)
@@ -96,14 +122,25 @@ pub fn parse_hit_rate(text: &str, kernel: Option<&str>) -> Result<Option<NcuHitR
         match metric.trim() {
             TEX_HIT_RATE_METRIC => primary.push(value * scale),
             FALLBACK_HIT_RATE_METRIC => fallback.push(value * scale),
+            L2_HIT_RATE_METRIC => l2.push(value * scale),
+            DRAM_READ_METRIC => {
+                let unit = unit_col.and_then(|c| row.get(c)).unwrap_or("byte");
+                if let Some(b) = bytes_per_unit(unit) {
+                    dram.push(value * b);
+                }
+            }
             _ => {}
         }
     }
+    let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
+    let (l2_hit_rate, dram_read_bytes) = (mean(&l2), mean(&dram));
     let pick = |vals: Vec<f64>, metric: &str| {
         (!vals.is_empty()).then(|| NcuHitRate {
             metric: metric.to_string(),
             rate: vals.iter().sum::<f64>() / vals.len() as f64,
             launches: vals.len(),
+            l2_hit_rate,
+            dram_read_bytes,
         })
     };
     Ok(pick(primary, TEX_HIT_RATE_METRIC).or_else(|| pick(fallback, FALLBACK_HIT_RATE_METRIC)))
@@ -122,29 +159,49 @@ pub fn ncu_path() -> Option<PathBuf> {
     dirs.into_iter().map(|d| d.join(exe)).find(|p| p.is_file())
 }
 
-/// The ncu arguments that profile `kernel` in `program args…` and print both hit-rate metrics.
-pub fn ncu_args(kernel: &str, program: &Path, args: &[String]) -> Vec<String> {
-    let mut v = vec![
-        "--csv".to_string(),
+/// The ncu arguments that profile `kernel` in `program args…` and print both hit-rate metrics,
+/// and with `memory` also the L2 hit rate and the DRAM bytes read, in base units.
+pub fn ncu_args(kernel: &str, program: &Path, args: &[String], memory: bool) -> Vec<String> {
+    let mut metrics = format!("{TEX_HIT_RATE_METRIC},{FALLBACK_HIT_RATE_METRIC}");
+    let mut v = vec!["--csv".to_string()];
+    if memory {
+        metrics.push_str(&format!(",{L2_HIT_RATE_METRIC},{DRAM_READ_METRIC}"));
+        v.extend(["--print-units".to_string(), "base".to_string()]);
+    }
+    v.extend([
         "--metrics".to_string(),
-        format!("{TEX_HIT_RATE_METRIC},{FALLBACK_HIT_RATE_METRIC}"),
+        metrics,
         "--kernel-name".to_string(),
         kernel.to_string(),
         program.display().to_string(),
-    ];
+    ]);
     v.extend(args.iter().cloned());
     v
 }
 
-/// Runs `ncu` (at `ncu`) on `program args…` and reads the hit rate of `kernel`.
+/// Runs `ncu` (at `ncu`) on `program args…` and reads the hit rates of `kernel`. The profile
+/// with the L2 and DRAM metrics is tried first; where ncu refuses it (a metric or option this
+/// GPU or ncu version lacks), the plain hit-rate profile, which has run on an H200, is what
+/// counts: the texture hit rate is never lost to the extras.
 pub fn run_ncu(
     ncu: &Path,
     kernel: &str,
     program: &Path,
     args: &[String],
 ) -> Result<Option<NcuHitRate>, StudyError> {
+    run_ncu_with(ncu, kernel, program, args, true)
+        .or_else(|_| run_ncu_with(ncu, kernel, program, args, false))
+}
+
+fn run_ncu_with(
+    ncu: &Path,
+    kernel: &str,
+    program: &Path,
+    args: &[String],
+    memory: bool,
+) -> Result<Option<NcuHitRate>, StudyError> {
     let out = std::process::Command::new(ncu)
-        .args(ncu_args(kernel, program, args))
+        .args(ncu_args(kernel, program, args, memory))
         .output()
         .map_err(|e| StudyError::io(ncu, e))?;
     if !out.status.success() {
@@ -229,10 +286,94 @@ mod tests {
     }
 
     #[test]
-    fn args_name_both_metrics_and_the_program() {
-        let a = ncu_args("d_render", Path::new("/bin/warpscope"), &["render".into()]);
-        assert!(a[2].contains(TEX_HIT_RATE_METRIC) && a[2].contains(FALLBACK_HIT_RATE_METRIC));
-        assert_eq!(a[a.len() - 2], "/bin/warpscope");
-        assert_eq!(a[a.len() - 1], "render");
+    fn args_name_the_metrics_and_the_program() {
+        let plain = ncu_args(
+            "d_render",
+            Path::new("/bin/warpscope"),
+            &["render".into()],
+            false,
+        );
+        let metrics =
+            |a: &[String]| a[a.iter().position(|x| x == "--metrics").unwrap() + 1].clone();
+        let m = metrics(&plain);
+        assert!(m.contains(TEX_HIT_RATE_METRIC) && m.contains(FALLBACK_HIT_RATE_METRIC));
+        assert!(!m.contains(L2_HIT_RATE_METRIC) && !plain.contains(&"--print-units".into()));
+        assert_eq!(plain[plain.len() - 2], "/bin/warpscope");
+        assert_eq!(plain[plain.len() - 1], "render");
+        let memory = ncu_args(
+            "d_render",
+            Path::new("/bin/warpscope"),
+            &["render".into()],
+            true,
+        );
+        let m = metrics(&memory);
+        assert!(m.contains(L2_HIT_RATE_METRIC) && m.contains(DRAM_READ_METRIC));
+        let units = memory.iter().position(|x| x == "--print-units").unwrap();
+        assert_eq!(memory[units + 1], "base");
+        assert_eq!(memory[memory.len() - 1], "render");
+    }
+
+    /// A stand-in for ncu: refuses `--print-units` when `old` (an ncu without the memory
+    /// profile), and otherwise prints the texture rate and, when asked for, the L2 rate.
+    #[cfg(unix)]
+    fn fake_ncu(dir: &Path, old: bool) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let p = dir.join(if old { "old-ncu" } else { "ncu" });
+        let script = format!(
+            "#!/bin/sh\n\
+             case \"$*\" in *--print-units*) {refuse} ;; esac\n\
+             echo '\"ID\",\"Kernel Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"'\n\
+             echo '\"0\",\"d_render\",\"{TEX_HIT_RATE_METRIC}\",\"%\",\"72.2\"'\n\
+             case \"$*\" in *{L2_HIT_RATE_METRIC}*) \
+             echo '\"0\",\"d_render\",\"{L2_HIT_RATE_METRIC}\",\"%\",\"40\"' ;; esac\n",
+            refuse = if old {
+                "echo '==ERROR== unknown option' >&2; exit 1"
+            } else {
+                ":"
+            },
+        );
+        std::fs::write(&p, script).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        p
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn an_ncu_that_refuses_the_memory_profile_still_gives_the_texture_rate() {
+        let dir = tempfile::tempdir().unwrap();
+        let program = Path::new("/bin/true");
+        let new = fake_ncu(dir.path(), false);
+        let r = run_ncu(&new, "d_render", program, &[]).unwrap().unwrap();
+        assert!((r.rate - 0.722).abs() < 1e-12, "{r:?}");
+        assert_eq!(r.l2_hit_rate, Some(0.4));
+        let old = fake_ncu(dir.path(), true);
+        let r = run_ncu(&old, "d_render", program, &[]).unwrap().unwrap();
+        assert!((r.rate - 0.722).abs() < 1e-12, "{r:?}");
+        assert_eq!(r.l2_hit_rate, None);
+    }
+
+    #[test]
+    fn reads_the_l2_hit_rate_and_dram_bytes_beside_the_texture_rate() {
+        let unit_row = |id: u32, metric: &str, unit: &str, value: &str| {
+            row(id, "d_render", metric, value).replace("\"%\"", &format!("\"{unit}\""))
+        };
+        let text = doc(&[
+            row(0, "d_render", TEX_HIT_RATE_METRIC, "72.2"),
+            row(0, "d_render", L2_HIT_RATE_METRIC, "40"),
+            unit_row(0, DRAM_READ_METRIC, "byte", "1,000,000"),
+            row(1, "d_render", TEX_HIT_RATE_METRIC, "72.2"),
+            row(1, "d_render", L2_HIT_RATE_METRIC, "50"),
+            unit_row(1, DRAM_READ_METRIC, "Mbyte", "3"),
+            unit_row(2, DRAM_READ_METRIC, "furlong", "7"),
+        ]);
+        let r = parse_hit_rate(&text, Some("d_render")).unwrap().unwrap();
+        assert!((r.rate - 0.722).abs() < 1e-12);
+        assert_eq!(r.l2_hit_rate, Some(0.45));
+        // byte and Mbyte read as bytes; an unknown unit is left out, not misread.
+        assert_eq!(r.dram_read_bytes, Some(2e6));
+        // the plain profile has neither
+        let plain = doc(&[row(0, "d_render", TEX_HIT_RATE_METRIC, "72.2")]);
+        let r = parse_hit_rate(&plain, Some("d_render")).unwrap().unwrap();
+        assert_eq!((r.l2_hit_rate, r.dram_read_bytes), (None, None));
     }
 }

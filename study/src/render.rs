@@ -23,7 +23,8 @@
 //!   budget can force spills), `tex_hit_rate_bare` / `l1_hit_rate_bare` / `l2_hit_rate_bare` (the
 //!   bare build's emulator counters), `kind` (`trace`: every warp traced, `summary`: statistics and
 //!   the warps of `trace_warps`), `probe_shared_bytes`, `occupancy_note`, `image_matches_bare`,
-//!   `hit_rate_source` (`emulator counters`, `ncu <metric>`, or why it is unavailable),
+//!   `hit_rate_source` (`emulator counters`, `ncu <metric>`, or why it is unavailable; on a
+//!   GPU with ncu, run.json's `l2_hit_rate` is ncu's too, where this GPU reports it),
 //!   and with [`RenderConfig::compare_reference`] `reference_max_channel_diff` / `reference_pixels_differing`
 //!   (the image against the CPU reference renderer).
 //!
@@ -630,7 +631,8 @@ fn write_run(
     }
     if dev.backend() == Backend::Gpu {
         let (rate, source) = gpu_hit_rate(cfg);
-        m.tex_hit_rate = rate.map(|r| r.rate);
+        m.tex_hit_rate = rate.as_ref().map(|r| r.rate);
+        m.l2_hit_rate = rate.as_ref().and_then(|r| r.l2_hit_rate);
         hit_rate_source = source;
     }
     if dev.backend() == Backend::Emu {

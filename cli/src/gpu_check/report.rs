@@ -271,7 +271,15 @@ fn section(s: &mut String, d: &StepData) {
             }
             let _ = writeln!(s, "Nsight Compute: {}\n", st.ncu_note);
             if !st.ncu.is_empty() {
-                let mut rows = vec![row!["shape", "view", "build", "metric", "texture hit rate"]];
+                let mut rows = vec![row![
+                    "shape",
+                    "view",
+                    "build",
+                    "metric",
+                    "texture hit rate",
+                    "L2 hit rate",
+                    "DRAM read"
+                ]];
                 for n in &st.ncu {
                     rows.push(row![
                         n.shape,
@@ -283,6 +291,9 @@ fn section(s: &mut String, d: &StepData) {
                         },
                         format!("`{}`", n.metric),
                         format!("{:.1} %", 100.0 * n.hit_rate),
+                        pct(n.l2_hit_rate),
+                        n.dram_read_bytes
+                            .map_or("–".into(), |b| format!("{:.1} MB", b / 1e6)),
                     ]);
                 }
                 s.push_str(&md_table(&rows));

@@ -284,6 +284,10 @@ pub struct NcuRow {
     pub mode: String,
     pub metric: String,
     pub hit_rate: f64,
+    /// Where the texture misses went, where ncu reported it: L2 sector hit rate (0–1) and the
+    /// bytes read from DRAM by the frame.
+    pub l2_hit_rate: Option<f64>,
+    pub dram_read_bytes: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -506,6 +510,8 @@ fn ncu_rates(
                     mode: mode.name().into(),
                     metric: h.metric,
                     hit_rate: h.rate,
+                    l2_hit_rate: h.l2_hit_rate,
+                    dram_read_bytes: h.dram_read_bytes,
                 }),
                 Ok(None) => skipped += 1,
                 Err(e) => return Ok((rows, format!("ncu failed: {e}"))),
@@ -613,6 +619,8 @@ mod tests {
             mode: mode.into(),
             metric: study::TEX_HIT_RATE_METRIC.into(),
             hit_rate,
+            l2_hit_rate: None,
+            dram_read_bytes: None,
         }
     }
 

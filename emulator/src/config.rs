@@ -114,6 +114,18 @@ pub struct SmConfig {
     pub warp_schedulers: u32,
     /// Instructions each scheduler can issue per cycle.
     pub issue_per_scheduler: u32,
+    /// Whether `membar.cta` / `fence.sc.cta` (SASS MEMBAR.SC.CTA) waits for the warp's
+    /// outstanding loads, as the paper's fence did on Fermi (true, the default). On an H200 it
+    /// did not: a load issued to L1 is already ordered at CTA scope, and the fence retired ~29
+    /// cycles after a load that missed to DRAM (docs/gpu/h200-2026-11-26-findings.md). Stores and
+    /// atomics are waited for either way, and so is everything by `fence.acq_rel.cta` and every
+    /// wider fence.
+    #[serde(default = "waits_for_loads")]
+    pub cta_sc_fence_waits_for_loads: bool,
+}
+
+fn waits_for_loads() -> bool {
+    true
 }
 
 /// Latencies (cycles from issue until a dependent instruction can issue) and issue intervals

@@ -280,6 +280,10 @@ impl Class {
     ];
 }
 
+/// `Inst::sub` of a `membar.cta` / `fence.sc.cta` (SASS MEMBAR.SC.CTA): the fence whose wait for
+/// loads is the preset's `sm.cta_sc_fence_waits_for_loads`.
+pub(crate) const FENCE_SC_CTA: u8 = 1;
+
 /// Decoded operations. Arithmetic ops are typed by `Inst::ty`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Op {
@@ -360,6 +364,7 @@ pub(crate) enum Op {
     Bra,
     Exit,
     Bar,
+    /// `membar`/`fence`; `sub` is [`FENCE_SC_CTA`] for `membar.cta` / `fence.sc.cta`.
     Membar,
     Shfl,
     Vote,

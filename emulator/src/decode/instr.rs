@@ -548,6 +548,10 @@ impl<'m> KDec<'_, 'm> {
             "membar" | "fence" => {
                 x.op = Op::Membar;
                 x.class = Class::Barrier;
+                // membar.cta is fence.sc.cta; a fence without .sc is acq_rel (MEMBAR.ALL).
+                if (base == "membar" || m.has("sc")) && m.has("cta") {
+                    x.sub = FENCE_SC_CTA;
+                }
             }
             "shfl" => {
                 need(5)?;

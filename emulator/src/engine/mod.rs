@@ -88,7 +88,7 @@ fn run_rounds(
 ) -> Result<LaunchOutput, EmuError> {
     let nsm = inp.cfg.sm.count.max(1);
     let nsched = inp.cfg.sm.warp_schedulers.max(1) as usize;
-    let deps = Deps::new(inp.prog);
+    let deps = Deps::new(inp.prog, inp.cfg);
     let mut sms: Vec<Sm> = (0..nsm).map(|id| Sm::new(id, nsched)).collect();
     let mut next_block = 0u64;
     let total_blocks: u64 = inp.grid.iter().map(|&g| g as u64).product();

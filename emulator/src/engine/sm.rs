@@ -11,7 +11,9 @@
 //! - a load's destinations become ready at the completion cycle the memory model returns; the
 //!   warp keeps issuing independent instructions meanwhile, so `%clock` right after a load reads
 //!   the issue time, not the arrival time;
-//! - `membar`/`fence` issue only after all of the warp's outstanding memory operations completed;
+//! - `membar`/`fence` issue only after all of the warp's outstanding memory operations completed,
+//!   except `membar.cta` / `fence.sc.cta` on a preset whose `sm.cta_sc_fence_waits_for_loads` is
+//!   false (h100, as measured on an H200): that one waits for the warp's stores and atomics only;
 //! - `bar.sync` releases when every live warp of the block (or `count` threads) arrived.
 //!
 //! Scheduling: `sm.warp_schedulers` schedulers per SM, warp slot `s` belongs to scheduler
@@ -23,8 +25,8 @@ use crate::config::GpuConfig;
 use crate::devmem::WriteLog;
 use crate::error::EmuError;
 use crate::exec::{Ctx, Entry, FULL, Fixed, Flow, Warp, exec};
-use crate::ir::{Class, Op, Opnd, Program};
-use crate::memory::{Key, MemRequest, SmMem, is_token};
+use crate::ir::{Class, FENCE_SC_CTA, Op, Opnd, Program};
+use crate::memory::{AccessKind, Key, MemRequest, SmMem, is_token};
 
 use super::LaunchInput;
 
@@ -79,7 +81,10 @@ pub(super) struct TWarp {
     from_mem: Vec<bool>,
     state: WState,
     block: usize,
+    /// When the warp's memory operations so far complete: all of them, and its stores and
+    /// atomics alone (what a fence that does not wait for loads waits for).
     outstanding: u64,
+    outstanding_writes: u64,
     next_ok: u64,
     wake: u64,
     reason: Stall,
@@ -354,6 +359,7 @@ impl Sm {
                         state: WState::Free,
                         block: 0,
                         outstanding: 0,
+                        outstanding_writes: 0,
                         next_ok: 0,
                         wake: 0,
                         reason: Stall::Scoreboard,
@@ -399,6 +405,7 @@ impl Sm {
             w.state = WState::Run;
             w.block = slot;
             w.outstanding = self.cycle;
+            w.outstanding_writes = self.cycle;
             w.next_ok = self.cycle;
             w.bar_dst = None;
             refresh(w, prog, deps);
@@ -515,12 +522,15 @@ impl Sm {
                     ready,
                     tokens,
                     outstanding,
+                    outstanding_writes,
                     ..
                 } = w;
-                if is_token(*outstanding) {
-                    let v = mem.pend.settled(*outstanding);
-                    changed |= v != *outstanding;
-                    *outstanding = v;
+                for o in [outstanding, outstanding_writes] {
+                    if is_token(*o) {
+                        let v = mem.pend.settled(*o);
+                        changed |= v != *o;
+                        *o = v;
+                    }
                 }
                 tokens.retain(|&r| {
                     let Some(t) = ready.get_mut(r as usize).filter(|t| is_token(**t)) else {
@@ -837,6 +847,9 @@ impl Sm {
                     let t = mem.access(now, &req);
                     done_at = mem.pend.max(t, now + 1);
                     w.outstanding = mem.pend.max(w.outstanding, done_at);
+                    if kind != AccessKind::Load {
+                        w.outstanding_writes = mem.pend.max(w.outstanding_writes, done_at);
+                    }
                     from_mem = true;
                 }
             }
@@ -972,10 +985,13 @@ impl Sm {
 pub(super) struct Deps {
     start: Vec<u32>,
     regs: Vec<u32>,
+    /// Per pc: a fence that waits for the warp's stores and atomics but not its loads (a
+    /// `membar.cta` on a preset whose `sm.cta_sc_fence_waits_for_loads` is false).
+    writes_only: Vec<bool>,
 }
 
 impl Deps {
-    pub(super) fn new(prog: &Program) -> Deps {
+    pub(super) fn new(prog: &Program, cfg: &GpuConfig) -> Deps {
         let mut start = Vec::with_capacity(prog.insts.len() + 1);
         let mut regs = Vec::new();
         for x in &prog.insts {
@@ -983,7 +999,17 @@ impl Deps {
             regs.extend(x.reads().chain(x.writes()));
         }
         start.push(regs.len() as u32);
-        Deps { start, regs }
+        let skip_loads = !cfg.sm.cta_sc_fence_waits_for_loads;
+        let writes_only = prog
+            .insts
+            .iter()
+            .map(|x| skip_loads && x.op == Op::Membar && x.sub == FENCE_SC_CTA)
+            .collect();
+        Deps {
+            start,
+            regs,
+            writes_only,
+        }
     }
 
     #[inline]
@@ -1018,9 +1044,16 @@ fn refresh(w: &mut TWarp, prog: &Program, deps: &Deps) {
             };
         }
     }
-    if x.op == Op::Membar && w.outstanding > t {
-        t = w.outstanding;
-        reason = Stall::Membar;
+    if x.op == Op::Membar {
+        let waits_for = if deps.writes_only.get(pc as usize) == Some(&true) {
+            w.outstanding_writes
+        } else {
+            w.outstanding
+        };
+        if waits_for > t {
+            t = waits_for;
+            reason = Stall::Membar;
+        }
     }
     w.wake = t;
     w.reason = reason;

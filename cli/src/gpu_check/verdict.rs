@@ -190,3 +190,96 @@ fn study(s: &StudyStep) -> Vec<String> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn micro(mode: ProbeMode, mean: f64) -> MicroRow {
+        MicroRow {
+            case: MicroCase::LoadsDram,
+            mode,
+            mean_cycles: mean,
+            min_cycles: mean,
+            max_cycles: mean,
+            configured_cycles: Some(650),
+            samples: 16,
+        }
+    }
+
+    /// What the H200 showed before the fence was fixed: the verdict must say so, not pass it.
+    #[test]
+    fn a_fence_that_times_the_issue_is_called_out() {
+        let rows = [
+            micro(ProbeMode::Naive, 9.6),
+            micro(ProbeMode::Fence, 20.6),
+            micro(ProbeMode::Dummy, 694.0),
+        ];
+        let l = probes(&rows);
+        assert!(
+            l.contains("the fence does NOT wait for the load (21 cycles)"),
+            "{l}"
+        );
+        assert!(l.contains("the dummy waits (694)"), "{l}");
+        let l = probes(&rows[..2]);
+        assert!(l.contains("did not run in every mode"), "{l}");
+    }
+
+    fn row(shape: &str, view: &str, mode: &str, ms: f64, overhead: f64, hit: f64) -> SweepRow {
+        SweepRow {
+            run: format!("{shape}_{mode}"),
+            backend: "gpu".into(),
+            preset: String::new(),
+            shape: shape.into(),
+            view: view.into(),
+            mode: mode.into(),
+            cycles: None,
+            kernel_ms: Some(ms),
+            frame_rate: None,
+            tex_hit_rate: None,
+            dropped_records: None,
+            overhead: Some(overhead),
+            occupancy_bare: Some(16),
+            occupancy_probed: Some(if shape == "1x128" { 12 } else { 16 }),
+            tex_hit_rate_bare: Some(hit),
+            warp_instructions: None,
+            records: None,
+            image_matches_bare: Some(true),
+        }
+    }
+
+    #[test]
+    fn the_study_lines_count_disturbance_and_relate_hit_rate_to_frame_rate() {
+        // Bare kernel time = probed ÷ overhead: 1.0, 2.0 and 4.0 ms; hit rates fall with it.
+        let rows = vec![
+            row("128x1", "0,0,0", "naive", 1.1, 1.1, 0.7),
+            row("128x1", "0,0,0", "fence", 1.3, 1.3, 0.7),
+            row("16x8", "0,0,0", "naive", 2.2, 1.1, 0.5),
+            row("1x128", "0,0,0", "naive", 4.4, 1.1, 0.2),
+        ];
+        let s = StudyStep {
+            scale: "paper".into(),
+            geometry: String::new(),
+            frames: 10,
+            rows,
+            ncu: Vec::new(),
+            ncu_note: String::new(),
+            findings: Vec::new(),
+        };
+        let l = study(&s);
+        assert!(
+            l[0].contains("fence 1.30–1.30×, naive 1.10–1.10×"),
+            "{}",
+            l[0]
+        );
+        assert!(l[0].contains("kept in 3 of 4 runs"), "{}", l[0]);
+        assert!(
+            l[1].contains("20.0 % (1x128) to 70.0 % (128x1)"),
+            "{}",
+            l[1]
+        );
+        assert!(l[1].contains("250 (1x128) to 1000 (128x1)"), "{}", l[1]);
+        let r = pearson(&[0.7, 0.5, 0.2], &[1000.0, 500.0, 250.0]).unwrap();
+        assert!(l[1].contains(&format!("= {r:.2}")), "{}", l[1]);
+    }
+}

@@ -32,6 +32,9 @@ use super::LaunchInput;
 
 pub(super) const NCLASS: usize = Class::ALL.len();
 
+/// No warp (in `Sm::sched_then`).
+const NONE: u32 = u32::MAX;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum WState {
     Free,
@@ -243,6 +246,10 @@ pub(super) struct Sm {
     /// are owed to that reason meanwhile.
     sched_unsure: Vec<bool>,
     sched_owed: Vec<u64>,
+    /// Per scheduler: the warp that issues at its cached cycle (its index among the
+    /// scheduler's warps; `NONE` when no scan cached one): nothing that could change which one
+    /// happens before that cycle without clearing the cache, so the scan there is skipped.
+    sched_then: Vec<u32>,
     pub writes: WriteLog,
     lanes: Vec<(u8, u64)>,
     pub counts: Counts,
@@ -313,6 +320,7 @@ impl Sm {
             sched_reason: vec![Stall::Idle; nsched],
             sched_unsure: vec![false; nsched],
             sched_owed: vec![0; nsched],
+            sched_then: vec![NONE; nsched],
             writes: WriteLog::default(),
             lanes: Vec::with_capacity(256),
             counts: Counts::default(),
@@ -426,6 +434,7 @@ impl Sm {
         });
         self.live_blocks += 1;
         self.sched_next.fill(0);
+        self.sched_then.fill(NONE);
     }
 
     /// Runs this SM from its cycle until `horizon` or until it parks. First takes in the
@@ -556,12 +565,13 @@ impl Sm {
             }
             // The scheduler's warps have not changed since the scan: the same scan with the
             // values known gives the cycle and reason the cached ones stand for.
-            let (t, r) = match self.pick(s, now) {
-                Ok(_) => (now, Stall::Scoreboard),
+            let (t, r, then) = match self.pick(s, now) {
+                Ok(_) => (now, Stall::Scoreboard, NONE),
                 Err(x) => x,
             };
             self.sched_next[s] = t;
             self.sched_reason[s] = r;
+            self.sched_then[s] = then;
             if !self.unsure(mem, t) {
                 self.sched_unsure[s] = false;
                 self.counts.stalls[r as usize] += std::mem::take(&mut self.sched_owed[s]);
@@ -600,7 +610,14 @@ impl Sm {
                 continue;
             }
             while issued < per {
-                match self.pick(s, now) {
+                let then = self.sched_then[s];
+                let picked = if issued == 0 && then != NONE && self.sched_next[s] == now {
+                    debug_assert_eq!(self.pick(s, now).ok(), Some(then as usize));
+                    Ok(then as usize)
+                } else {
+                    self.pick(s, now)
+                };
+                match picked {
                     Ok(k) => {
                         let ws = k * nsched + s;
                         if self.must_wait_before(sh, ws, s) {
@@ -612,10 +629,11 @@ impl Sm {
                         self.last[s] = Some(k as u32);
                         issued += 1;
                     }
-                    Err((t, r)) => {
+                    Err((t, r, then)) => {
                         if issued == 0 {
                             self.sched_next[s] = t;
                             self.sched_reason[s] = r;
+                            self.sched_then[s] = then;
                             self.sched_unsure[s] = self.unsure(mem, t);
                             self.stall(s, 1);
                         }
@@ -626,6 +644,7 @@ impl Sm {
             if issued > 0 {
                 issued_any = true;
                 self.sched_next[s] = 0;
+                self.sched_then[s] = NONE;
                 self.sched_unsure[s] = false;
             }
         }
@@ -708,7 +727,7 @@ impl Sm {
     /// it cannot before (the limiting one of scoreboard/memory/fence, pipe and issue slot;
     /// `Barrier` or `Idle` with `u64::MAX` when no warp can become ready by itself). One pass
     /// over the warps serves both, since a cycle without issue would otherwise scan them twice.
-    fn pick(&self, s: usize, now: u64) -> Result<usize, (u64, Stall)> {
+    fn pick(&self, s: usize, now: u64) -> Result<usize, (u64, Stall, u32)> {
         let nsched = self.pipe.len();
         if let Some(k) = self.last[s]
             && self.eligible(s, k as usize, now)
@@ -736,7 +755,8 @@ impl Sm {
             let at_bar = (s..self.warps.len())
                 .step_by(nsched)
                 .any(|ws| self.warps[ws].state == WState::Bar);
-            return Err((u64::MAX, if at_bar { Stall::Barrier } else { Stall::Idle }));
+            let r = if at_bar { Stall::Barrier } else { Stall::Idle };
+            return Err((u64::MAX, r, NONE));
         }
         let soonest = hot.iter().position(|h| when(h) == best_t).unwrap_or(0);
         let w = &self.warps[soonest * nsched + s];
@@ -748,7 +768,19 @@ impl Sm {
         } else {
             Stall::Scoreboard
         };
-        Err((best_t, reason))
+        // The warp that issues at `best_t` if nothing changes before: the greedy one, else the
+        // oldest of those that can then.
+        let then = match self.last[s] {
+            Some(k) if when(&hot[k as usize]) == best_t => k,
+            _ => self
+                .hot
+                .by_age(s)
+                .iter()
+                .copied()
+                .find(|&k| when(&hot[k as usize]) == best_t)
+                .unwrap_or(NONE),
+        };
+        Err((best_t, reason, then))
     }
 
     /// Issues scheduler `s`'s `k`-th warp at `now`.
@@ -908,6 +940,7 @@ impl Sm {
         };
         if block.arrived > 0 && block.arrived >= need {
             self.sched_next.fill(0);
+            self.sched_then.fill(NONE);
             let red = block.red_kind;
             let acc = block.red_acc;
             block.arrived = 0;

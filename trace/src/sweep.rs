@@ -15,7 +15,7 @@ use std::path::Path;
 pub const SWEEP_CSV: &str = "sweep.csv";
 
 /// One row of `sweep.csv` (`None` is an empty cell).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SweepRow {
     pub run: String,
     pub backend: String,

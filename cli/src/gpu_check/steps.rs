@@ -626,24 +626,10 @@ mod tests {
 
     fn row(shape: &str, view: &str, mode: &str) -> SweepRow {
         SweepRow {
-            run: format!("{shape}_{mode}"),
-            backend: "gpu".into(),
-            preset: String::new(),
             shape: shape.into(),
             view: view.into(),
             mode: mode.into(),
-            cycles: None,
-            kernel_ms: Some(0.3),
-            frame_rate: None,
-            tex_hit_rate: None,
-            dropped_records: None,
-            overhead: None,
-            occupancy_bare: None,
-            occupancy_probed: None,
-            tex_hit_rate_bare: None,
-            warp_instructions: None,
-            records: None,
-            image_matches_bare: None,
+            ..Default::default()
         }
     }
 

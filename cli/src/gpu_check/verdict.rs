@@ -227,24 +227,16 @@ mod tests {
 
     fn row(shape: &str, view: &str, mode: &str, ms: f64, overhead: f64, hit: f64) -> SweepRow {
         SweepRow {
-            run: format!("{shape}_{mode}"),
-            backend: "gpu".into(),
-            preset: String::new(),
             shape: shape.into(),
             view: view.into(),
             mode: mode.into(),
-            cycles: None,
             kernel_ms: Some(ms),
-            frame_rate: None,
-            tex_hit_rate: None,
-            dropped_records: None,
             overhead: Some(overhead),
             occupancy_bare: Some(16),
             occupancy_probed: Some(if shape == "1x128" { 12 } else { 16 }),
             tex_hit_rate_bare: Some(hit),
-            warp_instructions: None,
-            records: None,
             image_matches_bare: Some(true),
+            ..Default::default()
         }
     }
 

@@ -45,6 +45,16 @@ impl MicroCase {
             MicroCase::LoadsL1 => "repeated load, L1 hits",
         }
     }
+
+    /// The level a pointer chase lives in (`L1`, `L2`, `DRAM`); None for the other cases.
+    pub fn chase_level(self) -> Option<&'static str> {
+        match self {
+            MicroCase::ChaseL1 => Some("L1"),
+            MicroCase::ChaseL2 => Some("L2"),
+            MicroCase::ChaseDram => Some("DRAM"),
+            MicroCase::LoadsDram | MicroCase::LoadsL1 => None,
+        }
+    }
 }
 
 /// One measurement: cycles per access (per chase step, or per probed load).
@@ -223,14 +233,23 @@ fn evict_l2(dev: &mut dyn Device, cfg: &emulator::GpuConfig) -> Result<()> {
     Ok(())
 }
 
-/// Step 3's verdicts: fenced ≫ naive on DRAM misses (at least 5×, as the emulator's own tests
-/// demand), and the chase ordered L1 < L2 < DRAM.
+/// The mean cycles of `case` in `mode` among `rows`, if measured.
+pub fn mean_cycles(rows: &[MicroRow], case: MicroCase, mode: ProbeMode) -> Option<f64> {
+    rows.iter()
+        .find(|r| r.case == case && r.mode == mode)
+        .map(|r| r.mean_cycles)
+}
+
+/// Whether a probe that read `cycles` on DRAM misses timed the load's completion rather than its
+/// issue: at least 5× the naive probe's `naive` (as the emulator's own tests demand).
+pub fn times_completion(cycles: f64, naive: f64) -> bool {
+    cycles >= 5.0 * naive
+}
+
+/// Step 3's verdicts: fenced and dummy time completion on DRAM misses ([`times_completion`]),
+/// and the chase ordered L1 < L2 < DRAM.
 pub fn verdicts(rows: &[MicroRow]) -> Vec<(String, bool)> {
-    let get = |case, mode| {
-        rows.iter()
-            .find(|r| r.case == case && r.mode == mode)
-            .map(|r| r.mean_cycles)
-    };
+    let get = |case, mode| mean_cycles(rows, case, mode);
     let mut v = Vec::new();
     if let (Some(naive), Some(fence), Some(dummy)) = (
         get(MicroCase::LoadsDram, ProbeMode::Naive),
@@ -241,7 +260,7 @@ pub fn verdicts(rows: &[MicroRow]) -> Vec<(String, bool)> {
             format!(
                 "DRAM misses: fence {fence:.0} and dummy {dummy:.0} cycles are ≥ 5× naive {naive:.0}"
             ),
-            fence >= 5.0 * naive && dummy >= 5.0 * naive,
+            times_completion(fence, naive) && times_completion(dummy, naive),
         ));
     }
     if let (Some(l1), Some(l2), Some(dram)) = (

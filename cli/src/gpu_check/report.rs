@@ -4,6 +4,7 @@ use super::steps::StepData;
 use super::{GpuResults, StepStatus};
 use analysis::md_table;
 use std::fmt::Write;
+use trace::ProbeMode;
 
 /// A table row from cells of any displayable kind.
 macro_rules! row {
@@ -284,10 +285,10 @@ fn section(s: &mut String, d: &StepData) {
                     rows.push(row![
                         n.shape,
                         n.view,
-                        if n.mode == "off" {
+                        if n.mode == ProbeMode::Off {
                             "bare"
                         } else {
-                            n.mode.as_str()
+                            n.mode.name()
                         },
                         format!("`{}`", n.metric),
                         format!("{:.1} %", 100.0 * n.hit_rate),

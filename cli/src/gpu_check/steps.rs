@@ -10,8 +10,8 @@ use serde::Serialize;
 use std::path::Path;
 use std::time::Duration;
 use study::{Scale, View};
-use trace::SweepRow;
 use trace::TraceReader;
+use trace::{ProbeMode, SweepRow};
 
 /// One step's results.
 #[derive(Debug, Clone, Serialize)]
@@ -192,6 +192,9 @@ fn probes(ctx: &Ctx) -> Result<Outcome> {
 #[derive(Debug, Clone, Serialize)]
 pub struct CalibrationRow {
     pub case: String,
+    /// The microbenchmark the row measures (None for a corpus kernel's time).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub micro: Option<MicroCase>,
     pub unit: String,
     pub device: f64,
     pub emulator: f64,
@@ -230,10 +233,8 @@ fn calibration(ctx: &Ctx, so_far: &GpuResults) -> Result<Outcome> {
         let emu_row = micro::measure(&mut emu, &ctx.preset, case, mode)?;
         rows.push(CalibrationRow {
             case: format!("{} ({})", case.label(), mode.name()),
-            unit: if matches!(
-                case,
-                MicroCase::ChaseL1 | MicroCase::ChaseL2 | MicroCase::ChaseDram
-            ) {
+            micro: Some(case),
+            unit: if case.chase_level().is_some() {
                 "cycles/step".into()
             } else {
                 "cycles/load".into()
@@ -261,6 +262,7 @@ fn calibration(ctx: &Ctx, so_far: &GpuResults) -> Result<Outcome> {
         }
         rows.push(CalibrationRow {
             case: format!("{} ({}), kernel time", case.entries, file),
+            micro: None,
             unit: "µs".into(),
             device: device_ms * 1000.0,
             emulator: emulator_ms * 1000.0,
@@ -280,8 +282,8 @@ fn calibration(ctx: &Ctx, so_far: &GpuResults) -> Result<Outcome> {
 pub struct NcuRow {
     pub shape: String,
     pub view: String,
-    /// The build profiled: `off` (bare) or the probe mode.
-    pub mode: String,
+    /// The build profiled: `Off` (bare) or the probe mode.
+    pub mode: ProbeMode,
     pub metric: String,
     pub hit_rate: f64,
     /// Where the texture misses went, where ncu reported it: L2 sector hit rate (0–1) and the
@@ -351,14 +353,15 @@ fn study_step(ctx: &Ctx) -> Result<Outcome> {
         rows.extend(swept.rows);
         shard_dirs.push(part.out_dir);
     }
-    let sweep_dir = if shards > 1 && !cut_off {
-        let all = dir.join("all");
-        rows = study::merge(&all, &shard_dirs)?.rows;
-        Some(all)
-    } else if shards == 1 && !cut_off {
-        Some(cfg.out_dir.clone())
-    } else {
-        None
+    // The sweep the analysis reads: the whole plan, where the budget let it finish.
+    let sweep_dir = match (cut_off, shards) {
+        (true, _) => None,
+        (false, 1) => Some(cfg.out_dir.clone()),
+        (false, _) => {
+            let all = dir.join("all");
+            rows = study::merge(&all, &shard_dirs)?.rows;
+            Some(all)
+        }
     };
     let volume = scale.geometry().volume_bytes();
     if volume < ctx.preset.l2.size_bytes {
@@ -370,25 +373,20 @@ fn study_step(ctx: &Ctx) -> Result<Outcome> {
             ctx.preset.name
         ));
     }
-    // Profiling stops in time for the analysis and the export.
-    let (ncu, ncu_note) = ncu_rates(
-        ctx,
-        &cfg,
-        &dir,
-        reserve + Duration::from_secs(ANALYSIS_SECONDS),
-    )?;
-    // Nsight Compute's rates are the bare build's: they go where the emulator puts its bare
-    // hit rate, in the rows and in the sweep.csv that `warpscope analyze` reads.
+    // Profiling stops in time for the analysis (which reads 32 traces at paper scale: tens of
+    // seconds) and the export; the analysis runs only while it leaves the export its time.
+    let analysis_reserve = reserve + Duration::from_secs(ANALYSIS_SECONDS);
+    let (ncu, ncu_note) = ncu_rates(ctx, &cfg, &dir, analysis_reserve)?;
+    // Nsight Compute's rates go where the emulator puts its counters' (bare and probed), in the
+    // rows and in the sweep.csv that `warpscope analyze` reads.
     if !ncu.is_empty() {
         join_ncu(&mut rows, &ncu);
         if let Some(d) = &sweep_dir {
             SweepRow::write_csv(&d.join(trace::SWEEP_CSV), &rows)?;
         }
     }
-    // The analysis of a paper-scale sweep reads 32 traces (tens of seconds): only while it
-    // leaves the export step its time.
     let findings = match &sweep_dir {
-        Some(_) if ctx.left() <= reserve + Duration::from_secs(ANALYSIS_SECONDS) => {
+        Some(_) if ctx.left() <= analysis_reserve => {
             notes.push("analysis not run: the budget was nearly spent".into());
             Vec::new()
         }
@@ -417,11 +415,11 @@ fn study_step(ctx: &Ctx) -> Result<Outcome> {
 fn join_ncu(rows: &mut [SweepRow], ncu: &[NcuRow]) {
     let rate = |r: &SweepRow, mode: &str| {
         ncu.iter()
-            .find(|n| n.shape == r.shape && n.view == r.view && n.mode == mode)
+            .find(|n| n.shape == r.shape && n.view == r.view && n.mode.name() == mode)
             .map(|n| n.hit_rate)
     };
     for r in rows.iter_mut() {
-        let (bare, own) = (rate(r, "off"), rate(r, &r.mode));
+        let (bare, own) = (rate(r, ProbeMode::Off.name()), rate(r, &r.mode));
         r.tex_hit_rate_bare = bare;
         r.tex_hit_rate = own;
     }
@@ -467,7 +465,7 @@ fn ncu_rates(
     let mut rows = Vec::new();
     let mut skipped = 0;
     let views: &[View] = &cfg.views;
-    let modes = std::iter::once(trace::ProbeMode::Off).chain(cfg.modes.iter().copied());
+    let modes = std::iter::once(ProbeMode::Off).chain(cfg.modes.iter().copied());
     for mode in modes {
         for (view, shape) in views
             .iter()
@@ -507,7 +505,7 @@ fn ncu_rates(
                 Ok(Some(h)) => rows.push(NcuRow {
                     shape: shape.name(),
                     view: view.to_string(),
-                    mode: mode.name().into(),
+                    mode,
                     metric: h.metric,
                     hit_rate: h.rate,
                     l2_hit_rate: h.l2_hit_rate,
@@ -612,11 +610,11 @@ fn export(ctx: &Ctx) -> Result<Outcome> {
 mod tests {
     use super::*;
 
-    fn ncu(shape: &str, view: &str, mode: &str, hit_rate: f64) -> NcuRow {
+    fn ncu(shape: &str, view: &str, mode: ProbeMode, hit_rate: f64) -> NcuRow {
         NcuRow {
             shape: shape.into(),
             view: view.into(),
-            mode: mode.into(),
+            mode,
             metric: study::TEX_HIT_RATE_METRIC.into(),
             hit_rate,
             l2_hit_rate: None,
@@ -636,10 +634,10 @@ mod tests {
     #[test]
     fn ncu_rates_join_by_shape_view_and_build() {
         let profiles = [
-            ncu("16x8", "0,0,0", "off", 0.68),
-            ncu("16x8", "0,0,0", "fence", 0.67),
-            ncu("16x8", "90,0,90", "off", 0.74),
-            ncu("1x128", "0,0,0", "naive", 0.25),
+            ncu("16x8", "0,0,0", ProbeMode::Off, 0.68),
+            ncu("16x8", "0,0,0", ProbeMode::Fence, 0.67),
+            ncu("16x8", "90,0,90", ProbeMode::Off, 0.74),
+            ncu("1x128", "0,0,0", ProbeMode::Naive, 0.25),
         ];
         let mut rows = vec![
             row("16x8", "0,0,0", "fence"),

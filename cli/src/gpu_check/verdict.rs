@@ -4,7 +4,7 @@
 //! and the frame rate), each computed from the step's results, so it can say "no".
 
 use super::GpuResults;
-use super::micro::{MicroCase, MicroRow};
+use super::micro::{self, MicroCase, MicroRow};
 use super::steps::{CalibrationRow, StepData, StudyStep};
 use analysis::stats::pearson;
 use trace::{ProbeMode, SweepRow};
@@ -42,14 +42,8 @@ pub fn lines(r: &GpuResults) -> Vec<String> {
     out
 }
 
-fn mean_of(rows: &[MicroRow], case: MicroCase, mode: ProbeMode) -> Option<f64> {
-    rows.iter()
-        .find(|m| m.case == case && m.mode == mode)
-        .map(|m| m.mean_cycles)
-}
-
 fn probes(rows: &[MicroRow]) -> String {
-    let at = |mode| mean_of(rows, MicroCase::LoadsDram, mode);
+    let at = |mode| micro::mean_cycles(rows, MicroCase::LoadsDram, mode);
     let (Some(naive), Some(fence), Some(dummy)) = (
         at(ProbeMode::Naive),
         at(ProbeMode::Fence),
@@ -57,9 +51,8 @@ fn probes(rows: &[MicroRow]) -> String {
     ) else {
         return "**Probes**: the DRAM-miss microbenchmark did not run in every mode.".into();
     };
-    let completes = |v: f64| v >= 5.0 * naive;
     let word = |v: f64| {
-        if completes(v) {
+        if micro::times_completion(v, naive) {
             "waits"
         } else {
             "does NOT wait"
@@ -77,11 +70,9 @@ fn probes(rows: &[MicroRow]) -> String {
 fn calibration(rows: &[CalibrationRow]) -> Option<String> {
     let chase: Vec<String> = rows
         .iter()
-        .filter(|c| c.case.starts_with("pointer chase"))
-        .map(|c| {
-            let level = c.case.trim_start_matches("pointer chase, ");
-            let level = level.split(' ').next().unwrap_or(level);
-            format!("{level} {:.2}", c.ratio)
+        .filter_map(|c| {
+            let level = c.micro?.chase_level()?;
+            Some(format!("{level} {:.2}", c.ratio))
         })
         .collect();
     (!chase.is_empty()).then(|| {

@@ -20,6 +20,7 @@
 //! ```
 
 use crate::StudyError;
+use analysis::stats::mean;
 use std::path::{Path, PathBuf};
 
 /// Texture hit rate of the L1TEX texture pipe (percent).
@@ -132,18 +133,17 @@ pub fn parse_hit_rate(text: &str, kernel: Option<&str>) -> Result<Option<NcuHitR
             _ => {}
         }
     }
-    let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
     let (l2_hit_rate, dram_read_bytes) = (mean(&l2), mean(&dram));
-    let pick = |vals: Vec<f64>, metric: &str| {
-        (!vals.is_empty()).then(|| NcuHitRate {
+    let pick = |vals: &[f64], metric: &str| {
+        mean(vals).map(|rate| NcuHitRate {
             metric: metric.to_string(),
-            rate: vals.iter().sum::<f64>() / vals.len() as f64,
+            rate,
             launches: vals.len(),
             l2_hit_rate,
             dram_read_bytes,
         })
     };
-    Ok(pick(primary, TEX_HIT_RATE_METRIC).or_else(|| pick(fallback, FALLBACK_HIT_RATE_METRIC)))
+    Ok(pick(&primary, TEX_HIT_RATE_METRIC).or_else(|| pick(&fallback, FALLBACK_HIT_RATE_METRIC)))
 }
 
 /// `ncu` on PATH, else under `$CUDA_HOME/bin` or `/usr/local/cuda/bin`.

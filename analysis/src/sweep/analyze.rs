@@ -168,31 +168,33 @@ pub fn analyze(
     }
     let mut excluded = Vec::new();
     for c in &corrs {
-        for e in &c.excluded {
-            let line = format!(
-                "{e} (left out of the {} correlation at {}, {})",
-                c.y,
-                pretty_view(&c.view),
-                c.mode
-            );
-            excluded.push(line);
-        }
+        let lines: Vec<String> = c
+            .excluded
+            .iter()
+            .map(|e| {
+                format!(
+                    "{e} (left out of the {} correlation at {}, {})",
+                    c.y,
+                    pretty_view(&c.view),
+                    c.mode
+                )
+            })
+            .collect();
         // A group none of whose runs has the value (a GPU sweep without Nsight Compute has no
         // hit rate) is one note, not one per run.
-        if c.used.is_empty() && c.excluded.len() > 1 && c.missing_y == c.excluded.len() {
+        if c.used.is_empty() && lines.len() > 1 && c.missing_y == lines.len() {
             notes.push(format!(
                 "None of the {} runs at {}, {} has a {}: no {} correlation there.",
-                c.excluded.len(),
+                lines.len(),
                 pretty_view(&c.view),
                 c.mode,
                 c.y,
                 c.y
             ));
         } else {
-            for e in excluded.iter().skip(excluded.len() - c.excluded.len()) {
-                notes.push(format!("{e}."));
-            }
+            notes.extend(lines.iter().map(|l| format!("{l}.")));
         }
+        excluded.extend(lines);
     }
     for r in &runs {
         if r.stats.dropped > 0 {

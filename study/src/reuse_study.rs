@@ -20,8 +20,8 @@
 //!   (sector) and 128 B (line) granularity.
 //! - Predicted hit rate for a cache of C bytes: the mean over all SMs' streams (weighted by
 //!   accesses) of the LRU prediction with C/32 sectors (`predicted_sector`) and C/128 lines
-//!   (`predicted_line`); simulated: the emulator's texture hit rate (hits + MSHR merges over all
-//!   texture sector lookups, every SM) with `texture.cache.size_bytes` (or `l1.size_bytes` where the
+//!   (`predicted_line`); simulated: the emulator's texture hit rate per request
+//!   (`tex_sector_hit_rate`: hits + MSHR merges over each fetch's distinct sectors, every SM) with `texture.cache.size_bytes` (or `l1.size_bytes` where the
 //!   L1 serves textures) set to C, ways kept.
 //! - "Fits": the LRU capacity that captures 90 % of SM `sm`'s re-references
 //!   (`need90_bytes`, sector granularity) is at most the texture cache.
@@ -218,7 +218,14 @@ fn render_once(
                 .collect()
         })
         .collect();
-    Ok((r.metrics.tex_hit_rate, r.metrics.cycles, streams))
+    // Per request, as the reuse distances count sectors: the thread-by-thread rate of
+    // `tex_hit_rate` also counts a sector several lanes share as hits.
+    let simulated = r
+        .metrics
+        .emulator
+        .as_ref()
+        .and_then(|e| e.mem.tex_sector_hit_rate);
+    Ok((simulated, r.metrics.cycles, streams))
 }
 
 /// What the address streams of one base-size render give: SM `cfg.sm`'s working-set curve and

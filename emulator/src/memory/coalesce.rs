@@ -51,6 +51,39 @@ pub(crate) fn coalesce(
     flush(out, cur_line, cur_mask);
 }
 
+/// Sector lookups of one access counted thread by thread: each lane's distinct sectors, summed
+/// over lanes (what Nsight Compute's texture hit rate divides by; `CacheCounters::
+/// thread_lookups`). A lane's entries are consecutive in `lanes`, as the texture unit records a
+/// sample's texels; a lane fetches at most a few texels (eight for a trilinear sample), so a
+/// linear search of its sectors so far beats any set.
+pub(crate) fn thread_sectors(lanes: &[(u8, u64)], bytes: u32, sector_shift: u32) -> u64 {
+    let len = u64::from(bytes.max(1));
+    let mut total = 0u64;
+    let mut lane = None;
+    let mut seen: [u64; 16] = [0; 16];
+    let mut n = 0usize;
+    for &(l, addr) in lanes {
+        if lane != Some(l) {
+            total += n as u64;
+            n = 0;
+            lane = Some(l);
+        }
+        let first = addr >> sector_shift;
+        let last = addr.saturating_add(len - 1) >> sector_shift;
+        for sector in first..=last {
+            if !seen[..n.min(seen.len())].contains(&sector) {
+                if n < seen.len() {
+                    seen[n] = sector;
+                }
+                // Past 16 sectors a lane's later ones count without the check: no sample
+                // reads that many.
+                n += 1;
+            }
+        }
+    }
+    total + n as u64
+}
+
 /// Merges one line's sectors into the list, keeping first-touch order.
 fn flush(out: &mut Vec<LineReq>, line: u64, mask: u8) {
     if mask == 0 {
@@ -267,6 +300,25 @@ mod tests {
                 }
             ]
         );
+    }
+
+    #[test]
+    fn thread_sectors_count_each_lanes_distinct_sectors() {
+        // A trilinear sample of 1-byte texels: lanes 0 and 1 read the same 2×2×2 texels, whose
+        // rows fall in two sectors; lane 2 reads one texel whose 4 bytes straddle two sectors.
+        let cube = |lane: u8| [0u64, 1, 16, 17, 64, 65, 80, 81].map(|a| (lane, a));
+        let mut lanes: Vec<(u8, u64)> = cube(0).into_iter().chain(cube(1)).collect();
+        assert_eq!(thread_sectors(&lanes, 1, 5), 2 + 2);
+        lanes.push((2, 30));
+        assert_eq!(thread_sectors(&lanes, 4, 5), 2 + 2 + 2);
+        let mut lines = Vec::new();
+        coalesce(&lanes, 4, 7, 5, &mut lines);
+        let distinct: u32 = lines.iter().map(|r| r.mask.count_ones()).sum();
+        assert_eq!(
+            distinct, 3,
+            "per request the three lanes read three sectors"
+        );
+        assert_eq!(thread_sectors(&[], 1, 5), 0);
     }
 
     #[test]

@@ -64,7 +64,9 @@ use crate::config::GpuConfig;
 pub(crate) use below::Below;
 use below::L2Op;
 use cache::{Cache, Mshrs};
-use coalesce::{LineReq, bank_conflict_ways, coalesce, distinct_addresses, max_same_address};
+use coalesce::{
+    LineReq, bank_conflict_ways, coalesce, distinct_addresses, max_same_address, thread_sectors,
+};
 pub(crate) use pending::{Pend, is_token};
 use record::AddressRecorder;
 pub use record::{AddressEvent, AddressKind};
@@ -398,6 +400,10 @@ impl SmMem {
             cache.sector_shift(),
             lines,
         );
+        if path != Path::L1 {
+            counters.thread_lookups +=
+                thread_sectors(req.lanes, req.bytes_per_lane, cache.sector_shift());
+        }
         let start = reserve_port(port, now, lines.len() as u64);
         let mut link = Link {
             queue,
@@ -717,7 +723,8 @@ impl MemorySystem {
         c.dram_bytes_read = self.below.dram_bytes_read;
         c.dram_bytes_written = self.below.dram_bytes_written;
         c.l1_hit_rate = c.l1.hit_rate();
-        c.tex_hit_rate = c.texture.hit_rate();
+        c.tex_hit_rate = c.texture.thread_hit_rate();
+        c.tex_sector_hit_rate = c.texture.hit_rate();
         c.l2_hit_rate = c.l2.hit_rate();
         c.constant_hit_rate = c.constant.hit_rate();
         c

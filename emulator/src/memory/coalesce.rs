@@ -54,34 +54,35 @@ pub(crate) fn coalesce(
 /// Sector lookups of one access counted thread by thread: each lane's distinct sectors, summed
 /// over lanes (what Nsight Compute's texture hit rate divides by; `CacheCounters::
 /// thread_lookups`). A lane's entries are consecutive in `lanes`, as the texture unit records a
-/// sample's texels; a lane fetches at most a few texels (eight for a trilinear sample), so a
-/// linear search of its sectors so far beats any set.
+/// sample's texels. A lane reads at most 8 sectors (a trilinear sample's eight texels, a load's
+/// one or two), so its sectors so far sit in an 8-entry array whose whole-array compare the
+/// compiler unrolls; a repeat of the sector just seen, the common case of neighbouring texels,
+/// skips even that.
+#[inline]
 pub(crate) fn thread_sectors(lanes: &[(u8, u64)], bytes: u32, sector_shift: u32) -> u64 {
+    const NONE: u64 = u64::MAX;
     let len = u64::from(bytes.max(1));
     let mut total = 0u64;
     let mut lane = None;
-    let mut seen: [u64; 16] = [0; 16];
-    let mut n = 0usize;
+    let mut seen = [NONE; 8];
+    let mut last = NONE;
     for &(l, addr) in lanes {
         if lane != Some(l) {
-            total += n as u64;
-            n = 0;
             lane = Some(l);
+            seen = [NONE; 8];
+            last = NONE;
         }
         let first = addr >> sector_shift;
-        let last = addr.saturating_add(len - 1) >> sector_shift;
-        for sector in first..=last {
-            if !seen[..n.min(seen.len())].contains(&sector) {
-                if n < seen.len() {
-                    seen[n] = sector;
-                }
-                // Past 16 sectors a lane's later ones count without the check: no sample
-                // reads that many.
-                n += 1;
+        let end = addr.saturating_add(len - 1) >> sector_shift;
+        for sector in first..=end {
+            if sector != last && !seen.contains(&sector) {
+                seen[total as usize % 8] = sector;
+                total += 1;
             }
+            last = sector;
         }
     }
-    total + n as u64
+    total
 }
 
 /// Merges one line's sectors into the list, keeping first-touch order.

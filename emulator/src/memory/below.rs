@@ -11,18 +11,26 @@ const TICKS_PER_CYCLE: u64 = 1 << 16;
 
 /// A resource with a bandwidth: each transfer takes the earliest free time from its arrival on.
 ///
-/// Why a calendar of busy spans and not one "free from" cycle: the L2 answers requests in issue
-/// order (mod.rs), but a request is sent later than its instruction issued when its SM's port
-/// or MSHRs are backed up, by thousands of cycles on texture-heavy launches. With one "free
-/// from" cycle, a request sent at cycle 1,000 but answered after one sent at 8,000 waited for
-/// it: 91 % of the L2 requests of a paper-scale 1×128 frame on the h100 preset arrived behind a
-/// later-sent one, by 6,900 cycles on average, and the slices' ports, busy 4 % of the time,
-/// made the frame several times slower. For requests that arrive in time order the two agree
+/// Why a calendar and not one "free from" cycle: the L2 answers requests in issue order
+/// (mod.rs), but a request is sent later than its instruction issued when its SM's port or
+/// MSHRs are backed up, by thousands of cycles on texture-heavy launches. With one "free from"
+/// cycle, a request sent at cycle 1,000 but answered after one sent at 8,000 waited for it:
+/// 91 % of the L2 requests of a paper-scale 1×128 frame on the h100 preset arrived behind a
+/// later-sent one, by 6,900 cycles on average, and the slices' ports, busy 4 % of the time, made
+/// the frame several times slower. For requests that arrive in time order the two agree
 /// exactly: a new transfer starts where the last one ended or at its arrival.
+///
+/// The calendar counts the ticks used in each cycle. Transfers arrive at cycle starts and fill
+/// free time earliest first, so a cycle's used ticks are always its first ones and the count is
+/// its whole state; a cycle-indexed ring makes finding a free cycle a short walk, and the cycles
+/// before `packed`, full, are skipped at once when a backlog builds.
 #[derive(Debug, Clone)]
 pub(super) struct BandwidthQueue {
-    /// Busy spans in ticks: sorted, disjoint, and never touching (touching spans merge).
-    busy: VecDeque<(u64, u64)>,
+    /// Ticks used in each cycle from `base` on.
+    used: VecDeque<u32>,
+    base: u64,
+    /// Every cycle from `base` up to this one is full.
+    packed: u64,
     /// Where the last transfer's time ended (`extend` adds after it).
     last_end: u64,
     ticks_per_byte: u64,
@@ -32,7 +40,9 @@ impl BandwidthQueue {
     pub(super) fn new(bytes_per_cycle: f64) -> Self {
         let t = (TICKS_PER_CYCLE as f64 / bytes_per_cycle).round();
         BandwidthQueue {
-            busy: VecDeque::new(),
+            used: VecDeque::new(),
+            base: 0,
+            packed: 0,
             last_end: 0,
             ticks_per_byte: if t.is_finite() && t >= 1.0 {
                 t as u64
@@ -56,65 +66,53 @@ impl BandwidthQueue {
 
     /// Forgets the time before `cycle`: no transfer will arrive before it any more.
     pub(super) fn forget_before(&mut self, cycle: u64) {
-        let t = cycle.saturating_mul(TICKS_PER_CYCLE);
-        while self.busy.front().is_some_and(|&(_, e)| e <= t) {
-            self.busy.pop_front();
+        while self.base < cycle && self.used.pop_front().is_some() {
+            self.base += 1;
         }
+        self.base = self.base.max(cycle);
+        self.packed = self.packed.max(self.base);
     }
 
     /// Takes `need` ticks of free time from tick `from` on, earliest first (a transfer may fill
-    /// a gap and go on after the span that ends it); returns the first tick it takes, or the
-    /// first free one when `need` is 0.
+    /// the rest of a cycle and go on after busy ones); returns the first tick it takes, or the
+    /// first free one when `need` is 0. `from` is a cycle start or the end of the last transfer,
+    /// so it is never inside a cycle's used ticks.
     fn take(&mut self, from: u64, mut need: u64) -> u64 {
-        let mut i = self.busy.partition_point(|&(_, e)| e <= from);
-        let mut cur = from;
+        let mut c = (from / TICKS_PER_CYCLE).max(self.base);
+        if c < self.packed {
+            c = self.packed;
+        }
         let mut first = None;
         loop {
-            if let Some(&(s, e)) = self.busy.get(i)
-                && s <= cur
-            {
-                cur = e;
-                i += 1;
-                continue;
+            let i = (c - self.base) as usize;
+            if i >= self.used.len() {
+                self.used.resize(i + 1, 0);
             }
-            if need == 0 {
-                return first.unwrap_or(cur);
+            let used = u64::from(self.used[i]);
+            if used < TICKS_PER_CYCLE {
+                let at = c * TICKS_PER_CYCLE + used;
+                if need == 0 {
+                    return first.unwrap_or(at);
+                }
+                let take = need.min(TICKS_PER_CYCLE - used);
+                self.used[i] = (used + take) as u32;
+                first.get_or_insert(at);
+                need -= take;
+                if need == 0 {
+                    self.last_end = at + take;
+                    break;
+                }
             }
-            let gap_end = self.busy.get(i).map_or(u64::MAX, |&(s, _)| s);
-            let end = cur + need.min(gap_end - cur);
-            first.get_or_insert(cur);
-            need -= end - cur;
-            i = self.insert(i, cur, end);
-            self.last_end = end;
-            cur = self.busy[i].1;
-            i += 1;
+            c += 1;
         }
-    }
-
-    /// Marks `[a, b)` busy, which lies between spans `i - 1` and `i`; returns the index of the
-    /// span that holds it after merging with touching neighbours.
-    fn insert(&mut self, i: usize, a: u64, b: u64) -> usize {
-        let left = i > 0 && self.busy[i - 1].1 == a;
-        let right = self.busy.get(i).is_some_and(|&(s, _)| s == b);
-        match (left, right) {
-            (true, true) => {
-                self.busy[i - 1].1 = self.busy[i].1;
-                self.busy.remove(i);
-                i - 1
-            }
-            (true, false) => {
-                self.busy[i - 1].1 = b;
-                i - 1
-            }
-            (false, true) => {
-                self.busy[i].0 = a;
-                i
-            }
-            (false, false) => {
-                self.busy.insert(i, (a, b));
-                i
-            }
+        while self
+            .used
+            .get((self.packed - self.base) as usize)
+            .is_some_and(|&u| u64::from(u) == TICKS_PER_CYCLE)
+        {
+            self.packed += 1;
         }
+        first.unwrap_or(from)
     }
 }
 

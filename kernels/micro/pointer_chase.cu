@@ -81,3 +81,28 @@ extern "C" __global__ void repeated_loads(const unsigned int* p, int repeats, un
     if (threadIdx.x == 0) out[0] = sum;
     WS_KERNEL_END(log);
 }
+
+// A chase through the texture path: a 1D float texture (a cudaArray, point filtering, unnormalized
+// coordinates) whose texel at x holds the coordinate of the next step's texel (its index + 0.5), so
+// each fetch's value is the next fetch's coordinate with no instruction between them, and the time
+// per step is the texture path's load-to-use latency. `repeats` probes of CHASE_STEPS_PER_PROBE
+// steps each (site 0, texture) after `warm_steps` untimed ones; out[0] = the final coordinate.
+__device__ __forceinline__ float tex_chase_fixed(cudaTextureObject_t t, float x) {
+#pragma unroll
+    for (int i = 0; i < CHASE_STEPS_PER_PROBE; ++i) x = tex1D<float>(t, x);
+    return x;
+}
+
+extern "C" __global__ void texture_chase(cudaTextureObject_t t, float start, int warm_steps,
+                                         int repeats, float* out, ws::Log log) {
+    WS_KERNEL_BEGIN(log);
+    float x = start;
+    for (int i = 0; i < warm_steps; ++i) x = tex1D<float>(t, x);
+    wait_for(static_cast<unsigned long long>(__float_as_uint(x)),
+             reinterpret_cast<unsigned long long*>(out));
+    for (int r = 0; r < repeats; ++r) {
+        x = WS_LOAD(0, WS_TEXTURE, tex_chase_fixed(t, x));
+    }
+    if (threadIdx.x == 0) out[0] = x;
+    WS_KERNEL_END(log);
+}

@@ -1,8 +1,9 @@
 //! Steps 3 and 4 (microbenchmarks): the probes on silicon. `kernels/micro/pointer_chase.cu`, as
 //! embedded (`kernels::micro()`: SASS for the GPU, PTX for the emulator), measures the cycles of
-//! a dependent pointer chase whose chain lives in L1, in L2 or in DRAM (fence mode), and of
-//! independent loads in each probe mode: DRAM misses, where naive must report a small fraction of
-//! fence and dummy (Kanda et al. 2011), and L1 hits.
+//! a dependent pointer chase whose chain lives in L1, in L2 or in DRAM (fence mode), the same
+//! chase through the texture path with every fetch a hit (the texture hit latency, which the
+//! presets assume), and independent loads in each probe mode: DRAM misses, where naive must
+//! report a small fraction of fence and dummy (Kanda et al. 2011), and L1 hits.
 //!
 //! The chains are laid out from the emulator preset's cache geometry (the GPU does not report its
 //! L1): L1, 16 lines warmed once; L2, a random cycle over 4× the L1 capacity (at most half the L2),
@@ -11,6 +12,7 @@
 
 use super::Rng;
 use anyhow::{Context, Result, bail};
+use emulator::{TexAddress, TexFilter, TexFormat, TextureDesc};
 use instrument::{Arg, Device, LaunchConfig, Probe, TraceWarps, launch_probed};
 use kernels::layout::{WS_DUMMY, WS_FENCE, WS_NAIVE};
 use serde::Serialize;
@@ -29,6 +31,8 @@ pub enum MicroCase {
     ChaseL1,
     ChaseL2,
     ChaseDram,
+    /// A chase through a 1D texture whose every fetch hits: the texture path's hit latency.
+    ChaseTexture,
     /// Independent loads that miss to DRAM, per mode.
     LoadsDram,
     /// The same word loaded again and again: L1 hits after the first, per mode.
@@ -41,17 +45,20 @@ impl MicroCase {
             MicroCase::ChaseL1 => "pointer chase, L1",
             MicroCase::ChaseL2 => "pointer chase, L2",
             MicroCase::ChaseDram => "pointer chase, DRAM",
+            MicroCase::ChaseTexture => "pointer chase, texture hits",
             MicroCase::LoadsDram => "independent loads, DRAM misses",
             MicroCase::LoadsL1 => "repeated load, L1 hits",
         }
     }
 
-    /// The level a pointer chase lives in (`L1`, `L2`, `DRAM`); None for the other cases.
+    /// The level a pointer chase lives in (`L1`, `L2`, `DRAM`, `texture`); None for the other
+    /// cases.
     pub fn chase_level(self) -> Option<&'static str> {
         match self {
             MicroCase::ChaseL1 => Some("L1"),
             MicroCase::ChaseL2 => Some("L2"),
             MicroCase::ChaseDram => Some("DRAM"),
+            MicroCase::ChaseTexture => Some("texture"),
             MicroCase::LoadsDram | MicroCase::LoadsL1 => None,
         }
     }
@@ -71,10 +78,11 @@ pub struct MicroRow {
 }
 
 /// The plan of step 3: (case, mode), in the order of the report.
-pub const PLAN: [(MicroCase, ProbeMode); 9] = [
+pub const PLAN: [(MicroCase, ProbeMode); 10] = [
     (MicroCase::ChaseL1, ProbeMode::Fence),
     (MicroCase::ChaseL2, ProbeMode::Fence),
     (MicroCase::ChaseDram, ProbeMode::Fence),
+    (MicroCase::ChaseTexture, ProbeMode::Fence),
     (MicroCase::LoadsDram, ProbeMode::Naive),
     (MicroCase::LoadsDram, ProbeMode::Fence),
     (MicroCase::LoadsDram, ProbeMode::Dummy),
@@ -138,6 +146,41 @@ pub fn measure(
             ];
             ("pointer_chase", args, CHASE_PROBES, STEPS_PER_PROBE)
         }
+        MicroCase::ChaseTexture => {
+            // 16 texels a cache line apart, each holding the next one's coordinate (index +
+            // 0.5, a texel's centre), warmed once: every timed fetch hits.
+            let per_line = line / 4;
+            let n = 16u64;
+            let mut texels = vec![0f32; (n * per_line) as usize];
+            for i in 0..n {
+                texels[(i * per_line) as usize] = (((i + 1) % n) * per_line) as f32 + 0.5;
+            }
+            let bytes: Vec<u8> = texels.iter().flat_map(|v| v.to_le_bytes()).collect();
+            let desc = TextureDesc {
+                dims: 1,
+                width: texels.len() as u32,
+                height: 1,
+                depth: 1,
+                format: TexFormat::F32,
+                channels: 1,
+                normalized_read: false,
+                filter: TexFilter::Point,
+                address: [TexAddress::Clamp; 3],
+                normalized_coords: false,
+                linear_buffer: None,
+            };
+            let tex = dev.create_texture(&desc, &bytes)?;
+            let out = dev.alloc(8)?;
+            let args = vec![
+                Arg::Tex(tex),
+                Arg::F32(0.5),
+                Arg::I32(n as i32),
+                Arg::I32(CHASE_PROBES as i32),
+                Arg::Buf(out),
+                Arg::Log,
+            ];
+            ("texture_chase", args, CHASE_PROBES, STEPS_PER_PROBE)
+        }
         MicroCase::LoadsDram => {
             let stride_words = 1024u32; // 4 KiB: every load a new line
             let p = dev.alloc(u64::from(LOADS * stride_words) * 4)?;
@@ -171,7 +214,15 @@ pub fn measure(
         mode,
         trace_warps: TraceWarps::all(),
         slots_per_warp: repeats,
-        sites: vec![SiteInfo::new(0, case.label(), Region::Global)],
+        sites: vec![SiteInfo::new(
+            0,
+            case.label(),
+            if case == MicroCase::ChaseTexture {
+                Region::Texture
+            } else {
+                Region::Global
+            },
+        )],
     };
     let probed = launch_probed(dev, module, kernel, &launch, &args, &probe)?;
     let warp = probed
@@ -198,6 +249,7 @@ pub fn measure(
         MicroCase::ChaseL1 | MicroCase::LoadsL1 => Some(lat.l1_hit),
         MicroCase::ChaseL2 => Some(lat.l2_hit),
         MicroCase::ChaseDram | MicroCase::LoadsDram => Some(lat.dram),
+        MicroCase::ChaseTexture => Some(lat.texture_hit),
     };
     Ok(MicroRow {
         case,

@@ -2,7 +2,8 @@
 //! go through [`SweepRow`], so the columns, their order and their types are defined here once.
 //!
 //! Columns, in order: `run` (folder name, `16x8_v0-0-0_fence`), `backend`, `preset`, `shape`,
-//! `view`, `mode`, `cycles`, `kernel_ms`, `frame_rate`, `tex_hit_rate` (0–1), `dropped_records`,
+//! `view`, `mode`, `cycles`, `kernel_ms`, `frame_rate`, `tex_hit_rate` (0–1, counted thread by
+//! thread as Nsight Compute counts it, on both backends: see `RunMetrics::tex_hit_rate`), `dropped_records`,
 //! `overhead` (probed ÷ bare kernel time), `occupancy_bare`, `occupancy_probed` (resident blocks
 //! per SM), `tex_hit_rate_bare` (the bare build's, 0–1), `warp_instructions`, `records`,
 //! `image_matches_bare`. An empty cell is a value the backend could not measure.

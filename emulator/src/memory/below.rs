@@ -66,10 +66,13 @@ impl BandwidthQueue {
 
     /// Forgets the time before `cycle`: no transfer will arrive before it any more.
     pub(super) fn forget_before(&mut self, cycle: u64) {
-        while self.base < cycle && self.used.pop_front().is_some() {
-            self.base += 1;
+        if cycle > self.base {
+            // In one step: the floor moves by many cycles between two visits to a queue.
+            let k = usize::try_from(cycle - self.base)
+                .map_or(self.used.len(), |k| k.min(self.used.len()));
+            self.used.drain(..k);
+            self.base = cycle;
         }
-        self.base = self.base.max(cycle);
         self.packed = self.packed.max(self.base);
     }
 

@@ -22,15 +22,14 @@ const TICKS_PER_CYCLE: u64 = 1 << 16;
 ///
 /// The calendar counts the ticks used in each cycle. Transfers arrive at cycle starts and fill
 /// free time earliest first, so a cycle's used ticks are always its first ones and the count is
-/// its whole state; a cycle-indexed ring makes finding a free cycle a short walk, and the cycles
-/// before `packed`, full, are skipped at once when a backlog builds.
+/// its whole state. A cycle-indexed ring makes finding a free cycle a short walk; it starts at
+/// the first cycle that is neither past (before the floor) nor full, so a backlog of full cycles,
+/// however long, takes no room and no walk.
 #[derive(Debug, Clone)]
 pub(super) struct BandwidthQueue {
-    /// Ticks used in each cycle from `base` on.
+    /// Ticks used in each cycle from `base` on; every cycle before `base` is full or past.
     used: VecDeque<u32>,
     base: u64,
-    /// Every cycle from `base` up to this one is full.
-    packed: u64,
     /// Where the last transfer's time ended (`extend` adds after it).
     last_end: u64,
     ticks_per_byte: u64,
@@ -42,7 +41,6 @@ impl BandwidthQueue {
         BandwidthQueue {
             used: VecDeque::new(),
             base: 0,
-            packed: 0,
             last_end: 0,
             ticks_per_byte: if t.is_finite() && t >= 1.0 {
                 t as u64
@@ -73,7 +71,6 @@ impl BandwidthQueue {
             self.used.drain(..k);
             self.base = cycle;
         }
-        self.packed = self.packed.max(self.base);
     }
 
     /// Takes `need` ticks of free time from tick `from` on, earliest first (a transfer may fill
@@ -82,9 +79,6 @@ impl BandwidthQueue {
     /// so it is never inside a cycle's used ticks.
     fn take(&mut self, from: u64, mut need: u64) -> u64 {
         let mut c = (from / TICKS_PER_CYCLE).max(self.base);
-        if c < self.packed {
-            c = self.packed;
-        }
         let mut first = None;
         loop {
             let i = (c - self.base) as usize;
@@ -110,10 +104,11 @@ impl BandwidthQueue {
         }
         while self
             .used
-            .get((self.packed - self.base) as usize)
+            .front()
             .is_some_and(|&u| u64::from(u) == TICKS_PER_CYCLE)
         {
-            self.packed += 1;
+            self.used.pop_front();
+            self.base += 1;
         }
         first.unwrap_or(from)
     }
@@ -312,5 +307,29 @@ impl Below {
         );
         self.floor = r.now;
         self.access(r.sent, r.addr, r.len, r.base, r.op)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_backlog_of_full_cycles_takes_no_room() {
+        // A store storm: 100,000 one-cycle transfers all arriving at cycle 0.
+        let mut q = BandwidthQueue::new(32.0);
+        for k in 0..100_000u64 {
+            assert_eq!(q.reserve(0, 32), k);
+        }
+        assert!(q.used.len() <= 1, "{} cycles held", q.used.len());
+        // A late arrival inside the backlog waits for its end; one after it starts at once.
+        assert_eq!(q.reserve(50, 32), 100_000);
+        assert_eq!(q.reserve(200_000, 32), 200_000);
+        assert!(
+            q.used.len() <= 100_000,
+            "only the gap before 200,000 is held"
+        );
+        q.forget_before(200_000);
+        assert!(q.used.len() <= 1);
     }
 }

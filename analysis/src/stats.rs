@@ -15,6 +15,16 @@ pub fn mean(xs: &[f64]) -> Option<f64> {
     Some(xs.iter().sum::<f64>() / xs.len() as f64)
 }
 
+/// The smallest and the largest value; `None` for an empty input. A NaN is passed over, as
+/// `f64::min` and `f64::max` pass it over.
+pub fn range(xs: impl IntoIterator<Item = f64>) -> Option<(f64, f64)> {
+    let mut xs = xs.into_iter().peekable();
+    xs.peek()?;
+    Some(xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| {
+        (lo.min(x), hi.max(x))
+    }))
+}
+
 /// Population variance (divides by n, as a spread of the warps that ran, not an estimate of a
 /// larger population); `None` for an empty slice.
 pub fn variance(xs: &[f64]) -> Option<f64> {
@@ -123,6 +133,14 @@ pub fn robust_z(xs: &[f64]) -> Vec<f64> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn range_is_the_smallest_and_largest_value() {
+        assert_eq!(range([3.0, 1.0, 2.0]), Some((1.0, 3.0)));
+        assert_eq!(range([f64::NAN, 2.0, -4.0]), Some((-4.0, 2.0)));
+        assert_eq!(range([5.0]), Some((5.0, 5.0)));
+        assert_eq!(range(Vec::new()), None);
+    }
 
     proptest! {
         // Spearman depends only on order: a strictly increasing transform of x leaves it unchanged,

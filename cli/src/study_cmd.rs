@@ -419,8 +419,7 @@ fn run_sweep(
 /// "simulation speed: median … M warp instructions/s per run …" over the runs' rates.
 fn sim_speed_line(rates: &[f64]) -> Option<String> {
     let median = analysis::stats::median(rates)?;
-    let lo = rates.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = rates.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let (lo, hi) = analysis::stats::range(rates.iter().copied())?;
     let n = rates.len();
     Some(format!(
         "simulation speed: median {:.2} M warp instructions/s per run ({:.2}–{:.2} over {n} runs; {} threads shared by the runs and the SMs of each launch)",

@@ -3,6 +3,7 @@
 //! differ, and which warps and blocks stand out.
 
 use crate::output::{pretty_shape, pretty_view};
+use crate::stats;
 use crate::sweep::analyze::{first_seen, measured_mode};
 use crate::sweep::hotspots::Hot;
 use crate::sweep::model::{Corr, Run, WEAK_CORRELATION};
@@ -47,8 +48,8 @@ pub(super) fn naive_vs_measured(runs: &[Run], views: &[String]) -> Vec<String> {
             continue;
         }
         let range = |f: fn(&(String, f64, f64)) -> f64| {
-            let lo = pairs.iter().map(f).fold(f64::INFINITY, f64::min);
-            let hi = pairs.iter().map(f).fold(f64::NEG_INFINITY, f64::max);
+            // `pairs` is not empty (above).
+            let (lo, hi) = stats::range(pairs.iter().map(f)).unwrap_or_default();
             if pct(lo) == pct(hi) {
                 pct(lo)
             } else {

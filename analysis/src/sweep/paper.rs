@@ -610,12 +610,8 @@ pub(crate) fn check(s: Statement, runs: &[RunFacts]) -> Row {
             let r = stats::pearson(&xs, &ys);
             let rho = stats::spearman(&xs, &ys);
             let ok = r.is_some_and(|r| r.abs() >= WEAK_CORRELATION && (r > 0.0) == positive);
-            let spread = |v: &[f64]| {
-                let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
-                let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                (lo, hi)
-            };
-            let (ylo, yhi) = spread(&ys);
+            // At least three shapes (above): never empty.
+            let (ylo, yhi) = stats::range(ys.iter().copied()).unwrap_or_default();
             Row::judged(
                 s,
                 format!(

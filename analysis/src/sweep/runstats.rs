@@ -238,13 +238,7 @@ impl RunStats {
             .collect();
         let mean_access = (accesses > 0).then(|| mem as f64 / accesses as f64);
         let means = self.warp_means();
-        let spread = means
-            .iter()
-            .copied()
-            .fold(None, |acc: Option<(f64, f64)>, x| {
-                Some(acc.map_or((x, x), |(lo, hi)| (lo.min(x), hi.max(x))))
-            })
-            .map(|(lo, hi)| hi - lo);
+        let spread = stats::range(means.iter().copied()).map(|(lo, hi)| hi - lo);
         Breakdown {
             warps: self.warps.len() as u64,
             accesses,

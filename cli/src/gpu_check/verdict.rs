@@ -6,7 +6,7 @@
 use super::GpuResults;
 use super::micro::{self, MicroCase, MicroRow};
 use super::steps::{CalibrationRow, StepData, StudyStep};
-use analysis::stats::pearson;
+use analysis::stats::{pearson, range};
 use trace::{ProbeMode, SweepRow};
 
 pub fn lines(r: &GpuResults) -> Vec<String> {
@@ -80,13 +80,6 @@ fn calibration(rows: &[CalibrationRow]) -> Option<String> {
             "**Calibration**: latency per level, emulator ÷ device (pointer chase): {}.",
             chase.join(", ")
         )
-    })
-}
-
-fn range(vals: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
-    vals.fold(None, |acc, v| match acc {
-        None => Some((v, v)),
-        Some((lo, hi)) => Some((lo.min(v), hi.max(v))),
     })
 }
 

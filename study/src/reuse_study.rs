@@ -21,8 +21,9 @@
 //! - Predicted hit rate for a cache of C bytes: the mean over all SMs' streams (weighted by
 //!   accesses) of the LRU prediction with C/32 sectors (`predicted_sector`) and C/128 lines
 //!   (`predicted_line`); simulated: the emulator's texture hit rate per request
-//!   (`tex_sector_hit_rate`: hits + MSHR merges over each fetch's distinct sectors, every SM) with `texture.cache.size_bytes` (or `l1.size_bytes` where the
-//!   L1 serves textures) set to C, ways kept.
+//!   (`tex_sector_hit_rate`: hits + MSHR merges over each fetch's distinct sectors, every SM)
+//!   with `texture.cache.size_bytes` (or `l1.size_bytes` where the L1 serves textures) set to C,
+//!   ways kept.
 //! - "Fits": the LRU capacity that captures 90 % of SM `sm`'s re-references
 //!   (`need90_bytes`, sector granularity) is at most the texture cache.
 //!

@@ -80,7 +80,7 @@ impl BandwidthQueue {
     fn take(&mut self, from: u64, mut need: u64) -> u64 {
         let mut c = (from / TICKS_PER_CYCLE).max(self.base);
         let mut first = None;
-        loop {
+        let start = loop {
             let i = (c - self.base) as usize;
             if i >= self.used.len() {
                 self.used.resize(i + 1, 0);
@@ -88,20 +88,20 @@ impl BandwidthQueue {
             let used = u64::from(self.used[i]);
             if used < TICKS_PER_CYCLE {
                 let at = c * TICKS_PER_CYCLE + used;
+                let start = *first.get_or_insert(at);
                 if need == 0 {
-                    return first.unwrap_or(at);
+                    return start;
                 }
                 let take = need.min(TICKS_PER_CYCLE - used);
                 self.used[i] = (used + take) as u32;
-                first.get_or_insert(at);
                 need -= take;
                 if need == 0 {
                     self.last_end = at + take;
-                    break;
+                    break start;
                 }
             }
             c += 1;
-        }
+        };
         while self
             .used
             .front()
@@ -110,7 +110,7 @@ impl BandwidthQueue {
             self.used.pop_front();
             self.base += 1;
         }
-        first.unwrap_or(from)
+        start
     }
 }
 

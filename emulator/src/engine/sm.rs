@@ -20,15 +20,26 @@
 //! `s % n`; each picks greedy-then-oldest (the last warp it issued if still ready, else the
 //! oldest ready one by launch order). When no warp of an SM can issue, the SM jumps to the next
 //! cycle at which one can, charging the skipped cycles to a stall reason.
+//!
+//! Files: `sched` (which warp a scheduler issues, or when one can), `scoreboard` (when a warp's
+//! next instruction is ready as far as its registers and fences say); this file holds the SM's
+//! state, its rounds and the issue of one instruction.
 
 use crate::config::GpuConfig;
 use crate::devmem::WriteLog;
 use crate::error::EmuError;
 use crate::exec::{Ctx, Entry, FULL, Fixed, Flow, Warp, exec};
-use crate::ir::{Class, FENCE_SC_CTA, Op, Opnd, Program};
+use crate::ir::{Class, Op, Opnd, Program};
 use crate::memory::{AccessKind, Key, MemRequest, SmMem, is_token};
 
 use super::LaunchInput;
+
+mod sched;
+mod scoreboard;
+
+use sched::{Hot, HotTable};
+pub(super) use scoreboard::Deps;
+use scoreboard::refresh;
 
 pub(super) const NCLASS: usize = Class::ALL.len();
 
@@ -94,91 +105,6 @@ pub(super) struct TWarp {
     class: Class,
     /// A barrier reduction's destination: its virtual register (scoreboard) and its row.
     bar_dst: Option<(u32, u32)>,
-}
-
-/// What the warp schedulers scan, per warp slot and apart from the warp's other state, so a
-/// scan walks one small array: the cycle from which the warp can issue as far as it alone
-/// decides (`max(wake, next_ok)`; `u64::MAX` when not running) and its next instruction's
-/// class (for the pipe). Kept in step with the warp by [`Hot::of`] after every change.
-#[derive(Debug, Clone, Copy)]
-struct Hot {
-    ready: u64,
-    class: Class,
-}
-
-impl Hot {
-    fn of(w: &TWarp) -> Hot {
-        Hot {
-            ready: if w.state == WState::Run {
-                w.wake.max(w.next_ok)
-            } else {
-                u64::MAX
-            },
-            class: w.class,
-        }
-    }
-}
-
-/// [`Hot`] per warp slot, stored by scheduler (slot `ws` is the `ws / n`-th of scheduler
-/// `ws % n`), so that a scheduler's scan walks one contiguous array; `at[ws]` is that place,
-/// looked up rather than divided for. `by_age[s]` lists scheduler `s`'s warps oldest first,
-/// so that a scan for the oldest ready warp stops at the first it finds.
-struct HotTable {
-    per: Vec<Vec<Hot>>,
-    at: Vec<(u32, u32)>,
-    by_age: Vec<Vec<u32>>,
-}
-
-impl HotTable {
-    fn new(nsched: usize) -> HotTable {
-        HotTable {
-            per: vec![Vec::new(); nsched.max(1)],
-            at: Vec::new(),
-            by_age: vec![Vec::new(); nsched.max(1)],
-        }
-    }
-
-    /// Slot `ws` (already set) now holds the youngest warp: last in its scheduler's age order.
-    fn youngest(&mut self, ws: usize) {
-        let (s, k) = self.at[ws];
-        let order = &mut self.by_age[s as usize];
-        if let Some(i) = order.iter().position(|&j| j == k) {
-            order.remove(i);
-        }
-        order.push(k);
-    }
-
-    /// Scheduler `s`'s warps (their indices among its own), oldest first.
-    fn by_age(&self, s: usize) -> &[u32] {
-        &self.by_age[s]
-    }
-
-    /// Sets slot `ws`, which is at most one past the last slot set.
-    #[inline]
-    fn set(&mut self, ws: usize, h: Hot) {
-        match self.at.get(ws) {
-            Some(&(s, k)) => self.set_in(s as usize, k as usize, h),
-            None => self.push(ws, h),
-        }
-    }
-
-    /// Sets scheduler `s`'s `k`-th warp, for a caller that knows where it is.
-    #[inline]
-    fn set_in(&mut self, s: usize, k: usize, h: Hot) {
-        self.per[s][k] = h;
-    }
-
-    #[cold]
-    fn push(&mut self, ws: usize, h: Hot) {
-        debug_assert_eq!(ws, self.at.len(), "warp slots are added one at a time");
-        let n = self.per.len();
-        self.at.push(((ws % n) as u32, (ws / n) as u32));
-        self.per[ws % n].push(h);
-    }
-
-    fn of_scheduler(&self, s: usize) -> &[Hot] {
-        &self.per[s]
-    }
 }
 
 struct TBlock {
@@ -714,75 +640,6 @@ impl Sm {
             .is_some_and(|x| matches!(x.op, Op::Bar | Op::Exit))
     }
 
-    /// Whether scheduler `s`'s `k`-th warp can issue at `now`.
-    fn eligible(&self, s: usize, k: usize, now: u64) -> bool {
-        self.hot
-            .of_scheduler(s)
-            .get(k)
-            .is_some_and(|h| h.ready <= now && self.pipe[s][h.class as usize] <= now)
-    }
-
-    /// The warp scheduler `s` issues at `now` (greedy-then-oldest; its `k`-th warp, slot
-    /// `k * n + s`), or, when none can, the earliest cycle one of its warps can and the reason
-    /// it cannot before (the limiting one of scoreboard/memory/fence, pipe and issue slot;
-    /// `Barrier` or `Idle` with `u64::MAX` when no warp can become ready by itself). One pass
-    /// over the warps serves both, since a cycle without issue would otherwise scan them twice.
-    fn pick(&self, s: usize, now: u64) -> Result<usize, (u64, Stall, u32)> {
-        let nsched = self.pipe.len();
-        if let Some(k) = self.last[s]
-            && self.eligible(s, k as usize, now)
-        {
-            return Ok(k as usize);
-        }
-        // Oldest first, the first warp that can issue is the answer; else the first in slot
-        // order of those that can soonest. A warp not running has `ready` = u64::MAX, which
-        // neither test takes. The pass keeps only the soonest cycle, a branch-free minimum, and
-        // a second pass finds its warp: a minimum with the tie-break in the loop branches on
-        // every warp unpredictably (one thread, wall time: 3-9 % slower on every workload).
-        let pipes = &self.pipe[s];
-        let hot = self.hot.of_scheduler(s);
-        let when = |h: &Hot| h.ready.max(pipes[h.class as usize]);
-        let mut best_t = u64::MAX;
-        for &k in self.hot.by_age(s) {
-            let k = k as usize;
-            let t = when(&hot[k]);
-            if t <= now {
-                return Ok(k);
-            }
-            best_t = best_t.min(t);
-        }
-        if best_t == u64::MAX {
-            let at_bar = (s..self.warps.len())
-                .step_by(nsched)
-                .any(|ws| self.warps[ws].state == WState::Bar);
-            let r = if at_bar { Stall::Barrier } else { Stall::Idle };
-            return Err((u64::MAX, r, NONE));
-        }
-        let soonest = hot.iter().position(|h| when(h) == best_t).unwrap_or(0);
-        let w = &self.warps[soonest * nsched + s];
-        let pipe = pipes[hot[soonest].class as usize];
-        let reason = if w.wake >= w.next_ok && w.wake >= pipe {
-            w.reason
-        } else if pipe >= w.next_ok {
-            Stall::PipeBusy
-        } else {
-            Stall::Scoreboard
-        };
-        // The warp that issues at `best_t` if nothing changes before: the greedy one, else the
-        // oldest of those that can then.
-        let then = match self.last[s] {
-            Some(k) if when(&hot[k as usize]) == best_t => k,
-            _ => self
-                .hot
-                .by_age(s)
-                .iter()
-                .copied()
-                .find(|&k| when(&hot[k as usize]) == best_t)
-                .unwrap_or(NONE),
-        };
-        Err((best_t, reason, then))
-    }
-
     /// Issues scheduler `s`'s `k`-th warp at `now`.
     fn issue(
         &mut self,
@@ -1010,85 +867,4 @@ impl Sm {
             _ => false,
         }
     }
-}
-
-/// Every instruction's scoreboard registers (reads, then writes — the order decides which
-/// register names the stall reason on a tie), flattened once per launch so that the per-issue
-/// `refresh` walks a slice instead of filtering operand enums.
-pub(super) struct Deps {
-    start: Vec<u32>,
-    regs: Vec<u32>,
-    /// Per pc: a fence that waits for the warp's stores and atomics but not its loads (a
-    /// `membar.cta` on a preset whose `sm.cta_sc_fence_waits_for_loads` is false).
-    writes_only: Vec<bool>,
-}
-
-impl Deps {
-    pub(super) fn new(prog: &Program, cfg: &GpuConfig) -> Deps {
-        let mut start = Vec::with_capacity(prog.insts.len() + 1);
-        let mut regs = Vec::new();
-        for x in &prog.insts {
-            start.push(regs.len() as u32);
-            regs.extend(x.reads().chain(x.writes()));
-        }
-        start.push(regs.len() as u32);
-        let skip_loads = !cfg.sm.cta_sc_fence_waits_for_loads;
-        let writes_only = prog
-            .insts
-            .iter()
-            .map(|x| skip_loads && x.op == Op::Membar && x.sub == FENCE_SC_CTA)
-            .collect();
-        Deps {
-            start,
-            regs,
-            writes_only,
-        }
-    }
-
-    #[inline]
-    fn of(&self, pc: u32) -> &[u32] {
-        let pc = pc as usize;
-        match (self.start.get(pc), self.start.get(pc + 1)) {
-            (Some(&a), Some(&b)) => self.regs.get(a as usize..b as usize).unwrap_or(&[]),
-            _ => &[],
-        }
-    }
-}
-
-/// Recomputes when a warp's next instruction can issue (scoreboard and fences). With a token
-/// among the inputs the result is a token too, and the reason a placeholder: the warp cannot
-/// issue in this round either way, and `take_in` recomputes both once the values are known.
-fn refresh(w: &mut TWarp, prog: &Program, deps: &Deps) {
-    let Some(pc) = w.arch.pc() else {
-        w.state = WState::Done;
-        return;
-    };
-    let x = &prog.insts[pc as usize];
-    let mut t = 0;
-    let mut reason = Stall::Scoreboard;
-    for &r in deps.of(pc) {
-        let rt = w.ready[r as usize];
-        if rt > t {
-            t = rt;
-            reason = if w.from_mem[r as usize] {
-                Stall::Memory
-            } else {
-                Stall::Scoreboard
-            };
-        }
-    }
-    if x.op == Op::Membar {
-        let waits_for = if deps.writes_only.get(pc as usize) == Some(&true) {
-            w.outstanding_writes
-        } else {
-            w.outstanding
-        };
-        if waits_for > t {
-            t = waits_for;
-            reason = Stall::Membar;
-        }
-    }
-    w.wake = t;
-    w.reason = reason;
-    w.class = x.class;
 }

@@ -383,8 +383,62 @@ fn same_accesses_give_same_cycles_and_counters() {
     assert_eq!(run(), run());
 }
 
+/// The bandwidth queue as its definition says, in bytes and without its ring: every cycle
+/// carries `per_cycle` bytes, a transfer takes the earliest free bytes from its arrival on
+/// (its cycles' first ones), and it starts in the cycle after the byte before its first, so
+/// mid-cycle starts round up as the queue's ticks do. Nothing is ever forgotten.
+struct ByteCalendar {
+    per_cycle: u64,
+    used: std::collections::BTreeMap<u64, u64>,
+}
+
+impl ByteCalendar {
+    fn reserve(&mut self, now: u64, bytes: u64) -> u64 {
+        let (mut need, mut c, mut first) = (bytes, now, None);
+        loop {
+            let used = self.used.entry(c).or_insert(0);
+            if *used < self.per_cycle {
+                let at = c * self.per_cycle + *used;
+                first.get_or_insert(at);
+                let take = need.min(self.per_cycle - *used);
+                *used += take;
+                need -= take;
+                if need == 0 {
+                    return first.unwrap_or(at).div_ceil(self.per_cycle);
+                }
+            }
+            c += 1;
+        }
+    }
+}
+
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    /// The queue's ring (which starts at its first cycle neither past nor full and forgets the
+    /// past) answers as the plain calendar does, for arrivals in any order at or after the
+    /// floor, with the floor moving up now and then as the L2's answers move it.
+    #[test]
+    fn bandwidth_queue_is_its_calendar(
+        per_cycle in proptest::sample::select(vec![8u64, 16, 32, 64]),
+        ops in proptest::collection::vec((0u64..3000, 0u64..600, 0u8..8), 1..300),
+    ) {
+        let mut q = BandwidthQueue::new(per_cycle as f64);
+        let mut r = ByteCalendar { per_cycle, used: Default::default() };
+        let mut floor = 0u64;
+        for (ahead, bytes, op) in ops {
+            if op == 0 {
+                floor += ahead / 4;
+                q.forget_before(floor);
+                continue;
+            }
+            let now = floor + ahead;
+            let start = q.reserve(now, bytes);
+            proptest::prop_assert!(start >= now);
+            proptest::prop_assert_eq!(start, r.reserve(now, bytes), "{} bytes at {}", bytes, now);
+        }
+    }
+
     /// Any sequence of requests: completions never precede issue, every read sector is a hit,
     /// a miss or a merge, and DRAM reads are whole sectors.
     #[test]

@@ -73,8 +73,9 @@ pub struct SceneArgs {
 pub struct ProbeArgs {
     /// Warps that also keep every access (for timelines and per-access exports); every warp keeps
     /// per-site statistics (count, sum, min, max). Global warp indices and ranges (`0-3,17`),
-    /// `every:N`, `all` or `none`.
-    #[arg(long, default_value = "every:64")]
+    /// `every:N`, `all` or `none`. An N sharing a factor with the grid (a power of two) traces the
+    /// same place in every row of blocks; the default's N is prime, so its sample spans the image.
+    #[arg(long, default_value_t = study::default_trace_warps())]
     pub trace_warps: TraceWarps,
     /// Records each traced warp can keep (a ray of 500 steps makes up to 1000).
     #[arg(long, default_value_t = 1024)]

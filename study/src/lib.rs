@@ -55,8 +55,8 @@ pub use reference::{
     render_pixel, render_reference, sample_transfer, sample_volume,
 };
 pub use render::{
-    KERNEL_NAME, KERNEL_SOURCE, NcuProfile, RenderConfig, RenderResult, VIEW_MATRIX_SYMBOL, render,
-    render_volume, sites, transfer_texture, volume_texture,
+    KERNEL_NAME, KERNEL_SOURCE, NcuProfile, RenderConfig, RenderResult, VIEW_MATRIX_SYMBOL,
+    default_trace_warps, render, render_volume, sites, transfer_texture, volume_texture,
 };
 pub use reuse_study::{HitRow, ReuseRow, ReuseStudyConfig, ReuseStudySummary, reuse_study};
 pub use roofline_bench::{BenchOptions, BenchResult, roofline_command, run_roofline_benches};

@@ -59,7 +59,7 @@ pub struct CommonInputs {
     /// SHA-256 of a raw volume file's bytes (None for a generated volume).
     pub volume_sha256: Option<String>,
     pub params: RenderParams,
-    /// The trace-warps selection in its canonical spelling (`every:64`).
+    /// The trace-warps selection in its canonical spelling (`every:61`).
     pub trace_warps: String,
     pub slots_per_warp: u32,
     pub frames: u32,

@@ -101,7 +101,7 @@ pub struct RenderConfig {
 
 impl Default for RenderConfig {
     /// A 64³ shell, 128×128, 16×8, view (0,0,0), fence mode, statistics for every warp and
-    /// records for every 64th warp (1024 slots: enough for a ray of 500 steps × 2 sites).
+    /// records for every 61st warp (1024 slots: enough for a ray of 500 steps × 2 sites).
     fn default() -> Self {
         RenderConfig {
             volume: VolumeSource::Generated {
@@ -124,13 +124,20 @@ impl Default for RenderConfig {
     }
 }
 
-/// The warps a study run traces by default: every 64th warp, a sample spread over the whole image
-/// (the first block's warps alone may see no volume: corner rays miss it), for the single-warp
-/// views and the timeline exports. Traced warps drain each record store, so fewer is better.
+/// The warps a study run traces by default, for the single-warp views and the timeline exports:
+/// every 61st warp, a sample spread over the whole image (the first block's warps alone may see
+/// no volume: corner rays miss it). Traced warps drain each record store, so fewer is better.
+///
+/// Why 61: the stride must share no factor with the grid, whose sides and warps per block are
+/// powers of two. Every 64th warp was warp 0 of every 16th block, and where a block row holds
+/// 16 blocks or fewer (128×1, 64×2 and 32×4 at either scale) that is the image's first column
+/// of blocks: every traced warp drew the left 32 pixel columns, and at (90,0,90), where those
+/// rays miss the volume, a paper-scale 64×2 run kept no records at all. A prime stride walks
+/// across the columns instead.
 pub fn default_trace_warps() -> TraceWarps {
     TraceWarps {
         list: Vec::new(),
-        every: Some(64),
+        every: Some(61),
     }
 }
 
@@ -762,5 +769,52 @@ fn gpu_hit_rate(cfg: &RenderConfig) -> (Option<NcuHitRate>, String) {
         }
         Ok(None) => (None, "unavailable: ncu reported no hit-rate value".into()),
         Err(e) => (None, format!("unavailable: {}", trace::error_chain(&e))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{BlockShape, Scale};
+
+    /// The pixel bands, of eight across and eight down, that the default traced warps draw.
+    fn bands(side: u32, shape: BlockShape) -> (usize, usize) {
+        let (gx, gy) = (side / shape.x, side / shape.y);
+        let per_block = shape.x * shape.y / 32;
+        let (mut cols, mut rows) = ([false; 8], [false; 8]);
+        for g in default_trace_warps().select(u64::from(gx * gy * per_block)) {
+            let (b, wib) = (g / per_block, g % per_block);
+            let (bx, by) = (b % gx, b / gx);
+            for lane in 0..32 {
+                // threadIdx.x runs fastest within a warp, as the kernel's pixel (x, y) does.
+                let t = wib * 32 + lane;
+                let (x, y) = (bx * shape.x + t % shape.x, by * shape.y + t / shape.x);
+                cols[(x * 8 / side) as usize] = true;
+                rows[(y * 8 / side) as usize] = true;
+            }
+        }
+        let n = |b: [bool; 8]| b.iter().filter(|&&c| c).count();
+        (n(cols), n(rows))
+    }
+
+    /// Every study shape's default sample reaches across the image and down it: all eight bands
+    /// each way at paper scale, at least half of them with the nine warps of a quick run. Every
+    /// 64th warp drew one band across for the three widest shapes.
+    #[test]
+    fn default_traced_warps_spread_over_the_image() {
+        for scale in Scale::ALL {
+            let side = scale.geometry().image_side;
+            let need = if scale == Scale::Paper { 8 } else { 4 };
+            for shape in BlockShape::PAPER {
+                let (cols, rows) = bands(side, shape);
+                assert!(
+                    cols >= need && rows >= need,
+                    "{}x{} at {} scale: {cols} column and {rows} row bands of 8",
+                    shape.x,
+                    shape.y,
+                    scale.name()
+                );
+            }
+        }
     }
 }

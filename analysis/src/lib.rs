@@ -28,8 +28,8 @@
 //! per-warp mean access times. Correlations (Pearson; Spearman with average ranks for ties) run
 //! across the runs (block shapes) of one backend, preset, view and mode; a run without the metric
 //! is left out and named in the report. The single-warp series (fig. 11) shows, by default, the
-//! warp with the highest mean access time among warps with at least the median number of
-//! accesses (ties: lowest global warp index). Hot spots: baseline `b` = median per-warp mean access
+//! warp with the highest mean access time among the traced warps (those with records) with at
+//! least their median number of accesses (ties: lowest global warp index). Hot spots: baseline `b` = median per-warp mean access
 //! time of the run; an entity (site, warp, block) with `n` accesses and memory time `m` has excess
 //! `m − n·b` and ratio `m / (n·b)`; entities are ranked by excess and by variance of their access
 //! times; robust z = 0.6745·(x − median)/MAD of the excess ratio and of the variance within the

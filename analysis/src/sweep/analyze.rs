@@ -796,7 +796,7 @@ fn figures(runs: &[Run], views: &[String], opts: &AnalyzeOptions) -> Vec<Figure>
             caption: if opts.series_warp.is_some() {
                 "The requested warp.".into()
             } else {
-                "Default warp: the highest mean access time among warps with at least the median number of accesses.".into()
+                "Default warp: the highest mean access time among the traced warps with at least their median number of accesses.".into()
             },
             kind: FigureKind::Series {
                 points,

@@ -95,6 +95,8 @@ pub(crate) struct WarpStat {
     pub end: u64,
     pub dropped: u32,
     pub wrapped: u64,
+    /// Records kept in the trace (a traced warp's; summaries do not count).
+    pub records: u64,
     pub all: Sums,
     pub min: Option<u64>,
     pub max: Option<u64>,
@@ -163,6 +165,7 @@ impl RunStats {
                 end: w.end.0,
                 dropped: w.dropped,
                 wrapped: 0,
+                records: w.records.len() as u64,
                 all: Sums::new(),
                 min: None,
                 max: None,
@@ -271,22 +274,25 @@ impl RunStats {
         idx
     }
 
-    /// The default warp of the single-warp series (fig. 11), precisely: among warps whose access
-    /// count is at least the median access count of the run's warps with any access ("many
-    /// accesses"), the one with the highest mean access time ("high mean"); ties go to the lowest
-    /// global warp index. Returns an index into `warps`.
+    /// The default warp of the single-warp series (fig. 11), precisely: among the traced warps
+    /// (those with records: the series draws them) whose access count is at least the median
+    /// access count of the traced warps with any access ("many accesses"), the one with the
+    /// highest mean access time ("high mean"); ties go to the lowest global warp index. Returns an
+    /// index into `warps`. Why only traced warps: a study traces a sample, and the warp chosen
+    /// among all warps was almost never in it, so the figure was not drawn.
     pub fn default_series_warp(&self) -> Option<usize> {
+        let traced = |w: &&WarpStat| w.records > 0 && w.all.count > 0;
         let counts: Vec<f64> = self
             .warps
             .iter()
-            .filter(|w| w.all.count > 0)
+            .filter(traced)
             .map(|w| w.all.count as f64)
             .collect();
         let med = stats::median(&counts)?;
         self.warps
             .iter()
             .enumerate()
-            .filter(|(_, w)| w.all.count > 0 && w.all.count as f64 >= med)
+            .filter(|(_, w)| traced(w) && w.all.count as f64 >= med)
             .max_by(|(_, a), (_, b)| {
                 let (ma, mb) = (
                     a.mean_access().unwrap_or(0.0),
@@ -318,6 +324,7 @@ mod tests {
             end: begin + 1000,
             dropped: 0,
             wrapped: 0,
+            records: durations.len() as u64,
             all,
             min: durations.iter().copied().min(),
             max: durations.iter().copied().max(),
@@ -350,6 +357,12 @@ mod tests {
         let r = run(vec![warp(7, 0, 0, &[10, 10]), warp(3, 0, 0, &[10, 10])]);
         assert_eq!(r.default_series_warp(), Some(1));
         assert_eq!(run(vec![warp(0, 0, 0, &[])]).default_series_warp(), None);
+        // A warp with statistics but no records (not traced) is passed over, however slow.
+        let mut untraced = warp(5, 0, 0, &[900, 900, 900]);
+        untraced.records = 0;
+        let r = run(vec![untraced, warp(6, 0, 0, &[10, 10, 10])]);
+        assert_eq!(r.default_series_warp(), Some(1));
+        assert_eq!(run(vec![r.warps[0].clone()]).default_series_warp(), None);
     }
 
     #[test]

@@ -20,7 +20,8 @@
 //! features explain each platform's kernel time, and where the faster platform flips).
 //!
 //! # Definitions
-//! Per warp: memory time = sum of its record durations (or of its summaries' sums); other =
+//! Per warp: memory time = sum of its record durations (or of its summaries' sums; a traced
+//! warp's accesses, in both, count once); other =
 //! (kernel end − kernel begin) − memory time, at least 0; mean access time = memory time /
 //! accesses. Per run: `mem_cycles`/`other_cycles` are means over warps, `mem_share` = mem /
 //! (mem + other); memory reference frequency = 1 / (all memory time / all accesses), in accesses

@@ -323,41 +323,6 @@ fn findings_state_naive_vs_fenced_shares_and_correlations() {
 }
 
 #[test]
-fn the_report_says_how_much_longer_traced_warps_ran() {
-    let sweep = tempfile::tempdir().unwrap();
-    // Fence: the traced warp spans 3000 cycles, the untraced two 1000 and 2000 (mean 1500): 2×.
-    // Naive: every warp traced, so no ratio and no naive part.
-    let runs = vec![
-        RunSpec {
-            shape: "16x8",
-            view: "0,0,0",
-            mode: "fence",
-            hit: None,
-            fps: None,
-            warps: vec![
-                w(0, 0, 3000, &[(0, 100), (1, 50)]),
-                w(0, 0, 1000, &[]),
-                w(1, 500, 2500, &[]),
-            ],
-        },
-        uniform_run("16x8", "naive", 5, None, None),
-    ];
-    make_sweep(sweep.path(), &runs);
-    let out = sweep.path().join("analysis");
-    analyze(sweep.path(), &out, &AnalyzeOptions::default()).unwrap();
-    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
-    let line = report
-        .lines()
-        .find(|l| l.contains("Tracing:"))
-        .unwrap_or_else(|| panic!("no tracing line in\n{report}"));
-    assert!(
-        line.contains("fence 2.000× (2.000–2.000×, 1 runs)"),
-        "{line}"
-    );
-    assert!(!line.contains("naive"), "{line}");
-}
-
-#[test]
 fn hot_spots_flag_the_slow_warp_and_say_so() {
     let sweep = tempfile::tempdir().unwrap();
     // Nine warps with accesses of 10 cycles, one with 100: baseline (median warp mean) 10;

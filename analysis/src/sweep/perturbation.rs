@@ -1,14 +1,13 @@
 //! "How much did measuring change the kernel?": per run, the probed build against the bare
 //! (`WS_OFF`) build of the same frame — kernel-time ratio, resident blocks per SM, and the texture
-//! hit rate of both — and, where a frame traced some warps and not others, how much longer its
-//! traced warps ran, with a verdict, a table (`perturbation.csv`) and a figure.
+//! hit rate of both — with a verdict, a table (`perturbation.csv`) and a figure.
 //!
 //! Why a section of its own: a profiler that changes occupancy or cache behaviour measures another
 //! kernel, so the report says by how much before it says anything else.
 
 use crate::figures::{Figure, FigureKind, LinePanel};
 use crate::output::pretty_shape;
-use crate::stats::{mean, median, range};
+use crate::stats::{median, range};
 use crate::sweep::model::Run;
 use crate::table::{Col, Table, fmt_sig};
 
@@ -117,7 +116,6 @@ pub(crate) fn assess(runs: &[Run]) -> Perturbation {
             parts.join("; ")
         ));
     }
-    verdict.extend(tracing_cost(runs));
     let deltas: Vec<(&str, f64)> = rows
         .iter()
         .filter_map(|r| Some((r.run.as_str(), delta(r)?)))
@@ -145,50 +143,6 @@ pub(crate) fn assess(runs: &[Run]) -> Perturbation {
         });
     }
     Perturbation { verdict, table }
-}
-
-/// Traced warps (the ones that keep every access) against the others of the same probed frame:
-/// the mean span (kernel end − begin clock) of each group, as a ratio, over the runs that have
-/// both. Why: a record is a global store drained before the next access, which the summary of an
-/// untraced warp does not pay; where a traced warp is among the last to finish, the frame waits
-/// for it, and the kernel-time ratio above includes that. The sample is spread over the image, so
-/// the two groups' rays are alike on average.
-fn tracing_cost(runs: &[Run]) -> Option<String> {
-    let mut modes: Vec<&str> = runs.iter().map(|r| r.files.row.mode.as_str()).collect();
-    modes.sort_unstable();
-    modes.dedup();
-    let parts: Vec<String> = modes
-        .into_iter()
-        .filter_map(|m| {
-            let ratios: Vec<f64> = (runs.iter())
-                .filter(|r| r.files.row.mode == m)
-                .filter_map(|r| {
-                    let span = |traced: bool| {
-                        let v: Vec<f64> = (r.stats.warps.iter())
-                            .filter(|w| (w.records > 0) == traced && w.end > w.begin)
-                            .map(|w| (w.end - w.begin) as f64)
-                            .collect();
-                        mean(&v)
-                    };
-                    Some(span(true)? / span(false)?).filter(|x| x.is_finite())
-                })
-                .collect();
-            let (med, (lo, hi)) = (median(&ratios)?, range(ratios.iter().copied())?);
-            Some(format!(
-                "{m} {}× ({}–{}×, {} runs)",
-                fmt_sig(med),
-                fmt_sig(lo),
-                fmt_sig(hi),
-                ratios.len()
-            ))
-        })
-        .collect();
-    (!parts.is_empty()).then(|| {
-        format!(
-            "Tracing: the traced warps (a record of every access, each a global store drained before the next) ran longer than the untraced warps of the same frame, by (median, range) {}. Use --trace-warps none for the least perturbed frame.",
-            parts.join("; ")
-        )
-    })
 }
 
 /// One panel per probe mode: overhead, occupancy ratio and both hit rates over the runs.

@@ -2,7 +2,8 @@
 //! breakdown (paper fig. 5), memory reference frequency and per-warp spread (fig. 10).
 //!
 //! Definitions (per warp): memory time = sum of its record durations (or of its summaries' sums
-//! for `summary` traces); other time = (kernel end − kernel begin) − memory time, saturating at
+//! for `summary` traces, and for a traced warp whose records outran its slots; a traced warp's
+//! accesses are in both, and count once); other time = (kernel end − kernel begin) − memory time, saturating at
 //! zero; mean access time = memory time / accesses. Per run: `mem_cycles` and `other_cycles` are
 //! means over warps; `mem_share` = mem / (mem + other); mean access time = all memory time / all
 //! accesses; memory reference frequency = 1 / mean access time (accesses per cycle); per-warp
@@ -171,17 +172,26 @@ impl RunStats {
                 max: None,
                 sites: BTreeMap::new(),
             };
+            // A traced warp keeps both: its records and, like every warp of a summary log, its
+            // per-site statistics of the same accesses. Counted once: the records where they are
+            // all there (exact squares, for the variance), else the statistics (a warp whose
+            // records outran its slots still has every access in them).
+            let summarised: u64 = w.summaries.iter().map(|s| s.count).sum();
+            let from_records = w.summaries.is_empty() || w.records.len() as u64 == summarised;
             for r in &w.records {
                 let d = r.duration().0;
                 if r.wrapped() {
                     st.wrapped += 1;
+                }
+                if !from_records {
+                    continue;
                 }
                 st.all.add(d);
                 st.sites.entry(r.site).or_default().add(d);
                 st.min = Some(st.min.map_or(d, |m| m.min(d)));
                 st.max = Some(st.max.map_or(d, |m| m.max(d)));
             }
-            for s in &w.summaries {
+            for s in w.summaries.iter().filter(|_| !from_records) {
                 st.all.add_summary(s.count, s.sum.0);
                 st.sites
                     .entry(s.site)
@@ -411,6 +421,56 @@ mod tests {
         assert_eq!(b.sites[&0], (300.0, 0.3));
         assert_eq!(r.warps[0].all.variance(), None);
         assert_eq!((r.warps[0].min, r.warps[0].max), (Some(50), Some(150)));
+    }
+
+    /// A traced warp of a summary log has records and statistics of the same accesses: they
+    /// count once, from the records while all are there, from the statistics once some were not
+    /// kept.
+    #[test]
+    fn a_traced_warps_accesses_count_once() {
+        use trace::{
+            Cycles, Dim3, LaunchInfo, Record, SiteSummary, SmId, Trace, TraceWriter, WarpTrace,
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let warp = |records: &[u64]| {
+            let mut w = WarpTrace::new([0, 0, 0], 0, 0, SmId(0));
+            w.end = Cycles(1000);
+            w.summaries.push(SiteSummary {
+                site: 0,
+                count: 3,
+                sum: Cycles(300),
+                min: Cycles(50),
+                max: Cycles(150),
+            });
+            for (k, &d) in records.iter().enumerate() {
+                let start = 10 + 200 * k as u64;
+                w.records.push(Record {
+                    site: 0,
+                    seq: k as u32,
+                    start: Cycles(start),
+                    end: Cycles(start + d),
+                });
+            }
+            w
+        };
+        let scan = |w: WarpTrace| {
+            let t = Trace {
+                launch: LaunchInfo::new("k", Dim3::new(1, 1, 1), Dim3::new(32, 1, 1)),
+                warps: vec![w],
+            };
+            let path = dir.path().join("trace.wst");
+            TraceWriter::write_all(&path, &t).unwrap();
+            RunStats::scan(&TraceReader::open(&path).unwrap()).unwrap()
+        };
+        // All three records kept: their exact times, once.
+        let r = scan(warp(&[50, 100, 150]));
+        let b = r.breakdown();
+        assert_eq!((b.accesses, b.mem_cycles), (3, 300.0));
+        assert!(r.warps[0].all.variance().is_some());
+        assert_eq!(r.warps[0].records, 3);
+        // Two of three kept (the slots ran out): the statistics, which have all three.
+        let b = scan(warp(&[50, 100])).breakdown();
+        assert_eq!((b.accesses, b.mem_cycles), (3, 300.0));
     }
 
     #[test]

@@ -48,7 +48,9 @@
 //! that does not exist (no accesses, fewer than two points, a metric the backend cannot measure).
 //! Figures: `breakdown_<view>`, `frequency_<view>`, `warps_<run>`, `series_<run>`, each `.png` and
 //! `.svg`. `report.html` is one self-contained page (figures inline as SVG, no scripts);
-//! `report.md` links the PNGs.
+//! `report.md` links the PNGs. Both open with the verdict: per view, in its measuring mode, the
+//! memory share of warp time and its largest site, and the slowest and fastest block shape by the
+//! bare kernel's frame rate with their texture hit rates, above the breakdown figures.
 //!
 //! ```no_run
 //! use analysis::{analyze, AnalyzeOptions};

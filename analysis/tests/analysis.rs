@@ -323,6 +323,39 @@ fn findings_state_naive_vs_fenced_shares_and_correlations() {
 }
 
 #[test]
+fn the_report_opens_with_a_verdict_and_its_figure() {
+    let sweep = tempfile::tempdir().unwrap();
+    standard_sweep(sweep.path());
+    let out = sweep.path().join("analysis");
+    let s = analyze(sweep.path(), &out, &AnalyzeOptions::default()).unwrap();
+    // (0,0,0), fence: every run 40 % memory, site 0 three quarters of it; frame rates × the
+    // overhead 1.1 (bare): 128×1 33, 64×2 22, 32×4 11, 8×16 5.5 fps.
+    let v = s
+        .verdict
+        .iter()
+        .find(|v| v.starts_with("At (0,0,0)"))
+        .unwrap_or_else(|| panic!("{:?}", s.verdict));
+    for part in [
+        "timed with fence: memory is 40% of warp time, 75% of it at site 0 (volume sample).",
+        "(bare kernel): 8×16 is slowest",
+        "128×1 fastest",
+        "(6.00×)",
+        "Use 128×1.",
+    ] {
+        assert!(v.contains(part), "{part:?} not in {v:?}");
+    }
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    let (verdict, findings) = (
+        md.find("## Verdict").unwrap(),
+        md.find("## Findings").unwrap(),
+    );
+    assert!(verdict < findings);
+    assert!(md[verdict..findings].contains("](breakdown_0-0-0.png)"));
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert_eq!(html.matches("<figure id=\"breakdown_0-0-0\">").count(), 1);
+}
+
+#[test]
 fn hot_spots_flag_the_slow_warp_and_say_so() {
     let sweep = tempfile::tempdir().unwrap();
     // Nine warps with accesses of 10 cycles, one with 100: baseline (median warp mean) 10;

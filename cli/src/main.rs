@@ -158,6 +158,9 @@ pub fn analyze_sweep(sweep: &Path, out: &Path) -> Result<analysis::AnalysisSumma
     for s in &summary.excluded_from_correlation {
         eprintln!("warpscope: left out of a correlation: {s}");
     }
+    for v in &summary.verdict {
+        println!("  {v}");
+    }
     for f in &summary.findings {
         println!("  * {f}");
     }

@@ -6,6 +6,7 @@ use crate::output::{pretty_shape, pretty_view, slug};
 use crate::stats;
 use crate::sweep::findings::{
     correlation_findings, naive_vs_measured, outlier_findings, site_findings, variance_findings,
+    verdict,
 };
 use crate::sweep::hotspots::{self, Hot};
 use crate::sweep::model::{Analysis, Corr, Run};
@@ -60,6 +61,8 @@ pub struct AnalysisSummary {
     pub skipped: Vec<String>,
     /// `run: reason` for each analysed run left out of some correlation.
     pub excluded_from_correlation: Vec<String>,
+    /// The report's opening verdict: per view, where the time goes and what to change.
+    pub verdict: Vec<String>,
     /// The plain-words findings, as in the report.
     pub findings: Vec<String>,
     /// Every file written, sorted.
@@ -152,6 +155,7 @@ pub fn analyze(
     }
 
     let views = first_seen(runs.iter().map(|r| r.files.row.view.clone()));
+    let verdict = verdict(&runs, &views);
     let mut findings = Vec::new();
     findings.extend(naive_vs_measured(&runs, &views));
     findings.extend(site_findings(&runs, &views));
@@ -238,6 +242,7 @@ pub fn analyze(
         correlation,
         corrs,
         hot,
+        verdict,
         findings,
         notes,
         figures: drawn,
@@ -261,6 +266,7 @@ pub fn analyze(
             .map(|s| format!("{}: {}", s.run, s.reason))
             .collect(),
         excluded_from_correlation: excluded,
+        verdict: analysis.verdict,
         findings: analysis.findings,
         files,
         report_html,

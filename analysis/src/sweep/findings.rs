@@ -1,5 +1,5 @@
-//! The findings of one sweep's report, each a sentence built from the runs: what the naive
-//! timer hides, which site takes the time, how memory time follows hit rate, which block shapes
+//! The findings of one sweep's report, each a sentence built from the runs: the verdict it opens
+//! with (where the time goes, what to change), what the naive timer hides, which site takes the time, how memory time follows hit rate, which block shapes
 //! differ, and which warps and blocks stand out.
 
 use crate::output::{pretty_shape, pretty_view};
@@ -9,6 +9,7 @@ use crate::sweep::hotspots::Hot;
 use crate::sweep::model::{Corr, Run, WEAK_CORRELATION};
 use crate::table::fmt_sig;
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
 
 fn pct(x: f64) -> String {
     format!("{:.0}%", x * 100.0)
@@ -80,41 +81,128 @@ pub(super) fn naive_vs_measured(runs: &[Run], views: &[String]) -> Vec<String> {
     out
 }
 
+/// The runs of `view` in its measuring mode (`None` when it has only naive runs), and the mode.
+fn measured_runs<'a>(runs: &'a [Run], view: &str) -> Option<(String, Vec<&'a Run>)> {
+    let mm = measured_mode(runs, view)?;
+    let rs = (runs.iter())
+        .filter(|r| r.files.row.view == view && r.files.row.mode == mm)
+        .collect();
+    Some((mm, rs))
+}
+
+/// The site with the largest mean (over `rs`) fraction of a run's memory time, when the runs
+/// have at least two sites: its id and that fraction.
+fn top_site(rs: &[&Run]) -> Option<(u16, f64)> {
+    let rs: Vec<&&Run> = rs.iter().filter(|r| r.bd.mem_cycles > 0.0).collect();
+    let mut frac: BTreeMap<u16, f64> = BTreeMap::new();
+    for r in &rs {
+        for (id, (c, _)) in &r.bd.sites {
+            *frac.entry(*id).or_default() += c / r.bd.mem_cycles / rs.len() as f64;
+        }
+    }
+    if frac.len() < 2 {
+        return None;
+    }
+    frac.into_iter()
+        .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))
+}
+
 /// Which site takes most of the memory time, per view in its measuring mode.
 pub(super) fn site_findings(runs: &[Run], views: &[String]) -> Vec<String> {
     let mut out = Vec::new();
     for view in views {
-        let Some(mm) = measured_mode(runs, view) else {
+        let Some((mm, rs)) = measured_runs(runs, view) else {
             continue;
         };
-        let rs: Vec<&Run> = runs
-            .iter()
-            .filter(|r| {
-                r.files.row.view == *view && r.files.row.mode == mm && r.bd.mem_cycles > 0.0
-            })
-            .collect();
-        // Mean over runs of each site's fraction of the run's memory time.
-        let mut frac: BTreeMap<u16, f64> = BTreeMap::new();
-        for r in &rs {
-            for (id, (c, _)) in &r.bd.sites {
-                *frac.entry(*id).or_default() += c / r.bd.mem_cycles / rs.len() as f64;
-            }
-        }
-        if frac.len() < 2 {
-            continue;
-        }
-        if let Some((id, f)) = frac
-            .iter()
-            .max_by(|a, b| a.1.total_cmp(b.1).then(b.0.cmp(a.0)))
-        {
+        let rs: Vec<&Run> = rs.into_iter().filter(|r| r.bd.mem_cycles > 0.0).collect();
+        if let Some((id, f)) = top_site(&rs) {
             out.push(format!(
                 "At {} ({mm}), site {id} ({}) accounts for {} of the memory time (mean over {} shapes).",
                 pretty_view(view),
-                rs[0].stats.site_name(*id),
-                pct(*f),
+                rs[0].stats.site_name(id),
+                pct(f),
                 rs.len()
             ));
         }
+    }
+    out
+}
+
+/// The report's opening, per view in its measuring mode: where the time goes (the memory share
+/// of warp time and the site that takes most of it) and what to change (the fastest block shape
+/// against the slowest, with their texture hit rates). The frame rates are the bare kernel's
+/// where the sweep measured it (probed frame rate × overhead), so that the probes' own cost does
+/// not pick the shape.
+pub(super) fn verdict(runs: &[Run], views: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    for view in views {
+        let Some((mm, rs)) = measured_runs(runs, view) else {
+            continue;
+        };
+        let Some((lo, hi)) = stats::range(rs.iter().map(|r| r.bd.mem_share)) else {
+            continue;
+        };
+        let share = if pct(lo) == pct(hi) {
+            pct(lo)
+        } else {
+            format!("{}–{}", pct(lo), pct(hi))
+        };
+        let mut line = format!(
+            "At {}, timed with {mm}: memory is {share} of warp time",
+            pretty_view(view)
+        );
+        if let Some((id, f)) = top_site(&rs) {
+            let _ = write!(
+                line,
+                ", {} of it at site {id} ({})",
+                pct(f),
+                rs[0].stats.site_name(id)
+            );
+        }
+        line.push('.');
+        let bare = rs.iter().all(|r| r.files.row.overhead.is_some());
+        let fps: Vec<(&Run, f64)> = (rs.iter())
+            .filter_map(|r| {
+                let f = r.files.row.frame_rate?;
+                let f = if bare { f * r.files.row.overhead? } else { f };
+                Some((*r, f)).filter(|x| x.1 > 0.0)
+            })
+            .collect();
+        let fastest = fps.iter().max_by(|a, b| a.1.total_cmp(&b.1));
+        let slowest = fps.iter().min_by(|a, b| a.1.total_cmp(&b.1));
+        if let (Some(&(f, ff)), Some(&(s, sf)), true) = (fastest, slowest, fps.len() >= 2) {
+            let shape = |r: &Run| pretty_shape(&r.files.row.shape);
+            let near: Vec<String> = (fps.iter())
+                .filter(|(r, x)| !std::ptr::eq(*r, f) && *x >= ff * 0.98)
+                .map(|(r, _)| shape(r))
+                .collect();
+            let hit = |r: &Run| {
+                r.files
+                    .row
+                    .tex_hit_rate
+                    .map(pct)
+                    .unwrap_or_else(|| "–".into())
+            };
+            let _ = write!(
+                line,
+                " The block shape sets the frame rate{}: {} is slowest at {} fps, {} fastest at {} fps ({:.2}×); texture hit rates {} and {}. Use {}{}.",
+                if bare { " (bare kernel)" } else { "" },
+                shape(s),
+                fmt_sig(sf),
+                shape(f),
+                fmt_sig(ff),
+                ff / sf,
+                hit(s),
+                hit(f),
+                shape(f),
+                if near.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({} within 2 %)", near.join(", "))
+                }
+            );
+        }
+        out.push(line);
     }
     out
 }

@@ -54,6 +54,7 @@ pub(crate) struct Analysis {
     pub correlation: Table,
     pub corrs: Vec<Corr>,
     pub hot: Table,
+    pub verdict: Vec<String>,
     pub findings: Vec<String>,
     pub notes: Vec<String>,
     pub figures: Vec<Drawn>,

@@ -206,6 +206,11 @@ pub(crate) fn html(a: &Analysis) -> String {
         a.runs.len(),
         a.skipped.len()
     );
+    if !a.verdict.is_empty() {
+        s.push_str("<h2>Verdict</h2>\n");
+        s.push_str(&html_list(&a.verdict));
+        s.push_str(&html_figures(a, "breakdown_"));
+    }
     s.push_str("<h2>Findings</h2>\n");
     if a.findings.is_empty() {
         s.push_str("<p>Nothing stands out (too few runs or values to compare).</p>\n");
@@ -230,7 +235,10 @@ pub(crate) fn html(a: &Analysis) -> String {
     s.push_str(&html_table(
         &project(&a.breakdown, &breakdown_columns(a)).text_rows(None),
     ));
-    s.push_str(&html_figures(a, "breakdown_"));
+    // With a verdict, its figures stand under it at the top.
+    if a.verdict.is_empty() {
+        s.push_str(&html_figures(a, "breakdown_"));
+    }
     s.push_str("<h2>Memory reference frequency vs hit rate and frame rate (figs. 6–9)</h2>\n");
     s.push_str(&html_table(&a.correlation.text_rows(None)));
     s.push_str("<p>The values per shape:</p>\n");
@@ -294,6 +302,14 @@ pub(crate) fn markdown(a: &Analysis) -> String {
         a.runs.len(),
         a.skipped.len()
     );
+    if !a.verdict.is_empty() {
+        s.push_str("## Verdict\n\n");
+        for v in &a.verdict {
+            let _ = writeln!(s, "- {v}");
+        }
+        s.push('\n');
+        s.push_str(&md_figures(a, "breakdown_"));
+    }
     s.push_str("## Findings\n\n");
     if a.findings.is_empty() {
         s.push_str("Nothing stands out (too few runs or values to compare).\n\n");
@@ -325,7 +341,9 @@ pub(crate) fn markdown(a: &Analysis) -> String {
     s.push_str(&md_table(
         &project(&a.breakdown, &breakdown_columns(a)).text_rows(None),
     ));
-    s.push_str(&md_figures(a, "breakdown_"));
+    if a.verdict.is_empty() {
+        s.push_str(&md_figures(a, "breakdown_"));
+    }
     s.push_str("## Memory reference frequency vs hit rate and frame rate (figs. 6–9)\n\n");
     s.push_str(&md_table(&a.correlation.text_rows(None)));
     s.push_str("The values per shape:\n\n");

@@ -20,21 +20,21 @@
 //! features explain each platform's kernel time, and where the faster platform flips).
 //!
 //! # Definitions
-//! Per warp: memory time = sum of its record durations (or of its summaries' sums; a traced
-//! warp's accesses, in both, count once); other =
-//! (kernel end − kernel begin) − memory time, at least 0; mean access time = memory time /
-//! accesses. Per run: `mem_cycles`/`other_cycles` are means over warps, `mem_share` = mem /
-//! (mem + other); memory reference frequency = 1 / (all memory time / all accesses), in accesses
-//! per cycle; per-warp variance and spread are the population variance and max − min of the
-//! per-warp mean access times. Correlations (Pearson; Spearman with average ranks for ties) run
-//! across the runs (block shapes) of one backend, preset, view and mode; a run without the metric
-//! is left out and named in the report. The single-warp series (fig. 11) shows, by default, the
-//! warp with the highest mean access time among the traced warps (those with records) with at
-//! least their median number of accesses (ties: lowest global warp index). Hot spots: baseline `b` = median per-warp mean access
-//! time of the run; an entity (site, warp, block) with `n` accesses and memory time `m` has excess
-//! `m − n·b` and ratio `m / (n·b)`; entities are ranked by excess and by variance of their access
-//! times; robust z = 0.6745·(x − median)/MAD of the excess ratio and of the variance within the
-//! run and kind (mean-absolute-deviation fallback when MAD = 0); outlier when either |z| > 3.5.
+//! Per warp: memory time = sum of its record durations (or of its summaries' sums; a traced warp's
+//! accesses, in both, count once); other = (kernel end − kernel begin) − memory time, at least 0;
+//! mean access time = memory time / accesses. Per run: `mem_cycles`/`other_cycles` are means over
+//! warps, `mem_share` = mem / (mem + other); memory reference frequency = 1 / (all memory time /
+//! all accesses), in accesses per cycle; per-warp variance and spread are the population variance
+//! and max − min of the per-warp mean access times. Correlations (Pearson; Spearman with average
+//! ranks for ties) run across the runs (block shapes) of one backend, preset, view and mode; a run
+//! without the metric is left out and named in the report. The single-warp series (fig. 11) shows,
+//! by default, the warp with the highest mean access time among the traced warps (those with
+//! records) with at least their median number of accesses (ties: lowest global warp index). Hot
+//! spots: baseline `b` = median per-warp mean access time of the run; an entity (site, warp, block)
+//! with `n` accesses and memory time `m` has excess `m − n·b` and ratio `m / (n·b)`; entities are
+//! ranked by excess and by variance of their access times; robust z = 0.6745·(x − median)/MAD of
+//! the excess ratio and of the variance within the run and kind (mean-absolute-deviation fallback
+//! when MAD = 0); outlier when either |z| > 3.5.
 //!
 //! # Output files (in `out_dir`)
 //! | file | one row per | columns |

@@ -12,7 +12,7 @@
 //! | file | one row per | columns |
 //! |---|---|---|
 //! | `roofline.csv` | (run, level) | run, preset, level (l1, l2, dram), work_kind (flop, intop), work, bytes, seconds, intensity, achieved_per_s, peak_per_s, bandwidth_bytes_per_s, ridge, attainable_per_s, bound (memory, compute), pct_of_attainable, pct_of_peak, binding (the level with the lowest roof) |
-//! | `bound.csv` | run | run, preset, t_sim_cycles, t_est_cycles, ratio, bottleneck, busy_cycles_<component> … |
+//! | `bound.csv` | run | run, preset, t_sim_cycles, t_est_cycles, ratio, bottleneck, `busy_cycles_<component>` … |
 //! | `ceilings.csv` | microbenchmark | bench, kind (compute, bandwidth, sweep), ops, bytes_dram, cycles, measured_per_s, theoretical_per_s, pct_of_theoretical, intensity, attainable_per_s, pct_of_attainable |
 //! | `hierarchy_<preset>.toml` / `.json` / `.dot` | configuration | the [`Hierarchy`] (TOML: loadable with `Hierarchy::from_toml_str`, editable), and in JSON and DOT with the bound of the run with the highest T_est/T_sim |
 //!

@@ -1,6 +1,7 @@
 //! The findings of one sweep's report, each a sentence built from the runs: the verdict it opens
-//! with (where the time goes, what to change), what the naive timer hides, which site takes the time, how memory time follows hit rate, which block shapes
-//! differ, and which warps and blocks stand out.
+//! with (where the time goes, what to change), what the naive timer hides, which site takes the
+//! time, how memory time follows hit rate, which block shapes differ, and which warps and blocks
+//! stand out.
 
 use crate::output::{pretty_shape, pretty_view};
 use crate::stats;

@@ -1,14 +1,14 @@
 //! One pass over a run's trace: per-warp memory and other time, per-site totals, and the run's
 //! breakdown (paper fig. 5), memory reference frequency and per-warp spread (fig. 10).
 //!
-//! Definitions (per warp): memory time = sum of its record durations (or of its summaries' sums
-//! for `summary` traces, and for a traced warp whose records outran its slots; a traced warp's
-//! accesses are in both, and count once); other time = (kernel end − kernel begin) − memory time, saturating at
-//! zero; mean access time = memory time / accesses. Per run: `mem_cycles` and `other_cycles` are
+//! Definitions (per warp): memory time = sum of its record durations (or of its summaries' sums for
+//! `summary` traces, and for a traced warp whose records outran its slots; a traced warp's accesses
+//! are in both, and count once); other time = (kernel end − kernel begin) − memory time, saturating
+//! at zero; mean access time = memory time / accesses. Per run: `mem_cycles` and `other_cycles` are
 //! means over warps; `mem_share` = mem / (mem + other); mean access time = all memory time / all
 //! accesses; memory reference frequency = 1 / mean access time (accesses per cycle); per-warp
-//! variance and spread are the population variance and max − min of the per-warp mean access
-//! times of warps that made at least one access.
+//! variance and spread are the population variance and max − min of the per-warp mean access times
+//! of warps that made at least one access.
 //!
 //! Only per-warp aggregates stay in memory (about 150 bytes a warp); records stream through.
 

@@ -236,6 +236,15 @@ pub fn run(args: &LaunchArgs) -> Result<()> {
     metrics.write(&args.out.join("run.json"))?;
     result?;
     eprintln!("warpscope: wrote {}", args.out.display());
+    // What the probes found, in the words of a sweep's verdict; a trace it cannot read loses
+    // only these lines.
+    let trace_path = args.out.join(trace::TRACE_FILE_NAME);
+    if spec.launches.iter().any(|l| l.is_probed()) {
+        match analysis::run_verdict(&trace_path) {
+            Ok(lines) => lines.iter().for_each(|l| println!("  {l}")),
+            Err(e) => eprintln!("warpscope: no verdict: {}", trace::error_chain(&e)),
+        }
+    }
     Ok(())
 }
 

@@ -34,7 +34,7 @@ fn histogram_example_launches_and_matches_cpu() {
     let spec_path = dir.path().join("histogram.toml");
     std::fs::write(&spec_path, spec).unwrap();
     let out = dir.path().join("out");
-    ok(&[
+    let said = ok(&[
         "launch",
         spec_path.to_str().unwrap(),
         "--backend",
@@ -44,6 +44,14 @@ fn histogram_example_launches_and_matches_cpu() {
         "--out",
         out.to_str().unwrap(),
     ]);
+    // The verdict: the kernel's memory share over its 128 warps and 2048 timed accesses, then
+    // its one site.
+    assert!(
+        said.contains("histogram: memory is ")
+            && said.contains("of warp time over 128 warps (2048 timed accesses")
+            && said.contains("site 0 (input[i]): 100% of the memory time, 2048 accesses"),
+        "{said}"
+    );
     let input = read_u32_npy(&out.join("input.npy"));
     let hist = read_u32_npy(&out.join("hist.npy"));
     assert_eq!(input.len(), 65536);

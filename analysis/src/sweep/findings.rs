@@ -3,7 +3,7 @@
 //! time, how memory time follows hit rate, which block shapes differ, and which warps and blocks
 //! stand out.
 
-use crate::output::{pretty_shape, pretty_view};
+use crate::output::{pct, pretty_shape, pretty_view};
 use crate::stats;
 use crate::sweep::analyze::{first_seen, measured_mode};
 use crate::sweep::hotspots::Hot;
@@ -11,10 +11,6 @@ use crate::sweep::model::{Corr, Run, WEAK_CORRELATION};
 use crate::table::fmt_sig;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
-
-fn pct(x: f64) -> String {
-    format!("{:.0}%", x * 100.0)
-}
 
 /// Percent with one decimal, for hit rates that "the same" compares within a percent.
 fn pct1(x: f64) -> String {

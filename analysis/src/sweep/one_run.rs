@@ -3,14 +3,11 @@
 //! a user's kernel gets the verdict a sweep's report opens with.
 
 use crate::AnalysisError;
+use crate::output::pct;
 use crate::stats;
 use crate::sweep::runstats::RunStats;
 use crate::table::fmt_sig;
 use std::path::Path;
-
-fn pct(x: f64) -> String {
-    format!("{:.0}%", x * 100.0)
-}
 
 /// Plain-words lines for the trace at `path`: the kernel's memory share of warp time and its
 /// mean access, then each site by its share of the memory time, largest first, and what was

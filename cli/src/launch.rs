@@ -8,7 +8,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
 use instrument::{Arg, DevBuf, Device, LaunchConfig, Probe, TraceWarps, launch_probed};
 use kernels::cache::CompileCache;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use trace::{Dim3, ProbeMode, Region, RunMetrics, SiteInfo, TraceWriter};
@@ -44,9 +44,14 @@ pub struct LaunchArgs {
     /// Compile .cu sources with nvcc every time, without the cache.
     #[arg(long)]
     pub no_cache: bool,
+    /// Skip the bare run (the same launches built without probes) that says what the probes
+    /// cost: run.json's `overhead`, probed ÷ bare kernel time, printed with the verdict.
+    #[arg(long)]
+    pub no_overhead: bool,
 }
 
 /// PTX text and the registers per thread ptxas reports for it (for the emulator's occupancy).
+#[derive(Clone)]
 pub(crate) struct Compiled {
     pub ptx: String,
     pub regs: Option<u32>,
@@ -56,14 +61,13 @@ pub(crate) struct Compiled {
     pub sites: Option<Vec<SiteInfo>>,
 }
 
-fn compile_cu(src: &Path, args: &LaunchArgs) -> Result<Compiled> {
+fn compile_cu(src: &Path, args: &LaunchArgs, mode: ProbeMode) -> Result<Compiled> {
     let context = || {
         format!(
             "compiling {} (run scripts/setup-cuda if nvcc is missing, or give a .ptx source)",
             src.display()
         )
     };
-    let mode = args.mode.unwrap_or(ProbeMode::Auto);
     let cache = match (&args.cache, args.no_cache) {
         (_, true) => None,
         (Some(dir), false) => Some(CompileCache::new(dir)),
@@ -102,7 +106,7 @@ fn compile_cu(src: &Path, args: &LaunchArgs) -> Result<Compiled> {
 fn load_source(source: &Path, args: &LaunchArgs) -> Result<Compiled> {
     let ext = source.extension().and_then(|e| e.to_str()).unwrap_or("");
     Ok(match ext {
-        "cu" => compile_cu(source, args)?,
+        "cu" => compile_cu(source, args, args.mode.unwrap_or(ProbeMode::Auto))?,
         "ptx" => Compiled {
             ptx: std::fs::read_to_string(source)
                 .with_context(|| format!("cannot read {}", source.display()))?,
@@ -172,6 +176,8 @@ fn check_args(l: &LaunchPlan, compiled: &Compiled, args: &LaunchArgs) -> Result<
 
 pub fn run(args: &LaunchArgs) -> Result<()> {
     let mut spec = spec::load(&args.spec, args.from_dir.as_deref())?;
+    // The spec as written: the bare run of an instrumented kernel launches it without the log.
+    let written = spec.clone();
     // Each distinct source is compiled (or read) once, however many launches use it.
     let mut sources: BTreeMap<PathBuf, Compiled> = BTreeMap::new();
     if args.instrument.is_some() {
@@ -199,7 +205,8 @@ pub fn run(args: &LaunchArgs) -> Result<()> {
     let config = args.emu.gpu_config()?;
     let config_toml = config.to_toml();
     let preset = config.name.clone();
-    let (mut dev, note) = instrument::open_device(args.emu.backend, config, args.emu.limits(true))?;
+    let (mut dev, note) =
+        instrument::open_device(args.emu.backend, config.clone(), args.emu.limits(true))?;
     let kernels: Vec<&str> = spec.launches.iter().map(|l| l.kernel.as_str()).collect();
     eprintln!(
         "warpscope: launching {} on {} ({note})",
@@ -228,7 +235,27 @@ pub fn run(args: &LaunchArgs) -> Result<()> {
         trace::write_bytes_atomic(&args.out.join("config.toml"), config_toml.as_bytes())?;
     }
     let started = Instant::now();
-    let result = execute(dev.as_mut(), &sources, &modes, &spec, args, &mut metrics);
+    let mut result = execute(
+        dev.as_mut(),
+        &sources,
+        &modes,
+        &spec,
+        args,
+        &mut metrics,
+        true,
+    );
+    // The sources of the launches that ran with probes: what the bare run builds without them.
+    let probed: BTreeSet<&Path> = (spec.launches.iter().zip(&modes))
+        .filter(|(l, m)| l.is_probed() && **m != ProbeMode::Off)
+        .map(|(l, _)| l.source.as_path())
+        .collect();
+    let mut cost = None;
+    if result.is_ok() && !probed.is_empty() && !args.no_overhead {
+        drop(dev);
+        result = overhead(&written, &sources, &probed, args, config, &mut metrics).map(|c| {
+            cost = c;
+        });
+    }
     metrics.wall_seconds = started.elapsed().as_secs_f64();
     if let Err(e) = &result {
         metrics.errors.push(format!("{e:#}"));
@@ -245,6 +272,9 @@ pub fn run(args: &LaunchArgs) -> Result<()> {
             Err(e) => eprintln!("warpscope: no verdict: {}", trace::error_chain(&e)),
         }
     }
+    if let Some(line) = cost {
+        println!("  {line}");
+    }
     Ok(())
 }
 
@@ -259,6 +289,7 @@ fn execute(
     spec: &Spec,
     args: &LaunchArgs,
     metrics: &mut RunMetrics,
+    write: bool,
 ) -> Result<()> {
     let mut modules = BTreeMap::new();
     for (path, c) in sources {
@@ -324,7 +355,9 @@ fn execute(
             metrics
                 .extra
                 .insert("occupancy_probed".into(), probed.blocks_per_sm.into());
-            TraceWriter::write_all(&args.out.join(trace::TRACE_FILE_NAME), &probed.trace)?;
+            if write {
+                TraceWriter::write_all(&args.out.join(trace::TRACE_FILE_NAME), &probed.trace)?;
+            }
             probed.outcome
         } else {
             dev.launch(module, &l.kernel, &cfg, &kargs)
@@ -382,7 +415,7 @@ fn execute(
         } else {
             per_launch.push(serde_json::Value::Object(this));
         }
-        for &b in &l.write {
+        for &b in l.write.iter().filter(|_| write) {
             let plan = &spec.buffers[b];
             let name = format!("{}.after-{}.npy", plan.name, n + 1);
             write_buffer(dev, &bufs[b], plan.elem, &args.out.join(name))?;
@@ -402,12 +435,82 @@ fn execute(
             .extra
             .insert("launches".into(), serde_json::Value::Array(per_launch));
     }
-    for (b, buf) in spec.buffers.iter().zip(&bufs) {
+    for (b, buf) in spec.buffers.iter().zip(&bufs).filter(|_| write) {
         if let Some(out) = &b.output {
             write_buffer(dev, buf, b.elem, &args.out.join(out))?;
         }
     }
     Ok(())
+}
+
+/// The bare run: the same launches, with the same inputs on a new device, built without probes
+/// (a .cu source compiled with `WS_OFF`; an instrumented kernel as it was written), writing
+/// nothing. Puts `overhead` (probed ÷ bare kernel time) and the bare kernel time in `metrics`
+/// and returns the line to print; `None`, with the reason on stderr, when a probed source has no
+/// bare build (a .ptx built with probes).
+fn overhead(
+    written: &Spec,
+    sources: &BTreeMap<PathBuf, Compiled>,
+    probed: &BTreeSet<&Path>,
+    args: &LaunchArgs,
+    config: emulator::GpuConfig,
+    metrics: &mut RunMetrics,
+) -> Result<Option<String>> {
+    let mut bare = BTreeMap::new();
+    for (path, c) in sources {
+        let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+        let b = match (
+            ext,
+            args.instrument.is_some(),
+            probed.contains(path.as_path()),
+        ) {
+            (_, _, false) => c.clone(),
+            ("cu", false, true) => compile_cu(path, args, ProbeMode::Off)?,
+            (_, true, true) => load_source(path, args)?,
+            _ => {
+                eprintln!(
+                    "warpscope: what the probes cost is not measured: {} is a .ptx built with probes, with no bare build beside it",
+                    path.display()
+                );
+                return Ok(None);
+            }
+        };
+        bare.insert(path.clone(), b);
+    }
+    let off = vec![ProbeMode::Off; written.launches.len()];
+    let (mut dev, _) = instrument::open_device(args.emu.backend, config, args.emu.limits(true))?;
+    let mut scratch = metrics.clone();
+    execute(
+        dev.as_mut(),
+        &bare,
+        &off,
+        written,
+        args,
+        &mut scratch,
+        false,
+    )
+    .context("the bare run, which measures what the probes cost")?;
+    let (Some(probed_ms), Some(bare_ms)) = (metrics.kernel_ms, scratch.kernel_ms) else {
+        return Ok(None);
+    };
+    let ratio = probed_ms / bare_ms;
+    if !ratio.is_finite() {
+        return Ok(None);
+    }
+    metrics
+        .extra
+        .insert(trace::run_keys::OVERHEAD.into(), ratio.into());
+    metrics
+        .extra
+        .insert(trace::run_keys::BARE_KERNEL_MS.into(), bare_ms.into());
+    if let Some(c) = scratch.cycles {
+        metrics
+            .extra
+            .insert(trace::run_keys::BARE_CYCLES.into(), c.into());
+    }
+    Ok(Some(format!(
+        "probes: kernel time {ratio:.3}× the bare build's ({probed_ms:.4} ms against {bare_ms:.4} ms)."
+    )))
 }
 
 /// In a pipeline, says which launch an error comes from (the error itself names the kernel).

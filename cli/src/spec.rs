@@ -91,7 +91,7 @@ pub struct ArgSpec {
     pub value: Option<toml::Value>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SiteSpec {
     pub id: u16,
@@ -105,7 +105,7 @@ fn default_region() -> String {
 }
 
 /// A validated spec: the buffers, then the launches in order.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Spec {
     pub buffers: Vec<BufferPlan>,
     pub launches: Vec<LaunchPlan>,

@@ -49,7 +49,8 @@ fn histogram_example_launches_and_matches_cpu() {
     assert!(
         said.contains("histogram: memory is ")
             && said.contains("of warp time over 128 warps (2048 timed accesses")
-            && said.contains("site 0 (input[i]): 100% of the memory time, 2048 accesses"),
+            && said.contains("site 0 (input[i]): 100% of the memory time, 2048 accesses")
+            && said.contains("probes: kernel time "),
         "{said}"
     );
     let input = read_u32_npy(&out.join("input.npy"));
@@ -66,6 +67,17 @@ fn histogram_example_launches_and_matches_cpu() {
     assert_eq!(run["mode"], "fence");
     assert!(run["errors"].as_array().unwrap().is_empty());
     assert!(run["cycles"].as_u64().unwrap() > 0);
+    // The bare run beside it: the same launch built without probes, which the probes slow.
+    let (overhead, bare) = (
+        run["overhead"].as_f64().unwrap(),
+        run["bare_kernel_ms"].as_f64().unwrap(),
+    );
+    assert!(
+        overhead > 1.0 && bare > 0.0,
+        "overhead {overhead}, bare {bare} ms"
+    );
+    let probed = run["kernel_ms"].as_f64().unwrap();
+    assert!((probed / bare - overhead).abs() < 1e-9);
     // 65536 loads / 32 lanes = 2048 warp-level accesses; 64 slots per warp × 128 warps = 8192
     // fit, so nothing is dropped, and every access is a record.
     assert_eq!(run["records"].as_u64().unwrap(), 2048);

@@ -700,9 +700,12 @@ fn write_run(
     match bare {
         Some(b) => {
             let ratio = (b.kernel_ms > 0.0).then(|| frame.kernel_ms / b.kernel_ms);
-            x.insert("overhead".into(), json!(ratio));
-            x.insert("bare_kernel_ms".into(), json!(b.kernel_ms));
-            x.insert("bare_cycles".into(), json!(b.launch.outcome.cycles));
+            x.insert(trace::run_keys::OVERHEAD.into(), json!(ratio));
+            x.insert(trace::run_keys::BARE_KERNEL_MS.into(), json!(b.kernel_ms));
+            x.insert(
+                trace::run_keys::BARE_CYCLES.into(),
+                json!(b.launch.outcome.cycles),
+            );
             x.insert("occupancy_bare".into(), json!(b.launch.blocks_per_sm));
             x.insert("registers_bare".into(), json!(b.entry.registers));
             // What the probes did to the caches: the same counters of the bare build.
@@ -728,7 +731,7 @@ fn write_run(
         None => {
             let own = (cfg.mode == ProbeMode::Off).then_some(l.blocks_per_sm);
             x.insert(
-                "overhead".into(),
+                trace::run_keys::OVERHEAD.into(),
                 if cfg.mode == ProbeMode::Off {
                     json!(1.0)
                 } else {

@@ -80,7 +80,10 @@ fn row_from_metrics(run: &str, m: &RunMetrics) -> SweepRow {
         frame_rate: m.frame_rate,
         tex_hit_rate: m.tex_hit_rate,
         dropped_records: Some(m.dropped_records),
-        overhead: m.extra.get("overhead").and_then(Value::as_f64),
+        overhead: m
+            .extra
+            .get(trace::run_keys::OVERHEAD)
+            .and_then(Value::as_f64),
         occupancy_bare: m.extra.get("occupancy_bare").and_then(Value::as_u64),
         occupancy_probed: m.extra.get("occupancy_probed").and_then(Value::as_u64),
         tex_hit_rate_bare: m.extra.get("tex_hit_rate_bare").and_then(Value::as_f64),

@@ -6,6 +6,15 @@ use crate::{Dim3, EmuCounters, ProbeMode, TraceError};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
+/// Keys of `RunMetrics::extra` that more than one command writes and the sweep reads, named once.
+pub mod run_keys {
+    /// Probed ÷ bare kernel time: what the probes cost.
+    pub const OVERHEAD: &str = "overhead";
+    /// The bare build's kernel time (ms) and cycles, beside the probed run's own.
+    pub const BARE_KERNEL_MS: &str = "bare_kernel_ms";
+    pub const BARE_CYCLES: &str = "bare_cycles";
+}
+
 /// The metrics of one run. Rates are fractions in 0–1. Keys beyond these (per-command details,
 /// emulator counters) live in `extra`, which serializes as ordinary top-level keys in sorted order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

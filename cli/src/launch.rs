@@ -176,8 +176,9 @@ fn check_args(l: &LaunchPlan, compiled: &Compiled, args: &LaunchArgs) -> Result<
 
 pub fn run(args: &LaunchArgs) -> Result<()> {
     let mut spec = spec::load(&args.spec, args.from_dir.as_deref())?;
-    // The spec as written: the bare run of an instrumented kernel launches it without the log.
-    let written = spec.clone();
+    // The spec as written, where instrumenting changes it: the bare run of an instrumented kernel
+    // launches it without the log argument.
+    let written = args.instrument.is_some().then(|| spec.clone());
     // Each distinct source is compiled (or read) once, however many launches use it.
     let mut sources: BTreeMap<PathBuf, Compiled> = BTreeMap::new();
     if args.instrument.is_some() {
@@ -252,7 +253,8 @@ pub fn run(args: &LaunchArgs) -> Result<()> {
     let mut cost = None;
     if result.is_ok() && !probed.is_empty() && !args.no_overhead {
         drop(dev);
-        result = overhead(&written, &sources, &probed, args, config, &mut metrics).map(|c| {
+        let bare_spec = written.as_ref().unwrap_or(&spec);
+        result = overhead(bare_spec, &sources, &probed, args, config, &mut metrics).map(|c| {
             cost = c;
         });
     }

@@ -106,6 +106,8 @@ fn two_pass_reduction_pipeline_matches_cpu() {
     let run: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
     assert_eq!(run["kernel"], "block_sums+sum_in_place");
+    // No probes, so no bare run beside it to measure what they cost.
+    assert!(run.get("overhead").is_none(), "{run}");
     let launches = run["launches"].as_array().unwrap();
     assert_eq!(launches.len(), 2);
     let cycles: u64 = launches.iter().map(|l| l["cycles"].as_u64().unwrap()).sum();

@@ -90,4 +90,4 @@ pub use roofline::{
     busy_cycles, ridge_point, roofline_point, run_bound, run_roofline, write_ceilings,
 };
 pub use sweep::analyze::{AnalysisSummary, AnalyzeOptions, analyze};
-pub use sweep::one_run::run_verdict;
+pub use sweep::one_run::{probe_cost, run_verdict};

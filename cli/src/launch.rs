@@ -495,10 +495,10 @@ fn overhead(
     let (Some(probed_ms), Some(bare_ms)) = (metrics.kernel_ms, scratch.kernel_ms) else {
         return Ok(None);
     };
-    let ratio = probed_ms / bare_ms;
-    if !ratio.is_finite() {
+    let Some(line) = analysis::probe_cost(Some(probed_ms), Some(bare_ms)) else {
         return Ok(None);
-    }
+    };
+    let ratio = probed_ms / bare_ms;
     metrics
         .extra
         .insert(trace::run_keys::OVERHEAD.into(), ratio.into());
@@ -510,9 +510,7 @@ fn overhead(
             .extra
             .insert(trace::run_keys::BARE_CYCLES.into(), c.into());
     }
-    Ok(Some(format!(
-        "probes: kernel time {ratio:.3}× the bare build's ({probed_ms:.4} ms against {bare_ms:.4} ms)."
-    )))
+    Ok(Some(line))
 }
 
 /// In a pipeline, says which launch an error comes from (the error itself names the kernel).

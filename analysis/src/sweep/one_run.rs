@@ -61,12 +61,32 @@ pub fn run_verdict(path: &Path) -> Result<Vec<String>, AnalysisError> {
     Ok(out)
 }
 
+/// What the probes cost one run, in the words the verdict is printed with: probed ÷ bare kernel
+/// time, with both times. `None` when either time is missing, zero or not finite.
+pub fn probe_cost(probed_ms: Option<f64>, bare_ms: Option<f64>) -> Option<String> {
+    let (p, b) = (probed_ms?, bare_ms?);
+    let ratio = p / b;
+    (ratio.is_finite() && ratio > 0.0).then(|| {
+        format!("probes: kernel time {ratio:.3}× the bare build's ({p:.4} ms against {b:.4} ms).")
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use trace::{
         Cycles, Dim3, LaunchInfo, Record, Region, SiteInfo, SmId, Trace, TraceWriter, WarpTrace,
     };
+
+    #[test]
+    fn the_probe_cost_is_a_ratio_of_kernel_times() {
+        assert_eq!(
+            probe_cost(Some(0.03), Some(0.02)).as_deref(),
+            Some("probes: kernel time 1.500× the bare build's (0.0300 ms against 0.0200 ms).")
+        );
+        assert_eq!(probe_cost(Some(0.03), Some(0.0)), None);
+        assert_eq!(probe_cost(None, Some(0.02)), None);
+    }
 
     #[test]
     fn a_runs_verdict_leads_with_the_share_then_the_sites_by_time() {

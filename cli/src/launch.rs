@@ -250,13 +250,10 @@ pub fn run(args: &LaunchArgs) -> Result<()> {
         .filter(|(l, m)| l.is_probed() && **m != ProbeMode::Off)
         .map(|(l, _)| l.source.as_path())
         .collect();
-    let mut cost = None;
     if result.is_ok() && !probed.is_empty() && !args.no_overhead {
         drop(dev);
         let bare_spec = written.as_ref().unwrap_or(&spec);
-        result = overhead(bare_spec, &sources, &probed, args, config, &mut metrics).map(|c| {
-            cost = c;
-        });
+        result = overhead(bare_spec, &sources, &probed, args, config, &mut metrics);
     }
     metrics.wall_seconds = started.elapsed().as_secs_f64();
     if let Err(e) = &result {
@@ -265,17 +262,8 @@ pub fn run(args: &LaunchArgs) -> Result<()> {
     metrics.write(&args.out.join("run.json"))?;
     result?;
     eprintln!("warpscope: wrote {}", args.out.display());
-    // What the probes found, in the words of a sweep's verdict; a trace it cannot read loses
-    // only these lines.
-    let trace_path = args.out.join(trace::TRACE_FILE_NAME);
-    if spec.launches.iter().any(|l| l.is_probed()) {
-        match analysis::run_verdict(&trace_path) {
-            Ok(lines) => lines.iter().for_each(|l| println!("  {l}")),
-            Err(e) => eprintln!("warpscope: no verdict: {}", trace::error_chain(&e)),
-        }
-    }
-    if let Some(line) = cost {
-        println!("  {line}");
+    if !probed.is_empty() {
+        crate::print_run_verdict(&args.out, &metrics);
     }
     Ok(())
 }
@@ -447,9 +435,9 @@ fn execute(
 
 /// The bare run: the same launches, with the same inputs on a new device, built without probes
 /// (a .cu source compiled with `WS_OFF`; an instrumented kernel as it was written), writing
-/// nothing. Puts `overhead` (probed ÷ bare kernel time) and the bare kernel time in `metrics`
-/// and returns the line to print; `None`, with the reason on stderr, when a probed source has no
-/// bare build (a .ptx built with probes).
+/// nothing. Puts `overhead` (probed ÷ bare kernel time) and the bare kernel time and cycles in
+/// `metrics`; says on stderr why not when a probed source has no bare build (a .ptx built with
+/// probes).
 fn overhead(
     written: &Spec,
     sources: &BTreeMap<PathBuf, Compiled>,
@@ -457,7 +445,7 @@ fn overhead(
     args: &LaunchArgs,
     config: emulator::GpuConfig,
     metrics: &mut RunMetrics,
-) -> Result<Option<String>> {
+) -> Result<()> {
     let mut bare = BTreeMap::new();
     for (path, c) in sources {
         let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
@@ -474,7 +462,7 @@ fn overhead(
                     "warpscope: what the probes cost is not measured: {} is a .ptx built with probes, with no bare build beside it",
                     path.display()
                 );
-                return Ok(None);
+                return Ok(());
             }
         };
         bare.insert(path.clone(), b);
@@ -493,12 +481,12 @@ fn overhead(
     )
     .context("the bare run, which measures what the probes cost")?;
     let (Some(probed_ms), Some(bare_ms)) = (metrics.kernel_ms, scratch.kernel_ms) else {
-        return Ok(None);
-    };
-    let Some(line) = analysis::probe_cost(Some(probed_ms), Some(bare_ms)) else {
-        return Ok(None);
+        return Ok(());
     };
     let ratio = probed_ms / bare_ms;
+    if !(ratio.is_finite() && ratio > 0.0) {
+        return Ok(());
+    }
     metrics
         .extra
         .insert(trace::run_keys::OVERHEAD.into(), ratio.into());
@@ -510,7 +498,7 @@ fn overhead(
             .extra
             .insert(trace::run_keys::BARE_CYCLES.into(), c.into());
     }
-    Ok(Some(line))
+    Ok(())
 }
 
 /// In a pipeline, says which launch an error comes from (the error itself names the kernel).

@@ -148,6 +148,20 @@ impl EmuArgs {
     }
 }
 
+/// Prints one probed run's verdict (where its warps' time went, per site) and, where a bare run
+/// beside it measured them, what the probes cost; `launch` and `render` end with it. A trace it
+/// cannot read loses only these lines.
+pub fn print_run_verdict(run_dir: &Path, m: &trace::RunMetrics) {
+    match analysis::run_verdict(&run_dir.join(trace::TRACE_FILE_NAME)) {
+        Ok(lines) => lines.iter().for_each(|l| println!("  {l}")),
+        Err(e) => eprintln!("warpscope: no verdict: {}", trace::error_chain(&e)),
+    }
+    let bare = m.extra.get(trace::run_keys::BARE_KERNEL_MS);
+    if let Some(line) = analysis::probe_cost(m.kernel_ms, bare.and_then(|v| v.as_f64())) {
+        println!("  {line}");
+    }
+}
+
 /// Runs the analysis and tells the user what it left out.
 pub fn analyze_sweep(sweep: &Path, out: &Path) -> Result<analysis::AnalysisSummary> {
     let summary = analysis::analyze(sweep, out, &analysis::AnalyzeOptions::default())

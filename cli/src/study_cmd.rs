@@ -234,16 +234,8 @@ pub fn render(args: &RenderArgs) -> Result<()> {
         m.dropped_records,
         result.run_dir.display()
     );
-    // Where the frame's time went and what the probes cost it, as `launch` says it.
     if cfg.mode != ProbeMode::Off {
-        match analysis::run_verdict(&result.run_dir.join(trace::TRACE_FILE_NAME)) {
-            Ok(lines) => lines.iter().for_each(|l| println!("  {l}")),
-            Err(e) => eprintln!("warpscope: no verdict: {}", trace::error_chain(&e)),
-        }
-        let bare = m.extra.get(trace::run_keys::BARE_KERNEL_MS);
-        if let Some(line) = analysis::probe_cost(m.kernel_ms, bare.and_then(|v| v.as_f64())) {
-            println!("  {line}");
-        }
+        crate::print_run_verdict(&result.run_dir, m);
     }
     Ok(())
 }

@@ -52,12 +52,12 @@ pub(crate) fn html_escape(s: &str) -> String {
     out
 }
 
-/// "16x8" → "16×8", as the paper writes shapes.
 /// A fraction as a whole percent, `0.574` → `57%`: the findings' and verdicts' spelling.
 pub(crate) fn pct(x: f64) -> String {
     format!("{:.0}%", x * 100.0)
 }
 
+/// "16x8" → "16×8", as the paper writes shapes.
 pub(crate) fn pretty_shape(shape: &str) -> String {
     shape.replace('x', "×")
 }

@@ -62,6 +62,7 @@ mod devmem;
 mod engine;
 mod error;
 mod exec;
+mod hostcpu;
 mod ir;
 mod memory;
 mod numeric;

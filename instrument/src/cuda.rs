@@ -4,8 +4,9 @@
 //! fall back on. Modules load from the fatbin (SASS for sm_75…sm_90 plus PTX the driver JITs for
 //! newer GPUs). Kernel time comes from CUDA events around the launch.
 //!
-//! The one module of the workspace with unsafe code: the driver API is a C FFI. Each block says
-//! why it is sound in a `SAFETY` comment.
+//! One of the two modules of the workspace with unsafe code (the other is the emulator's
+//! `hostcpu`, which runs lane loops with the host's FMA): the driver API is a C FFI. Each block
+//! says why it is sound in a `SAFETY` comment.
 #![allow(unsafe_code)]
 
 use crate::InstrumentError;

@@ -5,6 +5,7 @@ use super::mem::memory;
 use super::tex::texture;
 use super::{Ctx, Faulty, Flow, Warp, ZERO_LANES, fault, put};
 use crate::devmem::{LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, WINDOW_BYTES};
+use crate::hostcpu::with_host_features;
 use crate::ir::*;
 use crate::numeric::{self, b32, f32v, float_op, float_to_f64};
 
@@ -143,7 +144,7 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
     let fl = ty.is_float();
     match x.op {
         Op::Ld | Op::St | Op::Atom | Op::Red => return memory(x, w, c, m),
-        Op::Tex => return texture(x, w, c, m),
+        Op::Tex => return with_host_features(|| texture(x, w, c, m)),
         _ => {}
     }
     // Register operands are borrowed in place (no 256-byte copy); only other operands fill a
@@ -217,7 +218,7 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
         Op::Sub if plain_f32 => map!(r, |l| b32(f32v(a[l]) - f32v(b[l]))),
         Op::Mul if plain_f32 => map!(r, |l| b32(f32v(a[l]) * f32v(b[l]))),
         Op::Fma if plain_f32 && x.sub == 0 => {
-            map!(r, |l| b32(f32v(a[l]).mul_add(f32v(b[l]), f32v(cc[l]))))
+            with_host_features(|| map!(r, |l| b32(f32v(a[l]).mul_add(f32v(b[l]), f32v(cc[l])))))
         }
         Op::Add
         | Op::Sub

@@ -254,6 +254,16 @@ impl Texture {
 }
 
 /// The fault of a texel read at an address no allocation holds.
+/// A filtered value, with any NaN made the one quiet NaN. Which NaN an arithmetic NaN comes out
+/// as (its sign, its payload) follows the order the compiler put the operands in, which
+/// inlining changes (the volume path and the general one differed in sign at infinite
+/// coordinates); the filtered values are the same bits in every build this way. The NaN a
+/// texture unit returns is not modelled.
+#[inline(always)]
+fn quiet(v: f32) -> f32 {
+    if v.is_nan() { f32::NAN } else { v }
+}
+
 pub(crate) fn unmapped(addr: u64) -> String {
     format!("texel address {addr:#x} is not mapped")
 }
@@ -390,7 +400,9 @@ impl Sampler<'_> {
     }
 
     /// Float-coordinate sample with the texture's filter and address modes, recording the
-    /// texel addresses for `lane`.
+    /// texel addresses for `lane`. Always inlined: the texture fetch compiles it with the host's
+    /// rounding instructions where it has them (`hostcpu`).
+    #[inline(always)]
     pub(crate) fn sample(
         &self,
         coords: [f32; 3],
@@ -411,7 +423,7 @@ impl Sampler<'_> {
         if self.unorm8_volume
             && let Some(v) = self.sample_unorm8_volume(u, lane, lanes)
         {
-            return Ok(v);
+            return Ok(v.map(quiet));
         }
         match d.filter {
             TexFilter::Point => {
@@ -462,7 +474,7 @@ impl Sampler<'_> {
                         }
                     }
                 }
-                Ok(acc)
+                Ok(acc.map(quiet))
             }
         }
     }
@@ -485,7 +497,7 @@ impl Sampler<'_> {
     /// range (no border), the channel loop and format dispatch are gone and the eight offsets
     /// come from two parts per axis. `None` (nothing recorded) when a texel lies outside the
     /// mapped storage; the general path then reports it.
-    #[inline]
+    #[inline(always)]
     fn sample_unorm8_volume(
         &self,
         u: [f32; 3],

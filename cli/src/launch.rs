@@ -483,10 +483,9 @@ fn overhead(
     let (Some(probed_ms), Some(bare_ms)) = (metrics.kernel_ms, scratch.kernel_ms) else {
         return Ok(());
     };
-    let ratio = probed_ms / bare_ms;
-    if !(ratio.is_finite() && ratio > 0.0) {
+    let Some(ratio) = trace::overhead_ratio(probed_ms, bare_ms) else {
         return Ok(());
-    }
+    };
     metrics
         .extra
         .insert(trace::run_keys::OVERHEAD.into(), ratio.into());

@@ -699,7 +699,7 @@ fn write_run(
     }
     match bare {
         Some(b) => {
-            let ratio = (b.kernel_ms > 0.0).then(|| frame.kernel_ms / b.kernel_ms);
+            let ratio = trace::overhead_ratio(frame.kernel_ms, b.kernel_ms);
             x.insert(trace::run_keys::OVERHEAD.into(), json!(ratio));
             x.insert(trace::run_keys::BARE_KERNEL_MS.into(), json!(b.kernel_ms));
             x.insert(

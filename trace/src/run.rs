@@ -15,6 +15,14 @@ pub mod run_keys {
     pub const BARE_CYCLES: &str = "bare_cycles";
 }
 
+/// What the probes cost a run: probed ÷ bare kernel time, `None` unless that is a finite,
+/// positive number (a time missing, zero or not finite). The one definition behind
+/// [`run_keys::OVERHEAD`], wherever it is written or printed.
+pub fn overhead_ratio(probed_ms: f64, bare_ms: f64) -> Option<f64> {
+    let ratio = probed_ms / bare_ms;
+    (ratio.is_finite() && ratio > 0.0).then_some(ratio)
+}
+
 /// The metrics of one run. Rates are fractions in 0–1. Keys beyond these (per-command details,
 /// emulator counters) live in `extra`, which serializes as ordinary top-level keys in sorted order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -162,6 +170,14 @@ pub fn write_json_atomic<T: Serialize + ?Sized>(path: &Path, value: &T) -> Resul
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn overhead_is_a_finite_positive_ratio_or_nothing() {
+        assert_eq!(overhead_ratio(0.03, 0.02), Some(0.03 / 0.02));
+        assert_eq!(overhead_ratio(0.03, 0.0), None);
+        assert_eq!(overhead_ratio(0.0, 0.02), None);
+        assert_eq!(overhead_ratio(f64::NAN, 0.02), None);
+    }
 
     #[test]
     fn run_json_round_trips_with_extra_keys_at_top_level() {

@@ -65,10 +65,10 @@ pub fn run_verdict(path: &Path) -> Result<Vec<String>, AnalysisError> {
 /// time, with both times. `None` when either time is missing, zero or not finite.
 pub fn probe_cost(probed_ms: Option<f64>, bare_ms: Option<f64>) -> Option<String> {
     let (p, b) = (probed_ms?, bare_ms?);
-    let ratio = p / b;
-    (ratio.is_finite() && ratio > 0.0).then(|| {
-        format!("probes: kernel time {ratio:.3}× the bare build's ({p:.4} ms against {b:.4} ms).")
-    })
+    let ratio = trace::overhead_ratio(p, b)?;
+    Some(format!(
+        "probes: kernel time {ratio:.3}× the bare build's ({p:.4} ms against {b:.4} ms)."
+    ))
 }
 
 #[cfg(test)]

@@ -17,6 +17,15 @@ fn pct1(x: f64) -> String {
     format!("{:.1}%", x * 100.0)
 }
 
+/// Whole percents from `lo` to `hi` (`12%–20%`), or one (`40%`) where both round alike.
+fn pct_range((lo, hi): (f64, f64)) -> String {
+    if pct(lo) == pct(hi) {
+        pct(lo)
+    } else {
+        format!("{}–{}", pct(lo), pct(hi))
+    }
+}
+
 /// "At (0,0,0), naive puts memory at 12%–20% of warp time …, fence at 48%–80% …".
 pub(super) fn naive_vs_measured(runs: &[Run], views: &[String]) -> Vec<String> {
     let mut out = Vec::new();
@@ -47,12 +56,7 @@ pub(super) fn naive_vs_measured(runs: &[Run], views: &[String]) -> Vec<String> {
         }
         let range = |f: fn(&(String, f64, f64)) -> f64| {
             // `pairs` is not empty (above).
-            let (lo, hi) = stats::range(pairs.iter().map(f)).unwrap_or_default();
-            if pct(lo) == pct(hi) {
-                pct(lo)
-            } else {
-                format!("{}–{}", pct(lo), pct(hi))
-            }
+            pct_range(stats::range(pairs.iter().map(f)).unwrap_or_default())
         };
         let below = pairs.iter().filter(|p| p.1 < p.2 / 2.0).count();
         let examples: Vec<String> = [pairs.first(), pairs.last()]
@@ -136,13 +140,8 @@ pub(super) fn verdict(runs: &[Run], views: &[String]) -> Vec<String> {
         let Some((mm, rs)) = measured_runs(runs, view) else {
             continue;
         };
-        let Some((lo, hi)) = stats::range(rs.iter().map(|r| r.bd.mem_share)) else {
+        let Some(share) = stats::range(rs.iter().map(|r| r.bd.mem_share)).map(pct_range) else {
             continue;
-        };
-        let share = if pct(lo) == pct(hi) {
-            pct(lo)
-        } else {
-            format!("{}–{}", pct(lo), pct(hi))
         };
         let mut line = format!(
             "At {}, timed with {mm}: memory is {share} of warp time",

@@ -7,8 +7,8 @@ use crate::memory::{AccessKind, Space};
 use crate::numeric::{b32, f32v};
 use crate::texture::{HANDLE_BASE, Sampler, unmapped};
 
+// Lane and element indices address parallel arrays.
 #[allow(clippy::needless_range_loop)]
-// lane and element indices address parallel arrays
 // Inlined into `with_host_features`, so that the filter's floor and round are instructions.
 #[inline(always)]
 pub(super) fn texture(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow> {

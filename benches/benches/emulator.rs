@@ -1,10 +1,13 @@
 //! Emulator speed: simulated warp instructions per second on the speed workloads
 //! (`warpscope_benches`), each on one host thread and on two (the SMs of a launch run in
-//! parallel rounds; the results are the same). Throughput is in "elements" = warp
-//! instructions, so criterion prints warp instructions per second directly. Run with
-//! `cargo bench -p warpscope-benches --bench emulator`.
+//! parallel rounds; the results are the same), and on runs of the demo. Throughput is in
+//! "elements" = warp instructions, so criterion prints warp instructions per second directly.
+//! Run with `cargo bench -p warpscope-benches --bench emulator`.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use std::time::Duration;
+use study::{BlockShape, Scale, View};
+use trace::ProbeMode;
 use warpscope_benches::Workload;
 
 fn bench(c: &mut Criterion, id: &str, make: fn() -> Workload) {
@@ -42,5 +45,58 @@ fn workloads(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, workloads);
+/// Runs of `warpscope demo` as it renders them (quick geometry, blobs volume, gtx480, fenced
+/// probes, every 61st warp traced), on one host thread, without the bare frame: what the demo's
+/// speed line reports, `sim_warp_instructions_per_second` of run.json, whose median over the
+/// demo's runs is the figure the emulator's speed is judged by. The slowest kind of the demo's
+/// runs, 128×1 blocks at the 90° view where the texture cache mostly misses and the memory
+/// model does most of the work, and a fast one, 32×4 head-on. A sample's time is the launches'
+/// host seconds (`iter_custom`), not the render around them (volume upload, output files).
+fn demo_runs(c: &mut Criterion) {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .expect("a thread pool");
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let sweep = study::demo_config(dir.path(), Scale::Quick).expect("the demo's sweep");
+    let volume = sweep.volume.load().expect("the demo's volume");
+    for (id, shape, view) in [
+        ("128x1_v90-0-90", BlockShape::new(128, 1), View::PAPER[1]),
+        ("32x4_v0-0-0", BlockShape::new(32, 4), View::PAPER[0]),
+    ] {
+        let mut cfg = sweep.run_config(shape, view, ProbeMode::Fence);
+        cfg.measure_overhead = false;
+        let mut k = 0u32;
+        // One render: its warp instructions and the host seconds its launch took.
+        let mut render = || {
+            let mut dev = instrument::EmuDevice::new(sweep.emu_config.clone());
+            k += 1;
+            let out = dir.path().join(format!("{id}_{k}"));
+            let m = pool
+                .install(|| study::render_volume(&mut dev, &cfg, &volume, &out))
+                .unwrap_or_else(|e| panic!("{id}: {e}"))
+                .metrics;
+            let _ = std::fs::remove_dir_all(&out);
+            let instructions = m
+                .warp_instructions
+                .expect("an emulator run counts instructions");
+            let rate = m.sim_warp_instructions_per_second.expect("and its speed");
+            (instructions, instructions as f64 / rate)
+        };
+        let (instructions, _) = render();
+        let mut g = c.benchmark_group("emulator");
+        g.throughput(Throughput::Elements(instructions));
+        g.sample_size(10);
+        g.bench_function(format!("demo_run_{id}/threads_1"), |b| {
+            b.iter_custom(|iters| {
+                (0..iters)
+                    .map(|_| Duration::from_secs_f64(render().1))
+                    .sum()
+            })
+        });
+        g.finish();
+    }
+}
+
+criterion_group!(benches, workloads, demo_runs);
 criterion_main!(benches);

@@ -11,6 +11,86 @@ pub(crate) struct LineReq {
     pub mask: u8,
 }
 
+/// The lines of one access with their sectors, in order of first touch, and an index from
+/// line to place in that order. Why the index: a texture fetch's texels alternate between lines
+/// (a trilinear sample's two z slices lie in different lines), so a lane merges into a line
+/// seen before at nearly every texel, and searching the list for it cost 40 host instructions
+/// a texel on a memory-bound frame. One probe of an open-addressed table replaces the search;
+/// a table entry counts only when stamped with the current access, so no access clears it.
+#[derive(Debug, Clone)]
+pub(crate) struct Lines {
+    reqs: Vec<LineReq>,
+    /// `(stamp, place in reqs)`; twice as many slots as an access touches lines with any
+    /// preset (32 lanes × 8 texels, each in up to two lines), so a probe run stays short.
+    slots: Box<[(u32, u32)]>,
+    stamp: u32,
+}
+
+const SLOT_BITS: u32 = 10;
+
+impl Default for Lines {
+    fn default() -> Self {
+        Lines {
+            reqs: Vec::with_capacity(64),
+            slots: vec![(0, 0); 1 << SLOT_BITS].into_boxed_slice(),
+            stamp: 0,
+        }
+    }
+}
+
+impl std::ops::Deref for Lines {
+    type Target = [LineReq];
+    fn deref(&self) -> &[LineReq] {
+        &self.reqs
+    }
+}
+
+impl Lines {
+    fn clear(&mut self) {
+        self.reqs.clear();
+        self.stamp = self.stamp.wrapping_add(1);
+        if self.stamp == 0 {
+            // Stamps wrapped: entries of 2^32 accesses ago would look current.
+            self.slots.fill((0, 0));
+            self.stamp = 1;
+        }
+    }
+
+    /// Merges one line's sectors into the list, keeping first-touch order.
+    #[inline]
+    fn merge(&mut self, line: u64, mask: u8) {
+        if mask == 0 {
+            return;
+        }
+        let n = self.slots.len();
+        if self.reqs.len() >= n / 2 {
+            // More lines than the table is made for (a config whose lines are smaller than its
+            // accesses): the rest are searched for, so a probe never meets a full table.
+            match self.reqs.iter_mut().find(|r| r.line == line) {
+                Some(r) => r.mask |= mask,
+                None => self.reqs.push(LineReq { line, mask }),
+            }
+            return;
+        }
+        // Fibonacci hashing: the top bits of the product spread consecutive and strided lines.
+        let mut i = (line.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - SLOT_BITS)) as usize;
+        loop {
+            let (stamp, at) = self.slots[i];
+            if stamp != self.stamp {
+                self.slots[i] = (self.stamp, self.reqs.len() as u32);
+                self.reqs.push(LineReq { line, mask });
+                return;
+            }
+            let r = &mut self.reqs[at as usize];
+            if r.line == line {
+                r.mask |= mask;
+                return;
+            }
+            i = (i + 1) & (n - 1);
+        }
+    }
+}
+
 /// Groups the byte ranges `[addr, addr + bytes)` of every lane into lines of `1 << line_shift`
 /// bytes with a mask of the `1 << sector_shift`-byte sectors touched, in order of first touch.
 pub(crate) fn coalesce(
@@ -18,14 +98,14 @@ pub(crate) fn coalesce(
     bytes: u32,
     line_shift: u32,
     sector_shift: u32,
-    out: &mut Vec<LineReq>,
+    out: &mut Lines,
 ) {
     out.clear();
     let per_line = line_shift - sector_shift;
     let sector_index_mask = (1u64 << per_line) - 1;
     let len = u64::from(bytes.max(1));
-    // The line being accumulated: consecutive lanes almost always stay in it, so the list of
-    // lines is only searched when the line changes.
+    // The line being accumulated: consecutive lanes often stay in it, so the index is only
+    // probed when the line changes.
     let mut cur_line = u64::MAX;
     let mut cur_mask = 0u8;
     for &(_, addr) in lanes {
@@ -38,7 +118,7 @@ pub(crate) fn coalesce(
             if line == cur_line {
                 cur_mask |= bit;
             } else {
-                flush(out, cur_line, cur_mask);
+                out.merge(cur_line, cur_mask);
                 cur_line = line;
                 cur_mask = bit;
             }
@@ -48,7 +128,7 @@ pub(crate) fn coalesce(
             sector += 1;
         }
     }
-    flush(out, cur_line, cur_mask);
+    out.merge(cur_line, cur_mask);
 }
 
 /// Sector lookups of one access counted thread by thread: each lane's distinct sectors, summed
@@ -83,17 +163,6 @@ pub(crate) fn thread_sectors(lanes: &[(u8, u64)], bytes: u32, sector_shift: u32)
         }
     }
     total
-}
-
-/// Merges one line's sectors into the list, keeping first-touch order.
-fn flush(out: &mut Vec<LineReq>, line: u64, mask: u8) {
-    if mask == 0 {
-        return;
-    }
-    match out.iter_mut().rev().find(|r| r.line == line) {
-        Some(r) => r.mask |= mask,
-        None => out.push(LineReq { line, mask }),
-    }
 }
 
 /// Bank-conflict degree of a shared-memory access: the largest number of *distinct* words any
@@ -255,11 +324,11 @@ mod tests {
 
     #[test]
     fn consecutive_words_are_one_line_four_sectors() {
-        let mut out = Vec::new();
+        let mut out = Lines::default();
         coalesce(&lanes(|l| 0x1000 + 4 * l), 4, 7, 5, &mut out);
         assert_eq!(
-            out,
-            vec![LineReq {
+            *out,
+            [LineReq {
                 line: 0x1000 >> 7,
                 mask: 0b1111
             }]
@@ -268,7 +337,7 @@ mod tests {
 
     #[test]
     fn stride_of_a_line_is_thirty_two_single_sectors() {
-        let mut out = Vec::new();
+        let mut out = Lines::default();
         coalesce(&lanes(|l| 128 * l), 4, 7, 5, &mut out);
         assert_eq!(out.len(), 32);
         assert!(out.iter().all(|r| r.mask.count_ones() == 1));
@@ -278,7 +347,7 @@ mod tests {
 
     #[test]
     fn stride_of_a_sector_is_eight_lines_of_four_sectors() {
-        let mut out = Vec::new();
+        let mut out = Lines::default();
         coalesce(&lanes(|l| 32 * l), 4, 7, 5, &mut out);
         assert_eq!(out.len(), 8);
         assert!(out.iter().all(|r| r.mask == 0b1111));
@@ -286,11 +355,11 @@ mod tests {
 
     #[test]
     fn misaligned_access_spans_two_sectors_and_lines() {
-        let mut out = Vec::new();
+        let mut out = Lines::default();
         coalesce(&[(0, 126)], 4, 7, 5, &mut out);
         assert_eq!(
-            out,
-            vec![
+            *out,
+            [
                 LineReq {
                     line: 0,
                     mask: 0b1000
@@ -312,7 +381,7 @@ mod tests {
         assert_eq!(thread_sectors(&lanes, 1, 5), 2 + 2);
         lanes.push((2, 30));
         assert_eq!(thread_sectors(&lanes, 4, 5), 2 + 2 + 2);
-        let mut lines = Vec::new();
+        let mut lines = Lines::default();
         coalesce(&lanes, 4, 7, 5, &mut lines);
         let distinct: u32 = lines.iter().map(|r| r.mask.count_ones()).sum();
         assert_eq!(
@@ -324,9 +393,9 @@ mod tests {
 
     #[test]
     fn unsectored_line_has_one_sector_bit() {
-        let mut out = Vec::new();
+        let mut out = Lines::default();
         coalesce(&lanes(|l| 4 * l), 4, 7, 7, &mut out);
-        assert_eq!(out, vec![LineReq { line: 0, mask: 1 }]);
+        assert_eq!(*out, [LineReq { line: 0, mask: 1 }]);
     }
 
     #[test]
@@ -342,6 +411,72 @@ mod tests {
         // 8-byte accesses by 32 lanes cover 64 words: every bank serves two.
         assert_eq!(bank_conflict_ways(&lanes(|l| 8 * l), 8, 32, 4, &mut s), 2);
         assert_eq!(bank_conflict_ways(&[], 4, 32, 4, &mut s), 0);
+    }
+
+    proptest::proptest! {
+        /// Against the definition, by search: every lane's sectors, lines in order of first
+        /// touch, masks or-ed; over many accesses, so that stale index entries are exercised.
+        #[test]
+        fn coalesce_groups_sectors_by_line_in_first_touch_order(
+            accesses in proptest::collection::vec(
+                proptest::collection::vec(0u64..1 << 16, 0..257), 1..6),
+            bytes in proptest::sample::select(vec![1u32, 4, 16]),
+            sector_shift in 2u32..6,
+        ) {
+            let line_shift = sector_shift + 2;
+            let mut out = Lines::default();
+            for addrs in &accesses {
+                let l: Vec<(u8, u64)> = addrs.iter().map(|&a| (0, a)).collect();
+                coalesce(&l, bytes, line_shift, sector_shift, &mut out);
+                let mut want: Vec<LineReq> = Vec::new();
+                for &a in addrs {
+                    for s in a >> sector_shift..=(a + u64::from(bytes) - 1) >> sector_shift {
+                        let (line, bit) = (s >> 2, 1u8 << (s & 3));
+                        match want.iter_mut().find(|r| r.line == line) {
+                            Some(r) => r.mask |= bit,
+                            None => want.push(LineReq { line, mask: bit }),
+                        }
+                    }
+                }
+                proptest::prop_assert_eq!(&*out, &want[..]);
+            }
+        }
+    }
+
+    #[test]
+    fn more_lines_than_the_index_holds_are_still_merged() {
+        // 16-byte texels over 1-byte lines: 256 texels touch 4096 lines, twice where they
+        // overlap (the second half repeats the first half's lines).
+        let l: Vec<(u8, u64)> = (0..256u64)
+            .map(|i| (0, 64 * (i % 128) + (i / 128)))
+            .collect();
+        let mut out = Lines::default();
+        coalesce(&l, 16, 0, 0, &mut out);
+        let mut want: Vec<u64> = Vec::new();
+        for &(_, a) in &l {
+            for line in a..a + 16 {
+                if !want.contains(&line) {
+                    want.push(line);
+                }
+            }
+        }
+        assert_eq!(out.iter().map(|r| r.line).collect::<Vec<_>>(), want);
+        assert!(out.iter().all(|r| r.mask == 1));
+    }
+
+    #[test]
+    fn stale_index_entries_after_the_stamp_wraps_are_not_taken_for_lines() {
+        let mut out = Lines::default();
+        // Line 0's entry is stamped 1, the stamp the table starts over with after a wrap.
+        coalesce(&[(0, 0)], 1, 7, 5, &mut out);
+        assert_eq!(out.stamp, 1);
+        out.stamp = u32::MAX;
+        coalesce(&[(0, 0), (0, 256)], 1, 7, 5, &mut out);
+        assert_eq!(out.stamp, 1);
+        assert_eq!(
+            *out,
+            [LineReq { line: 0, mask: 1 }, LineReq { line: 2, mask: 1 }]
+        );
     }
 
     proptest::proptest! {

@@ -65,7 +65,7 @@ pub(crate) use below::Below;
 use below::L2Op;
 use cache::{Cache, Mshrs};
 use coalesce::{
-    LineReq, bank_conflict_ways, coalesce, distinct_addresses, max_same_address, thread_sectors,
+    Lines, bank_conflict_ways, coalesce, distinct_addresses, max_same_address, thread_sectors,
 };
 pub(crate) use pending::{Pend, is_token};
 use record::AddressRecorder;
@@ -181,7 +181,7 @@ pub(crate) struct SmMem {
     /// Requests sent so far (the next one's `seq`).
     pub(crate) seq: u64,
     counters: MemCounters,
-    lines: Vec<LineReq>,
+    lines: Lines,
     words: Vec<(u64, u64)>,
     addrs: Vec<u64>,
     /// The optional address recorder (record.rs); `None` unless asked for.
@@ -297,7 +297,7 @@ impl SmMem {
             queue: VecDeque::new(),
             seq: 0,
             counters: MemCounters::default(),
-            lines: Vec::with_capacity(64),
+            lines: Lines::default(),
             words: Vec::with_capacity(128),
             addrs: Vec::with_capacity(32),
             recorder: None,

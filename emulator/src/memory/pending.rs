@@ -25,12 +25,23 @@ use std::collections::{BinaryHeap, VecDeque};
 /// The bit that marks a token; real cycles stay far below it.
 pub(crate) const TOKEN: u64 = 1 << 63;
 
+/// The bit of a token whose value, while unknown, is at least the horizon (see
+/// `Pend::horizon`): an answer from below, or an expression over one. Carried in the token so
+/// that `max`, which asks it of nearly every token it meets, needs no lookup.
+const LATE: u64 = 1 << 62;
+
 /// MSHR tables per SM that may replay (L1, texture, constant).
 pub(crate) const TABLES: usize = 3;
 
 #[inline]
 pub(crate) fn is_token(t: u64) -> bool {
     t >= TOKEN
+}
+
+/// Whether `t` is a token whose value, while unknown, is at least the horizon.
+#[inline]
+fn late(t: u64) -> bool {
+    t & (TOKEN | LATE) == TOKEN | LATE
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -65,9 +76,8 @@ struct Replay {
 pub(crate) struct Pend {
     /// Id of `defs[0]`.
     base: u64,
-    /// Definition, value once known, and whether the value is known to be at least the
-    /// horizon while unknown (see `horizon`).
-    defs: VecDeque<(Def, Option<u64>, bool)>,
+    /// Definition, and value once known.
+    defs: VecDeque<(Def, Option<u64>)>,
     /// The current round's end. Every unresolved answer from below is at least this (an L2
     /// round trip is at least as long as a round), and so is an expression over one; a replayed
     /// MSHR acquire need not be (a miss may be sent at once).
@@ -82,14 +92,14 @@ impl Pend {
     fn push(&mut self, d: Def) -> u64 {
         let late = match d {
             Def::Given => true,
-            Def::Max(a, b) => self.late(a) || self.late(b),
-            Def::Add(a, _) => self.late(a),
+            Def::Max(a, b) => late(a) || late(b),
+            Def::Add(a, _) => late(a),
             Def::Acquire(_) => false,
         };
         let id = self.base + self.defs.len() as u64;
-        self.defs.push_back((d, None, late));
+        self.defs.push_back((d, None));
         self.unresolved += 1;
-        TOKEN | id
+        TOKEN | if late { LATE } else { 0 } | id
     }
 
     /// A token answered later by [`Pend::give`].
@@ -97,18 +107,13 @@ impl Pend {
         self.push(Def::Given)
     }
 
-    /// Whether `t` is a token whose value, while unknown, is at least the horizon.
-    fn late(&self, t: u64) -> bool {
-        is_token(t) && self.slot(t).is_some_and(|i| self.defs[i].2)
-    }
-
     /// `max(a, b)` of cycles or tokens.
     #[inline]
     pub(crate) fn max(&mut self, a: u64, b: u64) -> u64 {
         match (is_token(a), is_token(b)) {
             (false, false) => a.max(b),
-            (true, false) if b <= self.horizon && self.late(a) => a,
-            (false, true) if a <= self.horizon && self.late(b) => b,
+            (true, false) if b <= self.horizon && late(a) => a,
+            (false, true) if a <= self.horizon && late(b) => b,
             _ if a == b => a,
             _ => self.push(Def::Max(a, b)),
         }
@@ -223,7 +228,7 @@ impl Pend {
     }
 
     fn slot(&self, t: u64) -> Option<usize> {
-        let id = (t & !TOKEN).checked_sub(self.base)?;
+        let id = (t & !(TOKEN | LATE)).checked_sub(self.base)?;
         usize::try_from(id).ok().filter(|&i| i < self.defs.len())
     }
 
@@ -312,7 +317,7 @@ impl Pend {
     /// Forgets the resolved tokens at the front: called after the SM replaced every resolved
     /// token it stored (and `evaluate` those in open expressions), so nothing refers to them.
     pub(crate) fn settle(&mut self) {
-        while let Some((_, Some(_), _)) = self.defs.front() {
+        while let Some((_, Some(_))) = self.defs.front() {
             self.defs.pop_front();
             self.base += 1;
         }

@@ -253,7 +253,6 @@ impl Texture {
     }
 }
 
-/// The fault of a texel read at an address no allocation holds.
 /// A filtered value, with any NaN made the one quiet NaN. Which NaN an arithmetic NaN comes out
 /// as (its sign, its payload) follows the order the compiler put the operands in, which
 /// inlining changes (the volume path and the general one differed in sign at infinite
@@ -264,6 +263,7 @@ fn quiet(v: f32) -> f32 {
     if v.is_nan() { f32::NAN } else { v }
 }
 
+/// The fault of a texel read at an address no allocation holds.
 pub(crate) fn unmapped(addr: u64) -> String {
     format!("texel address {addr:#x} is not mapped")
 }

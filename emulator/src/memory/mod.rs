@@ -566,8 +566,16 @@ pub(crate) fn in_global_order(
         if key >= bound {
             break;
         }
-        if let Some((now, seq)) = take(key.1 as usize) {
-            heap.push(Reverse((now, key.1, seq)));
+        // An SM's items come in runs (a texture fetch sends several lines at one cycle): while
+        // its next one still comes before every other SM's, it is taken without the heap.
+        let limit = heap.peek().map_or(bound, |r| r.0.min(bound));
+        let sm = key.1;
+        while let Some((now, seq)) = take(sm as usize) {
+            let next = (now, sm, seq);
+            if next >= limit {
+                heap.push(Reverse(next));
+                break;
+            }
         }
     }
 }

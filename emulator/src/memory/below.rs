@@ -4,7 +4,6 @@
 use super::cache::{self, Cache};
 use super::{CacheCounters, L2Req, Pend, count};
 use crate::config::{CacheConfig, GpuConfig};
-use std::collections::VecDeque;
 
 /// Sub-cycle resolution of bandwidth queues: bytes/cycle need not divide the transfer size.
 const TICKS_PER_CYCLE: u64 = 1 << 16;
@@ -27,8 +26,11 @@ const TICKS_PER_CYCLE: u64 = 1 << 16;
 /// however long, takes no room and no walk.
 #[derive(Debug, Clone)]
 pub(super) struct BandwidthQueue {
-    /// Ticks used in each cycle from `base` on; every cycle before `base` is full or past.
-    used: VecDeque<u32>,
+    /// Ticks used in each cycle from `base` on, from index `head`; every cycle before `base` is
+    /// full or past. A vector with a moving head rather than a `VecDeque`: the walk indexes it
+    /// several times per transfer, and the ring's wrap-around arithmetic was a third of it.
+    used: Vec<u32>,
+    head: usize,
     base: u64,
     /// Where the last transfer's time ended (`extend` adds after it).
     last_end: u64,
@@ -39,7 +41,8 @@ impl BandwidthQueue {
     pub(super) fn new(bytes_per_cycle: f64) -> Self {
         let t = (TICKS_PER_CYCLE as f64 / bytes_per_cycle).round();
         BandwidthQueue {
-            used: VecDeque::new(),
+            used: Vec::new(),
+            head: 0,
             base: 0,
             last_end: 0,
             ticks_per_byte: if t.is_finite() && t >= 1.0 {
@@ -48,6 +51,12 @@ impl BandwidthQueue {
                 1
             },
         }
+    }
+
+    /// Cycles held from `base` on (tests).
+    #[cfg(test)]
+    pub(super) fn held(&self) -> usize {
+        self.used.len() - self.head
     }
 
     /// Reserves a transfer of `bytes` arriving at `now`; returns the cycle it starts.
@@ -66,10 +75,19 @@ impl BandwidthQueue {
     pub(super) fn forget_before(&mut self, cycle: u64) {
         if cycle > self.base {
             // In one step: the floor moves by many cycles between two visits to a queue.
-            let k = usize::try_from(cycle - self.base)
-                .map_or(self.used.len(), |k| k.min(self.used.len()));
-            self.used.drain(..k);
+            let k = usize::try_from(cycle - self.base).map_or(usize::MAX, |k| k);
+            self.head = self.head.saturating_add(k).min(self.used.len());
             self.base = cycle;
+            self.compact();
+        }
+    }
+
+    /// Drops the forgotten front once it is as long as what is held, so that memory stays
+    /// proportional to the cycles held and each entry moves a bounded number of times.
+    fn compact(&mut self) {
+        if self.head >= 1024 && self.head * 2 >= self.used.len() {
+            self.used.drain(..self.head);
+            self.head = 0;
         }
     }
 
@@ -79,13 +97,28 @@ impl BandwidthQueue {
     /// so it is never inside a cycle's used ticks.
     fn take(&mut self, from: u64, mut need: u64) -> u64 {
         let mut c = (from / TICKS_PER_CYCLE).max(self.base);
+        let mut k = self.head + (c - self.base) as usize;
         let mut first = None;
         let start = loop {
-            let i = (c - self.base) as usize;
-            if i >= self.used.len() {
-                self.used.resize(i + 1, 0);
-            }
-            let used = u64::from(self.used[i]);
+            let Some(&used) = self.used.get(k) else {
+                // Nothing is held from cycle `c` on: the rest is one run of free cycles.
+                self.used.resize(k, 0);
+                let at = c * TICKS_PER_CYCLE;
+                let start = *first.get_or_insert(at);
+                if need == 0 {
+                    return start;
+                }
+                let full = need / TICKS_PER_CYCLE;
+                self.used
+                    .extend(std::iter::repeat_n(TICKS_PER_CYCLE as u32, full as usize));
+                let rest = need % TICKS_PER_CYCLE;
+                if rest > 0 {
+                    self.used.push(rest as u32);
+                }
+                self.last_end = at + need;
+                break start;
+            };
+            let used = u64::from(used);
             if used < TICKS_PER_CYCLE {
                 let at = c * TICKS_PER_CYCLE + used;
                 let start = *first.get_or_insert(at);
@@ -93,7 +126,7 @@ impl BandwidthQueue {
                     return start;
                 }
                 let take = need.min(TICKS_PER_CYCLE - used);
-                self.used[i] = (used + take) as u32;
+                self.used[k] = (used + take) as u32;
                 need -= take;
                 if need == 0 {
                     self.last_end = at + take;
@@ -101,15 +134,17 @@ impl BandwidthQueue {
                 }
             }
             c += 1;
+            k += 1;
         };
         while self
             .used
-            .front()
+            .get(self.head)
             .is_some_and(|&u| u64::from(u) == TICKS_PER_CYCLE)
         {
-            self.used.pop_front();
+            self.head += 1;
             self.base += 1;
         }
+        self.compact();
         start
     }
 }
@@ -321,15 +356,13 @@ mod tests {
         for k in 0..100_000u64 {
             assert_eq!(q.reserve(0, 32), k);
         }
-        assert!(q.used.len() <= 1, "{} cycles held", q.used.len());
+        assert!(q.held() <= 1, "{} cycles held", q.held());
+        assert!(q.used.len() <= 2048, "the forgotten front is dropped");
         // A late arrival inside the backlog waits for its end; one after it starts at once.
         assert_eq!(q.reserve(50, 32), 100_000);
         assert_eq!(q.reserve(200_000, 32), 200_000);
-        assert!(
-            q.used.len() <= 100_000,
-            "only the gap before 200,000 is held"
-        );
+        assert!(q.held() <= 100_000, "only the gap before 200,000 is held");
         q.forget_before(200_000);
-        assert!(q.used.len() <= 1);
+        assert!(q.held() <= 1);
     }
 }

@@ -20,7 +20,7 @@
 //! scheduler stalled) wait for the values.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::BinaryHeap;
 
 /// The bit that marks a token; real cycles stay far below it.
 pub(crate) const TOKEN: u64 = 1 << 63;
@@ -67,8 +67,11 @@ struct Replay {
     capacity: usize,
     /// The table's entries as replayed so far (values).
     heap: BinaryHeap<Reverse<u64>>,
-    /// Operations not replayed yet, in order.
-    ops: VecDeque<Op>,
+    /// Operations in order, those from `next` on not replayed yet (a vector with a cursor:
+    /// it is read at the front and written at the back, and indexing a `VecDeque` costs its
+    /// wrap-around arithmetic every time).
+    ops: Vec<Op>,
+    next: usize,
 }
 
 /// The unresolved cycles of one SM.
@@ -76,8 +79,11 @@ struct Replay {
 pub(crate) struct Pend {
     /// Id of `defs[0]`.
     base: u64,
-    /// Definition, and value once known.
-    defs: VecDeque<(Def, Option<u64>)>,
+    /// Definition, and value once known. A vector with a moving `head` (the first not
+    /// forgotten) rather than a `VecDeque`: every token lookup indexes it, and the ring's
+    /// wrap-around arithmetic was a large part of a lookup.
+    defs: Vec<(Def, Option<u64>)>,
+    head: usize,
     /// The current round's end. Every unresolved answer from below is at least this (an L2
     /// round trip is at least as long as a round), and so is an expression over one; a replayed
     /// MSHR acquire need not be (a miss may be sent at once).
@@ -85,7 +91,9 @@ pub(crate) struct Pend {
     unresolved: usize,
     /// Values given since the last `settle`.
     fresh: bool,
-    replays: [Option<Replay>; TABLES],
+    /// Boxed: `advance` takes a replay out while it runs, and moving a pointer is cheaper
+    /// than moving the replay.
+    replays: [Option<Box<Replay>>; TABLES],
 }
 
 impl Pend {
@@ -97,7 +105,7 @@ impl Pend {
             Def::Acquire(_) => false,
         };
         let id = self.base + self.defs.len() as u64;
-        self.defs.push_back((d, None));
+        self.defs.push((d, None));
         self.unresolved += 1;
         TOKEN | if late { LATE } else { 0 } | id
     }
@@ -138,11 +146,12 @@ impl Pend {
         entries: impl Iterator<Item = u64>,
     ) {
         let ops = entries.map(Op::Push).collect();
-        self.replays[table] = Some(Replay {
+        self.replays[table] = Some(Box::new(Replay {
             capacity,
             heap: BinaryHeap::new(),
             ops,
-        });
+            next: 0,
+        }));
     }
 
     /// Whether some table is being replayed (its SM cannot start a round then).
@@ -158,7 +167,7 @@ impl Pend {
     /// Records a push to a replayed table.
     pub(crate) fn replay_push(&mut self, table: usize, t: u64) {
         if let Some(r) = &mut self.replays[table] {
-            r.ops.push_back(Op::Push(t));
+            r.ops.push(Op::Push(t));
         }
     }
 
@@ -167,7 +176,7 @@ impl Pend {
     pub(crate) fn replay_acquire(&mut self, table: usize, now: u64) -> u64 {
         let t = self.push(Def::Acquire(table as u8));
         if let Some(r) = &mut self.replays[table] {
-            r.ops.push_back(Op::Acquire(now, t));
+            r.ops.push(Op::Acquire(now, t));
         }
         t
     }
@@ -178,7 +187,7 @@ impl Pend {
         self.advance(table);
         let done = self.replays[table]
             .as_ref()
-            .is_some_and(|r| r.ops.is_empty());
+            .is_some_and(|r| r.next == r.ops.len());
         if !done {
             return None;
         }
@@ -191,12 +200,16 @@ impl Pend {
         let Some(mut r) = self.replays[table].take() else {
             return;
         };
-        while let Some(&op) = r.ops.front() {
+        while let Some(&op) = r.ops.get(r.next) {
             match op {
-                Op::Push(t) => match self.value(t) {
-                    Some(v) => r.heap.push(Reverse(v)),
-                    None => break,
-                },
+                Op::Push(t) => {
+                    // Most pushed values are known by now: read them before evaluating.
+                    let known = Some(self.settled(t)).filter(|&v| !is_token(v));
+                    match known.or_else(|| self.value(t)) {
+                        Some(v) => r.heap.push(Reverse(v)),
+                        None => break,
+                    }
+                }
                 Op::Acquire(now, t) => {
                     // What `Mshrs::acquire` does with every value known.
                     while r.heap.peek().is_some_and(|&Reverse(v)| v <= now) {
@@ -212,7 +225,11 @@ impl Pend {
                     }
                 }
             }
-            r.ops.pop_front();
+            r.next += 1;
+        }
+        if r.next * 2 >= r.ops.len() {
+            r.ops.drain(..r.next);
+            r.next = 0;
         }
         self.replays[table] = Some(r);
     }
@@ -229,7 +246,9 @@ impl Pend {
 
     fn slot(&self, t: u64) -> Option<usize> {
         let id = (t & !(TOKEN | LATE)).checked_sub(self.base)?;
-        usize::try_from(id).ok().filter(|&i| i < self.defs.len())
+        usize::try_from(id)
+            .ok()
+            .filter(|&i| i >= self.head && i < self.defs.len())
     }
 
     fn resolve(&mut self, i: usize, v: u64) {
@@ -287,24 +306,40 @@ impl Pend {
     /// Evaluates, in creation order, every expression whose parts are known — even those
     /// nothing refers to any more, so that `any_unresolved` counts only what is open — and
     /// replaces the known parts of those still open (and of the replays' pending pushes).
+    ///
+    /// Without recursion: a part is an older token, so in creation order it has been
+    /// evaluated already and its value, if it has one, is there to read.
     pub(crate) fn evaluate(&mut self) {
-        for i in 0..self.defs.len() {
+        for i in self.head..self.defs.len() {
             if self.defs[i].1.is_some() {
                 continue;
             }
-            let id = TOKEN | (self.base + i as u64);
-            if self.value(id).is_some() {
-                continue;
-            }
-            self.defs[i].0 = match self.defs[i].0 {
-                Def::Max(a, b) => Def::Max(self.settled(a), self.settled(b)),
-                Def::Add(a, k) => Def::Add(self.settled(a), k),
-                d => d,
+            let v = match self.defs[i].0 {
+                Def::Given => None,
+                Def::Max(a, b) => {
+                    let (a, b) = (self.settled(a), self.settled(b));
+                    self.defs[i].0 = Def::Max(a, b);
+                    (!is_token(a) && !is_token(b)).then(|| a.max(b))
+                }
+                Def::Add(a, k) => {
+                    let a = self.settled(a);
+                    self.defs[i].0 = Def::Add(a, k);
+                    (!is_token(a)).then(|| a + k)
+                }
+                // Replaying resolves every acquire whose releases are known, this one with
+                // them if it can be.
+                Def::Acquire(table) => {
+                    self.advance(table as usize);
+                    None
+                }
             };
+            if let Some(v) = v {
+                self.resolve(i, v);
+            }
         }
         for table in 0..TABLES {
             if let Some(mut r) = self.replays[table].take() {
-                for op in r.ops.iter_mut() {
+                for op in &mut r.ops[r.next..] {
                     if let Op::Push(t) = op {
                         *t = self.settled(*t);
                     }
@@ -317,9 +352,15 @@ impl Pend {
     /// Forgets the resolved tokens at the front: called after the SM replaced every resolved
     /// token it stored (and `evaluate` those in open expressions), so nothing refers to them.
     pub(crate) fn settle(&mut self) {
-        while let Some((_, Some(_))) = self.defs.front() {
-            self.defs.pop_front();
-            self.base += 1;
+        while self.defs.get(self.head).is_some_and(|d| d.1.is_some()) {
+            self.head += 1;
+        }
+        // Drop the forgotten front once it is as long as what is left, so that each entry
+        // moves a bounded number of times.
+        if self.head * 2 >= self.defs.len() {
+            self.defs.drain(..self.head);
+            self.base += self.head as u64;
+            self.head = 0;
         }
         self.fresh = false;
     }

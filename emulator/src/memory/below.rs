@@ -21,7 +21,7 @@ const TICKS_PER_CYCLE: u64 = 1 << 16;
 ///
 /// The calendar counts the ticks used in each cycle. Transfers arrive at cycle starts and fill
 /// free time earliest first, so a cycle's used ticks are always its first ones and the count is
-/// its whole state. A cycle-indexed ring makes finding a free cycle a short walk; it starts at
+/// its whole state. A cycle-indexed array makes finding a free cycle a short walk; it starts at
 /// the first cycle that is neither past (before the floor) nor full, so a backlog of full cycles,
 /// however long, takes no room and no walk.
 #[derive(Debug, Clone)]

@@ -383,7 +383,7 @@ fn same_accesses_give_same_cycles_and_counters() {
     assert_eq!(run(), run());
 }
 
-/// The bandwidth queue as its definition says, in bytes and without its ring: every cycle
+/// The bandwidth queue as its definition says, in bytes and without its array: every cycle
 /// carries `per_cycle` bytes, a transfer takes the earliest free bytes from its arrival on
 /// (its cycles' first ones), and it starts in the cycle after the byte before its first, so
 /// mid-cycle starts round up as the queue's ticks do. Nothing is ever forgotten.
@@ -415,7 +415,7 @@ impl ByteCalendar {
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
 
-    /// The queue's ring (which starts at its first cycle neither past nor full and forgets the
+    /// The queue's array (which starts at its first cycle neither past nor full and forgets the
     /// past) answers as the plain calendar does, for arrivals in any order at or after the
     /// floor, with the floor moving up now and then as the L2's answers move it.
     #[test]

@@ -458,4 +458,42 @@ mod tests {
         p.give(b, 20);
         assert_eq!(p.value(m), Some(20));
     }
+
+    #[test]
+    fn one_evaluation_resolves_a_chain_as_value_would() {
+        // A chain of maxima and sums over two answers and a replayed MSHR's send cycle, as a
+        // warp's loads build one: one pass in creation order must resolve all of it.
+        let mut p = Pend::default();
+        let a = p.given();
+        let b = p.given();
+        p.replay_begin(0, 1, [a].into_iter());
+        let sent = p.replay_acquire(0, 3);
+        let ready = p.add(sent, 7);
+        p.replay_push(0, ready);
+        let mut chain = p.max(a, 5);
+        let mut links = Vec::new();
+        for k in 0..40 {
+            chain = match k % 3 {
+                0 => p.add(chain, 3),
+                1 => p.max(chain, b),
+                _ => p.max(chain, sent),
+            };
+            links.push(chain);
+        }
+        let mut by_value = p.clone();
+        for q in [&mut p, &mut by_value] {
+            q.give(a, 10);
+            q.give(b, 40);
+        }
+        p.evaluate();
+        assert!(!p.any_unresolved());
+        for t in links {
+            let v = by_value.value(t);
+            assert!(v.is_some());
+            assert_eq!(Some(p.settled(t)), v);
+        }
+        // The one MSHR frees at 10, when the answer `a` arrives.
+        assert_eq!(p.settled(sent), 10);
+        assert_eq!(p.replay_end(0), Some(vec![17]));
+    }
 }

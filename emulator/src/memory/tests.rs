@@ -439,6 +439,52 @@ proptest::proptest! {
         }
     }
 
+    /// Items of per-SM queues are visited in global order, every one before the bound and none
+    /// after it, however the SMs' runs interleave.
+    #[test]
+    fn queues_are_merged_in_global_order(
+        queues in proptest::collection::vec(
+            proptest::collection::vec(0u64..40, 0..30), 1..6),
+        bound_cycle in 0u64..600,
+    ) {
+        // Each SM's items: non-decreasing cycles, sequence numbers counting up.
+        let queues: Vec<Vec<(u64, u64)>> = queues
+            .into_iter()
+            .map(|q| {
+                let mut now = 0;
+                q.into_iter()
+                    .enumerate()
+                    .map(|(seq, step)| {
+                        now += step;
+                        (now, seq as u64)
+                    })
+                    .collect()
+            })
+            .collect();
+        let bound = (bound_cycle, 1, 0);
+        let mut all: Vec<Key> = queues
+            .iter()
+            .enumerate()
+            .flat_map(|(sm, q)| q.iter().map(move |&(now, seq)| (now, sm as u32, seq)))
+            .filter(|&k| k < bound)
+            .collect();
+        all.sort_unstable();
+        let heads = queues
+            .iter()
+            .enumerate()
+            .filter_map(|(sm, q)| q.first().map(|&(now, seq)| (now, sm as u32, seq)))
+            .collect();
+        let mut at = vec![0usize; queues.len()];
+        let mut seen = Vec::new();
+        in_global_order(heads, bound, |sm| {
+            let (now, seq) = queues[sm][at[sm]];
+            seen.push((now, sm as u32, seq));
+            at[sm] += 1;
+            queues[sm].get(at[sm]).copied()
+        });
+        proptest::prop_assert_eq!(seen, all);
+    }
+
     /// Any sequence of requests: completions never precede issue, every read sector is a hit,
     /// a miss or a merge, and DRAM reads are whole sectors.
     #[test]

@@ -427,7 +427,14 @@ impl Sm {
             for line in w.ready.chunks(8) {
                 x ^= line[0];
             }
-            let Some(x_next) = w.arch.pc().and_then(|pc| prog.exec.get(pc as usize)) else {
+            let Some(pc) = w.arch.pc() else {
+                continue;
+            };
+            // The timing model's copy of the instruction too: `issue` reads it first.
+            if let Some(i) = prog.insts.get(pc as usize) {
+                x ^= u64::from(i.line) ^ u64::from(i.target);
+            }
+            let Some(x_next) = prog.exec.get(pc as usize) else {
                 continue;
             };
             for o in x_next.s.iter().chain(&x_next.d).chain([&x_next.a]) {

@@ -2,7 +2,7 @@
 //! order (mod.rs says when), and the bandwidth queue both are built from.
 
 use super::cache::{self, Cache};
-use super::{CacheCounters, L2Req, Pend, count};
+use super::{CacheCounters, L2Req, Pend, count, forget_front};
 use crate::config::{CacheConfig, GpuConfig};
 
 /// Sub-cycle resolution of bandwidth queues: bytes/cycle need not divide the transfer size.
@@ -82,12 +82,11 @@ impl BandwidthQueue {
         }
     }
 
-    /// Drops the forgotten front once it is as long as what is held, so that memory stays
-    /// proportional to the cycles held and each entry moves a bounded number of times.
+    /// Drops the forgotten front (`forget_front`), in steps of at least 1,024 cycles: this
+    /// runs at every transfer.
     fn compact(&mut self) {
-        if self.head >= 1024 && self.head * 2 >= self.used.len() {
-            self.used.drain(..self.head);
-            self.head = 0;
+        if self.head >= 1024 {
+            forget_front(&mut self.used, &mut self.head);
         }
     }
 

@@ -739,6 +739,20 @@ impl MemorySystem {
     }
 }
 
+/// Drops the first `*head` items of `v`, those already consumed, once they are at least as many
+/// as the rest, and returns how many it dropped (0 when it waits). Why this rule: the queues
+/// read at a moving head (a calendar, the pending values, a replay's operations) are vectors
+/// rather than `VecDeque`s, which pay wrap-around arithmetic on every index; dropping only then
+/// moves each item a bounded number of times and keeps memory proportional to what is live.
+fn forget_front<T>(v: &mut Vec<T>, head: &mut usize) -> usize {
+    if *head * 2 < v.len() {
+        return 0;
+    }
+    let dropped = std::mem::take(head);
+    v.drain(..dropped);
+    dropped
+}
+
 /// Contiguous runs of set bits in a sector mask: (first sector, count).
 fn runs(mask: u8) -> impl Iterator<Item = (u32, u32)> {
     let mut m = mask;

@@ -19,6 +19,7 @@
 //! could change that cannot be written down this way (how far an idle SM may jump, why a
 //! scheduler stalled) wait for the values.
 
+use super::forget_front;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -227,10 +228,7 @@ impl Pend {
             }
             r.next += 1;
         }
-        if r.next * 2 >= r.ops.len() {
-            r.ops.drain(..r.next);
-            r.next = 0;
-        }
+        forget_front(&mut r.ops, &mut r.next);
         self.replays[table] = Some(r);
     }
 
@@ -355,13 +353,7 @@ impl Pend {
         while self.defs.get(self.head).is_some_and(|d| d.1.is_some()) {
             self.head += 1;
         }
-        // Drop the forgotten front once it is as long as what is left, so that each entry
-        // moves a bounded number of times.
-        if self.head * 2 >= self.defs.len() {
-            self.defs.drain(..self.head);
-            self.base += self.head as u64;
-            self.head = 0;
-        }
+        self.base += forget_front(&mut self.defs, &mut self.head) as u64;
         self.fresh = false;
     }
 }

@@ -88,6 +88,8 @@ impl Stall {
 
 pub(super) struct TWarp {
     arch: Warp,
+    /// Per virtual register, the cycle its value is ready (or a token), and one more entry for
+    /// `Deps::pad`.
     ready: Vec<u64>,
     /// The registers whose `ready` was last set to a token (may repeat, may be stale): what
     /// `take_in` looks at instead of every register of every warp.
@@ -274,7 +276,8 @@ impl Sm {
             }
         };
         let prog = inp.prog;
-        let nregs = prog.nregs as usize;
+        // The program's registers and the padding one.
+        let scoreboard = Deps::pad(prog) as usize + 1;
         let rows = prog.rows as usize;
         let threads = inp.block.iter().product::<u32>();
         let warps_per_block = threads.div_ceil(32);
@@ -332,10 +335,10 @@ impl Sm {
             w.arch.wib = wib;
             w.arch.slot = ws as u32;
             w.ready.clear();
-            w.ready.resize(nregs, 0);
+            w.ready.resize(scoreboard, 0);
             w.tokens.clear();
             w.from_mem.clear();
-            w.from_mem.resize(nregs, false);
+            w.from_mem.resize(scoreboard, false);
             w.state = WState::Run;
             w.block = slot;
             w.outstanding = self.cycle;

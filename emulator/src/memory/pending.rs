@@ -98,13 +98,11 @@ pub(crate) struct Pend {
 }
 
 impl Pend {
-    fn push(&mut self, d: Def) -> u64 {
-        let late = match d {
-            Def::Given => true,
-            Def::Max(a, b) => late(a) || late(b),
-            Def::Add(a, _) => late(a),
-            Def::Acquire(_) => false,
-        };
+    /// A new token for `d`, marked `late` when its value, while unknown, is at least the
+    /// horizon (`LATE`). The caller says which: it knows the kind it pushes, and deciding it
+    /// here from `d` was an indirect jump that mispredicted.
+    #[inline]
+    fn push(&mut self, d: Def, late: bool) -> u64 {
         let id = self.base + self.defs.len() as u64;
         self.defs.push((d, None));
         self.unresolved += 1;
@@ -113,7 +111,7 @@ impl Pend {
 
     /// A token answered later by [`Pend::give`].
     pub(crate) fn given(&mut self) -> u64 {
-        self.push(Def::Given)
+        self.push(Def::Given, true)
     }
 
     /// `max(a, b)` of cycles or tokens.
@@ -124,7 +122,7 @@ impl Pend {
             (true, false) if b <= self.horizon && late(a) => a,
             (false, true) if a <= self.horizon && late(b) => b,
             _ if a == b => a,
-            _ => self.push(Def::Max(a, b)),
+            _ => self.push(Def::Max(a, b), late(a) || late(b)),
         }
     }
 
@@ -132,7 +130,7 @@ impl Pend {
     #[inline]
     pub(crate) fn add(&mut self, a: u64, k: u64) -> u64 {
         if is_token(a) && k > 0 {
-            self.push(Def::Add(a, k))
+            self.push(Def::Add(a, k), late(a))
         } else {
             a + k
         }
@@ -175,7 +173,7 @@ impl Pend {
     /// Records a miss at cycle `now` taking an MSHR of a replayed table; the token is the
     /// cycle it can be sent.
     pub(crate) fn replay_acquire(&mut self, table: usize, now: u64) -> u64 {
-        let t = self.push(Def::Acquire(table as u8));
+        let t = self.push(Def::Acquire(table as u8), false);
         if let Some(r) = &mut self.replays[table] {
             r.ops.push(Op::Acquire(now, t));
         }

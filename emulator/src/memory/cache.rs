@@ -222,6 +222,21 @@ impl Cache {
         // A sector's arrival only moves later here (or is new), so the slot's latest is the
         // maximum of the old one and the values written.
         let mut latest = self.latest[slot];
+        if !is_token(ready) && !is_token(latest) {
+            // No token among the values (a token in a valid sector would be the latest): the
+            // same in fixed steps without a branch, since which sectors a request names, and
+            // which of them are valid, change from one request to the next.
+            let base = slot * self.sectors;
+            for (s, r) in self.ready[base..base + self.sectors].iter_mut().enumerate() {
+                let bit = 1u8 << s;
+                let was = std::hint::select_unpredictable(was_valid & bit != 0, *r, 0);
+                let new = std::hint::select_unpredictable(mask & bit != 0, was.max(ready), *r);
+                latest = latest.max(std::hint::select_unpredictable(mask & bit != 0, new, 0));
+                *r = new;
+            }
+            self.latest[slot] = latest;
+            return;
+        }
         for s in 0..self.sectors {
             let bit = 1u8 << s;
             if mask & bit != 0 {

@@ -219,24 +219,36 @@ impl Cache {
         if dirty {
             self.dirty[slot] |= mask;
         }
+        // No token among the values when neither `ready` nor the slot's latest is one (a
+        // token in a valid sector would be the latest).
+        if !is_token(ready) && !is_token(self.latest[slot]) {
+            self.mark_cycles(slot, mask, was_valid, ready);
+        } else {
+            self.mark_tokens(slot, mask, was_valid, ready, pend);
+        }
+    }
+
+    /// [`Cache::mark`]'s sector arrivals when every value is a cycle: in fixed steps without a
+    /// branch, since which sectors a request names, and which of them are valid, change from
+    /// one request to the next (the branches mispredicted).
+    fn mark_cycles(&mut self, slot: usize, mask: u8, was_valid: u8, ready: u64) {
+        let mut latest = self.latest[slot];
+        let base = slot * self.sectors;
+        for (s, r) in self.ready[base..base + self.sectors].iter_mut().enumerate() {
+            let bit = 1u8 << s;
+            let was = std::hint::select_unpredictable(was_valid & bit != 0, *r, 0);
+            let new = std::hint::select_unpredictable(mask & bit != 0, was.max(ready), *r);
+            latest = latest.max(std::hint::select_unpredictable(mask & bit != 0, new, 0));
+            *r = new;
+        }
+        self.latest[slot] = latest;
+    }
+
+    /// [`Cache::mark`]'s sector arrivals in general.
+    fn mark_tokens(&mut self, slot: usize, mask: u8, was_valid: u8, ready: u64, pend: &mut Pend) {
         // A sector's arrival only moves later here (or is new), so the slot's latest is the
         // maximum of the old one and the values written.
         let mut latest = self.latest[slot];
-        if !is_token(ready) && !is_token(latest) {
-            // No token among the values (a token in a valid sector would be the latest): the
-            // same in fixed steps without a branch, since which sectors a request names, and
-            // which of them are valid, change from one request to the next.
-            let base = slot * self.sectors;
-            for (s, r) in self.ready[base..base + self.sectors].iter_mut().enumerate() {
-                let bit = 1u8 << s;
-                let was = std::hint::select_unpredictable(was_valid & bit != 0, *r, 0);
-                let new = std::hint::select_unpredictable(mask & bit != 0, was.max(ready), *r);
-                latest = latest.max(std::hint::select_unpredictable(mask & bit != 0, new, 0));
-                *r = new;
-            }
-            self.latest[slot] = latest;
-            return;
-        }
         for s in 0..self.sectors {
             let bit = 1u8 << s;
             if mask & bit != 0 {
@@ -397,6 +409,48 @@ mod tests {
             latency_cycles: 1,
             replacement,
             mshrs: 4,
+        }
+    }
+
+    proptest::proptest! {
+        /// With cycles only, the branch-free marking leaves every valid sector's arrival and
+        /// the slot's latest as the general one does, over any sequence of fills of three lines
+        /// of one two-way set (so that evicted lines leave stale arrivals behind).
+        #[test]
+        fn marking_cycles_without_branches_is_the_general_marking(
+            fills in proptest::collection::vec(
+                (proptest::sample::select(vec![3u64, 7, 11]), 1u8..16, 0u64..1000, proptest::bool::ANY),
+                1..24,
+            ),
+        ) {
+            let mut p = Pend::default();
+            let mut a = Cache::new(&cfg(1024, 2, Replacement::Lru));
+            let mut b = a.clone();
+            for &(line, mask, ready, dirty) in &fills {
+                for (general, c) in [(false, &mut a), (true, &mut b)] {
+                    let (slot, _) = c.place(c.find(line), line, 0);
+                    let was_valid = c.valid[slot];
+                    c.valid[slot] |= mask;
+                    if dirty {
+                        c.dirty[slot] |= mask;
+                    }
+                    if general {
+                        c.mark_tokens(slot, mask, was_valid, ready, &mut p);
+                    } else {
+                        c.mark_cycles(slot, mask, was_valid, ready);
+                    }
+                }
+                let slot = a.find(line).unwrap_or(0);
+                let valid = |c: &Cache| {
+                    (0..c.sectors)
+                        .filter(|&s| c.valid[slot] & (1 << s) != 0)
+                        .map(|s| c.ready[slot * c.sectors + s])
+                        .collect::<Vec<_>>()
+                };
+                proptest::prop_assert_eq!(valid(&a), valid(&b));
+                proptest::prop_assert_eq!(a.latest[slot], b.latest[slot]);
+                proptest::prop_assert_eq!(a.latest[slot], a.latest_of(slot));
+            }
         }
     }
 

@@ -29,7 +29,7 @@ use crate::config::GpuConfig;
 use crate::devmem::WriteLog;
 use crate::error::EmuError;
 use crate::exec::{Ctx, Entry, FULL, Fixed, Flow, Warp, exec};
-use crate::ir::{Class, Inst, Op, Opnd, Program};
+use crate::ir::{Class, Op, Opnd, Program};
 use crate::memory::{AccessKind, Key, MemRequest, SmMem, is_token};
 
 use super::LaunchInput;
@@ -204,19 +204,6 @@ pub(super) struct Shared<'a> {
     pub interval: [u64; NCLASS],
     /// Whether the grid still has blocks to hand out (fixed during a round).
     pub blocks_left: bool,
-}
-
-/// Floating-point operations per active lane: 2 for an FMA, 1 for an add, subtract, multiply or
-/// divide, 0 for anything else. A product rather than nested branches: which one an issue takes
-/// depends on the instruction and mispredicted.
-fn flops_per_lane(x: &Inst) -> u64 {
-    let float = u64::from(matches!(x.class, Class::Fp32 | Class::Fp64));
-    let per = match x.op {
-        Op::Fma => 2,
-        Op::Add | Op::Sub | Op::Mul | Op::Div => 1,
-        _ => 0,
-    };
-    float * per
 }
 
 pub(super) fn lat(cfg: &GpuConfig, c: Class) -> u64 {
@@ -730,7 +717,7 @@ impl Sm {
         let lanes = active.count_ones() as u64;
         c.thread_instructions += lanes;
         c.class_counts[x.class as usize] += 1;
-        c.flops += flops_per_lane(x) * lanes;
+        c.flops += sh.deps.flops_per_lane(pc) * lanes;
         self.last_issue = Some((block.id, w.arch.wib, pc, x.line));
         let mut done_at = now + sh.lat[x.class as usize];
         let mut from_mem = false;

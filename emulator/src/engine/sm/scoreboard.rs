@@ -3,14 +3,15 @@
 
 use super::{Stall, TWarp, WState};
 use crate::config::GpuConfig;
-use crate::ir::{FENCE_SC_CTA, Op, Program};
+use crate::ir::{Class, FENCE_SC_CTA, Op, Program};
 
 /// Scoreboard registers an instruction's entry in [`Deps::short`] holds.
 const SHORT: usize = 4;
 
 /// Every instruction's scoreboard registers (reads, then writes — the order decides which
 /// register names the stall reason on a tie), flattened once per launch so that the per-issue
-/// `refresh` walks a slice instead of filtering operand enums.
+/// `refresh` walks a slice instead of filtering operand enums; and the other per-instruction
+/// fact an issue reads, its floating-point operations.
 pub(in crate::engine) struct Deps {
     start: Vec<u32>,
     regs: Vec<u32>,
@@ -23,6 +24,10 @@ pub(in crate::engine) struct Deps {
     /// Per pc: a fence that waits for the warp's stores and atomics but not its loads (a
     /// `membar.cta` on a preset whose `sm.cta_sc_fence_waits_for_loads` is false).
     writes_only: Vec<bool>,
+    /// Per pc: floating-point operations per active lane (2 for an FMA; 1 for an add,
+    /// subtract, multiply or divide; else 0). A table rather than a match at every issue,
+    /// whose branches on the operation mispredicted.
+    flops: Vec<u8>,
 }
 
 impl Deps {
@@ -50,11 +55,21 @@ impl Deps {
             .iter()
             .map(|x| skip_loads && x.op == Op::Membar && x.sub == FENCE_SC_CTA)
             .collect();
+        let flops = prog
+            .insts
+            .iter()
+            .map(|x| match (x.class, x.op) {
+                (Class::Fp32 | Class::Fp64, Op::Fma) => 2,
+                (Class::Fp32 | Class::Fp64, Op::Add | Op::Sub | Op::Mul | Op::Div) => 1,
+                _ => 0,
+            })
+            .collect();
         Deps {
             start,
             regs,
             short,
             writes_only,
+            flops,
         }
     }
 
@@ -62,6 +77,12 @@ impl Deps {
     /// its ready cycle stays 0 and it never decides a stall. A warp's scoreboard holds it.
     pub(in crate::engine) fn pad(prog: &Program) -> u32 {
         prog.nregs
+    }
+
+    /// Floating-point operations per active lane of the instruction at `pc`.
+    #[inline]
+    pub(in crate::engine) fn flops_per_lane(&self, pc: u32) -> u64 {
+        self.flops.get(pc as usize).map_or(0, |&f| u64::from(f))
     }
 
     #[inline]

@@ -5,7 +5,7 @@ use super::{Ctx, Fault, Faulty, Flow, Warp, fault, put};
 use crate::ir::*;
 use crate::memory::{AccessKind, Space};
 use crate::numeric::{b32, f32v};
-use crate::texture::{HANDLE_BASE, Sampler, unmapped};
+use crate::texture::{HANDLE_BASE, Sampler, WarpSamples, unmapped};
 
 // Lane and element indices address parallel arrays.
 #[allow(clippy::needless_range_loop)]
@@ -20,6 +20,12 @@ pub(super) fn texture(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
     }
     let mut out = [[0u64; 32]; 4];
     c.lanes.clear();
+    if let Some(bytes) = volume_samples(x, &h, &co, c, m, &mut out) {
+        for k in 0..x.nd as usize {
+            put(&mut w.regs, x.d[k], m, &out[k], 0xFFFF_FFFF);
+        }
+        return Ok(texture_flow(bytes));
+    }
     let mut texel_bytes = 4;
     // The lanes of a warp nearly always sample one texture: its sampler is resolved once and
     // kept until a lane names another.
@@ -73,10 +79,66 @@ pub(super) fn texture(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
     for k in 0..x.nd as usize {
         put(&mut w.regs, x.d[k], m, &out[k], 0xFFFF_FFFF);
     }
-    Ok(Flow::Mem {
+    Ok(texture_flow(texel_bytes))
+}
+
+/// What a texture fetch of `bytes`-byte texels leaves the timing model.
+fn texture_flow(bytes: u32) -> Flow {
+    Flow::Mem {
         space: Space::Texture,
         kind: AccessKind::Load,
-        bytes_per_lane: texel_bytes,
+        bytes_per_lane: bytes,
         readonly: true,
-    })
+    }
+}
+
+/// A 3D float-coordinate fetch into f32 registers whose lanes all sample one volume texture
+/// (`Sampler::volume_path`): the warp's samples taken together
+/// (`Sampler::sample_volume`), written to `out` as the lane-by-lane loop writes
+/// them. `None`, with nothing recorded, for any other fetch, which the loop then takes.
+#[inline(always)]
+fn volume_samples(
+    x: &Inst,
+    h: &[u64; 32],
+    co: &[[u64; 32]; 4],
+    c: &mut Ctx,
+    m: u32,
+    out: &mut [[u64; 32]; 4],
+) -> Option<u32> {
+    if m == 0 || x.sub != 3 || !x.ty2.is_float() || x.ty != Ty::F32 {
+        return None;
+    }
+    let first = h[m.trailing_zeros() as usize];
+    let mut same = true;
+    each_lane!(m, l, {
+        same &= h[l] == first;
+    });
+    if !same {
+        return None;
+    }
+    let tex = c
+        .fixed
+        .textures
+        .get(first.wrapping_sub(HANDLE_BASE) as usize)?
+        .sampler(c.fixed.dev);
+    if !tex.volume_path() {
+        return None;
+    }
+    let mut coords = [[0.0f32; 32]; 3];
+    for (k, axis) in coords.iter_mut().enumerate() {
+        for (v, &bits) in axis.iter_mut().zip(&co[k]) {
+            *v = f32v(bits);
+        }
+    }
+    let mut vals = [[0.0f32; 32]; 4];
+    let mut scratch = WarpSamples::default();
+    if !tex.sample_volume(&coords, m, &mut scratch, c.lanes, &mut vals) {
+        return None;
+    }
+    for (row, v) in out.iter_mut().zip(&vals) {
+        each_lane!(m, l, {
+            row[l] = b32(v[l]);
+        });
+    }
+    Some(tex.texel_bytes() as u32)
 }

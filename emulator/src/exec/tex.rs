@@ -20,12 +20,34 @@ pub(super) fn texture(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
     }
     let mut out = [[0u64; 32]; 4];
     c.lanes.clear();
-    if let Some(bytes) = volume_samples(x, &h, &co, c, m, &mut out) {
-        for k in 0..x.nd as usize {
-            put(&mut w.regs, x.d[k], m, &out[k], 0xFFFF_FFFF);
-        }
-        return Ok(texture_flow(bytes));
+    let texel_bytes = match volume_samples(x, &h, &co, c, m, &mut out) {
+        Some(bytes) => bytes,
+        None => lane_samples(x, &h, &co, c, m, &mut out)?,
+    };
+    for k in 0..x.nd as usize {
+        put(&mut w.regs, x.d[k], m, &out[k], 0xFFFF_FFFF);
     }
+    Ok(Flow::Mem {
+        space: Space::Texture,
+        kind: AccessKind::Load,
+        bytes_per_lane: texel_bytes,
+        readonly: true,
+    })
+}
+
+/// Each lane's fetch through its own texture, written to `out`; the texel size of the last
+/// lane's texture.
+// Lane and element indices address parallel arrays.
+#[allow(clippy::needless_range_loop)]
+#[inline(always)]
+fn lane_samples(
+    x: &Inst,
+    h: &[u64; 32],
+    co: &[[u64; 32]; 4],
+    c: &mut Ctx,
+    m: u32,
+    out: &mut [[u64; 32]; 4],
+) -> Faulty<u32> {
     let mut texel_bytes = 4;
     // The lanes of a warp nearly always sample one texture: its sampler is resolved once and
     // kept until a lane names another.
@@ -76,20 +98,7 @@ pub(super) fn texture(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
             };
         }
     });
-    for k in 0..x.nd as usize {
-        put(&mut w.regs, x.d[k], m, &out[k], 0xFFFF_FFFF);
-    }
-    Ok(texture_flow(texel_bytes))
-}
-
-/// What a texture fetch of `bytes`-byte texels leaves the timing model.
-fn texture_flow(bytes: u32) -> Flow {
-    Flow::Mem {
-        space: Space::Texture,
-        kind: AccessKind::Load,
-        bytes_per_lane: bytes,
-        readonly: true,
-    }
+    Ok(texel_bytes)
 }
 
 /// A 3D float-coordinate fetch into f32 registers whose lanes all sample one volume texture

@@ -562,16 +562,14 @@ impl Sampler<'_> {
         if read.is_none() {
             return false;
         }
-        let mut m = mask;
-        while m != 0 {
-            let l = m.trailing_zeros() as usize;
-            m &= m - 1;
+        each_set_lane(mask, |l| {
             lanes.extend_from_slice(&off[l].map(|o| (l as u8, self.tex.base + o)));
             let v = volume_filter(&weight[l], &texel[l]);
             for (row, v) in out.iter_mut().zip(v) {
                 row[l] = v;
             }
-        }
+            Some(())
+        });
         true
     }
 }

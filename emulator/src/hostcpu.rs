@@ -16,24 +16,42 @@
 //! host is known to have them, which [`with_host_features`] checks first.
 #![allow(unsafe_code)]
 
-/// Runs `f`, compiled with FMA and SSE4.1 when the host has both (checked once and cached by
-/// the standard library), else as the build targets. `f` should be a closure over code that
-/// inlines (`#[inline(always)]` bodies): what is not inlined into it keeps the baseline.
+/// Work to compile with the host's features: [`HostWork::run`] is inlined into [`featured`]'s
+/// body, so everything it inlines gets FMA and SSE4.1. A closure is work too, but a closure
+/// cannot be marked `#[inline(always)]` (not on stable Rust) and the compiler leaves a large one
+/// out of line, compiled for the baseline: the texture fetch, passed as a closure, kept its calls
+/// to `floorf` that way. Large work is a type of its own whose `run` is `#[inline(always)]`.
+pub(crate) trait HostWork {
+    type Out;
+    fn run(self) -> Self::Out;
+}
+
+impl<F: FnOnce() -> R, R> HostWork for F {
+    type Out = R;
+    #[inline(always)]
+    fn run(self) -> R {
+        self()
+    }
+}
+
+/// Runs `work`, compiled with FMA and SSE4.1 when the host has both (checked once and cached by
+/// the standard library), else as the build targets. What `work` calls should be
+/// `#[inline(always)]`: what is not inlined into it keeps the baseline.
 #[inline(always)]
-pub(crate) fn with_host_features<R>(f: impl FnOnce() -> R) -> R {
+pub(crate) fn with_host_features<W: HostWork>(work: W) -> W::Out {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("fma") && std::arch::is_x86_feature_detected!("sse4.1") {
         // SAFETY: `featured`'s only requirement is that the CPU has FMA and SSE4.1, checked
         // just above.
-        return unsafe { featured(f) };
+        return unsafe { featured(work) };
     }
-    f()
+    work.run()
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "fma,sse4.1")]
-fn featured<R>(f: impl FnOnce() -> R) -> R {
-    f()
+fn featured<W: HostWork>(work: W) -> W::Out {
+    work.run()
 }
 
 #[cfg(test)]
@@ -43,7 +61,7 @@ mod tests {
     #[test]
     fn both_paths_give_the_same_bits() {
         // Cases where a multiply then an add rounds twice and differs from one rounding, and
-        // floor/round at halves, negatives and signed zeros.
+        // floor/round/trunc at halves, negatives and signed zeros.
         let fma_cases = [
             (1.0f32 + f32::EPSILON, 1.0 - f32::EPSILON, -1.0f32),
             (0.1, 10.0, -1.0),
@@ -59,9 +77,10 @@ mod tests {
         for v in [
             -2.5f32, -0.5, -0.0, 0.0, 0.49999997, 0.5, 1.5, 2.5, 8388609.0, -1.0e-40,
         ] {
-            let (f, r) = with_host_features(|| (v.floor(), v.round()));
+            let (f, r, t) = with_host_features(|| (v.floor(), v.round(), v.trunc()));
             assert_eq!(f.to_bits(), v.floor().to_bits(), "floor {v}");
             assert_eq!(r.to_bits(), v.round().to_bits(), "round {v}");
+            assert_eq!(t.to_bits(), v.trunc().to_bits(), "trunc {v}");
         }
     }
 }

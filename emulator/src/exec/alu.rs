@@ -2,7 +2,7 @@
 //! chosen once per warp instruction where it can be.
 
 use super::mem::memory;
-use super::tex::texture;
+use super::tex::Fetch;
 use super::{Ctx, Faulty, Flow, Warp, ZERO_LANES, fault, put};
 use crate::devmem::{LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, WINDOW_BYTES};
 use crate::hostcpu::with_host_features;
@@ -144,7 +144,7 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
     let fl = ty.is_float();
     match x.op {
         Op::Ld | Op::St | Op::Atom | Op::Red => return memory(x, w, c, m),
-        Op::Tex => return with_host_features(|| texture(x, w, c, m)),
+        Op::Tex => return with_host_features(Fetch { x, w, c, m }),
         _ => {}
     }
     // Register operands are borrowed in place (no 256-byte copy); only other operands fill a

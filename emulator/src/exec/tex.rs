@@ -2,16 +2,33 @@
 //! left in `Ctx::lanes` for the timing model.
 
 use super::{Ctx, Fault, Faulty, Flow, Warp, fault, put};
+use crate::hostcpu::HostWork;
 use crate::ir::*;
 use crate::memory::{AccessKind, Space};
 use crate::numeric::{b32, f32v};
 use crate::texture::{HANDLE_BASE, Sampler, WarpSamples, unmapped};
 
+/// A texture fetch, run with the host's features (`hostcpu`), so that the filters' floors and
+/// truncations are instructions and their loops over lanes run several lanes at a time.
+pub(super) struct Fetch<'i, 'w, 'c, 'a> {
+    pub x: &'i Inst,
+    pub w: &'w mut Warp,
+    pub c: &'c mut Ctx<'a>,
+    pub m: u32,
+}
+
+impl HostWork for Fetch<'_, '_, '_, '_> {
+    type Out = Faulty<Flow>;
+    #[inline(always)]
+    fn run(self) -> Faulty<Flow> {
+        texture(self.x, self.w, self.c, self.m)
+    }
+}
+
 // Lane and element indices address parallel arrays.
 #[allow(clippy::needless_range_loop)]
-// Inlined into `with_host_features`, so that the filter's floor and round are instructions.
 #[inline(always)]
-pub(super) fn texture(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow> {
+fn texture(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow> {
     let mut h = [0u64; 32];
     c.fetch(x.a, w, &mut h);
     let mut co = [[0u64; 32]; 4];

@@ -3,11 +3,12 @@
 //!
 //! Why: the release build targets baseline x86-64 (SSE2), so that one binary runs on any
 //! x86-64 host, the GPU machines included. There `f32::mul_add` is a call to `fmaf` per lane,
-//! and `floor` and `round` calls to `floorf` and `roundf`: a warp's `fma.rn.f32` made 32 calls,
+//! and `floor` and `trunc` calls to `floorf` and `truncf`: a warp's `fma.rn.f32` made 32 calls,
 //! a volume sample six. Compiled with FMA and SSE4.1 they are single instructions, and the FMA
-//! loop becomes four lanes per instruction. Each of these operations has one right answer (an
-//! FMA rounds once, floor and round are exact) and the compiler contracts no other multiply and
-//! add into an FMA, so every number comes out the same on either path. What may differ is which
+//! loop becomes four lanes per instruction. (`round`, halves away from zero, has no instruction
+//! even then, so the texture filter rounds from `trunc`.) Each of these operations has one right
+//! answer (an FMA rounds once, floor and trunc are exact) and the compiler contracts no other
+//! multiply and add into an FMA, so every number comes out the same on either path. What may differ is which
 //! NaN an operation with two NaN operands returns, as it may between any two builds: the
 //! texture filter makes its NaNs one quiet NaN for that reason (`texture::quiet`).
 //!

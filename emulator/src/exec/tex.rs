@@ -9,7 +9,7 @@ use crate::numeric::{b32, f32v};
 use crate::texture::{HANDLE_BASE, Sampler, WarpSamples, unmapped};
 
 /// A texture fetch, run with the host's features (`hostcpu`), so that the filters' floors and
-/// truncations are instructions and their loops over lanes run several lanes at a time.
+/// truncations are instructions rather than calls to `floorf` and `truncf`.
 pub(super) struct Fetch<'i, 'w, 'c, 'a> {
     pub x: &'i Inst,
     pub w: &'w mut Warp,

@@ -55,6 +55,7 @@
 //! ```
 
 mod api;
+mod bits;
 mod config;
 mod coverage;
 mod decode;

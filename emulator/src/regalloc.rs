@@ -21,6 +21,7 @@
 //!   applied between rounds; a barrier reduction, written to every lane at release) gets a
 //!   row of its own.
 
+use crate::bits::set_bits;
 use crate::ir::{Inst, Op, Opnd};
 
 /// Fixed-size bit sets over registers, one per instruction, in one allocation.
@@ -52,16 +53,9 @@ impl Sets {
 }
 
 fn members(set: &[u64]) -> impl Iterator<Item = u32> + '_ {
-    set.iter().enumerate().flat_map(|(i, &w)| {
-        let mut w = w;
-        std::iter::from_fn(move || {
-            (w != 0).then(|| {
-                let b = w.trailing_zeros();
-                w &= w - 1;
-                i as u32 * 64 + b
-            })
-        })
-    })
+    set.iter()
+        .enumerate()
+        .flat_map(|(i, &w)| set_bits(w).map(move |b| (i * 64 + b) as u32))
 }
 
 /// Registers whose writes happen outside their instruction's issue (see the module docs).

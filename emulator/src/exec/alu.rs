@@ -4,6 +4,7 @@
 use super::mem::memory;
 use super::tex::Fetch;
 use super::{Ctx, Faulty, Flow, Warp, ZERO_LANES, fault, put};
+use crate::bits::set_bits;
 use crate::devmem::{LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, WINDOW_BYTES};
 use crate::hostcpu::with_host_features;
 use crate::ir::*;
@@ -635,9 +636,9 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
         }
         Op::Vote => {
             let mut ballot = 0u32;
-            each_lane!(m, l, {
+            for l in set_bits(m) {
                 ballot |= ((a[l] & 1) as u32) << l;
-            });
+            }
             let v = match x.sub {
                 0 => (ballot == m) as u64,
                 1 => (ballot != 0) as u64,
@@ -660,7 +661,7 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
             let members = (b[m.trailing_zeros() as usize] as u32) & m;
             let signed = ty.is_signed();
             let mut acc: Option<u64> = None;
-            each_lane!(members, j, {
+            for j in set_bits(members) {
                 let v = a[j] & tm;
                 acc = Some(match acc {
                     None => v,
@@ -675,7 +676,7 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
                         _ => t ^ v,
                     },
                 });
-            });
+            }
             r.fill(acc.unwrap_or(0));
         }
         Op::Elect => {
@@ -737,14 +738,14 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
             // members that do not execute the instruction undefined, so they are not counted.
             let vm = |v: u64| if bits >= 64 { v } else { v & tm };
             let mut p = [0u64; 32];
-            each_lane!(m, l, {
+            for l in set_bits(m) {
                 let members = (b[l] as u32) & m;
                 let mut same = 0u32;
-                each_lane!(members, j, {
+                for j in set_bits(members) {
                     if vm(a[j]) == vm(a[l]) {
                         same |= 1 << j;
                     }
-                });
+                }
                 if x.sub == 0 {
                     r[l] = same as u64;
                 } else {
@@ -752,7 +753,7 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
                     r[l] = if all { members as u64 } else { 0 };
                     p[l] = all as u64;
                 }
-            });
+            }
             put(&mut w.regs, x.d[0], m, &r, 0xFFFF_FFFF);
             if x.nd > 1 {
                 put(&mut w.regs, x.d[1], m, &p, 1);
@@ -768,9 +769,9 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
             let id = (a[0] & 15) as u32;
             let (red, contrib) = if x.sub >= 2 {
                 let mut ballot = 0u32;
-                each_lane!(m, l, {
+                for l in set_bits(m) {
                     ballot |= ((cc[l] & 1) as u32) << l;
-                });
+                }
                 match x.sub {
                     2 => (1, ballot.count_ones()),
                     3 => (2, (ballot == m) as u32),

@@ -2,6 +2,7 @@
 //! done functionally at issue, with the lane addresses left in `Ctx::lanes` for the timing model.
 
 use super::{Ctx, Faulty, Flow, Warp, fault, put};
+use crate::bits::set_bits;
 use crate::devmem::{LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, WINDOW_BYTES, WriteKind, le_bytes};
 use crate::ir::*;
 use crate::memory::{AccessKind, Space};
@@ -317,12 +318,12 @@ fn store_shared<const N: usize>(
     (a, v): (usize, usize),
 ) -> Faulty<()> {
     let len = c.shared.len() as u64;
-    each_lane!(m, l, {
+    for l in set_bits(m) {
         let addr = w.regs[a + l].wrapping_add(x.off as u64);
         let o = shared_scalar_offset(addr, l, N, len, "store")?;
         c.shared[o..o + N].copy_from_slice(&w.regs[v + l].to_le_bytes()[..N]);
         c.lanes.push((l as u8, o as u64));
-    });
+    }
     Ok(())
 }
 
@@ -383,7 +384,7 @@ fn load_lanes(
         });
     }
     let mut space = None;
-    each_lane!(m, l, {
+    for l in set_bits(m) {
         let addr = base(&w.regs, l);
         let t = c.lane_target(x, w, addr, l, total.min(16), total, "load", &mut space)?;
         for (k, d) in dst.iter().enumerate().take(vec) {
@@ -392,7 +393,7 @@ fn load_lanes(
                 w.regs[d + l] = v & keep;
             }
         }
-    });
+    }
     let sp = space.unwrap_or(Space::Global);
     let readonly = x.nc || x.space == Sp::Const || sp == Space::Param;
     let sp = if x.space == Sp::Const {
@@ -424,7 +425,7 @@ fn load_shared<const N: usize>(
     keep: u64,
 ) -> Faulty<()> {
     let len = c.shared.len() as u64;
-    each_lane!(m, l, {
+    for l in set_bits(m) {
         let addr = base(&w.regs, l).wrapping_add(x.off as u64);
         let o = shared_scalar_offset(addr, l, N, len, "load")?;
         if let Some(d) = dst {
@@ -433,7 +434,7 @@ fn load_shared<const N: usize>(
             w.regs[d + l] = ext.apply(u64::from_le_bytes(b)) & keep;
         }
         c.lanes.push((l as u8, o as u64));
-    });
+    }
     Ok(())
 }
 
@@ -461,12 +462,12 @@ fn store(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow> {
     for k in 0..vec {
         c.fetch(x.s[k], w, &mut vals[k]);
     }
-    each_lane!(m, l, {
+    for l in set_bits(m) {
         let t = c.lane_target(x, w, base[l], l, total.min(16), total, "store", &mut space)?;
         for k in 0..vec {
             c.write(w, &t.offset(k * eb), eb, l, vals[k][l])?;
         }
-    });
+    }
     Ok(Flow::Mem {
         space: space.unwrap_or(Space::Global),
         kind: AccessKind::Store,
@@ -492,7 +493,7 @@ fn atomic(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow> {
     // Global lanes are applied between rounds, in global order (devmem.rs `Write`); their
     // old values reach the register then. Shared and local lanes belong to this SM.
     let mut now_lanes = 0u32;
-    each_lane!(m, l, {
+    for l in set_bits(m) {
         let t = c.lane_target(x, w, base[l], l, eb, eb, "atomic", &mut space)?;
         let (p, q) = (bv[l], cv[l]);
         if let Target::Global(a) = t {
@@ -521,7 +522,7 @@ fn atomic(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow> {
             old[l] = o;
             now_lanes |= 1 << l;
         }
-    });
+    }
     if x.op == Op::Atom {
         put(&mut w.regs, x.d[0], now_lanes, &old, ty.mask());
     }

@@ -19,17 +19,6 @@
 //! operation), `mem` (loads, stores, atomics and their address resolution), `tex` (texture
 //! fetches); this file holds what they share — the context, operand fetch and write-back.
 
-macro_rules! each_lane {
-    ($mask:expr, $l:ident, $body:block) => {{
-        let mut m__ = $mask;
-        while m__ != 0 {
-            let $l = m__.trailing_zeros() as usize;
-            m__ &= m__ - 1;
-            $body
-        }
-    }};
-}
-
 macro_rules! map {
     ($r:ident, |$l:ident| $e:expr) => {
         for $l in 0..32 {
@@ -48,6 +37,7 @@ use crate::ir::*;
 use crate::memory::{AccessKind, Space};
 use crate::texture::Texture;
 
+use crate::bits::set_bits;
 use alu::compute;
 pub(crate) use mem::atomic_value;
 use simt::branch;
@@ -245,9 +235,9 @@ fn put(regs: &mut [u64], d: Opnd, mask: u32, vals: &[u64; 32], m: u64) {
                 row[l] = vals[l] & m;
             }
         } else {
-            each_lane!(mask, l, {
+            for l in set_bits(mask) {
                 row[l] = vals[l] & m;
-            });
+            }
         }
     }
 }

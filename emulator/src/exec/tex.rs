@@ -2,6 +2,7 @@
 //! left in `Ctx::lanes` for the timing model.
 
 use super::{Ctx, Fault, Faulty, Flow, Warp, fault, put};
+use crate::bits::set_bits;
 use crate::hostcpu::HostWork;
 use crate::ir::*;
 use crate::memory::{AccessKind, Space};
@@ -69,7 +70,7 @@ fn lane_samples(
     // The lanes of a warp nearly always sample one texture: its sampler is resolved once and
     // kept until a lane names another.
     let mut cur: Option<(u64, Sampler)> = None;
-    each_lane!(m, l, {
+    for l in set_bits(m) {
         let idx = h[l].wrapping_sub(HANDLE_BASE);
         let tex = match &mut cur {
             Some((i, s)) if *i == idx => s,
@@ -114,7 +115,7 @@ fn lane_samples(
                 v[k] as u32 as u64
             };
         }
-    });
+    }
     Ok(texel_bytes)
 }
 
@@ -136,9 +137,9 @@ fn volume_samples(
     }
     let first = h[m.trailing_zeros() as usize];
     let mut same = true;
-    each_lane!(m, l, {
+    for l in set_bits(m) {
         same &= h[l] == first;
-    });
+    }
     if !same {
         return None;
     }
@@ -162,9 +163,9 @@ fn volume_samples(
         return None;
     }
     for (row, v) in out.iter_mut().zip(&vals) {
-        each_lane!(m, l, {
+        for l in set_bits(m) {
             row[l] = b32(v[l]);
-        });
+        }
     }
     Some(tex.texel_bytes() as u32)
 }

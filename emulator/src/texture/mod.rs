@@ -32,6 +32,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::bits::set_bits;
 use crate::devmem::DeviceMemory;
 
 mod layout;
@@ -622,10 +623,8 @@ impl Default for WarpSamples {
 
 /// Runs `f` for each lane of `mask` in order, stopping at the first `None`.
 #[inline(always)]
-fn each_set_lane(mut mask: u32, mut f: impl FnMut(usize) -> Option<()>) -> Option<()> {
-    while mask != 0 {
-        let l = mask.trailing_zeros() as usize;
-        mask &= mask - 1;
+fn each_set_lane(mask: u32, mut f: impl FnMut(usize) -> Option<()>) -> Option<()> {
+    for l in set_bits(mask) {
         f(l)?;
     }
     Some(())

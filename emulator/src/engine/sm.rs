@@ -37,7 +37,7 @@ use super::LaunchInput;
 mod sched;
 mod scoreboard;
 
-use sched::{Hot, HotTable};
+use sched::{Hot, HotTable, Near};
 pub(super) use scoreboard::Deps;
 use scoreboard::refresh;
 
@@ -178,6 +178,8 @@ pub(super) struct Sm {
     /// scheduler's warps; `NONE` when no scan cached one): nothing that could change which one
     /// happens before that cycle without clearing the cache, so the scan there is skipped.
     sched_then: Vec<u32>,
+    /// Per scheduler: its near warps (sched.rs), which a pick visits instead of all.
+    sched_near: Vec<Near>,
     pub writes: WriteLog,
     lanes: Vec<(u8, u64)>,
     pub counts: Counts,
@@ -249,6 +251,7 @@ impl Sm {
             sched_unsure: vec![false; nsched],
             sched_owed: vec![0; nsched],
             sched_then: vec![NONE; nsched],
+            sched_near: vec![Near::NONE; nsched],
             writes: WriteLog::default(),
             lanes: Vec::with_capacity(256),
             counts: Counts::default(),
@@ -364,6 +367,7 @@ impl Sm {
         self.live_blocks += 1;
         self.sched_next.fill(0);
         self.sched_then.fill(NONE);
+        self.sched_near.fill(Near::NONE);
     }
 
     /// Runs this SM from its cycle until `horizon` or until it parks. First takes in the
@@ -458,6 +462,7 @@ impl Sm {
             mem.pend.evaluate();
             mem.patch();
             let prog = sh.inp.prog;
+            let nsched = self.pipe.len();
             for (ws, w) in self.warps.iter_mut().enumerate() {
                 if w.state == WState::Free || w.state == WState::Done {
                     continue;
@@ -490,6 +495,7 @@ impl Sm {
                 if changed {
                     refresh(w, prog, sh.deps);
                     self.hot.set(ws, Hot::of(w));
+                    self.sched_near[ws % nsched] = Near::NONE;
                 }
             }
             mem.pend.settle();
@@ -503,7 +509,10 @@ impl Sm {
             // values known gives the cycle and reason the cached ones stand for.
             let (t, r, then) = match self.pick(s, now) {
                 Ok(_) => (now, Stall::Scoreboard, NONE),
-                Err(x) => x,
+                Err(wait) => {
+                    self.sched_near[s] = wait.near;
+                    (wait.at, wait.reason, wait.then)
+                }
             };
             self.sched_next[s] = t;
             self.sched_reason[s] = r;
@@ -565,12 +574,13 @@ impl Sm {
                         self.last[s] = Some(k as u32);
                         issued += 1;
                     }
-                    Err((t, r, then)) => {
+                    Err(wait) => {
+                        self.sched_near[s] = wait.near;
                         if issued == 0 {
-                            self.sched_next[s] = t;
-                            self.sched_reason[s] = r;
-                            self.sched_then[s] = then;
-                            self.sched_unsure[s] = self.unsure(mem, t);
+                            self.sched_next[s] = wait.at;
+                            self.sched_reason[s] = wait.reason;
+                            self.sched_then[s] = wait.then;
+                            self.sched_unsure[s] = self.unsure(mem, wait.at);
                             self.stall(s, 1);
                         }
                         break;
@@ -802,6 +812,7 @@ impl Sm {
         if block.arrived > 0 && block.arrived >= need {
             self.sched_next.fill(0);
             self.sched_then.fill(NONE);
+            self.sched_near.fill(Near::NONE);
             let red = block.red_kind;
             let acc = block.red_acc;
             block.arrived = 0;

@@ -376,5 +376,30 @@ mod tests {
                 first_at_by_search(&hot, &by_age, when, t)
             );
         }
+
+        /// The near warps a scan records are exactly those within `NEAR_SPAN` cycles of the
+        /// soonest, and `bound` is the soonest of the others (cycles spread wider than the
+        /// span, some warps not running).
+        #[test]
+        fn the_near_warps_are_those_within_the_span_and_bound_the_others(
+            cycles in proptest::collection::vec(
+                proptest::option::weighted(0.9, 0u64..4 * NEAR_SPAN), 1..=64),
+        ) {
+            let hot: Vec<Hot> = cycles
+                .iter()
+                .map(|c| Hot { ready: c.unwrap_or(u64::MAX), class: Class::Int })
+                .collect();
+            let by_age: Vec<u32> = (0..hot.len() as u32).rev().collect();
+            let soonest = hot.iter().map(|h| h.ready).min().unwrap_or(u64::MAX);
+            let (_, _, near) = first_at(&hot, &by_age, |h: &Hot| h.ready, soonest);
+            for (k, h) in hot.iter().enumerate() {
+                let is_near = near.warps >> k & 1 == 1;
+                proptest::prop_assert_eq!(is_near, h.ready < soonest.saturating_add(NEAR_SPAN));
+                proptest::prop_assert!(is_near || h.ready >= near.bound);
+            }
+            let others = hot.iter().enumerate().filter(|&(k, _)| near.warps >> k & 1 == 0);
+            let least = others.map(|(_, h)| h.ready).min().unwrap_or(u64::MAX);
+            proptest::prop_assert_eq!(near.bound, least);
+        }
     }
 }

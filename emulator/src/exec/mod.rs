@@ -32,12 +32,12 @@ mod mem;
 mod simt;
 mod tex;
 
+use crate::bits::set_bits;
 use crate::devmem::{DeviceMemory, WriteLog};
 use crate::ir::*;
 use crate::memory::{AccessKind, Space};
 use crate::texture::Texture;
 
-use crate::bits::set_bits;
 use alu::compute;
 pub(crate) use mem::atomic_value;
 use simt::branch;

@@ -5,7 +5,7 @@ use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use export::{ExportOptions, Format, TimelineMapping};
 use std::path::{Path, PathBuf};
-use trace::{RunMetrics, TRACE_FILE_NAME, TraceReader};
+use trace::{ProbeMode, RunMetrics, TRACE_FILE_NAME, TraceReader};
 
 /// A log format: one of the export crate's streaming formats, or Parquet (its `parquet` feature).
 /// The names are the export crate's [`Format::name`]s (a test holds them together).
@@ -161,9 +161,10 @@ pub fn run(args: &ExportArgs) -> Result<()> {
     Ok(())
 }
 
-/// Writes each format into the run folder under its default name (render and sweep's `--formats`).
-pub fn export_run(run_dir: &Path, formats: &[ExportFormat]) -> Result<()> {
-    if formats.is_empty() {
+/// Writes each format into the run folder under its default name (render and sweep's
+/// `--formats`). A run with the probes off (`mode`) records nothing and has no log to write.
+pub fn export_run(run_dir: &Path, mode: ProbeMode, formats: &[ExportFormat]) -> Result<()> {
+    if formats.is_empty() || mode == ProbeMode::Off {
         return Ok(());
     }
     let reader = open(run_dir)?;

@@ -221,7 +221,12 @@ pub fn render(args: &RenderArgs) -> Result<()> {
         emu_config: Some(config),
     };
     let result = study::render(dev.as_mut(), &cfg, &args.out)?;
-    export_run(&result.run_dir, &formats)?;
+    export_run(&result.run_dir, cfg.mode, &formats)?;
+    if cfg.mode == ProbeMode::Off && !formats.is_empty() {
+        eprintln!(
+            "warpscope: no log written: with the probes off (--mode off) nothing is recorded"
+        );
+    }
     let m = &result.metrics;
     println!(
         "{}: {:.3} ms/frame ({:.1} fps), texture hit rate {}, {} records ({} dropped) -> {}",
@@ -407,7 +412,11 @@ fn run_sweep(
         eprintln!("warpscope: sweep: redid an incomplete run: {r}");
     }
     for row in &summary.rows {
-        export_run(&cfg.out_dir.join(&row.run), formats)?;
+        let mode: ProbeMode = row.mode.parse().map_err(anyhow::Error::msg)?;
+        export_run(&cfg.out_dir.join(&row.run), mode, formats)?;
+    }
+    if cfg.modes.contains(&ProbeMode::Off) && !formats.is_empty() {
+        eprintln!("warpscope: sweep: no log written for the runs with the probes off (mode off)");
     }
     eprintln!(
         "warpscope: sweep of {} runs ({} rendered now, {} resumed) on {} -> {}",

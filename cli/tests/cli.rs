@@ -166,3 +166,50 @@ fn sweep_analyze_compare_and_export() {
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("sweep.csv"));
 }
+
+/// With the probes off nothing is recorded: a render and a sweep that include mode `off` still
+/// succeed with the default `--formats csv`, write their images and run.json, say that no log
+/// was written, and write the other runs' logs as usual.
+#[test]
+fn runs_with_the_probes_off_write_no_log_and_succeed() {
+    let dir = tempfile::tempdir().unwrap();
+    let render = dir.path().join("render");
+    let out = warpscope(&[
+        "render",
+        "--backend",
+        "emu",
+        "--volume-size",
+        "16",
+        "--image",
+        "16x16",
+        "--mode",
+        "off",
+        "--no-overhead",
+        "--out",
+        render.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("no log written"), "{err}");
+    assert!(render.join("run.json").exists() && render.join("image.png").exists());
+    assert!(!render.join("records.csv").exists());
+
+    let sweep = dir.path().join("sweep");
+    let mut args = vec![
+        "sweep",
+        "--out",
+        sweep.to_str().unwrap(),
+        "--modes",
+        "off,fence",
+    ];
+    // The tiny sweep's own modes left out.
+    let modes = TINY_SWEEP.iter().position(|&a| a == "--modes").unwrap();
+    args.extend(&TINY_SWEEP[..modes]);
+    args.extend(&TINY_SWEEP[modes + 2..]);
+    let out = warpscope(&args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("no log written"), "{err}");
+    assert!(!sweep.join("16x2_v0-0-0_off/records.csv").exists());
+    assert!(sweep.join("16x2_v0-0-0_fence/records.csv").exists());
+}

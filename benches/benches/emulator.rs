@@ -5,6 +5,7 @@
 //! Run with `cargo bench -p warpscope-benches --bench emulator`.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use std::path::Path;
 use std::time::Duration;
 use study::{BlockShape, Scale, View};
 use trace::ProbeMode;
@@ -50,13 +51,8 @@ fn workloads(c: &mut Criterion) {
 /// speed line reports, `sim_warp_instructions_per_second` of run.json, whose median over the
 /// demo's runs is the figure the emulator's speed is judged by. The slowest kind of the demo's
 /// runs, 128×1 blocks at the 90° view where the texture cache mostly misses and the memory
-/// model does most of the work, and a fast one, 32×4 head-on. A sample's time is the launches'
-/// host seconds (`iter_custom`), not the render around them (volume upload, output files).
+/// model does most of the work, and a fast one, 32×4 head-on.
 fn demo_runs(c: &mut Criterion) {
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(1)
-        .build()
-        .expect("a thread pool");
     let dir = tempfile::tempdir().expect("a temporary folder");
     let sweep = study::demo_config(dir.path(), Scale::Quick).expect("the demo's sweep");
     let volume = sweep.volume.load().expect("the demo's volume");
@@ -66,31 +62,82 @@ fn demo_runs(c: &mut Criterion) {
     ] {
         let mut cfg = sweep.run_config(shape, view, ProbeMode::Fence);
         cfg.measure_overhead = false;
-        let mut k = 0u32;
-        // One render: its warp instructions and the host seconds its launch took.
-        let mut render = || {
-            let mut dev = instrument::EmuDevice::new(sweep.emu_config.clone());
-            k += 1;
-            let out = dir.path().join(format!("{id}_{k}"));
-            let m = pool
-                .install(|| study::render_volume(&mut dev, &cfg, &volume, &out))
-                .unwrap_or_else(|e| panic!("{id}: {e}"))
-                .metrics;
-            let _ = std::fs::remove_dir_all(&out);
-            let instructions = m
-                .warp_instructions
-                .expect("an emulator run counts instructions");
-            let rate = m.sim_warp_instructions_per_second.expect("and its speed");
-            (instructions, instructions as f64 / rate)
-        };
-        let (instructions, _) = render();
+        let renders = Renders::new(&sweep.emu_config, &cfg, &volume, dir.path());
+        renders.bench(c, &format!("demo_run_{id}/threads_1"));
+    }
+}
+
+/// One render of the demo's reuse study (64³ blobs volume, 128×128 image, head-on, gtx480 with
+/// its own texture cache, probes off), on one host thread: the study renders 54 of these and
+/// simulates more than twice the sweep's warp instructions, so it is most of a quick demo's
+/// time. Its volume fits the texture cache, so unlike the demo runs above it is compute-bound:
+/// the issue engine and the texture filter, not the memory model.
+fn reuse_run(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let gpu = emulator::GpuConfig::preset("gtx480").expect("the gtx480 preset");
+    let reuse = study::ReuseStudyConfig::demo(gpu.clone());
+    let volume = reuse.volume.load().expect("the study's volume");
+    let cfg = reuse.render_config(BlockShape::new(16, 8), gpu.clone());
+    Renders::new(&gpu, &cfg, &volume, dir.path()).bench(c, "reuse_run_16x8_v0-0-0/threads_1");
+}
+
+/// Renders of one configuration, each on a fresh emulator on one host thread, timed by the
+/// launches' host seconds (`iter_custom`), not the render around them (volume upload, output
+/// files).
+struct Renders<'a> {
+    pool: rayon::ThreadPool,
+    gpu: &'a emulator::GpuConfig,
+    cfg: &'a study::RenderConfig,
+    volume: &'a study::Volume,
+    dir: &'a Path,
+}
+
+impl<'a> Renders<'a> {
+    fn new(
+        gpu: &'a emulator::GpuConfig,
+        cfg: &'a study::RenderConfig,
+        volume: &'a study::Volume,
+        dir: &'a Path,
+    ) -> Self {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .expect("a thread pool");
+        Renders {
+            pool,
+            gpu,
+            cfg,
+            volume,
+            dir,
+        }
+    }
+
+    /// One render: its warp instructions and the host seconds its launch took.
+    fn once(&self) -> (u64, f64) {
+        let mut dev = instrument::EmuDevice::new(self.gpu.clone());
+        let out = self.dir.join("render");
+        let m = self
+            .pool
+            .install(|| study::render_volume(&mut dev, self.cfg, self.volume, &out))
+            .unwrap_or_else(|e| panic!("render: {e}"))
+            .metrics;
+        let _ = std::fs::remove_dir_all(&out);
+        let instructions = m
+            .warp_instructions
+            .expect("an emulator run counts instructions");
+        let rate = m.sim_warp_instructions_per_second.expect("and its speed");
+        (instructions, instructions as f64 / rate)
+    }
+
+    fn bench(&self, c: &mut Criterion, id: &str) {
+        let (instructions, _) = self.once();
         let mut g = c.benchmark_group("emulator");
         g.throughput(Throughput::Elements(instructions));
         g.sample_size(10);
-        g.bench_function(format!("demo_run_{id}/threads_1"), |b| {
+        g.bench_function(id, |b| {
             b.iter_custom(|iters| {
                 (0..iters)
-                    .map(|_| Duration::from_secs_f64(render().1))
+                    .map(|_| Duration::from_secs_f64(self.once().1))
                     .sum()
             })
         });
@@ -98,5 +145,5 @@ fn demo_runs(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, workloads, demo_runs);
+criterion_group!(benches, workloads, demo_runs, reuse_run);
 criterion_main!(benches);

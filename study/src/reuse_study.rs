@@ -113,6 +113,27 @@ impl ReuseStudyConfig {
     }
 }
 
+impl ReuseStudyConfig {
+    /// One of the study's renders: `shape` on `gpu` (the base config with one texture cache
+    /// size and layout), probes off, so that the texture stream is the kernel's own.
+    pub fn render_config(&self, shape: BlockShape, gpu: GpuConfig) -> RenderConfig {
+        RenderConfig {
+            volume: self.volume.clone(),
+            params: self.params,
+            shape,
+            view: self.view,
+            mode: ProbeMode::Off,
+            trace_warps: instrument::TraceWarps::none(),
+            slots_per_warp: 1,
+            frames: 1,
+            measure_overhead: false,
+            compare_reference: false,
+            ncu: None,
+            emu_config: Some(gpu),
+        }
+    }
+}
+
 /// One (shape, layout): SM `sm`'s stream and the whole frame's prediction at the base size.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ReuseRow {
@@ -194,21 +215,7 @@ fn render_once(
 ) -> Result<Rendered, StudyError> {
     let mut dev = EmuDevice::new(gpu.clone()).with_limits(cfg.limits.clone());
     dev.set_record_addresses(record);
-    let rc = RenderConfig {
-        volume: cfg.volume.clone(),
-        params: cfg.params,
-        shape,
-        view: cfg.view,
-        mode: ProbeMode::Off,
-        trace_warps: instrument::TraceWarps::none(),
-        slots_per_warp: 1,
-        frames: 1,
-        measure_overhead: false,
-        compare_reference: false,
-        ncu: None,
-        emu_config: Some(gpu),
-    };
-    let r = render_volume(&mut dev, &rc, volume, run_dir)?;
+    let r = render_volume(&mut dev, &cfg.render_config(shape, gpu), volume, run_dir)?;
     let streams = dev
         .take_address_streams()
         .into_iter()

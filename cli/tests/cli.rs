@@ -174,20 +174,11 @@ fn sweep_analyze_compare_and_export() {
 fn runs_with_the_probes_off_write_no_log_and_succeed() {
     let dir = tempfile::tempdir().unwrap();
     let render = dir.path().join("render");
-    let out = warpscope(&[
-        "render",
-        "--backend",
-        "emu",
-        "--volume-size",
-        "16",
-        "--image",
-        "16x16",
-        "--mode",
-        "off",
-        "--no-overhead",
-        "--out",
-        render.to_str().unwrap(),
-    ]);
+    let mut args: Vec<&str> = "render --backend emu --volume-size 16 --image 16x16 --no-overhead"
+        .split_whitespace()
+        .collect();
+    args.extend(["--mode", "off", "--out", render.to_str().unwrap()]);
+    let out = warpscope(&args);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert!(err.contains("no log written"), "{err}");

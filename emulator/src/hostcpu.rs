@@ -8,9 +8,9 @@
 //! loop becomes four lanes per instruction. (`round`, halves away from zero, has no instruction
 //! even then, so the texture filter rounds from `trunc`.) Each of these operations has one right
 //! answer (an FMA rounds once, floor and trunc are exact) and the compiler contracts no other
-//! multiply and add into an FMA, so every number comes out the same on either path. What may differ is which
-//! NaN an operation with two NaN operands returns, as it may between any two builds: the
-//! texture filter makes its NaNs one quiet NaN for that reason (`texture::quiet`).
+//! multiply and add into an FMA, so every number comes out the same on either path. What may
+//! differ is which NaN an operation with two NaN operands returns, as it may between any two
+//! builds: the texture filter makes its NaNs one quiet NaN for that reason (`texture::quiet`).
 //!
 //! The second module of the workspace with unsafe code, after the CUDA backend's FFI: calling a
 //! function compiled for features the build does not assume is unsafe, and is sound once the

@@ -111,9 +111,7 @@ impl ReuseStudyConfig {
             limits: instrument::EmuLimits::default(),
         }
     }
-}
 
-impl ReuseStudyConfig {
     /// One of the study's renders: `shape` on `gpu` (the base config with one texture cache
     /// size and layout), probes off, so that the texture stream is the kernel's own.
     pub fn render_config(&self, shape: BlockShape, gpu: GpuConfig) -> RenderConfig {

@@ -16,11 +16,12 @@
 //! assert_eq!(e.sector_addr % 32, 0);
 //! ```
 
+use super::coalesce::{Lines, coalesce};
 use super::{AccessKind, MemRequest, Space};
 use serde::Serialize;
 
-/// Bytes of the sector unit the recorder reports.
-const SECTOR_BYTES: u64 = 32;
+/// The sector unit the recorder reports: 32 bytes.
+const SECTOR_SHIFT: u32 = 5;
 
 /// What kind of request touched a sector.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -50,6 +51,8 @@ pub struct AddressEvent {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct AddressRecorder {
     pub events: Vec<AddressEvent>,
+    /// Scratch: one request's distinct sectors, as the coalescer's lines of one sector each.
+    sectors: Lines,
 }
 
 impl AddressRecorder {
@@ -63,24 +66,22 @@ impl AddressRecorder {
             (Space::Global | Space::Local, _) => AddressKind::Write,
             _ => return,
         };
-        let list = &mut self.events;
-        let start = list.len();
-        let width = u64::from(req.bytes_per_lane.max(1));
-        for &(_, addr) in req.lanes {
-            // A lane's access may straddle sectors (vector loads): record each sector it covers.
-            let first = addr / SECTOR_BYTES;
-            let last = (addr + width - 1) / SECTOR_BYTES;
-            for s in first..=last {
-                let sector_addr = s * SECTOR_BYTES;
-                if !list[start..].iter().any(|e| e.sector_addr == sector_addr) {
-                    list.push(AddressEvent {
-                        cycle: now,
-                        kind,
-                        sector_addr,
-                    });
-                }
-            }
-        }
+        // A request's distinct sectors in order of first touch are the coalescer's lines when a
+        // line is one sector long; its index finds a repeat in one probe, where searching the
+        // request's events so far cost a quarter of a recording render's time.
+        coalesce(
+            req.lanes,
+            req.bytes_per_lane,
+            SECTOR_SHIFT,
+            SECTOR_SHIFT,
+            &mut self.sectors,
+        );
+        self.events
+            .extend(self.sectors.iter().map(|s| AddressEvent {
+                cycle: now,
+                kind,
+                sector_addr: s.line << SECTOR_SHIFT,
+            }));
     }
 }
 

@@ -554,7 +554,13 @@ mod tests {
                 assert_eq!(round_to_u8(x), x.round() as u8, "{x}");
             }
         }
-        for x in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, -0.0, 0.49999999999999994] {
+        for x in [
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            -0.0,
+            0.49999999999999994,
+        ] {
             assert_eq!(round_to_u8(x), x.round() as u8, "{x}");
         }
     }

@@ -167,6 +167,18 @@ impl Storage {
         }
     }
 
+    /// How many texels of a row the storage keeps together in every row and slice: texels
+    /// `x..x + n` with `x` a multiple of `n` lie one after the other, in x order. Block-linear:
+    /// 16 bytes, because a GOB keeps a byte's x[3:0] and its swizzle moves only x's higher bits
+    /// (the row bits start at bit 4). Bricks: a brick's row of 8. Linear: the whole row.
+    pub(crate) fn x_run(&self, tb: u64, width: u64) -> u64 {
+        match self {
+            Storage::Linear => width.max(1),
+            Storage::Bricks { .. } => 8,
+            Storage::BlockLinear(_) => (16 / tb).max(1),
+        }
+    }
+
     /// Alignment of the allocation. Block-linear: nil `image.rs` (`Image::new_tiled`) aligns
     /// an image to its block size and to at least 4 KiB. The others keep the allocator's 256.
     pub(crate) fn align(&self) -> u64 {

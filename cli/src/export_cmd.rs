@@ -161,11 +161,23 @@ pub fn run(args: &ExportArgs) -> Result<()> {
     Ok(())
 }
 
+/// What [`export_run`] wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exported {
+    /// Every log asked for (none when no format was).
+    AsAsked,
+    /// No log although some were asked for: a run with the probes off records nothing.
+    ProbesOff,
+}
+
 /// Writes each format into the run folder under its default name (render and sweep's
 /// `--formats`). A run with the probes off (`mode`) records nothing and has no log to write.
-pub fn export_run(run_dir: &Path, mode: ProbeMode, formats: &[ExportFormat]) -> Result<()> {
-    if formats.is_empty() || mode == ProbeMode::Off {
-        return Ok(());
+pub fn export_run(run_dir: &Path, mode: ProbeMode, formats: &[ExportFormat]) -> Result<Exported> {
+    if formats.is_empty() {
+        return Ok(Exported::AsAsked);
+    }
+    if mode == ProbeMode::Off {
+        return Ok(Exported::ProbesOff);
     }
     let reader = open(run_dir)?;
     for &f in formats {
@@ -177,7 +189,7 @@ pub fn export_run(run_dir: &Path, mode: ProbeMode, formats: &[ExportFormat]) -> 
         )
         .with_context(|| format!("exporting {}", run_dir.display()))?;
     }
-    Ok(())
+    Ok(Exported::AsAsked)
 }
 
 #[cfg(test)]

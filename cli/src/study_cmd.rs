@@ -2,7 +2,7 @@
 //! Options become a `study::RenderConfig` / `study::SweepConfig`; the study crate does the work.
 
 use crate::EmuArgs;
-use crate::export_cmd::{ExportFormat, export_run, format_or_none};
+use crate::export_cmd::{ExportFormat, Exported, export_run, format_or_none};
 use anyhow::{Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -221,8 +221,7 @@ pub fn render(args: &RenderArgs) -> Result<()> {
         emu_config: Some(config),
     };
     let result = study::render(dev.as_mut(), &cfg, &args.out)?;
-    export_run(&result.run_dir, cfg.mode, &formats)?;
-    if cfg.mode == ProbeMode::Off && !formats.is_empty() {
+    if export_run(&result.run_dir, cfg.mode, &formats)? == Exported::ProbesOff {
         eprintln!(
             "warpscope: no log written: with the probes off (--mode off) nothing is recorded"
         );
@@ -411,11 +410,13 @@ fn run_sweep(
     for r in &summary.redone {
         eprintln!("warpscope: sweep: redid an incomplete run: {r}");
     }
+    let mut probes_off = false;
     for row in &summary.rows {
         let mode: ProbeMode = row.mode.parse().map_err(anyhow::Error::msg)?;
-        export_run(&cfg.out_dir.join(&row.run), mode, formats)?;
+        probes_off |=
+            export_run(&cfg.out_dir.join(&row.run), mode, formats)? == Exported::ProbesOff;
     }
-    if cfg.modes.contains(&ProbeMode::Off) && !formats.is_empty() {
+    if probes_off {
         eprintln!("warpscope: sweep: no log written for the runs with the probes off (mode off)");
     }
     eprintln!(

@@ -204,3 +204,56 @@ fn runs_with_the_probes_off_write_no_log_and_succeed() {
     assert!(!sweep.join("16x2_v0-0-0_off/records.csv").exists());
     assert!(sweep.join("16x2_v0-0-0_fence/records.csv").exists());
 }
+
+/// `scripts/speed-ab` renders "reuse" runs with command-line flags, so that binaries from before
+/// any option for the study's geometry compare too. Those flags are a copy of the reuse study's
+/// render (`ReuseStudyConfig::render_config`); this holds the copy to the one definition by
+/// rendering both and comparing what they counted.
+#[test]
+fn speed_abs_reuse_runs_render_the_reuse_studys_geometry() {
+    let script = std::fs::read_to_string(repo().join("scripts/speed-ab")).unwrap();
+    let flags: Vec<&str> = script
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("geometry=(--volume-kind"))
+        .and_then(|rest| rest.strip_suffix(')'))
+        .map(|rest| {
+            std::iter::once("--volume-kind")
+                .chain(rest.split_whitespace())
+                .collect()
+        })
+        .expect("speed-ab sets the reuse geometry in one `geometry=(--volume-kind …)` line");
+    let dir = tempfile::tempdir().unwrap();
+    let cli = dir.path().join("cli");
+    let mut args = vec!["render", "--backend", "emu", "--preset", "gtx480"];
+    args.extend(["--shape", "16x8", "--view", "0,0,0", "--no-overhead"]);
+    args.extend(["--formats", "none", "--out", cli.to_str().unwrap()]);
+    args.extend(&flags);
+    ok(&args);
+
+    let gpu = emulator::GpuConfig::preset("gtx480").unwrap();
+    let study = study::ReuseStudyConfig::demo(gpu.clone());
+    let cfg = study.render_config(study::BlockShape::new(16, 8), gpu.clone());
+    let mut dev = instrument::EmuDevice::new(gpu);
+    let lib = study::render(&mut dev, &cfg, &dir.path().join("lib")).unwrap();
+
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(cli.join("run.json")).unwrap()).unwrap();
+    let m = &lib.metrics;
+    assert_eq!(run["mode"], "off", "{flags:?}");
+    assert_eq!(
+        run["warp_instructions"],
+        serde_json::json!(m.warp_instructions)
+    );
+    assert_eq!(run["cycles"], serde_json::json!(m.cycles));
+    // The counters, not the rates derived from them, which run.json writes rounded.
+    let counters = |mut v: serde_json::Value| {
+        if let Some(mem) = v["mem"].as_object_mut() {
+            mem.retain(|k, _| !k.ends_with("_rate"));
+        }
+        v
+    };
+    assert_eq!(
+        counters(run["emulator"].clone()),
+        counters(serde_json::to_value(&m.emulator).unwrap())
+    );
+}

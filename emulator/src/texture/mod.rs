@@ -963,21 +963,26 @@ mod tests {
         }
     }
 
+    /// A 2D or 3D extent below `max` (depth 1 in 2D) and a texel size of 1 to 16 bytes.
+    fn extent_and_texel(
+        max: [u32; 3],
+    ) -> impl proptest::strategy::Strategy<Value = (u8, [u32; 3], u8)> {
+        use proptest::strategy::Strategy;
+        (2u8..=3, 1..max[0], 1..max[1], 1..max[2], 0u32..5).prop_map(|(dims, w, h, d, tb_log2)| {
+            (dims, [w, h, if dims == 2 { 1 } else { d }], 1u8 << tb_log2)
+        })
+    }
+
     proptest::proptest! {
         /// The upload copies runs of texels whole (`Storage::x_run`); every texel must still
         /// land at its own offset, in every layout, for extents that end mid-run and mid-GOB.
         #[test]
         fn upload_puts_every_texel_at_its_offset(
             layout in proptest::sample::select(TextureLayout::ALL.to_vec()),
-            dims in 2u8..=3,
-            w in 1u32..80,
-            h in 1u32..20,
-            d in 1u32..12,
-            tb_log2 in 0u32..5,
+            (dims, [w, h, d], tb) in extent_and_texel([80, 20, 12]),
         ) {
-            let d = if dims == 2 { 1 } else { d };
-            let tb = 1u64 << tb_log2;
-            let desc = texels(dims, [w, h, d], tb as u8);
+            let desc = texels(dims, [w, h, d], tb);
+            let tb = u64::from(tb);
             let mut dev = DeviceMemory::default();
             let storage = Storage::new(&desc, layout);
             let base = dev.alloc_aligned(storage.bytes(&desc), storage.align()).unwrap();
@@ -1004,14 +1009,9 @@ mod tests {
 
         #[test]
         fn block_linear_is_injective_and_in_bounds(
-            dims in 2u8..=3,
-            w in 1u32..80,
-            h in 1u32..70,
-            d in 1u32..40,
-            tb_log2 in 0u32..5,
+            (dims, [w, h, d], tb) in extent_and_texel([80, 70, 40]),
         ) {
-            let d = if dims == 2 { 1 } else { d };
-            let t = at(texels(dims, [w, h, d], 1 << tb_log2), TextureLayout::BlockLinear);
+            let t = at(texels(dims, [w, h, d], tb), TextureLayout::BlockLinear);
             let bytes = t.storage.bytes(&t.desc);
             let tb = t.desc.texel_bytes();
             let mut used = vec![false; (bytes / tb) as usize];

@@ -396,8 +396,8 @@ fn to_u8(v: f64) -> u8 {
 }
 
 /// `x.round() as u8`, bit for bit, without `round`. Why: the host's baseline (x86-64 without
-/// SSE4.1) has no rounding instruction, so `round` is a library call per voxel, a seventh of
-/// generating a paper-scale volume; the conversion `as u8` truncates in one instruction. The
+/// SSE4.1) has no rounding instruction, so `round` is a library call per voxel (7 % of a
+/// paper-scale render's profile); the conversion `as u8` truncates in one instruction. The
 /// fraction `x − trunc(x)` is exact, and a value past 255 or below 0 saturates as the cast does.
 fn round_to_u8(x: f64) -> u8 {
     let t = x as u8;
@@ -528,8 +528,8 @@ fn near_row(blobs: &[Blob], y: f64, z: f64) -> Vec<Blob> {
 /// blob's `(x − cx)²` alone is at least its `reach2`, and so is its `d2` (a floating-point sum of
 /// non-negative terms is never below one of them), so `blob_field` is 0 there. Why: most of a
 /// row lies beyond every blob, and testing each blob at each voxel there was most of generating
-/// a volume. The bounds invert `centered` and take two voxels more on each side, a margin of
-/// 4/w in position against rounding errors near 1e-16.
+/// a volume. The bounds invert `centered` and take at least two voxels more on each side, a
+/// margin of 4/w in position against rounding errors near 1e-16.
 fn reach_span(near: &[Blob], w: usize) -> std::ops::Range<usize> {
     let index = |p: f64| (p + 1.0) * 0.5 * w as f64 - 0.5;
     let (mut lo, mut hi) = (w, 0);

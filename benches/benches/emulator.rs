@@ -62,7 +62,7 @@ fn demo_runs(c: &mut Criterion) {
     ] {
         let mut cfg = sweep.run_config(shape, view, ProbeMode::Fence);
         cfg.measure_overhead = false;
-        let renders = Renders::new(&sweep.emu_config, &cfg, &volume, dir.path());
+        let renders = Renders::new(&cfg, &volume, dir.path());
         renders.bench(c, &format!("demo_run_{id}/threads_1"));
     }
 }
@@ -77,35 +77,28 @@ fn reuse_run(c: &mut Criterion) {
     let gpu = emulator::GpuConfig::preset("gtx480").expect("the gtx480 preset");
     let reuse = study::ReuseStudyConfig::demo(gpu.clone());
     let volume = reuse.volume.load().expect("the study's volume");
-    let cfg = reuse.render_config(BlockShape::new(16, 8), gpu.clone());
-    Renders::new(&gpu, &cfg, &volume, dir.path()).bench(c, "reuse_run_16x8_v0-0-0/threads_1");
+    let cfg = reuse.render_config(BlockShape::new(16, 8), gpu);
+    Renders::new(&cfg, &volume, dir.path()).bench(c, "reuse_run_16x8_v0-0-0/threads_1");
 }
 
-/// Renders of one configuration, each on a fresh emulator on one host thread, timed by the
-/// launches' host seconds (`iter_custom`), not the render around them (volume upload, output
-/// files).
+/// Renders of one configuration, each on a fresh emulator (the configuration's own GPU config)
+/// on one host thread, timed by the launches' host seconds (`iter_custom`), not the render
+/// around them (volume upload, output files).
 struct Renders<'a> {
     pool: rayon::ThreadPool,
-    gpu: &'a emulator::GpuConfig,
     cfg: &'a study::RenderConfig,
     volume: &'a study::Volume,
     dir: &'a Path,
 }
 
 impl<'a> Renders<'a> {
-    fn new(
-        gpu: &'a emulator::GpuConfig,
-        cfg: &'a study::RenderConfig,
-        volume: &'a study::Volume,
-        dir: &'a Path,
-    ) -> Self {
+    fn new(cfg: &'a study::RenderConfig, volume: &'a study::Volume, dir: &'a Path) -> Self {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(1)
             .build()
             .expect("a thread pool");
         Renders {
             pool,
-            gpu,
             cfg,
             volume,
             dir,
@@ -114,7 +107,8 @@ impl<'a> Renders<'a> {
 
     /// One render: its warp instructions and the host seconds its launch took.
     fn once(&self) -> (u64, f64) {
-        let mut dev = instrument::EmuDevice::new(self.gpu.clone());
+        let gpu = self.cfg.emu_config.clone();
+        let mut dev = instrument::EmuDevice::new(gpu.expect("an emulator render names its config"));
         let out = self.dir.join("render");
         let m = self
             .pool

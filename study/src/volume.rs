@@ -295,21 +295,25 @@ impl Volume {
                 let pz = centered(z, d);
                 for (y, row) in slice.chunks_exact_mut(w).enumerate() {
                     let py = centered(y, h);
-                    if kind == VolumeKind::Blobs {
-                        // Only the voxels some blob reaches: the others stay 0.
-                        let near = near_row(&blobs, py, pz);
-                        for x in reach_span(&near, w) {
-                            row[x] = to_u8(blob_field(&near, centered(x, w), py, pz));
+                    match kind {
+                        VolumeKind::Blobs => {
+                            // Only the voxels some blob reaches: the others stay 0.
+                            let near = near_row(&blobs, py, pz);
+                            for x in reach_span(&near, w) {
+                                row[x] = to_u8(blob_field(&near, centered(x, w), py, pz));
+                            }
                         }
-                        continue;
-                    }
-                    for (x, voxel) in row.iter_mut().enumerate() {
-                        let px = centered(x, w);
-                        *voxel = to_u8(match kind {
-                            VolumeKind::Shell => shell(px, py, pz),
-                            VolumeKind::Noise => noise(px, py, pz, seed),
-                            VolumeKind::Blobs | VolumeKind::Empty => 0.0,
-                        });
+                        VolumeKind::Shell | VolumeKind::Noise => {
+                            for (x, voxel) in row.iter_mut().enumerate() {
+                                let px = centered(x, w);
+                                *voxel = to_u8(if kind == VolumeKind::Shell {
+                                    shell(px, py, pz)
+                                } else {
+                                    noise(px, py, pz, seed)
+                                });
+                            }
+                        }
+                        VolumeKind::Empty => {}
                     }
                 }
             });

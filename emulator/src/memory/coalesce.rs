@@ -441,6 +441,27 @@ mod tests {
                 proptest::prop_assert_eq!(&*out, &want[..]);
             }
         }
+
+        /// Against the definition: the sum over lanes of each lane's distinct sectors, for
+        /// lanes of up to eight addresses each (a trilinear sample's texels), near one another
+        /// so that they share sectors, one or two sectors each.
+        #[test]
+        fn thread_sectors_sum_each_lanes_distinct_sectors(
+            lanes in proptest::collection::vec(
+                (0u64..1 << 12, proptest::collection::vec(0u64..96, 1..9)), 0..33),
+            bytes in proptest::sample::select(vec![1u32, 4]),
+        ) {
+            let entries: Vec<(u8, u64)> = lanes.iter().enumerate()
+                .flat_map(|(l, (base, offs))| offs.iter().map(move |&o| (l as u8, base + o)))
+                .collect();
+            let want: usize = lanes.iter().map(|(base, offs)| {
+                offs.iter()
+                    .flat_map(|&o| (base + o) >> 5..=(base + o + u64::from(bytes) - 1) >> 5)
+                    .collect::<BTreeSet<u64>>()
+                    .len()
+            }).sum();
+            proptest::prop_assert_eq!(thread_sectors(&entries, bytes, 5), want as u64);
+        }
     }
 
     #[test]

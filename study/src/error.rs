@@ -52,6 +52,17 @@ pub enum StudyError {
     /// Nsight Compute output that is not the `--csv` long format.
     #[error("ncu CSV output: {0}")]
     Ncu(String),
+    /// Nsight Compute neither finished nor failed within its limit; it and the program it
+    /// profiled were killed.
+    #[error(
+        "{} did not finish within {} s and was stopped, with the program it profiled",
+        ncu.display(),
+        limit.as_secs_f64()
+    )]
+    NcuTimedOut {
+        ncu: PathBuf,
+        limit: std::time::Duration,
+    },
     #[error("run {run}")]
     Instrument {
         run: String,

@@ -44,7 +44,7 @@ pub use error::StudyError;
 pub use lock::{FolderLock, LOCK_FILE};
 pub use merge::{MergeSummary, merge};
 pub use ncu::{
-    DRAM_READ_METRIC, FALLBACK_HIT_RATE_METRIC, L2_HIT_RATE_METRIC, NcuHitRate,
+    DRAM_READ_METRIC, FALLBACK_HIT_RATE_METRIC, L2_HIT_RATE_METRIC, NCU_LIMIT, NcuHitRate,
     TEX_HIT_RATE_METRIC, ncu_args, ncu_path, parse_hit_rate, run_ncu,
 };
 pub use plan::{

@@ -21,7 +21,16 @@
 
 use crate::StudyError;
 use analysis::stats::mean;
+use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+use wait_timeout::ChildExt;
+
+/// How long one ncu run may take before it is stopped: a profiled paper-scale frame took about
+/// 4 s on an H200, and an ncu that cannot reach the GPU's counters (seen on an H100 machine,
+/// "Unknown Error on device 0") can hang instead of exiting.
+pub const NCU_LIMIT: Duration = Duration::from_secs(300);
 
 /// Texture hit rate of the L1TEX texture pipe (percent).
 pub const TEX_HIT_RATE_METRIC: &str = "l1tex__t_sector_pipe_tex_mem_texture_op_tex_hit_rate.pct";
@@ -182,15 +191,20 @@ pub fn ncu_args(kernel: &str, program: &Path, args: &[String], memory: bool) -> 
 /// Runs `ncu` (at `ncu`) on `program args…` and reads the hit rates of `kernel`. The profile
 /// with the L2 and DRAM metrics is tried first; where ncu refuses it (a metric or option this
 /// GPU or ncu version lacks), the plain hit-rate profile, which has run on an H200, is what
-/// counts: the texture hit rate is never lost to the extras.
+/// counts: the texture hit rate is never lost to the extras. Each run may take `limit`; one that
+/// outlasts it is stopped with the program it profiled, and not retried.
 pub fn run_ncu(
     ncu: &Path,
     kernel: &str,
     program: &Path,
     args: &[String],
+    limit: Duration,
 ) -> Result<Option<NcuHitRate>, StudyError> {
-    run_ncu_with(ncu, kernel, program, args, true)
-        .or_else(|_| run_ncu_with(ncu, kernel, program, args, false))
+    match run_ncu_with(ncu, kernel, program, args, true, limit) {
+        Err(e @ StudyError::NcuTimedOut { .. }) => Err(e),
+        Err(_) => run_ncu_with(ncu, kernel, program, args, false, limit),
+        ok => ok,
+    }
 }
 
 fn run_ncu_with(
@@ -199,11 +213,16 @@ fn run_ncu_with(
     program: &Path,
     args: &[String],
     memory: bool,
+    limit: Duration,
 ) -> Result<Option<NcuHitRate>, StudyError> {
-    let out = std::process::Command::new(ncu)
-        .args(ncu_args(kernel, program, args, memory))
-        .output()
-        .map_err(|e| StudyError::io(ncu, e))?;
+    let mut cmd = Command::new(ncu);
+    cmd.args(ncu_args(kernel, program, args, memory));
+    let out = output_within(&mut cmd, limit)
+        .map_err(|e| StudyError::io(ncu, e))?
+        .ok_or_else(|| StudyError::NcuTimedOut {
+            ncu: ncu.to_path_buf(),
+            limit,
+        })?;
     if !out.status.success() {
         return Err(StudyError::Ncu(format!(
             "{} exited with {}: {}",
@@ -213,6 +232,53 @@ fn run_ncu_with(
         )));
     }
     parse_hit_rate(&String::from_utf8_lossy(&out.stdout), Some(kernel))
+}
+
+/// `cmd`'s output, or None when it ran past `limit`. Then its whole process group is killed:
+/// ncu starts the profiled program as its own child, which would otherwise live on, holding the
+/// GPU and the output pipes.
+fn output_within(cmd: &mut Command, limit: Duration) -> std::io::Result<Option<Output>> {
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(cmd, 0);
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    // Drained while waiting, so that a full pipe cannot stall the child.
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut p) = pipe {
+                // A read error leaves what was read: the exit status still tells the outcome.
+                let _ = p.read_to_end(&mut bytes);
+            }
+            bytes
+        })
+    };
+    let stdout = drain(child.stdout.take().map(|p| Box::new(p) as _));
+    let stderr = drain(child.stderr.take().map(|p| Box::new(p) as _));
+    let status = match child.wait_timeout(limit)? {
+        Some(status) => Some(status),
+        None => {
+            #[cfg(unix)]
+            {
+                let group = rustix::process::Pid::from_child(&child);
+                // The group may be gone already; the child's own kill below still applies.
+                let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+            }
+            let _ = child.kill();
+            child.wait()?;
+            None
+        }
+    };
+    let stdout = stdout.join().unwrap_or_default();
+    let stderr = stderr.join().unwrap_or_default();
+    Ok(status.map(|status| Output {
+        status,
+        stdout,
+        stderr,
+    }))
 }
 
 #[cfg(test)]
@@ -343,13 +409,53 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let program = Path::new("/bin/true");
         let new = fake_ncu(dir.path(), false);
-        let r = run_ncu(&new, "d_render", program, &[]).unwrap().unwrap();
+        let r = run_ncu(&new, "d_render", program, &[], NCU_LIMIT)
+            .unwrap()
+            .unwrap();
         assert!((r.rate - 0.722).abs() < 1e-12, "{r:?}");
         assert_eq!(r.l2_hit_rate, Some(0.4));
         let old = fake_ncu(dir.path(), true);
-        let r = run_ncu(&old, "d_render", program, &[]).unwrap().unwrap();
+        let r = run_ncu(&old, "d_render", program, &[], NCU_LIMIT)
+            .unwrap()
+            .unwrap();
         assert!((r.rate - 0.722).abs() < 1e-12, "{r:?}");
         assert_eq!(r.l2_hit_rate, None);
+    }
+
+    /// An ncu that hangs, as one did on an H100 machine that it could not profile, is stopped at
+    /// the limit with what it started, and is not tried a second time without the extras.
+    #[cfg(unix)]
+    #[test]
+    fn an_ncu_that_hangs_is_stopped_at_the_limit_with_its_children() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("ncu");
+        let started = dir.path().join("started");
+        // Each try leaves a line; the profiled "program" sleeps in a grandchild that would
+        // keep the output pipe open if only ncu itself were killed.
+        std::fs::write(
+            &p,
+            format!(
+                "#!/bin/sh\necho try >> {}\nsleep 30 &\nwait\n",
+                started.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let t = std::time::Instant::now();
+        let e = run_ncu(
+            &p,
+            "d_render",
+            Path::new("/bin/true"),
+            &[],
+            Duration::from_millis(300),
+        )
+        .unwrap_err();
+        assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+        assert!(matches!(e, StudyError::NcuTimedOut { .. }), "{e}");
+        assert!(e.to_string().contains("did not finish within 0.3 s"), "{e}");
+        let tries = std::fs::read_to_string(&started).unwrap();
+        assert_eq!(tries.lines().count(), 1, "{tries}");
     }
 
     #[test]

@@ -37,7 +37,7 @@
 //! ```
 
 use crate::StudyError;
-use crate::ncu::{NcuHitRate, ncu_path, run_ncu};
+use crate::ncu::{NCU_LIMIT, NcuHitRate, ncu_path, run_ncu};
 use crate::reference::{Image, RenderParams, TRANSFER_FUNCTION, write_atomic};
 use crate::view::{BlockShape, View};
 use crate::volume::{Volume, VolumeKind, VolumeSource, check_fits, host_available_bytes};
@@ -765,7 +765,13 @@ fn gpu_hit_rate(cfg: &RenderConfig) -> (Option<NcuHitRate>, String) {
             "unavailable: ncu (Nsight Compute) is not installed".into(),
         );
     };
-    match run_ncu(&ncu, KERNEL_NAME, &profile.program, &profile.args) {
+    match run_ncu(
+        &ncu,
+        KERNEL_NAME,
+        &profile.program,
+        &profile.args,
+        NCU_LIMIT,
+    ) {
         Ok(Some(r)) => {
             let source = format!("ncu {}", r.metric);
             (Some(r), source)

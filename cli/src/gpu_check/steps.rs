@@ -501,7 +501,10 @@ fn ncu_rates(
                 dir.join("ncu-scratch").display().to_string(),
             ])
             .collect();
-            match study::run_ncu(&ncu, study::KERNEL_NAME, &program, &args) {
+            // An ncu that hangs (one did, on an H100 machine whose counters it could not read)
+            // must not take the rest of the budget: it gets what is left above the reserve.
+            let limit = ctx.left().saturating_sub(reserve).min(study::NCU_LIMIT);
+            match study::run_ncu(&ncu, study::KERNEL_NAME, &program, &args, limit) {
                 Ok(Some(h)) => rows.push(NcuRow {
                     shape: shape.name(),
                     view: view.to_string(),

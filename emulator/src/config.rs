@@ -122,6 +122,23 @@ pub struct SmConfig {
     /// wider fence.
     #[serde(default = "waits_for_loads")]
     pub cta_sc_fence_waits_for_loads: bool,
+    /// The least time, in cycles, a GPU-scope fence (`membar.gl`, `fence.sc.gpu`,
+    /// `fence.acq_rel.gpu`) takes from reaching the head of its warp to retiring, whatever the
+    /// warp has outstanding; it still waits for that too. On sm_90 such a fence is MEMBAR.SC.GPU,
+    /// ERRBAR, CGAERRBAR and CCTL.IVALL, and it took ~560 cycles more than no fence after a
+    /// store or an L1 hit on an H200 (a CTA fence: 15–22); see docs/gpu/2026-11-27-findings.md.
+    /// 0 (the default): only the wait for outstanding operations, for presets not measured.
+    #[serde(default)]
+    pub gpu_fence_cycles: u32,
+    /// The same for a system-scope fence (`membar.sys`, `fence.*.sys`).
+    #[serde(default)]
+    pub sys_fence_cycles: u32,
+    /// Cycles after its L1 lookup slot at which a global store is done for its warp: visible to
+    /// the CTA, which is what a CTA-scope fence waits for (its write goes on to the L2 either
+    /// way). Unset: `l1.latency_cycles`, the whole L1 stage. An H200 and an H100 both retired a
+    /// CTA fence 14–15 cycles after a store, whether its line was in L2 or not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store_visible_cycles: Option<u32>,
 }
 
 fn waits_for_loads() -> bool {

@@ -283,6 +283,12 @@ impl Class {
 /// `Inst::sub` of a `membar.cta` / `fence.sc.cta` (SASS MEMBAR.SC.CTA): the fence whose wait for
 /// loads is the preset's `sm.cta_sc_fence_waits_for_loads`.
 pub(crate) const FENCE_SC_CTA: u8 = 1;
+/// `Inst::sub` of a GPU-scope fence (`membar.gl`, `fence.*.gpu`): the fence that takes at least
+/// the preset's `sm.gpu_fence_cycles`.
+pub(crate) const FENCE_GPU: u8 = 2;
+/// `Inst::sub` of a system-scope fence (`membar.sys`, `fence.*.sys`): at least
+/// `sm.sys_fence_cycles`.
+pub(crate) const FENCE_SYS: u8 = 3;
 
 /// Decoded operations. Arithmetic ops are typed by `Inst::ty`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

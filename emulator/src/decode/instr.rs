@@ -549,8 +549,14 @@ impl<'m> KDec<'_, 'm> {
                 x.op = Op::Membar;
                 x.class = Class::Barrier;
                 // membar.cta is fence.sc.cta; a fence without .sc is acq_rel (MEMBAR.ALL).
+                // membar.gl is the GPU scope. A cluster-scope fence is timed as a CTA one:
+                // nothing has measured it.
                 if (base == "membar" || m.has("sc")) && m.has("cta") {
                     x.sub = FENCE_SC_CTA;
+                } else if m.has("gl") || m.has("gpu") {
+                    x.sub = FENCE_GPU;
+                } else if m.has("sys") {
+                    x.sub = FENCE_SYS;
                 }
             }
             "shfl" => {

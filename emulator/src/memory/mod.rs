@@ -25,8 +25,9 @@
 //!   with their arrival cycle, so a later request to a sector in flight is an **MSHR merge** that
 //!   completes when the first does. A miss with no free MSHR waits for the earliest to return.
 //! - **Stores** are write-through and no-allocate in L1 (a resident line stays valid: the write
-//!   updates it); they complete for the warp when they pass the L1 stage (visible to the CTA,
-//!   which is what `membar.cta` orders) while the write proceeds to L2 in the background. L2 is
+//!   updates it); they complete for the warp when the CTA sees them (`sm.store_visible_cycles`
+//!   after their L1 slot: the whole L1 stage unless a preset measured less), which is what a
+//!   CTA fence orders, while the write proceeds to L2 in the background. L2 is
 //!   write-back and write-allocate without fetch (byte masks, as GPGPU-Sim's sectored L2); dirty
 //!   sectors reach DRAM when evicted.
 //! - **Atomics** run at L2: fetched on a miss, and lanes hitting one word serialize one cycle
@@ -135,6 +136,8 @@ fn reserve_port(free_at: &mut u64, now: u64, units: u64) -> u64 {
 #[derive(Debug, Clone, Copy)]
 struct Lat {
     l1: u64,
+    /// When a store is done for its warp, after its L1 slot (`sm.store_visible_cycles`).
+    store_visible: u64,
     tex: u64,
     tex_pipeline: u64,
     constant: u64,
@@ -423,10 +426,12 @@ impl SmMem {
     /// Write-through, no-allocate: coalesced in L2 sectors so a 4-byte store dirties 32 bytes,
     /// not a whole unsectored L1 line.
     ///
-    /// Completion is when the store has passed the SM's L1 stage (`l1.latency_cycles` after its
-    /// lookup slot): from then on every thread of the CTA sees it, because CTA-mates read through
-    /// the same in-order L1 pipeline. That is what `membar.cta` must wait for; the L2
-    /// acknowledgement (`+ l2.latency_cycles`) is what a GPU-scope fence (`membar.gl`) would add.
+    /// Completion is when every thread of the CTA sees the store, because CTA-mates read through
+    /// the same in-order L1 pipeline: `sm.store_visible_cycles` after its lookup slot (by default
+    /// `l1.latency_cycles`, the whole L1 stage; on an H100 and an H200 a CTA fence retired 14–15
+    /// cycles after a store). That is what `membar.cta` must wait for. A GPU-scope fence does not
+    /// wait for the L2's acknowledgement in this model; it takes `sm.gpu_fence_cycles` instead,
+    /// which silicon showed whether or not a store preceded it.
     fn store(&mut self, now: u64, req: &MemRequest) -> u64 {
         self.through_l1(now, req, L2Op::Write)
     }
@@ -439,7 +444,7 @@ impl SmMem {
     }
 
     /// A store's or atomic's lanes, coalesced in L2 sectors, sent to the L2 one line per L1
-    /// lookup slot. A store is done when its last line passed the L1 stage (the L2 write still
+    /// lookup slot. A store is done when its last line is visible to the CTA (the L2 write still
     /// happens — slice bandwidth, dirty data — but nobody waits for it); an atomic when its last
     /// line is acknowledged.
     fn through_l1(&mut self, now: u64, req: &MemRequest, op: L2Op) -> u64 {
@@ -476,7 +481,7 @@ impl SmMem {
                 }
             }
             if !wait {
-                done = done.max(t + lat.l1);
+                done = done.max(t + lat.store_visible);
             }
         }
         done
@@ -652,6 +657,7 @@ impl MemorySystem {
         };
         let lat = Lat {
             l1: u64::from(cfg.l1.latency_cycles),
+            store_visible: u64::from(cfg.sm.store_visible_cycles.unwrap_or(cfg.l1.latency_cycles)),
             tex,
             tex_pipeline: u64::from(cfg.texture.pipeline_latency_cycles),
             constant: u64::from(cfg.constant.latency_cycles),

@@ -3,7 +3,7 @@
 
 use super::{Stall, TWarp, WState};
 use crate::config::GpuConfig;
-use crate::ir::{Class, FENCE_SC_CTA, Op, Program};
+use crate::ir::{Class, FENCE_GPU, FENCE_SC_CTA, FENCE_SYS, Op, Program};
 
 /// Scoreboard registers an instruction's entry in [`Deps::short`] holds.
 const SHORT: usize = 4;
@@ -24,6 +24,9 @@ pub(in crate::engine) struct Deps {
     /// Per pc: a fence that waits for the warp's stores and atomics but not its loads (a
     /// `membar.cta` on a preset whose `sm.cta_sc_fence_waits_for_loads` is false).
     writes_only: Vec<bool>,
+    /// Per pc: the least cycles a fence takes from reaching the head of its warp to retiring
+    /// (`sm.gpu_fence_cycles` / `sm.sys_fence_cycles` for the wider scopes), else 0.
+    fence_cycles: Vec<u32>,
     /// Per pc: floating-point operations per active lane (2 for an FMA; 1 for an add,
     /// subtract, multiply or divide; else 0). A table rather than a match at every issue,
     /// whose branches on the operation mispredicted.
@@ -55,6 +58,15 @@ impl Deps {
             .iter()
             .map(|x| skip_loads && x.op == Op::Membar && x.sub == FENCE_SC_CTA)
             .collect();
+        let fence_cycles = prog
+            .insts
+            .iter()
+            .map(|x| match (x.op, x.sub) {
+                (Op::Membar, FENCE_GPU) => cfg.sm.gpu_fence_cycles,
+                (Op::Membar, FENCE_SYS) => cfg.sm.sys_fence_cycles,
+                _ => 0,
+            })
+            .collect();
         let flops = prog
             .insts
             .iter()
@@ -69,6 +81,7 @@ impl Deps {
             regs,
             short,
             writes_only,
+            fence_cycles,
             flops,
         }
     }
@@ -114,10 +127,16 @@ pub(super) fn refresh(w: &mut TWarp, prog: &Program, deps: &Deps) {
         Stall::Scoreboard
     };
     if x.op == Op::Membar {
-        let waits_for = if deps.writes_only.get(pc as usize) == Some(&true) {
+        let drained = if deps.writes_only.get(pc as usize) == Some(&true) {
             w.outstanding_writes
         } else {
             w.outstanding
+        };
+        // The fence reached the head of the warp when its predecessor let the next instruction
+        // issue (`next_ok`); its own cost runs from there, beside the wait for what it orders.
+        let waits_for = match deps.fence_cycles.get(pc as usize) {
+            Some(&own) if own > 0 => drained.max(w.next_ok + u64::from(own)),
+            _ => drained,
         };
         if waits_for > t {
             t = waits_for;

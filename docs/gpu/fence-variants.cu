@@ -2,7 +2,8 @@
 //
 // Standalone (not part of the build): nvcc -arch=sm_90 -O3 -o fence fence-variants.cu && ./fence
 // Run on an H200 on 2026-11-26; its output is in fence-variants-h200-2026-11-26.txt and what it
-// showed in h200-2026-11-26-findings.md. One thread; each timed window is
+// showed in h200-2026-11-26-findings.md. With the store cases, on an H100 and an H200 on
+// 2026-11-27: fence-variants-2026-11-27.txt, 2026-11-27-findings.md. One thread; each timed window is
 //     t0 = clock; v = ld.global [p + r*stride]; <close>; t1 = clock
 // with <close> one of: nothing (naive), membar.cta, fence.acq_rel.cta, membar.gl,
 // fence.acq_rel.gpu, membar.sys, or the dummy (a never-executed volatile store of v). Printed:
@@ -52,6 +53,17 @@ template <int V> __global__ void kst(unsigned* p, long stride, unsigned* sink, u
     asm volatile("fence.acq_rel.cta;" ::: "memory");
   }
 }
+// Waits for the launch and prints its windows: mean, min and max over all but the first (cold).
+static int report(int width, const char* label, const char* name, const unsigned* out) {
+  cudaError_t e = cudaDeviceSynchronize();
+  if (e != cudaSuccess) { printf("error %s\n", cudaGetErrorString(e)); return 1; }
+  unsigned h[REPS];
+  cudaMemcpy(h, out, sizeof h, cudaMemcpyDeviceToHost);
+  double s = 0; unsigned mn = ~0u, mx = 0;
+  for (int r = 1; r < REPS; ++r) { s += h[r]; mn = h[r] < mn ? h[r] : mn; mx = h[r] > mx ? h[r] : mx; }
+  printf("%-*s %-18s mean %7.1f min %5u max %5u  (first %u)\n", width, label, name, s / (REPS - 1), mn, mx, h[0]);
+  return 0;
+}
 typedef void (*K)(const unsigned*, long, unsigned*, unsigned*);
 typedef void (*KS)(unsigned*, long, unsigned*, unsigned*);
 int main() {
@@ -61,7 +73,6 @@ int main() {
   unsigned *p, *flush, *sink, *out;
   cudaMalloc(&p, big); cudaMalloc(&flush, flushsz); cudaMalloc(&sink, 64); cudaMalloc(&out, REPS * 4);
   cudaMemset(p, 0, big);
-  unsigned h[REPS];
   const char* cases[] = {"DRAM miss", "L2 hit", "L1 hit"};
   for (int c = 0; c < 3; ++c)
     for (int v = 0; v < 7; ++v) {
@@ -70,12 +81,7 @@ int main() {
       cudaMemset(flush, v + 1, flushsz);                     // evict L2
       if (c >= 1) ks[0]<<<1, 1>>>(base, stride, sink, out);  // warm: L2 (and L1 for c==2)
       ks[v]<<<1, 1>>>(base, stride, sink, out);
-      cudaError_t e = cudaDeviceSynchronize();
-      if (e != cudaSuccess) { printf("error %s\n", cudaGetErrorString(e)); return 1; }
-      cudaMemcpy(h, out, sizeof h, cudaMemcpyDeviceToHost);
-      double s = 0; unsigned mn = ~0u, mx = 0;
-      for (int r = 1; r < REPS; ++r) { s += h[r]; mn = h[r] < mn ? h[r] : mn; mx = h[r] > mx ? h[r] : mx; }
-      printf("%-9s %-18s mean %7.1f min %5u max %5u  (first %u)\n", cases[c], names[v], s / (REPS - 1), mn, mx, h[0]);
+      if (report(9, cases[c], names[v], out)) return 1;
     }
   KS kss[] = {kst<0>, kst<1>, kst<2>, kst<3>, kst<4>, kst<5>};
   const char* scases[] = {"store, not in L2", "store, in L2"};
@@ -86,12 +92,7 @@ int main() {
       cudaMemset(flush, v + 1, flushsz);
       if (c == 1) kss[0]<<<1, 1>>>(base, stride, sink, out);  // the lines into L2
       kss[v]<<<1, 1>>>(base, stride, sink, out);
-      cudaError_t e = cudaDeviceSynchronize();
-      if (e != cudaSuccess) { printf("error %s\n", cudaGetErrorString(e)); return 1; }
-      cudaMemcpy(h, out, sizeof h, cudaMemcpyDeviceToHost);
-      double s = 0; unsigned mn = ~0u, mx = 0;
-      for (int r = 1; r < REPS; ++r) { s += h[r]; mn = h[r] < mn ? h[r] : mn; mx = h[r] > mx ? h[r] : mx; }
-      printf("%-16s %-18s mean %7.1f min %5u max %5u  (first %u)\n", scases[c], names[v], s / (REPS - 1), mn, mx, h[0]);
+      if (report(16, scases[c], names[v], out)) return 1;
     }
   return 0;
 }

@@ -227,6 +227,13 @@ impl Device for CudaDevice {
             memory_bus_bits: attr(A::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH)
                 .map(|v| v.max(0) as u32),
             total_memory_bytes: self.ctx.total_mem().ok().map(|b| b as u64),
+            l2_fetch_granularity_bytes: self
+                .bind()
+                .ok()
+                .and_then(|()| {
+                    result::ctx::get_limit(sys::CUlimit::CU_LIMIT_MAX_L2_FETCH_GRANULARITY).ok()
+                })
+                .and_then(|b| u32::try_from(b).ok()),
             ..crate::DeviceProperties::basic(Backend::Gpu, self.name.clone(), self.clock_mhz)
         }
     }

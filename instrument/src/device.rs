@@ -166,6 +166,11 @@ pub struct DeviceProperties {
     pub memory_clock_mhz: Option<f64>,
     pub memory_bus_bits: Option<u32>,
     pub total_memory_bytes: Option<u64>,
+    /// The context's L2 fetch granularity limit in bytes (`cudaLimitMaxL2FetchGranularity`):
+    /// how much the L2 may fetch from DRAM for one missed 32-byte sector, which decides the DRAM
+    /// bytes a scattered-read kernel such as the volume renderer moves.
+    #[serde(default)]
+    pub l2_fetch_granularity_bytes: Option<u32>,
 }
 
 impl DeviceProperties {
@@ -182,6 +187,7 @@ impl DeviceProperties {
             memory_clock_mhz: None,
             memory_bus_bits: None,
             total_memory_bytes: None,
+            l2_fetch_granularity_bytes: None,
         }
     }
 }

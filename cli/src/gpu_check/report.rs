@@ -115,6 +115,10 @@ fn section(s: &mut String, d: &StepData) {
                 ),
                 ("SMs", opt(&p.sm_count)),
                 ("L2", mib(p.l2_bytes)),
+                (
+                    "L2 fetch granularity (limit)",
+                    opt(&p.l2_fetch_granularity_bytes.map(|b| format!("{b} B"))),
+                ),
                 ("memory", mib(p.total_memory_bytes)),
                 (
                     "embedded fatbins",

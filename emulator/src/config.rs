@@ -297,6 +297,9 @@ pub struct UnloadedLatencies {
     pub texture_hit: u64,
     pub constant_hit: u64,
     pub shared: u64,
+    /// A global store, from issue until it is done for its warp (the CTA sees it: what a CTA
+    /// fence waits for): `sm.store_visible_cycles`, or the whole L1 stage where unset.
+    pub store_visible: u64,
 }
 
 impl GpuConfig {
@@ -363,6 +366,7 @@ impl GpuConfig {
             texture_hit: u64::from(self.texture.pipeline_latency_cycles) + tex_cache,
             constant_hit: u64::from(self.constant.latency_cycles),
             shared: u64::from(self.shared.latency_cycles),
+            store_visible: self.sm.store_visible_cycles.map_or(l1, u64::from),
         }
     }
 

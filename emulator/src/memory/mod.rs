@@ -657,7 +657,7 @@ impl MemorySystem {
         };
         let lat = Lat {
             l1: u64::from(cfg.l1.latency_cycles),
-            store_visible: u64::from(cfg.sm.store_visible_cycles.unwrap_or(cfg.l1.latency_cycles)),
+            store_visible: cfg.unloaded_latencies().store_visible,
             tex,
             tex_pipeline: u64::from(cfg.texture.pipeline_latency_cycles),
             constant: u64::from(cfg.constant.latency_cycles),

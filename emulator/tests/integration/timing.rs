@@ -121,7 +121,7 @@ fn membar_cta_waits_for_loads_where_the_preset_says_so() {
         // With a store before the load, the fence waits for the store (until the CTA sees it)
         // but, on h100, still not for the load.
         let with_store = measure_with("membar.cta;", false, true, preset);
-        let visible = u64::from(cfg.sm.store_visible_cycles.unwrap_or(cfg.l1.latency_cycles));
+        let visible = cfg.unloaded_latencies().store_visible;
         assert!(with_store >= visible, "{preset}: {with_store} vs {visible}");
         if !waits {
             assert!(
@@ -176,7 +176,7 @@ fn wide_fences_take_their_own_time_where_the_preset_says_so() {
         let cta = store_window("fence.acq_rel.cta;", preset);
         // A CTA fence waits until the store is visible to the CTA: 15 cycles after the store
         // on an H100/H200 (`sm.store_visible_cycles`), the whole L1 stage where unmeasured.
-        let visible = u64::from(cfg.sm.store_visible_cycles.unwrap_or(cfg.l1.latency_cycles));
+        let visible = cfg.unloaded_latencies().store_visible;
         assert!(
             cta >= naive + visible && cta <= naive + visible + 3,
             "{preset}: CTA fence {cta} vs naive {naive} + {visible}"

@@ -246,18 +246,8 @@ fn output_within(cmd: &mut Command, limit: Duration) -> std::io::Result<Option<O
         .stderr(Stdio::piped())
         .spawn()?;
     // Drained while waiting, so that a full pipe cannot stall the child.
-    let drain = |pipe: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut bytes = Vec::new();
-            if let Some(mut p) = pipe {
-                // A read error leaves what was read: the exit status still tells the outcome.
-                let _ = p.read_to_end(&mut bytes);
-            }
-            bytes
-        })
-    };
-    let stdout = drain(child.stdout.take().map(|p| Box::new(p) as _));
-    let stderr = drain(child.stderr.take().map(|p| Box::new(p) as _));
+    let stdout = drain(child.stdout.take());
+    let stderr = drain(child.stderr.take());
     let status = match child.wait_timeout(limit)? {
         Some(status) => Some(status),
         None => {
@@ -279,6 +269,18 @@ fn output_within(cmd: &mut Command, limit: Duration) -> std::io::Result<Option<O
         stdout,
         stderr,
     }))
+}
+
+/// Reads `pipe` to its end on a thread of its own. A read error keeps what was read: the exit
+/// status still tells the outcome.
+fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        if let Some(mut p) = pipe {
+            let _ = p.read_to_end(&mut bytes);
+        }
+        bytes
+    })
 }
 
 #[cfg(test)]

@@ -276,6 +276,14 @@ pub struct L2Config {
     pub replacement: Replacement,
     /// Per slice.
     pub bandwidth_bytes_per_cycle: f64,
+    /// Bytes the L2 reads from DRAM for a missed sector: the aligned block holding it, every
+    /// sector of which not already in the slice is filled (and counted as DRAM bytes read).
+    /// Unset: the sector alone. On an H100 and an H200 the context's L2 fetch granularity
+    /// (`cudaLimitMaxL2FetchGranularity`) reads 64 by default, and reading every other 32-byte
+    /// sector made DRAM move twice the bytes asked for (ncu's `dram__bytes_read.sum`) and took
+    /// twice the time of reading them all; set to 32, it took 1.1x (docs/gpu/dram-granularity.cu).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fetch_bytes: Option<u32>,
 }
 
 /// Device memory: a latency and a bandwidth shared by all slices.
@@ -496,6 +504,18 @@ impl GpuConfig {
         })?;
         positive_f64(l2.bandwidth_bytes_per_cycle)
             .map_err(|m| err("l2.bandwidth_bytes_per_cycle", m))?;
+        if let Some(fetch) = l2.fetch_bytes {
+            power_of_two(fetch).map_err(|m| err("l2.fetch_bytes", m))?;
+            if fetch < l2.sector_bytes || fetch > l2.line_bytes {
+                return Err(err(
+                    "l2.fetch_bytes",
+                    format!(
+                        "must be from sector_bytes ({}) to line_bytes ({}), got {fetch}",
+                        l2.sector_bytes, l2.line_bytes
+                    ),
+                ));
+            }
+        }
         positive_f64(self.dram.bandwidth_bytes_per_cycle)
             .map_err(|m| err("dram.bandwidth_bytes_per_cycle", m))?;
         Ok(())
@@ -598,6 +618,26 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert_eq!(e, "my.toml: l2.slices: must be a power of two, got 12");
+    }
+
+    #[test]
+    fn l2_fetch_bytes_must_be_a_power_of_two_from_a_sector_to_a_line() {
+        for (fetch, ok) in [
+            (32, true),
+            (64, true),
+            (128, true),
+            (16, false),
+            (48, false),
+            (256, false),
+        ] {
+            let mut cfg = GpuConfig::preset("h100").unwrap();
+            cfg.l2.fetch_bytes = Some(fetch);
+            let r = cfg.validate("f.toml");
+            assert_eq!(r.is_ok(), ok, "{fetch}: {r:?}");
+            if let Err(e) = r {
+                assert!(e.to_string().starts_with("f.toml: l2.fetch_bytes:"), "{e}");
+            }
+        }
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Everything below the SMs: the L2 slices and DRAM, which answer the SMs' requests in global
 //! order (mod.rs says when), and the bandwidth queue both are built from.
 
-use super::cache::{self, Cache};
+use super::cache::{self, Cache, Lookup};
 use super::{CacheCounters, L2Req, Pend, count, forget_front};
 use crate::config::{CacheConfig, GpuConfig};
 
@@ -148,6 +148,20 @@ impl BandwidthQueue {
     }
 }
 
+/// `mask` with every aligned group of `group` sectors (a power of two) it touches filled in:
+/// what one DRAM read brings for those sectors.
+fn fetch_mask(mask: u8, group: u32) -> u8 {
+    if group <= 1 {
+        return mask;
+    }
+    let ones = u8::MAX >> (8 - group.min(8));
+    (0..u8::BITS)
+        .step_by(group as usize)
+        .map(|i| ones << i)
+        .filter(|&m| mask & m != 0)
+        .fold(mask, |acc, m| acc | m)
+}
+
 /// One L2 slice.
 #[derive(Debug, Clone)]
 pub(super) struct Slice {
@@ -162,6 +176,8 @@ pub(crate) struct Below {
     slice_bits: u32,
     pub(super) line_shift: u32,
     pub(super) sector_shift: u32,
+    /// Sectors the L2 reads from DRAM together (`l2.fetch_bytes`), a power of two.
+    fetch_sectors: u32,
     l2_latency: u64,
     dram: BandwidthQueue,
     dram_latency: u64,
@@ -203,6 +219,11 @@ impl Below {
         Below {
             line_shift: slice.cache.line_shift(),
             sector_shift: slice.cache.sector_shift(),
+            fetch_sectors: cfg
+                .l2
+                .fetch_bytes
+                .map_or(1, |f| f / cfg.l2.sector_bytes)
+                .max(1),
             slices: vec![slice; slices as usize],
             slice_bits: slices.trailing_zeros(),
             l2_latency: u64::from(cfg.l2.latency_cycles),
@@ -266,6 +287,7 @@ impl Below {
         let bytes = u64::from(mask.count_ones()) * sector_bytes;
         let hit_latency = base + self.l2_latency;
         let miss_latency = hit_latency + self.dram_latency;
+        let fetch_sectors = self.fetch_sectors;
         let Below {
             slices,
             dram,
@@ -316,11 +338,17 @@ impl Below {
             done = done.max(lk.pending_ready);
         }
         if lk.miss != 0 {
-            let miss_bytes = u64::from(lk.miss.count_ones()) * sector_bytes;
+            // DRAM brings the fetch block around each missed sector; the sectors of it the
+            // slice lacks arrive with the missed ones.
+            let fetched = Lookup {
+                miss: fetch_mask(lk.miss, fetch_sectors) & !slice.cache.present(&lk),
+                ..lk
+            };
+            let miss_bytes = u64::from(fetched.miss.count_ones()) * sector_bytes;
             let dram_start = dram.reserve(start, miss_bytes);
             *dram_bytes_read += miss_bytes;
             let ready = dram_start + miss_latency;
-            let ev = slice.cache.fill_missed(&lk, ready, start, pend);
+            let ev = slice.cache.fill_missed(&fetched, ready, start, pend);
             l2.evictions += evicted(ev, start, dram);
             done = done.max(ready);
         }

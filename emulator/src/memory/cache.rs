@@ -191,6 +191,11 @@ impl Cache {
         evicted
     }
 
+    /// The sectors of `lk`'s line present (arrived or in flight) when it was looked up.
+    pub(crate) fn present(&self, lk: &Lookup) -> u8 {
+        lk.slot.map_or(0, |slot| self.valid[slot])
+    }
+
     /// The slot of `line`, found at `found` or allocated at cycle `now`, and the line evicted
     /// to make room.
     fn place(&mut self, found: Option<usize>, line: u64, now: u64) -> (usize, Option<Evicted>) {

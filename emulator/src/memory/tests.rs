@@ -107,6 +107,40 @@ fn second_miss_to_a_line_in_flight_merges_and_completes_with_the_first() {
 }
 
 #[test]
+fn a_missed_sector_brings_its_fetch_block_from_dram() {
+    // One word per 64 bytes: half of each 64-byte block, the pattern whose DRAM bytes an H100
+    // and an H200 doubled (docs/gpu/dram-granularity.cu).
+    let every_other = warp(|l| 0x10_0000 + 64 * l);
+    let dense = warp(|l| 0x20_0000 + 4 * l);
+    for (fetch, want_sparse) in [(None, 32 * 32), (Some(32), 32 * 32), (Some(64), 32 * 64)] {
+        let mut cfg = GpuConfig::preset("h100").unwrap();
+        cfg.l2.fetch_bytes = fetch;
+        let mut mem = MemorySystem::new(&cfg);
+        let t = mem.access(0, &load(&every_other, 4));
+        assert_eq!(mem.counters().dram_bytes_read, want_sparse, "{fetch:?}");
+        // A coalesced warp's four sectors are two whole blocks: nothing extra either way.
+        mem.access(t, &load(&dense, 4));
+        assert_eq!(
+            mem.counters().dram_bytes_read,
+            want_sparse + 128,
+            "{fetch:?}"
+        );
+        // The other half of the first block, from another SM: an L2 hit where it was fetched.
+        let buddy = [(0u8, 0x10_0000 + 32)];
+        let before = mem.counters().l2;
+        mem.access_on(1, t + 10_000, &load(&buddy, 4));
+        let c = mem.counters();
+        let hit = c.l2.sector_hits - before.sector_hits;
+        assert_eq!(hit, u64::from(fetch == Some(64)), "{fetch:?}");
+        assert_eq!(
+            c.dram_bytes_read,
+            want_sparse + 128 + 32 * (1 - hit),
+            "{fetch:?}"
+        );
+    }
+}
+
+#[test]
 fn exhausted_mshrs_delay_the_next_miss() {
     let mut cfg = GpuConfig::preset("v100").unwrap();
     cfg.l1.mshrs = 1;

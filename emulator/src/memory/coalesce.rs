@@ -131,32 +131,38 @@ pub(crate) fn coalesce(
     out.merge(cur_line, cur_mask);
 }
 
-/// Sector lookups of one access counted thread by thread: each lane's distinct sectors, summed
-/// over lanes (what Nsight Compute's texture hit rate divides by; `CacheCounters::
-/// thread_lookups`). A lane's entries are consecutive in `lanes`, as the texture unit records a
-/// sample's texels. A lane reads at most 8 sectors (a trilinear sample's eight texels, a load's
-/// one or two), so its sectors so far sit in an 8-entry array whose whole-array compare the
-/// compiler unrolls; a repeat of the sector just seen, the common case of neighbouring texels,
-/// skips even that.
+/// Sector lookups of one access counted quad by quad: the distinct sectors of each quad (lanes
+/// 4q to 4q + 3), summed over quads (what Nsight Compute's texture hit rate divides by;
+/// `CacheCounters::quad_lookups`). A lane's entries are consecutive in `lanes` and lanes come
+/// in ascending order, as the texture unit records a sample's texels. A quad reads at most 32
+/// sectors (four lanes of a trilinear sample's eight texels), so its sectors so far sit in a
+/// 32-entry array searched up to its count; a repeat of the sector just seen, the common case
+/// of neighbouring texels, skips even that.
 #[inline]
-pub(crate) fn thread_sectors(lanes: &[(u8, u64)], bytes: u32, sector_shift: u32) -> u64 {
+pub(crate) fn quad_sectors(lanes: &[(u8, u64)], bytes: u32, sector_shift: u32) -> u64 {
     const NONE: u64 = u64::MAX;
     let len = u64::from(bytes.max(1));
     let mut total = 0u64;
-    let mut lane = None;
-    let mut seen = [NONE; 8];
+    let mut quad = None;
+    let mut seen = [NONE; 32];
+    let mut n = 0usize;
     let mut last = NONE;
     for &(l, addr) in lanes {
-        if lane != Some(l) {
-            lane = Some(l);
-            seen = [NONE; 8];
+        if quad != Some(l >> 2) {
+            quad = Some(l >> 2);
+            n = 0;
             last = NONE;
         }
         let first = addr >> sector_shift;
         let end = addr.saturating_add(len - 1) >> sector_shift;
         for sector in first..=end {
-            if sector != last && !seen.contains(&sector) {
-                seen[total as usize % 8] = sector;
+            if sector != last && !seen[..n].contains(&sector) {
+                // Texels of at most 32 bytes cannot fill the array; past it a new sector is
+                // counted but not remembered (a repeat of it would count again).
+                if n < seen.len() {
+                    seen[n] = sector;
+                    n += 1;
+                }
                 total += 1;
             }
             last = sector;
@@ -373,22 +379,22 @@ mod tests {
     }
 
     #[test]
-    fn thread_sectors_count_each_lanes_distinct_sectors() {
-        // A trilinear sample of 1-byte texels: lanes 0 and 1 read the same 2×2×2 texels, whose
-        // rows fall in two sectors; lane 2 reads one texel whose 4 bytes straddle two sectors.
+    fn quad_sectors_count_each_quads_distinct_sectors() {
+        // A trilinear sample of 1-byte texels: lanes 0 and 1 (one quad) read the same 2×2×2
+        // texels, whose rows fall in two sectors; lane 4 (the next quad) reads them too, and
+        // lane 5 one texel whose 4 bytes straddle two sectors.
         let cube = |lane: u8| [0u64, 1, 16, 17, 64, 65, 80, 81].map(|a| (lane, a));
         let mut lanes: Vec<(u8, u64)> = cube(0).into_iter().chain(cube(1)).collect();
-        assert_eq!(thread_sectors(&lanes, 1, 5), 2 + 2);
-        lanes.push((2, 30));
-        assert_eq!(thread_sectors(&lanes, 4, 5), 2 + 2 + 2);
+        assert_eq!(quad_sectors(&lanes, 1, 5), 2);
+        lanes.extend(cube(4));
+        assert_eq!(quad_sectors(&lanes, 1, 5), 2 + 2);
+        lanes.push((5, 30));
+        assert_eq!(quad_sectors(&lanes, 4, 5), 2 + 3);
         let mut lines = Lines::default();
         coalesce(&lanes, 4, 7, 5, &mut lines);
         let distinct: u32 = lines.iter().map(|r| r.mask.count_ones()).sum();
-        assert_eq!(
-            distinct, 3,
-            "per request the three lanes read three sectors"
-        );
-        assert_eq!(thread_sectors(&[], 1, 5), 0);
+        assert_eq!(distinct, 3, "per request the lanes read three sectors");
+        assert_eq!(quad_sectors(&[], 1, 5), 0);
     }
 
     #[test]
@@ -442,11 +448,11 @@ mod tests {
             }
         }
 
-        /// Against the definition: the sum over lanes of each lane's distinct sectors, for
+        /// Against the definition: the sum over quads of each quad's distinct sectors, for
         /// lanes of up to eight addresses each (a trilinear sample's texels), near one another
         /// so that they share sectors, one or two sectors each.
         #[test]
-        fn thread_sectors_sum_each_lanes_distinct_sectors(
+        fn quad_sectors_sum_each_quads_distinct_sectors(
             lanes in proptest::collection::vec(
                 (0u64..1 << 12, proptest::collection::vec(0u64..96, 1..9)), 0..33),
             bytes in proptest::sample::select(vec![1u32, 4]),
@@ -454,13 +460,14 @@ mod tests {
             let entries: Vec<(u8, u64)> = lanes.iter().enumerate()
                 .flat_map(|(l, (base, offs))| offs.iter().map(move |&o| (l as u8, base + o)))
                 .collect();
-            let want: usize = lanes.iter().map(|(base, offs)| {
-                offs.iter()
-                    .flat_map(|&o| (base + o) >> 5..=(base + o + u64::from(bytes) - 1) >> 5)
+            let want: usize = lanes.chunks(4).map(|quad| {
+                quad.iter()
+                    .flat_map(|(base, offs)| offs.iter().map(move |&o| base + o))
+                    .flat_map(|a| a >> 5..=(a + u64::from(bytes) - 1) >> 5)
                     .collect::<BTreeSet<u64>>()
                     .len()
             }).sum();
-            proptest::prop_assert_eq!(thread_sectors(&entries, bytes, 5), want as u64);
+            proptest::prop_assert_eq!(quad_sectors(&entries, bytes, 5), want as u64);
         }
     }
 

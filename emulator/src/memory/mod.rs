@@ -66,7 +66,7 @@ pub(crate) use below::Below;
 use below::L2Op;
 use cache::{Cache, Mshrs};
 use coalesce::{
-    Lines, bank_conflict_ways, coalesce, distinct_addresses, max_same_address, thread_sectors,
+    Lines, bank_conflict_ways, coalesce, distinct_addresses, max_same_address, quad_sectors,
 };
 pub(crate) use pending::{Pend, is_token};
 use record::AddressRecorder;
@@ -404,8 +404,8 @@ impl SmMem {
             lines,
         );
         if path != Path::L1 {
-            counters.thread_lookups +=
-                thread_sectors(req.lanes, req.bytes_per_lane, cache.sector_shift());
+            counters.quad_lookups +=
+                quad_sectors(req.lanes, req.bytes_per_lane, cache.sector_shift());
         }
         let start = reserve_port(port, now, lines.len() as u64);
         let mut link = Link {
@@ -737,7 +737,7 @@ impl MemorySystem {
         c.dram_bytes_read = self.below.dram_bytes_read;
         c.dram_bytes_written = self.below.dram_bytes_written;
         c.l1_hit_rate = c.l1.hit_rate();
-        c.tex_hit_rate = c.texture.thread_hit_rate();
+        c.tex_hit_rate = c.texture.quad_hit_rate();
         c.tex_sector_hit_rate = c.texture.hit_rate();
         c.l2_hit_rate = c.l2.hit_rate();
         c.constant_hit_rate = c.constant.hit_rate();

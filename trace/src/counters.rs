@@ -56,8 +56,8 @@ pub struct MemCounters {
     pub atomics: u64,
     /// Fractions 0–1 (hits and MSHR merges over all read sectors); `None` without accesses.
     pub l1_hit_rate: Option<f64>,
-    /// The texture hit rate as Nsight Compute counts it, quad by quad
-    /// ([`CacheCounters::quad_hit_rate`]): the figure to set beside a GPU run's.
+    /// The texture hit rate as Nsight Compute counts it, per lookup of a quad's or a pair's
+    /// sectors ([`CacheCounters::lookup_hit_rate`]): the figure to set beside a GPU run's.
     pub tex_hit_rate: Option<f64>,
     /// The texture hit rate per warp request ([`CacheCounters::hit_rate`] of `texture`): the
     /// share of the distinct sectors of each fetch served without a fetch from the L2, what
@@ -80,11 +80,12 @@ pub struct CacheCounters {
     pub evictions: u64,
     /// Sectors written (stores and atomics); not part of the hit rate.
     pub write_sectors: u64,
-    /// Texture path only: sector lookups counted quad by quad, each quad's (four consecutive
-    /// lanes') distinct sectors of a fetch, so that a sector all 32 lanes of a warp read counts
-    /// eight times where `read_sectors` counts it once. Nsight Compute's texture hit rate
-    /// divides by this count ([`CacheCounters::quad_hit_rate`]).
-    pub quad_lookups: u64,
+    /// Texture path only: sector lookups as Nsight Compute counts them, each group of lanes'
+    /// distinct sectors of a fetch (a quad of four lanes for a point sample, a pair for a
+    /// filtered one), so that a sector all 32 lanes of a warp point-sample counts eight times
+    /// where `read_sectors` counts it once. Nsight Compute's texture hit rate divides by this
+    /// count ([`CacheCounters::lookup_hit_rate`]).
+    pub tex_lookups: u64,
 }
 
 impl CacheCounters {
@@ -95,16 +96,16 @@ impl CacheCounters {
         (total > 0).then(|| (self.sector_hits + self.mshr_merges) as f64 / total as f64)
     }
 
-    /// Fraction of the quad-by-quad sector lookups (`quad_lookups`) that needed no new fetch
-    /// from below: only the first lookup of a missing sector misses, and every other quad's
-    /// lookup of it in the same fetch hits. This is what Nsight Compute's
+    /// Fraction of the sector lookups (`tex_lookups`) that needed no new fetch from below: only
+    /// the first lookup of a missing sector misses, and every other group's lookup of it in the
+    /// same fetch hits. This is what Nsight Compute's
     /// `l1tex__t_sector_pipe_tex_mem_texture_op_tex_hit_rate` reports on silicon: on an H100,
-    /// 32 lanes fetching one texel of a cold 2D texture read 8 requests, 8 sectors and 87.5 %
-    /// (1 miss in 8 lookups), and lanes 32 bytes apart 32 sectors and 0 %
+    /// 32 lanes point-sampling one cold texel read 8 sectors and 87.5 % (1 miss in 8 lookups),
+    /// 32 lanes sampling one point trilinearly 32 sectors and 93.75 % (2 misses)
     /// (docs/gpu/tex-lookup-count.cu). `None` when nothing was looked up that way.
-    pub fn quad_hit_rate(&self) -> Option<f64> {
-        (self.quad_lookups > 0).then(|| {
-            1.0 - self.sector_misses.min(self.quad_lookups) as f64 / self.quad_lookups as f64
+    pub fn lookup_hit_rate(&self) -> Option<f64> {
+        (self.tex_lookups > 0).then(|| {
+            1.0 - self.sector_misses.min(self.tex_lookups) as f64 / self.tex_lookups as f64
         })
     }
 
@@ -121,7 +122,7 @@ impl CacheCounters {
         self.mshr_merges += o.mshr_merges;
         self.evictions += o.evictions;
         self.write_sectors += o.write_sectors;
-        self.quad_lookups += o.quad_lookups;
+        self.tex_lookups += o.tex_lookups;
     }
 
     /// Sectors moved through this level (reads of every kind plus writes).
@@ -148,29 +149,29 @@ mod tests {
             mshr_merges: 1,
             evictions: 1,
             write_sectors: 1,
-            quad_lookups: 0,
+            tex_lookups: 0,
         });
         assert_eq!(c.hit_rate(), Some(0.5));
         assert_eq!(c.read_sectors(), 4);
         assert_eq!((c.requests, c.write_sectors, c.sectors()), (2, 10, 14));
-        assert_eq!(c.quad_hit_rate(), None, "no quad-by-quad lookups");
+        assert_eq!(c.lookup_hit_rate(), None, "no texture lookups");
     }
 
     #[test]
-    fn quad_hit_rate_counts_only_each_missing_sectors_first_lookup_as_a_miss() {
+    fn lookup_hit_rate_counts_only_each_missing_sectors_first_lookup_as_a_miss() {
         // One fetch: 8 quads read one sector that misses, 2 read another that hits.
         let mut c = CacheCounters {
             requests: 1,
             sector_hits: 1,
             sector_misses: 1,
-            quad_lookups: 10,
+            tex_lookups: 10,
             ..CacheCounters::default()
         };
         assert_eq!(c.hit_rate(), Some(0.5));
-        assert_eq!(c.quad_hit_rate(), Some(1.0 - 1.0 / 10.0));
+        assert_eq!(c.lookup_hit_rate(), Some(1.0 - 1.0 / 10.0));
         let twice = c;
         c.add(&twice);
-        assert_eq!(c.quad_lookups, 20);
-        assert_eq!(c.quad_hit_rate(), Some(1.0 - 2.0 / 20.0));
+        assert_eq!(c.tex_lookups, 20);
+        assert_eq!(c.lookup_hit_rate(), Some(1.0 - 2.0 / 20.0));
     }
 }

@@ -54,7 +54,7 @@ pub struct RunMetrics {
     pub clock_mhz: f64,
     pub kernel_ms: Option<f64>,
     pub frame_rate: Option<f64>,
-    /// Texture hit rate, 0–1, as Nsight Compute counts it (quad by quad): ncu's on a GPU,
+    /// Texture hit rate, 0–1, as Nsight Compute counts it (per quad or pair of lanes): ncu's on a GPU,
     /// the emulator's `mem.tex_hit_rate` on the emulator (whose `mem.tex_sector_hit_rate` is the
     /// per-request one).
     pub tex_hit_rate: Option<f64>,

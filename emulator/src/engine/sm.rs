@@ -738,6 +738,7 @@ impl Sm {
                 kind,
                 bytes_per_lane,
                 readonly,
+                lookup_lanes,
             } => {
                 if !self.lanes.is_empty() {
                     let req = MemRequest {
@@ -746,6 +747,7 @@ impl Sm {
                         bytes_per_lane,
                         lanes: &self.lanes,
                         readonly_path: readonly,
+                        lookup_lanes,
                     };
                     let t = mem.access(now, &req);
                     done_at = mem.pend.max(t, now + 1);

@@ -5,7 +5,7 @@ use super::{Ctx, Faulty, Flow, Warp, fault, put};
 use crate::bits::set_bits;
 use crate::devmem::{LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, WINDOW_BYTES, WriteKind, le_bytes};
 use crate::ir::*;
-use crate::memory::{AccessKind, Space};
+use crate::memory::{AccessKind, QUAD, Space};
 use crate::numeric::{float_op, float_to_f64};
 
 /// Where one lane's access lands.
@@ -381,6 +381,7 @@ fn load_lanes(
             kind: AccessKind::Load,
             bytes_per_lane: eb as u32,
             readonly: false,
+            lookup_lanes: QUAD,
         });
     }
     let mut space = None;
@@ -406,6 +407,7 @@ fn load_lanes(
         kind: AccessKind::Load,
         bytes_per_lane: total as u32,
         readonly,
+        lookup_lanes: QUAD,
     })
 }
 
@@ -452,6 +454,7 @@ fn store(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow> {
             kind: AccessKind::Store,
             bytes_per_lane: total as u32,
             readonly: false,
+            lookup_lanes: QUAD,
         });
     }
     // Copied, not borrowed: a store to local memory writes the warp.
@@ -473,6 +476,7 @@ fn store(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow> {
         kind: AccessKind::Store,
         bytes_per_lane: total as u32,
         readonly: false,
+        lookup_lanes: QUAD,
     })
 }
 
@@ -531,5 +535,6 @@ fn atomic(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow> {
         kind: AccessKind::Atomic,
         bytes_per_lane: eb as u32,
         readonly: false,
+        lookup_lanes: QUAD,
     })
 }

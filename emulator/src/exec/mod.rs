@@ -88,6 +88,8 @@ pub(crate) enum Flow {
         kind: AccessKind,
         bytes_per_lane: u32,
         readonly: bool,
+        /// Lanes whose texels one texture-cache lookup serves ([`MemRequest::lookup_lanes`]).
+        lookup_lanes: u8,
     },
     /// Arrived at a barrier. `expected` threads (0 = the whole block); for `bar.red`, `red` is
     /// 1 popc, 2 and, 3 or, with this warp's contribution and the destination register.

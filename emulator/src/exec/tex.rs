@@ -5,7 +5,7 @@ use super::{Ctx, Fault, Faulty, Flow, Warp, fault, put};
 use crate::bits::set_bits;
 use crate::hostcpu::HostWork;
 use crate::ir::*;
-use crate::memory::{AccessKind, Space};
+use crate::memory::{AccessKind, PAIR, QUAD, Space};
 use crate::numeric::{b32, f32v};
 use crate::texture::{HANDLE_BASE, Sampler, WarpSamples, unmapped};
 
@@ -38,8 +38,8 @@ fn texture(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow> {
     }
     let mut out = [[0u64; 32]; 4];
     c.lanes.clear();
-    let texel_bytes = match volume_samples(x, &h, &co, c, m, &mut out) {
-        Some(bytes) => bytes,
+    let (texel_bytes, filtered) = match volume_samples(x, &h, &co, c, m, &mut out) {
+        Some(bytes) => (bytes, true),
         None => lane_samples(x, &h, &co, c, m, &mut out)?,
     };
     for k in 0..x.nd as usize {
@@ -50,11 +50,12 @@ fn texture(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow> {
         kind: AccessKind::Load,
         bytes_per_lane: texel_bytes,
         readonly: true,
+        lookup_lanes: if filtered { PAIR } else { QUAD },
     })
 }
 
 /// Each lane's fetch through its own texture, written to `out`; the texel size of the last
-/// lane's texture.
+/// lane's texture, and whether its samples were filtered.
 // Lane and element indices address parallel arrays.
 #[allow(clippy::needless_range_loop)]
 #[inline(always)]
@@ -65,8 +66,9 @@ fn lane_samples(
     c: &mut Ctx,
     m: u32,
     out: &mut [[u64; 32]; 4],
-) -> Faulty<u32> {
+) -> Faulty<(u32, bool)> {
     let mut texel_bytes = 4;
+    let mut filtered = false;
     // The lanes of a warp nearly always sample one texture: its sampler is resolved once and
     // kept until a lane names another.
     let mut cur: Option<(u64, Sampler)> = None;
@@ -86,6 +88,7 @@ fn lane_samples(
         };
         texel_bytes = tex.texel_bytes() as u32;
         let int_coords = !x.ty2.is_float();
+        filtered = !(int_coords && x.sub == 1) && tex.filtered();
         let v = if int_coords && x.sub == 1 {
             tex.fetch_int(co[0][l] as u32 as i32 as i64, l as u8, c.lanes)
         } else {
@@ -116,7 +119,7 @@ fn lane_samples(
             };
         }
     }
-    Ok(texel_bytes)
+    Ok((texel_bytes, filtered))
 }
 
 /// A 3D float-coordinate fetch into f32 registers whose lanes all sample one volume texture

@@ -131,25 +131,27 @@ pub(crate) fn coalesce(
     out.merge(cur_line, cur_mask);
 }
 
-/// Sector lookups of one access counted quad by quad: the distinct sectors of each quad (lanes
-/// 4q to 4q + 3), summed over quads (what Nsight Compute's texture hit rate divides by;
-/// `CacheCounters::quad_lookups`). A lane's entries are consecutive in `lanes` and lanes come
-/// in ascending order, as the texture unit records a sample's texels. A quad reads at most 32
-/// sectors (four lanes of a trilinear sample's eight texels), so its sectors so far sit in a
+/// Sector lookups of one access as Nsight Compute's texture hit rate counts them
+/// (`CacheCounters::tex_lookups`): the distinct sectors of each group of `group` consecutive
+/// lanes (4 for a point sample, 2 for a filtered one: `memory::QUAD`, `memory::PAIR`), summed
+/// over groups. A lane's entries are consecutive in `lanes` and lanes come in ascending order,
+/// as the texture unit records a sample's texels. A group reads at most 32 sectors (a pair's
+/// trilinear samples read 16, a quad's 16-byte loads 8), so its sectors so far sit in a
 /// 32-entry array searched up to its count; a repeat of the sector just seen, the common case
 /// of neighbouring texels, skips even that.
 #[inline]
-pub(crate) fn quad_sectors(lanes: &[(u8, u64)], bytes: u32, sector_shift: u32) -> u64 {
+pub(crate) fn lookup_sectors(lanes: &[(u8, u64)], bytes: u32, sector_shift: u32, group: u8) -> u64 {
+    let group_shift = group.max(1).trailing_zeros();
     const NONE: u64 = u64::MAX;
     let len = u64::from(bytes.max(1));
     let mut total = 0u64;
-    let mut quad = None;
+    let mut current = None;
     let mut seen = [NONE; 32];
     let mut n = 0usize;
     let mut last = NONE;
     for &(l, addr) in lanes {
-        if quad != Some(l >> 2) {
-            quad = Some(l >> 2);
+        if current != Some(l >> group_shift) {
+            current = Some(l >> group_shift);
             n = 0;
             last = NONE;
         }
@@ -379,22 +381,28 @@ mod tests {
     }
 
     #[test]
-    fn quad_sectors_count_each_quads_distinct_sectors() {
+    fn lookup_sectors_count_each_groups_distinct_sectors() {
         // A trilinear sample of 1-byte texels: lanes 0 and 1 (one quad) read the same 2×2×2
         // texels, whose rows fall in two sectors; lane 4 (the next quad) reads them too, and
         // lane 5 one texel whose 4 bytes straddle two sectors.
         let cube = |lane: u8| [0u64, 1, 16, 17, 64, 65, 80, 81].map(|a| (lane, a));
         let mut lanes: Vec<(u8, u64)> = cube(0).into_iter().chain(cube(1)).collect();
-        assert_eq!(quad_sectors(&lanes, 1, 5), 2);
+        assert_eq!(lookup_sectors(&lanes, 1, 5, 4), 2);
+        assert_eq!(lookup_sectors(&lanes, 1, 5, 2), 2);
+        assert_eq!(lookup_sectors(&lanes, 1, 5, 1), 2 + 2);
         lanes.extend(cube(4));
-        assert_eq!(quad_sectors(&lanes, 1, 5), 2 + 2);
+        assert_eq!(lookup_sectors(&lanes, 1, 5, 4), 2 + 2);
         lanes.push((5, 30));
-        assert_eq!(quad_sectors(&lanes, 4, 5), 2 + 3);
+        assert_eq!(lookup_sectors(&lanes, 4, 5, 4), 2 + 3);
+        assert_eq!(lookup_sectors(&lanes, 4, 5, 2), 2 + 3);
+        lanes.push((6, 0));
+        assert_eq!(lookup_sectors(&lanes, 4, 5, 4), 2 + 3);
+        assert_eq!(lookup_sectors(&lanes, 4, 5, 2), 2 + 3 + 1);
         let mut lines = Lines::default();
         coalesce(&lanes, 4, 7, 5, &mut lines);
         let distinct: u32 = lines.iter().map(|r| r.mask.count_ones()).sum();
         assert_eq!(distinct, 3, "per request the lanes read three sectors");
-        assert_eq!(quad_sectors(&[], 1, 5), 0);
+        assert_eq!(lookup_sectors(&[], 1, 5, 4), 0);
     }
 
     #[test]
@@ -448,26 +456,27 @@ mod tests {
             }
         }
 
-        /// Against the definition: the sum over quads of each quad's distinct sectors, for
-        /// lanes of up to eight addresses each (a trilinear sample's texels), near one another
-        /// so that they share sectors, one or two sectors each.
+        /// Against the definition: the sum over groups of lanes of each group's distinct
+        /// sectors, for lanes of up to eight addresses each (a trilinear sample's texels), near
+        /// one another so that they share sectors, one or two sectors each.
         #[test]
-        fn quad_sectors_sum_each_quads_distinct_sectors(
+        fn lookup_sectors_sum_each_groups_distinct_sectors(
             lanes in proptest::collection::vec(
                 (0u64..1 << 12, proptest::collection::vec(0u64..96, 1..9)), 0..33),
             bytes in proptest::sample::select(vec![1u32, 4]),
+            group in proptest::sample::select(vec![1u8, 2, 4]),
         ) {
             let entries: Vec<(u8, u64)> = lanes.iter().enumerate()
                 .flat_map(|(l, (base, offs))| offs.iter().map(move |&o| (l as u8, base + o)))
                 .collect();
-            let want: usize = lanes.chunks(4).map(|quad| {
-                quad.iter()
+            let want: usize = lanes.chunks(usize::from(group)).map(|lanes| {
+                lanes.iter()
                     .flat_map(|(base, offs)| offs.iter().map(move |&o| base + o))
                     .flat_map(|a| a >> 5..=(a + u64::from(bytes) - 1) >> 5)
                     .collect::<BTreeSet<u64>>()
                     .len()
             }).sum();
-            proptest::prop_assert_eq!(quad_sectors(&entries, bytes, 5), want as u64);
+            proptest::prop_assert_eq!(lookup_sectors(&entries, bytes, 5, group), want as u64);
         }
     }
 

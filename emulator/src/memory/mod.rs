@@ -51,7 +51,8 @@
 //! let mut mem = MemorySystem::new(&cfg);
 //! let lanes = [(0u8, 0x1000u64)];
 //! let req = MemRequest { space: Space::Global, kind: AccessKind::Load,
-//!                        bytes_per_lane: 8, lanes: &lanes, readonly_path: false };
+//!                        bytes_per_lane: 8, lanes: &lanes, readonly_path: false,
+//!                        lookup_lanes: 4 };
 //! assert_eq!(mem.access(0, &req), 650); // cold: DRAM
 //! ```
 
@@ -66,7 +67,7 @@ pub(crate) use below::Below;
 use below::L2Op;
 use cache::{Cache, Mshrs};
 use coalesce::{
-    Lines, bank_conflict_ways, coalesce, distinct_addresses, max_same_address, quad_sectors,
+    Lines, bank_conflict_ways, coalesce, distinct_addresses, lookup_sectors, max_same_address,
 };
 pub(crate) use pending::{Pend, is_token};
 use record::AddressRecorder;
@@ -104,7 +105,19 @@ pub(crate) struct MemRequest<'a> {
     pub lanes: &'a [(u8, u64)],
     /// `ld.global.nc` / `__ldg` / `tex`: the read-only (texture) cache path.
     pub readonly_path: bool,
+    /// Texture path: how many consecutive lanes' texels one lookup serves, as Nsight Compute
+    /// counts the lookups its texture hit rate divides by ([`QUAD`] or [`PAIR`]).
+    pub lookup_lanes: u8,
 }
+
+/// Lanes per texture lookup of a point sample (and of every load): on an H100, 32 lanes
+/// fetching one texel of a cold 2D or 3D texture made 8 sector lookups, one a miss (87.5 %).
+pub(crate) const QUAD: u8 = 4;
+/// Lanes per texture lookup of a filtered sample: 32 lanes sampling one point of a 3D texture
+/// trilinearly (two sectors, one per slice) made 32 lookups, two misses (93.75 %); lanes with
+/// their own sectors in pairs of lanes counted both lanes' sectors once per pair
+/// (docs/gpu/tex-lookup-count.cu). Bilinear 2D samples were not measured: assumed the same.
+pub(crate) const PAIR: u8 = 2;
 
 /// Counts one lookup of `hit`, `pending` (MSHR merges) and `miss` sector masks.
 fn count(c: &mut CacheCounters, hit: u8, pending: u8, miss: u8) {
@@ -404,8 +417,12 @@ impl SmMem {
             lines,
         );
         if path != Path::L1 {
-            counters.quad_lookups +=
-                quad_sectors(req.lanes, req.bytes_per_lane, cache.sector_shift());
+            counters.tex_lookups += lookup_sectors(
+                req.lanes,
+                req.bytes_per_lane,
+                cache.sector_shift(),
+                req.lookup_lanes,
+            );
         }
         let start = reserve_port(port, now, lines.len() as u64);
         let mut link = Link {
@@ -737,7 +754,7 @@ impl MemorySystem {
         c.dram_bytes_read = self.below.dram_bytes_read;
         c.dram_bytes_written = self.below.dram_bytes_written;
         c.l1_hit_rate = c.l1.hit_rate();
-        c.tex_hit_rate = c.texture.quad_hit_rate();
+        c.tex_hit_rate = c.texture.lookup_hit_rate();
         c.tex_sector_hit_rate = c.texture.hit_rate();
         c.l2_hit_rate = c.l2.hit_rate();
         c.constant_hit_rate = c.constant.hit_rate();

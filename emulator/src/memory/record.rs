@@ -89,6 +89,7 @@ impl AddressRecorder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::memory::QUAD;
 
     fn req(space: Space, kind: AccessKind, lanes: &[(u8, u64)]) -> MemRequest<'_> {
         MemRequest {
@@ -97,6 +98,7 @@ mod tests {
             bytes_per_lane: 4,
             lanes,
             readonly_path: false,
+            lookup_lanes: QUAD,
         }
     }
 

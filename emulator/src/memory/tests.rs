@@ -8,6 +8,7 @@ fn load<'a>(lanes: &'a [(u8, u64)], bytes: u32) -> MemRequest<'a> {
         bytes_per_lane: bytes,
         lanes,
         readonly_path: false,
+        lookup_lanes: QUAD,
     }
 }
 
@@ -313,10 +314,11 @@ fn fermi_readonly_loads_use_the_texture_cache_volta_loads_use_l1() {
 }
 
 #[test]
-fn texture_hits_count_quad_by_quad_and_per_request() {
-    // The cases of docs/gpu/tex-lookup-count.cu: 32 lanes fetch one texel of a cold texture,
-    // then 32 texels 32 bytes apart, then the first texel again. An H100's ncu read 8 lookups
-    // and 87.5 % for the first, 32 lookups and 0 % for the second.
+fn texture_hits_count_per_lookup_of_a_quad_or_a_pair_and_per_request() {
+    // The cases of docs/gpu/tex-lookup-count.cu: 32 lanes point-sample one texel of a cold
+    // texture, then 32 texels 32 bytes apart, then the first texel again; then 32 lanes sample
+    // one point trilinearly (a sector in each of two slices). An H100's ncu read 8 lookups and
+    // 87.5 % for the first, 32 lookups and 0 % for the second, 32 and 93.75 % for the last.
     for name in GpuConfig::preset_names() {
         let cfg = GpuConfig::preset(name).unwrap();
         let mut mem = MemorySystem::new(&cfg);
@@ -327,7 +329,7 @@ fn texture_hits_count_quad_by_quad_and_per_request() {
         let same = warp(|_| 0x20_0000);
         let t = mem.access(0, &fetch(&same));
         let c = mem.counters();
-        assert_eq!(c.texture.quad_lookups, 8, "{name}");
+        assert_eq!(c.texture.tex_lookups, 8, "{name}");
         assert_eq!(
             c.tex_sector_hit_rate,
             Some(0.0),
@@ -335,18 +337,35 @@ fn texture_hits_count_quad_by_quad_and_per_request() {
         );
         assert_eq!(
             c.tex_hit_rate,
-            Some(7.0 / 8.0),
+            Some(1.0 - 1.0 / 8.0),
             "{name}: its first lookup misses"
         );
         let apart = warp(|l| 0x30_0000 + 32 * l);
         let t = mem.access(t, &fetch(&apart));
         let c = mem.counters();
-        assert_eq!(c.texture.quad_lookups, 40, "{name}");
-        assert_eq!(c.tex_hit_rate, Some(1.0 - 33.0 / 40.0), "{name}: 32 more misses");
-        mem.access(t, &fetch(&same));
+        assert_eq!(c.texture.tex_lookups, 40, "{name}");
+        assert_eq!(
+            c.tex_hit_rate,
+            Some(1.0 - 33.0 / 40.0),
+            "{name}: 32 more misses"
+        );
+        let t = mem.access(t, &fetch(&same));
         let c = mem.counters();
         assert_eq!(c.tex_sector_hit_rate, Some(1.0 / 34.0), "{name}");
         assert_eq!(c.tex_hit_rate, Some(1.0 - 33.0 / 48.0), "{name}");
+        let slices: Vec<(u8, u64)> = (0..32u8)
+            .flat_map(|l| [(l, 0x40_0000), (l, 0x40_1000)])
+            .collect();
+        mem.access(
+            t,
+            &MemRequest {
+                lookup_lanes: PAIR,
+                ..fetch(&slices)
+            },
+        );
+        let c = mem.counters();
+        assert_eq!(c.texture.tex_lookups, 48 + 32, "{name}");
+        assert_eq!(c.tex_hit_rate, Some(1.0 - 35.0 / 80.0), "{name}");
     }
 }
 
@@ -543,7 +562,7 @@ proptest::proptest! {
                 .map(|l| (l, (base + u64::from(l) * stride) & !u64::from(bytes - 1)))
                 .collect();
             let req = MemRequest { space, kind, bytes_per_lane: bytes,
-                lanes: &lanes, readonly_path: false };
+                lanes: &lanes, readonly_path: false, lookup_lanes: QUAD };
             let t = now;
             let done = mem.access_on(sm as usize, t, &req);
             proptest::prop_assert!(done >= t);

@@ -321,6 +321,11 @@ impl Sampler<'_> {
         self.tb
     }
 
+    /// Whether a float-coordinate sample is filtered (linear) rather than a point sample.
+    pub(crate) fn filtered(&self) -> bool {
+        self.tex.desc.filter == TexFilter::Linear
+    }
+
     /// Axis `k`'s part of the offset of texel index `i` (`None`, a border texel, stays so).
     #[inline]
     fn part(&self, k: usize, i: Option<u32>) -> Option<(u64, u64)> {

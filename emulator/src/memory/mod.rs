@@ -35,7 +35,8 @@
 //! - **L2**: slices chosen by XOR-folding the line number (so power-of-two strides spread), each
 //!   a set-associative sectored cache with a bandwidth queue.
 //! - **DRAM**: one queue with the configured bandwidth; a request waits while earlier transfers
-//!   occupy it, then pays the fixed latency.
+//!   occupy it, then pays the fixed latency. An L2 miss reads the aligned `l2.fetch_bytes` block
+//!   around its sector, and the slice keeps the block's sectors it lacked.
 //! - **Shared memory**: 32 banks × 4 B; an access takes one cycle per conflict way (distinct words
 //!   in the busiest bank; equal words broadcast) on the SM's shared port, plus the latency.
 //! - **Constant cache**: one distinct address per cycle: a uniform address is a broadcast, *k*

@@ -68,7 +68,35 @@ __global__ void fetch(cudaTextureObject_t t, int c, unsigned* out) {
   out[blockIdx.x * 32 + lane] = v;
 }
 
-// A 64 x 64 x 8*blocks 3D array of ones, read as normalized floats, filtered per `linear`.
+// A texture object over `arr`, clamped, filtered per `linear`.
+static cudaTextureObject_t object(cudaArray_t arr, cudaTextureReadMode mode, bool linear) {
+  cudaResourceDesc r = {};
+  r.resType = cudaResourceTypeArray;
+  r.res.array.array = arr;
+  cudaTextureDesc td = {};
+  td.readMode = mode;
+  td.filterMode = linear ? cudaFilterModeLinear : cudaFilterModePoint;
+  td.addressMode[0] = td.addressMode[1] = td.addressMode[2] = cudaAddressModeClamp;
+  cudaTextureObject_t t;
+  cudaCreateTextureObject(&t, &r, &td, nullptr);
+  return t;
+}
+
+// A 4096 x 8*blocks 2D array of ones, point-sampled as bytes (cases 0-3).
+static cudaTextureObject_t plane(int blocks) {
+  const int w = 4096, h = 8 * blocks;
+  cudaChannelFormatDesc ch = cudaCreateChannelDesc<unsigned char>();
+  cudaArray_t arr;
+  cudaMallocArray(&arr, &ch, w, h);
+  unsigned char* host = new unsigned char[size_t(w) * h];
+  for (size_t i = 0; i < size_t(w) * h; ++i) host[i] = 1;
+  cudaMemcpy2DToArray(arr, 0, 0, host, w, w, h, cudaMemcpyHostToDevice);
+  delete[] host;
+  return object(arr, cudaReadModeElementType, false);
+}
+
+// A 64 x 64 x 8*blocks 3D array of ones, read as normalized floats, filtered per `linear`
+// (cases 4-7).
 static cudaTextureObject_t volume(int blocks, bool linear) {
   const int w = 64, h = 64, d = 8 * blocks;
   cudaChannelFormatDesc ch = cudaCreateChannelDesc<unsigned char>();
@@ -83,39 +111,14 @@ static cudaTextureObject_t volume(int blocks, bool linear) {
   cp.kind = cudaMemcpyHostToDevice;
   cudaMemcpy3D(&cp);
   delete[] host;
-  cudaResourceDesc r = {};
-  r.resType = cudaResourceTypeArray;
-  r.res.array.array = arr;
-  cudaTextureDesc td = {};
-  td.readMode = cudaReadModeNormalizedFloat;
-  td.filterMode = linear ? cudaFilterModeLinear : cudaFilterModePoint;
-  td.addressMode[0] = td.addressMode[1] = td.addressMode[2] = cudaAddressModeClamp;
-  cudaTextureObject_t t;
-  cudaCreateTextureObject(&t, &r, &td, nullptr);
-  return t;
+  return object(arr, cudaReadModeNormalizedFloat, linear);
 }
 
 int main(int argc, char** argv) {
-  const int c = argc > 1 ? atoi(argv[1]) : 0, blocks = 1024, width = 4096, height = 8 * blocks;
+  const int c = argc > 1 ? atoi(argv[1]) : 0, blocks = 1024;
   unsigned* out;
   cudaMalloc(&out, blocks * 32 * sizeof(unsigned));
-  cudaChannelFormatDesc ch = cudaCreateChannelDesc<unsigned char>();
-  cudaArray_t arr;
-  cudaMallocArray(&arr, &ch, width, height);
-  unsigned char* host = new unsigned char[size_t(width) * height];
-  for (size_t i = 0; i < size_t(width) * height; ++i) host[i] = 1;
-  cudaMemcpy2DToArray(arr, 0, 0, host, width, width, height, cudaMemcpyHostToDevice);
-  delete[] host;
-  cudaResourceDesc r = {};
-  r.resType = cudaResourceTypeArray;
-  r.res.array.array = arr;
-  cudaTextureDesc td = {};
-  td.readMode = cudaReadModeElementType;
-  td.filterMode = cudaFilterModePoint;
-  td.addressMode[0] = td.addressMode[1] = cudaAddressModeClamp;
-  cudaTextureObject_t t;
-  cudaCreateTextureObject(&t, &r, &td, nullptr);
-  if (c >= 4) t = volume(blocks, c != 5);
+  cudaTextureObject_t t = c >= 4 ? volume(blocks, c != 5) : plane(blocks);
   fetch<<<blocks, 32>>>(t, c, out);
   cudaError_t e = cudaDeviceSynchronize();
   unsigned h = 0;

@@ -15,7 +15,8 @@
 // does; fetching 64 B it costs twice. Each pattern is timed with the context's L2 fetch
 // granularity limit (cudaLimitMaxL2FetchGranularity) as it was, and set to 32, 64 and 128.
 // Then, at the default limit: random runs of 64 B to 16 KiB (where reads become as cheap as a
-// stream says how long a DRAM page is), and four patterns with 1, 2, 4 and 8 blocks of 256
+// stream says how long a DRAM page is), every sector once but scattered inside blocks of 128 B
+// to 32 MiB, and four patterns with 1, 2, 4 and 8 blocks of 256
 // threads per SM (whether scattered reads are limited by DRAM or by the loads in flight).
 // `./dram --once` runs each pattern once at the default limit, for Nsight Compute, whose
 // dram__bytes_read.sum per launch says the bytes directly (launches in the order printed).
@@ -39,10 +40,16 @@ __device__ __forceinline__ uint64_t mix(uint64_t x) {  // splitmix64's finalizer
   return x ^ (x >> 31);
 }
 
-// kind 0: stride `arg` sectors; 1: random sectors; 2: random runs of `arg` adjacent sectors.
+// kind 0: stride `arg` sectors; 1: random sectors; 2: random runs of `arg` adjacent sectors;
+// 3: every sector of the first 1 GiB once, blocks of 2^arg sectors in order, scattered inside
+// each block (an odd multiplier permutes the block's sectors).
 __device__ __forceinline__ size_t sector_of(size_t i, int kind, int arg) {
   if (kind == 0) return i * arg;
   if (kind == 1) return mix(i) % BUF_SECTORS;
+  if (kind == 3) {
+    const size_t block = size_t(1) << arg;
+    return (i & ~(block - 1)) | ((i * 40503u) & (block - 1));
+  }
   size_t run = i / arg;
   return (mix(run) % (BUF_SECTORS / arg)) * arg + i % arg;
 }
@@ -150,6 +157,16 @@ int main(int argc, char** argv) {
     double med = median_ms(buf, p, sink, 0, a, b);
     if (med < 0) return 1;
     printf("random %6d B   %10.4f ms %10.1f GB/s\n", run * 32, med, READS * 32.0 / med / 1e6);
+  }
+  // Scattered inside blocks of growing size, blocks in order: where this falls from the
+  // stream's rate to the scattered one says how large the structure is that scattered reads
+  // miss (a DRAM row, a TLB's reach), with no byte fetched twice.
+  printf("\nEvery sector once, scattered inside blocks of (default limit): useful GB/s\n");
+  for (int lg = 2; lg <= 20; lg += 2) {
+    Pattern p = {"", 3, lg};
+    double med = median_ms(buf, p, sink, 0, a, b);
+    if (med < 0) return 1;
+    printf("block %9zu B  %10.4f ms %10.1f GB/s\n", size_t(32) << lg, med, READS * 32.0 / med / 1e6);
   }
   // Fewer loads in flight: a bandwidth limit does not move with the grid until the loads in
   // flight run out; a latency limit (Little's law) moves with it from the start.

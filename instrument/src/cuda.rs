@@ -15,7 +15,7 @@ use crate::device::{
 };
 use cudarc::driver::{CudaContext, result, sys};
 use emulator::{TexAddress, TexFilter, TexFormat, TextureDesc};
-use std::ffi::{CString, c_void};
+use std::ffi::{CString, OsStr, c_void};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -95,6 +95,21 @@ impl Gate {
         // SAFETY: the live host word; the GPU polls it, so the write must not be elided.
         unsafe { std::ptr::write_volatile(self.host, self.seq) };
     }
+}
+
+/// Set (to anything but empty) in a program's environment, launches are timed without the
+/// [`Gate`]. Nsight Compute cannot profile a gated launch: it prepares the kernel inside the
+/// launch call, while the stream waits for a gate the host opens only after that call returns.
+/// On the GPU machines of 2026-11-27 every ncu run of a warpscope kernel failed so ("Failed to
+/// prepare kernel for profiling") and then hung. warpscope's own ncu runs set it.
+pub const UNGATED_ENV: &str = "WARPSCOPE_UNGATED";
+
+/// Whether launches may be gated, from the values of `CUDA_INJECTION64_PATH` (set where a
+/// profiler or another CUDA tool injects itself, as Nsight Compute and Nsight Systems do) and
+/// of [`UNGATED_ENV`]: not when either is set.
+fn gate_wanted(injection: Option<&OsStr>, ungated: Option<&OsStr>) -> bool {
+    let set = |v: Option<&OsStr>| v.is_some_and(|v| !v.is_empty());
+    !set(injection) && !set(ungated)
 }
 
 fn cuda_err(call: &'static str) -> impl Fn(result::DriverError) -> InstrumentError {
@@ -507,7 +522,11 @@ impl Device for CudaDevice {
         let stream = std::ptr::null_mut();
         if !self.gate_tried {
             self.gate_tried = true;
-            self.gate = Gate::new();
+            let injection = std::env::var_os("CUDA_INJECTION64_PATH");
+            let ungated = std::env::var_os(UNGATED_ENV);
+            if gate_wanted(injection.as_deref(), ungated.as_deref()) {
+                self.gate = Gate::new();
+            }
         }
         if self.gate.as_mut().is_some_and(|g| !g.close(stream))
             && let Some(g) = self.gate.take()
@@ -590,5 +609,22 @@ impl Drop for CudaDevice {
                 g.free();
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn launches_are_not_gated_under_a_profiler_or_when_asked() {
+        let v = |s: &'static str| Some(OsStr::new(s));
+        assert!(gate_wanted(None, None));
+        assert!(gate_wanted(v(""), v("")), "empty is unset");
+        assert!(!gate_wanted(
+            v("/opt/nsight-compute/libInterceptorInjectionTarget.so"),
+            None
+        ));
+        assert!(!gate_wanted(None, v("1")));
     }
 }

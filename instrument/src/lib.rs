@@ -26,7 +26,7 @@ mod log;
 mod probe;
 pub mod rewrite;
 
-pub use cuda::CudaDevice;
+pub use cuda::{CudaDevice, UNGATED_ENV};
 pub use device::{
     Arg, Backend, BackendChoice, DevBuf, Device, DeviceProperties, LaunchConfig, LaunchOutcome,
     ModuleId, sim_warp_instructions_per_second,

@@ -216,7 +216,8 @@ fn run_ncu_with(
     limit: Duration,
 ) -> Result<Option<NcuHitRate>, StudyError> {
     let mut cmd = Command::new(ncu);
-    cmd.args(ncu_args(kernel, program, args, memory));
+    cmd.args(ncu_args(kernel, program, args, memory))
+        .env(instrument::UNGATED_ENV, "1");
     let out = output_within(&mut cmd, limit)
         .map_err(|e| StudyError::io(ncu, e))?
         .ok_or_else(|| StudyError::NcuTimedOut {
@@ -403,6 +404,28 @@ mod tests {
         std::fs::write(&p, script).unwrap();
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
         p
+    }
+
+    /// The profiled program is told not to gate its launches, which ncu cannot profile.
+    #[cfg(unix)]
+    #[test]
+    fn the_profiled_program_is_told_to_launch_ungated() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("ncu");
+        let script = format!(
+            "#!/bin/sh\n\
+             [ \"${{{var}}}\" = 1 ] || {{ echo '==ERROR== gated' >&2; exit 1; }}\n\
+             echo '\"ID\",\"Kernel Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"'\n\
+             echo '\"0\",\"d_render\",\"{TEX_HIT_RATE_METRIC}\",\"%\",\"50\"'\n",
+            var = instrument::UNGATED_ENV
+        );
+        std::fs::write(&p, script).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let r = run_ncu(&p, "d_render", Path::new("/bin/true"), &[], NCU_LIMIT)
+            .unwrap()
+            .unwrap();
+        assert!((r.rate - 0.5).abs() < 1e-12, "{r:?}");
     }
 
     #[cfg(unix)]

@@ -382,15 +382,22 @@ mod tests {
         assert_eq!(memory[memory.len() - 1], "render");
     }
 
+    /// An executable shell script `name` in `dir` with `body` after the shebang: a stand-in ncu.
+    #[cfg(unix)]
+    fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let p = dir.join(name);
+        std::fs::write(&p, format!("#!/bin/sh\n{body}")).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        p
+    }
+
     /// A stand-in for ncu: refuses `--print-units` when `old` (an ncu without the memory
     /// profile), and otherwise prints the texture rate and, when asked for, the L2 rate.
     #[cfg(unix)]
     fn fake_ncu(dir: &Path, old: bool) -> PathBuf {
-        use std::os::unix::fs::PermissionsExt;
-        let p = dir.join(if old { "old-ncu" } else { "ncu" });
-        let script = format!(
-            "#!/bin/sh\n\
-             case \"$*\" in *--print-units*) {refuse} ;; esac\n\
+        let body = format!(
+            "case \"$*\" in *--print-units*) {refuse} ;; esac\n\
              echo '\"ID\",\"Kernel Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"'\n\
              echo '\"0\",\"d_render\",\"{TEX_HIT_RATE_METRIC}\",\"%\",\"72.2\"'\n\
              case \"$*\" in *{L2_HIT_RATE_METRIC}*) \
@@ -401,27 +408,21 @@ mod tests {
                 ":"
             },
         );
-        std::fs::write(&p, script).unwrap();
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
-        p
+        script(dir, if old { "old-ncu" } else { "ncu" }, &body)
     }
 
     /// The profiled program is told not to gate its launches, which ncu cannot profile.
     #[cfg(unix)]
     #[test]
     fn the_profiled_program_is_told_to_launch_ungated() {
-        use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("ncu");
-        let script = format!(
-            "#!/bin/sh\n\
-             [ \"${{{var}}}\" = 1 ] || {{ echo '==ERROR== gated' >&2; exit 1; }}\n\
+        let body = format!(
+            "[ \"${{{var}}}\" = 1 ] || {{ echo '==ERROR== gated' >&2; exit 1; }}\n\
              echo '\"ID\",\"Kernel Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"'\n\
              echo '\"0\",\"d_render\",\"{TEX_HIT_RATE_METRIC}\",\"%\",\"50\"'\n",
             var = instrument::UNGATED_ENV
         );
-        std::fs::write(&p, script).unwrap();
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let p = script(dir.path(), "ncu", &body);
         let r = run_ncu(&p, "d_render", Path::new("/bin/true"), &[], NCU_LIMIT)
             .unwrap()
             .unwrap();
@@ -452,21 +453,15 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn an_ncu_that_hangs_is_stopped_at_the_limit_with_its_children() {
-        use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("ncu");
         let started = dir.path().join("started");
         // Each try leaves a line; the profiled "program" sleeps in a grandchild that would
         // keep the output pipe open if only ncu itself were killed.
-        std::fs::write(
-            &p,
-            format!(
-                "#!/bin/sh\necho try >> {}\nsleep 30 &\nwait\n",
-                started.display()
-            ),
-        )
-        .unwrap();
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let p = script(
+            dir.path(),
+            "ncu",
+            &format!("echo try >> {}\nsleep 30 &\nwait\n", started.display()),
+        );
         let t = std::time::Instant::now();
         let e = run_ncu(
             &p,

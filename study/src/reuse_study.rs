@@ -224,8 +224,8 @@ fn render_once(
                 .collect()
         })
         .collect();
-    // Per request, as the reuse distances count sectors: the rate Nsight Compute counts, of
-    // `tex_hit_rate` also counts a sector several lanes share as hits.
+    // Per request, as the reuse distances count sectors: `tex_hit_rate`, the rate Nsight
+    // Compute counts, also counts a sector several lanes share as hits.
     let simulated = r
         .metrics
         .emulator

@@ -88,8 +88,10 @@ fn lane_samples(
         };
         texel_bytes = tex.texel_bytes() as u32;
         let int_coords = !x.ty2.is_float();
-        filtered = !(int_coords && x.sub == 1) && tex.filtered();
-        let v = if int_coords && x.sub == 1 {
+        // `tex1Dfetch`: an integer index into a buffer, never filtered.
+        let int_fetch = int_coords && x.sub == 1;
+        filtered = !int_fetch && tex.filtered();
+        let v = if int_fetch {
             tex.fetch_int(co[0][l] as u32 as i32 as i64, l as u8, c.lanes)
         } else {
             let f = |k: usize| {

@@ -101,15 +101,39 @@ impl Gate {
 /// [`Gate`]. Nsight Compute cannot profile a gated launch: it prepares the kernel inside the
 /// launch call, while the stream waits for a gate the host opens only after that call returns.
 /// On the GPU machines of 2026-11-27 every ncu run of a warpscope kernel failed so ("Failed to
-/// prepare kernel for profiling") and then hung. warpscope's own ncu runs set it.
+/// prepare kernel for profiling") and then hung; with this set, the same runs profiled.
+/// warpscope's own ncu runs set it.
 pub const UNGATED_ENV: &str = "WARPSCOPE_UNGATED";
 
-/// Whether launches may be gated, from the values of `CUDA_INJECTION64_PATH` (set where a
-/// profiler or another CUDA tool injects itself, as Nsight Compute and Nsight Systems do) and
-/// of [`UNGATED_ENV`]: not when either is set.
-fn gate_wanted(injection: Option<&OsStr>, ungated: Option<&OsStr>) -> bool {
-    let set = |v: Option<&OsStr>| v.is_some_and(|v| !v.is_empty());
-    !set(injection) && !set(ungated)
+/// Environment variables whose presence says a profiler or another CUDA tool has injected itself
+/// into this process, by name or (ending in `_`) by prefix. Nsight Compute 2025.3 sets the
+/// `NV_NSIGHT_INJECTION_*` transport variables, `NV_COMPUTE_PROFILER_PERFWORKS_DIR` and
+/// `NV_TPS_LAUNCH_TOKEN`, and injects itself with `LD_PRELOAD`, not `CUDA_INJECTION64_PATH`
+/// (read from a profiled program's environment on an H100 machine); CUPTI-based tools and
+/// Nsight Systems use `CUDA_INJECTION64_PATH`.
+const PROFILER_ENV: [&str; 4] = [
+    "CUDA_INJECTION64_PATH",
+    "NV_NSIGHT_INJECTION_",
+    "NV_COMPUTE_PROFILER_PERFWORKS_DIR",
+    "NV_TPS_LAUNCH_TOKEN",
+];
+
+/// Whether launches may be gated, given the environment's `(name, value)` pairs: not when
+/// [`UNGATED_ENV`] or one of [`PROFILER_ENV`] is set to anything but empty.
+fn gate_wanted<K: AsRef<OsStr>, V: AsRef<OsStr>>(env: impl IntoIterator<Item = (K, V)>) -> bool {
+    !env.into_iter().any(|(k, v)| {
+        let (k, v) = (k.as_ref(), v.as_ref());
+        let k = k.to_string_lossy();
+        !v.is_empty()
+            && (k == UNGATED_ENV
+                || PROFILER_ENV.iter().any(|p| {
+                    if p.ends_with('_') {
+                        k.starts_with(p)
+                    } else {
+                        k == *p
+                    }
+                }))
+    })
 }
 
 fn cuda_err(call: &'static str) -> impl Fn(result::DriverError) -> InstrumentError {
@@ -522,9 +546,7 @@ impl Device for CudaDevice {
         let stream = std::ptr::null_mut();
         if !self.gate_tried {
             self.gate_tried = true;
-            let injection = std::env::var_os("CUDA_INJECTION64_PATH");
-            let ungated = std::env::var_os(UNGATED_ENV);
-            if gate_wanted(injection.as_deref(), ungated.as_deref()) {
+            if gate_wanted(std::env::vars_os()) {
                 self.gate = Gate::new();
             }
         }
@@ -618,13 +640,27 @@ mod tests {
 
     #[test]
     fn launches_are_not_gated_under_a_profiler_or_when_asked() {
-        let v = |s: &'static str| Some(OsStr::new(s));
-        assert!(gate_wanted(None, None));
-        assert!(gate_wanted(v(""), v("")), "empty is unset");
-        assert!(!gate_wanted(
-            v("/opt/nsight-compute/libInterceptorInjectionTarget.so"),
-            None
-        ));
-        assert!(!gate_wanted(None, v("1")));
+        let env = |pairs: &[(&'static str, &'static str)]| gate_wanted(pairs.iter().copied());
+        assert!(env(&[]));
+        assert!(env(&[
+            ("PATH", "/usr/bin"),
+            ("NV_CUDA_LIB_VERSION", "13.0.2-1")
+        ]));
+        assert!(
+            env(&[("CUDA_INJECTION64_PATH", ""), (UNGATED_ENV, "")]),
+            "empty is unset"
+        );
+        assert!(!env(&[(
+            "CUDA_INJECTION64_PATH",
+            "/opt/nsight-systems/libToolsInjection64.so"
+        )]));
+        // What Nsight Compute 2025.3.1 set in a profiled program's environment.
+        assert!(!env(&[("NV_NSIGHT_INJECTION_TRANSPORT_TYPE", "uds")]));
+        assert!(!env(&[("NV_TPS_LAUNCH_TOKEN", "Interactive Profile")]));
+        assert!(!env(&[(
+            "NV_COMPUTE_PROFILER_PERFWORKS_DIR",
+            "/opt/nvidia/nsight-compute/2025.3.1/target/linux-desktop-glibc_2_11_3-x64/."
+        )]));
+        assert!(!env(&[(UNGATED_ENV, "1")]));
     }
 }

@@ -5,7 +5,7 @@ use super::{Ctx, Fault, Faulty, Flow, Warp, fault, put};
 use crate::bits::set_bits;
 use crate::hostcpu::HostWork;
 use crate::ir::*;
-use crate::memory::{AccessKind, PAIR, QUAD, Space};
+use crate::memory::{AccessKind, LANE, PAIR, QUAD, Space};
 use crate::numeric::{b32, f32v};
 use crate::texture::{HANDLE_BASE, Sampler, WarpSamples, unmapped};
 
@@ -50,8 +50,21 @@ fn texture(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow> {
         kind: AccessKind::Load,
         bytes_per_lane: texel_bytes,
         readonly: true,
-        lookup_lanes: if filtered { PAIR } else { QUAD },
+        lookup_lanes: lookup_lanes(texel_bytes, filtered),
     })
+}
+
+/// Lanes whose texels one texture lookup serves, as Nsight Compute counts them: a 16-byte texel
+/// is looked up lane by lane, a filtered sample of a smaller one pair by pair, a point sample
+/// quad by quad (the constants give the measurements).
+fn lookup_lanes(texel_bytes: u32, filtered: bool) -> u8 {
+    if texel_bytes >= 16 {
+        LANE
+    } else if filtered {
+        PAIR
+    } else {
+        QUAD
+    }
 }
 
 /// Each lane's fetch through its own texture, written to `out`; the texel size of the last
@@ -173,4 +186,22 @@ fn volume_samples(
         }
     }
     Some(tex.texel_bytes() as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lookups_serve_a_lane_a_pair_or_a_quad_by_texel_size_and_filter() {
+        // float4 transfer functions, filtered or not: each lane its own lookup.
+        assert_eq!(lookup_lanes(16, true), 1);
+        assert_eq!(lookup_lanes(16, false), 1);
+        // A trilinear sample of a u8 volume, or a bilinear one of a float image: pairs.
+        assert_eq!(lookup_lanes(1, true), 2);
+        assert_eq!(lookup_lanes(4, true), 2);
+        // Point samples: quads.
+        assert_eq!(lookup_lanes(1, false), 4);
+        assert_eq!(lookup_lanes(8, false), 4);
+    }
 }

@@ -107,7 +107,7 @@ pub(crate) struct MemRequest<'a> {
     /// `ld.global.nc` / `__ldg` / `tex`: the read-only (texture) cache path.
     pub readonly_path: bool,
     /// Texture path: how many consecutive lanes' texels one lookup serves, as Nsight Compute
-    /// counts the lookups its texture hit rate divides by ([`QUAD`] or [`PAIR`]).
+    /// counts the lookups its texture hit rate divides by ([`QUAD`], [`PAIR`] or [`LANE`]).
     pub lookup_lanes: u8,
 }
 
@@ -117,8 +117,17 @@ pub(crate) const QUAD: u8 = 4;
 /// Lanes per texture lookup of a filtered sample: 32 lanes sampling one point of a 3D texture
 /// trilinearly (two sectors, one per slice) made 32 lookups, two misses (93.75 %); lanes with
 /// their own sectors in pairs of lanes counted both lanes' sectors once per pair
-/// (docs/gpu/tex-lookup-count.cu). Bilinear 2D samples were not measured: assumed the same.
+/// (docs/gpu/tex-lookup-count.cu); 14 trilinear footprints of docs/gpu/tex-footprint.cu, lanes
+/// sharing sectors or not, straddling sectors and GOBs or not, read as pairs count them. Bilinear
+/// 2D samples were not measured: assumed the same.
 pub(crate) const PAIR: u8 = 2;
+/// Lanes per texture lookup of a 16-byte texel (float4), filtered or not: each lane its own.
+/// Inferred, not microbenchmarked: on the paper's geometry an H100 counted 0.8-0.9 M more
+/// lookups per frame than pairs give, the same in 15 of 16 block shapes and views, and a 1D
+/// float4 transfer-function fetch looked up lane by lane accounts for them (the emulator's
+/// lookups then 0.96-0.99 of silicon's, docs/gpu/2026-11-27-ncu-findings.md). Which property
+/// decides it (the texel's 16 bytes, the 1D texture, the filter) is open.
+pub(crate) const LANE: u8 = 1;
 
 /// Counts one lookup of `hit`, `pending` (MSHR merges) and `miss` sector masks.
 fn count(c: &mut CacheCounters, hit: u8, pending: u8, miss: u8) {

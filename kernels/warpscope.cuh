@@ -73,8 +73,8 @@
 //     so that no log traffic shares a window with the timed load. On the emulator's gtx480 preset
 //     a traced warp runs a median 1.17× as long as the same warp untraced with fenced probes
 //     (0.99–1.27×), 1.00× with naive ones (0.90–1.24×). On an H200 at the paper's geometry the
-//     fenced median was 1.04× (1.01–1.09 per block shape); the h100 preset says 1.04× too
-//     (1.005–1.089) since its DRAM fetches 64 bytes a missed sector, and said 1.11× before
+//     fenced median was 1.04× (1.01–1.09 per block shape); the h100 preset says 1.05×
+//     (1.02–1.09) since its DRAM fetches 64 bytes a missed sector, and said 1.11× before
 //     (docs/gpu/2026-11-27-findings.md, 2026-11-27-dram-texture-findings.md).
 // kernels/tests/sass.rs checks in SASS that no store of the log lies between a timed load and its
 // closing clock read; emulator/tests/integration/micro.rs that a fenced L1 hit reads the L1 latency.

@@ -106,33 +106,28 @@ impl Gate {
 pub const UNGATED_ENV: &str = "WARPSCOPE_UNGATED";
 
 /// Environment variables whose presence says a profiler or another CUDA tool has injected itself
-/// into this process, by name or (ending in `_`) by prefix. Nsight Compute 2025.3 sets the
-/// `NV_NSIGHT_INJECTION_*` transport variables, `NV_COMPUTE_PROFILER_PERFWORKS_DIR` and
-/// `NV_TPS_LAUNCH_TOKEN`, and injects itself with `LD_PRELOAD`, not `CUDA_INJECTION64_PATH`
-/// (read from a profiled program's environment on an H100 machine); CUPTI-based tools and
-/// Nsight Systems use `CUDA_INJECTION64_PATH`.
-const PROFILER_ENV: [&str; 4] = [
+/// into this process. Nsight Compute 2025.3 sets `NV_COMPUTE_PROFILER_PERFWORKS_DIR`,
+/// `NV_TPS_LAUNCH_TOKEN` and the [`PROFILER_ENV_PREFIX`] transport variables, and injects itself
+/// with `LD_PRELOAD`, not `CUDA_INJECTION64_PATH` (read from a profiled program's environment on
+/// an H100 machine); CUPTI-based tools and Nsight Systems use `CUDA_INJECTION64_PATH`.
+const PROFILER_ENV: [&str; 3] = [
     "CUDA_INJECTION64_PATH",
-    "NV_NSIGHT_INJECTION_",
     "NV_COMPUTE_PROFILER_PERFWORKS_DIR",
     "NV_TPS_LAUNCH_TOKEN",
 ];
+/// Nsight's injection transport variables (`NV_NSIGHT_INJECTION_TRANSPORT_TYPE`, ports).
+const PROFILER_ENV_PREFIX: &str = "NV_NSIGHT_INJECTION_";
 
 /// Whether launches may be gated, given the environment's `(name, value)` pairs: not when
-/// [`UNGATED_ENV`] or one of [`PROFILER_ENV`] is set to anything but empty.
+/// [`UNGATED_ENV`] or a profiler's variable ([`PROFILER_ENV`], [`PROFILER_ENV_PREFIX`]) is set
+/// to anything but empty.
 fn gate_wanted<K: AsRef<OsStr>, V: AsRef<OsStr>>(env: impl IntoIterator<Item = (K, V)>) -> bool {
     !env.into_iter().any(|(k, v)| {
-        let (k, v) = (k.as_ref(), v.as_ref());
-        let k = k.to_string_lossy();
-        !v.is_empty()
+        let k = k.as_ref().to_string_lossy();
+        !v.as_ref().is_empty()
             && (k == UNGATED_ENV
-                || PROFILER_ENV.iter().any(|p| {
-                    if p.ends_with('_') {
-                        k.starts_with(p)
-                    } else {
-                        k == *p
-                    }
-                }))
+                || PROFILER_ENV.contains(&&*k)
+                || k.starts_with(PROFILER_ENV_PREFIX))
     })
 }
 

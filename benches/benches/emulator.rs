@@ -108,7 +108,7 @@ impl<'a> Renders<'a> {
     /// One render: its warp instructions and the host seconds its launch took.
     fn once(&self) -> (u64, f64) {
         let gpu = self.cfg.emu_config.clone();
-        let mut dev = instrument::EmuDevice::new(gpu.expect("an emulator render names its config"));
+        let mut dev = device::EmuDevice::new(gpu.expect("an emulator render names its config"));
         let out = self.dir.join("render");
         let m = self
             .pool

@@ -9,7 +9,8 @@
 //! probe overhead. Run with `cargo bench -p warpscope-benches --bench probes`.
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use instrument::{EmuDevice, TraceWarps};
+use device::EmuDevice;
+use instrument::TraceWarps;
 use std::time::Duration;
 use study::{BlockShape, RenderConfig, Scale, View, VolumeKind};
 use trace::ProbeMode;

@@ -50,11 +50,7 @@ pub struct ReuseArgs {
 
 /// Runs the working-set / reuse-distance study (3 block shapes × 3 volume layouts × 6 texture
 /// cache sizes on the emulator) into `out`.
-pub fn reuse_into(
-    gpu: emulator::GpuConfig,
-    limits: instrument::EmuLimits,
-    out: &Path,
-) -> Result<()> {
+pub fn reuse_into(gpu: emulator::GpuConfig, limits: device::EmuLimits, out: &Path) -> Result<()> {
     let cfg = study::ReuseStudyConfig {
         limits,
         ..study::ReuseStudyConfig::demo(gpu)

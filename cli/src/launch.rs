@@ -6,7 +6,8 @@ use crate::EmuArgs;
 use crate::spec::{self, ArgPlan, LaunchPlan, Spec};
 use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
-use instrument::{Arg, DevBuf, Device, LaunchConfig, Probe, TraceWarps, launch_probed};
+use device::{Arg, DevBuf, Device, LaunchConfig};
+use instrument::{Probe, ProbedArg, TraceWarps, launch_probed};
 use kernels::cache::CompileCache;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -207,7 +208,7 @@ pub fn run(args: &LaunchArgs) -> Result<()> {
     let config_toml = config.to_toml();
     let preset = config.name.clone();
     let (mut dev, note) =
-        instrument::open_device(args.emu.backend, config.clone(), args.emu.limits(true))?;
+        device::open_device(args.emu.backend, config.clone(), args.emu.limits(true))?;
     let kernels: Vec<&str> = spec.launches.iter().map(|l| l.kernel.as_str()).collect();
     eprintln!(
         "warpscope: launching {} on {} ({note})",
@@ -231,7 +232,7 @@ pub fn run(args: &LaunchArgs) -> Result<()> {
     );
     metrics.device = dev.name();
     metrics.clock_mhz = dev.clock_mhz();
-    if dev.backend() == instrument::Backend::Emu {
+    if dev.backend() == device::Backend::Emu {
         metrics.preset = Some(preset);
         trace::write_bytes_atomic(&args.out.join("config.toml"), config_toml.as_bytes())?;
     }
@@ -297,21 +298,21 @@ fn execute(
     let (mut cycles, mut kernel_ms, mut warp_instructions) = (None::<u64>, 0.0, None::<u64>);
     for (n, l) in spec.launches.iter().enumerate() {
         let compiled = &sources[&l.source];
-        let kargs: Vec<Arg> = l
+        let kargs: Vec<ProbedArg> = l
             .args
             .iter()
             .map(|a| match a {
                 ArgPlan::Buffer {
                     buffer,
                     offset_bytes: 0,
-                } => Arg::Buf(bufs[*buffer]),
+                } => Arg::Buf(bufs[*buffer]).into(),
                 ArgPlan::Buffer {
                     buffer,
                     offset_bytes,
-                } => Arg::U64(bufs[*buffer].addr + offset_bytes),
-                ArgPlan::Scalar { bytes, .. } => Arg::Bytes(bytes.clone()),
-                ArgPlan::Null => Arg::U64(0),
-                ArgPlan::Log => Arg::Log,
+                } => Arg::U64(bufs[*buffer].addr + offset_bytes).into(),
+                ArgPlan::Scalar { bytes, .. } => Arg::Bytes(bytes.clone()).into(),
+                ArgPlan::Null => Arg::U64(0).into(),
+                ArgPlan::Log => ProbedArg::Log,
             })
             .collect();
         let cfg = LaunchConfig {
@@ -350,7 +351,14 @@ fn execute(
             }
             probed.outcome
         } else {
-            dev.launch(module, &l.kernel, &cfg, &kargs)
+            // An unprobed launch has no log argument: every argument is a value.
+            let values: Vec<Arg> = (kargs.into_iter())
+                .filter_map(|a| match a {
+                    ProbedArg::Value(v) => Some(v),
+                    ProbedArg::Log => None,
+                })
+                .collect();
+            dev.launch(module, &l.kernel, &cfg, &values)
                 .map_err(|e| in_launch(spec, n, e.into()))?
         };
         kernel_ms += outcome.kernel_ms;
@@ -412,10 +420,10 @@ fn execute(
         }
         outcomes.push(outcome);
     }
-    if dev.backend() == instrument::Backend::Emu {
+    if dev.backend() == device::Backend::Emu {
         metrics.threads = u32::try_from(rayon::current_num_threads()).ok();
         metrics.sim_warp_instructions_per_second =
-            instrument::sim_warp_instructions_per_second(&outcomes);
+            device::sim_warp_instructions_per_second(&outcomes);
     }
     metrics.kernel_ms = Some(kernel_ms);
     metrics.cycles = cycles;
@@ -468,7 +476,7 @@ fn overhead(
         bare.insert(path.clone(), b);
     }
     let off = vec![ProbeMode::Off; written.launches.len()];
-    let (mut dev, _) = instrument::open_device(args.emu.backend, config, args.emu.limits(true))?;
+    let (mut dev, _) = device::open_device(args.emu.backend, config, args.emu.limits(true))?;
     let mut scratch = metrics.clone();
     execute(
         dev.as_mut(),

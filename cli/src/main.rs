@@ -80,7 +80,7 @@ enum Command {
 pub struct EmuArgs {
     /// gpu, emu, or auto (the GPU when one is usable).
     #[arg(long, default_value = "auto")]
-    pub backend: instrument::BackendChoice,
+    pub backend: device::BackendChoice,
     /// Emulator preset: gtx480, v100, a100, h100.
     #[arg(long, default_value = "gtx480", conflicts_with = "config")]
     pub preset: String,
@@ -89,7 +89,7 @@ pub struct EmuArgs {
     pub config: Option<PathBuf>,
     /// Emulator: end a launch with an error after this many warp instructions (a runaway
     /// guard; one paper-scale frame of the volume renderer is ~4.5·10⁷).
-    #[arg(long, default_value_t = instrument::DEFAULT_MAX_WARP_INSTRUCTIONS)]
+    #[arg(long, default_value_t = device::DEFAULT_MAX_WARP_INSTRUCTIONS)]
     pub max_warp_instructions: u64,
     /// Emulator: end a launch with an error once it has run this many seconds.
     #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
@@ -110,7 +110,7 @@ const PROGRESS_EVERY: Duration = Duration::from_secs(10);
 impl EmuArgs {
     /// The runaway guards of this command's launches. With `progress`, a long launch prints a
     /// line to stderr every ten seconds (lines, not a redrawn bar, so a log file shows them too).
-    pub fn limits(&self, progress: bool) -> instrument::EmuLimits {
+    pub fn limits(&self, progress: bool) -> device::EmuLimits {
         let progress = progress.then(|| {
             let started = Instant::now();
             let last = Mutex::new(started);
@@ -131,7 +131,7 @@ impl EmuArgs {
             });
             report
         });
-        instrument::EmuLimits {
+        device::EmuLimits {
             max_warp_instructions: self.max_warp_instructions,
             watch: emulator::Watch {
                 time_limit: self.time_limit,

@@ -5,8 +5,9 @@ use crate::EmuArgs;
 use crate::export_cmd::{ExportFormat, Exported, export_run, format_or_none};
 use anyhow::{Context, Result};
 use clap::Args;
+use device::BackendChoice;
 use indicatif::{ProgressBar, ProgressStyle};
-use instrument::{BackendChoice, TraceWarps};
+use instrument::TraceWarps;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use study::{
@@ -203,7 +204,7 @@ fn ncu_profile(args: &RenderArgs, gpu: bool) -> Result<Option<study::NcuProfile>
 pub fn render(args: &RenderArgs) -> Result<()> {
     let config = args.emu.gpu_config()?;
     let (mut dev, note) =
-        instrument::open_device(args.emu.backend, config.clone(), args.emu.limits(true))?;
+        device::open_device(args.emu.backend, config.clone(), args.emu.limits(true))?;
     eprintln!("warpscope: rendering on {} ({note})", dev.name());
     let formats = args.probe.formats();
     let cfg = RenderConfig {
@@ -217,7 +218,7 @@ pub fn render(args: &RenderArgs) -> Result<()> {
         frames: args.probe.frames,
         measure_overhead: !args.probe.no_overhead,
         compare_reference: args.compare_reference,
-        ncu: ncu_profile(args, dev.backend() == instrument::Backend::Gpu)?,
+        ncu: ncu_profile(args, dev.backend() == device::Backend::Gpu)?,
         emu_config: Some(config),
     };
     let result = study::render(dev.as_mut(), &cfg, &args.out)?;
@@ -465,9 +466,9 @@ pub struct DemoArgs {
 
 pub fn demo(args: &DemoArgs) -> Result<()> {
     let sweep_dir = args.out.join("sweep");
-    // The same decision as every other command's (instrument::open_device); the sweep opens
+    // The same decision as every other command's (device::open_device); the sweep opens
     // its own devices, so the GPU opened here only answers whether there is one.
-    let (dev, why) = instrument::choose_backend(args.backend)?;
+    let (dev, why) = device::choose_backend(args.backend)?;
     let gpu = dev.is_some();
     drop(dev);
     if !gpu && args.backend == BackendChoice::Auto {

@@ -233,7 +233,7 @@ fn speed_abs_reuse_runs_render_the_reuse_studys_geometry() {
     let gpu = emulator::GpuConfig::preset("gtx480").unwrap();
     let study = study::ReuseStudyConfig::demo(gpu.clone());
     let cfg = study.render_config(study::BlockShape::new(16, 8), gpu.clone());
-    let mut dev = instrument::EmuDevice::new(gpu);
+    let mut dev = device::EmuDevice::new(gpu);
     let lib = study::render(&mut dev, &cfg, &dir.path().join("lib")).unwrap();
 
     let run: serde_json::Value =

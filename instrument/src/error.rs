@@ -1,21 +1,9 @@
-use std::path::PathBuf;
-
-/// Everything that can go wrong between choosing a device and decoding its log. Each variant
-/// carries what the user needs to act: the kernel, the sizes, what to install.
+/// What can go wrong in a probed launch, beyond what the device says: a launch the log cannot
+/// describe, a log that does not decode. Each variant carries what the user needs to act.
 #[derive(Debug, thiserror::Error)]
 pub enum InstrumentError {
-    #[error(
-        "no CUDA driver: libcuda could not be loaded. Install the NVIDIA driver, or use --backend emu to run on the emulator"
-    )]
-    NoDriver,
-    #[error("no usable CUDA GPU: {0}. Use --backend emu to run on the emulator")]
-    NoGpu(String),
-    #[error("CUDA error in {call}: {message}")]
-    Cuda { call: &'static str, message: String },
     #[error(transparent)]
-    Emulator(#[from] emulator::EmuError),
-    #[error("kernel {kernel:?} not found in the module (it has: {available})")]
-    NoSuchKernel { kernel: String, available: String },
+    Device(#[from] device::DeviceError),
     #[error("kernel {kernel:?}: argument {index}: {what}")]
     Arg {
         kernel: String,
@@ -38,10 +26,4 @@ pub enum InstrumentError {
     },
     #[error("{what}: {reason}")]
     Launch { what: String, reason: String },
-    #[error("{path}")]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
 }

@@ -9,8 +9,8 @@
 //! ([`ProbedLaunch::occupancy_note`]) — it never changes silently.
 
 use crate::InstrumentError;
-use crate::device::{Arg, Device, LaunchConfig, LaunchOutcome, ModuleId};
 use crate::log::{LogShape, TraceWarps, decode, initial_log};
+use device::{Arg, Device, LaunchConfig, LaunchOutcome, ModuleId};
 use trace::{LaunchInfo, ProbeMode, SiteInfo, Trace};
 
 /// How to probe a launch. `mode` must match the build that was loaded.
@@ -42,6 +42,20 @@ impl Probe {
             n_warps,
             traced: self.trace_warps.select(n_warps),
         }
+    }
+}
+
+/// An argument of a probed kernel: a value, or the `ws::Log` the probes write to, which
+/// [`launch_probed`] allocates and fills in.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ProbedArg {
+    Value(Arg),
+    Log,
+}
+
+impl From<Arg> for ProbedArg {
+    fn from(a: Arg) -> Self {
+        ProbedArg::Value(a)
     }
 }
 
@@ -90,16 +104,26 @@ fn log_arg(buf: u64, shape: &LogShape, shared_offset: u32) -> Vec<u8> {
     b
 }
 
-/// Launches `kernel` with probes and decodes its log. Exactly one argument must be [`Arg::Log`].
+/// Launches `kernel` with probes and decodes its log. Exactly one argument must be
+/// [`ProbedArg::Log`].
 pub fn launch_probed(
     dev: &mut dyn Device,
     module: ModuleId,
     kernel: &str,
     cfg: &LaunchConfig,
-    args: &[Arg],
+    args: &[ProbedArg],
     probe: &Probe,
 ) -> Result<ProbedLaunch, InstrumentError> {
-    let log_index = single_log_arg(kernel, args)?;
+    single_log_arg(kernel, args)?;
+    // The arguments as the device takes them, with the log's bytes put in place below.
+    let with_log = |log: Vec<u8>| -> Vec<Arg> {
+        args.iter()
+            .map(|a| match a {
+                ProbedArg::Value(v) => v.clone(),
+                ProbedArg::Log => Arg::Bytes(log.clone()),
+            })
+            .collect()
+    };
     let wpb = cfg.block.volume().div_ceil(32) as u32;
     let n_warps = cfg.grid.volume() * wpb as u64;
     if n_warps > u32::MAX as u64 {
@@ -127,8 +151,7 @@ pub fn launch_probed(
         .with_backend(dev.backend().name(), dev.name());
     let blocks_without_log = dev.occupancy(module, kernel, cfg)?;
     if probe.mode == ProbeMode::Off {
-        let mut args = args.to_vec();
-        args[log_index] = Arg::Bytes(log_arg(
+        let args = with_log(log_arg(
             0,
             &LogShape {
                 traced: Vec::new(),
@@ -197,8 +220,7 @@ pub fn launch_probed(
     let buf = dev.alloc(total)?;
     let mut bytes = initial_log(probe.mode, &shape);
     dev.upload(&buf, &bytes)?;
-    let mut args = args.to_vec();
-    args[log_index] = Arg::Bytes(log_arg(buf.addr, &shape, shared_offset));
+    let args = with_log(log_arg(buf.addr, &shape, shared_offset));
     let launched = dev
         .launch(module, kernel, &run_cfg, &args)
         .and_then(|outcome| dev.download(&buf, &mut bytes).map(|_| outcome));
@@ -218,11 +240,11 @@ pub fn launch_probed(
     })
 }
 
-fn single_log_arg(kernel: &str, args: &[Arg]) -> Result<usize, InstrumentError> {
+fn single_log_arg(kernel: &str, args: &[ProbedArg]) -> Result<usize, InstrumentError> {
     let logs: Vec<usize> = args
         .iter()
         .enumerate()
-        .filter(|(_, a)| matches!(a, Arg::Log))
+        .filter(|(_, a)| matches!(a, ProbedArg::Log))
         .map(|(i, _)| i)
         .collect();
     match logs.as_slice() {
@@ -231,7 +253,7 @@ fn single_log_arg(kernel: &str, args: &[Arg]) -> Result<usize, InstrumentError> 
             kernel: kernel.into(),
             index: logs.get(1).copied().unwrap_or(args.len()),
             what: format!(
-                "a probed launch needs exactly one ws::Log argument (Arg::Log), found {}",
+                "a probed launch needs exactly one ws::Log argument (ProbedArg::Log), found {}",
                 logs.len()
             ),
         }),
@@ -281,8 +303,12 @@ mod tests {
 
     #[test]
     fn exactly_one_log_argument() {
-        assert_eq!(single_log_arg("k", &[Arg::U32(1), Arg::Log]).unwrap(), 1);
-        assert!(single_log_arg("k", &[Arg::U32(1)]).is_err());
-        assert!(single_log_arg("k", &[Arg::Log, Arg::Log]).is_err());
+        let one = ProbedArg::Value(Arg::U32(1));
+        assert_eq!(
+            single_log_arg("k", &[one.clone(), ProbedArg::Log]).unwrap(),
+            1
+        );
+        assert!(single_log_arg("k", &[one]).is_err());
+        assert!(single_log_arg("k", &[ProbedArg::Log, ProbedArg::Log]).is_err());
     }
 }

@@ -2,9 +2,10 @@
 //! gives the same outputs as its bare run on the emulator, byte for byte, and its log holds
 //! statistics and records for each probed load.
 
+use device::{Arg, DevBuf, Device, EmuDevice, LaunchConfig};
 use emulator::{GpuConfig, TexAddress, TexFilter, TexFormat, TextureDesc};
 use instrument::rewrite::{RewriteOptions, SiteKind, instrument_ptx};
-use instrument::{Arg, DevBuf, Device, EmuDevice, LaunchConfig, Probe, TraceWarps, launch_probed};
+use instrument::{Probe, ProbedArg, TraceWarps, launch_probed};
 use trace::{Dim3, ProbeMode};
 
 const BUF_BYTES: usize = 64 * 1024;
@@ -209,16 +210,19 @@ fn every_corpus_kernel_instrumented_with_auto_keeps_its_outputs_and_records_each
                 let want = download(&mut bare, &s.bufs);
 
                 let mut dev = device();
-                let mut s = setup(&mut dev, c.ptx, kernel, variant);
+                let s = setup(&mut dev, c.ptx, kernel, variant);
                 let m = dev.load(&inst.ptx, None).unwrap();
-                s.args.push(Arg::Log);
+                // The rewriter appends the ws::Log parameter last.
+                let args: Vec<ProbedArg> = (s.args.iter().cloned().map(ProbedArg::from))
+                    .chain([ProbedArg::Log])
+                    .collect();
                 let probe = Probe {
                     mode: ProbeMode::Auto,
                     trace_warps: TraceWarps::all(),
                     slots_per_warp: 256,
                     sites: k.site_infos(),
                 };
-                let probed = launch_probed(&mut dev, m, kernel, &config(kernel), &s.args, &probe)
+                let probed = launch_probed(&mut dev, m, kernel, &config(kernel), &args, &probe)
                     .unwrap_or_else(|e| panic!("{kernel} instrumented: {e}"));
                 let got = download(&mut dev, &s.bufs);
                 for (i, (g, w)) in got.iter().zip(&want).enumerate() {
@@ -404,9 +408,11 @@ fn guarded_loads_and_early_returns_on_the_emulator() {
         let b = dev.alloc(data.len() as u64).unwrap();
         dev.upload(&b, &data).unwrap();
         let m = dev.load(ptx, None).unwrap();
-        let mut args = vec![Arg::Buf(b), Arg::U32(40)];
+        let args = vec![Arg::Buf(b), Arg::U32(40)];
         let trace = if probed {
-            args.push(Arg::Log);
+            let args: Vec<ProbedArg> = (args.iter().cloned().map(ProbedArg::from))
+                .chain([ProbedArg::Log])
+                .collect();
             let probe = Probe {
                 mode: ProbeMode::Auto,
                 trace_warps: TraceWarps::all(),

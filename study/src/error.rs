@@ -69,6 +69,12 @@ pub enum StudyError {
         #[source]
         source: instrument::InstrumentError,
     },
+    #[error("run {run}")]
+    Device {
+        run: String,
+        #[source]
+        source: device::DeviceError,
+    },
     #[error(transparent)]
     Trace(#[from] trace::TraceError),
     /// A roofline microbenchmark failed on the emulator.

@@ -9,7 +9,7 @@
 //! Main types: [`Volume`] / [`VolumeSource`] (procedural or raw volumes), [`View`] and
 //! [`BlockShape`] (the experiment's axes), [`RenderParams`] and [`render_reference`] (the CPU
 //! reference), [`parse_hit_rate`] (Nsight Compute CSV), [`RenderConfig`] / [`render`] (one
-//! frame on a `instrument::Device`, written to a run folder), [`SweepConfig`] / [`sweep`] /
+//! frame on a `device::Device`, written to a run folder), [`SweepConfig`] / [`sweep`] /
 //! [`demo_config`] (the cross product of shapes × views × modes, and `sweep.csv`), [`SweepPlan`]
 //! / [`Shard`] / [`merge`] (the sweep's runs and their hashes, one part of them, shards joined
 //! into one sweep) and [`Scale`]

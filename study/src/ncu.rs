@@ -217,7 +217,7 @@ fn run_ncu_with(
 ) -> Result<Option<NcuHitRate>, StudyError> {
     let mut cmd = Command::new(ncu);
     cmd.args(ncu_args(kernel, program, args, memory))
-        .env(instrument::UNGATED_ENV, "1");
+        .env(device::UNGATED_ENV, "1");
     let out = output_within(&mut cmd, limit)
         .map_err(|e| StudyError::io(ncu, e))?
         .ok_or_else(|| StudyError::NcuTimedOut {
@@ -420,7 +420,7 @@ mod tests {
             "[ \"${{{var}}}\" = 1 ] || {{ echo '==ERROR== gated' >&2; exit 1; }}\n\
              echo '\"ID\",\"Kernel Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"'\n\
              echo '\"0\",\"d_render\",\"{TEX_HIT_RATE_METRIC}\",\"%\",\"50\"'\n",
-            var = instrument::UNGATED_ENV
+            var = device::UNGATED_ENV
         );
         let p = script(dir.path(), "ncu", &body);
         let r = run_ncu(&p, "d_render", Path::new("/bin/true"), &[], NCU_LIMIT)

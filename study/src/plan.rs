@@ -28,7 +28,7 @@ use crate::StudyError;
 use crate::reference::RenderParams;
 use crate::sweep::SweepConfig;
 use crate::volume::VolumeSource;
-use instrument::BackendChoice;
+use device::BackendChoice;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};

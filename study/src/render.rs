@@ -31,7 +31,7 @@
 //! ```no_run
 //! use study::{render, RenderConfig};
 //! let config = emulator::GpuConfig::preset("gtx480").unwrap();
-//! let mut dev = instrument::EmuDevice::new(config);
+//! let mut dev = device::EmuDevice::new(config);
 //! let result = render(&mut dev, &RenderConfig::default(), std::path::Path::new("out")).unwrap();
 //! println!("{} ms", result.metrics.kernel_ms.unwrap_or(0.0));
 //! ```
@@ -41,10 +41,9 @@ use crate::ncu::{NCU_LIMIT, NcuHitRate, ncu_path, run_ncu};
 use crate::reference::{Image, RenderParams, TRANSFER_FUNCTION, write_atomic};
 use crate::view::{BlockShape, View};
 use crate::volume::{Volume, VolumeKind, VolumeSource, check_fits, host_available_bytes};
+use device::{Arg, Backend, Device, LaunchConfig, ModuleId};
 use emulator::{TexAddress, TexFilter, TexFormat, TextureDesc};
-use instrument::{
-    Arg, Backend, Device, LaunchConfig, ModuleId, Probe, ProbedLaunch, TraceWarps, launch_probed,
-};
+use instrument::{Probe, ProbedArg, ProbedLaunch, TraceWarps, launch_probed};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use trace::{Dim3, ProbeMode, Region, RunMetrics, SiteInfo, TRACE_FILE_NAME, TraceWriter};
@@ -267,7 +266,7 @@ pub(crate) struct Session<'a> {
     /// mode → module and the entry's ptxas usage.
     modules: std::collections::BTreeMap<u32, (ModuleId, kernels::EntryInfo)>,
     textures: Option<(u64, u64)>,
-    out: Option<instrument::DevBuf>,
+    out: Option<device::DevBuf>,
 }
 
 impl<'a> Session<'a> {
@@ -408,6 +407,13 @@ fn instrument_err(run: &str) -> impl Fn(instrument::InstrumentError) -> StudyErr
     }
 }
 
+fn device_err(run: &str) -> impl Fn(device::DeviceError) -> StudyError + '_ {
+    move |source| StudyError::Device {
+        run: run.to_string(),
+        source,
+    }
+}
+
 /// The volume texture of the kernel's host contract: u8, read as normalized float, trilinear,
 /// normalized coordinates, clamp (the SDK's `tex` setup).
 pub fn volume_texture(dims: [u32; 3]) -> TextureDesc {
@@ -453,6 +459,7 @@ impl Session<'_> {
         run: &str,
     ) -> Result<Frame, StudyError> {
         let ie = instrument_err(run);
+        let de = device_err(run);
         let volume = self.volume;
         // Every frame on the emulator starts from a new machine, so its numbers cannot depend on
         // the frames rendered before it: a resumed or lone run equals the same run in a sweep.
@@ -479,7 +486,7 @@ impl Session<'_> {
                             source_name: KERNEL_SOURCE,
                             mode: mode.name().into(),
                         })?;
-                let module = self.dev.load(build.ptx, Some(build.fatbin)).map_err(&ie)?;
+                let module = self.dev.load(build.ptx, Some(build.fatbin)).map_err(&de)?;
                 self.modules.insert(mode.ws_mode(), (module, entry));
                 (module, entry)
             }
@@ -492,13 +499,13 @@ impl Session<'_> {
             .flat_map(|v| v.to_le_bytes())
             .collect();
         dev.write_symbol(module, VIEW_MATRIX_SYMBOL, &matrix)
-            .map_err(&ie)?;
+            .map_err(&de)?;
         let (vol_tex, tf_tex) = match self.textures {
             Some(t) => t,
             None => {
                 let vol_tex = dev
                     .create_texture(&volume_texture(volume.dims), &volume.data)
-                    .map_err(&ie)?;
+                    .map_err(&de)?;
                 let tf_bytes: Vec<u8> = TRANSFER_FUNCTION
                     .iter()
                     .flatten()
@@ -506,7 +513,7 @@ impl Session<'_> {
                     .collect();
                 let tf_tex = dev
                     .create_texture(&transfer_texture(), &tf_bytes)
-                    .map_err(&ie)?;
+                    .map_err(&de)?;
                 self.textures = Some((vol_tex, tf_tex));
                 (vol_tex, tf_tex)
             }
@@ -517,7 +524,7 @@ impl Session<'_> {
         let out = match self.out {
             Some(b) if b.bytes == pixels as u64 * 4 => b,
             _ => {
-                let b = dev.alloc(pixels as u64 * 4).map_err(&ie)?;
+                let b = dev.alloc(pixels as u64 * 4).map_err(&de)?;
                 self.out = Some(b);
                 b
             }
@@ -530,17 +537,17 @@ impl Session<'_> {
             regs_per_thread: entry.registers,
         };
         let args = [
-            Arg::Buf(out),
-            Arg::U32(p.width),
-            Arg::U32(p.height),
-            Arg::F32(p.density),
-            Arg::F32(p.brightness),
-            Arg::F32(p.transfer_offset),
-            Arg::F32(p.transfer_scale),
-            Arg::F32(p.tstep),
-            Arg::Tex(vol_tex),
-            Arg::Tex(tf_tex),
-            Arg::Log,
+            ProbedArg::Value(Arg::Buf(out)),
+            ProbedArg::Value(Arg::U32(p.width)),
+            ProbedArg::Value(Arg::U32(p.height)),
+            ProbedArg::Value(Arg::F32(p.density)),
+            ProbedArg::Value(Arg::F32(p.brightness)),
+            ProbedArg::Value(Arg::F32(p.transfer_offset)),
+            ProbedArg::Value(Arg::F32(p.transfer_scale)),
+            ProbedArg::Value(Arg::F32(p.tstep)),
+            ProbedArg::Value(Arg::Tex(vol_tex)),
+            ProbedArg::Value(Arg::Tex(tf_tex)),
+            ProbedArg::Log,
         ];
         let probe = cfg.probe(mode);
         // The SDK clears the output before every frame: pixels whose ray misses stay 0.
@@ -551,13 +558,13 @@ impl Session<'_> {
         };
         if dev.backend() == Backend::Gpu {
             // warm-up: module load, texture cache and clocks
-            dev.upload(&out, &zeros).map_err(&ie)?;
+            dev.upload(&out, &zeros).map_err(&de)?;
             launch_probed(dev, module, KERNEL_NAME, &launch_cfg, &args, &probe).map_err(&ie)?;
         }
         let mut total_ms = 0.0;
         let mut last = None;
         for _ in 0..timed_frames {
-            dev.upload(&out, &zeros).map_err(&ie)?;
+            dev.upload(&out, &zeros).map_err(&de)?;
             let l =
                 launch_probed(dev, module, KERNEL_NAME, &launch_cfg, &args, &probe).map_err(&ie)?;
             total_ms += l.outcome.kernel_ms;
@@ -569,7 +576,7 @@ impl Session<'_> {
             reason: "at least one frame".into(),
         })?;
         let mut rgba = vec![0u8; pixels * 4];
-        dev.download(&out, &mut rgba).map_err(&ie)?;
+        dev.download(&out, &mut rgba).map_err(&de)?;
         Ok(Frame {
             image: Image::from_rgba(p.width, p.height, rgba),
             launch,
@@ -648,7 +655,7 @@ fn write_run(
     m.wall_seconds = wall.elapsed().as_secs_f64();
     if dev.backend() == Backend::Emu {
         m.threads = u32::try_from(rayon::current_num_threads()).ok();
-        m.sim_warp_instructions_per_second = instrument::sim_warp_instructions_per_second(
+        m.sim_warp_instructions_per_second = device::sim_warp_instructions_per_second(
             [&l.outcome]
                 .into_iter()
                 .chain(bare.map(|b| &b.launch.outcome)),

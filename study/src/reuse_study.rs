@@ -51,8 +51,8 @@ use analysis::reuse::{
     LINE_BYTES, SECTOR_BYTES, StackDistanceHistogram, WorkingSetPoint, XyFigure, XySeries,
     stack_distances, working_set_curve, write_xy_figure,
 };
+use device::EmuDevice;
 use emulator::{AddressKind, GpuConfig, TextureLayout};
-use instrument::EmuDevice;
 use rayon::prelude::*;
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -78,7 +78,7 @@ pub struct ReuseStudyConfig {
     /// Working-set sample interval in accesses.
     pub sample_every: usize,
     /// The runaway guards of each frame.
-    pub limits: instrument::EmuLimits,
+    pub limits: device::EmuLimits,
 }
 
 impl ReuseStudyConfig {
@@ -108,7 +108,7 @@ impl ReuseStudyConfig {
                 .collect(),
             layouts: TextureLayout::ALL.to_vec(),
             sample_every: 256,
-            limits: instrument::EmuLimits::default(),
+            limits: device::EmuLimits::default(),
         }
     }
 

@@ -44,7 +44,7 @@ pub struct BenchOptions {
     /// Threads per block.
     pub block: u32,
     /// The runaway guards of each benchmark launch.
-    pub limits: instrument::EmuLimits,
+    pub limits: device::EmuLimits,
 }
 
 impl Default for BenchOptions {
@@ -54,7 +54,7 @@ impl Default for BenchOptions {
             fma_iters: 256,
             sweep_fmas: vec![0, 1, 2, 4, 8, 16, 32],
             block: 256,
-            limits: instrument::EmuLimits::default(),
+            limits: device::EmuLimits::default(),
         }
     }
 }

@@ -30,7 +30,8 @@ use crate::render::{Frame, RenderConfig, Session};
 use crate::scale::Scale;
 use crate::view::{BlockShape, View};
 use crate::volume::{Volume, VolumeKind, VolumeSource};
-use instrument::{BackendChoice, Device, EmuDevice, TraceWarps};
+use device::{BackendChoice, Device, EmuDevice};
+use instrument::TraceWarps;
 use rayon::prelude::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -56,7 +57,7 @@ pub struct SweepConfig {
     pub frames: u32,
     pub measure_overhead: bool,
     /// The emulator's runaway guards per launch.
-    pub limits: instrument::EmuLimits,
+    pub limits: device::EmuLimits,
 }
 
 /// The `sweep.csv` row of the run in folder `run`, from its `run.json`.
@@ -103,7 +104,7 @@ pub struct SweepSummary {
     pub resumed: usize,
     /// Runs found incomplete (`NAME: why`) and rendered again.
     pub redone: Vec<String>,
-    /// Which backend ran, and why (from `instrument::open_device`).
+    /// Which backend ran, and why (from `device::open_device`).
     pub backend_note: String,
     /// The plan's hash (`plan.json`), and the part of it this sweep ran.
     pub plan_hash: String,
@@ -134,7 +135,7 @@ pub fn demo_config(out_dir: &Path, scale: Scale) -> Result<SweepConfig, StudyErr
         slots_per_warp: 1024,
         frames: 10,
         measure_overhead: true,
-        limits: instrument::EmuLimits::default(),
+        limits: device::EmuLimits::default(),
     })
 }
 
@@ -266,13 +267,13 @@ pub fn sweep_shard(
             BackendChoice::Emu => None,
             choice => {
                 let (dev, note) =
-                    instrument::open_device(choice, cfg.emu_config.clone(), cfg.limits.clone())
-                        .map_err(|source| StudyError::Instrument {
+                    device::open_device(choice, cfg.emu_config.clone(), cfg.limits.clone())
+                        .map_err(|source| StudyError::Device {
                             run: "sweep".into(),
                             source,
                         })?;
                 backend_note = note;
-                (dev.backend() == instrument::Backend::Gpu).then_some(dev)
+                (dev.backend() == device::Backend::Gpu).then_some(dev)
             }
         };
         match use_gpu {

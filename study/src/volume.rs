@@ -217,7 +217,7 @@ impl VolumeSource {
     }
 }
 
-pub use instrument::host_available_bytes;
+pub use device::host_available_bytes;
 
 /// Refuses `what` when `needed_bytes` exceeds `available_bytes` (None = unknown: allowed).
 pub fn check_fits(

@@ -1,8 +1,9 @@
 //! End-to-end tests of the study on the emulator: the kernel's image against the CPU reference,
 //! the image across probe modes (C3), the run folder, the memory check, and sweep resume.
 
-use instrument::InstrumentError;
-use instrument::{Arg, Backend, DevBuf, Device, EmuDevice, LaunchConfig, LaunchOutcome, ModuleId};
+use device::{
+    Arg, Backend, DevBuf, Device, DeviceError, EmuDevice, LaunchConfig, LaunchOutcome, ModuleId,
+};
 use study::{
     BlockShape, RenderConfig, RenderParams, StudyError, SweepConfig, View, Volume, VolumeKind,
     VolumeSource, render, render_reference, sweep,
@@ -150,37 +151,32 @@ impl Device for Tiny {
     fn free_memory_bytes(&self) -> u64 {
         4096
     }
-    fn alloc(&mut self, bytes: u64) -> Result<DevBuf, InstrumentError> {
+    fn alloc(&mut self, bytes: u64) -> Result<DevBuf, DeviceError> {
         self.0.alloc(bytes)
     }
-    fn free(&mut self, b: &DevBuf) -> Result<(), InstrumentError> {
+    fn free(&mut self, b: &DevBuf) -> Result<(), DeviceError> {
         self.0.free(b)
     }
-    fn upload(&mut self, b: &DevBuf, d: &[u8]) -> Result<(), InstrumentError> {
+    fn upload(&mut self, b: &DevBuf, d: &[u8]) -> Result<(), DeviceError> {
         self.0.upload(b, d)
     }
-    fn download(&mut self, b: &DevBuf, o: &mut [u8]) -> Result<(), InstrumentError> {
+    fn download(&mut self, b: &DevBuf, o: &mut [u8]) -> Result<(), DeviceError> {
         self.0.download(b, o)
     }
     fn create_texture(
         &mut self,
         desc: &emulator::TextureDesc,
         data: &[u8],
-    ) -> Result<u64, InstrumentError> {
+    ) -> Result<u64, DeviceError> {
         self.0.create_texture(desc, data)
     }
-    fn load(&mut self, ptx: &str, fatbin: Option<&[u8]>) -> Result<ModuleId, InstrumentError> {
+    fn load(&mut self, ptx: &str, fatbin: Option<&[u8]>) -> Result<ModuleId, DeviceError> {
         self.0.load(ptx, fatbin)
     }
-    fn write_symbol(&mut self, m: ModuleId, n: &str, d: &[u8]) -> Result<(), InstrumentError> {
+    fn write_symbol(&mut self, m: ModuleId, n: &str, d: &[u8]) -> Result<(), DeviceError> {
         self.0.write_symbol(m, n, d)
     }
-    fn occupancy(
-        &mut self,
-        m: ModuleId,
-        k: &str,
-        c: &LaunchConfig,
-    ) -> Result<u32, InstrumentError> {
+    fn occupancy(&mut self, m: ModuleId, k: &str, c: &LaunchConfig) -> Result<u32, DeviceError> {
         self.0.occupancy(m, k, c)
     }
     fn launch(
@@ -189,7 +185,7 @@ impl Device for Tiny {
         k: &str,
         c: &LaunchConfig,
         a: &[Arg],
-    ) -> Result<LaunchOutcome, InstrumentError> {
+    ) -> Result<LaunchOutcome, DeviceError> {
         self.0.launch(m, k, c, a)
     }
 }
@@ -220,7 +216,7 @@ fn sweep_writes_the_table_and_resumes_without_redoing_finished_runs() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = SweepConfig {
         out_dir: dir.path().join("sweep"),
-        backend: instrument::BackendChoice::Emu,
+        backend: device::BackendChoice::Emu,
         emu_config: gtx480(),
         volume: VolumeSource::Generated {
             kind: VolumeKind::Blobs,
@@ -235,7 +231,7 @@ fn sweep_writes_the_table_and_resumes_without_redoing_finished_runs() {
         slots_per_warp: 64,
         frames: 1,
         measure_overhead: true,
-        limits: instrument::EmuLimits::default(),
+        limits: device::EmuLimits::default(),
     };
     let calls = std::sync::Mutex::new(Vec::new());
     let s = sweep(&cfg, &|done, total| {
@@ -294,7 +290,7 @@ fn a_lone_render_equals_the_same_run_inside_a_sweep_byte_for_byte() {
     base.params = RenderParams::with_size(64, 64);
     let cfg = SweepConfig {
         out_dir: dir.path().join("sweep"),
-        backend: instrument::BackendChoice::Emu,
+        backend: device::BackendChoice::Emu,
         emu_config: gtx480(),
         volume: base.volume.clone(),
         params: base.params,
@@ -306,7 +302,7 @@ fn a_lone_render_equals_the_same_run_inside_a_sweep_byte_for_byte() {
         slots_per_warp: base.slots_per_warp,
         frames: 1,
         measure_overhead: true,
-        limits: instrument::EmuLimits::default(),
+        limits: device::EmuLimits::default(),
     };
     let s = sweep(&cfg, &|_, _| {}).unwrap();
     let in_sweep = cfg.out_dir.join(&s.rows[1].run);

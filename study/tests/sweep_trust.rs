@@ -13,7 +13,7 @@ use trace::{ProbeMode, RunMetrics, TRACE_FILE_NAME};
 fn tiny(out: &Path) -> SweepConfig {
     SweepConfig {
         out_dir: out.to_path_buf(),
-        backend: instrument::BackendChoice::Emu,
+        backend: device::BackendChoice::Emu,
         emu_config: emulator::GpuConfig::preset("gtx480").unwrap(),
         volume: VolumeSource::Generated {
             kind: VolumeKind::Blobs,
@@ -28,7 +28,7 @@ fn tiny(out: &Path) -> SweepConfig {
         slots_per_warp: 256,
         frames: 1,
         measure_overhead: true,
-        limits: instrument::EmuLimits::default(),
+        limits: device::EmuLimits::default(),
     }
 }
 

@@ -1,8 +1,9 @@
 //! Cross-crate tests: the embedded kernel builds, launched through `instrument` on the emulator
 //! device, decoded, stored and exported — the path every real run takes.
 
+use device::{Arg, Device, EmuDevice, LaunchConfig};
 use emulator::GpuConfig;
-use instrument::{Arg, Device, EmuDevice, LaunchConfig, Probe, TraceWarps, launch_probed};
+use instrument::{Probe, ProbedArg, TraceWarps, launch_probed};
 use trace::{Dim3, ProbeMode, RecordKind, Region, SiteInfo, Trace};
 
 const N: usize = 4096;
@@ -24,19 +25,19 @@ fn run_multi_on(dev: &mut dyn Device, mode: ProbeMode, trace_warps: TraceWarps) 
         kernels::find("probe_test", mode.ws_mode()).expect("probe_test is built in every mode");
     let entry = build.entry("probe_multi").expect("entry");
     let m = dev.load(build.ptx, Some(build.fatbin)).unwrap();
-    let mut bufs = Vec::new();
+    let mut bufs: Vec<ProbedArg> = Vec::new();
     for k in 0..3 {
         let data: Vec<u8> = (0..N)
             .flat_map(|i| ((i * (k + 1)) as f32).to_le_bytes())
             .collect();
         let b = dev.alloc(data.len() as u64).unwrap();
         dev.upload(&b, &data).unwrap();
-        bufs.push(Arg::Buf(b));
+        bufs.push(Arg::Buf(b).into());
     }
     let out = dev.alloc((N * 4) as u64).unwrap();
-    bufs.push(Arg::Buf(out));
-    bufs.push(Arg::I32(N as i32));
-    bufs.push(Arg::Log);
+    bufs.push(Arg::Buf(out).into());
+    bufs.push(Arg::I32(N as i32).into());
+    bufs.push(ProbedArg::Log);
     let cfg = LaunchConfig {
         grid: Dim3::new((N / 128) as u32, 1, 1),
         block: Dim3::new(128, 1, 1),
@@ -159,12 +160,12 @@ fn dropped_records_are_counted_stored_and_exported() {
     let build = kernels::find("probe_test", ProbeMode::Fence.ws_mode()).unwrap();
     let mut dev = EmuDevice::new(GpuConfig::preset("v100").unwrap());
     let m = dev.load(build.ptx, None).unwrap();
-    let mut args = Vec::new();
+    let mut args: Vec<ProbedArg> = Vec::new();
     for _ in 0..4 {
         let b = dev.alloc(256 * 4).unwrap();
-        args.push(Arg::Buf(b));
+        args.push(Arg::Buf(b).into());
     }
-    args.extend([Arg::I32(256), Arg::Log]);
+    args.extend([Arg::I32(256).into(), ProbedArg::Log]);
     let cfg = LaunchConfig {
         grid: Dim3::new(2, 1, 1),
         block: Dim3::new(128, 1, 1),
@@ -206,7 +207,7 @@ fn dropped_records_are_counted_stored_and_exported() {
 /// Runs where a CUDA GPU is usable and says why it skipped elsewhere (CI has no GPU).
 #[test]
 fn gpu_fenced_access_times_exceed_naive() {
-    let mut gpu = match instrument::CudaDevice::open(0) {
+    let mut gpu = match device::CudaDevice::open(0) {
         Ok(dev) => dev,
         Err(why) => {
             eprintln!("skipped (GPU-only test): {why}");
@@ -273,7 +274,7 @@ fn gpu_shfl_outside_member_mask_matches_emulator() {
         })
         .collect();
     assert_eq!(emu, want);
-    let mut gpu = match instrument::CudaDevice::open(0) {
+    let mut gpu = match device::CudaDevice::open(0) {
         Ok(dev) => dev,
         Err(why) => {
             eprintln!("skipped the GPU half (GPU-only): {why}");

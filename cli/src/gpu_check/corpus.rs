@@ -8,7 +8,7 @@
 
 use super::Rng;
 use anyhow::{Context, Result};
-use instrument::{Arg, DevBuf, Device, LaunchConfig, ModuleId};
+use device::{Arg, DevBuf, Device, LaunchConfig, ModuleId};
 use serde::Serialize;
 use trace::Dim3;
 
@@ -236,7 +236,7 @@ pub fn check(case: &Case, dev: &mut dyn Device, emu: Option<&mut dyn Device>) ->
 /// the H200 the warm launch measured the same as the first). The emulator is deterministic and
 /// has no such cost: one run.
 pub fn timed(case: &Case, dev: &mut dyn Device) -> Result<(f64, Option<String>)> {
-    let gpu = dev.backend() == instrument::Backend::Gpu;
+    let gpu = dev.backend() == device::Backend::Gpu;
     let repeats = if gpu { 3 } else { 1 };
     let mut best = f64::INFINITY;
     let mut mismatch = None;
@@ -536,12 +536,12 @@ mod tests {
     fn every_case_matches_its_reference_on_the_emulator() {
         let cfg = emulator::GpuConfig::preset("h100").unwrap();
         for case in CASES {
-            let mut dev = instrument::EmuDevice::new(cfg.clone());
+            let mut dev = device::EmuDevice::new(cfg.clone());
             let row = check(case, &mut dev, None).unwrap();
             assert!(row.matches_reference, "{}: {:?}", case.file, row.problem);
             assert!(row.kernel_ms > 0.0, "{}", case.file);
         }
-        let mut dev = instrument::EmuDevice::new(cfg);
+        let mut dev = device::EmuDevice::new(cfg);
         let mut run = Run::new(&mut dev, "histogram_global").unwrap();
         let d = run.zeros(20_000).unwrap();
         let h = run.zeros(1024).unwrap();

@@ -12,8 +12,9 @@
 
 use super::Rng;
 use anyhow::{Context, Result, bail};
+use device::{Arg, Device, LaunchConfig};
 use emulator::{TexAddress, TexFilter, TexFormat, TextureDesc};
-use instrument::{Arg, Device, LaunchConfig, Probe, TraceWarps, launch_probed};
+use instrument::{Probe, ProbedArg, TraceWarps, launch_probed};
 use kernels::layout::{WS_DUMMY, WS_FENCE, WS_NAIVE};
 use serde::Serialize;
 use trace::{Dim3, ProbeMode, Region, SiteInfo};
@@ -142,7 +143,6 @@ pub fn measure(
                 Arg::I32(warm as i32),
                 Arg::I32(CHASE_PROBES as i32),
                 Arg::Buf(out),
-                Arg::Log,
             ];
             ("pointer_chase", args, CHASE_PROBES, STEPS_PER_PROBE)
         }
@@ -177,7 +177,6 @@ pub fn measure(
                 Arg::I32(n as i32),
                 Arg::I32(CHASE_PROBES as i32),
                 Arg::Buf(out),
-                Arg::Log,
             ];
             ("texture_chase", args, CHASE_PROBES, STEPS_PER_PROBE)
         }
@@ -191,7 +190,6 @@ pub fn measure(
                 Arg::I32(stride_words as i32),
                 Arg::I32(LOADS as i32),
                 Arg::Buf(out),
-                Arg::Log,
             ];
             ("strided_loads", args, LOADS, 1)
         }
@@ -199,7 +197,7 @@ pub fn measure(
             let p = dev.alloc(4)?;
             dev.upload(&p, &[1, 0, 0, 0])?;
             let out = dev.alloc(4)?;
-            let args = vec![Arg::Buf(p), Arg::I32(LOADS as i32), Arg::Buf(out), Arg::Log];
+            let args = vec![Arg::Buf(p), Arg::I32(LOADS as i32), Arg::Buf(out)];
             ("repeated_loads", args, LOADS, 1)
         }
     };
@@ -224,6 +222,10 @@ pub fn measure(
             },
         )],
     };
+    // Every micro kernel takes its ws::Log last.
+    let args: Vec<ProbedArg> = (args.into_iter().map(ProbedArg::from))
+        .chain([ProbedArg::Log])
+        .collect();
     let probed = launch_probed(dev, module, kernel, &launch, &args, &probe)?;
     let warp = probed
         .trace
@@ -369,7 +371,7 @@ mod tests {
         let cfg = emulator::GpuConfig::preset("h100").unwrap();
         let mut rows = Vec::new();
         for (case, mode) in PLAN {
-            let mut dev = instrument::EmuDevice::new(cfg.clone());
+            let mut dev = device::EmuDevice::new(cfg.clone());
             rows.push(measure(&mut dev, &cfg, case, mode).unwrap());
         }
         for r in rows.iter().filter(|r| r.mode == ProbeMode::Fence) {

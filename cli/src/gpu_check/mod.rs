@@ -19,7 +19,7 @@ mod verdict;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use instrument::{CudaDevice, Device, EmuDevice};
+use device::{CudaDevice, Device, EmuDevice};
 use serde::Serialize;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};

@@ -4,8 +4,8 @@ use super::corpus::{self, CorpusRow};
 use super::micro::{self, MicroCase, MicroRow};
 use super::{Ctx, GpuResults, step_dir};
 use anyhow::{Context, Result, bail};
+use device::{Device, DeviceProperties};
 use export::{ExportOptions, Format};
-use instrument::{Device, DeviceProperties};
 use serde::Serialize;
 use std::path::Path;
 use std::time::Duration;
@@ -314,9 +314,9 @@ fn study_step(ctx: &Ctx) -> Result<Outcome> {
     let mut cfg = study::demo_config(&dir, scale)?;
     cfg.emu_config = ctx.preset.clone();
     cfg.backend = if ctx.gpu {
-        instrument::BackendChoice::Gpu
+        device::BackendChoice::Gpu
     } else {
-        instrument::BackendChoice::Emu
+        device::BackendChoice::Emu
     };
     cfg.frames = if ctx.gpu { 10 } else { 1 };
     let reserve = Duration::from_secs(super::EXPORT_RESERVE_SECONDS);

@@ -2,10 +2,8 @@
 //! of a preset. Kernel time is simulated cycles ÷ the preset's clock; the emulator's counters
 //! (cache hit rates, stalls) come back with every launch.
 
-use crate::InstrumentError;
-use crate::device::{
-    Arg, Backend, DevBuf, Device, LaunchConfig, LaunchOutcome, ModuleId, arg_blobs,
-};
+use crate::DeviceError;
+use crate::api::{Arg, Backend, DevBuf, Device, LaunchConfig, LaunchOutcome, ModuleId};
 use emulator::{Emulator, GpuConfig, LaunchParams, Module, TextureDesc};
 use std::time::Instant;
 
@@ -72,13 +70,11 @@ impl EmuDevice {
         self.emu.take_address_streams()
     }
 
-    fn module(&self, m: ModuleId) -> Result<&(Module, emulator::ModuleId), InstrumentError> {
-        self.modules
-            .get(m.0)
-            .ok_or_else(|| InstrumentError::Launch {
-                what: format!("module {}", m.0),
-                reason: "was never loaded".into(),
-            })
+    fn module(&self, m: ModuleId) -> Result<&(Module, emulator::ModuleId), DeviceError> {
+        self.modules.get(m.0).ok_or_else(|| DeviceError::Launch {
+            what: format!("module {}", m.0),
+            reason: "was never loaded".into(),
+        })
     }
 }
 
@@ -131,10 +127,10 @@ impl Device for EmuDevice {
         host_available_bytes().unwrap_or(u64::MAX)
     }
 
-    fn alloc(&mut self, bytes: u64) -> Result<DevBuf, InstrumentError> {
+    fn alloc(&mut self, bytes: u64) -> Result<DevBuf, DeviceError> {
         let available = self.free_memory_bytes();
         if bytes > available {
-            return Err(InstrumentError::OutOfMemory {
+            return Err(DeviceError::OutOfMemory {
                 what: "an emulator buffer (host memory)".into(),
                 needed_bytes: bytes,
                 available_bytes: available,
@@ -144,36 +140,31 @@ impl Device for EmuDevice {
         Ok(DevBuf { addr, bytes })
     }
 
-    fn free(&mut self, buf: &DevBuf) -> Result<(), InstrumentError> {
+    fn free(&mut self, buf: &DevBuf) -> Result<(), DeviceError> {
         self.emu.free(buf.addr)?;
         Ok(())
     }
 
-    fn upload(&mut self, buf: &DevBuf, data: &[u8]) -> Result<(), InstrumentError> {
+    fn upload(&mut self, buf: &DevBuf, data: &[u8]) -> Result<(), DeviceError> {
         Ok(self.emu.write(buf.addr, data)?)
     }
 
-    fn download(&mut self, buf: &DevBuf, out: &mut [u8]) -> Result<(), InstrumentError> {
+    fn download(&mut self, buf: &DevBuf, out: &mut [u8]) -> Result<(), DeviceError> {
         Ok(self.emu.read(buf.addr, out)?)
     }
 
-    fn create_texture(&mut self, desc: &TextureDesc, data: &[u8]) -> Result<u64, InstrumentError> {
+    fn create_texture(&mut self, desc: &TextureDesc, data: &[u8]) -> Result<u64, DeviceError> {
         Ok(self.emu.create_texture(desc, data)?)
     }
 
-    fn load(&mut self, ptx: &str, _fatbin: Option<&[u8]>) -> Result<ModuleId, InstrumentError> {
+    fn load(&mut self, ptx: &str, _fatbin: Option<&[u8]>) -> Result<ModuleId, DeviceError> {
         let module = Module::parse(ptx)?;
         let id = self.emu.load(&module)?;
         self.modules.push((module, id));
         Ok(ModuleId(self.modules.len() - 1))
     }
 
-    fn write_symbol(
-        &mut self,
-        m: ModuleId,
-        name: &str,
-        data: &[u8],
-    ) -> Result<(), InstrumentError> {
+    fn write_symbol(&mut self, m: ModuleId, name: &str, data: &[u8]) -> Result<(), DeviceError> {
         let id = self.module(m)?.1;
         Ok(self.emu.write_symbol(id, name, data)?)
     }
@@ -183,7 +174,7 @@ impl Device for EmuDevice {
         m: ModuleId,
         kernel: &str,
         cfg: &LaunchConfig,
-    ) -> Result<u32, InstrumentError> {
+    ) -> Result<u32, DeviceError> {
         let (module, _) = self.module(m)?;
         let entry = module
             .entries()
@@ -209,7 +200,7 @@ impl Device for EmuDevice {
         kernel: &str,
         cfg: &LaunchConfig,
         args: &[Arg],
-    ) -> Result<LaunchOutcome, InstrumentError> {
+    ) -> Result<LaunchOutcome, DeviceError> {
         let (module, id) = self.module(m)?;
         if !module.entries().iter().any(|e| e.name == kernel) {
             return Err(no_such_kernel(module, kernel));
@@ -219,7 +210,7 @@ impl Device for EmuDevice {
             block: [cfg.block.x, cfg.block.y, cfg.block.z],
             dynamic_shared_bytes: cfg.dynamic_shared_bytes,
             regs_per_thread: cfg.regs_per_thread,
-            args: arg_blobs(kernel, args)?,
+            args: args.iter().map(Arg::to_bytes).collect(),
             max_warp_instructions: self.limits.max_warp_instructions,
         };
         let id = *id;
@@ -235,8 +226,8 @@ impl Device for EmuDevice {
     }
 }
 
-fn no_such_kernel(module: &Module, kernel: &str) -> InstrumentError {
-    InstrumentError::NoSuchKernel {
+fn no_such_kernel(module: &Module, kernel: &str) -> DeviceError {
+    DeviceError::NoSuchKernel {
         kernel: kernel.into(),
         available: module
             .entries()

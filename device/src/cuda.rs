@@ -9,10 +9,8 @@
 //! says why it is sound in a `SAFETY` comment.
 #![allow(unsafe_code)]
 
-use crate::InstrumentError;
-use crate::device::{
-    Arg, Backend, DevBuf, Device, LaunchConfig, LaunchOutcome, ModuleId, arg_blobs,
-};
+use crate::DeviceError;
+use crate::api::{Arg, Backend, DevBuf, Device, LaunchConfig, LaunchOutcome, ModuleId};
 use cudarc::driver::{CudaContext, result, sys};
 use emulator::{TexAddress, TexFilter, TexFormat, TextureDesc};
 use std::ffi::{CString, OsStr, c_void};
@@ -131,8 +129,8 @@ fn gate_wanted<K: AsRef<OsStr>, V: AsRef<OsStr>>(env: impl IntoIterator<Item = (
     })
 }
 
-fn cuda_err(call: &'static str) -> impl Fn(result::DriverError) -> InstrumentError {
-    move |e| InstrumentError::Cuda {
+fn cuda_err(call: &'static str) -> impl Fn(result::DriverError) -> DeviceError {
+    move |e| DeviceError::Cuda {
         call,
         message: e.to_string(),
     }
@@ -140,20 +138,20 @@ fn cuda_err(call: &'static str) -> impl Fn(result::DriverError) -> InstrumentErr
 
 impl CudaDevice {
     /// Opens GPU `ordinal`, or says why it cannot (no driver, no GPU, driver error).
-    pub fn open(ordinal: usize) -> Result<Self, InstrumentError> {
+    pub fn open(ordinal: usize) -> Result<Self, DeviceError> {
         // SAFETY: only probes whether the shared library can be loaded.
         if !unsafe { sys::is_culib_present() } {
-            return Err(InstrumentError::NoDriver);
+            return Err(DeviceError::NoDriver);
         }
-        result::init().map_err(|e| InstrumentError::NoGpu(format!("cuInit failed: {e}")))?;
+        result::init().map_err(|e| DeviceError::NoGpu(format!("cuInit failed: {e}")))?;
         let count = result::device::get_count().map_err(cuda_err("cuDeviceGetCount"))?;
         if count as usize <= ordinal {
-            return Err(InstrumentError::NoGpu(format!(
+            return Err(DeviceError::NoGpu(format!(
                 "the driver reports {count} device(s), device {ordinal} was asked for"
             )));
         }
         let ctx = CudaContext::new(ordinal)
-            .map_err(|e| InstrumentError::NoGpu(format!("cannot create a context: {e}")))?;
+            .map_err(|e| DeviceError::NoGpu(format!("cannot create a context: {e}")))?;
         let name = ctx.name().map_err(cuda_err("cuDeviceGetName"))?;
         let khz = ctx
             .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CLOCK_RATE)
@@ -171,27 +169,24 @@ impl CudaDevice {
         })
     }
 
-    fn bind(&self) -> Result<(), InstrumentError> {
+    fn bind(&self) -> Result<(), DeviceError> {
         self.ctx
             .bind_to_thread()
             .map_err(cuda_err("cuCtxSetCurrent"))
     }
 
-    fn function(&self, m: ModuleId, kernel: &str) -> Result<sys::CUfunction, InstrumentError> {
-        let module = *self
-            .modules
-            .get(m.0)
-            .ok_or_else(|| InstrumentError::Launch {
-                what: format!("kernel {kernel:?}"),
-                reason: format!("module {} was never loaded", m.0),
-            })?;
-        let cname = CString::new(kernel).map_err(|_| InstrumentError::NoSuchKernel {
+    fn function(&self, m: ModuleId, kernel: &str) -> Result<sys::CUfunction, DeviceError> {
+        let module = *self.modules.get(m.0).ok_or_else(|| DeviceError::Launch {
+            what: format!("kernel {kernel:?}"),
+            reason: format!("module {} was never loaded", m.0),
+        })?;
+        let cname = CString::new(kernel).map_err(|_| DeviceError::NoSuchKernel {
             kernel: kernel.into(),
             available: "(name contains NUL)".into(),
         })?;
         // SAFETY: `module` is a loaded, not unloaded module of this context.
         unsafe { result::module::get_function(module, cname) }.map_err(|_| {
-            InstrumentError::NoSuchKernel {
+            DeviceError::NoSuchKernel {
                 kernel: kernel.into(),
                 available: "see the module's PTX (.entry names)".into(),
             }
@@ -279,11 +274,11 @@ impl Device for CudaDevice {
             .unwrap_or(0)
     }
 
-    fn alloc(&mut self, bytes: u64) -> Result<DevBuf, InstrumentError> {
+    fn alloc(&mut self, bytes: u64) -> Result<DevBuf, DeviceError> {
         self.bind()?;
         // SAFETY: a plain device allocation in the bound context, freed on drop.
         let addr = unsafe { result::malloc_sync(bytes.max(1) as usize) }.map_err(|_| {
-            InstrumentError::OutOfMemory {
+            DeviceError::OutOfMemory {
                 what: "a device buffer".into(),
                 needed_bytes: bytes,
                 available_bytes: self.free_memory_bytes(),
@@ -293,13 +288,13 @@ impl Device for CudaDevice {
         Ok(DevBuf { addr, bytes })
     }
 
-    fn free(&mut self, buf: &DevBuf) -> Result<(), InstrumentError> {
+    fn free(&mut self, buf: &DevBuf) -> Result<(), DeviceError> {
         self.bind()?;
         let i = self
             .allocs
             .iter()
             .position(|&a| a == buf.addr)
-            .ok_or_else(|| InstrumentError::Launch {
+            .ok_or_else(|| DeviceError::Launch {
                 what: "device free".into(),
                 reason: format!("{:#x} is not a live allocation of this device", buf.addr),
             })?;
@@ -308,21 +303,21 @@ impl Device for CudaDevice {
         unsafe { result::free_sync(buf.addr) }.map_err(cuda_err("cuMemFree"))
     }
 
-    fn upload(&mut self, buf: &DevBuf, data: &[u8]) -> Result<(), InstrumentError> {
+    fn upload(&mut self, buf: &DevBuf, data: &[u8]) -> Result<(), DeviceError> {
         self.bind()?;
         check_len(buf, data.len())?;
         // SAFETY: `buf` is an allocation of at least data.len() bytes.
         unsafe { result::memcpy_htod_sync(buf.addr, data) }.map_err(cuda_err("cuMemcpyHtoD"))
     }
 
-    fn download(&mut self, buf: &DevBuf, out: &mut [u8]) -> Result<(), InstrumentError> {
+    fn download(&mut self, buf: &DevBuf, out: &mut [u8]) -> Result<(), DeviceError> {
         self.bind()?;
         check_len(buf, out.len())?;
         // SAFETY: `buf` is an allocation of at least out.len() bytes.
         unsafe { result::memcpy_dtoh_sync(out, buf.addr) }.map_err(cuda_err("cuMemcpyDtoH"))
     }
 
-    fn create_texture(&mut self, desc: &TextureDesc, data: &[u8]) -> Result<u64, InstrumentError> {
+    fn create_texture(&mut self, desc: &TextureDesc, data: &[u8]) -> Result<u64, DeviceError> {
         self.bind()?;
         let texel = texel_bytes(desc);
         let (w, h, d) = (
@@ -332,7 +327,7 @@ impl Device for CudaDevice {
         );
         let needed = w * h * d * texel;
         if data.len() != needed {
-            return Err(InstrumentError::Launch {
+            return Err(DeviceError::Launch {
                 what: "texture".into(),
                 reason: format!(
                     "{} bytes of texel data, {w}x{h}x{d} texels need {needed}",
@@ -424,14 +419,14 @@ impl Device for CudaDevice {
         Ok(tex)
     }
 
-    fn load(&mut self, ptx: &str, fatbin: Option<&[u8]>) -> Result<ModuleId, InstrumentError> {
+    fn load(&mut self, ptx: &str, fatbin: Option<&[u8]>) -> Result<ModuleId, DeviceError> {
         self.bind()?;
         let module = match fatbin {
             // SAFETY: a fatbin image produced by nvcc, alive for the call.
             Some(image) => unsafe { result::module::load_data(image.as_ptr() as *const c_void) }
                 .map_err(cuda_err("cuModuleLoadData(fatbin)"))?,
             None => {
-                let text = CString::new(ptx).map_err(|_| InstrumentError::Launch {
+                let text = CString::new(ptx).map_err(|_| DeviceError::Launch {
                     what: "PTX module".into(),
                     reason: "PTX text contains a NUL byte".into(),
                 })?;
@@ -444,21 +439,13 @@ impl Device for CudaDevice {
         Ok(ModuleId(self.modules.len() - 1))
     }
 
-    fn write_symbol(
-        &mut self,
-        m: ModuleId,
-        name: &str,
-        data: &[u8],
-    ) -> Result<(), InstrumentError> {
+    fn write_symbol(&mut self, m: ModuleId, name: &str, data: &[u8]) -> Result<(), DeviceError> {
         self.bind()?;
-        let module = *self
-            .modules
-            .get(m.0)
-            .ok_or_else(|| InstrumentError::Launch {
-                what: format!("symbol {name:?}"),
-                reason: "module was never loaded".into(),
-            })?;
-        let cname = CString::new(name).map_err(|_| InstrumentError::Launch {
+        let module = *self.modules.get(m.0).ok_or_else(|| DeviceError::Launch {
+            what: format!("symbol {name:?}"),
+            reason: "module was never loaded".into(),
+        })?;
+        let cname = CString::new(name).map_err(|_| DeviceError::Launch {
             what: format!("symbol {name:?}"),
             reason: "name contains NUL".into(),
         })?;
@@ -466,7 +453,7 @@ impl Device for CudaDevice {
         let (ptr, bytes) = unsafe { result::module::get_global(module, cname) }
             .map_err(cuda_err("cuModuleGetGlobal"))?;
         if bytes != data.len() {
-            return Err(InstrumentError::Launch {
+            return Err(DeviceError::Launch {
                 what: format!("symbol {name:?}"),
                 reason: format!("is {bytes} bytes, {} given", data.len()),
             });
@@ -480,7 +467,7 @@ impl Device for CudaDevice {
         m: ModuleId,
         kernel: &str,
         cfg: &LaunchConfig,
-    ) -> Result<u32, InstrumentError> {
+    ) -> Result<u32, DeviceError> {
         self.bind()?;
         let f = self.function(m, kernel)?;
         // SAFETY: `f` is a function of a loaded module.
@@ -501,7 +488,7 @@ impl Device for CudaDevice {
         kernel: &str,
         cfg: &LaunchConfig,
         args: &[Arg],
-    ) -> Result<LaunchOutcome, InstrumentError> {
+    ) -> Result<LaunchOutcome, DeviceError> {
         self.bind()?;
         let f = self.function(m, kernel)?;
         if cfg.dynamic_shared_bytes > 48 * 1024 {
@@ -517,7 +504,7 @@ impl Device for CudaDevice {
                 "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)",
             ))?;
         }
-        let mut blobs = arg_blobs(kernel, args)?;
+        let mut blobs: Vec<Vec<u8>> = args.iter().map(Arg::to_bytes).collect();
         // 8-byte aligned copies: the driver reads each parameter through its pointer.
         let mut words: Vec<Vec<u64>> = blobs
             .iter_mut()
@@ -580,7 +567,7 @@ impl Device for CudaDevice {
             let _ = result::event::destroy(start);
             let _ = result::event::destroy(stop);
         }
-        let kernel_ms = elapsed.map_err(|e| InstrumentError::Launch {
+        let kernel_ms = elapsed.map_err(|e| DeviceError::Launch {
             what: format!("kernel {kernel:?} on {}", self.name),
             reason: format!("{e} (a fault in the kernel: an out-of-bounds access, a trap, or a launch configuration the GPU rejects)"),
         })?;
@@ -593,9 +580,9 @@ impl Device for CudaDevice {
     }
 }
 
-fn check_len(buf: &DevBuf, len: usize) -> Result<(), InstrumentError> {
+fn check_len(buf: &DevBuf, len: usize) -> Result<(), DeviceError> {
     if len as u64 > buf.bytes {
-        return Err(InstrumentError::Launch {
+        return Err(DeviceError::Launch {
             what: "device copy".into(),
             reason: format!("{len} bytes do not fit a buffer of {}", buf.bytes),
         });

@@ -1,8 +1,9 @@
 //! The `Device` trait: what warpscope needs from a GPU, implemented by the CUDA driver
 //! ([`crate::CudaDevice`]) and by the emulator ([`crate::EmuDevice`]), so that everything after
-//! the launch is one code path.
+//! the launch is one code path; and what a launch takes ([`Arg`], [`LaunchConfig`]) and gives
+//! ([`LaunchOutcome`]).
 
-use crate::InstrumentError;
+use crate::DeviceError;
 use emulator::TextureDesc;
 use std::fmt;
 use std::str::FromStr;
@@ -74,7 +75,7 @@ pub struct LaunchConfig {
     pub regs_per_thread: u32,
 }
 
-/// A kernel argument. `Log` is the `ws::Log` that [`crate::launch_probed`] fills in.
+/// A kernel argument.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Arg {
     Buf(DevBuf),
@@ -88,11 +89,10 @@ pub enum Arg {
     Tex(u64),
     /// Raw bytes of a by-value struct parameter.
     Bytes(Vec<u8>),
-    Log,
 }
 
 impl Arg {
-    /// The little-endian bytes the kernel receives (`Log` has none until the probe fills it).
+    /// The little-endian bytes the kernel receives.
     pub fn to_bytes(&self) -> Vec<u8> {
         match self {
             Arg::Buf(b) => b.addr.to_le_bytes().to_vec(),
@@ -103,22 +103,8 @@ impl Arg {
             Arg::F32(v) => v.to_le_bytes().to_vec(),
             Arg::F64(v) => v.to_le_bytes().to_vec(),
             Arg::Bytes(b) => b.clone(),
-            Arg::Log => Vec::new(),
         }
     }
-}
-
-/// The bytes of every argument, in order, for a backend's launch. `Arg::Log` has no bytes of its
-/// own: it must have been filled in by [`crate::launch_probed`].
-pub(crate) fn arg_blobs(kernel: &str, args: &[Arg]) -> Result<Vec<Vec<u8>>, InstrumentError> {
-    if let Some(index) = args.iter().position(|a| matches!(a, Arg::Log)) {
-        return Err(InstrumentError::Arg {
-            kernel: kernel.into(),
-            index,
-            what: "ws::Log placeholder: launch probed kernels through launch_probed".into(),
-        });
-    }
-    Ok(args.iter().map(Arg::to_bytes).collect())
 }
 
 /// What a launch measured.
@@ -205,32 +191,31 @@ pub trait Device {
     }
     /// Free device memory in bytes.
     fn free_memory_bytes(&self) -> u64;
-    fn alloc(&mut self, bytes: u64) -> Result<DevBuf, InstrumentError>;
+    fn alloc(&mut self, bytes: u64) -> Result<DevBuf, DeviceError>;
     /// Releases an allocation (a probed launch frees its log after decoding it).
-    fn free(&mut self, buf: &DevBuf) -> Result<(), InstrumentError>;
-    fn upload(&mut self, buf: &DevBuf, data: &[u8]) -> Result<(), InstrumentError>;
-    fn download(&mut self, buf: &DevBuf, out: &mut [u8]) -> Result<(), InstrumentError>;
+    fn free(&mut self, buf: &DevBuf) -> Result<(), DeviceError>;
+    fn upload(&mut self, buf: &DevBuf, data: &[u8]) -> Result<(), DeviceError>;
+    fn download(&mut self, buf: &DevBuf, out: &mut [u8]) -> Result<(), DeviceError>;
     /// Creates a texture object over `data` (laid out x fastest) and returns its handle.
-    fn create_texture(&mut self, desc: &TextureDesc, data: &[u8]) -> Result<u64, InstrumentError>;
+    fn create_texture(&mut self, desc: &TextureDesc, data: &[u8]) -> Result<u64, DeviceError>;
     /// Loads a module: the emulator runs `ptx`; the GPU loads `fatbin` if given, else JITs `ptx`.
-    fn load(&mut self, ptx: &str, fatbin: Option<&[u8]>) -> Result<ModuleId, InstrumentError>;
+    fn load(&mut self, ptx: &str, fatbin: Option<&[u8]>) -> Result<ModuleId, DeviceError>;
     /// Writes a module-scope `__constant__`/`__device__` variable.
-    fn write_symbol(&mut self, m: ModuleId, name: &str, data: &[u8])
-    -> Result<(), InstrumentError>;
+    fn write_symbol(&mut self, m: ModuleId, name: &str, data: &[u8]) -> Result<(), DeviceError>;
     /// Resident blocks per SM for this kernel and configuration.
     fn occupancy(
         &mut self,
         m: ModuleId,
         kernel: &str,
         cfg: &LaunchConfig,
-    ) -> Result<u32, InstrumentError>;
+    ) -> Result<u32, DeviceError>;
     fn launch(
         &mut self,
         m: ModuleId,
         kernel: &str,
         cfg: &LaunchConfig,
         args: &[Arg],
-    ) -> Result<LaunchOutcome, InstrumentError>;
+    ) -> Result<LaunchOutcome, DeviceError>;
     /// Returns the device to the state it had when opened — no modules, buffers or textures,
     /// cold caches — where the backend can, and says whether it did. The emulator can, so a
     /// launch after it gives the same result whatever ran before; a GPU cannot (its caches and

@@ -85,8 +85,11 @@ fn make_sweep(dir: &Path, runs: &[RunSpec]) {
         let mut m = RunMetrics::new("emu", "d_render", Dim3::new(2, 1, 1), block, mode);
         m.tex_hit_rate = r.hit;
         m.frame_rate = r.fps;
-        m.extra.insert("shape".into(), r.shape.into());
-        m.extra.insert("view".into(), r.view.into());
+        m.study = Some(trace::StudyFacts {
+            shape: r.shape.into(),
+            view: r.view.into(),
+            ..trace::StudyFacts::default()
+        });
         m.write(&rd.join("run.json")).unwrap();
         std::fs::write(rd.join("config.toml"), "[core]\nclock_mhz = 1401.0\n").unwrap();
         let opt = |x: Option<f64>| x.map(|v| v.to_string()).unwrap_or_default();

@@ -6,8 +6,7 @@ mod companion_cmd;
 mod export_cmd;
 mod gpu_check;
 mod instrument_cmd;
-mod launch;
-mod spec;
+mod launch_cmd;
 mod study_cmd;
 
 use anyhow::{Context, Result};
@@ -62,7 +61,7 @@ enum Command {
     /// Write a run's records as csv, warp-csv, clog2 (Jumpshot), chrome (Perfetto) or parquet.
     Export(export_cmd::ExportArgs),
     /// Run any kernel described by a launch spec (TOML) on the GPU or the emulator.
-    Launch(launch::LaunchArgs),
+    Launch(launch_cmd::LaunchArgs),
     /// Put the probes into an unmodified kernel: writes PTX with every selected load timed.
     Instrument(instrument_cmd::InstrumentArgs),
     /// Validate warpscope on a GPU machine in one budgeted run: device, corpus, probes,
@@ -156,8 +155,7 @@ pub fn print_run_verdict(run_dir: &Path, m: &trace::RunMetrics) {
         Ok(lines) => lines.iter().for_each(|l| println!("  {l}")),
         Err(e) => eprintln!("warpscope: no verdict: {}", trace::error_chain(&e)),
     }
-    let bare = m.extra.get(trace::run_keys::BARE_KERNEL_MS);
-    if let Some(line) = analysis::probe_cost(m.kernel_ms, bare.and_then(|v| v.as_f64())) {
+    if let Some(line) = analysis::probe_cost(m.kernel_ms, m.bare_kernel_ms()) {
         println!("  {line}");
     }
 }
@@ -204,7 +202,7 @@ fn run() -> Result<()> {
         Command::Reuse(args) => companion_cmd::reuse(&args),
         Command::Compare(args) => companion_cmd::compare(&args),
         Command::Export(args) => export_cmd::run(&args),
-        Command::Launch(args) => launch::run(&args),
+        Command::Launch(args) => launch_cmd::run(&args),
         Command::Instrument(args) => instrument_cmd::run(&args),
         Command::GpuCheck(args) => gpu_check::run(&args),
         Command::Presets { name: None } => {

@@ -70,7 +70,7 @@ fn histogram_example_launches_and_matches_cpu() {
     // The bare run beside it: the same launch built without probes, which the probes slow.
     let (overhead, bare) = (
         run["overhead"].as_f64().unwrap(),
-        run["bare_kernel_ms"].as_f64().unwrap(),
+        run["bare"]["kernel_ms"].as_f64().unwrap(),
     );
     assert!(
         overhead > 1.0 && bare > 0.0,

@@ -14,19 +14,11 @@
 //! - `image.png` — the probed build's image, top row first;
 //! - `trace.wst` — the decoded probe log ([`trace::TraceWriter`]); absent for mode `off`;
 //! - `config.toml` — the effective emulator configuration (emulator runs only);
-//! - `run.json` — [`trace::RunMetrics`] (the emulator's counters in its `emulator` field) with
-//!   these extra keys: `shape` (`16x8`), `view`
-//!   (`0,0,0`), `image` (`128x128`), `volume`, `density`, `brightness`, `transfer_offset`,
-//!   `transfer_scale`, `tstep`, `frames`, `overhead` (probed ÷ bare kernel time, null for mode off),
-//!   `bare_kernel_ms`, `bare_cycles`, `occupancy_bare` / `occupancy_probed` (resident blocks per
-//!   SM), `registers_bare` / `registers_probed`, `spill_bytes_probed` (ptxas, sm_75: the register
-//!   budget can force spills), `tex_hit_rate_bare` / `l1_hit_rate_bare` / `l2_hit_rate_bare` (the
-//!   bare build's emulator counters), `kind` (`trace`: every warp traced, `summary`: statistics and
-//!   the warps of `trace_warps`), `probe_shared_bytes`, `occupancy_note`, `image_matches_bare`,
-//!   `hit_rate_source` (`emulator counters`, `ncu <metric>`, or why it is unavailable; on a
-//!   GPU with ncu, run.json's `l2_hit_rate` is ncu's too, where this GPU reports it),
-//!   and with [`RenderConfig::compare_reference`] `reference_max_channel_diff` / `reference_pixels_differing`
-//!   (the image against the CPU reference renderer).
+//! - `run.json` — [`trace::RunMetrics`]: the emulator's counters in `emulator`, the probes' log
+//!   in `probes`, the bare frame's figures in `overhead` and `bare`, the frame's geometry and
+//!   parameters in `study`; `hit_rate_source` says where the hit rates come from (`emulator
+//!   counters`, `ncu <metric>`, or why they are missing; on a GPU with ncu, `l2_hit_rate` is
+//!   ncu's too, where this GPU reports it).
 //!
 //! ```no_run
 //! use study::{render, RenderConfig};
@@ -44,9 +36,11 @@ use crate::volume::{Volume, VolumeKind, VolumeSource, check_fits, host_available
 use device::{Arg, Backend, Device, LaunchConfig, ModuleId};
 use emulator::{TexAddress, TexFilter, TexFormat, TextureDesc};
 use instrument::{Probe, ProbedArg, ProbedLaunch, TraceWarps, launch_probed};
-use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use trace::{Dim3, ProbeMode, Region, RunMetrics, SiteInfo, TRACE_FILE_NAME, TraceWriter};
+use trace::{
+    BareRun, Dim3, ProbeFacts, ProbeMode, ReferenceDiff, Region, RunMetrics, SiteInfo, StudyFacts,
+    TRACE_FILE_NAME, TraceWriter,
+};
 
 /// The kernel's source stem in the `kernels` crate and its entry point.
 pub const KERNEL_SOURCE: &str = "volume_render";
@@ -337,8 +331,7 @@ impl<'a> Session<'a> {
             &*self.dev,
             cfg,
             self.volume,
-            &frame,
-            bare_frame,
+            (&frame, bare_frame),
             out_dir,
             wall,
         )?;
@@ -587,28 +580,49 @@ impl Session<'_> {
     }
 }
 
-/// The emulator's texture, L1 and L2 hit rates (0–1) by run.json key; `None` where it counted no
-/// access or there are no counters (a GPU run).
-fn hit_rates(mem: Option<&emulator::MemCounters>) -> [(&'static str, Option<f64>); 3] {
+/// The emulator's texture, L1 and L2 hit rates (0–1), each `None` where it counted no access or
+/// there are no counters (a GPU run).
+fn hit_rates(mem: Option<&emulator::MemCounters>) -> [Option<f64>; 3] {
     let rate =
         |f: fn(&emulator::MemCounters) -> Option<f64>| mem.and_then(f).filter(|v| v.is_finite());
     [
-        ("tex_hit_rate", rate(|m| m.tex_hit_rate)),
-        ("l1_hit_rate", rate(|m| m.l1_hit_rate)),
-        ("l2_hit_rate", rate(|m| m.l2_hit_rate)),
+        rate(|m| m.tex_hit_rate),
+        rate(|m| m.l1_hit_rate),
+        rate(|m| m.l2_hit_rate),
     ]
 }
 
-#[allow(clippy::too_many_arguments)]
+/// Writes the run folder: the image, the trace (a probed run), the emulator's effective config,
+/// and run.json last, so a folder with a complete run.json is a finished run.
 fn write_run(
     dev: &dyn Device,
     cfg: &RenderConfig,
     volume: &Volume,
-    frame: &Frame,
-    bare: Option<&Frame>,
+    (frame, bare): (&Frame, Option<&Frame>),
     out_dir: &Path,
     wall: std::time::Instant,
 ) -> Result<RunMetrics, StudyError> {
+    let mut m = run_metrics(dev, cfg, frame, bare);
+    m.study = Some(study_facts(cfg, volume, frame));
+    m.wall_seconds = wall.elapsed().as_secs_f64();
+    frame.image.write_png(&out_dir.join("image.png"))?;
+    if cfg.mode != ProbeMode::Off {
+        TraceWriter::write_all(&out_dir.join(TRACE_FILE_NAME), &frame.launch.trace)?;
+    }
+    if let (Backend::Emu, Some(config)) = (dev.backend(), &cfg.emu_config) {
+        write_atomic(&out_dir.join("config.toml"), config.to_toml().as_bytes())?;
+    }
+    m.write(&out_dir.join("run.json"))?;
+    Ok(m)
+}
+
+/// The frame's figures, and the bare frame's beside them.
+fn run_metrics(
+    dev: &dyn Device,
+    cfg: &RenderConfig,
+    frame: &Frame,
+    bare: Option<&Frame>,
+) -> RunMetrics {
     let l = &frame.launch;
     let trace = &l.trace;
     let mut m = RunMetrics::new(
@@ -629,101 +643,65 @@ fn write_run(
     m.frame_rate = (frame.kernel_ms > 0.0).then(|| 1000.0 / frame.kernel_ms);
     m.records = trace.record_count();
     m.dropped_records = trace.dropped_count();
-    let mut hit_rate_source = String::from("unavailable");
+    m.occupancy = Some(l.blocks_per_sm);
+    m.registers = Some(frame.entry.registers);
+    m.spill_bytes = Some(frame.entry.spill_bytes);
+    m.hit_rate_source = Some("unavailable".into());
     if let Some(stats) = &l.outcome.stats {
         m.warp_instructions = Some(stats.warp_instructions);
         // Work by class (the roofline's W), where the cycles went (stalls by reason, per SM) and
         // the memory counters, in run.json's one typed shape.
         m.emulator = Some(stats.clone());
-        [m.tex_hit_rate, m.l1_hit_rate, m.l2_hit_rate] =
-            hit_rates(Some(&stats.mem)).map(|(_, r)| r);
-        hit_rate_source = if m.tex_hit_rate.is_some() {
+        [m.tex_hit_rate, m.l1_hit_rate, m.l2_hit_rate] = hit_rates(Some(&stats.mem));
+        m.hit_rate_source = Some(if m.tex_hit_rate.is_some() {
             "emulator counters".into()
         } else {
             "unavailable: the emulator counted no texture access".into()
-        };
+        });
     }
-    if dev.backend() == Backend::Gpu {
-        let (rate, source) = gpu_hit_rate(cfg);
-        m.tex_hit_rate = rate.as_ref().map(|r| r.rate);
-        m.l2_hit_rate = rate.as_ref().and_then(|r| r.l2_hit_rate);
-        hit_rate_source = source;
+    match dev.backend() {
+        Backend::Gpu => {
+            let (rate, source) = gpu_hit_rate(cfg);
+            m.tex_hit_rate = rate.as_ref().map(|r| r.rate);
+            m.l2_hit_rate = rate.as_ref().and_then(|r| r.l2_hit_rate);
+            m.hit_rate_source = Some(source);
+        }
+        Backend::Emu => {
+            m.preset = cfg.emu_config.as_ref().map(|c| c.name.clone());
+            m.threads = u32::try_from(rayon::current_num_threads()).ok();
+            m.sim_warp_instructions_per_second = device::sim_warp_instructions_per_second(
+                [&l.outcome]
+                    .into_iter()
+                    .chain(bare.map(|b| &b.launch.outcome)),
+            );
+        }
     }
-    if dev.backend() == Backend::Emu {
-        m.preset = cfg.emu_config.as_ref().map(|c| c.name.clone());
-    }
-    m.wall_seconds = wall.elapsed().as_secs_f64();
-    if dev.backend() == Backend::Emu {
-        m.threads = u32::try_from(rayon::current_num_threads()).ok();
-        m.sim_warp_instructions_per_second = device::sim_warp_instructions_per_second(
-            [&l.outcome]
-                .into_iter()
-                .chain(bare.map(|b| &b.launch.outcome)),
-        );
-    }
-
-    let p = &cfg.params;
-    let x = &mut m.extra;
-    x.insert("shape".into(), json!(cfg.shape.name()));
-    x.insert("view".into(), json!(cfg.view.name()));
-    x.insert("image".into(), json!(format!("{}x{}", p.width, p.height)));
-    x.insert("volume".into(), json!(cfg.volume.describe()));
-    x.insert("density".into(), json!(p.density));
-    x.insert("brightness".into(), json!(p.brightness));
-    x.insert("transfer_offset".into(), json!(p.transfer_offset));
-    x.insert("transfer_scale".into(), json!(p.transfer_scale));
-    x.insert("tstep".into(), json!(p.tstep));
-    x.insert("frames".into(), json!(cfg.frames));
-    x.insert("kind".into(), json!(trace.launch.kind.name()));
-    x.insert("trace_warps".into(), json!(cfg.trace_warps.to_string()));
-    x.insert("slots_per_warp".into(), json!(cfg.slots_per_warp));
-    x.insert("probe_shared_bytes".into(), json!(l.probe_shared_bytes));
-    x.insert("occupancy_note".into(), json!(l.occupancy_note));
-    x.insert("occupancy_probed".into(), json!(l.blocks_per_sm));
-    x.insert("registers_probed".into(), json!(frame.entry.registers));
-    x.insert("spill_bytes_probed".into(), json!(frame.entry.spill_bytes));
-    x.insert("hit_rate_source".into(), json!(hit_rate_source));
-    x.insert(
-        "start_state".into(),
-        json!(if frame.clean_start {
-            "clean: a new emulator per frame (no earlier allocations, cold caches)"
-        } else {
-            "as left by earlier launches (GPU: warm-up launch, then timed frames)"
-        }),
-    );
-    x.insert("volume_voxels".into(), json!(volume.voxel_count()));
-    if cfg.compare_reference {
-        let reference = crate::reference::render_reference(volume, &cfg.view, &cfg.params);
-        let d = frame.image.diff(&reference);
-        x.insert(
-            "reference_max_channel_diff".into(),
-            json!(d.max_channel_diff),
-        );
-        x.insert(
-            "reference_pixels_differing".into(),
-            json!(d.pixels_differing),
-        );
+    if cfg.mode != ProbeMode::Off {
+        m.probes = Some(ProbeFacts {
+            kind: trace.launch.kind,
+            trace_warps: cfg.trace_warps.to_string(),
+            slots_per_warp: cfg.slots_per_warp,
+            shared_bytes: l.probe_shared_bytes,
+            occupancy_note: l.occupancy_note.clone(),
+        });
     }
     match bare {
         Some(b) => {
-            let ratio = trace::overhead_ratio(frame.kernel_ms, b.kernel_ms);
-            x.insert(trace::run_keys::OVERHEAD.into(), json!(ratio));
-            x.insert(trace::run_keys::BARE_KERNEL_MS.into(), json!(b.kernel_ms));
-            x.insert(
-                trace::run_keys::BARE_CYCLES.into(),
-                json!(b.launch.outcome.cycles),
-            );
-            x.insert("occupancy_bare".into(), json!(b.launch.blocks_per_sm));
-            x.insert("registers_bare".into(), json!(b.entry.registers));
-            // What the probes did to the caches: the same counters of the bare build.
-            for (key, rate) in hit_rates(b.launch.outcome.stats.as_ref().map(|s| &s.mem)) {
-                x.insert(format!("{key}_bare"), json!(rate));
-            }
+            let [tex_hit_rate, l1_hit_rate, l2_hit_rate] =
+                hit_rates(b.launch.outcome.stats.as_ref().map(|s| &s.mem));
             let diff = frame.image.diff(&b.image);
-            x.insert(
-                "image_matches_bare".into(),
-                json!(diff.pixels_differing == 0),
-            );
+            m.overhead = trace::overhead_ratio(frame.kernel_ms, b.kernel_ms);
+            m.bare = Some(BareRun {
+                kernel_ms: Some(b.kernel_ms),
+                cycles: b.launch.outcome.cycles,
+                occupancy: Some(b.launch.blocks_per_sm),
+                registers: Some(b.entry.registers),
+                // What the probes did to the caches: the same counters of the bare build.
+                tex_hit_rate,
+                l1_hit_rate,
+                l2_hit_rate,
+                image_matches: Some(diff.pixels_differing == 0),
+            });
             if diff.pixels_differing > 0 {
                 m.errors.push(
                     StudyError::ImageChanged {
@@ -735,30 +713,43 @@ fn write_run(
                 );
             }
         }
-        None => {
-            let own = (cfg.mode == ProbeMode::Off).then_some(l.blocks_per_sm);
-            x.insert(
-                trace::run_keys::OVERHEAD.into(),
-                if cfg.mode == ProbeMode::Off {
-                    json!(1.0)
-                } else {
-                    Value::Null
-                },
-            );
-            x.insert("occupancy_bare".into(), json!(own));
-            x.insert("image_matches_bare".into(), Value::Null);
-        }
+        // A run without probes costs nothing; a probed one without its bare frame is unmeasured.
+        None => m.overhead = (cfg.mode == ProbeMode::Off).then_some(1.0),
     }
+    m
+}
 
-    frame.image.write_png(&out_dir.join("image.png"))?;
-    if cfg.mode != ProbeMode::Off {
-        TraceWriter::write_all(&out_dir.join(TRACE_FILE_NAME), trace)?;
+/// What the frame was: the study's geometry and rendering parameters, and the image against the
+/// CPU reference where asked.
+fn study_facts(cfg: &RenderConfig, volume: &Volume, frame: &Frame) -> StudyFacts {
+    let p = &cfg.params;
+    StudyFacts {
+        shape: cfg.shape.name(),
+        view: cfg.view.name(),
+        image: format!("{}x{}", p.width, p.height),
+        volume: cfg.volume.describe(),
+        volume_voxels: volume.voxel_count(),
+        density: p.density,
+        brightness: p.brightness,
+        transfer_offset: p.transfer_offset,
+        transfer_scale: p.transfer_scale,
+        tstep: p.tstep,
+        frames: cfg.frames,
+        start_state: if frame.clean_start {
+            "clean: a new emulator per frame (no earlier allocations, cold caches)"
+        } else {
+            "as left by earlier launches (GPU: warm-up launch, then timed frames)"
+        }
+        .into(),
+        reference: cfg.compare_reference.then(|| {
+            let reference = crate::reference::render_reference(volume, &cfg.view, &cfg.params);
+            let d = frame.image.diff(&reference);
+            ReferenceDiff {
+                max_channel_diff: d.max_channel_diff,
+                pixels_differing: d.pixels_differing as u64,
+            }
+        }),
     }
-    if let (Backend::Emu, Some(config)) = (dev.backend(), &cfg.emu_config) {
-        write_atomic(&out_dir.join("config.toml"), config.to_toml().as_bytes())?;
-    }
-    m.write(&out_dir.join("run.json"))?;
-    Ok(m)
 }
 
 /// The GPU's texture hit rate from Nsight Compute, and where it came from (or why it is missing).

@@ -33,7 +33,6 @@ use crate::volume::{Volume, VolumeKind, VolumeSource};
 use device::{BackendChoice, Device, EmuDevice};
 use instrument::TraceWarps;
 use rayon::prelude::*;
-use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use trace::{ProbeMode, RunMetrics, SWEEP_CSV, SweepRow};
@@ -62,35 +61,32 @@ pub struct SweepConfig {
 
 /// The `sweep.csv` row of the run in folder `run`, from its `run.json`.
 fn row_from_metrics(run: &str, m: &RunMetrics) -> SweepRow {
-    let s = |k: &str| {
-        m.extra
-            .get(k)
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string()
-    };
+    let study = m.study.as_ref();
+    let bare = m.bare.as_ref();
     SweepRow {
         run: run.to_string(),
         backend: m.backend.clone(),
         preset: m.preset.clone().unwrap_or_default(),
-        shape: s("shape"),
-        view: s("view"),
+        shape: study.map(|s| s.shape.clone()).unwrap_or_default(),
+        view: study.map(|s| s.view.clone()).unwrap_or_default(),
         mode: m.mode.name().to_string(),
         cycles: m.cycles,
         kernel_ms: m.kernel_ms,
         frame_rate: m.frame_rate,
         tex_hit_rate: m.tex_hit_rate,
         dropped_records: Some(m.dropped_records),
-        overhead: m
-            .extra
-            .get(trace::run_keys::OVERHEAD)
-            .and_then(Value::as_f64),
-        occupancy_bare: m.extra.get("occupancy_bare").and_then(Value::as_u64),
-        occupancy_probed: m.extra.get("occupancy_probed").and_then(Value::as_u64),
-        tex_hit_rate_bare: m.extra.get("tex_hit_rate_bare").and_then(Value::as_f64),
+        overhead: m.overhead,
+        // A run without probes is its own bare build.
+        occupancy_bare: match m.mode {
+            ProbeMode::Off => m.occupancy,
+            _ => bare.and_then(|b| b.occupancy),
+        }
+        .map(u64::from),
+        occupancy_probed: m.occupancy.map(u64::from),
+        tex_hit_rate_bare: bare.and_then(|b| b.tex_hit_rate),
         warp_instructions: m.warp_instructions,
         records: Some(m.records),
-        image_matches_bare: m.extra.get("image_matches_bare").and_then(Value::as_bool),
+        image_matches_bare: bare.and_then(|b| b.image_matches),
     }
 }
 

@@ -81,7 +81,8 @@ fn probes_do_not_change_the_image_in_any_mode() {
         let r = render(&mut dev, &cfg, dir.path()).unwrap();
         if mode != ProbeMode::Off {
             assert_eq!(
-                r.metrics.extra["image_matches_bare"], true,
+                r.metrics.bare.as_ref().and_then(|b| b.image_matches),
+                Some(true),
                 "{mode}: probed and bare images differ"
             );
             assert!(r.metrics.records > 0, "{mode}: no records");
@@ -105,31 +106,28 @@ fn a_run_folder_has_image_trace_config_and_run_json() {
     }
     let m = RunMetrics::read(&dir.path().join("run.json")).unwrap();
     // (floats in JSON round-trip to within an ulp, so compare the exact fields)
+    let study = m.study.as_ref().expect("the study's facts");
     assert_eq!(
-        (m.cycles, m.records, &m.extra["shape"]),
+        (m.cycles, m.records, &study.shape),
         (
             r.metrics.cycles,
             r.metrics.records,
-            &r.metrics.extra["shape"]
+            &r.metrics.study.as_ref().unwrap().shape
         )
     );
     assert_eq!(m.backend, "emu");
     assert_eq!(m.preset.as_deref(), Some("gtx480"));
-    assert_eq!(m.extra["shape"], "16x8");
-    assert_eq!(m.extra["view"], "0,0,0");
-    assert_eq!(m.extra["image"], "32x32");
+    assert_eq!(study.shape, "16x8");
+    assert_eq!(study.view, "0,0,0");
+    assert_eq!(study.image, "32x32");
     let cycles = m.cycles.expect("emulator cycles");
     let ms = m.kernel_ms.expect("kernel time");
     assert!((ms - cycles as f64 / (m.clock_mhz * 1e3)).abs() < 1e-9 * ms.max(1.0));
-    let overhead = m.extra["overhead"].as_f64().expect("overhead");
+    let overhead = m.overhead.expect("overhead");
     assert!(overhead > 0.0);
-    assert!(m.extra["occupancy_bare"].as_u64().is_some());
-    assert!(m.extra["occupancy_probed"].as_u64().is_some());
-    assert!(
-        m.extra["reference_max_channel_diff"]
-            .as_u64()
-            .is_some_and(|d| d <= 1)
-    );
+    assert!(m.bare.as_ref().and_then(|b| b.occupancy).is_some());
+    assert!(m.occupancy.is_some());
+    assert!(study.reference.is_some_and(|d| d.max_channel_diff <= 1));
     let reader = trace::TraceReader::open(&dir.path().join("trace.wst")).unwrap();
     assert_eq!(reader.record_count(), m.records);
     assert_eq!(reader.launch().sites.len(), 2);

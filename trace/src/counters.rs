@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 /// The emulator's counters of one launch.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct EmuCounters {
     /// Cycles of the whole kernel (the slowest SM).
     pub cycles: u64,
@@ -36,7 +36,7 @@ pub struct EmuCounters {
 
 /// The memory counters of one launch.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct MemCounters {
     /// Global and local loads (and read-only loads where the L1 serves them).
     pub l1: CacheCounters,
@@ -70,7 +70,7 @@ pub struct MemCounters {
 /// Hit/miss counts of one cache level, per 32-byte sector (per line for an unsectored cache);
 /// `requests` counts line lookups.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct CacheCounters {
     pub requests: u64,
     pub sector_hits: u64,

@@ -1,32 +1,120 @@
 //! `run.json`: what one run measured. One schema for every command (`launch`, `render`, `sweep`)
-//! and both backends, so the analysis reads any run the same way. Optional fields are `null` when
-//! a backend cannot measure them (e.g. the texture hit rate on a GPU without Nsight Compute).
+//! and both backends, so the analysis reads any run the same way. Every key is a typed field here:
+//! reading refuses a key it does not know, except inside `extra`, which is for what a user or a
+//! script adds (warpscope writes and reads nothing there). Optional fields are `null` when a
+//! backend cannot measure them (e.g. the texture hit rate on a GPU without Nsight Compute).
+//!
+//! Sections: the top level (what ran where, its time, its hit rates, its records); `probes` (how
+//! the probes kept their log); `overhead` and `bare` (the same launch built without probes: what
+//! measuring changed); `study` (the volume renderer's frame: geometry and parameters); `launches`
+//! (each launch of a pipeline); `emulator` (the emulator's counters).
 
-use crate::{Dim3, EmuCounters, ProbeMode, TraceError};
+use crate::{Dim3, EmuCounters, ProbeMode, RecordKind, TraceError};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::path::Path;
 
-/// Keys of `RunMetrics::extra` that more than one command writes and the sweep reads, named once.
-pub mod run_keys {
-    /// Probed ÷ bare kernel time: what the probes cost.
-    pub const OVERHEAD: &str = "overhead";
-    /// The bare build's kernel time (ms) and cycles, beside the probed run's own.
-    pub const BARE_KERNEL_MS: &str = "bare_kernel_ms";
-    pub const BARE_CYCLES: &str = "bare_cycles";
-}
+/// The version of run.json's layout this crate writes and reads. A file without the field was
+/// written before the layout was typed (version 1: per-command keys at the top level).
+pub const RUN_FORMAT_VERSION: u32 = 2;
 
 /// What the probes cost a run: probed ÷ bare kernel time, `None` unless that is a finite,
 /// positive number (a time missing, zero or not finite). The one definition behind
-/// [`run_keys::OVERHEAD`], wherever it is written or printed.
+/// [`RunMetrics::overhead`], wherever it is written or printed.
 pub fn overhead_ratio(probed_ms: f64, bare_ms: f64) -> Option<f64> {
     let ratio = probed_ms / bare_ms;
     (ratio.is_finite() && ratio > 0.0).then_some(ratio)
 }
 
-/// The metrics of one run. Rates are fractions in 0–1. Keys beyond these (per-command details,
-/// emulator counters) live in `extra`, which serializes as ordinary top-level keys in sorted order.
+/// How the probes kept their log in a probed run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProbeFacts {
+    /// `trace`: every access of the traced warps; `summary`: per-site statistics of every warp.
+    pub kind: RecordKind,
+    /// The warps that kept every access (`all`, `none`, `every:N`, a list).
+    pub trace_warps: String,
+    /// Records each traced warp could keep; more were counted as dropped.
+    pub slots_per_warp: u32,
+    /// Dynamic shared memory the probes' state added per block.
+    pub shared_bytes: u64,
+    /// What the probes' state did to the resident blocks per SM, in words.
+    pub occupancy_note: String,
+}
+
+/// The same launch built without probes, run beside the probed one: what measuring changed.
+/// Every field is `None` where the backend could not measure it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BareRun {
+    pub kernel_ms: Option<f64>,
+    pub cycles: Option<u64>,
+    /// Resident blocks per SM.
+    pub occupancy: Option<u32>,
+    /// Registers per thread (ptxas).
+    pub registers: Option<u32>,
+    /// Hit rates (0–1) as counted for the probed run's fields of the same names.
+    pub tex_hit_rate: Option<f64>,
+    pub l1_hit_rate: Option<f64>,
+    pub l2_hit_rate: Option<f64>,
+    /// Whether the probed build's output equals the bare build's, byte for byte.
+    pub image_matches: Option<bool>,
+}
+
+/// The image against the CPU reference renderer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReferenceDiff {
+    /// The largest difference of one channel of one pixel (0–255).
+    pub max_channel_diff: u8,
+    pub pixels_differing: u64,
+}
+
+/// A frame of the volume-rendering study: its geometry and rendering parameters.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StudyFacts {
+    /// Block shape, `16x8`.
+    pub shape: String,
+    /// Viewpoint in degrees, `0,0,0`.
+    pub view: String,
+    /// Image size, `128x128`.
+    pub image: String,
+    /// The volume, in words.
+    pub volume: String,
+    pub volume_voxels: u64,
+    pub density: f32,
+    pub brightness: f32,
+    pub transfer_offset: f32,
+    pub transfer_scale: f32,
+    pub tstep: f32,
+    /// Timed launches whose kernel times were averaged (1 on the emulator).
+    pub frames: u32,
+    /// The device's state when the frame started, in words.
+    pub start_state: String,
+    /// The image against the CPU reference renderer, where it was compared.
+    pub reference: Option<ReferenceDiff>,
+}
+
+/// One launch of a pipeline (several kernels sharing buffers).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LaunchFacts {
+    pub kernel: String,
+    pub grid: Dim3,
+    pub block: Dim3,
+    pub kernel_ms: f64,
+    pub cycles: Option<u64>,
+    /// What the emulator counted in this launch (`None` on a GPU).
+    pub emulator: Option<EmuCounters>,
+}
+
+/// The metrics of one run. Rates are fractions in 0–1.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RunMetrics {
+    /// [`RUN_FORMAT_VERSION`].
+    pub format_version: u32,
     /// `emu` or `gpu`.
     pub backend: String,
     pub kernel: String,
@@ -60,22 +148,47 @@ pub struct RunMetrics {
     pub tex_hit_rate: Option<f64>,
     pub l1_hit_rate: Option<f64>,
     pub l2_hit_rate: Option<f64>,
+    /// Where the hit rates come from: `emulator counters`, `ncu <metric>`, or why they are
+    /// missing.
+    pub hit_rate_source: Option<String>,
+    /// Resident blocks per SM of the run's launch, as launched (with the probes' state).
+    pub occupancy: Option<u32>,
+    /// Registers per thread and spilled bytes of the run's build (ptxas), where known.
+    pub registers: Option<u32>,
+    pub spill_bytes: Option<u32>,
     /// Records kept in the trace, and records the log had no room for.
     pub records: u64,
     pub dropped_records: u64,
+    /// How the probes kept their log (`None` for a run without probes).
+    pub probes: Option<ProbeFacts>,
+    /// Probed ÷ bare kernel time ([`overhead_ratio`]): what the probes cost. 1 for a run without
+    /// probes; `None` where no bare run measured it.
+    pub overhead: Option<f64>,
+    /// The bare build's figures beside the probed run's.
+    pub bare: Option<BareRun>,
+    /// The volume renderer's frame (`render`, `sweep`, `demo`).
+    pub study: Option<StudyFacts>,
+    /// Each launch of a pipeline, in order (empty for a single launch, whose figures are the
+    /// run's own).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub launches: Vec<LaunchFacts>,
     /// Launch errors, in words; empty when the launch succeeded.
     pub errors: Vec<String>,
-    /// What the emulator counted (`None` on a GPU, and for a launch pipeline, whose launches
-    /// each keep theirs under `launches`).
+    /// What the run should be read with, in words (e.g. registers the model would have spilled).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+    /// What the emulator counted (`None` on a GPU, and for a pipeline, whose launches each keep
+    /// theirs under `launches`).
     pub emulator: Option<EmuCounters>,
-    /// Everything else, flattened into the top level of the JSON object.
-    #[serde(flatten)]
-    pub extra: serde_json::Map<String, serde_json::Value>,
+    /// Keys a user or a script adds to the file; warpscope writes none and reads none.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub extra: BTreeMap<String, serde_json::Value>,
 }
 
 impl RunMetrics {
     pub fn new(backend: &str, kernel: &str, grid: Dim3, block: Dim3, mode: ProbeMode) -> Self {
         RunMetrics {
+            format_version: RUN_FORMAT_VERSION,
             backend: backend.into(),
             kernel: kernel.into(),
             preset: None,
@@ -94,11 +207,21 @@ impl RunMetrics {
             tex_hit_rate: None,
             l1_hit_rate: None,
             l2_hit_rate: None,
+            hit_rate_source: None,
+            occupancy: None,
+            registers: None,
+            spill_bytes: None,
             records: 0,
             dropped_records: 0,
+            probes: None,
+            overhead: None,
+            bare: None,
+            study: None,
+            launches: Vec::new(),
             errors: Vec::new(),
+            warnings: Vec::new(),
             emulator: None,
-            extra: serde_json::Map::new(),
+            extra: BTreeMap::new(),
         }
     }
 
@@ -114,8 +237,14 @@ impl RunMetrics {
         }
     }
 
-    /// Reads a `run.json`, naming the file in any error. A run.json is a few KiB; one over
-    /// 16 MiB is refused before it is read into memory.
+    /// The bare build's kernel time, where a bare run measured it.
+    pub fn bare_kernel_ms(&self) -> Option<f64> {
+        self.bare.as_ref().and_then(|b| b.kernel_ms)
+    }
+
+    /// Reads a `run.json`, naming the file in any error: one that is not JSON, holds a key this
+    /// layout does not have (outside `extra`), or was written in another layout version. A
+    /// run.json is a few KiB; one over 16 MiB is refused before it is read into memory.
     pub fn read(path: &Path) -> Result<Self, TraceError> {
         const MAX_BYTES: u64 = 16 << 20;
         let len = std::fs::metadata(path)
@@ -129,29 +258,33 @@ impl RunMetrics {
             });
         }
         let text = std::fs::read_to_string(path).map_err(|e| TraceError::io(path, e))?;
-        serde_json::from_str(&text).map_err(|source| TraceError::Json {
+        let json = |source| TraceError::Json {
             path: path.to_path_buf(),
             source,
-        })
-    }
-
-    /// Writes it atomically (temp file + rename). Refuses an `extra` key that repeats a typed
-    /// field: the JSON would hold the key twice, and `read` refuses such a file.
-    pub fn write(&self, path: &Path) -> Result<(), TraceError> {
-        let typed = serde_json::to_value(RunMetrics {
-            extra: serde_json::Map::new(),
-            ..self.clone()
-        })
-        .map_err(|source| TraceError::Json {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        if let Some(key) = self.extra.keys().find(|k| typed.get(k.as_str()).is_some()) {
-            return Err(TraceError::Output {
+        };
+        let value: serde_json::Value = serde_json::from_str(&text).map_err(json)?;
+        // Said before the fields are matched: a file of another layout would otherwise be
+        // refused for its first unknown key, which does not tell the user what to do.
+        let version = match value.get("format_version") {
+            None => Some(1),
+            Some(v) => v.as_u64(),
+        };
+        if version != Some(u64::from(RUN_FORMAT_VERSION)) {
+            let version = version.map_or_else(|| "not a number".to_string(), |v| v.to_string());
+            return Err(TraceError::Corrupt {
                 path: path.to_path_buf(),
-                reason: format!("its extra key {key:?} would repeat the field of the same name"),
+                offset: 0,
+                what: format!(
+                    "run.json layout version {version}, where this warpscope reads version \
+                     {RUN_FORMAT_VERSION}; render or launch the run again with this version"
+                ),
             });
         }
+        serde_json::from_value(value).map_err(json)
+    }
+
+    /// Writes it atomically (temp file + rename).
+    pub fn write(&self, path: &Path) -> Result<(), TraceError> {
         write_json_atomic(path, self)
     }
 }
@@ -180,7 +313,7 @@ mod tests {
     }
 
     #[test]
-    fn run_json_round_trips_with_extra_keys_at_top_level() {
+    fn run_json_round_trips_with_every_section() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("run.json");
         let mut m = RunMetrics::new(
@@ -191,7 +324,28 @@ mod tests {
             ProbeMode::Fence,
         );
         m.tex_hit_rate = Some(0.75);
-        m.extra.insert("shape".into(), "64x1".into());
+        m.study = Some(StudyFacts {
+            shape: "64x1".into(),
+            reference: Some(ReferenceDiff {
+                max_channel_diff: 1,
+                pixels_differing: 2,
+            }),
+            ..StudyFacts::default()
+        });
+        m.probes = Some(ProbeFacts {
+            kind: RecordKind::Summary,
+            trace_warps: "every:61".into(),
+            slots_per_warp: 8,
+            shared_bytes: 96,
+            occupancy_note: "kept".into(),
+        });
+        m.overhead = Some(1.25);
+        m.bare = Some(BareRun {
+            kernel_ms: Some(0.5),
+            image_matches: Some(true),
+            ..BareRun::default()
+        });
+        m.extra.insert("note".into(), "a user's key".into());
         let mut c = EmuCounters {
             cycles: 1000,
             warp_instructions: 12,
@@ -204,7 +358,11 @@ mod tests {
         m.write(&path).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-        assert_eq!(v["shape"], "64x1");
+        assert_eq!(v["format_version"], RUN_FORMAT_VERSION);
+        assert_eq!(v["study"]["shape"], "64x1");
+        assert_eq!(v["probes"]["kind"], "summary");
+        assert_eq!(v["bare"]["kernel_ms"], 0.5);
+        assert_eq!(v["extra"]["note"], "a user's key");
         assert_eq!(v["mode"], "fence");
         assert_eq!(v["tex_hit_rate"], 0.75);
         assert_eq!(v["emulator"]["mem"]["texture"]["sector_misses"], 3);
@@ -214,20 +372,42 @@ mod tests {
     }
 
     #[test]
-    fn an_extra_key_that_repeats_a_field_is_refused_and_nothing_is_written() {
+    fn an_unknown_key_is_refused_outside_extra_and_kept_inside_it() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("run.json");
-        let mut m = RunMetrics::new(
+        let m = RunMetrics::new(
             "emu",
             "k",
             Dim3::new(1, 1, 1),
             Dim3::new(32, 1, 1),
             ProbeMode::Off,
         );
-        m.extra.insert("block".into(), "[32,1,1]".into());
-        let e = m.write(&path).unwrap_err().to_string();
-        assert!(e.contains("\"block\" would repeat"), "{e}");
-        assert!(!path.exists());
+        let mut v = serde_json::to_value(&m).unwrap();
+        v["shape"] = "16x8".into();
+        std::fs::write(&path, v.to_string()).unwrap();
+        let e = crate::error_chain(&RunMetrics::read(&path).unwrap_err());
+        assert!(e.contains("run.json") && e.contains("shape"), "{e}");
+        v.as_object_mut().unwrap().remove("shape");
+        v["study"] = serde_json::json!({"shape": "16x8", "colour": "red"});
+        std::fs::write(&path, v.to_string()).unwrap();
+        let e = crate::error_chain(&RunMetrics::read(&path).unwrap_err());
+        assert!(e.contains("colour"), "{e}");
+        v.as_object_mut().unwrap().remove("study");
+        v["extra"] = serde_json::json!({"shape": "16x8"});
+        std::fs::write(&path, v.to_string()).unwrap();
+        assert_eq!(RunMetrics::read(&path).unwrap().extra["shape"], "16x8");
+    }
+
+    #[test]
+    fn a_run_json_of_another_layout_version_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.json");
+        std::fs::write(&path, r#"{"backend": "emu", "shape": "16x8"}"#).unwrap();
+        let e = RunMetrics::read(&path).unwrap_err().to_string();
+        assert!(e.contains("version 1") && e.contains("again"), "{e}");
+        std::fs::write(&path, r#"{"format_version": "two"}"#).unwrap();
+        let e = RunMetrics::read(&path).unwrap_err().to_string();
+        assert!(e.contains("not a number"), "{e}");
     }
 
     #[test]

@@ -298,7 +298,7 @@ impl RunFacts {
             l2_hit_rate: metrics.as_ref().and_then(|m| m.l2_hit_rate),
             volume_bytes: metrics
                 .as_ref()
-                .and_then(|m| m.extra.get("volume_voxels")?.as_u64()),
+                .and_then(|m| Some(m.study.as_ref()?.volume_voxels)),
             l2_bytes,
         }
     }

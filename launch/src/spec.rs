@@ -1,5 +1,5 @@
-//! `warpscope launch SPEC.toml`: the launch spec, its validation (errors name the field), and
-//! the buffers and launches it describes.
+//! The launch spec (TOML): its validation (errors name the file and the field), and the buffers
+//! and launches it describes.
 //!
 //! One launch:
 //! ```toml
@@ -30,7 +30,7 @@
 //! once after the last launch, and `write = ["name"]` in a launch also writes those buffers as
 //! they are after it (`NAME.after-N.npy`, N counting launches from 1).
 
-use anyhow::{Context, Result, bail};
+use crate::error::{Context, LaunchError, Result, invalid};
 use serde::Deserialize;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -259,10 +259,14 @@ impl Elem {
 /// to `from_dir` when given (a pipeline of several specs reading each other's outputs), else
 /// to the spec's folder too.
 pub fn load(path: &Path, from_dir: Option<&Path>) -> Result<Spec> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read launch spec {}", path.display()))?;
-    let file: SpecFile =
-        toml::from_str(&text).with_context(|| format!("launch spec {}", path.display()))?;
+    let text = std::fs::read_to_string(path).map_err(|source| LaunchError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let file: SpecFile = toml::from_str(&text).map_err(|source| LaunchError::Toml {
+        path: path.to_path_buf(),
+        source,
+    })?;
     let base = path.parent().unwrap_or(Path::new("."));
     let spec_name = path.display().to_string();
     let mut b = Builder {
@@ -296,7 +300,7 @@ pub fn load(path: &Path, from_dir: Option<&Path>) -> Result<Spec> {
             ("arg", !file.args.is_empty()),
         ];
         if let Some((f, _)) = one_launch_fields.iter().find(|(_, given)| *given) {
-            bail!(
+            invalid!(
                 "{spec_name}: `{f}` belongs in each [[launch]] when the spec has [[launch]] entries"
             );
         }
@@ -314,7 +318,7 @@ pub fn load(path: &Path, from_dir: Option<&Path>) -> Result<Spec> {
     }
     let probed = launches.iter().filter(|l| l.is_probed()).count();
     if probed > 1 {
-        bail!("{spec_name}: {probed} launches have a log = true arg; a spec can probe one");
+        invalid!("{spec_name}: {probed} launches have a log = true arg; a spec can probe one");
     }
     Ok(Spec {
         buffers: b.buffers,
@@ -347,12 +351,12 @@ impl Builder<'_> {
         for (i, d) in e.grid.iter().chain(e.block.iter()).enumerate() {
             if *d == 0 {
                 let field = if i < 3 { "grid" } else { "block" };
-                bail!("{spec}: {prefix}{field}[{}] must be at least 1", i % 3);
+                invalid!("{spec}: {prefix}{field}[{}] must be at least 1", i % 3);
             }
         }
         let threads: u64 = e.block.iter().map(|&d| d as u64).product();
         if threads > 1024 {
-            bail!("{spec}: {prefix}block has {threads} threads; CUDA allows at most 1024");
+            invalid!("{spec}: {prefix}block has {threads} threads; CUDA allows at most 1024");
         }
         let mut args = Vec::with_capacity(e.args.len());
         for (i, a) in e.args.iter().enumerate() {
@@ -360,7 +364,7 @@ impl Builder<'_> {
             args.push(self.arg(a, &field)?);
         }
         if args.iter().filter(|p| matches!(p, ArgPlan::Log)).count() > 1 {
-            bail!("{spec}: {prefix}more than one arg has log = true");
+            invalid!("{spec}: {prefix}more than one arg has log = true");
         }
         let write = e
             .write
@@ -391,7 +395,7 @@ impl Builder<'_> {
             a.null == Some(true),
         ];
         if kinds.iter().filter(|k| **k).count() != 1 {
-            bail!(
+            invalid!(
                 "{field}: give exactly one of buffer = TYPE (or \"@name\"), scalar = TYPE, null = true or log = true"
             );
         }
@@ -402,7 +406,7 @@ impl Builder<'_> {
         if a.buffer.is_none()
             && let Some((f, _)) = pointer_only.iter().find(|(_, given)| *given)
         {
-            bail!("{field}.{f}: only for a buffer argument");
+            invalid!("{field}.{f}: only for a buffer argument");
         }
         if a.log == Some(true) {
             return Ok(ArgPlan::Log);
@@ -423,7 +427,7 @@ impl Builder<'_> {
                     ("output", a.output.is_some()),
                 ];
                 if let Some((f, _)) = data_fields.iter().find(|(_, given)| *given) {
-                    bail!("{field}.{f}: belongs on the arg that defines buffer {name:?}");
+                    invalid!("{field}.{f}: belongs on the arg that defines buffer {name:?}");
                 }
                 self.by_name.get(name).copied().with_context(|| {
                     format!("{field}.buffer: no buffer named {name:?} is defined before this arg")
@@ -431,7 +435,7 @@ impl Builder<'_> {
             }
             None => {
                 if self.by_name.contains_key(&a.name) {
-                    bail!(
+                    invalid!(
                         "{field}.name: a buffer named {:?} is already defined; pass it again with buffer = \"@{}\"",
                         a.name,
                         a.name
@@ -446,7 +450,7 @@ impl Builder<'_> {
         let b = &self.buffers[buffer];
         let offset_bytes = match (a.offset, a.offset_bytes) {
             (Some(_), Some(_)) => {
-                bail!("{field}: give offset (elements) or offset_bytes, not both")
+                invalid!("{field}: give offset (elements) or offset_bytes, not both")
             }
             (Some(n), None) => n
                 .checked_mul(b.elem.bytes() as u64)
@@ -456,7 +460,7 @@ impl Builder<'_> {
         };
         let len = b.data.len() as u64;
         if offset_bytes > len {
-            bail!(
+            invalid!(
                 "{field}: offset of {offset_bytes} bytes is past the end of buffer {:?} ({len} bytes)",
                 b.name
             );
@@ -475,16 +479,16 @@ impl Builder<'_> {
         })?;
         let input = a.from.as_ref().map(|file| self.from_base.join(file));
         let data = match (&input, a.len) {
-            (Some(_), Some(_)) => bail!("{field}: give either from = FILE or len = N, not both"),
+            (Some(_), Some(_)) => invalid!("{field}: give either from = FILE or len = N, not both"),
             (Some(file), None) => {
                 if a.fill.is_some() {
-                    bail!("{field}.fill: only with len = N");
+                    invalid!("{field}.fill: only with len = N");
                 }
                 read_npy(file, elem).with_context(|| format!("{field}.from"))?
             }
             (None, Some(len)) => fill(elem, len, a.fill.as_deref().unwrap_or("zeros"))
                 .with_context(|| format!("{field}.fill"))?,
-            (None, None) => bail!("{field}: a buffer needs from = FILE.npy or len = N"),
+            (None, None) => invalid!("{field}: a buffer needs from = FILE.npy or len = N"),
         };
         Ok(BufferPlan {
             name: a.name.clone(),
@@ -505,8 +509,8 @@ fn plan_scalar(a: &ArgSpec, t: &str, field: &str) -> Result<ArgPlan> {
     let v = match &a.value {
         Some(toml::Value::Integer(i)) => *i as f64,
         Some(toml::Value::Float(f)) => *f,
-        Some(other) => bail!("{field}.value: expected a number, got {other}"),
-        None => bail!("{field}.value: a scalar needs a value"),
+        Some(other) => invalid!("{field}.value: expected a number, got {other}"),
+        None => invalid!("{field}.value: a scalar needs a value"),
     };
     let bytes = elem
         .encode(v)
@@ -528,7 +532,9 @@ fn splitmix(state: &mut u64) -> u64 {
 }
 
 fn fill(elem: Elem, len: u64, how: &str) -> Result<Vec<u8>> {
-    let n = usize::try_from(len).context("len too large")?;
+    let Ok(n) = usize::try_from(len) else {
+        invalid!("len {len} is too large for this host")
+    };
     let mut out = Vec::with_capacity(n * elem.bytes());
     match how {
         "zeros" => out.resize(n * elem.bytes(), 0),
@@ -617,10 +623,7 @@ mod tests {
             };
             let text =
                 format!("source = \"k.ptx\"\nkernel = \"k\"\n{base}block = [32,1,1]\n{extra}\n");
-            let e = format!(
-                "{:#}",
-                load(&write_spec(dir.path(), &text), None).unwrap_err()
-            );
+            let e = trace::error_chain(&load(&write_spec(dir.path(), &text), None).unwrap_err());
             assert!(e.contains(want), "error {e:?} should name {want:?}");
         }
     }
@@ -713,9 +716,8 @@ mod tests {
             ),
         ];
         for (body, want) in cases {
-            let e = format!(
-                "{:#}",
-                load(&write_spec(dir.path(), &spec_text(&body)), None).unwrap_err()
+            let e = trace::error_chain(
+                &load(&write_spec(dir.path(), &spec_text(&body)), None).unwrap_err(),
             );
             assert!(e.contains(want), "error {e:?} should contain {want:?}");
         }

@@ -26,7 +26,8 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use crate::KernelsError;
-use crate::build::{CompiledPtx, compile_flags, probe_header};
+use crate::embedded::probe_header;
+use crate::nvcc::{CompiledPtx, checked_nvcc, compile_budgeted, compile_flags};
 
 /// Bumped when the entry layout or the key's contents change.
 const FORMAT: &str = "warpscope-compile-cache-1";
@@ -131,6 +132,24 @@ impl CompileCache {
 
 /// The source and every header it reaches through `#include "..."`, in a fixed order, as
 /// (label, bytes). A header that cannot be found is keyed by its name alone: nvcc will find it
+/// [`crate::compile_ptx`] through a [`CompileCache`]: an unchanged source (same bytes,
+/// same headers, flags and nvcc) is read back from the cache without running nvcc. Returns the
+/// result and whether it came from the cache.
+pub fn compile_ptx_cached(
+    source: &Path,
+    mode: u32,
+    cache: &CompileCache,
+) -> Result<(CompiledPtx, bool), KernelsError> {
+    let nvcc = checked_nvcc(mode)?;
+    let key = cache.key(&nvcc, source, mode)?;
+    if let Some(hit) = cache.get(&key) {
+        return Ok((hit, true));
+    }
+    let (compiled, log) = compile_budgeted(&nvcc, source, mode)?;
+    cache.put(&key, &compiled, &log)?;
+    Ok((compiled, false))
+}
+
 /// on a system path (part of nvcc's identity) or fail.
 fn sources(source: &Path) -> Result<Vec<(String, Vec<u8>)>, KernelsError> {
     let src_dir = source

@@ -13,60 +13,10 @@
 //! assert_eq!(f[0].instrs[0].ctrl.write_barrier, None);
 //! ```
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::KernelsError;
-use crate::build::{nvcc_path, which};
-
-/// A CUDA binary tool found next to nvcc, else on `PATH`.
-pub fn tool_path(tool: &str) -> Option<PathBuf> {
-    if let Some(dir) = nvcc_path().and_then(|p| p.parent().map(|d| d.to_path_buf())) {
-        let p = dir.join(tool);
-        if p.is_file() {
-            return Some(p);
-        }
-    }
-    which(tool)
-}
-
-/// A temporary directory holding `bytes` as `name` (the tools read only files); the file's path.
-pub(crate) fn temp_input(
-    name: &str,
-    bytes: &[u8],
-) -> Result<(tempfile::TempDir, PathBuf), KernelsError> {
-    let dir = tempfile::tempdir().map_err(|source| KernelsError::Io {
-        path: std::env::temp_dir(),
-        source,
-    })?;
-    let path = dir.path().join(name);
-    std::fs::write(&path, bytes).map_err(|source| KernelsError::Io {
-        path: path.clone(),
-        source,
-    })?;
-    Ok((dir, path))
-}
-
-/// Runs `cmd` (the tool at `tool`); a failure to start or a non-zero exit is an error showing
-/// `command` and the tool's stderr.
-pub(crate) fn run_tool(
-    cmd: &mut Command,
-    tool: &Path,
-    command: &str,
-) -> Result<std::process::Output, KernelsError> {
-    let o = cmd.output().map_err(|source| KernelsError::Io {
-        path: tool.to_path_buf(),
-        source,
-    })?;
-    if !o.status.success() {
-        return Err(KernelsError::ToolFailed {
-            command: command.to_string(),
-            status: o.status.to_string(),
-            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-        });
-    }
-    Ok(o)
-}
+use crate::toolchain::{run_tool, temp_input, tool_path};
 
 /// `ptxas -arch=sm_<arch>` of a PTX text: the cubin a GPU would run (e.g. of a kernel the PTX
 /// rewriter instrumented, for the SASS placement checks).

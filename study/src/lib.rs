@@ -25,10 +25,13 @@
 //! ```
 
 mod complete;
+mod config;
 mod error;
+mod image;
 mod lock;
 mod merge;
 mod ncu;
+mod params;
 mod plan;
 mod reference;
 mod render;
@@ -40,20 +43,20 @@ mod view;
 mod volume;
 
 pub use complete::{COMPLETE_JSON, MarkedFile, RunMarker, RunState, run_state};
+pub use config::{SweepConfig, demo_config};
 pub use error::StudyError;
+pub use image::{Image, ImageDiff};
 pub use lock::{FolderLock, LOCK_FILE};
 pub use merge::{MergeSummary, merge};
 pub use ncu::{
     DRAM_READ_METRIC, FALLBACK_HIT_RATE_METRIC, L2_HIT_RATE_METRIC, NCU_LIMIT, NcuHitRate,
     TEX_HIT_RATE_METRIC, ncu_args, ncu_path, parse_hit_rate, run_ncu,
 };
+pub use params::{MAX_STEPS, OPACITY_THRESHOLD, RenderParams, TRANSFER_FUNCTION, TSTEP};
 pub use plan::{
     CommonInputs, PLAN_FORMAT, PLAN_JSON, PLAN_ORDER, PlanInputs, PlannedRun, Shard, SweepPlan,
 };
-pub use reference::{
-    Image, ImageDiff, MAX_STEPS, OPACITY_THRESHOLD, RenderParams, TRANSFER_FUNCTION, TSTEP,
-    render_pixel, render_reference, sample_transfer, sample_volume,
-};
+pub use reference::{render_pixel, render_reference, sample_transfer, sample_volume};
 pub use render::{
     KERNEL_NAME, KERNEL_SOURCE, NcuProfile, RenderConfig, RenderResult, VIEW_MATRIX_SYMBOL,
     default_trace_warps, render, render_volume, sites, transfer_texture, volume_texture,
@@ -61,9 +64,7 @@ pub use render::{
 pub use reuse_study::{HitRow, ReuseRow, ReuseStudyConfig, ReuseStudySummary, reuse_study};
 pub use roofline_bench::{BenchOptions, BenchResult, roofline_command, run_roofline_benches};
 pub use scale::{Geometry, Scale};
-pub use sweep::{
-    SweepConfig, SweepSummary, demo_config, open_sweep_folder, sweep, sweep_shard, write_csv,
-};
+pub use sweep::{SweepSummary, open_sweep_folder, sweep, sweep_shard, write_csv};
 pub use view::{
     BlockShape, CAMERA_DISTANCE, MAX_THREADS_PER_BLOCK, View, parse_shapes, parse_views,
 };

@@ -25,8 +25,8 @@
 //! ```
 
 use crate::StudyError;
-use crate::reference::RenderParams;
-use crate::sweep::SweepConfig;
+use crate::config::SweepConfig;
+use crate::params::RenderParams;
 use crate::volume::VolumeSource;
 use device::BackendChoice;
 use serde::{Deserialize, Serialize};

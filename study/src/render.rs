@@ -29,8 +29,9 @@
 //! ```
 
 use crate::StudyError;
+use crate::image::Image;
 use crate::ncu::{NCU_LIMIT, NcuHitRate, ncu_path, run_ncu};
-use crate::reference::{Image, RenderParams, TRANSFER_FUNCTION, write_atomic};
+use crate::params::{RenderParams, TRANSFER_FUNCTION};
 use crate::view::{BlockShape, View};
 use crate::volume::{Volume, VolumeKind, VolumeSource, check_fits, host_available_bytes};
 use device::{Arg, Backend, Device, LaunchConfig, ModuleId};
@@ -610,7 +611,7 @@ fn write_run(
         TraceWriter::write_all(&out_dir.join(TRACE_FILE_NAME), &frame.launch.trace)?;
     }
     if let (Backend::Emu, Some(config)) = (dev.backend(), &cfg.emu_config) {
-        write_atomic(&out_dir.join("config.toml"), config.to_toml().as_bytes())?;
+        trace::write_bytes_atomic(&out_dir.join("config.toml"), config.to_toml().as_bytes())?;
     }
     m.write(&out_dir.join("run.json"))?;
     Ok(m)

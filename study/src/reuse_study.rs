@@ -42,7 +42,7 @@
 //! ```
 
 use crate::StudyError;
-use crate::reference::RenderParams;
+use crate::params::RenderParams;
 use crate::render::{RenderConfig, render_volume};
 use crate::sweep::write_csv_rows;
 use crate::view::{BlockShape, View};
@@ -460,7 +460,7 @@ pub fn reuse_study(
         files,
     };
     let md = out_dir.join("reuse.md");
-    crate::reference::write_atomic(&md, markdown(cfg, &summary).as_bytes())?;
+    trace::write_bytes_atomic(&md, markdown(cfg, &summary).as_bytes())?;
     let mut summary = summary;
     summary.files.push(md);
     Ok(summary)

@@ -243,8 +243,8 @@ pub fn roofline_command(
     let m = analysis::write_ceilings(out_dir, &spec, &benches, figures)
         .map_err(|e| err("ceilings", e))?;
     let json = serde_json::to_string_pretty(&res).map_err(|e| err("ceilings", e))? + "\n";
-    crate::reference::write_atomic(&out_dir.join("benches.json"), json.as_bytes())?;
-    crate::reference::write_atomic(&out_dir.join("config.toml"), cfg.to_toml().as_bytes())?;
+    trace::write_bytes_atomic(&out_dir.join("benches.json"), json.as_bytes())?;
+    trace::write_bytes_atomic(&out_dir.join("config.toml"), cfg.to_toml().as_bytes())?;
     Ok(m)
 }
 

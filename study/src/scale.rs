@@ -23,7 +23,7 @@
 //! ```
 
 use crate::StudyError;
-use crate::reference::{RenderParams, TSTEP};
+use crate::params::{RenderParams, TSTEP};
 use crate::view::CAMERA_DISTANCE;
 use crate::volume::{VolumeKind, VolumeSource};
 use std::fmt;

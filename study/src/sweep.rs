@@ -23,41 +23,16 @@
 
 use crate::StudyError;
 use crate::complete::{RunMarker, RunState, clear_marker, run_state};
+use crate::config::SweepConfig;
 use crate::lock::FolderLock;
 use crate::plan::{PLAN_JSON, PlannedRun, Shard, SweepPlan};
-use crate::reference::{RenderParams, write_atomic};
 use crate::render::{Frame, RenderConfig, Session};
-use crate::scale::Scale;
-use crate::view::{BlockShape, View};
-use crate::volume::{Volume, VolumeKind, VolumeSource};
+use crate::volume::Volume;
 use device::{BackendChoice, Device, EmuDevice};
-use instrument::TraceWarps;
 use rayon::prelude::*;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use trace::{ProbeMode, RunMetrics, SWEEP_CSV, SweepRow};
-
-/// A sweep: everything of a [`RenderConfig`] except shape, view and mode, which are crossed.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SweepConfig {
-    pub out_dir: PathBuf,
-    pub backend: BackendChoice,
-    /// The emulator configuration (each parallel run gets its own emulator with it).
-    pub emu_config: emulator::GpuConfig,
-    pub volume: VolumeSource,
-    pub params: RenderParams,
-    pub shapes: Vec<BlockShape>,
-    pub views: Vec<View>,
-    pub modes: Vec<ProbeMode>,
-    /// Warps that keep per-access records; every warp keeps per-site statistics.
-    pub trace_warps: TraceWarps,
-    pub slots_per_warp: u32,
-    /// Timed launches per run on a GPU.
-    pub frames: u32,
-    pub measure_overhead: bool,
-    /// The emulator's runaway guards per launch.
-    pub limits: device::EmuLimits,
-}
 
 /// The `sweep.csv` row of the run in folder `run`, from its `run.json`.
 fn row_from_metrics(run: &str, m: &RunMetrics) -> SweepRow {
@@ -107,65 +82,6 @@ pub struct SweepSummary {
     pub shard: Shard,
     /// Each run's `sim_warp_instructions_per_second` (run.json), where it has one (emulator).
     pub sim_rates: Vec<f64>,
-}
-
-/// The demo at `scale` ([`Scale`]): a molecule-like volume and image of that geometry, the GTX 480
-/// preset (the paper's GPU), the paper's eight shapes × its two views × modes naive and fence.
-pub fn demo_config(out_dir: &Path, scale: Scale) -> Result<SweepConfig, StudyError> {
-    let emu_config = emulator::GpuConfig::preset("gtx480").map_err(|e| StudyError::Config {
-        field: "preset",
-        value: "gtx480".into(),
-        reason: e.to_string(),
-    })?;
-    let geometry = scale.geometry();
-    Ok(SweepConfig {
-        out_dir: out_dir.to_path_buf(),
-        backend: BackendChoice::Emu,
-        emu_config,
-        volume: geometry.volume(VolumeKind::Blobs, 1),
-        params: geometry.params(),
-        shapes: BlockShape::PAPER.to_vec(),
-        views: View::PAPER.to_vec(),
-        modes: vec![ProbeMode::Naive, ProbeMode::Fence],
-        trace_warps: crate::render::default_trace_warps(),
-        slots_per_warp: 1024,
-        frames: 10,
-        measure_overhead: true,
-        limits: device::EmuLimits::default(),
-    })
-}
-
-impl SweepConfig {
-    /// The render of one cell of the cross product.
-    pub fn run_config(&self, shape: BlockShape, view: View, mode: ProbeMode) -> RenderConfig {
-        RenderConfig {
-            volume: self.volume.clone(),
-            params: self.params,
-            shape,
-            view,
-            mode,
-            trace_warps: self.trace_warps.clone(),
-            slots_per_warp: self.slots_per_warp,
-            frames: self.frames,
-            measure_overhead: self.measure_overhead,
-            compare_reference: false,
-            ncu: None,
-            emu_config: Some(self.emu_config.clone()),
-        }
-    }
-
-    /// Every run's config, in table order (shapes × views × modes).
-    pub fn runs(&self) -> Vec<RenderConfig> {
-        let mut v = Vec::new();
-        for &shape in &self.shapes {
-            for &view in &self.views {
-                for &mode in &self.modes {
-                    v.push(self.run_config(shape, view, mode));
-                }
-            }
-        }
-        v
-    }
 }
 
 /// Opens `dir` for writing the sweep of `plan`: creates it, takes its lock (refusing a second
@@ -369,12 +285,13 @@ pub(crate) fn write_csv_rows<T: serde::Serialize>(
         path: path.to_path_buf(),
         reason: e.to_string(),
     })?;
-    write_atomic(path, &bytes)
+    Ok(trace::write_bytes_atomic(path, &bytes)?)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{Scale, demo_config};
 
     #[test]
     fn runs_cross_shapes_views_modes_in_order_with_unique_names() {

@@ -1,155 +1,15 @@
-//! The embedded builds and run-time compilation with nvcc.
-//!
-//! Why: hosts launch the embedded PTX/fatbins, the emulator interprets the PTX, the SASS tests
-//! disassemble the fatbins, and `warpscope launch x.cu` compiles a user's kernel with the same
-//! header and flags. Main types: [`KernelBuild`], [`EntryInfo`], [`CorpusKernel`].
-//!
-//! ```
-//! let corpus = kernels::corpus();
-//! assert!(corpus.iter().all(|k| k.ptx.contains(".entry")));
-//! ```
+//! Compiling a user's `.cu` with the project's nvcc and probe header at run time (`warpscope
+//! launch x.cu`, `warpscope instrument x.cu`), with the same flags as the embedded builds, and
+//! reading ptxas's resource usage.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::KernelsError;
 use crate::budget::{EntryUsage, parse_entries, register_budget, with_maxnreg};
+use crate::embedded::{PTX_ARCH, probe_header};
 use crate::layout;
-
-/// One kernel entry of a build, with its ptxas resource usage for sm_75.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct EntryInfo {
-    /// The entry name as in the PTX (`extern "C"` names are unmangled).
-    pub name: &'static str,
-    /// Registers per thread (ptxas `-v`, sm_75).
-    pub registers: u32,
-    /// Static (`__shared__`) bytes per block; dynamic shared memory is the launcher's.
-    pub static_shared_bytes: u32,
-    /// Bytes of register spill stores plus loads (ptxas `-v`, sm_75); a probed entry's register
-    /// budget can force them.
-    pub spill_bytes: u32,
-}
-
-/// One source file compiled in one probe configuration.
-#[derive(Debug, Clone, Copy)]
-pub struct KernelBuild {
-    /// The file stem, e.g. `"probe_test"` for `kernels/probe_test.cu`.
-    pub source: &'static str,
-    /// `WS_MODE` (0 off … 4 auto).
-    pub mode: u32,
-    /// PTX for `.target sm_75`.
-    pub ptx: &'static str,
-    /// Fatbin: SASS for [`SASS_ARCHS`] and the PTX for JIT on newer GPUs.
-    pub fatbin: &'static [u8],
-    /// Entries in PTX order.
-    pub entries: &'static [EntryInfo],
-    /// The nvcc commands that made it (paths relative to the workspace root).
-    pub command: &'static str,
-}
-
-impl KernelBuild {
-    /// The entry named `name`, if this build has it.
-    pub fn entry(&self, name: &str) -> Option<&'static EntryInfo> {
-        self.entries.iter().find(|e| e.name == name)
-    }
-}
-
-/// A corpus kernel file (`kernels/corpus/*.cu`), compiled -O3 to PTX without probes.
-#[derive(Debug, Clone, Copy)]
-pub struct CorpusKernel {
-    /// The file stem, e.g. `"reduce_shared"`.
-    pub name: &'static str,
-    /// PTX for `.target sm_75`.
-    pub ptx: &'static str,
-    /// Entries in PTX order with their sm_75 resource usage.
-    pub entries: &'static [EntryInfo],
-    /// The nvcc command that made it.
-    pub command: &'static str,
-}
-
-/// Architectures with SASS in every fatbin.
-pub const SASS_ARCHS: &[u32] = &[75, 80, 86, 89, 90];
-/// The virtual architecture of all PTX.
-pub const PTX_ARCH: u32 = 75;
-
-include!(concat!(env!("OUT_DIR"), "/builds.rs"));
-
-/// Every embedded build, sorted by source, then mode.
-pub fn builds() -> &'static [KernelBuild] {
-    BUILDS
-}
-
-/// The build of `source` (file stem) for `mode`.
-pub fn find(source: &str, mode: u32) -> Option<&'static KernelBuild> {
-    BUILDS.iter().find(|b| b.source == source && b.mode == mode)
-}
-
-/// The microbenchmarks (`kernels/micro/*.cu`: the pointer chase and independent loads), every
-/// probe mode with a fatbin, sorted by source, then mode. Apart from [`builds`]: their timed
-/// windows hold many loads on purpose.
-pub fn micro() -> &'static [KernelBuild] {
-    MICRO
-}
-
-/// The microbenchmark build of `source` (file stem) for `mode`.
-pub fn find_micro(source: &str, mode: u32) -> Option<&'static KernelBuild> {
-    MICRO.iter().find(|b| b.source == source && b.mode == mode)
-}
-
-/// The corpus kernels, sorted by name.
-pub fn corpus() -> &'static [CorpusKernel] {
-    CORPUS
-}
-
-/// The corpus file with stem `name`.
-pub fn find_corpus(name: &str) -> Option<&'static CorpusKernel> {
-    CORPUS.iter().find(|k| k.name == name)
-}
-
-/// The text of `warpscope.cuh`.
-pub fn probe_header() -> &'static str {
-    include_str!("../warpscope.cuh")
-}
-
-/// The `nvcc --version` release line of the compiler that built the embedded kernels.
-pub fn nvcc_version() -> &'static str {
-    NVCC_VERSION
-}
-
-/// Where nvcc is at run time: `$NVCC`, `$CUDA_HOME/bin/nvcc`, the workspace's `.cuda` folder
-/// (made by `scripts/setup-cuda`), then `PATH` — the same order as build.rs.
-pub fn nvcc_path() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("NVCC").map(PathBuf::from)
-        && p.is_file()
-    {
-        return Some(p);
-    }
-    if let Some(h) = std::env::var_os("CUDA_HOME") {
-        let p = PathBuf::from(h).join("bin").join("nvcc");
-        if p.is_file() {
-            return Some(p);
-        }
-    }
-    let local = workspace_root().join(".cuda/site/nvidia/cu13/bin/nvcc");
-    if local.is_file() {
-        return Some(local);
-    }
-    which("nvcc")
-}
-
-pub(crate) fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from("."))
-}
-
-pub(crate) fn which(tool: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(tool))
-        .find(|p| p.is_file())
-}
+use crate::toolchain::{nvcc_path, run_tool, temp_input};
 
 /// PTX compiled at run time, with the command that made it and ptxas's resource usage.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -176,7 +36,7 @@ pub fn compile_ptx(source: &Path, mode: u32) -> Result<CompiledPtx, KernelsError
 }
 
 /// The nvcc to compile a build of `mode` with, once `mode` is known to be one.
-fn checked_nvcc(mode: u32) -> Result<PathBuf, KernelsError> {
+pub(crate) fn checked_nvcc(mode: u32) -> Result<PathBuf, KernelsError> {
     if mode > layout::WS_AUTO {
         return Err(KernelsError::BadConfig { mode });
     }
@@ -200,7 +60,7 @@ fn header_dir() -> Result<tempfile::TempDir, KernelsError> {
 
 /// Compiles `source` in `mode` in a temporary directory beside a copy of the header, a probed
 /// build with the bare build's register budget; returns the build and nvcc's log.
-fn compile_budgeted(
+pub(crate) fn compile_budgeted(
     nvcc: &Path,
     source: &Path,
     mode: u32,
@@ -240,12 +100,12 @@ pub fn compile_ptx_lineinfo(source: &Path) -> Result<CompiledPtx, KernelsError> 
 /// the register budget of its instrumented entries.
 pub fn ptx_usage(ptx: &str) -> Result<Vec<EntryUsage>, KernelsError> {
     let nvcc = nvcc_path().ok_or(KernelsError::ToolNotFound { tool: "nvcc" })?;
-    let (dir, path) = crate::tools::temp_input("in.ptx", ptx.as_bytes())?;
+    let (dir, path) = temp_input("in.ptx", ptx.as_bytes())?;
     let command = format!(
         "nvcc -arch=sm_{PTX_ARCH} -cubin -Xptxas -v {}",
         path.display()
     );
-    let o = crate::tools::run_tool(
+    let o = run_tool(
         Command::new(&nvcc)
             .args([
                 format!("-arch=sm_{PTX_ARCH}"),
@@ -262,24 +122,6 @@ pub fn ptx_usage(ptx: &str) -> Result<Vec<EntryUsage>, KernelsError> {
     let mut log = String::from_utf8_lossy(&o.stdout).into_owned();
     log.push_str(&String::from_utf8_lossy(&o.stderr));
     Ok(parse_entries(ptx, &log))
-}
-
-/// [`compile_ptx`] through a [`crate::cache::CompileCache`]: an unchanged source (same bytes,
-/// same headers, flags and nvcc) is read back from the cache without running nvcc. Returns the
-/// result and whether it came from the cache.
-pub fn compile_ptx_cached(
-    source: &Path,
-    mode: u32,
-    cache: &crate::cache::CompileCache,
-) -> Result<(CompiledPtx, bool), KernelsError> {
-    let nvcc = checked_nvcc(mode)?;
-    let key = cache.key(&nvcc, source, mode)?;
-    if let Some(hit) = cache.get(&key) {
-        return Ok((hit, true));
-    }
-    let (compiled, log) = compile_budgeted(&nvcc, source, mode)?;
-    cache.put(&key, &compiled, &log)?;
-    Ok((compiled, false))
 }
 
 /// Compiles once; also returns the `ptxas -v` log (empty when ptxas failed).
@@ -319,7 +161,7 @@ fn compile_once(
     if !budgets.is_empty() {
         command.push_str(" (+ .maxnreg per entry: the bare build's registers, rounded up to 2)");
     }
-    crate::tools::run_tool(Command::new(nvcc).args(&args), nvcc, &command)?;
+    run_tool(Command::new(nvcc).args(&args), nvcc, &command)?;
     let raw = std::fs::read_to_string(&out).map_err(|source| KernelsError::Io {
         path: out.clone(),
         source,
@@ -380,120 +222,6 @@ pub(crate) fn compile_flags(mode: u32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn every_source_has_every_mode() {
-        let sources: std::collections::BTreeSet<&str> = builds().iter().map(|b| b.source).collect();
-        assert!(sources.contains("probe_test"));
-        for s in sources {
-            for m in layout::WS_OFF..=layout::WS_AUTO {
-                let b = find(s, m).unwrap_or_else(|| panic!("{s} mode {m}"));
-                assert!(b.command.contains(&format!("-DWS_MODE={m}")));
-                assert!(!b.fatbin.is_empty());
-            }
-        }
-    }
-
-    #[test]
-    fn probed_entries_stay_within_the_bare_register_budget() {
-        // The budget is what keeps the bare kernel's occupancy: every probed entry of every
-        // embedded build must meet it, and the PTX must carry the directive that enforces it.
-        for b in builds().iter().filter(|b| b.mode != layout::WS_OFF) {
-            let off = find(b.source, layout::WS_OFF).expect("off build");
-            for e in b.entries {
-                let bare = off.entry(e.name).expect("same entries").registers;
-                let budget = crate::budget::register_budget(bare);
-                assert!(
-                    e.registers <= budget,
-                    "{} mode {} {}: {} registers, budget {budget}",
-                    b.source,
-                    b.mode,
-                    e.name,
-                    e.registers
-                );
-                assert!(b.ptx.contains(&format!(".maxnreg {budget}")), "{}", e.name);
-            }
-        }
-    }
-
-    #[test]
-    fn entries_have_resource_usage() {
-        let b = find("probe_test", layout::WS_AUTO).expect("probe_test");
-        assert!(b.entries.len() >= 5);
-        for e in b.entries {
-            assert!(b.ptx.contains(&format!(".entry {}(", e.name)), "{}", e.name);
-            assert!(e.registers > 0 && e.registers <= 255, "{e:?}");
-        }
-        assert_eq!(b.entry("nope"), None);
-    }
-
-    #[test]
-    fn corpus_covers_the_features_the_emulator_must_run() {
-        assert!(corpus().len() >= 15, "{} corpus files", corpus().len());
-        let all: String = corpus().iter().map(|k| k.ptx).collect();
-        // One instruction (prefix) per feature the corpus is there to cover.
-        for needle in [
-            "bar.sync",
-            "shfl.sync.down",
-            "vote.sync.ballot",
-            "popc.b32",
-            "atom.global.add",
-            "atom.shared.add",
-            "tex.2d",
-            "tex.1d",
-            "ld.global.nc",
-            "fma.rn.f16",
-            "add.f16x2",
-            "brev.b32",
-            "clz.b32",
-            "bfe.u32",
-            "bfi.b32",
-            "prmt.b32",
-            "mul.hi.u32",
-            "mad.wide.u32",
-            "ex2.approx",
-            "sin.approx",
-            "rsqrt.approx",
-            "lg2.approx",
-            "ld.shared",
-            "st.shared",
-        ] {
-            assert!(all.contains(needle), "no corpus kernel uses {needle}");
-        }
-        for k in corpus() {
-            assert!(!k.entries.is_empty(), "{}", k.name);
-            assert!(k.command.contains(&format!("kernels/corpus/{}.cu", k.name)));
-            assert!(find_corpus(k.name).is_some());
-        }
-    }
-
-    #[test]
-    fn corpus_readme_documents_every_entry() {
-        let readme = include_str!("../corpus/README.md");
-        for k in corpus() {
-            for e in k.entries {
-                assert!(
-                    readme.contains(&format!("`{}`", e.name)),
-                    "{} undocumented",
-                    e.name
-                );
-            }
-        }
-        let probe = find("probe_test", layout::WS_OFF).expect("probe_test");
-        for e in probe.entries {
-            assert!(
-                readme.contains(&format!("`{}`", e.name)),
-                "{} undocumented",
-                e.name
-            );
-        }
-    }
-
-    #[test]
-    fn static_shared_bytes_are_reported() {
-        let k = find_corpus("histogram_shared").expect("histogram_shared");
-        assert_eq!(k.entries[0].static_shared_bytes, 256 * 4);
-    }
 
     #[test]
     fn resource_usage_is_parsed_per_entry() {

@@ -18,4 +18,4 @@ pub mod rewrite;
 
 pub use error::InstrumentError;
 pub use log::{LogShape, TraceWarps, decode, initial_log};
-pub use probe::{Probe, ProbedArg, ProbedLaunch, launch_probed};
+pub use probe::{Probe, ProbePlan, ProbedArg, ProbedLaunch, launch_probed};

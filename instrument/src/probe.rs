@@ -104,6 +104,138 @@ fn log_arg(buf: u64, shape: &LogShape, shared_offset: u32) -> Vec<u8> {
     b
 }
 
+/// A probed launch worked out before anything reaches a device: the log's shape and bytes, the
+/// `ws::Log` argument, the shared memory the probes add, and how to decode what comes back. Any
+/// launcher uses it — [`launch_probed`] on a [`Device`], or code that calls a GPU driver itself.
+#[derive(Debug, Clone)]
+pub struct ProbePlan {
+    shape: LogShape,
+    mode: ProbeMode,
+    launch: LaunchInfo,
+    /// Where the probes' shared state starts in dynamic shared memory (after the kernel's own).
+    shared_offset: u32,
+    /// The probes' shared state per block, and the launch's dynamic shared memory with it.
+    probe_shared_bytes: u64,
+    dynamic_shared_bytes: u32,
+}
+
+impl ProbePlan {
+    /// The plan of `kernel` launched with `cfg` and `probe` on a device whose SM clock is
+    /// `clock_mhz` (named by `backend` and `device` in the trace). Refuses a launch whose log the
+    /// layout cannot describe.
+    pub fn new(
+        kernel: &str,
+        cfg: &LaunchConfig,
+        probe: &Probe,
+        (clock_mhz, backend, device): (f64, &str, &str),
+    ) -> Result<ProbePlan, InstrumentError> {
+        let wpb = cfg.block.volume().div_ceil(32) as u32;
+        let n_warps = cfg.grid.volume() * wpb as u64;
+        if n_warps > u32::MAX as u64 {
+            return Err(InstrumentError::Launch {
+                what: format!("kernel {kernel:?}"),
+                reason: format!("{n_warps} warps exceed the log's 32-bit warp index"),
+            });
+        }
+        let sites = probe.site_slots();
+        if sites > kernels::layout::WS_MAX_SITES {
+            return Err(InstrumentError::Launch {
+                what: format!("kernel {kernel:?}"),
+                reason: format!(
+                    "site ids up to {} declared; the log holds statistics for ids below {}",
+                    sites - 1,
+                    kernels::layout::WS_MAX_SITES
+                ),
+            });
+        }
+        let mut shape = probe.log_shape(n_warps);
+        if probe.mode == ProbeMode::Off {
+            shape.traced = Vec::new();
+        }
+        let launch = LaunchInfo::new(kernel, cfg.grid, cfg.block)
+            .with_probe(probe.mode, probe.log_shape(n_warps).kind())
+            .with_sites(probe.sites.clone())
+            .with_clock(clock_mhz)
+            .with_backend(backend, device);
+        let shared_offset = cfg
+            .dynamic_shared_bytes
+            .next_multiple_of(kernels::layout::WS_SHARED_ALIGN);
+        let probe_shared_bytes = match probe.mode {
+            ProbeMode::Off => 0,
+            _ => shape.shared_bytes_per_block(wpb),
+        };
+        let dynamic_shared_bytes = match probe.mode {
+            ProbeMode::Off => cfg.dynamic_shared_bytes,
+            _ => u32::try_from(u64::from(shared_offset) + probe_shared_bytes).map_err(|_| {
+                InstrumentError::Launch {
+                    what: format!("kernel {kernel:?}"),
+                    reason: format!("{probe_shared_bytes} bytes of probe state per block overflow"),
+                }
+            })?,
+        };
+        Ok(ProbePlan {
+            shape,
+            mode: probe.mode,
+            launch,
+            shared_offset,
+            probe_shared_bytes,
+            dynamic_shared_bytes,
+        })
+    }
+
+    /// The log's shape.
+    pub fn shape(&self) -> &LogShape {
+        &self.shape
+    }
+
+    /// Bytes of the global log buffer (none with the probes off).
+    pub fn log_bytes(&self) -> u64 {
+        match self.mode {
+            ProbeMode::Off => 0,
+            _ => self.shape.total_bytes(),
+        }
+    }
+
+    /// The log buffer's contents before the launch.
+    pub fn initial_log(&self) -> Vec<u8> {
+        initial_log(self.mode, &self.shape)
+    }
+
+    /// The `ws::Log` argument for a log buffer at device address `buf` (0 with the probes off).
+    pub fn log_arg(&self, buf: u64) -> Vec<u8> {
+        match self.mode {
+            ProbeMode::Off => log_arg(0, &self.shape, 0),
+            _ => log_arg(buf, &self.shape, self.shared_offset),
+        }
+    }
+
+    /// The probes' shared state per block.
+    pub fn probe_shared_bytes(&self) -> u64 {
+        self.probe_shared_bytes
+    }
+
+    /// The launch's dynamic shared memory: the kernel's own and, after it, the probes' state.
+    pub fn dynamic_shared_bytes(&self) -> u32 {
+        self.dynamic_shared_bytes
+    }
+
+    /// The trace of a launch whose log came back as `bytes`.
+    pub fn decode(&self, bytes: &[u8], slots_per_warp: u32) -> Result<Trace, InstrumentError> {
+        let mut launch = self.launch.clone();
+        launch.shared_buffer = true;
+        launch.slots_per_warp = slots_per_warp;
+        decode(bytes, &launch, &self.shape)
+    }
+
+    /// The trace of a launch with the probes off: the launch, no warps.
+    fn empty_trace(&self) -> Trace {
+        Trace {
+            launch: self.launch.clone(),
+            warps: Vec::new(),
+        }
+    }
+}
+
 /// Launches `kernel` with probes and decodes its log. Exactly one argument must be
 /// [`ProbedArg::Log`].
 pub fn launch_probed(
@@ -124,55 +256,26 @@ pub fn launch_probed(
             })
             .collect()
     };
-    let wpb = cfg.block.volume().div_ceil(32) as u32;
-    let n_warps = cfg.grid.volume() * wpb as u64;
-    if n_warps > u32::MAX as u64 {
-        return Err(InstrumentError::Launch {
-            what: format!("kernel {kernel:?}"),
-            reason: format!("{n_warps} warps exceed the log's 32-bit warp index"),
-        });
-    }
-    let sites = probe.site_slots();
-    if sites > kernels::layout::WS_MAX_SITES {
-        return Err(InstrumentError::Launch {
-            what: format!("kernel {kernel:?}"),
-            reason: format!(
-                "site ids up to {} declared; the log holds statistics for ids below {}",
-                sites - 1,
-                kernels::layout::WS_MAX_SITES
-            ),
-        });
-    }
-    let shape = probe.log_shape(n_warps);
-    let mut launch = LaunchInfo::new(kernel, cfg.grid, cfg.block)
-        .with_probe(probe.mode, shape.kind())
-        .with_sites(probe.sites.clone())
-        .with_clock(dev.clock_mhz())
-        .with_backend(dev.backend().name(), dev.name());
+    let plan = ProbePlan::new(
+        kernel,
+        cfg,
+        probe,
+        (dev.clock_mhz(), dev.backend().name(), &dev.name()),
+    )?;
     let blocks_without_log = dev.occupancy(module, kernel, cfg)?;
     if probe.mode == ProbeMode::Off {
-        let args = with_log(log_arg(
-            0,
-            &LogShape {
-                traced: Vec::new(),
-                ..shape
-            },
-            0,
-        ));
-        let outcome = dev.launch(module, kernel, cfg, &args)?;
+        let outcome = dev.launch(module, kernel, cfg, &with_log(plan.log_arg(0)))?;
         return Ok(ProbedLaunch {
             outcome,
-            trace: Trace {
-                launch,
-                warps: Vec::new(),
-            },
+            trace: plan.empty_trace(),
             probe_shared_bytes: 0,
             blocks_per_sm: blocks_without_log,
             blocks_per_sm_without_log: blocks_without_log,
             occupancy_note: "probes off".into(),
         });
     }
-    let total = shape.total_bytes();
+    let shape = plan.shape();
+    let total = plan.log_bytes();
     let free = dev.free_memory_bytes();
     if total > free {
         return Err(InstrumentError::OutOfMemory {
@@ -186,17 +289,9 @@ pub fn launch_probed(
             available_bytes: free,
         });
     }
-    let shared_offset = cfg
-        .dynamic_shared_bytes
-        .next_multiple_of(kernels::layout::WS_SHARED_ALIGN);
-    let probe_shared = shape.shared_bytes_per_block(wpb);
+    let probe_shared = plan.probe_shared_bytes();
     let run_cfg = LaunchConfig {
-        dynamic_shared_bytes: u32::try_from(u64::from(shared_offset) + probe_shared).map_err(
-            |_| InstrumentError::Launch {
-                what: format!("kernel {kernel:?}"),
-                reason: format!("{probe_shared} bytes of probe state per block overflow"),
-            },
-        )?,
+        dynamic_shared_bytes: plan.dynamic_shared_bytes(),
         ..*cfg
     };
     let blocks = dev.occupancy(module, kernel, &run_cfg).unwrap_or(0);
@@ -204,7 +299,8 @@ pub fn launch_probed(
         return Err(InstrumentError::Launch {
             what: format!("kernel {kernel:?} with the probes' state in shared memory"),
             reason: format!(
-                "{probe_shared} bytes of shared memory per block ({wpb} warps × {} bytes) do not fit beside the kernel's {} bytes",
+                "{probe_shared} bytes of shared memory per block ({} warps × {} bytes) do not fit beside the kernel's {} bytes",
+                cfg.block.volume().div_ceil(32),
                 shape.warp_area_bytes(),
                 cfg.dynamic_shared_bytes
             ),
@@ -218,18 +314,15 @@ pub fn launch_probed(
         format!("the probes' {probe_shared} B/block of shared state keep {blocks} blocks/SM")
     };
     let buf = dev.alloc(total)?;
-    let mut bytes = initial_log(probe.mode, &shape);
+    let mut bytes = plan.initial_log();
     dev.upload(&buf, &bytes)?;
-    let args = with_log(log_arg(buf.addr, &shape, shared_offset));
     let launched = dev
-        .launch(module, kernel, &run_cfg, &args)
+        .launch(module, kernel, &run_cfg, &with_log(plan.log_arg(buf.addr)))
         .and_then(|outcome| dev.download(&buf, &mut bytes).map(|_| outcome));
     // The log is freed on every path: timing N frames must not leak N logs.
     dev.free(&buf)?;
     let outcome = launched?;
-    launch.shared_buffer = true;
-    launch.slots_per_warp = probe.slots_per_warp;
-    let trace = decode(&bytes, &launch, &shape)?;
+    let trace = plan.decode(&bytes, probe.slots_per_warp)?;
     Ok(ProbedLaunch {
         outcome,
         trace,

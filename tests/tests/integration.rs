@@ -1,6 +1,8 @@
 //! Cross-crate tests: the embedded kernel builds, launched through `instrument` on the emulator
 //! device, decoded, stored and exported — the path every real run takes.
 
+mod architecture;
+
 use device::{Arg, Device, EmuDevice, LaunchConfig};
 use emulator::GpuConfig;
 use instrument::{Probe, ProbedArg, TraceWarps, launch_probed};

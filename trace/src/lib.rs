@@ -44,8 +44,8 @@ pub use model::{
 };
 pub use npy::{parse_npy, read_npy, write_npy};
 pub use run::{
-    BareRun, LaunchFacts, ProbeFacts, RUN_FORMAT_VERSION, ReferenceDiff, RunMetrics, StudyFacts,
-    overhead_ratio, write_json_atomic,
+    AppFacts, BareRun, LaunchFacts, ProbeFacts, RUN_FORMAT_VERSION, ReferenceDiff, RunMetrics,
+    StudyFacts, overhead_ratio, write_json_atomic,
 };
 pub use store::{TRACE_FILE_NAME, TRACE_FORMAT_VERSION, TraceReader, TraceWriter};
 pub use sweep::{SWEEP_CSV, SweepRow};

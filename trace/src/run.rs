@@ -7,7 +7,8 @@
 //! Sections: the top level (what ran where, its time, its hit rates, its records); `probes` (how
 //! the probes kept their log); `overhead` and `bare` (the same launch built without probes: what
 //! measuring changed); `study` (the volume renderer's frame: geometry and parameters); `launches`
-//! (each launch of a pipeline); `emulator` (the emulator's counters).
+//! (each launch of a pipeline); `app` (a launch of an unmodified program); `emulator` (the
+//! emulator's counters).
 
 use crate::{Dim3, EmuCounters, ProbeMode, RecordKind, TraceError};
 use serde::{Deserialize, Serialize};
@@ -96,6 +97,23 @@ pub struct StudyFacts {
     pub reference: Option<ReferenceDiff>,
 }
 
+/// A launch of an unmodified program, profiled in its own process (`warpscope run`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AppFacts {
+    /// The program, as it was started.
+    pub program: String,
+    /// The kernel's name demangled (`kernel` keeps the PTX's).
+    pub demangled: String,
+    /// Which launch of this kernel it was, from 0.
+    pub launch: u64,
+    /// The PTX target the probes went into (`compute_75`); the program may have run SASS of a
+    /// newer architecture, built from other code where the source tests `__CUDA_ARCH__`.
+    pub ptx_target: String,
+    /// Whether the PTX had a line table (`-lineinfo`): without one, sites are named by PTX line.
+    pub line_table: bool,
+}
+
 /// One launch of a pipeline (several kernels sharing buffers).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -168,6 +186,8 @@ pub struct RunMetrics {
     pub bare: Option<BareRun>,
     /// The volume renderer's frame (`render`, `sweep`, `demo`).
     pub study: Option<StudyFacts>,
+    /// The program a profiled launch came from (`run`).
+    pub app: Option<AppFacts>,
     /// Each launch of a pipeline, in order (empty for a single launch, whose figures are the
     /// run's own).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -217,6 +237,7 @@ impl RunMetrics {
             overhead: None,
             bare: None,
             study: None,
+            app: None,
             launches: Vec::new(),
             errors: Vec::new(),
             warnings: Vec::new(),

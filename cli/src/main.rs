@@ -7,6 +7,7 @@ mod export_cmd;
 mod gpu_check;
 mod instrument_cmd;
 mod launch_cmd;
+mod run_cmd;
 mod study_cmd;
 
 use anyhow::{Context, Result};
@@ -62,6 +63,8 @@ enum Command {
     Export(export_cmd::ExportArgs),
     /// Run any kernel described by a launch spec (TOML) on the GPU or the emulator.
     Launch(launch_cmd::LaunchArgs),
+    /// Profile an unmodified CUDA program: `warpscope run [OPTIONS] -- ./app [ARGS]`.
+    Run(run_cmd::RunArgs),
     /// Put the probes into an unmodified kernel: writes PTX with every selected load timed.
     Instrument(instrument_cmd::InstrumentArgs),
     /// Validate warpscope on a GPU machine in one budgeted run: device, corpus, probes,
@@ -179,7 +182,9 @@ pub fn analyze_sweep(sweep: &Path, out: &Path) -> Result<analysis::AnalysisSumma
     Ok(summary)
 }
 
-fn run() -> Result<()> {
+/// Runs the command; `warpscope run` exits with its program's status, every other command with
+/// success.
+fn run() -> Result<ExitCode> {
     let cli = Cli::parse();
     if let Some(n) = cli.threads {
         rayon::ThreadPoolBuilder::new()
@@ -187,7 +192,12 @@ fn run() -> Result<()> {
             .build_global()
             .context("setting up the thread pool")?;
     }
+    if let Command::Run(args) = &cli.command {
+        let code = run_cmd::run(args)?;
+        return Ok(ExitCode::from(u8::try_from(code).unwrap_or(u8::MAX)));
+    }
     match cli.command {
+        Command::Run(_) => unreachable!("handled above"),
         Command::Demo(args) => study_cmd::demo(&args),
         Command::Render(args) => study_cmd::render(&args),
         Command::Sweep(args) => study_cmd::sweep(&args),
@@ -216,11 +226,12 @@ fn run() -> Result<()> {
             Ok(())
         }
     }
+    .map(|()| ExitCode::SUCCESS)
 }
 
 fn main() -> ExitCode {
     match run() {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(e) => {
             eprintln!("warpscope: error: {e:#}");
             ExitCode::FAILURE

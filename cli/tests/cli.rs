@@ -257,3 +257,22 @@ fn speed_abs_reuse_runs_render_the_reuse_studys_geometry() {
         counters(serde_json::to_value(&m.emulator).unwrap())
     );
 }
+
+/// Without a GPU, `warpscope run` says so in one line and starts nothing: no result folder, an
+/// error status that is not a panic's.
+#[test]
+fn run_without_a_gpu_fails_in_one_line() {
+    if device::CudaDevice::open(0).is_ok() {
+        eprintln!("skipped: this machine has a GPU");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("result");
+    let o = warpscope(&["run", "--out", out.to_str().unwrap(), "--", "/bin/true"]);
+    let code = o.status.code();
+    assert!(code.is_some_and(|c| c != 0 && c != 101), "{code:?}");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("needs an NVIDIA GPU"), "{stderr}");
+    assert!(!out.exists(), "nothing written");
+}

@@ -63,7 +63,7 @@ fn setup() -> Result<State, String> {
     let launches = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
-        .open(cfg.out.join(profile::LAUNCHES_FILE))
+        .open(cfg.out.join(trace::LAUNCHES_FILE))
         .map_err(|e| format!("{}: {e}", cfg.out.display()))?;
     let program = std::env::args().collect::<Vec<_>>().join(" ");
     // SAFETY: `write_counts` is a plain `extern "C" fn()` that touches only this library's
@@ -101,7 +101,7 @@ extern "C" fn write_counts() {
             return;
         };
         let Ok(s) = m.lock() else { return };
-        let counts = profile::LaunchCounts {
+        let counts = trace::LaunchCounts {
             kernels: s
                 .icpt
                 .launch_counts()
@@ -109,7 +109,7 @@ extern "C" fn write_counts() {
                 .map(|(k, n)| (k.clone(), *n))
                 .collect(),
         };
-        let _ = counts.write(&s.icpt.out().join(profile::COUNTS_FILE));
+        let _ = counts.write(&s.icpt.out().join(trace::COUNTS_FILE));
     });
 }
 

@@ -5,9 +5,10 @@
 //! made it or is replaced by the probed kernel. The programs are built here with the system C
 //! compiler; a machine without one skips (CI has one).
 
-use profile::{LaunchCounts, LaunchRecord, Outcome, RunConfig};
+use profile::RunConfig;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use trace::{LaunchCounts, LaunchRecord, Outcome};
 
 /// The library under test, built by cargo beside this test's executable.
 fn library() -> PathBuf {
@@ -69,12 +70,11 @@ fn run(dir: &Path, config: Option<&RunConfig>, jit: &str) -> Run {
     let out = cmd.output().unwrap();
     let read = |p: PathBuf| std::fs::read_to_string(p).unwrap_or_default();
     let records = config.map_or_else(Vec::new, |c| {
-        read(c.out.join(profile::LAUNCHES_FILE))
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect()
+        trace::read_launch_records(&c.out.join(trace::LAUNCHES_FILE))
+            .map(|(r, _)| r)
+            .unwrap_or_default()
     });
-    let counts = config.and_then(|c| LaunchCounts::read(&c.out.join(profile::COUNTS_FILE)).ok());
+    let counts = config.and_then(|c| LaunchCounts::read(&c.out.join(trace::COUNTS_FILE)).ok());
     Run {
         out,
         stub: read(log),
@@ -157,4 +157,35 @@ fn a_selected_launch_runs_the_probed_kernel_with_the_programs_arguments_and_the_
         "{:?}",
         r.records
     );
+}
+
+/// `warpscope run`'s side around the same program: the exit status passes through, and the
+/// index gathers the launch records and counts.
+#[test]
+fn run_app_passes_the_exit_status_through_and_writes_the_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(()) = build(dir.path()) else { return };
+    let d = dir.path().display();
+    // The stand-in driver's folder and log reach the program through a shell, as a user's
+    // environment would.
+    let script = format!("LD_LIBRARY_PATH={d} STUB_LOG={d}/stub.log STUB_JIT=fail exec {d}/app");
+    let out = dir.path().join("result");
+    let run = profile::AppRun {
+        program: "/bin/sh".into(),
+        args: vec!["-c".into(), script.into()],
+        config: config(out.clone(), None),
+        library: library(),
+    };
+    let index = profile::run_app(&run).unwrap();
+    assert_eq!((index.exit_code, index.signal), (Some(7), None));
+    assert_eq!(index.launches.len(), 3, "{index:?}");
+    assert_eq!(index.counts.as_ref().unwrap()["k"], 3);
+    assert_eq!(
+        trace::ProgramIndex::read(&out.join(trace::INDEX_FILE)).unwrap(),
+        index
+    );
+    assert!(out.join(profile::CONFIG_FILE).is_file());
+    // A second run into the same folder replaces the first's files.
+    let again = profile::run_app(&run).unwrap();
+    assert_eq!(again.launches.len(), 3);
 }

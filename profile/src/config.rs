@@ -12,9 +12,6 @@ use trace::ProbeMode;
 /// The environment variable that names the run's configuration file in the program's process.
 pub const CONFIG_ENV: &str = "WARPSCOPE_RUN_CONFIG";
 
-/// The file the injected library appends one [`crate::LaunchRecord`] per line to, in `out`.
-pub const LAUNCHES_FILE: &str = "launches.jsonl";
-
 /// `--sites`'s default, as the rewriter's own default set spells it (a test holds them together).
 pub const DEFAULT_SITES: &str = "global,texture,readonly,constant";
 

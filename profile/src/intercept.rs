@@ -17,14 +17,15 @@ use crate::driver::{
     DEFAULT_DYNAMIC_SHARED_LIMIT, DeviceInfo, Driver, Handle, LaunchFailure, LaunchShape,
     MAX_DYNAMIC_SHARED_ATTRIBUTE,
 };
-use crate::events::{LaunchRecord, Outcome};
 use crate::params::ParamLayout;
 use crate::select::KernelName;
 use crate::{ProfileError, Resolved};
 use instrument::rewrite::{RewriteOptions, instrument_ptx};
 use instrument::{Probe, ProbePlan};
 use std::collections::HashMap;
-use trace::{AppFacts, BareRun, Dim3, ProbeFacts, RunMetrics, SiteInfo, TraceWriter};
+use trace::{
+    AppFacts, BareRun, Dim3, LaunchRecord, Outcome, ProbeFacts, RunMetrics, SiteInfo, TraceWriter,
+};
 
 /// A module's or library's code as the program loaded it.
 #[derive(Debug, Clone, PartialEq, Eq)]

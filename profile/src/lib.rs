@@ -9,24 +9,24 @@
 //! keeps only the driver's C entry points.
 //!
 //! Main items: [`RunConfig`] (what the command asks for, one typed file), [`Interceptor`] with
-//! [`Image`] and [`Action`], [`Driver`], [`LaunchRecord`] (what happened to each launch).
+//! [`Image`] and [`Action`], [`Driver`], [`trace::LaunchRecord`] (what happened to each launch).
 
+mod app;
 mod config;
 mod driver;
 mod error;
-mod events;
 mod image;
 mod intercept;
 mod params;
 mod select;
 
-pub use config::{CONFIG_ENV, DEFAULT_SITES, LAUNCHES_FILE, Resolved, RunConfig};
+pub use app::{AppRun, CONFIG_FILE, LIBRARY_FILE, find_library, run_app};
+pub use config::{CONFIG_ENV, DEFAULT_SITES, Resolved, RunConfig};
 pub use driver::{
     DEFAULT_DYNAMIC_SHARED_LIMIT, DeviceInfo, Driver, Handle, LaunchFailure, LaunchShape,
     MAX_DYNAMIC_SHARED_ATTRIBUTE,
 };
 pub use error::ProfileError;
-pub use events::{COUNTS_FILE, LaunchCounts, LaunchRecord, Outcome};
 pub use intercept::{Action, Image, Interceptor, ReadParams};
 pub use params::ParamLayout;
 pub use select::{KernelName, NameFilter, Selection};

@@ -4,11 +4,11 @@
 
 use device::{Arg, DevBuf, Device, EmuDevice, LaunchConfig, ModuleId};
 use profile::{
-    Action, DeviceInfo, Driver, Handle, Image, Interceptor, LaunchFailure, LaunchShape, Outcome,
+    Action, DeviceInfo, Driver, Handle, Image, Interceptor, LaunchFailure, LaunchShape,
     ParamLayout, ProfileError, RunConfig,
 };
 use std::collections::HashMap;
-use trace::{Dim3, ProbeMode, RunMetrics, TraceReader};
+use trace::{Dim3, Outcome, ProbeMode, RunMetrics, TraceReader};
 
 /// The emulator as the driver of a program's context.
 struct EmuDriver {

@@ -26,6 +26,7 @@ mod counters;
 mod error;
 mod model;
 mod npy;
+mod program;
 mod run;
 mod store;
 mod sweep;
@@ -43,6 +44,10 @@ pub use model::{
     WarpTrace,
 };
 pub use npy::{parse_npy, read_npy, write_npy};
+pub use program::{
+    COUNTS_FILE, INDEX_FILE, LAUNCHES_FILE, LaunchCounts, LaunchRecord, Outcome, ProgramIndex,
+    read_launch_records,
+};
 pub use run::{
     AppFacts, BareRun, LaunchFacts, ProbeFacts, RUN_FORMAT_VERSION, ReferenceDiff, RunMetrics,
     StudyFacts, overhead_ratio, write_json_atomic,

@@ -22,6 +22,7 @@
 pub mod budget;
 mod build;
 pub mod cache;
+pub mod corpus_cases;
 mod error;
 pub mod placement;
 pub mod tools;

@@ -1,126 +1,113 @@
-//! `warpscope gpu-check`: one command that validates warpscope on a GPU machine (or runs the same
-//! plan on the emulator), step by step in priority order, under a time budget.
+//! The plan: its configuration, the six steps run in priority order under the budget, the
+//! files rewritten after every step, and the watchdog at the deadline.
 //!
-//! Why one command with a budget: the GPU machines this project can use are lent for minutes, with
+//! Why a budget and a watchdog: the GPU machines this project can use are lent for minutes, with
 //! no Rust and no network, so what runs there is the release binary of `scripts/gpu-bundle` and
 //! everything must fit one call. Each step writes `gpu-results.json` and `gpu-report.md` before
-//! the next starts, so whatever the budget cuts off, the steps before it are on disk. A watchdog
-//! thread ends the process at the deadline with the running step marked "cut off": a step that
-//! does not return in time (a hung launch, a slow emulator run) cannot eat the machine's loan.
-//!
-//! Every step runs the same code on both backends (`--backend gpu|emu`); only the sizes of the
-//! study differ (the paper's geometry on a GPU, the quick one on the emulator).
+//! the next starts, so whatever the budget cuts off, the steps before it are on disk. At the
+//! deadline a watchdog thread marks the running step "cut off", writes both files and reports
+//! [`Progress::Deadline`], on which the caller ends the process: a step that does not return in
+//! time (a hung launch, a slow emulator run) cannot be stopped from inside the process, and must
+//! not eat the machine's loan.
 
-mod corpus;
-mod micro;
-mod report;
-mod steps;
-mod verdict;
-
-use anyhow::{Context, Result};
-use clap::Args;
+use crate::error::CheckError;
+use crate::report;
+use crate::results::{GpuResults, REPORT_MD, RESULTS_JSON, StepResult, StepStatus};
+use crate::steps::STEPS;
 use device::{CudaDevice, Device, EmuDevice};
-use serde::Serialize;
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-/// The file names the plan writes into `--out`.
-pub const RESULTS_JSON: &str = "gpu-results.json";
-pub const REPORT_MD: &str = "gpu-report.md";
-
-#[derive(Args, Debug, Clone)]
-pub struct GpuCheckArgs {
-    /// Output folder (gpu-report.md, gpu-results.json, and one folder per step).
-    #[arg(long, default_value = "gpu-check-out")]
-    pub out: PathBuf,
-    /// gpu (the default: what the bundle is for) or emu (the whole plan on the emulator).
-    #[arg(long, default_value = "gpu", value_parser = ["gpu", "emu"])]
-    pub backend: String,
-    /// Wall-clock budget for the whole plan; the step running at the end is cut off.
-    #[arg(long, default_value_t = 8.0)]
-    pub budget_minutes: f64,
-    /// Emulator preset beside the GPU (default: the one matching the GPU's name, else h100).
-    #[arg(long)]
-    pub preset: Option<String>,
+/// The device the plan validates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CheckBackend {
+    /// The GPU (what the bundle is for), with the emulator beside it for parity and calibration.
+    Gpu,
+    /// The whole plan on the emulator.
+    Emu,
 }
 
-/// How a step ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StepStatus {
-    NotStarted,
-    Running,
-    Done,
-    Failed,
-    /// Stopped by the budget (its partial results, if any, are kept).
-    CutOff,
-}
-
-impl StepStatus {
-    pub fn word(self) -> &'static str {
+impl CheckBackend {
+    /// The name in `gpu-results.json` (`gpu`, `emu`).
+    pub fn name(self) -> &'static str {
         match self {
-            StepStatus::NotStarted => "not started",
-            StepStatus::Running => "running",
-            StepStatus::Done => "done",
-            StepStatus::Failed => "FAILED",
-            StepStatus::CutOff => "CUT OFF by the budget",
+            CheckBackend::Gpu => "gpu",
+            CheckBackend::Emu => "emu",
         }
     }
 }
 
-/// One step's record in `gpu-results.json`.
-#[derive(Debug, Clone, Serialize)]
-pub struct StepResult {
-    pub id: u32,
-    pub title: String,
-    pub status: StepStatus,
-    pub seconds: f64,
-    /// Why it failed or what it left out.
-    pub notes: Vec<String>,
-    pub data: Option<steps::StepData>,
-}
-
-/// `gpu-results.json`: the whole plan's results (the report is rendered from this alone).
-#[derive(Debug, Clone, Serialize)]
-pub struct GpuResults {
-    pub warpscope_version: String,
-    pub nvcc_version: String,
-    pub backend: String,
-    /// The emulator preset the calibration compares against (and the emulator backend runs).
-    pub preset: String,
-    pub preset_note: String,
+/// What the plan needs to run.
+#[derive(Debug, Clone)]
+pub struct CheckConfig {
+    /// The output folder (gpu-report.md, gpu-results.json, and one folder per step); created.
+    pub out: PathBuf,
+    pub backend: CheckBackend,
+    /// Wall-clock budget for the whole plan, in (0, 60] minutes.
     pub budget_minutes: f64,
-    pub host: String,
-    /// Seconds since the Unix epoch when the plan started.
-    pub started_unix: u64,
-    pub steps: Vec<StepResult>,
+    /// The emulator preset beside the GPU; None: the one matching the GPU's name, else h100.
+    pub preset: Option<String>,
+    /// The warpscope executable: on a GPU with Nsight Compute, the study profiles one frame of
+    /// its `render` command per shape, view and build.
+    pub program: PathBuf,
 }
 
-impl GpuResults {
-    /// Whether every step finished and passed its checks.
-    pub fn all_passed(&self) -> bool {
-        self.steps
-            .iter()
-            .all(|s| s.status == StepStatus::Done && s.data.as_ref().is_none_or(|d| d.passed()))
-    }
+/// What the plan reports while it runs; the caller prints it.
+#[derive(Debug)]
+pub enum Progress<'a> {
+    /// `--backend gpu` without a usable GPU: every GPU step will fail.
+    NoGpu { error: &'a device::DeviceError },
+    /// Step `number` of `of` starts, with `left` of the budget.
+    Step {
+        number: usize,
+        of: usize,
+        title: &'a str,
+        left: Duration,
+    },
+    /// The study finished a shard of its sweep.
+    StudyShard {
+        shard: study::Shard,
+        runs: usize,
+        left: Duration,
+    },
+    /// The budget is spent `after` the start with a step still running: that step and those
+    /// not started are marked cut off, and both files were written (or `written` says why not).
+    /// The caller is expected to end the process here (the binary exits with status 3), since
+    /// the running step cannot be stopped; if it returns, the files stay as they are now and
+    /// [`run`] returns once that step does.
+    Deadline {
+        after: Duration,
+        report: &'a Path,
+        written: Result<(), &'a CheckError>,
+    },
+}
+
+/// A plan that ran to its end.
+#[derive(Debug)]
+pub struct Finished {
+    pub results: GpuResults,
+    pub elapsed: Duration,
+    /// `gpu-report.md`.
+    pub report: PathBuf,
 }
 
 /// What every step gets: the backend, the preset, the output folder and the clock.
-pub struct Ctx {
+pub(crate) struct Ctx<'a> {
     pub gpu: bool,
     pub preset: emulator::GpuConfig,
     pub out: PathBuf,
+    pub program: &'a Path,
+    pub progress: &'a (dyn Fn(Progress<'_>) + Sync),
     deadline: Instant,
 }
 
-impl Ctx {
+impl Ctx<'_> {
     /// A fresh device of the plan's backend (the emulator: fresh caches too).
-    pub fn open(&self) -> Result<Box<dyn Device>> {
+    pub fn open(&self) -> Result<Box<dyn Device>, CheckError> {
         if self.gpu {
-            Ok(Box::new(
-                CudaDevice::open(0).context("opening the GPU (--backend gpu)")?,
-            ))
+            Ok(Box::new(CudaDevice::open(0).map_err(CheckError::OpenGpu)?))
         } else {
             Ok(Box::new(self.emulator()))
         }
@@ -135,14 +122,24 @@ impl Ctx {
     pub fn left(&self) -> Duration {
         self.deadline.saturating_duration_since(Instant::now())
     }
+
+    /// A folder for one step's files, created.
+    pub fn step_dir(&self, name: &str) -> Result<PathBuf, CheckError> {
+        let d = self.out.join(name);
+        std::fs::create_dir_all(&d).map_err(|source| CheckError::CreateDir {
+            path: d.clone(),
+            source,
+        })?;
+        Ok(d)
+    }
 }
 
 /// The preset that models `gpu_name`, and why. The H200 is the H100's GH100 with more and faster
 /// HBM (141 GB HBM3e at 4.8 TB/s against 80 GB HBM3 at 3.35 TB/s; same 132 SMs and 1.98 GHz
 /// boost, per NVIDIA's H100 and H200 product briefs), so it runs on the h100 preset, although the
-/// H200 here reported a 60 MiB L2 to the driver against the preset's 50 MiB (2026-11-26):
-/// latencies, the subject of the calibration, are the die's.
-pub fn matching_preset(gpu_name: &str) -> (&'static str, String) {
+/// H200 reports a 60 MiB L2 to the driver against the preset's 50 MiB: latencies, the subject of
+/// the calibration, are the die's.
+pub(crate) fn matching_preset(gpu_name: &str) -> (&'static str, String) {
     let n = gpu_name.to_ascii_lowercase();
     for (key, preset) in [
         ("h200", "h100"),
@@ -166,70 +163,82 @@ pub fn matching_preset(gpu_name: &str) -> (&'static str, String) {
     )
 }
 
+/// The results and whether the watchdog has closed them (after which nothing is written).
+struct State {
+    results: GpuResults,
+    closed: bool,
+}
+
 struct Plan {
-    results: Mutex<GpuResults>,
+    state: Mutex<State>,
     out: PathBuf,
 }
 
 impl Plan {
+    fn lock(&self) -> Result<MutexGuard<'_, State>, CheckError> {
+        self.state.lock().map_err(|_| CheckError::Poisoned)
+    }
+
     /// Writes gpu-results.json and gpu-report.md (atomically: a reader never sees half a file).
-    fn write(&self, r: &GpuResults) -> Result<()> {
-        let json = serde_json::to_vec_pretty(r)?;
-        trace::write_bytes_atomic(&self.out.join(RESULTS_JSON), &json)?;
+    fn write(&self, r: &GpuResults) -> Result<(), CheckError> {
+        let path = self.out.join(RESULTS_JSON);
+        let json = serde_json::to_vec_pretty(r).map_err(|source| CheckError::Json {
+            path: path.clone(),
+            source,
+        })?;
+        trace::write_bytes_atomic(&path, &json)?;
         trace::write_bytes_atomic(&self.out.join(REPORT_MD), report::markdown(r).as_bytes())?;
         Ok(())
     }
 
-    fn update(&self, f: impl FnOnce(&mut GpuResults)) -> Result<()> {
-        let mut r = self
-            .results
-            .lock()
-            .map_err(|_| anyhow::anyhow!("results lock poisoned"))?;
-        f(&mut r);
-        self.write(&r)
+    /// Changes the results and writes both files, unless the watchdog has closed them.
+    fn update(&self, f: impl FnOnce(&mut GpuResults)) -> Result<(), CheckError> {
+        let mut s = self.lock()?;
+        if s.closed {
+            return Ok(());
+        }
+        f(&mut s.results);
+        self.write(&s.results)
+    }
+
+    fn snapshot(&self) -> Result<GpuResults, CheckError> {
+        Ok(self.lock()?.results.clone())
     }
 }
 
-/// The steps, in priority order.
-const STEP_TITLES: [&str; 6] = [
-    "Device, driver, clocks, SM count, L2",
-    "Corpus kernels against their CPU references",
-    "Probes on silicon: pointer chase per level, independent loads per mode",
-    "Emulator beside the device: calibration table",
-    "Volume-rendering study: 8 shapes × 2 views × 2 modes",
-    "One run exported as CSV, CLOG2 and Chrome trace, read back",
-];
-
-/// Seconds kept for the last step (export) when the study runs: the study stops starting runs
-/// when only this much is left.
-const EXPORT_RESERVE_SECONDS: u64 = 45;
-
-pub fn run(args: &GpuCheckArgs) -> Result<()> {
+/// Runs the plan: every step in priority order while the budget lasts, `gpu-results.json` and
+/// `gpu-report.md` rewritten after each. A step's failure is a note in the results, not an
+/// error; the error is for a plan that cannot start or cannot write its files.
+pub fn run(
+    cfg: &CheckConfig,
+    progress: &(dyn Fn(Progress<'_>) + Sync),
+) -> Result<Finished, CheckError> {
     let started = Instant::now();
-    if !(args.budget_minutes > 0.0 && args.budget_minutes <= 60.0) {
-        anyhow::bail!(
-            "--budget-minutes {}: give a number of minutes in (0, 60]",
-            args.budget_minutes
-        );
+    if !(cfg.budget_minutes > 0.0 && cfg.budget_minutes <= 60.0) {
+        return Err(CheckError::Budget {
+            minutes: cfg.budget_minutes,
+        });
     }
-    let deadline = started + Duration::from_secs_f64(args.budget_minutes * 60.0);
-    let gpu = args.backend == "gpu";
-    std::fs::create_dir_all(&args.out)
-        .with_context(|| format!("cannot create {}", args.out.display()))?;
+    let deadline = started + Duration::from_secs_f64(cfg.budget_minutes * 60.0);
+    let gpu = cfg.backend == CheckBackend::Gpu;
+    std::fs::create_dir_all(&cfg.out).map_err(|source| CheckError::CreateDir {
+        path: cfg.out.clone(),
+        source,
+    })?;
 
     // The device's name picks the preset; on the emulator the preset is the device.
     let gpu_name = if gpu {
         match CudaDevice::open(0) {
             Ok(d) => Some(d.name()),
-            Err(e) => {
-                eprintln!("warpscope: gpu-check: no usable GPU ({e}); every GPU step will fail");
+            Err(error) => {
+                progress(Progress::NoGpu { error: &error });
                 None
             }
         }
     } else {
         None
     };
-    let (preset_name, preset_note) = match (&args.preset, &gpu_name) {
+    let (preset_name, preset_note) = match (&cfg.preset, &gpu_name) {
         (Some(p), _) => (p.clone(), "given with --preset".to_string()),
         (None, Some(name)) => {
             let (p, why) = matching_preset(name);
@@ -244,16 +253,18 @@ pub fn run(args: &GpuCheckArgs) -> Result<()> {
     let ctx = Ctx {
         gpu,
         preset,
-        out: args.out.clone(),
+        out: cfg.out.clone(),
+        program: &cfg.program,
+        progress,
         deadline,
     };
     let results = GpuResults {
         warpscope_version: env!("CARGO_PKG_VERSION").into(),
         nvcc_version: kernels::nvcc_version().into(),
-        backend: args.backend.clone(),
+        backend: cfg.backend.name().into(),
         preset: preset_name,
         preset_note,
-        budget_minutes: args.budget_minutes,
+        budget_minutes: cfg.budget_minutes,
         host: std::fs::read_to_string("/etc/hostname")
             .map(|s| s.trim().to_string())
             .unwrap_or_default(),
@@ -261,12 +272,12 @@ pub fn run(args: &GpuCheckArgs) -> Result<()> {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs())
             .unwrap_or(0),
-        steps: STEP_TITLES
+        steps: STEPS
             .iter()
             .zip(1..)
-            .map(|(t, id)| StepResult {
+            .map(|(step, id)| StepResult {
                 id,
-                title: (*t).into(),
+                title: step.title.into(),
                 status: StepStatus::NotStarted,
                 seconds: 0.0,
                 notes: Vec::new(),
@@ -274,14 +285,37 @@ pub fn run(args: &GpuCheckArgs) -> Result<()> {
             })
             .collect(),
     };
-    let plan = Arc::new(Plan {
-        results: Mutex::new(results),
-        out: args.out.clone(),
-    });
+    let plan = Plan {
+        state: Mutex::new(State {
+            results,
+            closed: false,
+        }),
+        out: cfg.out.clone(),
+    };
     plan.update(|_| ())?;
-    spawn_watchdog(Arc::clone(&plan), deadline, started);
+    std::thread::scope(|s| {
+        let (finished, wait) = mpsc::channel::<()>();
+        let plan = &plan;
+        s.spawn(move || {
+            if wait.recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                == Err(RecvTimeoutError::Timeout)
+            {
+                at_deadline(plan, started, progress);
+            }
+        });
+        let outcome = run_steps(plan, &ctx);
+        drop(finished);
+        outcome
+    })?;
+    Ok(Finished {
+        results: plan.snapshot()?,
+        elapsed: started.elapsed(),
+        report: cfg.out.join(REPORT_MD),
+    })
+}
 
-    for (i, title) in STEP_TITLES.iter().enumerate() {
+fn run_steps(plan: &Plan, ctx: &Ctx<'_>) -> Result<(), CheckError> {
+    for (i, step) in STEPS.iter().enumerate() {
         let step_start = Instant::now();
         if ctx.left().is_zero() {
             plan.update(|r| {
@@ -292,15 +326,14 @@ pub fn run(args: &GpuCheckArgs) -> Result<()> {
             })?;
             continue;
         }
-        eprintln!(
-            "warpscope: gpu-check: step {} of {}: {} ({:.0} s left)",
-            i + 1,
-            STEP_TITLES.len(),
-            title,
-            ctx.left().as_secs_f64()
-        );
+        (ctx.progress)(Progress::Step {
+            number: i + 1,
+            of: STEPS.len(),
+            title: step.title,
+            left: ctx.left(),
+        });
         plan.update(|r| r.steps[i].status = StepStatus::Running)?;
-        let outcome = steps::run_step(i + 1, &ctx, &plan_snapshot(&plan)?);
+        let outcome = (step.run)(ctx, &plan.snapshot()?);
         plan.update(|r| {
             let s = &mut r.steps[i];
             s.seconds = step_start.elapsed().as_secs_f64();
@@ -316,89 +349,50 @@ pub fn run(args: &GpuCheckArgs) -> Result<()> {
                 }
                 Err(e) => {
                     s.status = StepStatus::Failed;
-                    s.notes.push(format!("{e:#}"));
+                    s.notes.push(trace::error_chain(&e));
                 }
             }
         })?;
     }
-    let r = plan_snapshot(&plan)?;
-    println!(
-        "warpscope: gpu-check on {} finished in {:.0} s: {} -> {}",
-        r.backend,
-        started.elapsed().as_secs_f64(),
-        if r.all_passed() {
-            "every step done and passed"
-        } else {
-            "see the report for failed, cut-off or disagreeing steps"
-        },
-        args.out.join(REPORT_MD).display()
-    );
     Ok(())
 }
 
-fn plan_snapshot(plan: &Plan) -> Result<GpuResults> {
-    Ok(plan
-        .results
-        .lock()
-        .map_err(|_| anyhow::anyhow!("results lock poisoned"))?
-        .clone())
-}
-
-/// At the deadline, marks the running step cut off, writes the report and ends the process
-/// (exit status 3): the budget is a promise to the machine's loan, not a hint.
-fn spawn_watchdog(plan: Arc<Plan>, deadline: Instant, started: Instant) {
-    std::thread::spawn(move || {
-        std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
-        let Ok(mut r) = plan.results.lock() else {
-            std::process::exit(3);
-        };
-        let Some(s) = r.steps.iter_mut().find(|s| s.status == StepStatus::Running) else {
+/// At the deadline with a step running: marks it and the steps not started cut off, writes the
+/// files, closes the results to later writes and reports [`Progress::Deadline`] (holding the
+/// results, so that nothing is written while the caller ends the process).
+fn at_deadline(plan: &Plan, started: Instant, progress: &(dyn Fn(Progress<'_>) + Sync)) {
+    let report = plan.out.join(REPORT_MD);
+    let mut state = match plan.lock() {
+        Ok(s) => s,
+        Err(e) => {
+            progress(Progress::Deadline {
+                after: started.elapsed(),
+                report: &report,
+                written: Err(&e),
+            });
             return;
-        };
-        s.status = StepStatus::CutOff;
-        s.notes
-            .push("stopped by the watchdog at the end of the budget".into());
-        let when = started.elapsed().as_secs_f64();
-        for s in r.steps.iter_mut() {
-            if s.status == StepStatus::NotStarted {
-                s.status = StepStatus::CutOff;
-                s.notes.push("not started: the budget was spent".into());
-            }
         }
-        if let Err(e) = plan.write(&r) {
-            eprintln!("warpscope: gpu-check: writing the report at the deadline: {e:#}");
+    };
+    let r = &mut state.results;
+    let Some(s) = r.steps.iter_mut().find(|s| s.status == StepStatus::Running) else {
+        return;
+    };
+    s.status = StepStatus::CutOff;
+    s.notes
+        .push("stopped by the watchdog at the end of the budget".into());
+    for s in r.steps.iter_mut() {
+        if s.status == StepStatus::NotStarted {
+            s.status = StepStatus::CutOff;
+            s.notes.push("not started: the budget was spent".into());
         }
-        eprintln!(
-            "warpscope: gpu-check: budget spent after {when:.0} s; report: {}",
-            plan.out.join(REPORT_MD).display()
-        );
-        std::process::exit(3);
+    }
+    let written = plan.write(&state.results);
+    state.closed = true;
+    progress(Progress::Deadline {
+        after: started.elapsed(),
+        report: &report,
+        written: written.as_ref().map(|_| ()),
     });
-}
-
-/// A folder for one step's files, created.
-pub fn step_dir(ctx: &Ctx, name: &str) -> Result<PathBuf> {
-    let d = ctx.out.join(name);
-    std::fs::create_dir_all(&d).with_context(|| format!("cannot create {}", d.display()))?;
-    Ok(d)
-}
-
-/// Deterministic pseudo-random numbers (SplitMix64): the same inputs on every machine.
-pub struct Rng(pub u64);
-
-impl Rng {
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (n > 0; the modulo bias is irrelevant for test data).
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next_u64() % n.max(1)
-    }
 }
 
 #[cfg(test)]
@@ -417,12 +411,75 @@ mod tests {
         assert!(why.contains("L4"), "{why}");
     }
 
+    fn config(out: &Path, budget_minutes: f64) -> CheckConfig {
+        CheckConfig {
+            out: out.to_path_buf(),
+            backend: CheckBackend::Emu,
+            budget_minutes,
+            preset: Some("h100".into()),
+            program: PathBuf::from("warpscope"),
+        }
+    }
+
     #[test]
-    fn the_rng_is_deterministic_and_bounded() {
-        let a: Vec<u64> = (0..8).map(|_| Rng(5).below(10)).collect();
-        let mut r = Rng(5);
-        assert_eq!(a[0], r.below(10));
-        let mut r = Rng(9);
-        assert!((0..1000).all(|_| r.below(7) < 7));
+    fn a_budget_outside_its_range_is_refused_before_anything_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("check");
+        for minutes in [0.0, -1.0, 60.5, f64::NAN] {
+            let e = run(&config(&out, minutes), &|_| {}).unwrap_err();
+            assert!(matches!(e, CheckError::Budget { .. }), "{e}");
+        }
+        assert!(!out.exists());
+    }
+
+    /// A caller that does not end the process at the deadline gets the plan back once the
+    /// running step returns, and the files keep what the watchdog wrote: every step after the
+    /// deadline is cut off, and whatever step ran at the deadline says the watchdog stopped it.
+    #[test]
+    fn past_the_deadline_nothing_is_written_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("check");
+        let deadlines = std::sync::atomic::AtomicUsize::new(0);
+        let done = run(&config(&out, 0.02), &|p| {
+            if let Progress::Deadline { written, .. } = p {
+                assert!(written.is_ok());
+                deadlines.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+        })
+        .unwrap();
+        // Each step's status and notes (the floats in the data need not round-trip exactly).
+        let account = |v: serde_json::Value| -> Vec<(serde_json::Value, serde_json::Value)> {
+            v["steps"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| (s["status"].clone(), s["notes"].clone()))
+                .collect()
+        };
+        let on_disk = serde_json::from_slice(&std::fs::read(out.join(RESULTS_JSON)).unwrap());
+        assert_eq!(
+            account(on_disk.unwrap()),
+            account(serde_json::to_value(&done.results).unwrap())
+        );
+        let steps = &done.results.steps;
+        assert_eq!(steps[0].status, StepStatus::Done);
+        assert_eq!(steps[5].status, StepStatus::CutOff);
+        let stopped: Vec<&StepResult> = steps
+            .iter()
+            .filter(|s| {
+                s.notes
+                    .iter()
+                    .any(|n| n.contains("stopped by the watchdog"))
+            })
+            .collect();
+        assert_eq!(
+            stopped.len(),
+            deadlines.load(std::sync::atomic::Ordering::SeqCst)
+        );
+        // The step that ran on past the deadline left no trace of its end.
+        for s in stopped {
+            assert_eq!((s.status, s.data.is_none()), (StepStatus::CutOff, true));
+        }
+        assert!(!done.results.all_passed());
     }
 }

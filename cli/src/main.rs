@@ -4,7 +4,6 @@
 
 mod companion_cmd;
 mod export_cmd;
-mod gpu_check;
 mod instrument_cmd;
 mod launch_cmd;
 mod run_cmd;
@@ -69,7 +68,7 @@ enum Command {
     Instrument(instrument_cmd::InstrumentArgs),
     /// Validate warpscope on a GPU machine in one budgeted run: device, corpus, probes,
     /// calibration, study, exports → gpu-report.md (the same plan on the emulator with --backend emu).
-    GpuCheck(gpu_check::GpuCheckArgs),
+    GpuCheck(GpuCheckArgs),
     /// List the emulator presets, or print one preset's effective configuration as TOML.
     Presets {
         /// Print this preset's configuration.
@@ -104,6 +103,91 @@ fn parse_seconds(s: &str) -> Result<Duration, String> {
         .map_err(|_| format!("{s:?} is not a number of seconds"))?;
     Duration::try_from_secs_f64(secs)
         .map_err(|_| format!("{s:?}: give a positive number of seconds"))
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct GpuCheckArgs {
+    /// Output folder (gpu-report.md, gpu-results.json, and one folder per step).
+    #[arg(long, default_value = "gpu-check-out")]
+    pub out: PathBuf,
+    /// gpu (the default: what the bundle is for) or emu (the whole plan on the emulator).
+    #[arg(long, default_value = "gpu", value_parser = ["gpu", "emu"])]
+    pub backend: String,
+    /// Wall-clock budget for the whole plan; the step running at the end is cut off.
+    #[arg(long, default_value_t = 8.0)]
+    pub budget_minutes: f64,
+    /// Emulator preset beside the GPU (default: the one matching the GPU's name, else h100).
+    #[arg(long)]
+    pub preset: Option<String>,
+}
+
+/// The exit status of a `gpu-check` stopped at the end of its budget.
+const BUDGET_SPENT_EXIT: i32 = 3;
+
+/// `warpscope gpu-check`: the plan of the `check` crate, its progress on stderr. At the deadline
+/// the process ends with status 3 (the budget is a promise to the machine's loan, not a hint: a
+/// hung step cannot be stopped otherwise); the report says which step was cut off.
+fn gpu_check(args: &GpuCheckArgs) -> Result<()> {
+    let cfg = check::CheckConfig {
+        out: args.out.clone(),
+        backend: if args.backend == "gpu" {
+            check::CheckBackend::Gpu
+        } else {
+            check::CheckBackend::Emu
+        },
+        budget_minutes: args.budget_minutes,
+        preset: args.preset.clone(),
+        program: std::env::current_exe().context("cannot find the warpscope executable")?,
+    };
+    let progress = |p: check::Progress<'_>| match p {
+        check::Progress::NoGpu { error } => {
+            eprintln!("warpscope: gpu-check: no usable GPU ({error}); every GPU step will fail")
+        }
+        check::Progress::Step {
+            number,
+            of,
+            title,
+            left,
+        } => eprintln!(
+            "warpscope: gpu-check: step {number} of {of}: {title} ({:.0} s left)",
+            left.as_secs_f64()
+        ),
+        check::Progress::StudyShard { shard, runs, left } => eprintln!(
+            "warpscope: gpu-check: study shard {shard} done: {runs} runs ({:.0} s left)",
+            left.as_secs_f64()
+        ),
+        check::Progress::Deadline {
+            after,
+            report,
+            written,
+        } => {
+            if let Err(e) = written {
+                eprintln!(
+                    "warpscope: gpu-check: writing the report at the deadline: {}",
+                    trace::error_chain(e)
+                );
+            }
+            eprintln!(
+                "warpscope: gpu-check: budget spent after {:.0} s; report: {}",
+                after.as_secs_f64(),
+                report.display()
+            );
+            std::process::exit(BUDGET_SPENT_EXIT);
+        }
+    };
+    let done = check::run(&cfg, &progress)?;
+    println!(
+        "warpscope: gpu-check on {} finished in {:.0} s: {} -> {}",
+        done.results.backend,
+        done.elapsed.as_secs_f64(),
+        if done.results.all_passed() {
+            "every step done and passed"
+        } else {
+            "see the report for failed, cut-off or disagreeing steps"
+        },
+        done.report.display()
+    );
+    Ok(())
 }
 
 /// Seconds between two progress lines of a long emulator launch.
@@ -214,7 +298,7 @@ fn run() -> Result<ExitCode> {
         Command::Export(args) => export_cmd::run(&args),
         Command::Launch(args) => launch_cmd::run(&args),
         Command::Instrument(args) => instrument_cmd::run(&args),
-        Command::GpuCheck(args) => gpu_check::run(&args),
+        Command::GpuCheck(args) => gpu_check(&args),
         Command::Presets { name: None } => {
             for name in emulator::GpuConfig::preset_names() {
                 println!("{name}");

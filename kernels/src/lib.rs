@@ -21,6 +21,7 @@
 
 pub mod budget;
 pub mod cache;
+pub mod corpus_cases;
 mod embedded;
 mod error;
 mod nvcc;

@@ -3,9 +3,9 @@
 //! preset from the device, how much do the probes disturb, does block shape move the hit rate
 //! and the frame rate), each computed from the step's results, so it can say "no".
 
-use super::GpuResults;
-use super::micro::{self, MicroCase, MicroRow};
-use super::steps::{CalibrationRow, StepData, StudyStep};
+use crate::micro::{self, MicroCase, MicroRow};
+use crate::results::GpuResults;
+use crate::steps::{CalibrationRow, StepData, StudyStep};
 use analysis::stats::{pearson, range};
 use trace::{ProbeMode, SweepRow};
 

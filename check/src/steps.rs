@@ -1,9 +1,10 @@
 //! The six steps of the plan and the typed results each one stores in `gpu-results.json`.
 
-use super::corpus::{self, CorpusRow};
-use super::micro::{self, MicroCase, MicroRow};
-use super::{Ctx, GpuResults, step_dir};
-use anyhow::{Context, Result, bail};
+use crate::corpus::{self, CorpusRow};
+use crate::error::{CheckError, MicroFailure};
+use crate::micro::{self, MicroCase, MicroRow};
+use crate::plan::{Ctx, Progress};
+use crate::results::GpuResults;
 use device::{Device, DeviceProperties};
 use export::{ExportOptions, Format};
 use serde::Serialize;
@@ -43,33 +44,61 @@ impl StepData {
 }
 
 /// What a step returned.
-pub struct Outcome {
+pub(crate) struct Outcome {
     pub data: StepData,
     pub cut_off: bool,
     pub notes: Vec<String>,
 }
 
 impl Outcome {
-    fn done(data: StepData) -> Result<Outcome> {
-        Ok(Outcome {
+    fn done(data: StepData) -> Outcome {
+        Outcome {
             data,
             cut_off: false,
             notes: Vec::new(),
-        })
+        }
     }
 }
 
-pub fn run_step(id: usize, ctx: &Ctx, so_far: &GpuResults) -> Result<Outcome> {
-    match id {
-        1 => device(ctx),
-        2 => corpus_step(ctx),
-        3 => probes(ctx),
-        4 => calibration(ctx, so_far),
-        5 => study_step(ctx),
-        6 => export(ctx),
-        _ => bail!("no step {id}"),
-    }
+type Result<T> = std::result::Result<T, CheckError>;
+
+/// One step of the plan: its title and what it runs, given the results of the steps before it.
+pub(crate) struct Step {
+    pub title: &'static str,
+    pub run: fn(&Ctx<'_>, &GpuResults) -> Result<Outcome>,
 }
+
+/// The steps, in priority order.
+pub(crate) const STEPS: [Step; 6] = [
+    Step {
+        title: "Device, driver, clocks, SM count, L2",
+        run: |ctx, _| device(ctx),
+    },
+    Step {
+        title: "Corpus kernels against their CPU references",
+        run: |ctx, _| corpus_step(ctx),
+    },
+    Step {
+        title: "Probes on silicon: pointer chase per level, independent loads per mode",
+        run: |ctx, _| probes(ctx),
+    },
+    Step {
+        title: "Emulator beside the device: calibration table",
+        run: calibration,
+    },
+    Step {
+        title: "Volume-rendering study: 8 shapes × 2 views × 2 modes",
+        run: |ctx, _| study_step(ctx),
+    },
+    Step {
+        title: "One run exported as CSV, CLOG2 and Chrome trace, read back",
+        run: |ctx, _| export(ctx),
+    },
+];
+
+/// Seconds kept for the last step (export) when the study runs: the study stops starting runs
+/// when only this much is left.
+const EXPORT_RESERVE_SECONDS: u64 = 45;
 
 // ---------------------------------------------------------------- 1. device
 
@@ -83,7 +112,7 @@ pub struct DeviceStep {
     pub ptx_arch: u32,
 }
 
-fn device(ctx: &Ctx) -> Result<Outcome> {
+fn device(ctx: &Ctx<'_>) -> Result<Outcome> {
     let dev = ctx.open()?;
     let properties = dev.properties();
     let nvidia_smi = if ctx.gpu {
@@ -104,7 +133,7 @@ fn device(ctx: &Ctx) -> Result<Outcome> {
         nvidia_smi,
         sass_archs: kernels::SASS_ARCHS.to_vec(),
         ptx_arch: kernels::PTX_ARCH,
-    }))?;
+    }));
     if let Some(cc) = &properties.compute_capability {
         let sm: u32 = cc.replace('.', "").parse().unwrap_or(0);
         if !kernels::SASS_ARCHS.contains(&sm) {
@@ -119,10 +148,10 @@ fn device(ctx: &Ctx) -> Result<Outcome> {
 
 // ---------------------------------------------------------------- 2. corpus
 
-fn corpus_step(ctx: &Ctx) -> Result<Outcome> {
+fn corpus_step(ctx: &Ctx<'_>) -> Result<Outcome> {
     let mut rows = Vec::new();
     let mut notes = Vec::new();
-    for case in corpus::CASES {
+    for case in corpus::cases() {
         let mut dev = ctx.open()?;
         let mut emu = ctx.gpu.then(|| ctx.emulator());
         let row = match corpus::check(
@@ -133,11 +162,11 @@ fn corpus_step(ctx: &Ctx) -> Result<Outcome> {
             Ok(r) => r,
             Err(e) => CorpusRow {
                 file: case.file.into(),
-                entries: case.entries.into(),
+                entries: case.entries.join(", "),
                 matches_reference: false,
                 matches_emulator: None,
                 kernel_ms: 0.0,
-                problem: Some(format!("{e:#}")),
+                problem: Some(trace::error_chain(&e)),
             },
         };
         if let Some(p) = &row.problem {
@@ -166,24 +195,31 @@ pub struct ProbesStep {
     pub verdicts: Vec<Verdict>,
 }
 
-fn probes(ctx: &Ctx) -> Result<Outcome> {
+fn probes(ctx: &Ctx<'_>) -> Result<Outcome> {
     let mut rows = Vec::new();
-    let mut notes = Vec::new();
+    let mut failures = Vec::new();
     for (case, mode) in micro::PLAN {
         let mut dev = ctx.open()?;
         match micro::measure(dev.as_mut(), &ctx.preset, case, mode) {
             Ok(r) => rows.push(r),
-            Err(e) => notes.push(format!("{} ({}): {e:#}", case.label(), mode.name())),
+            Err(e) => failures.push(MicroFailure {
+                case: case.label(),
+                mode: mode.name(),
+                error: Box::new(e),
+            }),
         }
+    }
+    if !failures.is_empty() {
+        return Err(CheckError::Probes { failures });
     }
     let verdicts = micro::verdicts(&rows)
         .into_iter()
         .map(|(check, passed)| Verdict { check, passed })
         .collect();
-    if !notes.is_empty() {
-        bail!("{}", notes.join("; "));
-    }
-    Outcome::done(StepData::Probes(ProbesStep { rows, verdicts }))
+    Ok(Outcome::done(StepData::Probes(ProbesStep {
+        rows,
+        verdicts,
+    })))
 }
 
 // ---------------------------------------------------------------- 4. calibration
@@ -202,7 +238,7 @@ pub struct CalibrationRow {
     pub ratio: f64,
 }
 
-fn calibration(ctx: &Ctx, so_far: &GpuResults) -> Result<Outcome> {
+fn calibration(ctx: &Ctx<'_>, so_far: &GpuResults) -> Result<Outcome> {
     let measured: Vec<MicroRow> = so_far
         .steps
         .iter()
@@ -244,11 +280,8 @@ fn calibration(ctx: &Ctx, so_far: &GpuResults) -> Result<Outcome> {
             ratio: emu_row.mean_cycles / dev_row.mean_cycles,
         });
     }
-    for file in corpus::CALIBRATION {
-        let case = corpus::CASES
-            .iter()
-            .find(|c| c.file == file)
-            .with_context(|| format!("no corpus case {file}"))?;
+    for case in corpus::calibration_cases() {
+        let file = case.file;
         let mut dev = ctx.open()?;
         let (device_ms, mismatch) = corpus::timed(case, dev.as_mut())?;
         let emulator_ms = if ctx.gpu {
@@ -261,7 +294,7 @@ fn calibration(ctx: &Ctx, so_far: &GpuResults) -> Result<Outcome> {
             notes.push(format!("{file} (timing size): {m}"));
         }
         rows.push(CalibrationRow {
-            case: format!("{} ({}), kernel time", case.entries, file),
+            case: format!("{} ({}), kernel time", case.entries.join(", "), file),
             micro: None,
             unit: "µs".into(),
             device: device_ms * 1000.0,
@@ -307,8 +340,8 @@ pub struct StudyStep {
     pub findings: Vec<String>,
 }
 
-fn study_step(ctx: &Ctx) -> Result<Outcome> {
-    let dir = step_dir(ctx, "study")?;
+fn study_step(ctx: &Ctx<'_>) -> Result<Outcome> {
+    let dir = ctx.step_dir("study")?;
     // The paper's geometry takes seconds on a GPU and ~30 minutes on the emulator.
     let scale = if ctx.gpu { Scale::Paper } else { Scale::Quick };
     let mut cfg = study::demo_config(&dir, scale)?;
@@ -319,7 +352,7 @@ fn study_step(ctx: &Ctx) -> Result<Outcome> {
         device::BackendChoice::Emu
     };
     cfg.frames = if ctx.gpu { 10 } else { 1 };
-    let reserve = Duration::from_secs(super::EXPORT_RESERVE_SECONDS);
+    let reserve = Duration::from_secs(EXPORT_RESERVE_SECONDS);
     let mut rows: Vec<SweepRow> = Vec::new();
     let mut notes = Vec::new();
     let mut cut_off = false;
@@ -343,13 +376,16 @@ fn study_step(ctx: &Ctx) -> Result<Outcome> {
         if shards > 1 {
             part.out_dir = dir.join(format!("shard-{k}"));
         }
-        let swept = study::sweep_shard(&part, shard, &|_, _| {})
-            .with_context(|| format!("sweep shard {shard}"))?;
-        eprintln!(
-            "warpscope: gpu-check: study shard {shard} done: {} runs ({:.0} s left)",
-            swept.rows.len(),
-            ctx.left().as_secs_f64()
-        );
+        let swept =
+            study::sweep_shard(&part, shard, &|_, _| {}).map_err(|source| CheckError::Shard {
+                shard,
+                source: Box::new(source),
+            })?;
+        (ctx.progress)(Progress::StudyShard {
+            shard,
+            runs: swept.rows.len(),
+            left: ctx.left(),
+        });
         rows.extend(swept.rows);
         shard_dirs.push(part.out_dir);
     }
@@ -447,7 +483,7 @@ fn analyze_study(sweep_dir: &Path, notes: &mut Vec<String>) -> Vec<String> {
 /// (`warpscope render … --mode M --frames 1` under ncu), while the budget lasts: the bare build
 /// (`off`) for every shape and view first, then each probe mode's build — what probing changed.
 fn ncu_rates(
-    ctx: &Ctx,
+    ctx: &Ctx<'_>,
     cfg: &study::SweepConfig,
     dir: &Path,
     reserve: Duration,
@@ -461,7 +497,6 @@ fn ncu_rates(
     let Some(ncu) = study::ncu_path() else {
         return Ok((Vec::new(), "not run: ncu is not on the PATH".into()));
     };
-    let program = std::env::current_exe().context("cannot find the warpscope executable")?;
     let mut rows = Vec::new();
     let mut skipped = 0;
     let views: &[View] = &cfg.views;
@@ -504,7 +539,7 @@ fn ncu_rates(
             // An ncu that hangs (one did, on an H100 machine whose counters it could not read)
             // must not take the rest of the budget: it gets what is left above the reserve.
             let limit = ctx.left().saturating_sub(reserve).min(study::NCU_LIMIT);
-            match study::run_ncu(&ncu, study::KERNEL_NAME, &program, &args, limit) {
+            match study::run_ncu(&ncu, study::KERNEL_NAME, ctx.program, &args, limit) {
                 Ok(Some(h)) => rows.push(NcuRow {
                     shape: shape.name(),
                     view: view.to_string(),
@@ -550,8 +585,8 @@ pub struct ExportStep {
     pub formats: Vec<FormatCheck>,
 }
 
-fn export(ctx: &Ctx) -> Result<Outcome> {
-    let dir = step_dir(ctx, "export")?;
+fn export(ctx: &Ctx<'_>) -> Result<Outcome> {
+    let dir = ctx.step_dir("export")?;
     let mut dev = ctx.open()?;
     // A small render (64³ shell, 64×64, 16×8, fence) with every warp traced: seconds on both
     // backends, independent of whether the study finished.
@@ -570,16 +605,26 @@ fn export(ctx: &Ctx) -> Result<Outcome> {
     let mut formats = Vec::new();
     for f in [Format::Csv, Format::Clog2, Format::Chrome] {
         let path = run_dir.join(f.default_file_name());
-        export::export(&reader, f, &path, &ExportOptions::default())
-            .with_context(|| format!("exporting {}", path.display()))?;
-        let file =
-            std::fs::File::open(&path).with_context(|| format!("reading {}", path.display()))?;
+        export::export(&reader, f, &path, &ExportOptions::default()).map_err(|source| {
+            CheckError::Export {
+                path: path.clone(),
+                source,
+            }
+        })?;
+        let file = std::fs::File::open(&path).map_err(|source| CheckError::Read {
+            path: path.clone(),
+            source,
+        })?;
         let input = std::io::BufReader::new(file);
         let read_back = match f {
-            Format::Csv => export::read_records_csv(input)?.len(),
-            Format::Clog2 => export::Clog2Log::read(input)?.accesses().len(),
-            _ => export::read_chrome(input)?.slices.len(),
-        } as u64;
+            Format::Csv => export::read_records_csv(input).map(|r| r.len()),
+            Format::Clog2 => export::Clog2Log::read(input).map(|l| l.accesses().len()),
+            _ => export::read_chrome(input).map(|c| c.slices.len()),
+        }
+        .map_err(|source| CheckError::ReadBack {
+            path: path.clone(),
+            source,
+        })? as u64;
         formats.push(FormatCheck {
             format: f.to_string(),
             file: path
@@ -601,7 +646,7 @@ fn export(ctx: &Ctx) -> Result<Outcome> {
         records,
         warps,
         formats,
-    }))?;
+    }));
     if records == 0 {
         out.notes
             .push("the run traced no records: the read-back check is empty".into());

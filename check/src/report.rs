@@ -1,7 +1,7 @@
 //! `gpu-report.md`, rendered from [`GpuResults`] alone (so the JSON and the report never disagree).
 
-use super::steps::StepData;
-use super::{GpuResults, StepStatus};
+use crate::results::{GpuResults, StepStatus};
+use crate::steps::StepData;
 use analysis::md_table;
 use std::fmt::Write;
 use trace::ProbeMode;
@@ -57,7 +57,7 @@ pub fn markdown(r: &GpuResults) -> String {
              on an H100/H200).\n"
         );
     }
-    let verdict = super::verdict::lines(r);
+    let verdict = crate::verdict::lines(r);
     if !verdict.is_empty() {
         let _ = writeln!(s, "## Verdict\n");
         for l in &verdict {

@@ -10,11 +10,11 @@
 //! warmed once, so an LRU L1 misses every step; DRAM, never-touched lines 4 KiB apart, after a
 //! write of twice the L2 size that evicts whatever the upload left in it.
 
-use super::Rng;
-use anyhow::{Context, Result, bail};
+use crate::error::CheckError;
 use device::{Arg, Device, LaunchConfig};
 use emulator::{TexAddress, TexFilter, TexFormat, TextureDesc};
 use instrument::{Probe, ProbedArg, TraceWarps, launch_probed};
+use kernels::corpus_cases::Rng;
 use kernels::layout::{WS_DUMMY, WS_FENCE, WS_NAIVE};
 use serde::Serialize;
 use trace::{Dim3, ProbeMode, Region, SiteInfo};
@@ -92,13 +92,13 @@ pub const PLAN: [(MicroCase, ProbeMode); 10] = [
     (MicroCase::LoadsL1, ProbeMode::Dummy),
 ];
 
-fn ws_mode(mode: ProbeMode) -> Result<u32> {
-    Ok(match mode {
-        ProbeMode::Naive => WS_NAIVE,
-        ProbeMode::Fence => WS_FENCE,
-        ProbeMode::Dummy => WS_DUMMY,
-        other => bail!("no microbenchmark build for mode {}", other.name()),
-    })
+fn ws_mode(mode: ProbeMode) -> Result<u32, CheckError> {
+    match mode {
+        ProbeMode::Naive => Ok(WS_NAIVE),
+        ProbeMode::Fence => Ok(WS_FENCE),
+        ProbeMode::Dummy => Ok(WS_DUMMY),
+        other => Err(CheckError::NoMicroBuild { mode: other.name() }),
+    }
 }
 
 /// Runs one case on `dev` (a fresh device per case keeps the caches of one case out of the next).
@@ -107,9 +107,12 @@ pub fn measure(
     cfg: &emulator::GpuConfig,
     case: MicroCase,
     mode: ProbeMode,
-) -> Result<MicroRow> {
-    let build = kernels::find_micro("pointer_chase", ws_mode(mode)?)
-        .context("the pointer_chase microbenchmark is not embedded (kernels/micro)")?;
+) -> Result<MicroRow, CheckError> {
+    let build = kernels::find_micro("pointer_chase", ws_mode(mode)?).ok_or_else(|| {
+        CheckError::NotEmbedded {
+            what: "the pointer_chase microbenchmark (kernels/micro)".into(),
+        }
+    })?;
     let module = dev.load(build.ptx, Some(build.fatbin))?;
     let lat = cfg.unloaded_latencies();
     let line = u64::from(cfg.l1.line_bytes);
@@ -231,17 +234,18 @@ pub fn measure(
         .trace
         .warps
         .first()
-        .with_context(|| format!("{kernel}: the log holds no warp"))?;
+        .ok_or(CheckError::NoWarp { kernel })?;
     let mut cycles: Vec<f64> = warp
         .records
         .iter()
         .map(|r| r.duration().0 as f64 / f64::from(per))
         .collect();
     if cycles.len() != repeats as usize {
-        bail!(
-            "{kernel}: {} records for {repeats} probed accesses",
-            cycles.len()
-        );
+        return Err(CheckError::Records {
+            kernel,
+            records: cycles.len(),
+            expected: repeats,
+        });
     }
     // The first repeated load misses (it brings the word in): not an L1 hit.
     if case == MicroCase::LoadsL1 {
@@ -278,7 +282,7 @@ fn random_cycle(n: u64) -> Vec<u64> {
 
 /// Writes twice the L2's size to a scratch buffer and frees it: on a GPU the copy goes through
 /// the L2 and evicts what the chain's upload left there (the emulator's uploads bypass its caches).
-fn evict_l2(dev: &mut dyn Device, cfg: &emulator::GpuConfig) -> Result<()> {
+fn evict_l2(dev: &mut dyn Device, cfg: &emulator::GpuConfig) -> Result<(), CheckError> {
     let l2 = dev.properties().l2_bytes.unwrap_or(cfg.l2.size_bytes);
     let bytes = 2 * l2;
     let scratch = dev.alloc(bytes)?;

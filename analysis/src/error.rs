@@ -21,11 +21,11 @@ pub enum AnalysisError {
     },
     #[error(transparent)]
     Trace(#[from] trace::TraceError),
-    #[error("{path}")]
-    Polars {
+    #[error("{path}: cannot write CSV")]
+    Csv {
         path: PathBuf,
         #[source]
-        source: polars::error::PolarsError,
+        source: csv::Error,
     },
     #[error("{path}: cannot draw the figure: {reason}")]
     Plot { path: PathBuf, reason: String },
@@ -49,8 +49,8 @@ impl AnalysisError {
         }
     }
 
-    pub(crate) fn polars(path: impl Into<PathBuf>, source: polars::error::PolarsError) -> Self {
-        AnalysisError::Polars {
+    pub(crate) fn csv(path: impl Into<PathBuf>, source: csv::Error) -> Self {
+        AnalysisError::Csv {
             path: path.into(),
             source,
         }

@@ -3,9 +3,16 @@
 //! hit rate and frame rate across block shapes, how access time is spread over warps, and which
 //! sites, warps and blocks are hot spots — as CSV tables, figures (PNG + SVG) and one report.
 //!
-//! Why a crate of its own: the statistics, polars and plotters stay out of every other crate
+//! Why a crate of its own: the statistics and plotters stay out of every other crate
 //! (docs/ARCHITECTURE.md); the analysis sees only the `trace` model, so it works the same on emulator and
 //! GPU sweeps.
+//!
+//! Why no polars: the tables are built column by column in memory and written once, which is a
+//! loop over the rows with the `csv` crate (`table.rs`); polars did only that here, and it was
+//! most of this crate's dependency tree (`cargo tree -e normal`: 211 lines with it, 59 without).
+//! The files keep polars' spelling byte for byte (its float formatter, `zmij`, is the one kept
+//! dependency), so readers of the CSVs see no change. Parquet, the one format polars is needed
+//! for, is the `export` crate's.
 //!
 //! Main items: [`analyze`] (a sweep directory in, `breakdown.csv`, `correlation.csv`,
 //! `warps.csv`, `hotspots.csv`, figures, `report.html` and `report.md` out), [`AnalyzeOptions`],

@@ -1,9 +1,19 @@
-//! A small column-oriented table that becomes a polars `DataFrame` for the CSV files and plain
-//! text cells for the HTML and Markdown reports, so that every output shows the same numbers.
-//! Missing values are nulls in polars (empty CSV cells) and "–" in the reports.
+//! A small column-oriented table, written as CSV for the files and as text cells for the HTML and
+//! Markdown reports, so that every output shows the same numbers. A missing value is an empty CSV
+//! cell and "–" in the reports.
+//!
+//! The CSV spelling is the one polars wrote these files in, so that they read the same to every
+//! tool that read them before: the header first; integers in decimal; `true`/`false`; a cell
+//! quoted only when it holds a comma, a quote or a line break; floats in the shortest form that
+//! reads back as the same number, with `.0` on whole numbers and an exponent outside 10⁻⁵–10¹⁶
+//! (`0.5`, `25.0`, `0.00001`, `1e-6`, `1e+16`, `NaN`, `inf`). Floats go through `zmij`, the
+//! formatter polars itself calls: the standard library's shortest form rounds a tie in the last
+//! digit the other way (583666046111986.25 → `…986.3`, where polars wrote `…986.2`). One cell is
+//! spelled differently from polars on purpose: an empty text is an empty cell like a missing
+//! value (polars wrote `""`), which is what the files' contract says an empty cell is.
 
 use crate::AnalysisError;
-use polars::prelude::*;
+use std::io::Write as _;
 use std::path::Path;
 
 /// One column's values.
@@ -27,6 +37,19 @@ impl Col {
             Col::F64(v) => v.len(),
             Col::Bool(v) => v.len(),
         }
+    }
+
+    /// Appends the cell's CSV text (unquoted: the CSV writer quotes) to `out`.
+    fn write_csv_cell(&self, row: usize, out: &mut Vec<u8>, floats: &mut zmij::Buffer) {
+        // Writing into a Vec cannot fail.
+        let _ = match self {
+            Col::Str(v) => out.write_all(v[row].as_bytes()),
+            Col::U64(v) => write!(out, "{}", v[row]),
+            Col::U32(v) => write!(out, "{}", v[row]),
+            Col::OptU32(v) => v[row].map_or(Ok(()), |x| write!(out, "{x}")),
+            Col::F64(v) => v[row].map_or(Ok(()), |x| out.write_all(floats.format(x).as_bytes())),
+            Col::Bool(v) => out.write_all(if v[row] { b"true" } else { b"false" }),
+        };
     }
 
     /// The cell as report text: floats with 4 significant digits.
@@ -74,35 +97,25 @@ impl Table {
         self.columns.iter().find(|(n, _)| n == name).map(|(_, c)| c)
     }
 
-    pub fn to_dataframe(&self) -> PolarsResult<DataFrame> {
-        let cols: Vec<Column> = self
-            .columns
-            .iter()
-            .map(|(name, c)| {
-                let name: PlSmallStr = name.as_str().into();
-                match c {
-                    Col::Str(v) => Column::new(name, v),
-                    Col::U64(v) => Column::new(name, v),
-                    Col::U32(v) => Column::new(name, v),
-                    Col::OptU32(v) => Column::new(name, v),
-                    Col::F64(v) => Column::new(name, v),
-                    Col::Bool(v) => Column::new(name, v),
-                }
-            })
-            .collect();
-        DataFrame::new(self.height(), cols)
+    /// The table as CSV bytes (see the module docs for the spelling).
+    pub fn to_csv(&self) -> Result<Vec<u8>, csv::Error> {
+        let mut w = csv::Writer::from_writer(Vec::new());
+        w.write_record(self.columns.iter().map(|(n, _)| n.as_bytes()))?;
+        let (mut cell, mut floats) = (Vec::new(), zmij::Buffer::new());
+        for row in 0..self.height() {
+            for (_, c) in &self.columns {
+                cell.clear();
+                c.write_csv_cell(row, &mut cell, &mut floats);
+                w.write_field(&cell)?;
+            }
+            w.write_record(None::<&[u8]>)?;
+        }
+        w.into_inner().map_err(|e| e.into_error().into())
     }
 
-    /// Writes the table as CSV through polars, atomically.
+    /// Writes the table as CSV, atomically.
     pub fn write_csv(&self, path: &Path) -> Result<(), AnalysisError> {
-        let mut df = self
-            .to_dataframe()
-            .map_err(|e| AnalysisError::polars(path, e))?;
-        let mut bytes = Vec::new();
-        CsvWriter::new(&mut bytes)
-            .include_header(true)
-            .finish(&mut df)
-            .map_err(|e| AnalysisError::polars(path, e))?;
+        let bytes = self.to_csv().map_err(|e| AnalysisError::csv(path, e))?;
         crate::output::write_atomic(path, &bytes)
     }
 
@@ -135,6 +148,60 @@ mod tests {
         let text = std::fs::read_to_string(&p).unwrap();
         assert_eq!(text, "run,n,x,flag\na,1,0.5,true\n\"b,c\",2,,false\n");
         assert_eq!(t.text_rows(Some(&[1]))[1], vec!["b,c", "2", "–", ""]);
+    }
+
+    /// The spelling polars wrote, cell by cell: shortest floats with `.0` on whole numbers and an
+    /// exponent outside 1e-5..1e16, ties in the last digit as polars' formatter breaks them, an
+    /// empty cell for a missing value, quotes only around a separator, quote or line break.
+    #[test]
+    fn csv_cells_are_spelled_as_polars_wrote_them() {
+        let mut t = Table::default();
+        let floats = [
+            Some(25.0),
+            Some(0.1 + 0.2),
+            Some(1e-5),
+            Some(1e-6),
+            Some(1.5e16),
+            Some(2.56e10),
+            Some(583666046111986.25),
+            Some(-0.0),
+            Some(f64::NAN),
+            Some(f64::INFINITY),
+            None,
+        ];
+        t.push("x", Col::F64(floats.to_vec()));
+        let text: [&str; 11] = [
+            "plain",
+            "a,b",
+            "say \"hi\"",
+            "two\nlines",
+            "",
+            "x",
+            "x",
+            "x",
+            "x",
+            "x",
+            "x",
+        ];
+        t.push("s", Col::Str(text.iter().map(|s| s.to_string()).collect()));
+        t.push(
+            "k",
+            Col::OptU32([Some(7), None].into_iter().cycle().take(11).collect()),
+        );
+        let csv = String::from_utf8(t.to_csv().unwrap()).unwrap();
+        let want = "x,s,k\n\
+                    25.0,plain,7\n\
+                    0.30000000000000004,\"a,b\",\n\
+                    0.00001,\"say \"\"hi\"\"\",7\n\
+                    1e-6,\"two\nlines\",\n\
+                    1.5e+16,,7\n\
+                    25600000000.0,x,\n\
+                    583666046111986.2,x,7\n\
+                    -0.0,x,\n\
+                    NaN,x,7\n\
+                    inf,x,\n\
+                    ,x,7\n";
+        assert_eq!(csv, want);
     }
 
     #[test]

@@ -491,17 +491,13 @@ pub fn compare_mode(
     }
     std::fs::create_dir_all(out).map_err(|e| AnalysisError::io(out, e))?;
     let mut files = Vec::new();
-    let csv_err = |path: &Path, e: csv::Error| AnalysisError::Io {
-        path: path.to_path_buf(),
-        source: std::io::Error::other(e.to_string()),
-    };
     // compare_features.csv
     let path = out.join("compare_features.csv");
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record([
         "platform", "step", "feature", "r2", "adj_r2", "n", "warning",
     ])
-    .map_err(|e| csv_err(&path, e))?;
+    .map_err(|e| AnalysisError::csv(&path, e))?;
     for s in &selections {
         for (i, st) in s.steps.iter().enumerate() {
             w.write_record([
@@ -513,7 +509,7 @@ pub fn compare_mode(
                 s.n.to_string(),
                 s.warning.clone().unwrap_or_default(),
             ])
-            .map_err(|e| csv_err(&path, e))?;
+            .map_err(|e| AnalysisError::csv(&path, e))?;
         }
         if s.steps.is_empty() {
             w.write_record([
@@ -525,12 +521,12 @@ pub fn compare_mode(
                 s.n.to_string(),
                 s.warning.clone().unwrap_or_default(),
             ])
-            .map_err(|e| csv_err(&path, e))?;
+            .map_err(|e| AnalysisError::csv(&path, e))?;
         }
     }
     let bytes = w
         .into_inner()
-        .map_err(|e| csv_err(&path, csv::Error::from(e.into_error())))?;
+        .map_err(|e| AnalysisError::csv(&path, e.into_error().into()))?;
     write_atomic(&path, &bytes)?;
     files.push(path);
     // compare_times.csv
@@ -539,7 +535,8 @@ pub fn compare_mode(
     let mut header = vec!["run".to_string()];
     header.extend(platforms.iter().map(|p| format!("kernel_ms:{}", p.name)));
     header.push("fastest".into());
-    w.write_record(&header).map_err(|e| csv_err(&path, e))?;
+    w.write_record(&header)
+        .map_err(|e| AnalysisError::csv(&path, e))?;
     for run in &runs {
         let ts: Vec<f64> = platforms.iter().map(|p| time(p, run)).collect();
         let fastest = ts
@@ -551,11 +548,12 @@ pub fn compare_mode(
         let mut rec = vec![run.clone()];
         rec.extend(ts.iter().map(|t| format!("{t}")));
         rec.push(fastest);
-        w.write_record(&rec).map_err(|e| csv_err(&path, e))?;
+        w.write_record(&rec)
+            .map_err(|e| AnalysisError::csv(&path, e))?;
     }
     let bytes = w
         .into_inner()
-        .map_err(|e| csv_err(&path, csv::Error::from(e.into_error())))?;
+        .map_err(|e| AnalysisError::csv(&path, e.into_error().into()))?;
     write_atomic(&path, &bytes)?;
     files.push(path);
     // Figure: each platform's time over the reference's runs, as a fraction of the slowest time

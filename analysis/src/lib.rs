@@ -78,6 +78,7 @@
 
 mod error;
 mod figures;
+pub mod fmt;
 mod output;
 pub mod regress;
 mod report;

@@ -52,21 +52,6 @@ pub(crate) fn html_escape(s: &str) -> String {
     out
 }
 
-/// A fraction as a whole percent, `0.574` → `57%`: the findings' and verdicts' spelling.
-pub(crate) fn pct(x: f64) -> String {
-    format!("{:.0}%", x * 100.0)
-}
-
-/// "16x8" → "16×8", as the paper writes shapes.
-pub(crate) fn pretty_shape(shape: &str) -> String {
-    shape.replace('x', "×")
-}
-
-/// "90,0,90" → "(90,0,90)".
-pub(crate) fn pretty_view(view: &str) -> String {
-    format!("({view})")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -105,7 +90,5 @@ mod tests {
             html_escape("<a href=\"x\">&'"),
             "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
         );
-        assert_eq!(pretty_shape("16x8"), "16×8");
-        assert_eq!(pretty_view("0,0,0"), "(0,0,0)");
     }
 }

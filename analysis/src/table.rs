@@ -13,6 +13,7 @@
 //! value (polars wrote `""`), which is what the files' contract says an empty cell is.
 
 use crate::AnalysisError;
+use crate::fmt::sig;
 use std::io::Write as _;
 use std::path::Path;
 
@@ -59,23 +60,10 @@ impl Col {
             Col::U64(v) => v[row].to_string(),
             Col::U32(v) => v[row].to_string(),
             Col::OptU32(v) => v[row].map_or_else(|| "–".to_string(), |x| x.to_string()),
-            Col::F64(v) => v[row].map_or_else(|| "–".to_string(), fmt_sig),
+            Col::F64(v) => v[row].map_or_else(|| "–".to_string(), sig),
             Col::Bool(v) => if v[row] { "yes" } else { "" }.to_string(),
         }
     }
-}
-
-/// `x` with 4 significant digits, without exponent for the usual magnitudes.
-pub(crate) fn fmt_sig(x: f64) -> String {
-    if x == 0.0 || !x.is_finite() {
-        return format!("{x}");
-    }
-    let mag = x.abs().log10().floor() as i32;
-    if !(-4..=9).contains(&mag) {
-        return format!("{x:.3e}");
-    }
-    let decimals = (3 - mag).max(0) as usize;
-    format!("{x:.decimals$}")
 }
 
 /// Named columns of equal length.
@@ -202,14 +190,5 @@ mod tests {
                     inf,x,\n\
                     ,x,7\n";
         assert_eq!(csv, want);
-    }
-
-    #[test]
-    fn significant_digits() {
-        assert_eq!(fmt_sig(0.0021734), "0.002173");
-        assert_eq!(fmt_sig(123.456), "123.5");
-        assert_eq!(fmt_sig(12345.6), "12346");
-        assert_eq!(fmt_sig(-0.5), "-0.5000");
-        assert_eq!(fmt_sig(1e-7), "1.000e-7");
     }
 }

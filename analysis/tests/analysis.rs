@@ -303,15 +303,15 @@ fn findings_state_naive_vs_fenced_shares_and_correlations() {
     standard_sweep(sweep.path());
     let out = sweep.path().join("analysis");
     let s = analyze(sweep.path(), &out, &AnalyzeOptions::default()).unwrap();
-    // Uniform runs: mem = 4t of 10t → 40% in both modes; naive is not below half.
+    // Uniform runs: mem = 4t of 10t → 40 % in both modes; naive is not below half.
     let f = s
         .findings
         .iter()
         .find(|f| f.starts_with("At (0,0,0), naive"))
         .unwrap();
     assert!(f.contains("0 of 2 shapes"), "{f}");
-    // Uniform runs: 3 of 4 accesses at site 0, all of t cycles → 75% of memory time.
-    let site = "At (0,0,0) (fence), site 0 (volume sample) accounts for 75% of the memory time (mean over 4 shapes).";
+    // Uniform runs: 3 of 4 accesses at site 0, all of t cycles → 75 % of memory time.
+    let site = "At (0,0,0) (fence), site 0 (volume sample) accounts for 75 % of the memory time (mean over 4 shapes).";
     assert!(s.findings.iter().any(|f| f == site), "{:?}", s.findings);
     assert!(
         s.findings.iter().any(
@@ -336,7 +336,7 @@ fn the_report_opens_with_a_verdict_and_its_figure() {
         .find(|v| v.starts_with("At (0,0,0)"))
         .unwrap_or_else(|| panic!("{:?}", s.verdict));
     for part in [
-        "timed with fence: memory is 40% of warp time, 75% of it at site 0 (volume sample).",
+        "timed with fence: memory is 40 % of warp time, 75 % of it at site 0 (volume sample).",
         "(bare kernel): 8×16 is slowest",
         "128×1 fastest",
         "(6.00×)",
@@ -429,7 +429,7 @@ fn same_hit_rate_different_variance_is_a_finding() {
     .unwrap();
     assert!(
         s.findings.iter().any(|f| f.contains(
-            "At (90,0,90) (fence), 8×16 has the same texture hit rate as 2×64 (90.0% vs 90.5%) but 16.0× the per-warp variance"
+            "At (90,0,90) (fence), 8×16 has the same texture hit rate as 2×64 (90.0 % vs 90.5 %) but 16.0× the per-warp variance"
         )),
         "{:?}",
         s.findings

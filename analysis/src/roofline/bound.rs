@@ -37,6 +37,7 @@
 use super::model::RunCounters;
 use super::spec::GpuSpec;
 use crate::AnalysisError;
+use crate::fmt::{pct, sig};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write;
 
@@ -253,11 +254,11 @@ impl Hierarchy {
             {
                 let _ = write!(
                     label,
-                    "\\nread {} write {}\\nbusy {} cycles ({}% of T_sim)",
+                    "\\nread {} write {}\\nbusy {} cycles ({} of T_sim)",
                     sig(u.read),
                     sig(u.written),
                     sig(u.busy_cycles),
-                    sig(100.0 * u.busy_cycles / b.t_sim_cycles.max(1.0))
+                    pct(u.busy_cycles / b.t_sim_cycles.max(1.0), 1)
                 );
                 if u.name == b.bottleneck {
                     style = ", style=filled, fillcolor=\"#f4a582\"".into();
@@ -281,10 +282,6 @@ impl Hierarchy {
         s.push_str("}\n");
         s
     }
-}
-
-fn sig(x: f64) -> String {
-    crate::table::fmt_sig(x)
 }
 
 fn dot_escape(s: &str) -> String {

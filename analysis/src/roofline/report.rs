@@ -23,9 +23,10 @@ use super::model::{Ceilings, Level, RunCounters, RunRoofline, roofline_point, ru
 use super::spec::GpuSpec;
 use crate::AnalysisError;
 use crate::figures::Drawn;
+use crate::fmt::sig;
 use crate::output::{html_escape, slug, write_atomic};
 use crate::report::{Section, html_table, md_table};
-use crate::table::{Col, Table, fmt_sig};
+use crate::table::{Col, Table};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::collections::BTreeMap;
@@ -72,7 +73,8 @@ fn read_runs(sweep_dir: &Path, runs: &[(String, String)]) -> (Vec<RunInput>, Vec
     (ok, left)
 }
 
-fn pct(x: f64) -> Option<f64> {
+/// A fraction as a number of percent (0–100) for the CSV columns, where it is finite.
+fn percent(x: f64) -> Option<f64> {
     x.is_finite().then_some(100.0 * x)
 }
 
@@ -104,8 +106,8 @@ fn roofline_table(rows: &[(&RunInput, RunRoofline, Ceilings)]) -> Table {
                 ("bandwidth_bytes_per_s", Some(ce.bandwidth(*l))),
                 ("ridge", Some(p.ridge)),
                 ("attainable_per_s", Some(p.attainable)),
-                ("pct_of_attainable", pct(p.fraction_of_attainable)),
-                ("pct_of_peak", pct(p.fraction_of_peak)),
+                ("pct_of_attainable", percent(p.fraction_of_attainable)),
+                ("pct_of_peak", percent(p.fraction_of_peak)),
             ] {
                 cols.entry(k).or_default().push(v);
             }
@@ -327,7 +329,7 @@ pub(crate) fn write_section(
     for (key, run, bn, ratio) in &dots {
         let line = format!(
             "Hierarchy of {key}: hierarchy_{key}.dot / .json (Graphviz; `dot -Tsvg`), with the bound of run {run}: bottleneck {bn}, T_est/T_sim = {}.",
-            fmt_sig(*ratio)
+            sig(*ratio)
         );
         let _ = writeln!(sec.html, "<p>{}</p>", html_escape(&line));
         let _ = writeln!(sec.md, "{line}\n");

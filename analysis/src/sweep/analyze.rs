@@ -2,7 +2,8 @@
 
 use crate::AnalysisError;
 use crate::figures::{Figure, FigureKind, LinePanel, StackedPanel};
-use crate::output::{pretty_shape, pretty_view, slug};
+use crate::fmt::{pretty_shape, pretty_view, sig};
+use crate::output::slug;
 use crate::stats;
 use crate::sweep::findings::{
     correlation_findings, naive_vs_measured, outlier_findings, site_findings, variance_findings,
@@ -13,7 +14,7 @@ use crate::sweep::model::{Analysis, Corr, Run};
 use crate::sweep::report;
 use crate::sweep::runs::{self as sweep, Skipped};
 use crate::sweep::runstats::RunStats;
-use crate::table::{Col, Table, fmt_sig};
+use crate::table::{Col, Table};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -749,7 +750,7 @@ fn figures(runs: &[Run], views: &[String], opts: &AnalyzeOptions) -> Vec<Figure>
             title: format!("Mean access time per warp on SM {sm}, {} (fig. 10)", r.label()),
             caption: format!(
                 "Warps of SM {sm} in issue order (kernel-begin clock); a warp without accesses (e.g. all its rays miss the volume) has no bar. Per-warp variance of the run: {} cycles².",
-                r.bd.warp_mean_var.map_or("–".into(), fmt_sig)
+                r.bd.warp_mean_var.map_or("–".into(), sig)
             ),
             kind: FigureKind::Bars {
                 values,

@@ -4,7 +4,7 @@
 //! `perturbation.rs`) all read it without importing each other.
 
 use crate::figures::Drawn;
-use crate::output::{pretty_shape, pretty_view};
+use crate::fmt::{pretty_shape, pretty_view};
 use crate::sweep::runs::{RunFiles, Skipped};
 use crate::sweep::runstats::{Breakdown, RunStats};
 use crate::table::Table;

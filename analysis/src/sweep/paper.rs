@@ -14,11 +14,10 @@
 //! Reasons are facts computed from the runs (hit rates, the volume against the configured L2);
 //! where none accounts for the difference the reason says "not explained".
 
-use crate::output::{pretty_shape, pretty_view};
+use crate::fmt::{pct, pretty_shape, pretty_view, sig};
 use crate::report::Section;
 use crate::stats;
 use crate::sweep::model::{Run, WEAK_CORRELATION};
-use crate::table::fmt_sig;
 use std::path::Path;
 
 /// Two shares closer than this (absolute, 0–1) agree: the paper's are read off a bar chart.
@@ -339,10 +338,6 @@ fn find<'a>(runs: &'a [RunFacts], shape: &str, view: &str, mode: &str) -> Option
         .find(|r| r.shape == shape && r.view == view && r.mode == mode)
 }
 
-fn pct(x: f64) -> String {
-    format!("{:.0} %", x * 100.0)
-}
-
 fn opt(x: Option<f64>) -> String {
     x.map_or_else(|| "–".to_string(), |v| format!("{v:.2}"))
 }
@@ -460,7 +455,7 @@ pub(crate) fn check(s: Statement, runs: &[RunFacts]) -> Row {
                 return not_measured(s, no_run(shape, view, mode));
             };
             let ok = (r.mem_share - share).abs() <= SHARE_TOLERANCE;
-            Row::judged(s, pct(r.mem_share), ok, || reason_or_facts(r, None))
+            Row::judged(s, pct(r.mem_share, 0), ok, || reason_or_facts(r, None))
         }
         Claim::NaiveUnderHalf { view, shapes } => {
             let mut parts = Vec::new();
@@ -476,8 +471,8 @@ pub(crate) fn check(s: Statement, runs: &[RunFacts]) -> Row {
                 parts.push(format!(
                     "{}: {} vs {}",
                     pretty_shape(shape),
-                    pct(n.mem_share),
-                    pct(f.mem_share)
+                    pct(n.mem_share, 0),
+                    pct(f.mem_share, 0)
                 ));
                 if n.mem_share >= f.mem_share / 2.0 {
                     ok = false;
@@ -507,9 +502,9 @@ pub(crate) fn check(s: Statement, runs: &[RunFacts]) -> Row {
                 format!(
                     "{} {} vs {} {}",
                     pretty_shape(more),
-                    pct(m.mem_share),
+                    pct(m.mem_share, 0),
                     pretty_shape(less),
-                    pct(l.mem_share)
+                    pct(l.mem_share, 0)
                 ),
                 ok,
                 || hit_rate_reason(m, l, more, less).unwrap_or_else(|| reason_or_facts(m, None)),
@@ -628,8 +623,8 @@ pub(crate) fn check(s: Statement, runs: &[RunFacts]) -> Row {
                         let facts = format!(
                             "{} spans {}–{} across the shapes",
                             y.name(),
-                            fmt_sig(ylo),
-                            fmt_sig(yhi)
+                            sig(ylo),
+                            sig(yhi)
                         );
                         let first = runs
                             .iter()

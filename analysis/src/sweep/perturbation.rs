@@ -6,10 +6,10 @@
 //! kernel, so the report says by how much before it says anything else.
 
 use crate::figures::{Figure, FigureKind, LinePanel};
-use crate::output::pretty_shape;
+use crate::fmt::{pretty_shape, sig};
 use crate::stats::{median, range};
 use crate::sweep::model::Run;
-use crate::table::{Col, Table, fmt_sig};
+use crate::table::{Col, Table};
 
 /// Texture hit rates that differ by more than this count as changed by the probes.
 pub(crate) const HIT_RATE_TOLERANCE: f64 = 0.02;
@@ -103,9 +103,9 @@ pub(crate) fn assess(runs: &[Run]) -> Perturbation {
         if let (Some(med), Some((lo, hi))) = (median(&v), range(v.iter().copied())) {
             parts.push(format!(
                 "{m} {}× ({}–{}×, {} runs)",
-                fmt_sig(med),
-                fmt_sig(lo),
-                fmt_sig(hi),
+                sig(med),
+                sig(lo),
+                sig(hi),
                 v.len()
             ));
         }
@@ -132,13 +132,13 @@ pub(crate) fn assess(runs: &[Run]) -> Perturbation {
         verdict.push(if changed == 0 {
             format!(
                 "Texture hit rate: the probes moved it by at most {} (run {run}); within ±{HIT_RATE_TOLERANCE} in every run.",
-                fmt_sig(d.abs())
+                sig(d.abs())
             )
         } else {
             format!(
                 "Texture hit rate: changed by more than ±{HIT_RATE_TOLERANCE} in {changed} of {} runs (largest {} in {run}): the probes' own traffic or timing changed what the cache saw.",
                 deltas.len(),
-                fmt_sig(d)
+                sig(d)
             )
         });
     }

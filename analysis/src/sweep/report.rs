@@ -1,7 +1,8 @@
 //! `report.html` (one self-contained page: no scripts, no external files; figures inline as SVG)
 //! and `report.md` (the same tables and findings; figures linked as PNG files beside it).
 
-use crate::output::{html_escape, pretty_view};
+use crate::fmt::{pretty_shape, pretty_view, sig};
+use crate::output::html_escape;
 use crate::report::{html_table, md_cell, md_table};
 use crate::sweep::model::Analysis;
 use crate::table::Table;
@@ -52,8 +53,7 @@ fn project(t: &Table, cols: &[String]) -> Table {
 
 /// The values per shape behind each correlation group (one table for all groups).
 fn points_rows(a: &Analysis) -> Vec<Vec<String>> {
-    use crate::table::fmt_sig;
-    let opt = |x: Option<f64>| x.map_or_else(|| "–".to_string(), fmt_sig);
+    let opt = |x: Option<f64>| x.map_or_else(|| "–".to_string(), sig);
     let mut rows = vec![
         [
             "view",
@@ -83,7 +83,7 @@ fn points_rows(a: &Analysis) -> Vec<Vec<String>> {
             rows.push(vec![
                 pretty_view(&c.view),
                 c.mode.clone(),
-                crate::output::pretty_shape(&r.files.row.shape),
+                pretty_shape(&r.files.row.shape),
                 r.files.row.run.clone(),
                 opt(r.bd.mem_ref_freq),
                 opt(r.files.row.tex_hit_rate),

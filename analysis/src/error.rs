@@ -7,12 +7,6 @@ pub enum AnalysisError {
         "{path}: not a warpscope sweep directory: {reason} (expected sweep.csv and one folder per run, as written by `warpscope sweep`)"
     )]
     NotASweep { path: PathBuf, reason: String },
-    #[error("{path}: line {line}: {reason}")]
-    SweepCsv {
-        path: PathBuf,
-        line: u64,
-        reason: String,
-    },
     #[error("{path}")]
     Io {
         path: PathBuf,

@@ -86,6 +86,7 @@ pub mod reuse;
 mod roofline;
 pub mod stats;
 mod sweep;
+mod sweep_dir;
 mod table;
 
 pub use error::AnalysisError;

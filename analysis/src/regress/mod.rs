@@ -53,7 +53,7 @@
 use crate::AnalysisError;
 use crate::figures::{Figure, FigureKind, LinePanel};
 use crate::output::write_atomic;
-use crate::sweep::read_sweep_csv;
+use crate::sweep_dir::read_sweep_csv;
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};

@@ -106,7 +106,7 @@ fn regress_section(sec: &mut Section, sweep_dir: &Path, out_dir: &Path) {
     sec.md
         .push_str("## What the kernel time depends on (single-reference regression)\n\n");
     // One probe mode: its overhead is not a workload feature. The measuring mode when present.
-    let modes: Vec<String> = crate::sweep::read_sweep_csv(sweep_dir)
+    let modes: Vec<String> = crate::sweep_dir::read_sweep_csv(sweep_dir)
         .map(|rows| rows.into_iter().map(|r| r.mode).collect())
         .unwrap_or_default();
     let mode = ["fence", "dummy", "auto", "off", "naive"]

@@ -90,7 +90,7 @@ pub fn analyze(
     out_dir: &Path,
     opts: &AnalyzeOptions,
 ) -> Result<AnalysisSummary, AnalysisError> {
-    let rows = sweep::read_sweep_csv(sweep_dir)?;
+    let rows = crate::sweep_dir::read_sweep_csv(sweep_dir)?;
     let (found, mut skipped) = sweep::locate_runs(sweep_dir, rows);
     let mut runs = Vec::new();
     for files in found {

@@ -16,4 +16,4 @@ pub(crate) mod report;
 pub(crate) mod runs;
 pub(crate) mod runstats;
 
-pub(crate) use runs::{SweepRow, read_sweep_csv};
+pub(crate) use runs::SweepRow;

@@ -4,12 +4,14 @@
 //! sites, warps and blocks are hot spots — as CSV tables, figures (PNG + SVG) and one report.
 //!
 //! Why a crate of its own: the statistics and plotters stay out of every other crate
-//! (docs/ARCHITECTURE.md); the analysis sees only the `trace` model, so it works the same on emulator and
-//! GPU sweeps.
+//! (docs/ARCHITECTURE.md); the analysis sees only the `trace` model and, for the roofline and the
+//! bound, the emulator's configuration type (`emulator::GpuConfig`, a run's effective
+//! `config.toml`), so it works the same on emulator and GPU sweeps.
 //!
 //! Why no polars: the tables are built column by column in memory and written once, which is a
 //! loop over the rows with the `csv` crate (`table.rs`); polars did only that here, and it was
-//! most of this crate's dependency tree (`cargo tree -e normal`: 211 lines with it, 59 without).
+//! most of this crate's dependency tree (`cargo tree -e normal`: 211 lines with it, 59 without;
+//! 72 with the emulator, for its configuration type).
 //! The files keep polars' spelling byte for byte (its float formatter, `zmij`, is the one kept
 //! dependency), so readers of the CSVs see no change. Parquet, the one format polars is needed
 //! for, is the `export` crate's.
@@ -93,10 +95,10 @@ pub use error::AnalysisError;
 pub use regress::{CompareSummary, compare, compare_mode};
 pub use report::md_table;
 pub use roofline::{
-    BenchMeasurement, Bound, CacheSpec, Ceilings, Component, ComponentKind, ComponentUse, DramSpec,
-    Edge, GpuSpec, Hierarchy, L2Spec, Level, MeasuredCeilings, PipelineSpec, RooflinePoint,
-    RunBound, RunCounters, RunRoofline, SmSpec, TextureSpec, WorkKind, attainable, bound_of,
-    busy_cycles, ridge_point, roofline_point, run_bound, run_roofline, write_ceilings,
+    BenchMeasurement, Bound, Ceilings, Component, ComponentKind, ComponentUse, Edge, Hierarchy,
+    Level, MeasuredCeilings, RooflinePoint, RunBound, RunCounters, RunRoofline, WorkKind,
+    attainable, bound_of, busy_cycles, ridge_point, roofline_point, run_bound, run_roofline,
+    write_ceilings,
 };
 pub use sweep::analyze::{AnalysisSummary, AnalyzeOptions, analyze};
 pub use sweep::one_run::{probe_cost, run_verdict};

@@ -669,10 +669,26 @@ fn report_renders_in_headless_chromium() {
     }
 }
 
-/// An emulator config with the fields the roofline and the bound read (others are ignored):
-/// 2 SMs × 64 FP32 lanes × 2 = 256 flops/cycle, L1 2 × 128 = 256 B/cycle, L2 4 × 32 = 128
-/// B/cycle, DRAM 64 B/cycle, at 1000 MHz.
-const SMALL_GPU: &str = "name = \"small\"\nclock_mhz = 1000.0\n[sm]\ncount = 2\nwarp_schedulers = 4\nmax_threads = 1536\n[pipeline]\nint_issue_cycles = 2\nfp32_issue_cycles = 2\n[l1]\nsize_bytes = 32768\nline_bytes = 128\nsector_bytes = 32\nways = 4\n[texture]\nunified_with_l1 = true\n[l2]\nsize_bytes = 262144\nslices = 4\nline_bytes = 128\nsector_bytes = 32\nways = 8\nbandwidth_bytes_per_cycle = 32.0\n[dram]\nbandwidth_bytes_per_cycle = 64.0\n";
+/// An emulator's effective config.toml with what the roofline and the bound read set to small
+/// numbers: 2 SMs × 64 FP32 lanes × 2 = 256 flops/cycle, L1 2 × 128 = 256 B/cycle, L2 4 × 32 =
+/// 128 B/cycle, DRAM 64 B/cycle, at 1000 MHz (the rest is gtx480's).
+fn small_gpu() -> String {
+    let mut c = emulator::GpuConfig::preset("gtx480").unwrap();
+    c.name = "small".into();
+    c.clock_mhz = 1000.0;
+    c.sm.count = 2;
+    c.sm.warp_schedulers = 4;
+    c.pipeline.int_issue_cycles = 2;
+    c.pipeline.fp32_issue_cycles = 2;
+    c.l1.line_bytes = 128;
+    c.l1.sector_bytes = 32;
+    c.l2.slices = 4;
+    c.l2.sector_bytes = 32;
+    c.l2.bandwidth_bytes_per_cycle = 32.0;
+    c.dram.bandwidth_bytes_per_cycle = 64.0;
+    c.validate("small").unwrap();
+    c.to_toml()
+}
 
 #[test]
 fn roofline_and_bound_land_in_the_report() {
@@ -697,7 +713,7 @@ fn roofline_and_bound_land_in_the_report() {
             full[k] = v.clone();
         }
         std::fs::write(&path, full.to_string()).unwrap();
-        std::fs::write(sweep.path().join(run).join("config.toml"), SMALL_GPU).unwrap();
+        std::fs::write(sweep.path().join(run).join("config.toml"), small_gpu()).unwrap();
     }
     let out = sweep.path().join("out");
     let s = analyze(sweep.path(), &out, &AnalyzeOptions::default()).unwrap();

@@ -20,13 +20,13 @@
 
 use super::bound::{Hierarchy, RunBound, run_bound};
 use super::model::{Ceilings, Level, RunCounters, RunRoofline, roofline_point, run_roofline};
-use super::spec::GpuSpec;
 use crate::AnalysisError;
 use crate::figures::Drawn;
 use crate::fmt::sig;
 use crate::output::{html_escape, slug, write_atomic};
 use crate::report::{Section, html_table, md_table};
 use crate::table::{Col, Table};
+use emulator::GpuConfig;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::collections::BTreeMap;
@@ -37,7 +37,7 @@ use std::path::Path;
 struct RunInput {
     run: String,
     preset: String,
-    spec: GpuSpec,
+    cfg: GpuConfig,
     counters: RunCounters,
 }
 
@@ -55,16 +55,11 @@ fn read_runs(sweep_dir: &Path, runs: &[(String, String)]) -> (Vec<RunInput>, Vec
             left.push(format!("{run}: run.json has no emulator counters"));
             continue;
         };
-        let cfg_path = dir.join("config.toml");
-        let spec = match std::fs::read_to_string(&cfg_path) {
-            Ok(t) => GpuSpec::from_toml_str(&t, &cfg_path.display().to_string()),
-            Err(e) => Err(AnalysisError::io(&cfg_path, e)),
-        };
-        match spec {
-            Ok(spec) => ok.push(RunInput {
+        match GpuConfig::from_file(&dir.join("config.toml")) {
+            Ok(cfg) => ok.push(RunInput {
                 run: run.clone(),
                 preset: preset.clone(),
-                spec,
+                cfg,
                 counters,
             }),
             Err(e) => left.push(format!("{run}: {}", trace::error_chain(&e))),
@@ -217,15 +212,15 @@ pub(crate) fn write_section(
         .iter()
         .filter(|r| r.counters.has_work())
         .map(|r| {
-            let ce = Ceilings::theoretical(&r.spec);
-            (r, run_roofline(&r.counters, &r.spec, &ce), ce)
+            let ce = Ceilings::theoretical(&r.cfg);
+            (r, run_roofline(&r.counters, &r.cfg, &ce), ce)
         })
         .collect();
     let bounds: Vec<(&RunInput, RunBound)> = inputs
         .iter()
         .map(|r| {
-            let h = Hierarchy::from_config(&r.spec);
-            (r, run_bound(&h, &r.counters, &r.spec))
+            let h = Hierarchy::from_config(&r.cfg);
+            (r, run_bound(&h, &r.counters, &r.cfg))
         })
         .collect();
     let rt = roofline_table(&rl);
@@ -238,7 +233,7 @@ pub(crate) fn write_section(
     // One hierarchy per configuration, with the bound of its run closest to its bound.
     let mut per_cfg: BTreeMap<String, (&RunInput, &RunBound)> = BTreeMap::new();
     for (r, b) in &bounds {
-        let key = slug(&r.spec.name);
+        let key = slug(&r.cfg.name);
         let e = per_cfg.entry(key).or_insert((r, b));
         if b.ratio > e.1.ratio {
             *e = (r, b);
@@ -246,7 +241,7 @@ pub(crate) fn write_section(
     }
     let mut dots = Vec::new();
     for (key, (r, b)) in &per_cfg {
-        let h = Hierarchy::from_config(&r.spec);
+        let h = Hierarchy::from_config(&r.cfg);
         let json = serde_json::json!({ "hierarchy": h, "run": r.run, "bound": b });
         let jp = out_dir.join(format!("hierarchy_{key}.json"));
         let text = serde_json::to_string_pretty(&json).unwrap_or_default() + "\n";
@@ -265,9 +260,9 @@ pub(crate) fn write_section(
         let mut roofs = Vec::new();
         let mut seen = Vec::new();
         for (r, _, ce) in &rl {
-            if !seen.contains(&r.spec.name) {
-                seen.push(r.spec.name.clone());
-                roofs.push((r.spec.name.clone(), ce.clone()));
+            if !seen.contains(&r.cfg.name) {
+                seen.push(r.cfg.name.clone());
+                roofs.push((r.cfg.name.clone(), ce.clone()));
             }
         }
         let points: Vec<(Level, f64, f64)> = rl
@@ -389,16 +384,16 @@ pub struct MeasuredCeilings {
 }
 
 /// Writes `ceilings.csv` and (when `figures`) `roofline_ceilings.{png,svg}` for microbenchmark
-/// measurements run on the configuration `spec`; returns the measured ceilings.
+/// measurements run on the configuration `cfg`; returns the measured ceilings.
 pub fn write_ceilings(
     out_dir: &Path,
-    spec: &GpuSpec,
+    cfg: &GpuConfig,
     benches: &[BenchMeasurement],
     figures: bool,
 ) -> Result<MeasuredCeilings, AnalysisError> {
     std::fs::create_dir_all(out_dir).map_err(|e| AnalysisError::io(out_dir, e))?;
-    let th = Ceilings::theoretical(spec);
-    let hz = spec.clock_mhz * 1e6;
+    let th = Ceilings::theoretical(cfg);
+    let hz = cfg.clock_mhz * 1e6;
     let rate = |b: &BenchMeasurement, x: u64| {
         if b.cycles == 0 {
             0.0
@@ -518,11 +513,11 @@ pub fn write_ceilings(
             "roofline_ceilings",
             &format!(
                 "{}: theoretical vs measured ceilings, intensity sweep",
-                spec.name
+                cfg.name
             ),
             &[
-                (format!("{} theoretical", spec.name), th),
-                (format!("{} measured", spec.name), measured_ce),
+                (format!("{} theoretical", cfg.name), th),
+                (format!("{} measured", cfg.name), measured_ce),
             ],
             &points,
         )?;
@@ -680,7 +675,7 @@ mod tests {
     #[test]
     fn ceilings_from_benches_and_files() {
         let dir = tempfile::tempdir().unwrap();
-        let spec = GpuSpec::example();
+        let spec = crate::roofline::example_gpu();
         // Theoretical: 256 flops/cycle, 64 DRAM B/cycle at 1 GHz.
         let benches = vec![
             BenchMeasurement {
@@ -715,5 +710,40 @@ mod tests {
         assert!(csv.lines().nth(3).unwrap().ends_with(",25.0"), "{csv}");
         assert!(dir.path().join("roofline_ceilings.svg").is_file());
         assert!(dir.path().join("roofline_ceilings.png").is_file());
+    }
+
+    /// A run's config.toml is read with the emulator's loader: a file that is not a GPU
+    /// configuration, or one with a bad field, leaves the run out naming the file and the field.
+    #[test]
+    fn a_runs_configuration_is_read_and_checked_by_the_emulator() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = dir.path().join("r");
+        std::fs::create_dir_all(&run).unwrap();
+        let mut m = trace::RunMetrics::new(
+            "emu",
+            "k",
+            trace::Dim3::new(1, 1, 1),
+            trace::Dim3::new(32, 1, 1),
+            trace::ProbeMode::Off,
+        );
+        m.cycles = Some(100);
+        m.emulator = Some(trace::EmuCounters::default());
+        m.write(&run.join("run.json")).unwrap();
+        let runs = [("r".to_string(), "p".to_string())];
+        let cfg = run.join("config.toml");
+        std::fs::write(&cfg, Hierarchy::example().to_toml()).unwrap();
+        let (ok, left) = read_runs(dir.path(), &runs);
+        assert!(ok.is_empty() && left[0].contains("config.toml"), "{left:?}");
+        let text = crate::roofline::example_gpu().to_toml();
+        std::fs::write(&cfg, &text).unwrap();
+        let (ok, _) = read_runs(dir.path(), &runs);
+        assert_eq!(ok[0].cfg, crate::roofline::example_gpu());
+        std::fs::write(&cfg, text.replace("slices = 4", "slices = 0")).unwrap();
+        let (_, left) = read_runs(dir.path(), &runs);
+        let e = &left[0];
+        assert!(
+            e.starts_with("r: ") && e.contains("config.toml: l2.slices: "),
+            "{e}"
+        );
     }
 }

@@ -278,13 +278,9 @@ impl RunFacts {
         let row = &r.files.row;
         let dir = r.files.trace.parent().unwrap_or(Path::new("."));
         let metrics = trace::RunMetrics::read(&dir.join("run.json")).ok();
-        let l2_bytes = r
-            .files
-            .config
-            .as_deref()
-            .and_then(|text| text.parse::<toml::Table>().ok())
-            .and_then(|t| t.get("l2")?.get("size_bytes")?.as_integer())
-            .and_then(|b| u64::try_from(b).ok());
+        let l2_bytes = (r.files.config.as_deref())
+            .and_then(|text| emulator::GpuConfig::from_toml_str(text, "config.toml").ok())
+            .map(|c| c.l2.size_bytes);
         RunFacts {
             shape: row.shape.clone(),
             view: row.view.clone(),

@@ -1,4 +1,4 @@
-//! Atomic file output and small text helpers shared by the writers.
+//! Atomic file output, and the file-name-safe form of a name, shared by the writers.
 
 use crate::AnalysisError;
 use std::path::Path;
@@ -36,22 +36,6 @@ pub(crate) fn slug(s: &str) -> String {
         .collect()
 }
 
-/// Escapes text for HTML element content and attribute values.
-pub(crate) fn html_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            _ => out.push(c),
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -86,9 +70,5 @@ mod tests {
     #[test]
     fn text_helpers() {
         assert_eq!(slug("16x8_v0,0,0 fence"), "16x8_v0-0-0-fence");
-        assert_eq!(
-            html_escape("<a href=\"x\">&'"),
-            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
-        );
     }
 }

@@ -42,6 +42,11 @@ fn run_name(r: &RunSpec) -> String {
 
 /// Writes SWEEPDIR/sweep.csv and each run's trace.wst, run.json and config.toml.
 fn make_sweep(dir: &Path, runs: &[RunSpec]) {
+    make_sweep_with_sites(dir, runs, ["volume sample", "transfer function"]);
+}
+
+/// [`make_sweep`] with the two sites named `sites`.
+fn make_sweep_with_sites(dir: &Path, runs: &[RunSpec], sites: [&str; 2]) {
     let mut csv = String::from(
         "run,backend,preset,shape,view,mode,cycles,kernel_ms,frame_rate,tex_hit_rate,dropped_records,overhead,occupancy_bare,occupancy_probed\n",
     );
@@ -55,8 +60,8 @@ fn make_sweep(dir: &Path, runs: &[RunSpec]) {
         let launch = LaunchInfo::new("d_render", Dim3::new(2, 1, 1), block)
             .with_probe(mode, RecordKind::Trace)
             .with_sites(vec![
-                SiteInfo::new(0, "volume sample", Region::Texture),
-                SiteInfo::new(1, "transfer function", Region::Texture),
+                SiteInfo::new(0, sites[0], Region::Texture),
+                SiteInfo::new(1, sites[1], Region::Texture),
             ]);
         let warps = r
             .warps
@@ -433,6 +438,32 @@ fn same_hit_rate_different_variance_is_a_finding() {
         )),
         "{:?}",
         s.findings
+    );
+}
+
+/// A site named like markup is text in both reports: escaped in the HTML (its figures' SVG
+/// included) and in the Markdown, where a `<` would open a tag and a `|` end a table cell.
+#[test]
+fn a_site_named_like_markup_is_escaped_in_both_reports() {
+    let sweep = tempfile::tempdir().unwrap();
+    let site = "<b>x|y</b>";
+    let runs = vec![
+        uniform_run("128x1", "fence", 100, Some(0.1), Some(30.0)),
+        uniform_run("64x2", "fence", 50, Some(0.2), Some(20.0)),
+    ];
+    make_sweep_with_sites(sweep.path(), &runs, [site, "plain"]);
+    let out = sweep.path().join("analysis");
+    let s = analyze(sweep.path(), &out, &AnalyzeOptions::default()).unwrap();
+    let html = std::fs::read_to_string(&s.report_html).unwrap();
+    assert!(!html.contains(site), "a raw site name in report.html");
+    assert!(html.contains("site0 = &lt;b&gt;x|y&lt;/b&gt; (texture)"));
+    let md = std::fs::read_to_string(&s.report_md).unwrap();
+    assert!(!md.contains(site), "a raw site name in report.md");
+    assert!(md.contains("site0 = \\<b>x\\|y\\</b> (texture)"), "{md}");
+    // The verdict names the site that takes most of the memory time, escaped the same way.
+    assert!(
+        md.contains("75 % of it at site 0 (\\<b>x\\|y\\</b>)"),
+        "{md}"
     );
 }
 

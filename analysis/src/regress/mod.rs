@@ -50,12 +50,14 @@
 //! assert_eq!(s.steps.len(), 1);
 //! ```
 
+mod report;
+pub(crate) use report::section;
+
 use crate::AnalysisError;
 use crate::figures::{Figure, FigureKind, LinePanel};
 use crate::output::write_atomic;
 use crate::sweep_dir::read_sweep_csv;
 use serde::Serialize;
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use trace::RunMetrics;
 
@@ -604,67 +606,16 @@ pub fn compare_mode(
         files,
     };
     let md_path = out.join("compare.md");
-    write_atomic(&md_path, markdown(&summary).as_bytes())?;
+    crate::report::write_markdown(&report::compare_doc(&summary), &md_path)?;
     let mut summary = summary;
     summary.files.push(md_path);
     Ok(summary)
 }
 
-/// The comparison in words: per platform the ranked features with R², then the crossovers.
-pub(crate) fn markdown(s: &CompareSummary) -> String {
-    let mut m = String::new();
-    let _ = writeln!(m, "## Cross-platform comparison (single reference)\n");
-    let _ = writeln!(
-        m,
-        "Reference: {} ({} runs). Features: {}.\n",
-        s.platforms.first().map(String::as_str).unwrap_or(""),
-        s.runs.len(),
-        s.features.join(", ")
-    );
-    let _ = writeln!(m, "| platform | features (in order added) | R² | adj. R² |");
-    let _ = writeln!(m, "|---|---|---|---|");
-    for sel in &s.selections {
-        let f: Vec<String> = sel
-            .steps
-            .iter()
-            .map(|st| format!("{} ({:.3})", st.feature, st.r2))
-            .collect();
-        let _ = writeln!(
-            m,
-            "| {} | {} | {:.3} | {:.3} |",
-            sel.target,
-            if f.is_empty() {
-                "none".into()
-            } else {
-                f.join(" → ")
-            },
-            sel.r2,
-            sel.adj_r2
-        );
-    }
-    m.push('\n');
-    if s.crossovers.is_empty() {
-        let _ = writeln!(
-            m,
-            "No crossover: the same platform is faster on every run.\n"
-        );
-    }
-    for c in &s.crossovers {
-        let _ = writeln!(
-            m,
-            "- {} vs {}: between {} and {} the faster becomes {}.",
-            c.platform_a, c.platform_b, c.before_run, c.after_run, c.faster_after
-        );
-    }
-    for w in &s.warnings {
-        let _ = writeln!(m, "- warning: {w}");
-    }
-    m
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fmt::Write as _;
 
     /// Deterministic pseudo-random values in [0, 1) (a 64-bit LCG), so tests need no RNG crate.
     fn lcg(seed: u64, n: usize) -> Vec<f64> {

@@ -20,6 +20,7 @@ pub use model::{
     Bound, Ceilings, Level, RooflinePoint, RunCounters, RunRoofline, WorkKind, attainable,
     ridge_point, roofline_point, run_roofline,
 };
+pub(crate) use report::section;
 pub use report::{BenchMeasurement, MeasuredCeilings, write_ceilings};
 
 /// A small made-up GPU for the tests (not a preset): gtx480's configuration with 2 SMs of 4

@@ -23,14 +23,13 @@ use super::model::{Ceilings, Level, RunCounters, RunRoofline, roofline_point, ru
 use crate::AnalysisError;
 use crate::figures::Drawn;
 use crate::fmt::sig;
-use crate::output::{html_escape, slug, write_atomic};
-use crate::report::{Section, html_table, md_table};
+use crate::output::{slug, write_atomic};
+use crate::report::{Block, Inline, Section};
 use crate::table::{Col, Table};
 use emulator::GpuConfig;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::path::Path;
 
 /// One run with what the roofline and the bound need.
@@ -194,7 +193,7 @@ fn bound_table(rows: &[(&RunInput, RunBound)]) -> Table {
 
 /// Writes roofline.csv, bound.csv, the hierarchy files and (when `figures`) the roofline figure
 /// for `runs` = (run folder, preset) of the sweep; returns the report section.
-pub(crate) fn write_section(
+pub(crate) fn section(
     sweep_dir: &Path,
     out_dir: &Path,
     runs: &[(String, String)],
@@ -286,8 +285,14 @@ pub(crate) fn write_section(
     }
 
     // Report text.
-    let intro = "Roofline (Williams, Waterman, Patterson 2009): work W (flops, or integer ops where they dominate) per byte moved at each level (L1/TEX, L2, DRAM) against the theoretical ceilings of the run's configuration; attainable = min(π, β·I). The binding level has the lowest roof. Ceilings measured by microbenchmarks: `warpscope roofline`.";
-    let bintro = "Throughput bound (PMNet-style): each component's busy time = bytes read / read bandwidth + bytes written / write bandwidth (ops / peak for the SMs); T_est = the largest, and that component is the bottleneck. T_est / T_sim near 1 means the bottleneck ran flat out; per-window bounds are not available (the emulator's counters are per launch), so each run (one frame) is one phase.";
+    let mut b = vec![
+        Block::Heading(2, "Roofline".into()),
+        Block::Para(vec![
+            Inline::Text("Roofline (Williams, Waterman, Patterson 2009): work W (flops, or integer ops where they dominate) per byte moved at each level (L1/TEX, L2, DRAM) against the theoretical ceilings of the run's configuration; attainable = min(π, β·I). The binding level has the lowest roof. Ceilings measured by microbenchmarks: ".into()),
+            Inline::Code("warpscope roofline".into()),
+            Inline::Text(".".into()),
+        ]),
+    ];
     let rcols = [
         "run",
         "level",
@@ -299,65 +304,42 @@ pub(crate) fn write_section(
         "pct_of_attainable",
         "binding",
     ];
-    let rshow = project(&rt, &rcols);
-    let _ = writeln!(sec.html, "<h2>Roofline</h2>\n<p>{}</p>", html_escape(intro));
-    sec.html.push_str(&html_table(&rshow.text_rows(None)));
-    let _ = writeln!(sec.md, "## Roofline\n\n{intro}\n");
-    sec.md.push_str(&md_table(&rshow.text_rows(None)));
-    if let Some(d) = &drawn {
-        let _ = writeln!(
-            sec.html,
-            "<figure>{}<figcaption>{}</figcaption></figure>",
-            d.svg,
-            html_escape(&d.title)
-        );
-        let _ = writeln!(sec.md, "![{}]({}.png)\n", d.title, d.stem);
-    }
-    let _ = writeln!(
-        sec.html,
-        "<h2>Throughput bound</h2>\n<p>{}</p>",
-        html_escape(bintro)
-    );
-    sec.html.push_str(&html_table(&bt.text_rows(None)));
-    let _ = writeln!(sec.md, "## Throughput bound\n\n{bintro}\n");
-    sec.md.push_str(&md_table(&bt.text_rows(None)));
+    b.push(Block::Table(rt.select(&rcols).text_rows(None)));
+    b.extend(drawn.map(Block::Figure));
+    b.push(Block::Heading(2, "Throughput bound".into()));
+    b.push(Block::para("Throughput bound (PMNet-style): each component's busy time = bytes read / read bandwidth + bytes written / write bandwidth (ops / peak for the SMs); T_est = the largest, and that component is the bottleneck. T_est / T_sim near 1 means the bottleneck ran flat out; per-window bounds are not available (the emulator's counters are per launch), so each run (one frame) is one phase."));
+    b.push(Block::Table(bt.text_rows(None)));
     for (key, run, bn, ratio) in &dots {
-        let line = format!(
-            "Hierarchy of {key}: hierarchy_{key}.dot / .json (Graphviz; `dot -Tsvg`), with the bound of run {run}: bottleneck {bn}, T_est/T_sim = {}.",
-            sig(*ratio)
-        );
-        let _ = writeln!(sec.html, "<p>{}</p>", html_escape(&line));
-        let _ = writeln!(sec.md, "{line}\n");
+        b.push(Block::Para(vec![
+            Inline::Text(format!(
+                "Hierarchy of {key}: hierarchy_{key}.dot / .json (Graphviz; "
+            )),
+            Inline::Code("dot -Tsvg".into()),
+            Inline::Text(format!(
+                "), with the bound of run {run}: bottleneck {bn}, T_est/T_sim = {}.",
+                sig(*ratio)
+            )),
+        ]));
     }
-    let mut lines = Vec::new();
     if !no_work.is_empty() {
-        lines.push(format!(
-            "No roofline for {} run(s) ({}): their run.json has no instruction counts (`emulator.instructions_by_class`), so the work W is unknown; their bound leaves the SMs out.",
-            no_work.len(),
-            no_work.join(", ")
-        ));
+        b.push(Block::Para(vec![
+            Inline::Text(format!(
+                "No roofline for {} run(s) ({}): their run.json has no instruction counts (",
+                no_work.len(),
+                no_work.join(", ")
+            )),
+            Inline::Code("emulator.instructions_by_class".into()),
+            Inline::Text("), so the work W is unknown; their bound leaves the SMs out.".into()),
+        ]));
     }
     if !left.is_empty() {
-        lines.push(format!(
+        b.push(Block::para(format!(
             "Left out of the roofline and the bound: {}.",
             left.join("; ")
-        ));
+        )));
     }
-    for line in lines {
-        let _ = writeln!(sec.html, "<p>{}</p>", html_escape(&line));
-        let _ = writeln!(sec.md, "{line}\n");
-    }
+    sec.blocks = b;
     Ok(sec)
-}
-
-fn project(t: &Table, cols: &[&str]) -> Table {
-    let mut out = Table::default();
-    for c in cols {
-        if let Some(col) = t.get(c) {
-            out.push(c, col.clone());
-        }
-    }
-    out
 }
 
 /// One microbenchmark measurement (from `study::roofline_bench`).
@@ -568,7 +550,8 @@ fn render_roofline(
     Ok(Drawn {
         stem: stem.to_string(),
         title: title.to_string(),
-        caption: title.to_string(),
+        // The title says what the figure shows.
+        caption: String::new(),
         svg,
     })
 }

@@ -1,13 +1,13 @@
 //! The findings of one sweep's report, each a sentence built from the runs: the verdict it opens
 //! with (where the time goes, what to change), what the naive timer hides, which site takes the
-//! time, how memory time follows hit rate, which block shapes differ, and which warps and blocks
-//! stand out.
+//! time, how memory time follows hit rate, which block shapes differ, which warps and blocks
+//! stand out, and the notes on the data (runs left out, values missing, records lost).
 
 use crate::fmt::{pct, pct_range, pretty_shape, pretty_view, sig};
 use crate::stats;
-use crate::sweep::analyze::{first_seen, measured_mode};
 use crate::sweep::hotspots::Hot;
-use crate::sweep::model::{Corr, Run, WEAK_CORRELATION};
+use crate::sweep::model::{Corr, Run, WEAK_CORRELATION, first_seen, measured_mode};
+use crate::sweep::runs::Skipped;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
@@ -329,4 +329,63 @@ pub(super) fn outlier_findings(
         }
     }
     out
+}
+
+/// The notes on the data: each run left out and why, each run left out of a correlation (one
+/// note for a group none of whose runs has the value), lost and wrapped records. Also returns
+/// the correlation exclusions one per run, for the summary.
+pub(super) fn notes(
+    skipped: &[Skipped],
+    corrs: &[Corr],
+    runs: &[Run],
+) -> (Vec<String>, Vec<String>) {
+    let mut notes = Vec::new();
+    for s in skipped {
+        notes.push(format!("Run {} was left out: {}.", s.run, s.reason));
+    }
+    let mut excluded = Vec::new();
+    for c in corrs {
+        let lines: Vec<String> = c
+            .excluded
+            .iter()
+            .map(|e| {
+                format!(
+                    "{e} (left out of the {} correlation at {}, {})",
+                    c.y,
+                    pretty_view(&c.view),
+                    c.mode
+                )
+            })
+            .collect();
+        // A group none of whose runs has the value (a GPU sweep without Nsight Compute has no
+        // hit rate) is one note, not one per run.
+        if c.used.is_empty() && lines.len() > 1 && c.missing_y == lines.len() {
+            notes.push(format!(
+                "None of the {} runs at {}, {} has a {}: no {} correlation there.",
+                lines.len(),
+                pretty_view(&c.view),
+                c.mode,
+                c.y,
+                c.y
+            ));
+        } else {
+            notes.extend(lines.iter().map(|l| format!("{l}.")));
+        }
+        excluded.extend(lines);
+    }
+    for r in runs {
+        if r.stats.dropped > 0 {
+            notes.push(format!(
+                "Run {} dropped {} records (the log was full): its memory time is a lower bound.",
+                r.files.row.run, r.stats.dropped
+            ));
+        }
+        if r.stats.wrapped > 0 {
+            notes.push(format!(
+                "Run {} has {} records whose clock wrapped; they count as 0 cycles.",
+                r.files.row.run, r.stats.wrapped
+            ));
+        }
+    }
+    (notes, excluded)
 }

@@ -15,7 +15,7 @@
 //! where none accounts for the difference the reason says "not explained".
 
 use crate::fmt::{pct, pretty_shape, pretty_view, sig};
-use crate::report::Section;
+use crate::report::{Block, Inline, Section};
 use crate::stats;
 use crate::sweep::model::{Run, WEAK_CORRELATION};
 use std::path::Path;
@@ -673,49 +673,42 @@ pub(crate) fn compare(runs: &[RunFacts]) -> Vec<Row> {
 
 const INTRO: &str = "Each finding of Kanda et al. (IPSJ 2011) on the GTX 480 against the same quantity in this sweep. A share agrees within 10 percentage points (the paper's are read off a bar chart); an ordering when it holds; a correlation when Pearson's r has the paper's sign and |r| ≥ 0.3. Reasons are computed from the runs' counters; \"not explained\" means none of them accounts for the difference.";
 
-/// The report section (HTML and Markdown); empty when no statement could be measured (a sweep
-/// of other shapes or views).
+/// The report section; empty when no statement could be measured (a sweep of other shapes or
+/// views).
 pub(crate) fn section(runs: &[Run]) -> Section {
-    {
-        let facts: Vec<RunFacts> = runs.iter().map(RunFacts::of).collect();
-        let rows = compare(&facts);
-        if rows.iter().all(|r| r.verdict == Verdict::NotMeasured) {
-            return Section::default();
-        }
-        let agree = rows.iter().filter(|r| r.verdict == Verdict::Agree).count();
-        let measured = rows
-            .iter()
-            .filter(|r| r.verdict != Verdict::NotMeasured)
-            .count();
-        let summary = format!("warpscope agrees with {agree} of the {measured} findings measured.");
-        let mut table = vec![
-            ["fig.", "the paper", "warpscope", "", "reason"]
-                .map(String::from)
-                .to_vec(),
-        ];
-        for r in &rows {
-            table.push(vec![
-                r.statement.figure.to_string(),
-                r.statement.text.to_string(),
-                r.warpscope.clone(),
-                r.verdict.name().to_string(),
-                r.reason.clone(),
-            ]);
-        }
-        let title = "The paper and warpscope, side by side";
-        Section {
-            html: format!(
-                "<h2>{title}</h2>\n<p>{}</p>\n<p><b>{}</b></p>\n{}",
-                crate::output::html_escape(INTRO),
-                crate::output::html_escape(&summary),
-                crate::report::html_table(&table)
-            ),
-            md: format!(
-                "## {title}\n\n{INTRO}\n\n**{summary}**\n\n{}",
-                crate::report::md_table(&table)
-            ),
-            files: Vec::new(),
-        }
+    let facts: Vec<RunFacts> = runs.iter().map(RunFacts::of).collect();
+    let rows = compare(&facts);
+    if rows.iter().all(|r| r.verdict == Verdict::NotMeasured) {
+        return Section::default();
+    }
+    let agree = rows.iter().filter(|r| r.verdict == Verdict::Agree).count();
+    let measured = rows
+        .iter()
+        .filter(|r| r.verdict != Verdict::NotMeasured)
+        .count();
+    let summary = format!("warpscope agrees with {agree} of the {measured} findings measured.");
+    let mut table = vec![
+        ["fig.", "the paper", "warpscope", "", "reason"]
+            .map(String::from)
+            .to_vec(),
+    ];
+    for r in &rows {
+        table.push(vec![
+            r.statement.figure.to_string(),
+            r.statement.text.to_string(),
+            r.warpscope.clone(),
+            r.verdict.name().to_string(),
+            r.reason.clone(),
+        ]);
+    }
+    Section {
+        blocks: vec![
+            Block::Heading(2, "The paper and warpscope, side by side".into()),
+            Block::para(INTRO),
+            Block::Para(vec![Inline::Strong(summary)]),
+            Block::Table(table),
+        ],
+        files: Vec::new(),
     }
 }
 

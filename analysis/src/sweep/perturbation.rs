@@ -3,13 +3,14 @@
 //! hit rate of both — with a verdict, a table (`perturbation.csv`) and a figure.
 //!
 //! Why a section of its own: a profiler that changes occupancy or cache behaviour measures another
-//! kernel, so the report says by how much before it says anything else.
+//! kernel, so the report says by how much before it says anything else. It reads only the runs'
+//! `sweep.csv` rows, which hold both builds' numbers.
 
 use crate::figures::{Figure, FigureKind, LinePanel};
 use crate::fmt::{pretty_shape, sig};
 use crate::stats::{median, range};
-use crate::sweep::model::Run;
 use crate::table::{Col, Table};
+use trace::SweepRow;
 
 /// Texture hit rates that differ by more than this count as changed by the probes.
 pub(crate) const HIT_RATE_TOLERANCE: f64 = 0.02;
@@ -20,10 +21,10 @@ pub(crate) struct Perturbation {
     pub table: Table,
 }
 
-pub(crate) fn assess(runs: &[Run]) -> Perturbation {
+/// The verdict and table of the analysed runs' rows.
+pub(crate) fn assess(rows: &[&SweepRow]) -> Perturbation {
     let mut table = Table::default();
-    let rows: Vec<_> = runs.iter().map(|r| &r.files.row).collect();
-    let delta = |r: &crate::sweep::SweepRow| match (r.tex_hit_rate, r.tex_hit_rate_bare) {
+    let delta = |r: &SweepRow| match (r.tex_hit_rate, r.tex_hit_rate_bare) {
         (Some(p), Some(b)) => Some(p - b),
         _ => None,
     };
@@ -146,11 +147,11 @@ pub(crate) fn assess(runs: &[Run]) -> Perturbation {
 }
 
 /// One panel per probe mode: overhead, occupancy ratio and both hit rates over the runs.
-pub(crate) fn figure(runs: &[Run]) -> Option<Figure> {
+pub(crate) fn figure(rows: &[&SweepRow]) -> Option<Figure> {
     let mut modes: Vec<String> = Vec::new();
-    for r in runs {
-        if r.files.row.overhead.is_some() && !modes.contains(&r.files.row.mode) {
-            modes.push(r.files.row.mode.clone());
+    for r in rows {
+        if r.overhead.is_some() && !modes.contains(&r.mode) {
+            modes.push(r.mode.clone());
         }
     }
     if modes.is_empty() {
@@ -160,16 +161,15 @@ pub(crate) fn figure(runs: &[Run]) -> Option<Figure> {
     let panels = modes
         .iter()
         .map(|m| {
-            let rs: Vec<&Run> = runs.iter().filter(|r| r.files.row.mode == *m).collect();
-            let ratio = |r: &&Run| {
-                let row = &r.files.row;
-                Some(row.occupancy_probed? as f64 / row.occupancy_bare? as f64)
+            let rs: Vec<&SweepRow> = rows.iter().copied().filter(|r| r.mode == *m).collect();
+            let ratio = |r: &&SweepRow| {
+                Some(r.occupancy_probed? as f64 / r.occupancy_bare? as f64)
                     .filter(|x| x.is_finite())
             };
             let series = vec![
                 (
                     "kernel time, probed ÷ bare".to_string(),
-                    rs.iter().map(|r| r.files.row.overhead).collect::<Vec<_>>(),
+                    rs.iter().map(|r| r.overhead).collect::<Vec<_>>(),
                 ),
                 (
                     "blocks/SM, probed ÷ bare".to_string(),
@@ -177,11 +177,11 @@ pub(crate) fn figure(runs: &[Run]) -> Option<Figure> {
                 ),
                 (
                     "texture hit rate, bare".to_string(),
-                    rs.iter().map(|r| r.files.row.tex_hit_rate_bare).collect(),
+                    rs.iter().map(|r| r.tex_hit_rate_bare).collect(),
                 ),
                 (
                     "texture hit rate, probed".to_string(),
-                    rs.iter().map(|r| r.files.row.tex_hit_rate).collect(),
+                    rs.iter().map(|r| r.tex_hit_rate).collect(),
                 ),
             ];
             for (_, v) in &series {
@@ -193,7 +193,7 @@ pub(crate) fn figure(runs: &[Run]) -> Option<Figure> {
                 title: m.clone(),
                 categories: rs
                     .iter()
-                    .map(|r| format!("{} {}", pretty_shape(&r.files.row.shape), r.files.row.view))
+                    .map(|r| format!("{} {}", pretty_shape(&r.shape), r.view))
                     .collect(),
                 series,
             }

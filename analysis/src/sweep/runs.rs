@@ -12,9 +12,7 @@
 
 use std::path::{Path, PathBuf};
 
-/// One row of `sweep.csv` (the type the study writes), with run.json's metrics filling cells the
-/// CSV left empty.
-pub(crate) use trace::SweepRow;
+use trace::SweepRow;
 
 /// A run's folder contents that the analysis needs besides the trace.
 #[derive(Debug, Clone)]

@@ -6,15 +6,14 @@
 //! tool that read them before: the header first; integers in decimal; `true`/`false`; a cell
 //! quoted only when it holds a comma, a quote or a line break; floats in the shortest form that
 //! reads back as the same number, with `.0` on whole numbers and an exponent outside 10⁻⁵–10¹⁶
-//! (`0.5`, `25.0`, `0.00001`, `1e-6`, `1e+16`, `NaN`, `inf`). Floats go through `zmij`, the
-//! formatter polars itself calls: the standard library's shortest form rounds a tie in the last
-//! digit the other way (583666046111986.25 → `…986.3`, where polars wrote `…986.2`). One cell is
+//! (`0.5`, `25.0`, `0.00001`, `1e-6`, `1e+16`, `NaN`, `inf`). Numbers go through the formatters
+//! polars itself calls, `itoa` and `zmij`: the standard library's shortest float rounds a tie in
+//! the last digit the other way (583666046111986.25 → `…986.3`, where polars wrote `…986.2`). One cell is
 //! spelled differently from polars on purpose: an empty text is an empty cell like a missing
 //! value (polars wrote `""`), which is what the files' contract says an empty cell is.
 
 use crate::AnalysisError;
 use crate::fmt::sig;
-use std::io::Write as _;
 use std::path::Path;
 
 /// One column's values.
@@ -40,17 +39,27 @@ impl Col {
         }
     }
 
-    /// Appends the cell's CSV text (unquoted: the CSV writer quotes) to `out`.
-    fn write_csv_cell(&self, row: usize, out: &mut Vec<u8>, floats: &mut zmij::Buffer) {
-        // Writing into a Vec cannot fail.
-        let _ = match self {
-            Col::Str(v) => out.write_all(v[row].as_bytes()),
-            Col::U64(v) => write!(out, "{}", v[row]),
-            Col::U32(v) => write!(out, "{}", v[row]),
-            Col::OptU32(v) => v[row].map_or(Ok(()), |x| write!(out, "{x}")),
-            Col::F64(v) => v[row].map_or(Ok(()), |x| out.write_all(floats.format(x).as_bytes())),
-            Col::Bool(v) => out.write_all(if v[row] { b"true" } else { b"false" }),
-        };
+    /// The cell's CSV text (unquoted: the CSV writer quotes), formatted in `ints` or `floats`.
+    fn csv_cell<'a>(
+        &'a self,
+        row: usize,
+        ints: &'a mut itoa::Buffer,
+        floats: &'a mut zmij::Buffer,
+    ) -> &'a [u8] {
+        match self {
+            Col::Str(v) => v[row].as_bytes(),
+            Col::U64(v) => ints.format(v[row]).as_bytes(),
+            Col::U32(v) => ints.format(v[row]).as_bytes(),
+            Col::OptU32(v) => v[row].map_or(b"", |x| ints.format(x).as_bytes()),
+            Col::F64(v) => v[row].map_or(b"", |x| floats.format(x).as_bytes()),
+            Col::Bool(v) => {
+                if v[row] {
+                    b"true"
+                } else {
+                    b"false"
+                }
+            }
+        }
     }
 
     /// The cell as report text: floats with 4 significant digits.
@@ -99,14 +108,15 @@ impl Table {
 
     /// The table as CSV bytes (see the module docs for the spelling).
     pub fn to_csv(&self) -> Result<Vec<u8>, csv::Error> {
-        let mut w = csv::Writer::from_writer(Vec::new());
+        // A larger buffer than the default 8 KiB: warps.csv has millions of cells.
+        let mut w = csv::WriterBuilder::new()
+            .buffer_capacity(1 << 16)
+            .from_writer(Vec::new());
         w.write_record(self.columns.iter().map(|(n, _)| n.as_bytes()))?;
-        let (mut cell, mut floats) = (Vec::new(), zmij::Buffer::new());
+        let (mut ints, mut floats) = (itoa::Buffer::new(), zmij::Buffer::new());
         for row in 0..self.height() {
             for (_, c) in &self.columns {
-                cell.clear();
-                c.write_csv_cell(row, &mut cell, &mut floats);
-                w.write_field(&cell)?;
+                w.write_field(c.csv_cell(row, &mut ints, &mut floats))?;
             }
             w.write_record(None::<&[u8]>)?;
         }

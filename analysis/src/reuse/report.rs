@@ -10,14 +10,17 @@ use crate::figures::Drawn;
 use crate::report::{Block, Section};
 use std::path::Path;
 
-const REUSE_FIGURES: [(&str, &str); 2] = [
+/// The study's figures: (file stem, title, caption).
+const REUSE_FIGURES: [(&str, &str, &str); 2] = [
     (
         "reuse_working_set",
+        "Working set of one SM's texture fetches",
         "Distinct bytes (32-B sectors) the texture fetches of one SM have touched, per block shape and volume layout; dashed: texture/L1 and L2 capacities.",
     ),
     (
         "reuse_hit_rates",
-        "Texture hit rate per cache size: fully associative LRU prediction from the stack-distance histogram (lines) vs the emulator's set-associative cache (triangles).",
+        "Texture hit rate per cache size",
+        "Fully associative LRU prediction from the stack-distance histogram (lines) vs the emulator's set-associative cache (triangles).",
     ),
 ];
 
@@ -55,7 +58,7 @@ pub(crate) fn section(
         }
     }
     if figures {
-        for (stem, caption) in REUSE_FIGURES {
+        for (stem, title, caption) in REUSE_FIGURES {
             let svg_src = dir.join(format!("{stem}.svg"));
             let Ok(svg) = std::fs::read_to_string(&svg_src) else {
                 continue;
@@ -70,8 +73,8 @@ pub(crate) fn section(
             }
             sec.blocks.push(Block::Figure(Drawn {
                 stem: stem.into(),
-                title: caption.into(),
-                caption: String::new(),
+                title: title.into(),
+                caption: caption.into(),
                 svg,
             }));
         }

@@ -12,14 +12,16 @@
 //! loop over the rows with the `csv` crate (`table.rs`); polars did only that here, and it was
 //! most of this crate's dependency tree (`cargo tree -e normal`: 211 lines with it, 59 without;
 //! 72 with the emulator, for its configuration type).
-//! The files keep polars' spelling byte for byte (its float formatter, `zmij`, is the one kept
-//! dependency), so readers of the CSVs see no change. Parquet, the one format polars is needed
-//! for, is the `export` crate's.
+//! The files keep polars' spelling byte for byte (through its own number formatters, `itoa` and
+//! `zmij`, two small crates that were in the tree already), so readers of the CSVs see no change.
+//! Parquet, the one format polars is needed for, is the `export` crate's.
 //!
 //! Main items: [`analyze`] (a sweep directory in, `breakdown.csv`, `correlation.csv`,
 //! `warps.csv`, `hotspots.csv`, figures, `report.html` and `report.md` out), [`AnalyzeOptions`],
-//! [`AnalysisSummary`], [`AnalysisError`],
-//! and the statistics in [`stats`].
+//! [`AnalysisSummary`], [`AnalysisError`], the statistics in [`stats`], and the report's
+//! spelling of numbers in [`fmt`] ([`fmt::pct`] is `warpscope gpu-check`'s too). Both reports are
+//! one typed description, rendered once as HTML and once as Markdown, each escaped for its
+//! format (`report/`).
 //!
 //! The report also sets the paper's findings beside the sweep's (`paper.rs`: each statement,
 //! warpscope's figure, agree or disagree, and the reason computed from the counters).

@@ -7,12 +7,6 @@ pub enum AnalysisError {
         "{path}: not a warpscope sweep directory: {reason} (expected sweep.csv and one folder per run, as written by `warpscope sweep`)"
     )]
     NotASweep { path: PathBuf, reason: String },
-    #[error("{path}: line {line}: {reason}")]
-    SweepCsv {
-        path: PathBuf,
-        line: u64,
-        reason: String,
-    },
     #[error("{path}")]
     Io {
         path: PathBuf,
@@ -21,11 +15,11 @@ pub enum AnalysisError {
     },
     #[error(transparent)]
     Trace(#[from] trace::TraceError),
-    #[error("{path}")]
-    Polars {
+    #[error("{path}: cannot write CSV")]
+    Csv {
         path: PathBuf,
         #[source]
-        source: polars::error::PolarsError,
+        source: csv::Error,
     },
     #[error("{path}: cannot draw the figure: {reason}")]
     Plot { path: PathBuf, reason: String },
@@ -49,8 +43,8 @@ impl AnalysisError {
         }
     }
 
-    pub(crate) fn polars(path: impl Into<PathBuf>, source: polars::error::PolarsError) -> Self {
-        AnalysisError::Polars {
+    pub(crate) fn csv(path: impl Into<PathBuf>, source: csv::Error) -> Self {
+        AnalysisError::Csv {
             path: path.into(),
             source,
         }

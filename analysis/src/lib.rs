@@ -3,14 +3,25 @@
 //! hit rate and frame rate across block shapes, how access time is spread over warps, and which
 //! sites, warps and blocks are hot spots — as CSV tables, figures (PNG + SVG) and one report.
 //!
-//! Why a crate of its own: the statistics, polars and plotters stay out of every other crate
-//! (docs/ARCHITECTURE.md); the analysis sees only the `trace` model, so it works the same on emulator and
-//! GPU sweeps.
+//! Why a crate of its own: the statistics and plotters stay out of every other crate
+//! (docs/ARCHITECTURE.md); the analysis sees only the `trace` model and, for the roofline and the
+//! bound, the emulator's configuration type (`emulator::GpuConfig`, a run's effective
+//! `config.toml`), so it works the same on emulator and GPU sweeps.
+//!
+//! Why no polars: the tables are built column by column in memory and written once, which is a
+//! loop over the rows with the `csv` crate (`table.rs`); polars did only that here, and it was
+//! most of this crate's dependency tree (`cargo tree -e normal`: 211 lines with it, 59 without;
+//! 72 with the emulator, for its configuration type).
+//! The files keep polars' spelling byte for byte (through its own number formatters, `itoa` and
+//! `zmij`, two small crates that were in the tree already), so readers of the CSVs see no change.
+//! Parquet, the one format polars is needed for, is the `export` crate's.
 //!
 //! Main items: [`analyze`] (a sweep directory in, `breakdown.csv`, `correlation.csv`,
 //! `warps.csv`, `hotspots.csv`, figures, `report.html` and `report.md` out), [`AnalyzeOptions`],
-//! [`AnalysisSummary`], [`AnalysisError`],
-//! and the statistics in [`stats`].
+//! [`AnalysisSummary`], [`AnalysisError`], the statistics in [`stats`], and the report's
+//! spelling of numbers in [`fmt`] ([`fmt::pct`] is `warpscope gpu-check`'s too). Both reports are
+//! one typed description, rendered once as HTML and once as Markdown, each escaped for its
+//! format (`report/`).
 //!
 //! The report also sets the paper's findings beside the sweep's (`paper.rs`: each statement,
 //! warpscope's figure, agree or disagree, and the reason computed from the counters).
@@ -71,6 +82,7 @@
 
 mod error;
 mod figures;
+pub mod fmt;
 mod output;
 pub mod regress;
 mod report;
@@ -78,16 +90,17 @@ pub mod reuse;
 mod roofline;
 pub mod stats;
 mod sweep;
+mod sweep_dir;
 mod table;
 
 pub use error::AnalysisError;
 pub use regress::{CompareSummary, compare, compare_mode};
 pub use report::md_table;
 pub use roofline::{
-    BenchMeasurement, Bound, CacheSpec, Ceilings, Component, ComponentKind, ComponentUse, DramSpec,
-    Edge, GpuSpec, Hierarchy, L2Spec, Level, MeasuredCeilings, PipelineSpec, RooflinePoint,
-    RunBound, RunCounters, RunRoofline, SmSpec, TextureSpec, WorkKind, attainable, bound_of,
-    busy_cycles, ridge_point, roofline_point, run_bound, run_roofline, write_ceilings,
+    BenchMeasurement, Bound, Ceilings, Component, ComponentKind, ComponentUse, Edge, Hierarchy,
+    Level, MeasuredCeilings, RooflinePoint, RunBound, RunCounters, RunRoofline, WorkKind,
+    attainable, bound_of, busy_cycles, ridge_point, roofline_point, run_bound, run_roofline,
+    write_ceilings,
 };
 pub use sweep::analyze::{AnalysisSummary, AnalyzeOptions, analyze};
 pub use sweep::one_run::{probe_cost, run_verdict};

@@ -1,4 +1,4 @@
-//! Atomic file output and small text helpers shared by the writers.
+//! Atomic file output, and the file-name-safe form of a name, shared by the writers.
 
 use crate::AnalysisError;
 use std::path::Path;
@@ -36,37 +36,6 @@ pub(crate) fn slug(s: &str) -> String {
         .collect()
 }
 
-/// Escapes text for HTML element content and attribute values.
-pub(crate) fn html_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            _ => out.push(c),
-        }
-    }
-    out
-}
-
-/// A fraction as a whole percent, `0.574` → `57%`: the findings' and verdicts' spelling.
-pub(crate) fn pct(x: f64) -> String {
-    format!("{:.0}%", x * 100.0)
-}
-
-/// "16x8" → "16×8", as the paper writes shapes.
-pub(crate) fn pretty_shape(shape: &str) -> String {
-    shape.replace('x', "×")
-}
-
-/// "90,0,90" → "(90,0,90)".
-pub(crate) fn pretty_view(view: &str) -> String {
-    format!("({view})")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -101,11 +70,5 @@ mod tests {
     #[test]
     fn text_helpers() {
         assert_eq!(slug("16x8_v0,0,0 fence"), "16x8_v0-0-0-fence");
-        assert_eq!(
-            html_escape("<a href=\"x\">&'"),
-            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
-        );
-        assert_eq!(pretty_shape("16x8"), "16×8");
-        assert_eq!(pretty_view("0,0,0"), "(0,0,0)");
     }
 }

@@ -42,6 +42,11 @@ fn run_name(r: &RunSpec) -> String {
 
 /// Writes SWEEPDIR/sweep.csv and each run's trace.wst, run.json and config.toml.
 fn make_sweep(dir: &Path, runs: &[RunSpec]) {
+    make_sweep_with_sites(dir, runs, ["volume sample", "transfer function"]);
+}
+
+/// [`make_sweep`] with the two sites named `sites`.
+fn make_sweep_with_sites(dir: &Path, runs: &[RunSpec], sites: [&str; 2]) {
     let mut csv = String::from(
         "run,backend,preset,shape,view,mode,cycles,kernel_ms,frame_rate,tex_hit_rate,dropped_records,overhead,occupancy_bare,occupancy_probed\n",
     );
@@ -55,8 +60,8 @@ fn make_sweep(dir: &Path, runs: &[RunSpec]) {
         let launch = LaunchInfo::new("d_render", Dim3::new(2, 1, 1), block)
             .with_probe(mode, RecordKind::Trace)
             .with_sites(vec![
-                SiteInfo::new(0, "volume sample", Region::Texture),
-                SiteInfo::new(1, "transfer function", Region::Texture),
+                SiteInfo::new(0, sites[0], Region::Texture),
+                SiteInfo::new(1, sites[1], Region::Texture),
             ]);
         let warps = r
             .warps
@@ -306,15 +311,15 @@ fn findings_state_naive_vs_fenced_shares_and_correlations() {
     standard_sweep(sweep.path());
     let out = sweep.path().join("analysis");
     let s = analyze(sweep.path(), &out, &AnalyzeOptions::default()).unwrap();
-    // Uniform runs: mem = 4t of 10t → 40% in both modes; naive is not below half.
+    // Uniform runs: mem = 4t of 10t → 40 % in both modes; naive is not below half.
     let f = s
         .findings
         .iter()
         .find(|f| f.starts_with("At (0,0,0), naive"))
         .unwrap();
     assert!(f.contains("0 of 2 shapes"), "{f}");
-    // Uniform runs: 3 of 4 accesses at site 0, all of t cycles → 75% of memory time.
-    let site = "At (0,0,0) (fence), site 0 (volume sample) accounts for 75% of the memory time (mean over 4 shapes).";
+    // Uniform runs: 3 of 4 accesses at site 0, all of t cycles → 75 % of memory time.
+    let site = "At (0,0,0) (fence), site 0 (volume sample) accounts for 75 % of the memory time (mean over 4 shapes).";
     assert!(s.findings.iter().any(|f| f == site), "{:?}", s.findings);
     assert!(
         s.findings.iter().any(
@@ -339,7 +344,7 @@ fn the_report_opens_with_a_verdict_and_its_figure() {
         .find(|v| v.starts_with("At (0,0,0)"))
         .unwrap_or_else(|| panic!("{:?}", s.verdict));
     for part in [
-        "timed with fence: memory is 40% of warp time, 75% of it at site 0 (volume sample).",
+        "timed with fence: memory is 40 % of warp time, 75 % of it at site 0 (volume sample).",
         "(bare kernel): 8×16 is slowest",
         "128×1 fastest",
         "(6.00×)",
@@ -432,10 +437,36 @@ fn same_hit_rate_different_variance_is_a_finding() {
     .unwrap();
     assert!(
         s.findings.iter().any(|f| f.contains(
-            "At (90,0,90) (fence), 8×16 has the same texture hit rate as 2×64 (90.0% vs 90.5%) but 16.0× the per-warp variance"
+            "At (90,0,90) (fence), 8×16 has the same texture hit rate as 2×64 (90.0 % vs 90.5 %) but 16.0× the per-warp variance"
         )),
         "{:?}",
         s.findings
+    );
+}
+
+/// A site named like markup is text in both reports: escaped in the HTML (its figures' SVG
+/// included) and in the Markdown, where a `<` would open a tag and a `|` end a table cell.
+#[test]
+fn a_site_named_like_markup_is_escaped_in_both_reports() {
+    let sweep = tempfile::tempdir().unwrap();
+    let site = "<b>x|y</b>";
+    let runs = vec![
+        uniform_run("128x1", "fence", 100, Some(0.1), Some(30.0)),
+        uniform_run("64x2", "fence", 50, Some(0.2), Some(20.0)),
+    ];
+    make_sweep_with_sites(sweep.path(), &runs, [site, "plain"]);
+    let out = sweep.path().join("analysis");
+    let s = analyze(sweep.path(), &out, &AnalyzeOptions::default()).unwrap();
+    let html = std::fs::read_to_string(&s.report_html).unwrap();
+    assert!(!html.contains(site), "a raw site name in report.html");
+    assert!(html.contains("site0 = &lt;b&gt;x|y&lt;/b&gt; (texture)"));
+    let md = std::fs::read_to_string(&s.report_md).unwrap();
+    assert!(!md.contains(site), "a raw site name in report.md");
+    assert!(md.contains("site0 = \\<b>x\\|y\\</b> (texture)"), "{md}");
+    // The verdict names the site that takes most of the memory time, escaped the same way.
+    assert!(
+        md.contains("75 % of it at site 0 (\\<b>x\\|y\\</b>)"),
+        "{md}"
     );
 }
 
@@ -672,10 +703,26 @@ fn report_renders_in_headless_chromium() {
     }
 }
 
-/// An emulator config with the fields the roofline and the bound read (others are ignored):
-/// 2 SMs × 64 FP32 lanes × 2 = 256 flops/cycle, L1 2 × 128 = 256 B/cycle, L2 4 × 32 = 128
-/// B/cycle, DRAM 64 B/cycle, at 1000 MHz.
-const SMALL_GPU: &str = "name = \"small\"\nclock_mhz = 1000.0\n[sm]\ncount = 2\nwarp_schedulers = 4\nmax_threads = 1536\n[pipeline]\nint_issue_cycles = 2\nfp32_issue_cycles = 2\n[l1]\nsize_bytes = 32768\nline_bytes = 128\nsector_bytes = 32\nways = 4\n[texture]\nunified_with_l1 = true\n[l2]\nsize_bytes = 262144\nslices = 4\nline_bytes = 128\nsector_bytes = 32\nways = 8\nbandwidth_bytes_per_cycle = 32.0\n[dram]\nbandwidth_bytes_per_cycle = 64.0\n";
+/// An emulator's effective config.toml with what the roofline and the bound read set to small
+/// numbers: 2 SMs × 64 FP32 lanes × 2 = 256 flops/cycle, L1 2 × 128 = 256 B/cycle, L2 4 × 32 =
+/// 128 B/cycle, DRAM 64 B/cycle, at 1000 MHz (the rest is gtx480's).
+fn small_gpu() -> String {
+    let mut c = emulator::GpuConfig::preset("gtx480").unwrap();
+    c.name = "small".into();
+    c.clock_mhz = 1000.0;
+    c.sm.count = 2;
+    c.sm.warp_schedulers = 4;
+    c.pipeline.int_issue_cycles = 2;
+    c.pipeline.fp32_issue_cycles = 2;
+    c.l1.line_bytes = 128;
+    c.l1.sector_bytes = 32;
+    c.l2.slices = 4;
+    c.l2.sector_bytes = 32;
+    c.l2.bandwidth_bytes_per_cycle = 32.0;
+    c.dram.bandwidth_bytes_per_cycle = 64.0;
+    c.validate("small").unwrap();
+    c.to_toml()
+}
 
 #[test]
 fn roofline_and_bound_land_in_the_report() {
@@ -700,7 +747,7 @@ fn roofline_and_bound_land_in_the_report() {
             full[k] = v.clone();
         }
         std::fs::write(&path, full.to_string()).unwrap();
-        std::fs::write(sweep.path().join(run).join("config.toml"), SMALL_GPU).unwrap();
+        std::fs::write(sweep.path().join(run).join("config.toml"), small_gpu()).unwrap();
     }
     let out = sweep.path().join("out");
     let s = analyze(sweep.path(), &out, &AnalyzeOptions::default()).unwrap();

@@ -16,7 +16,7 @@ fn opt<T: std::fmt::Display>(v: &Option<T>) -> String {
 }
 
 fn pct(v: Option<f64>) -> String {
-    v.map_or("–".into(), |v| format!("{:.1} %", 100.0 * v))
+    v.map_or("–".into(), |v| analysis::fmt::pct(v, 1))
 }
 
 fn mib(b: Option<u64>) -> String {
@@ -295,7 +295,7 @@ fn section(s: &mut String, d: &StepData) {
                             n.mode.name()
                         },
                         format!("`{}`", n.metric),
-                        format!("{:.1} %", 100.0 * n.hit_rate),
+                        analysis::fmt::pct(n.hit_rate, 1),
                         pct(n.l2_hit_rate),
                         n.dram_read_bytes
                             .map_or("–".into(), |b| format!("{:.1} MB", b / 1e6)),

@@ -49,7 +49,7 @@ fn histogram_example_launches_and_matches_cpu() {
     assert!(
         said.contains("histogram: memory is ")
             && said.contains("of warp time over 128 warps (2048 timed accesses")
-            && said.contains("site 0 (input[i]): 100% of the memory time, 2048 accesses")
+            && said.contains("site 0 (input[i]): 100 % of the memory time, 2048 accesses")
             && said.contains("probes: kernel time "),
         "{said}"
     );

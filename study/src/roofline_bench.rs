@@ -1,9 +1,11 @@
 //! Roofline microbenchmarks on the emulator: the *measured* ceilings the roofline is drawn with,
 //! next to the theoretical ones from the configuration.
 //!
-//! Why here and not in `analysis`: running kernels needs the emulator, and `analysis` depends only
-//! on `trace` (docs/ARCHITECTURE.md). This module runs the kernels of `kernels/corpus/roofline.cu` and returns
-//! plain counts; `analysis::write_ceilings` turns them into `ceilings.csv` and a figure.
+//! Why here and not in `analysis`: running kernels needs the compiled corpus (`kernels`) and the
+//! emulator's engine, while `analysis` only computes with counts and the emulator's configuration
+//! type (docs/ARCHITECTURE.md). This module runs the kernels of `kernels/corpus/roofline.cu` and
+//! returns plain counts; `analysis::write_ceilings` turns them, with the same [`GpuConfig`], into
+//! `ceilings.csv` and a figure.
 //!
 //! Main items: [`run_roofline_benches`], [`roofline_command`] (the `warpscope roofline`
 //! subcommand: benchmarks plus `analysis::write_ceilings`), [`BenchOptions`], [`BenchResult`].
@@ -228,8 +230,6 @@ pub fn roofline_command(
     figures: bool,
 ) -> Result<analysis::MeasuredCeilings, StudyError> {
     let res = run_roofline_benches(cfg, opts)?;
-    let spec = analysis::GpuSpec::from_toml_str(&cfg.to_toml(), &cfg.name)
-        .map_err(|e| err("ceilings", e))?;
     let benches: Vec<analysis::BenchMeasurement> = res
         .iter()
         .map(|r| analysis::BenchMeasurement {
@@ -240,7 +240,7 @@ pub fn roofline_command(
             cycles: r.cycles,
         })
         .collect();
-    let m = analysis::write_ceilings(out_dir, &spec, &benches, figures)
+    let m = analysis::write_ceilings(out_dir, cfg, &benches, figures)
         .map_err(|e| err("ceilings", e))?;
     let json = serde_json::to_string_pretty(&res).map_err(|e| err("ceilings", e))? + "\n";
     trace::write_bytes_atomic(&out_dir.join("benches.json"), json.as_bytes())?;

@@ -363,8 +363,7 @@ fn roofline_benches_trace_the_roof_and_bound_triad() {
     let cfg = gtx480();
     let opts = study::BenchOptions::default();
     let res = study::run_roofline_benches(&cfg, &opts).expect("benches run");
-    let spec = analysis::GpuSpec::from_toml_str(&cfg.to_toml(), "gtx480").expect("spec");
-    let th = analysis::Ceilings::theoretical(&spec);
+    let th = analysis::Ceilings::theoretical(&cfg);
     let hz = cfg.clock_mhz * 1e6;
     let rate = |x: u64, cycles: u64| x as f64 * hz / cycles as f64;
     let fma = res.iter().find(|r| r.bench == "fma").expect("fma");
@@ -429,8 +428,8 @@ fn roofline_benches_trace_the_roof_and_bound_triad() {
     m.clock_mhz = cfg.clock_mhz;
     m.emulator = Some(triad.stats.clone());
     let counters = analysis::RunCounters::from_metrics(&m).expect("counters");
-    let h = analysis::Hierarchy::from_config(&spec);
-    let b = analysis::run_bound(&h, &counters, &spec);
+    let h = analysis::Hierarchy::from_config(&cfg);
+    let b = analysis::run_bound(&h, &counters, &cfg);
     eprintln!(
         "triad bound: bottleneck {}, T_est {:.0} cycles, T_sim {:.0}, T_est/T_sim = {:.3}",
         b.bottleneck, b.t_est_cycles, b.t_sim_cycles, b.ratio

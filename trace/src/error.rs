@@ -47,6 +47,13 @@ pub enum TraceError {
     /// An output path that must not be written: an input, a directory, a device node, a link.
     #[error("{path}: refusing to write here: {reason}")]
     Output { path: PathBuf, reason: String },
+    /// A `sweep.csv` line that is not what its columns say (line 1 is the header).
+    #[error("{path}: line {line}: {reason}")]
+    SweepCsv {
+        path: PathBuf,
+        line: u64,
+        reason: String,
+    },
 }
 
 impl TraceError {

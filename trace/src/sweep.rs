@@ -7,9 +7,18 @@
 //! `overhead` (probed ÷ bare kernel time), `occupancy_bare`, `occupancy_probed` (resident blocks
 //! per SM), `tex_hit_rate_bare` (the bare build's, 0–1), `warp_instructions`, `records`,
 //! `image_matches_bare`. An empty cell is a value the backend could not measure.
+//!
+//! The reader takes the file as people and spreadsheets leave it, not only as the writer wrote it:
+//! columns by name in any order, unknown columns ignored, a missing column other than
+//! [`SweepRow::REQUIRED_COLUMNS`] unknown throughout, `nan`/`NA` and empty cells unknown, cells
+//! trimmed, a count written as `12.0`. It refuses what would make the analysis wrong, naming the
+//! file and line: a missing required column, a run listed twice, a `run` that is not a folder
+//! name, a shape that is not `WIDTHxHEIGHT`, and a negative number (every number here counts,
+//! times or rates something).
 
 use crate::TraceError;
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 use std::path::Path;
 
 /// The file name of the sweep table inside the sweep folder.
@@ -61,17 +70,172 @@ impl SweepRow {
         crate::write_bytes_atomic(path, &bytes)
     }
 
-    /// Reads a `sweep.csv` exactly as [`SweepRow::write_csv`] writes it (columns by name). The
-    /// analysis reads more leniently (`nan`, missing optional columns) on top of the same type.
+    /// Reads a `sweep.csv` (see the module docs for what it accepts and refuses).
     pub fn read_csv(path: &Path) -> Result<Vec<SweepRow>, TraceError> {
-        let corrupt = |e: csv::Error| TraceError::Corrupt {
+        let bad = |line: u64, reason: String| TraceError::SweepCsv {
             path: path.to_path_buf(),
-            offset: e.position().map(|p| p.byte()).unwrap_or(0),
-            what: e.to_string(),
+            line,
+            reason,
         };
-        let mut rdr = csv::Reader::from_path(path).map_err(corrupt)?;
-        rdr.deserialize().map(|r| r.map_err(corrupt)).collect()
+        let csv_bad =
+            |line: u64, e: csv::Error| bad(e.position().map_or(line, |p| p.line()), e.to_string());
+        let file = std::fs::File::open(path).map_err(|e| TraceError::io(path, e))?;
+        let mut rdr = csv::ReaderBuilder::new()
+            .has_headers(true)
+            .from_reader(file);
+        let headers: Vec<String> = (rdr.headers().map_err(|e| csv_bad(1, e))?.iter())
+            .map(|h| h.trim().to_string())
+            .collect();
+        let col = |name: &str| headers.iter().position(|h| h == name);
+        if let Some(missing) = Self::REQUIRED_COLUMNS.iter().find(|c| col(c).is_none()) {
+            return Err(bad(
+                1,
+                format!("no `{missing}` column (header: {})", headers.join(",")),
+            ));
+        }
+        // Where each field's cells are, found once.
+        let at: Vec<Option<usize>> = (SweepRow::default().cells().iter())
+            .map(|(name, _)| col(name))
+            .collect();
+        let mut rows = Vec::new();
+        let mut seen = HashMap::new();
+        for (i, rec) in rdr.records().enumerate() {
+            let rec = rec.map_err(|e| csv_bad(i as u64 + 2, e))?;
+            let line = rec.position().map_or(i as u64 + 2, |p| p.line());
+            let mut row = SweepRow::default();
+            for ((name, cell), at) in row.cells().into_iter().zip(&at) {
+                let text = at.and_then(|c| rec.get(c)).unwrap_or_default().trim();
+                cell.read(text)
+                    .map_err(|reason| bad(line, format!("column `{name}`: {reason}")))?;
+            }
+            if row.run.is_empty()
+                || row.run.contains(['/', '\\'])
+                || [".", ".."].contains(&row.run.as_str())
+            {
+                return Err(bad(
+                    line,
+                    format!(
+                        "`run` must name a folder inside the sweep, got {:?}",
+                        row.run
+                    ),
+                ));
+            }
+            if parse_shape(&row.shape).is_none() {
+                return Err(bad(
+                    line,
+                    format!(
+                        "column `shape`: {:?} is not WIDTHxHEIGHT (e.g. 16x8)",
+                        row.shape
+                    ),
+                ));
+            }
+            if let Some(first) = seen.insert(row.run.clone(), line) {
+                return Err(bad(
+                    line,
+                    format!("run {:?} is listed twice (first on line {first})", row.run),
+                ));
+            }
+            rows.push(row);
+        }
+        Ok(rows)
     }
+
+    /// Every column with the field its cells go to, in the writer's column order; the one place
+    /// the reader names columns (a test holds it to the writer's header).
+    fn cells(&mut self) -> [(&'static str, Cell<'_>); 18] {
+        [
+            ("run", Cell::Text(&mut self.run)),
+            ("backend", Cell::Text(&mut self.backend)),
+            ("preset", Cell::Text(&mut self.preset)),
+            ("shape", Cell::Text(&mut self.shape)),
+            ("view", Cell::Text(&mut self.view)),
+            ("mode", Cell::Text(&mut self.mode)),
+            ("cycles", Cell::Count(&mut self.cycles)),
+            ("kernel_ms", Cell::Number(&mut self.kernel_ms)),
+            ("frame_rate", Cell::Number(&mut self.frame_rate)),
+            ("tex_hit_rate", Cell::Number(&mut self.tex_hit_rate)),
+            ("dropped_records", Cell::Count(&mut self.dropped_records)),
+            ("overhead", Cell::Number(&mut self.overhead)),
+            ("occupancy_bare", Cell::Count(&mut self.occupancy_bare)),
+            ("occupancy_probed", Cell::Count(&mut self.occupancy_probed)),
+            (
+                "tex_hit_rate_bare",
+                Cell::Number(&mut self.tex_hit_rate_bare),
+            ),
+            (
+                "warp_instructions",
+                Cell::Count(&mut self.warp_instructions),
+            ),
+            ("records", Cell::Count(&mut self.records)),
+            (
+                "image_matches_bare",
+                Cell::Flag(&mut self.image_matches_bare),
+            ),
+        ]
+    }
+}
+
+/// Where one cell of a row goes, and how its text reads.
+enum Cell<'a> {
+    Text(&'a mut String),
+    Count(&'a mut Option<u64>),
+    Number(&'a mut Option<f64>),
+    Flag(&'a mut Option<bool>),
+}
+
+impl Cell<'_> {
+    /// Stores the (trimmed) cell text; the error says why it cannot be this column's value.
+    fn read(self, text: &str) -> Result<(), String> {
+        match self {
+            Cell::Text(s) => *s = text.to_string(),
+            Cell::Number(v) => *v = number(text)?,
+            Cell::Count(v) => {
+                *v = match text.parse::<u64>() {
+                    Ok(n) => Some(n),
+                    // A spreadsheet may have written a count as `12.0`.
+                    Err(_) => match number(text)? {
+                        Some(x) if x.fract() != 0.0 || x > u64::MAX as f64 => {
+                            return Err(format!("{x} is not a whole number"));
+                        }
+                        x => x.map(|x| x as u64),
+                    },
+                }
+            }
+            Cell::Flag(v) => {
+                *v = match text.to_ascii_lowercase().as_str() {
+                    "true" => Some(true),
+                    "false" => Some(false),
+                    t if unknown(t) => None,
+                    other => return Err(format!("{other:?} is not true or false")),
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// An empty cell, or `nan`/`NA` as spreadsheets write it: a value nobody measured.
+fn unknown(text: &str) -> bool {
+    text.is_empty() || text.eq_ignore_ascii_case("nan") || text.eq_ignore_ascii_case("na")
+}
+
+/// A number that is not negative, or `None` for an unknown cell.
+fn number(text: &str) -> Result<Option<f64>, String> {
+    if unknown(text) {
+        return Ok(None);
+    }
+    let x: f64 = (text.parse()).map_err(|_| format!("{text:?} is not a number"))?;
+    if x < 0.0 {
+        return Err(format!("{x} is negative"));
+    }
+    Ok(Some(x))
+}
+
+/// A block shape `WIDTHxHEIGHT` of positive integers.
+fn parse_shape(s: &str) -> Option<(u32, u32)> {
+    let (x, y) = s.split_once('x')?;
+    let (x, y): (u32, u32) = (x.trim().parse().ok()?, y.trim().parse().ok()?);
+    (x > 0 && y > 0).then_some((x, y))
 }
 
 #[cfg(test)]
@@ -136,5 +300,100 @@ mod tests {
         std::fs::write(&p, text).unwrap();
         let e = SweepRow::read_csv(&p).unwrap_err().to_string();
         assert!(e.contains("sweep.csv"), "{e}");
+    }
+
+    fn read(text: &str) -> Result<Vec<SweepRow>, TraceError> {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join(SWEEP_CSV);
+        std::fs::write(&p, text).unwrap();
+        SweepRow::read_csv(&p)
+    }
+
+    #[test]
+    fn the_reader_knows_every_column_the_writer_writes() {
+        let text = String::from_utf8(SweepRow::to_csv(&[row("a")]).unwrap()).unwrap();
+        let header: Vec<&str> = text.lines().next().unwrap().split(',').collect();
+        let names: Vec<&str> = SweepRow::default().cells().iter().map(|c| c.0).collect();
+        assert_eq!(names, header);
+    }
+
+    #[test]
+    fn parses_rows_by_column_name_with_empty_cells() {
+        let rows = read(
+            "mode,run,shape,view,cycles,tex_hit_rate,frame_rate\nfence,a,16x8,\"0,0,0\",,,12.5\nnaive,b,8x16,\"90,0,90\",7,0.5,nan\n",
+        )
+        .unwrap();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[0].run, "a");
+        assert_eq!(rows[0].view, "0,0,0");
+        assert_eq!(rows[0].tex_hit_rate, None);
+        assert_eq!(rows[0].frame_rate, Some(12.5));
+        assert_eq!(rows[1].tex_hit_rate, Some(0.5));
+        assert_eq!(rows[1].frame_rate, None);
+        // Trimmed cells, a count written as 12.0, a flag in capitals, unknown columns.
+        let rows = read(
+            "run,shape,view,mode,cycles,image_matches_bare,note\n a ,1x1,0,fence,12.0,TRUE,x\n",
+        )
+        .unwrap();
+        assert_eq!(
+            (
+                rows[0].run.as_str(),
+                rows[0].cycles,
+                rows[0].image_matches_bare
+            ),
+            ("a", Some(12), Some(true))
+        );
+    }
+
+    #[test]
+    fn rejects_rows_that_are_not_a_sweeps() {
+        let e = read("run,shape\nx,1x1\n").unwrap_err().to_string();
+        assert!(e.contains("`view`"), "{e}");
+        let e = read("run,shape,view,mode,cycles\nx,1x1,0,fence,lots\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 2") && e.contains("cycles"), "{e}");
+        assert!(read("run,shape,view,mode,cycles\n../x,1x1,0,fence,1\n").is_err());
+        let e = read("run,shape,view,mode,cycles\na,1x1,0,fence,2.5\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("column `cycles`: 2.5 is not a whole number"),
+            "{e}"
+        );
+    }
+
+    /// Each damaged sweep.csv is refused with the file, the line and the column or run.
+    #[test]
+    fn refuses_duplicates_missing_columns_negative_counts_and_bad_shapes() {
+        let head = "run,shape,view,mode,cycles\n";
+        let cases = [
+            (
+                format!("{head}a,16x8,0,fence,10\nb,8x16,0,fence,10\na,16x8,0,fence,10\n"),
+                &[
+                    "sweep.csv",
+                    "line 4",
+                    "\"a\" is listed twice (first on line 2)",
+                ][..],
+            ),
+            (
+                "run,shape,view,mode\na,16x8,0,fence\n".to_string(),
+                &["sweep.csv", "no `cycles` column"][..],
+            ),
+            (
+                format!("{head}a,16x8,0,fence,-5\n"),
+                &["line 2", "column `cycles`: -5 is negative"][..],
+            ),
+            (
+                format!("{head}a,16by8,0,fence,5\n"),
+                &["line 2", "column `shape`", "16by8"][..],
+            ),
+        ];
+        for (text, wants) in cases {
+            let e = read(&text).unwrap_err().to_string();
+            for w in wants {
+                assert!(e.contains(w), "{text:?}: {e} should contain {w:?}");
+            }
+        }
     }
 }

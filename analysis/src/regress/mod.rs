@@ -50,12 +50,14 @@
 //! assert_eq!(s.steps.len(), 1);
 //! ```
 
+mod report;
+pub(crate) use report::section;
+
 use crate::AnalysisError;
 use crate::figures::{Figure, FigureKind, LinePanel};
 use crate::output::write_atomic;
-use crate::sweep::read_sweep_csv;
+use crate::sweep_dir::read_sweep_csv;
 use serde::Serialize;
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use trace::RunMetrics;
 
@@ -491,17 +493,13 @@ pub fn compare_mode(
     }
     std::fs::create_dir_all(out).map_err(|e| AnalysisError::io(out, e))?;
     let mut files = Vec::new();
-    let csv_err = |path: &Path, e: csv::Error| AnalysisError::Io {
-        path: path.to_path_buf(),
-        source: std::io::Error::other(e.to_string()),
-    };
     // compare_features.csv
     let path = out.join("compare_features.csv");
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record([
         "platform", "step", "feature", "r2", "adj_r2", "n", "warning",
     ])
-    .map_err(|e| csv_err(&path, e))?;
+    .map_err(|e| AnalysisError::csv(&path, e))?;
     for s in &selections {
         for (i, st) in s.steps.iter().enumerate() {
             w.write_record([
@@ -513,7 +511,7 @@ pub fn compare_mode(
                 s.n.to_string(),
                 s.warning.clone().unwrap_or_default(),
             ])
-            .map_err(|e| csv_err(&path, e))?;
+            .map_err(|e| AnalysisError::csv(&path, e))?;
         }
         if s.steps.is_empty() {
             w.write_record([
@@ -525,12 +523,12 @@ pub fn compare_mode(
                 s.n.to_string(),
                 s.warning.clone().unwrap_or_default(),
             ])
-            .map_err(|e| csv_err(&path, e))?;
+            .map_err(|e| AnalysisError::csv(&path, e))?;
         }
     }
     let bytes = w
         .into_inner()
-        .map_err(|e| csv_err(&path, csv::Error::from(e.into_error())))?;
+        .map_err(|e| AnalysisError::csv(&path, e.into_error().into()))?;
     write_atomic(&path, &bytes)?;
     files.push(path);
     // compare_times.csv
@@ -539,7 +537,8 @@ pub fn compare_mode(
     let mut header = vec!["run".to_string()];
     header.extend(platforms.iter().map(|p| format!("kernel_ms:{}", p.name)));
     header.push("fastest".into());
-    w.write_record(&header).map_err(|e| csv_err(&path, e))?;
+    w.write_record(&header)
+        .map_err(|e| AnalysisError::csv(&path, e))?;
     for run in &runs {
         let ts: Vec<f64> = platforms.iter().map(|p| time(p, run)).collect();
         let fastest = ts
@@ -551,11 +550,12 @@ pub fn compare_mode(
         let mut rec = vec![run.clone()];
         rec.extend(ts.iter().map(|t| format!("{t}")));
         rec.push(fastest);
-        w.write_record(&rec).map_err(|e| csv_err(&path, e))?;
+        w.write_record(&rec)
+            .map_err(|e| AnalysisError::csv(&path, e))?;
     }
     let bytes = w
         .into_inner()
-        .map_err(|e| csv_err(&path, csv::Error::from(e.into_error())))?;
+        .map_err(|e| AnalysisError::csv(&path, e.into_error().into()))?;
     write_atomic(&path, &bytes)?;
     files.push(path);
     // Figure: each platform's time over the reference's runs, as a fraction of the slowest time
@@ -606,67 +606,16 @@ pub fn compare_mode(
         files,
     };
     let md_path = out.join("compare.md");
-    write_atomic(&md_path, markdown(&summary).as_bytes())?;
+    crate::report::write_markdown(&report::compare_doc(&summary), &md_path)?;
     let mut summary = summary;
     summary.files.push(md_path);
     Ok(summary)
 }
 
-/// The comparison in words: per platform the ranked features with R², then the crossovers.
-pub(crate) fn markdown(s: &CompareSummary) -> String {
-    let mut m = String::new();
-    let _ = writeln!(m, "## Cross-platform comparison (single reference)\n");
-    let _ = writeln!(
-        m,
-        "Reference: {} ({} runs). Features: {}.\n",
-        s.platforms.first().map(String::as_str).unwrap_or(""),
-        s.runs.len(),
-        s.features.join(", ")
-    );
-    let _ = writeln!(m, "| platform | features (in order added) | R² | adj. R² |");
-    let _ = writeln!(m, "|---|---|---|---|");
-    for sel in &s.selections {
-        let f: Vec<String> = sel
-            .steps
-            .iter()
-            .map(|st| format!("{} ({:.3})", st.feature, st.r2))
-            .collect();
-        let _ = writeln!(
-            m,
-            "| {} | {} | {:.3} | {:.3} |",
-            sel.target,
-            if f.is_empty() {
-                "none".into()
-            } else {
-                f.join(" → ")
-            },
-            sel.r2,
-            sel.adj_r2
-        );
-    }
-    m.push('\n');
-    if s.crossovers.is_empty() {
-        let _ = writeln!(
-            m,
-            "No crossover: the same platform is faster on every run.\n"
-        );
-    }
-    for c in &s.crossovers {
-        let _ = writeln!(
-            m,
-            "- {} vs {}: between {} and {} the faster becomes {}.",
-            c.platform_a, c.platform_b, c.before_run, c.after_run, c.faster_after
-        );
-    }
-    for w in &s.warnings {
-        let _ = writeln!(m, "- warning: {w}");
-    }
-    m
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fmt::Write as _;
 
     /// Deterministic pseudo-random values in [0, 1) (a 64-bit LCG), so tests need no RNG crate.
     fn lcg(seed: u64, n: usize) -> Vec<f64> {

@@ -1,71 +1,80 @@
-//! The report's building blocks, in one copy for every section (the sweep's, the paper side by
-//! side, the roofline, reuse and compare sections): a [`Section`] of HTML and Markdown with the
-//! files written for it, and the table writer for both, so every table escapes the same way.
+//! The report's one description and its two renderings: every section (the sweep's, the paper
+//! side by side, the roofline, reuse and regression sections) builds its [`Block`]s once, and
+//! `report.html` and `report.md` are both rendered from them, each escaping what would change its
+//! meaning, so the two files always say the same thing.
+//!
+//! `doc.rs` is the model ([`Doc`], [`Block`], [`Inline`], [`Section`]); `html.rs` renders one
+//! self-contained page (no scripts, no external files; figures inline as SVG), `markdown.rs` a
+//! page that links the figures' PNG files beside it. [`write`] writes both, atomically.
 
-use crate::output::html_escape;
-use std::fmt::Write as _;
-use std::path::PathBuf;
+mod doc;
+mod html;
+mod markdown;
 
-/// A report section: HTML and Markdown text, and the files written for it.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Section {
-    pub html: String,
-    pub md: String,
-    pub files: Vec<PathBuf>,
+pub(crate) use doc::{Block, Doc, Inline, Section};
+pub use markdown::md_table;
+
+use crate::AnalysisError;
+use crate::output::write_atomic;
+use std::path::Path;
+
+/// Writes `doc` as HTML to `html` and as Markdown to `md`, each atomically.
+pub(crate) fn write(doc: &Doc, html: &Path, md: &Path) -> Result<(), AnalysisError> {
+    write_atomic(html, html::page(doc).as_bytes())?;
+    write_atomic(md, markdown::page(doc).as_bytes())
 }
 
-/// An HTML table, the first row as the header; every cell escaped. Wide tables scroll inside
-/// their own box rather than widening the page.
-pub(crate) fn html_table(rows: &[Vec<String>]) -> String {
-    let mut s = String::from("<div class=\"scroll\"><table>\n");
-    for (i, row) in rows.iter().enumerate() {
-        let tag = if i == 0 { "th" } else { "td" };
-        s.push_str("<tr>");
-        for c in row {
-            let _ = write!(s, "<{tag}>{}</{tag}>", html_escape(c));
-        }
-        s.push_str("</tr>\n");
+/// Writes `doc` as Markdown alone to `md`, atomically (a command's summary beside its files).
+pub(crate) fn write_markdown(doc: &Doc, md: &Path) -> Result<(), AnalysisError> {
+    write_atomic(md, markdown::page(doc).as_bytes())
+}
+
+#[cfg(test)]
+impl Section {
+    /// The section alone as Markdown, for tests of what it says.
+    pub fn markdown(&self) -> String {
+        markdown::page(&self.as_doc())
     }
-    s.push_str("</table></div>\n");
-    s
-}
 
-/// A Markdown cell: a `|` would end the cell and a newline the row.
-pub(crate) fn md_cell(c: &str) -> String {
-    c.replace('|', "\\|").replace('\n', " ")
-}
+    /// The section alone as HTML, for tests of what it says.
+    pub fn html(&self) -> String {
+        html::page(&self.as_doc())
+    }
 
-/// A Markdown table, the first row as the header, followed by a blank line.
-pub fn md_table(rows: &[Vec<String>]) -> String {
-    let mut s = String::new();
-    for (i, row) in rows.iter().enumerate() {
-        let cells: Vec<String> = row.iter().map(|c| md_cell(c)).collect();
-        let _ = writeln!(s, "| {} |", cells.join(" | "));
-        if i == 0 {
-            let _ = writeln!(s, "|{}", "---|".repeat(row.len()));
+    fn as_doc(&self) -> Doc {
+        Doc {
+            title: String::new(),
+            blocks: self.blocks.clone(),
         }
     }
-    s.push('\n');
-    s
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// A site's name is text wherever it lands: a tag or a table's `|` in it stays text in both
+    /// renderings.
     #[test]
-    fn both_writers_escape_what_would_break_their_table() {
-        let rows = vec![
-            vec!["a|b".to_string(), "<x>".to_string()],
-            vec!["two\nlines".to_string(), "R&D".to_string()],
-        ];
-        let html = html_table(&rows);
-        assert!(html.contains("<th>a|b</th><th>&lt;x&gt;</th>"), "{html}");
-        assert!(html.contains("<td>R&amp;D</td>"), "{html}");
-        let md = md_table(&rows);
-        assert_eq!(
-            md, "| a\\|b | <x> |\n|---|---|\n| two lines | R&D |\n\n",
-            "{md}"
-        );
+    fn a_site_named_like_markup_comes_out_escaped_in_both() {
+        let site = "<b>x|y</b>";
+        let doc = Doc {
+            title: "t".into(),
+            blocks: vec![
+                Block::Heading(2, format!("Site {site}")),
+                Block::para(format!("Sites: site0 = {site}.")),
+                Block::List(vec![format!("{site} takes the time")]),
+                Block::Table(vec![vec!["site".into()], vec![site.into()]]),
+                Block::Para(vec![Inline::Strong(site.into()), Inline::Code(site.into())]),
+            ],
+        };
+        let html = html::page(&doc);
+        assert!(!html.contains(site), "{html}");
+        assert_eq!(html.matches("&lt;b&gt;x|y&lt;/b&gt;").count(), 6, "{html}");
+        let md = markdown::page(&doc);
+        assert_eq!(md.matches("\\<b>x\\|y\\</b>").count(), 5, "{md}");
+        // A code span shows its text as it is: the one raw copy is the one inside backticks.
+        assert_eq!(md.matches(site).count(), 1, "{md}");
+        assert!(md.contains("`<b>x|y</b>`"), "{md}");
     }
 }

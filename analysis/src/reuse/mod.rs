@@ -34,7 +34,9 @@
 //! assert_eq!(ws.last().map(|p| (p.accesses, p.sectors, p.lines)), Some((5, 3, 1)));
 //! ```
 
-pub(crate) mod report;
+mod report;
+pub(crate) use report::section;
+
 use crate::AnalysisError;
 use serde::Serialize;
 use std::collections::HashMap;

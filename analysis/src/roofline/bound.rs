@@ -7,9 +7,9 @@
 //! from that limit (T_est / T_sim; 1 means the component ran flat out the whole kernel).
 //!
 //! Main items: [`Hierarchy`] (components and edges; typed TOML with [`Hierarchy::from_toml_str`] /
-//! [`Hierarchy::to_toml`], errors that name the field), [`Component`], [`Edge`], [`GpuSpec`] (the
-//! subset of the emulator's effective `config.toml` this crate reads, without depending on the
-//! emulator) with [`Hierarchy::from_config`], [`RunBound`] / [`run_bound`], [`Hierarchy::to_dot`].
+//! [`Hierarchy::to_toml`], errors that name the field), [`Component`], [`Edge`],
+//! [`Hierarchy::from_config`] (the hierarchy an emulator configuration models), [`RunBound`] /
+//! [`run_bound`], [`Hierarchy::to_dot`].
 //!
 //! # The bound
 //! Component c with read bytes R, written bytes W, read bandwidth r and write bandwidth w (bytes
@@ -34,9 +34,10 @@
 //! assert!(e.starts_with("h.toml: components[2].read_bytes_per_cycle"), "{e}");
 //! ```
 
-use super::model::RunCounters;
-use super::spec::GpuSpec;
+use super::model::{PerCycle, RunCounters};
 use crate::AnalysisError;
+use crate::fmt::{pct, sig};
+use emulator::GpuConfig;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write;
 
@@ -89,13 +90,10 @@ pub struct Hierarchy {
 }
 
 impl Hierarchy {
-    /// The hierarchy the emulator models for `spec`: SM compute, L1/TEX (per SM), L2 slices, DRAM.
-    pub fn from_config(spec: &GpuSpec) -> Hierarchy {
-        let sms = spec.sm.count;
-        let l1_bw = spec.l1_bytes_per_cycle();
-        let l2_bw = spec.l2_bytes_per_cycle();
-        let dram_bw = spec.dram.bandwidth_bytes_per_cycle;
-        let flops = spec.flops_per_cycle();
+    /// The hierarchy the emulator models for `cfg`: SM compute, L1/TEX (per SM), L2 slices, DRAM.
+    pub fn from_config(cfg: &GpuConfig) -> Hierarchy {
+        let sms = cfg.sm.count;
+        let p = PerCycle::of(cfg);
         let c = |name: &str, kind, instances, cap, ways, line, bw| Component {
             name: name.into(),
             kind,
@@ -107,29 +105,29 @@ impl Hierarchy {
             write_bytes_per_cycle: bw,
         };
         Hierarchy {
-            name: spec.name.clone(),
-            clock_mhz: spec.clock_mhz,
+            name: cfg.name.clone(),
+            clock_mhz: cfg.clock_mhz,
             components: vec![
-                c("sm", ComponentKind::Compute, sms, 0, 0, 0, flops),
+                c("sm", ComponentKind::Compute, sms, 0, 0, 0, p.flops),
                 c(
                     "l1",
                     ComponentKind::Cache,
                     sms,
-                    spec.l1.size_bytes * u64::from(sms),
-                    spec.l1.ways,
-                    spec.l1.line_bytes,
-                    l1_bw,
+                    u64::from(cfg.l1.size_bytes) * u64::from(sms),
+                    cfg.l1.ways,
+                    cfg.l1.line_bytes,
+                    p.l1_bytes,
                 ),
                 c(
                     "l2",
                     ComponentKind::Cache,
-                    spec.l2.slices,
-                    spec.l2.size_bytes,
-                    spec.l2.ways,
-                    spec.l2.line_bytes,
-                    l2_bw,
+                    cfg.l2.slices,
+                    cfg.l2.size_bytes,
+                    cfg.l2.ways,
+                    cfg.l2.line_bytes,
+                    p.l2_bytes,
                 ),
-                c("dram", ComponentKind::Memory, 1, 0, 0, 0, dram_bw),
+                c("dram", ComponentKind::Memory, 1, 0, 0, 0, p.dram_bytes),
             ],
             edges: vec![
                 Edge {
@@ -148,9 +146,34 @@ impl Hierarchy {
         }
     }
 
-    /// [`Hierarchy::from_config`] of [`GpuSpec::example`].
+    /// A small made-up hierarchy for examples and tests (not a preset): 2 SMs of 128 FP32 ops
+    /// per cycle, L1 128 B/cycle each, 4 L2 slices of 32 B/cycle, DRAM 64 B/cycle, at 1 GHz.
     pub fn example() -> Hierarchy {
-        Hierarchy::from_config(&GpuSpec::example())
+        let c = |name: &str, kind, instances, cap, ways, line, bw| Component {
+            name: String::from(name),
+            kind,
+            instances,
+            capacity_bytes: cap,
+            associativity: ways,
+            line_bytes: line,
+            read_bytes_per_cycle: bw,
+            write_bytes_per_cycle: bw,
+        };
+        let edge = |from: &str, to: &str| Edge {
+            from: from.into(),
+            to: to.into(),
+        };
+        Hierarchy {
+            name: "example".into(),
+            clock_mhz: 1000.0,
+            components: vec![
+                c("sm", ComponentKind::Compute, 2, 0, 0, 0, 256.0),
+                c("l1", ComponentKind::Cache, 2, 65536, 4, 128, 256.0),
+                c("l2", ComponentKind::Cache, 4, 262144, 8, 128, 128.0),
+                c("dram", ComponentKind::Memory, 1, 0, 0, 0, 64.0),
+            ],
+            edges: vec![edge("sm", "l1"), edge("l1", "l2"), edge("l2", "dram")],
+        }
     }
 
     /// Parses and validates TOML; errors name `origin` and the field (`components[2].ways`).
@@ -253,11 +276,11 @@ impl Hierarchy {
             {
                 let _ = write!(
                     label,
-                    "\\nread {} write {}\\nbusy {} cycles ({}% of T_sim)",
+                    "\\nread {} write {}\\nbusy {} cycles ({} of T_sim)",
                     sig(u.read),
                     sig(u.written),
                     sig(u.busy_cycles),
-                    sig(100.0 * u.busy_cycles / b.t_sim_cycles.max(1.0))
+                    pct(u.busy_cycles / b.t_sim_cycles.max(1.0), 1)
                 );
                 if u.name == b.bottleneck {
                     style = ", style=filled, fillcolor=\"#f4a582\"".into();
@@ -281,10 +304,6 @@ impl Hierarchy {
         s.push_str("}\n");
         s
     }
-}
-
-fn sig(x: f64) -> String {
-    crate::table::fmt_sig(x)
 }
 
 fn dot_escape(s: &str) -> String {
@@ -318,7 +337,7 @@ pub struct RunBound {
 }
 
 /// Traffic of the component named `name` from the counters: (read, written).
-fn traffic(name: &str, c: &RunCounters, spec: &GpuSpec) -> Option<(f64, f64)> {
+fn traffic(name: &str, c: &RunCounters, cfg: &GpuConfig) -> Option<(f64, f64)> {
     let m = &c.mem;
     match name {
         // Without instruction counts the work is unknown: leave the SMs out rather than guess.
@@ -326,13 +345,13 @@ fn traffic(name: &str, c: &RunCounters, spec: &GpuSpec) -> Option<(f64, f64)> {
             .has_work()
             .then(|| ((c.flops() as f64).max(c.int_ops()), 0.0)),
         "l1" => {
-            let sb = f64::from(spec.l1.sector_bytes);
+            let sb = f64::from(cfg.l1.sector_bytes);
             let reads = m.l1.read_sectors() + m.texture.read_sectors();
             let writes = m.l1.write_sectors + m.texture.write_sectors;
             Some((reads as f64 * sb, writes as f64 * sb))
         }
         "l2" => {
-            let sb = f64::from(spec.l2.sector_bytes);
+            let sb = f64::from(cfg.l2.sector_bytes);
             let reads = m.l2.read_sectors();
             Some((reads as f64 * sb, m.l2.write_sectors as f64 * sb))
         }
@@ -342,12 +361,12 @@ fn traffic(name: &str, c: &RunCounters, spec: &GpuSpec) -> Option<(f64, f64)> {
 }
 
 /// The bound of one run; components the counters do not know (custom names) are skipped.
-pub fn run_bound(h: &Hierarchy, c: &RunCounters, spec: &GpuSpec) -> RunBound {
+pub fn run_bound(h: &Hierarchy, c: &RunCounters, cfg: &GpuConfig) -> RunBound {
     let components: Vec<ComponentUse> = h
         .components
         .iter()
         .filter_map(|comp| {
-            let (read, written) = traffic(&comp.name, c, spec)?;
+            let (read, written) = traffic(&comp.name, c, cfg)?;
             Some(ComponentUse {
                 name: comp.name.clone(),
                 read,
@@ -430,7 +449,7 @@ mod tests {
     /// 128 B/cycle = 48 cycles; L1 6144 B at 256 B/cycle = 24; 512 flops at 256/cycle = 2.
     #[test]
     fn hand_computed_bound_names_dram() {
-        let spec = GpuSpec::example();
+        let spec = crate::roofline::example_gpu();
         let h = Hierarchy::from_config(&spec);
         let mut c = RunCounters {
             cycles: 80,
@@ -458,15 +477,8 @@ mod tests {
     }
 
     #[test]
-    fn gpu_spec_reads_an_emulator_config_and_names_bad_fields() {
-        let mut text = Hierarchy::example().to_toml();
-        assert!(GpuSpec::from_toml_str(&text, "c").is_err());
-        text = toml::to_string(&GpuSpec::example()).unwrap() + "\n[extra]\nignored = 1\n";
-        let s = GpuSpec::from_toml_str(&text, "c").unwrap();
-        assert_eq!(s, GpuSpec::example());
-        let e = GpuSpec::from_toml_str(&text.replace("slices = 4", "slices = 0"), "c.toml")
-            .unwrap_err()
-            .to_string();
-        assert_eq!(e, "c.toml: l2.slices: must be at least 1");
+    fn the_example_is_the_example_configurations_hierarchy() {
+        let h = Hierarchy::from_config(&crate::roofline::example_gpu());
+        assert_eq!(h, Hierarchy::example());
     }
 }

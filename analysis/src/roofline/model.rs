@@ -8,7 +8,8 @@
 //! emulator's counters (its `emulator` field) and whose folder has the effective `config.toml`.
 //!
 //! Main items: [`attainable`], [`ridge_point`], [`RooflinePoint`] / [`roofline_point`] (one
-//! level), [`Ceilings`] (theoretical peaks of a [`GpuSpec`]), [`RunCounters`] (what `run.json`
+//! level), [`Ceilings`] (theoretical peaks of an emulator configuration, [`GpuConfig`], read
+//! with the emulator's own loader), [`RunCounters`] (what `run.json`
 //! carries), [`RunRoofline`] / [`run_roofline`] (all levels of one run), [`Level`], [`Bound`].
 //!
 //! # Definitions
@@ -39,7 +40,7 @@
 //! assert!((p.achieved / 4000e9 - 0.0125).abs() < 1e-12);
 //! ```
 
-use super::spec::GpuSpec;
+use emulator::GpuConfig;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -132,6 +133,36 @@ impl Level {
     }
 }
 
+/// What a configuration promises per SM clock cycle over the whole GPU (the formulas of the
+/// module docs): the theoretical ceilings before the clock, and the hierarchy's bandwidths.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct PerCycle {
+    pub flops: f64,
+    pub int_ops: f64,
+    pub l1_bytes: f64,
+    pub l2_bytes: f64,
+    pub dram_bytes: f64,
+}
+
+impl PerCycle {
+    pub fn of(cfg: &GpuConfig) -> PerCycle {
+        // FP32 or integer lanes per SM per cycle in the emulator's issue model.
+        let lanes = |issue_cycles: u32| {
+            f64::from(cfg.sm.warp_schedulers) * 32.0 / f64::from(issue_cycles.max(1))
+        };
+        let sms = f64::from(cfg.sm.count);
+        PerCycle {
+            // An FMA is two flops; an integer op is one.
+            flops: sms * lanes(cfg.pipeline.fp32_issue_cycles) * 2.0,
+            int_ops: sms * lanes(cfg.pipeline.int_issue_cycles),
+            // One L1 tag lookup (one line) per cycle per SM.
+            l1_bytes: sms * f64::from(cfg.l1.line_bytes),
+            l2_bytes: f64::from(cfg.l2.slices) * cfg.l2.bandwidth_bytes_per_cycle,
+            dram_bytes: cfg.dram.bandwidth_bytes_per_cycle,
+        }
+    }
+}
+
 /// Compute peaks (ops/s) and bandwidths (bytes/s) per level.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Ceilings {
@@ -143,16 +174,13 @@ pub struct Ceilings {
 
 impl Ceilings {
     /// The ceilings the configuration promises (see the module docs for the formulas).
-    pub fn theoretical(spec: &GpuSpec) -> Ceilings {
-        let hz = spec.clock_mhz * 1e6;
+    pub fn theoretical(cfg: &GpuConfig) -> Ceilings {
+        let hz = cfg.clock_mhz * 1e6;
+        let p = PerCycle::of(cfg);
         Ceilings {
-            flops_per_s: spec.flops_per_cycle() * hz,
-            int_ops_per_s: spec.int_ops_per_cycle() * hz,
-            bytes_per_s: [
-                spec.l1_bytes_per_cycle() * hz,
-                spec.l2_bytes_per_cycle() * hz,
-                spec.dram.bandwidth_bytes_per_cycle * hz,
-            ],
+            flops_per_s: p.flops * hz,
+            int_ops_per_s: p.int_ops * hz,
+            bytes_per_s: [p.l1_bytes * hz, p.l2_bytes * hz, p.dram_bytes * hz],
         }
     }
 
@@ -218,13 +246,13 @@ impl RunCounters {
     }
 
     /// Bytes moved at `level`; sector sizes come from the configuration.
-    pub fn bytes(&self, level: Level, spec: &GpuSpec) -> f64 {
+    pub fn bytes(&self, level: Level, cfg: &GpuConfig) -> f64 {
         match level {
             Level::L1 => {
                 (self.mem.l1.sectors() + self.mem.texture.sectors()) as f64
-                    * f64::from(spec.l1.sector_bytes)
+                    * f64::from(cfg.l1.sector_bytes)
             }
-            Level::L2 => self.mem.l2.sectors() as f64 * f64::from(spec.l2.sector_bytes),
+            Level::L2 => self.mem.l2.sectors() as f64 * f64::from(cfg.l2.sector_bytes),
             Level::Dram => (self.mem.dram_bytes_read + self.mem.dram_bytes_written) as f64,
         }
     }
@@ -266,7 +294,7 @@ pub struct RunRoofline {
 }
 
 /// The roofline of one run under `ceilings` (theoretical or measured).
-pub fn run_roofline(c: &RunCounters, spec: &GpuSpec, ceilings: &Ceilings) -> RunRoofline {
+pub fn run_roofline(c: &RunCounters, cfg: &GpuConfig, ceilings: &Ceilings) -> RunRoofline {
     let flops = c.flops() as f64;
     let ints = c.int_ops();
     let (work_kind, work, peak) = if ints > flops {
@@ -277,13 +305,13 @@ pub fn run_roofline(c: &RunCounters, spec: &GpuSpec, ceilings: &Ceilings) -> Run
     let clock = if c.clock_mhz > 0.0 {
         c.clock_mhz
     } else {
-        spec.clock_mhz
+        cfg.clock_mhz
     };
     let seconds = c.seconds(clock);
     let levels: Vec<(Level, f64, RooflinePoint)> = Level::ALL
         .iter()
         .map(|&l| {
-            let q = c.bytes(l, spec);
+            let q = c.bytes(l, cfg);
             (
                 l,
                 q,
@@ -397,7 +425,7 @@ mod tests {
         let c = RunCounters::from_metrics(&trace::RunMetrics::read(&path).unwrap()).unwrap();
         assert_eq!(c.flops(), 64);
         assert_eq!(c.int_ops(), 160.0);
-        let spec = GpuSpec::example();
+        let spec = super::super::example_gpu();
         assert_eq!(
             c.bytes(Level::L1, &spec),
             8.0 * f64::from(spec.l1.sector_bytes)

@@ -20,23 +20,23 @@
 
 use super::bound::{Hierarchy, RunBound, run_bound};
 use super::model::{Ceilings, Level, RunCounters, RunRoofline, roofline_point, run_roofline};
-use super::spec::GpuSpec;
 use crate::AnalysisError;
 use crate::figures::Drawn;
-use crate::output::{html_escape, slug, write_atomic};
-use crate::report::{Section, html_table, md_table};
-use crate::table::{Col, Table, fmt_sig};
+use crate::fmt::sig;
+use crate::output::{slug, write_atomic};
+use crate::report::{Block, Inline, Section};
+use crate::table::{Col, Table};
+use emulator::GpuConfig;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::path::Path;
 
 /// One run with what the roofline and the bound need.
 struct RunInput {
     run: String,
     preset: String,
-    spec: GpuSpec,
+    cfg: GpuConfig,
     counters: RunCounters,
 }
 
@@ -54,16 +54,11 @@ fn read_runs(sweep_dir: &Path, runs: &[(String, String)]) -> (Vec<RunInput>, Vec
             left.push(format!("{run}: run.json has no emulator counters"));
             continue;
         };
-        let cfg_path = dir.join("config.toml");
-        let spec = match std::fs::read_to_string(&cfg_path) {
-            Ok(t) => GpuSpec::from_toml_str(&t, &cfg_path.display().to_string()),
-            Err(e) => Err(AnalysisError::io(&cfg_path, e)),
-        };
-        match spec {
-            Ok(spec) => ok.push(RunInput {
+        match GpuConfig::from_file(&dir.join("config.toml")) {
+            Ok(cfg) => ok.push(RunInput {
                 run: run.clone(),
                 preset: preset.clone(),
-                spec,
+                cfg,
                 counters,
             }),
             Err(e) => left.push(format!("{run}: {}", trace::error_chain(&e))),
@@ -72,7 +67,8 @@ fn read_runs(sweep_dir: &Path, runs: &[(String, String)]) -> (Vec<RunInput>, Vec
     (ok, left)
 }
 
-fn pct(x: f64) -> Option<f64> {
+/// A fraction as a number of percent (0–100) for the CSV columns, where it is finite.
+fn percent(x: f64) -> Option<f64> {
     x.is_finite().then_some(100.0 * x)
 }
 
@@ -104,8 +100,8 @@ fn roofline_table(rows: &[(&RunInput, RunRoofline, Ceilings)]) -> Table {
                 ("bandwidth_bytes_per_s", Some(ce.bandwidth(*l))),
                 ("ridge", Some(p.ridge)),
                 ("attainable_per_s", Some(p.attainable)),
-                ("pct_of_attainable", pct(p.fraction_of_attainable)),
-                ("pct_of_peak", pct(p.fraction_of_peak)),
+                ("pct_of_attainable", percent(p.fraction_of_attainable)),
+                ("pct_of_peak", percent(p.fraction_of_peak)),
             ] {
                 cols.entry(k).or_default().push(v);
             }
@@ -197,7 +193,7 @@ fn bound_table(rows: &[(&RunInput, RunBound)]) -> Table {
 
 /// Writes roofline.csv, bound.csv, the hierarchy files and (when `figures`) the roofline figure
 /// for `runs` = (run folder, preset) of the sweep; returns the report section.
-pub(crate) fn write_section(
+pub(crate) fn section(
     sweep_dir: &Path,
     out_dir: &Path,
     runs: &[(String, String)],
@@ -215,15 +211,15 @@ pub(crate) fn write_section(
         .iter()
         .filter(|r| r.counters.has_work())
         .map(|r| {
-            let ce = Ceilings::theoretical(&r.spec);
-            (r, run_roofline(&r.counters, &r.spec, &ce), ce)
+            let ce = Ceilings::theoretical(&r.cfg);
+            (r, run_roofline(&r.counters, &r.cfg, &ce), ce)
         })
         .collect();
     let bounds: Vec<(&RunInput, RunBound)> = inputs
         .iter()
         .map(|r| {
-            let h = Hierarchy::from_config(&r.spec);
-            (r, run_bound(&h, &r.counters, &r.spec))
+            let h = Hierarchy::from_config(&r.cfg);
+            (r, run_bound(&h, &r.counters, &r.cfg))
         })
         .collect();
     let rt = roofline_table(&rl);
@@ -236,7 +232,7 @@ pub(crate) fn write_section(
     // One hierarchy per configuration, with the bound of its run closest to its bound.
     let mut per_cfg: BTreeMap<String, (&RunInput, &RunBound)> = BTreeMap::new();
     for (r, b) in &bounds {
-        let key = slug(&r.spec.name);
+        let key = slug(&r.cfg.name);
         let e = per_cfg.entry(key).or_insert((r, b));
         if b.ratio > e.1.ratio {
             *e = (r, b);
@@ -244,7 +240,7 @@ pub(crate) fn write_section(
     }
     let mut dots = Vec::new();
     for (key, (r, b)) in &per_cfg {
-        let h = Hierarchy::from_config(&r.spec);
+        let h = Hierarchy::from_config(&r.cfg);
         let json = serde_json::json!({ "hierarchy": h, "run": r.run, "bound": b });
         let jp = out_dir.join(format!("hierarchy_{key}.json"));
         let text = serde_json::to_string_pretty(&json).unwrap_or_default() + "\n";
@@ -263,9 +259,9 @@ pub(crate) fn write_section(
         let mut roofs = Vec::new();
         let mut seen = Vec::new();
         for (r, _, ce) in &rl {
-            if !seen.contains(&r.spec.name) {
-                seen.push(r.spec.name.clone());
-                roofs.push((r.spec.name.clone(), ce.clone()));
+            if !seen.contains(&r.cfg.name) {
+                seen.push(r.cfg.name.clone());
+                roofs.push((r.cfg.name.clone(), ce.clone()));
             }
         }
         let points: Vec<(Level, f64, f64)> = rl
@@ -289,8 +285,14 @@ pub(crate) fn write_section(
     }
 
     // Report text.
-    let intro = "Roofline (Williams, Waterman, Patterson 2009): work W (flops, or integer ops where they dominate) per byte moved at each level (L1/TEX, L2, DRAM) against the theoretical ceilings of the run's configuration; attainable = min(π, β·I). The binding level has the lowest roof. Ceilings measured by microbenchmarks: `warpscope roofline`.";
-    let bintro = "Throughput bound (PMNet-style): each component's busy time = bytes read / read bandwidth + bytes written / write bandwidth (ops / peak for the SMs); T_est = the largest, and that component is the bottleneck. T_est / T_sim near 1 means the bottleneck ran flat out; per-window bounds are not available (the emulator's counters are per launch), so each run (one frame) is one phase.";
+    let mut b = vec![
+        Block::Heading(2, "Roofline".into()),
+        Block::Para(vec![
+            Inline::Text("Roofline (Williams, Waterman, Patterson 2009): work W (flops, or integer ops where they dominate) per byte moved at each level (L1/TEX, L2, DRAM) against the theoretical ceilings of the run's configuration; attainable = min(π, β·I). The binding level has the lowest roof. Ceilings measured by microbenchmarks: ".into()),
+            Inline::Code("warpscope roofline".into()),
+            Inline::Text(".".into()),
+        ]),
+    ];
     let rcols = [
         "run",
         "level",
@@ -302,65 +304,42 @@ pub(crate) fn write_section(
         "pct_of_attainable",
         "binding",
     ];
-    let rshow = project(&rt, &rcols);
-    let _ = writeln!(sec.html, "<h2>Roofline</h2>\n<p>{}</p>", html_escape(intro));
-    sec.html.push_str(&html_table(&rshow.text_rows(None)));
-    let _ = writeln!(sec.md, "## Roofline\n\n{intro}\n");
-    sec.md.push_str(&md_table(&rshow.text_rows(None)));
-    if let Some(d) = &drawn {
-        let _ = writeln!(
-            sec.html,
-            "<figure>{}<figcaption>{}</figcaption></figure>",
-            d.svg,
-            html_escape(&d.title)
-        );
-        let _ = writeln!(sec.md, "![{}]({}.png)\n", d.title, d.stem);
-    }
-    let _ = writeln!(
-        sec.html,
-        "<h2>Throughput bound</h2>\n<p>{}</p>",
-        html_escape(bintro)
-    );
-    sec.html.push_str(&html_table(&bt.text_rows(None)));
-    let _ = writeln!(sec.md, "## Throughput bound\n\n{bintro}\n");
-    sec.md.push_str(&md_table(&bt.text_rows(None)));
+    b.push(Block::Table(rt.select(&rcols).text_rows(None)));
+    b.extend(drawn.map(Block::Figure));
+    b.push(Block::Heading(2, "Throughput bound".into()));
+    b.push(Block::para("Throughput bound (PMNet-style): each component's busy time = bytes read / read bandwidth + bytes written / write bandwidth (ops / peak for the SMs); T_est = the largest, and that component is the bottleneck. T_est / T_sim near 1 means the bottleneck ran flat out; per-window bounds are not available (the emulator's counters are per launch), so each run (one frame) is one phase."));
+    b.push(Block::Table(bt.text_rows(None)));
     for (key, run, bn, ratio) in &dots {
-        let line = format!(
-            "Hierarchy of {key}: hierarchy_{key}.dot / .json (Graphviz; `dot -Tsvg`), with the bound of run {run}: bottleneck {bn}, T_est/T_sim = {}.",
-            fmt_sig(*ratio)
-        );
-        let _ = writeln!(sec.html, "<p>{}</p>", html_escape(&line));
-        let _ = writeln!(sec.md, "{line}\n");
+        b.push(Block::Para(vec![
+            Inline::Text(format!(
+                "Hierarchy of {key}: hierarchy_{key}.dot / .json (Graphviz; "
+            )),
+            Inline::Code("dot -Tsvg".into()),
+            Inline::Text(format!(
+                "), with the bound of run {run}: bottleneck {bn}, T_est/T_sim = {}.",
+                sig(*ratio)
+            )),
+        ]));
     }
-    let mut lines = Vec::new();
     if !no_work.is_empty() {
-        lines.push(format!(
-            "No roofline for {} run(s) ({}): their run.json has no instruction counts (`emulator.instructions_by_class`), so the work W is unknown; their bound leaves the SMs out.",
-            no_work.len(),
-            no_work.join(", ")
-        ));
+        b.push(Block::Para(vec![
+            Inline::Text(format!(
+                "No roofline for {} run(s) ({}): their run.json has no instruction counts (",
+                no_work.len(),
+                no_work.join(", ")
+            )),
+            Inline::Code("emulator.instructions_by_class".into()),
+            Inline::Text("), so the work W is unknown; their bound leaves the SMs out.".into()),
+        ]));
     }
     if !left.is_empty() {
-        lines.push(format!(
+        b.push(Block::para(format!(
             "Left out of the roofline and the bound: {}.",
             left.join("; ")
-        ));
+        )));
     }
-    for line in lines {
-        let _ = writeln!(sec.html, "<p>{}</p>", html_escape(&line));
-        let _ = writeln!(sec.md, "{line}\n");
-    }
+    sec.blocks = b;
     Ok(sec)
-}
-
-fn project(t: &Table, cols: &[&str]) -> Table {
-    let mut out = Table::default();
-    for c in cols {
-        if let Some(col) = t.get(c) {
-            out.push(c, col.clone());
-        }
-    }
-    out
 }
 
 /// One microbenchmark measurement (from `study::roofline_bench`).
@@ -387,16 +366,16 @@ pub struct MeasuredCeilings {
 }
 
 /// Writes `ceilings.csv` and (when `figures`) `roofline_ceilings.{png,svg}` for microbenchmark
-/// measurements run on the configuration `spec`; returns the measured ceilings.
+/// measurements run on the configuration `cfg`; returns the measured ceilings.
 pub fn write_ceilings(
     out_dir: &Path,
-    spec: &GpuSpec,
+    cfg: &GpuConfig,
     benches: &[BenchMeasurement],
     figures: bool,
 ) -> Result<MeasuredCeilings, AnalysisError> {
     std::fs::create_dir_all(out_dir).map_err(|e| AnalysisError::io(out_dir, e))?;
-    let th = Ceilings::theoretical(spec);
-    let hz = spec.clock_mhz * 1e6;
+    let th = Ceilings::theoretical(cfg);
+    let hz = cfg.clock_mhz * 1e6;
     let rate = |b: &BenchMeasurement, x: u64| {
         if b.cycles == 0 {
             0.0
@@ -516,11 +495,11 @@ pub fn write_ceilings(
             "roofline_ceilings",
             &format!(
                 "{}: theoretical vs measured ceilings, intensity sweep",
-                spec.name
+                cfg.name
             ),
             &[
-                (format!("{} theoretical", spec.name), th),
-                (format!("{} measured", spec.name), measured_ce),
+                (format!("{} theoretical", cfg.name), th),
+                (format!("{} measured", cfg.name), measured_ce),
             ],
             &points,
         )?;
@@ -571,7 +550,8 @@ fn render_roofline(
     Ok(Drawn {
         stem: stem.to_string(),
         title: title.to_string(),
-        caption: title.to_string(),
+        // The title says what the figure shows.
+        caption: String::new(),
         svg,
     })
 }
@@ -678,7 +658,7 @@ mod tests {
     #[test]
     fn ceilings_from_benches_and_files() {
         let dir = tempfile::tempdir().unwrap();
-        let spec = GpuSpec::example();
+        let spec = crate::roofline::example_gpu();
         // Theoretical: 256 flops/cycle, 64 DRAM B/cycle at 1 GHz.
         let benches = vec![
             BenchMeasurement {
@@ -713,5 +693,40 @@ mod tests {
         assert!(csv.lines().nth(3).unwrap().ends_with(",25.0"), "{csv}");
         assert!(dir.path().join("roofline_ceilings.svg").is_file());
         assert!(dir.path().join("roofline_ceilings.png").is_file());
+    }
+
+    /// A run's config.toml is read with the emulator's loader: a file that is not a GPU
+    /// configuration, or one with a bad field, leaves the run out naming the file and the field.
+    #[test]
+    fn a_runs_configuration_is_read_and_checked_by_the_emulator() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = dir.path().join("r");
+        std::fs::create_dir_all(&run).unwrap();
+        let mut m = trace::RunMetrics::new(
+            "emu",
+            "k",
+            trace::Dim3::new(1, 1, 1),
+            trace::Dim3::new(32, 1, 1),
+            trace::ProbeMode::Off,
+        );
+        m.cycles = Some(100);
+        m.emulator = Some(trace::EmuCounters::default());
+        m.write(&run.join("run.json")).unwrap();
+        let runs = [("r".to_string(), "p".to_string())];
+        let cfg = run.join("config.toml");
+        std::fs::write(&cfg, Hierarchy::example().to_toml()).unwrap();
+        let (ok, left) = read_runs(dir.path(), &runs);
+        assert!(ok.is_empty() && left[0].contains("config.toml"), "{left:?}");
+        let text = crate::roofline::example_gpu().to_toml();
+        std::fs::write(&cfg, &text).unwrap();
+        let (ok, _) = read_runs(dir.path(), &runs);
+        assert_eq!(ok[0].cfg, crate::roofline::example_gpu());
+        std::fs::write(&cfg, text.replace("slices = 4", "slices = 0")).unwrap();
+        let (_, left) = read_runs(dir.path(), &runs);
+        let e = &left[0];
+        assert!(
+            e.starts_with("r: ") && e.contains("config.toml: l2.slices: "),
+            "{e}"
+        );
     }
 }

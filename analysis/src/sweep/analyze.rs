@@ -1,19 +1,23 @@
-//! `analyze`: a sweep directory in, tables, figures and the report out.
+//! `analyze`: a sweep directory in, tables, figures and the report out. This file is the
+//! orchestration: read the runs, compute, write the tables and figures, gather the sections of
+//! the other rooms (roofline and bound, working set, regression: through their facades) and hand
+//! everything to the report's assembly (`report.rs`).
 
 use crate::AnalysisError;
 use crate::figures::{Figure, FigureKind, LinePanel, StackedPanel};
-use crate::output::{pretty_shape, pretty_view, slug};
+use crate::fmt::{pretty_shape, pretty_view, sig};
+use crate::output::slug;
 use crate::stats;
 use crate::sweep::findings::{
-    correlation_findings, naive_vs_measured, outlier_findings, site_findings, variance_findings,
-    verdict,
+    correlation_findings, naive_vs_measured, notes, outlier_findings, site_findings,
+    variance_findings, verdict,
 };
 use crate::sweep::hotspots::{self, Hot};
-use crate::sweep::model::{Analysis, Corr, Run};
-use crate::sweep::report;
+use crate::sweep::model::{Analysis, Corr, Run, first_seen, measured_mode, mode_rank};
 use crate::sweep::runs::{self as sweep, Skipped};
 use crate::sweep::runstats::RunStats;
-use crate::table::{Col, Table, fmt_sig};
+use crate::sweep::{paper, perturbation, report};
+use crate::table::{Col, Table};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -71,16 +75,6 @@ pub struct AnalysisSummary {
     pub report_md: PathBuf,
 }
 
-/// Modes that measure completion, best first; naive last (it measures issue only).
-const MODE_PREFERENCE: [&str; 4] = ["auto", "dummy", "fence", "naive"];
-
-fn mode_rank(mode: &str) -> usize {
-    MODE_PREFERENCE
-        .iter()
-        .position(|m| *m == mode)
-        .unwrap_or(MODE_PREFERENCE.len())
-}
-
 /// Analyses the sweep in `sweep_dir` and writes breakdown.csv, correlation.csv, warps.csv,
 /// hotspots.csv, the figures (PNG + SVG), report.html and report.md into `out_dir` (created if
 /// needed). Every file is written atomically; the same sweep gives the same bytes.
@@ -89,7 +83,7 @@ pub fn analyze(
     out_dir: &Path,
     opts: &AnalyzeOptions,
 ) -> Result<AnalysisSummary, AnalysisError> {
-    let rows = sweep::read_sweep_csv(sweep_dir)?;
+    let rows = crate::sweep_dir::read_sweep_csv(sweep_dir)?;
     let (found, mut skipped) = sweep::locate_runs(sweep_dir, rows);
     let mut runs = Vec::new();
     for files in found {
@@ -141,7 +135,8 @@ pub fn analyze(
         .map(|r| hotspots::rank(&r.stats, opts.top_k, opts.z_threshold))
         .collect();
     let hot = hot_table(&runs, &hot_rows);
-    let perturbation = crate::sweep::perturbation::assess(&runs);
+    let rows: Vec<&trace::SweepRow> = runs.iter().map(|r| &r.files.row).collect();
+    let perturbation = perturbation::assess(&rows);
     for (name, t) in [
         ("perturbation.csv", &perturbation.table),
         ("breakdown.csv", &breakdown),
@@ -166,54 +161,7 @@ pub fn analyze(
         opts.same_hit_rate_tolerance,
     ));
     findings.extend(outlier_findings(&runs, &views, &hot_rows, opts.z_threshold));
-    let mut notes = Vec::new();
-    for s in &skipped {
-        notes.push(format!("Run {} was left out: {}.", s.run, s.reason));
-    }
-    let mut excluded = Vec::new();
-    for c in &corrs {
-        let lines: Vec<String> = c
-            .excluded
-            .iter()
-            .map(|e| {
-                format!(
-                    "{e} (left out of the {} correlation at {}, {})",
-                    c.y,
-                    pretty_view(&c.view),
-                    c.mode
-                )
-            })
-            .collect();
-        // A group none of whose runs has the value (a GPU sweep without Nsight Compute has no
-        // hit rate) is one note, not one per run.
-        if c.used.is_empty() && lines.len() > 1 && c.missing_y == lines.len() {
-            notes.push(format!(
-                "None of the {} runs at {}, {} has a {}: no {} correlation there.",
-                lines.len(),
-                pretty_view(&c.view),
-                c.mode,
-                c.y,
-                c.y
-            ));
-        } else {
-            notes.extend(lines.iter().map(|l| format!("{l}.")));
-        }
-        excluded.extend(lines);
-    }
-    for r in &runs {
-        if r.stats.dropped > 0 {
-            notes.push(format!(
-                "Run {} dropped {} records (the log was full): its memory time is a lower bound.",
-                r.files.row.run, r.stats.dropped
-            ));
-        }
-        if r.stats.wrapped > 0 {
-            notes.push(format!(
-                "Run {} has {} records whose clock wrapped; they count as 0 cycles.",
-                r.files.row.run, r.stats.wrapped
-            ));
-        }
-    }
+    let (notes, excluded) = notes(&skipped, &corrs, &runs);
 
     let mut drawn = Vec::new();
     if opts.figures {
@@ -228,11 +176,15 @@ pub fn analyze(
         .iter()
         .map(|r| (r.files.row.run.clone(), r.files.row.preset.clone()))
         .collect();
-    let roofline =
-        crate::roofline::report::write_section(sweep_dir, out_dir, &run_names, opts.figures)?;
-    files.extend(roofline.files.iter().cloned());
-    let reuse_regress = crate::reuse::report::write_section(sweep_dir, out_dir, opts.figures)?;
-    files.extend(reuse_regress.files.iter().cloned());
+    let companions = vec![
+        crate::roofline::section(sweep_dir, out_dir, &run_names, opts.figures)?,
+        crate::reuse::section(sweep_dir, out_dir, opts.figures)?,
+        crate::regress::section(sweep_dir, out_dir),
+    ];
+    for c in &companions {
+        files.extend(c.files.iter().cloned());
+    }
+    let paper = paper::section(&runs);
     let analysis = Analysis {
         sweep_dir: sweep_dir.to_path_buf(),
         runs,
@@ -247,14 +199,13 @@ pub fn analyze(
         notes,
         figures: drawn,
         views,
-        roofline,
-        reuse_regress,
         perturbation,
+        paper,
+        companions,
     };
     let report_html = out_dir.join("report.html");
     let report_md = out_dir.join("report.md");
-    crate::output::write_atomic(&report_html, report::html(&analysis).as_bytes())?;
-    crate::output::write_atomic(&report_md, report::markdown(&analysis).as_bytes())?;
+    crate::report::write(&report::document(&analysis), &report_html, &report_md)?;
     files.push(report_html.clone());
     files.push(report_md.clone());
     files.sort();
@@ -272,12 +223,6 @@ pub fn analyze(
         report_html,
         report_md,
     })
-}
-
-/// Distinct values in order of first appearance.
-pub(super) fn first_seen(it: impl Iterator<Item = String>) -> Vec<String> {
-    let mut seen = BTreeSet::new();
-    it.filter(|v| seen.insert(v.clone())).collect()
 }
 
 fn strs(runs: &[Run], f: impl Fn(&Run) -> String) -> Col {
@@ -578,14 +523,6 @@ fn hot_table(runs: &[Run], hot: &[Vec<Hot>]) -> Table {
     t
 }
 
-/// The measuring mode of a view: the most preferred non-naive mode present.
-pub(super) fn measured_mode(runs: &[Run], view: &str) -> Option<String> {
-    runs.iter()
-        .filter(|r| r.files.row.view == view && r.files.row.mode != "naive")
-        .map(|r| r.files.row.mode.clone())
-        .min_by_key(|m| (mode_rank(m), m.clone()))
-}
-
 /// Default focus runs: per view, in its measuring mode, max and min per-warp variance.
 fn focus_runs(runs: &[Run], views: &[String], opts: &AnalyzeOptions) -> Vec<usize> {
     if !opts.focus_runs.is_empty() {
@@ -622,9 +559,8 @@ fn focus_runs(runs: &[Run], views: &[String], opts: &AnalyzeOptions) -> Vec<usiz
 }
 
 fn figures(runs: &[Run], views: &[String], opts: &AnalyzeOptions) -> Vec<Figure> {
-    let mut figs: Vec<Figure> = crate::sweep::perturbation::figure(runs)
-        .into_iter()
-        .collect();
+    let rows: Vec<&trace::SweepRow> = runs.iter().map(|r| &r.files.row).collect();
+    let mut figs: Vec<Figure> = perturbation::figure(&rows).into_iter().collect();
     for view in views {
         let mut modes = first_seen(
             runs.iter()
@@ -749,7 +685,7 @@ fn figures(runs: &[Run], views: &[String], opts: &AnalyzeOptions) -> Vec<Figure>
             title: format!("Mean access time per warp on SM {sm}, {} (fig. 10)", r.label()),
             caption: format!(
                 "Warps of SM {sm} in issue order (kernel-begin clock); a warp without accesses (e.g. all its rays miss the volume) has no bar. Per-warp variance of the run: {} cycles².",
-                r.bd.warp_mean_var.map_or("–".into(), fmt_sig)
+                r.bd.warp_mean_var.map_or("–".into(), sig)
             ),
             kind: FigureKind::Bars {
                 values,

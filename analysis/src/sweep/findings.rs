@@ -1,32 +1,17 @@
 //! The findings of one sweep's report, each a sentence built from the runs: the verdict it opens
 //! with (where the time goes, what to change), what the naive timer hides, which site takes the
-//! time, how memory time follows hit rate, which block shapes differ, and which warps and blocks
-//! stand out.
+//! time, how memory time follows hit rate, which block shapes differ, which warps and blocks
+//! stand out, and the notes on the data (runs left out, values missing, records lost).
 
-use crate::output::{pct, pretty_shape, pretty_view};
+use crate::fmt::{pct, pct_range, pretty_shape, pretty_view, sig};
 use crate::stats;
-use crate::sweep::analyze::{first_seen, measured_mode};
 use crate::sweep::hotspots::Hot;
-use crate::sweep::model::{Corr, Run, WEAK_CORRELATION};
-use crate::table::fmt_sig;
+use crate::sweep::model::{Corr, Run, WEAK_CORRELATION, first_seen, measured_mode};
+use crate::sweep::runs::Skipped;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
-/// Percent with one decimal, for hit rates that "the same" compares within a percent.
-fn pct1(x: f64) -> String {
-    format!("{:.1}%", x * 100.0)
-}
-
-/// Whole percents from `lo` to `hi` (`12%–20%`), or one (`40%`) where both round alike.
-fn pct_range((lo, hi): (f64, f64)) -> String {
-    if pct(lo) == pct(hi) {
-        pct(lo)
-    } else {
-        format!("{}–{}", pct(lo), pct(hi))
-    }
-}
-
-/// "At (0,0,0), naive puts memory at 12%–20% of warp time …, fence at 48%–80% …".
+/// "At (0,0,0), naive puts memory at 12–20 % of warp time …, fence at 48–80 % …".
 pub(super) fn naive_vs_measured(runs: &[Run], views: &[String]) -> Vec<String> {
     let mut out = Vec::new();
     for view in views {
@@ -66,7 +51,7 @@ pub(super) fn naive_vs_measured(runs: &[Run], views: &[String]) -> Vec<String> {
             .iter()
             .enumerate()
             .filter(|(k, _)| *k == 0 || pairs.len() > 1)
-            .map(|(_, p)| format!("{}: {} vs {}", pretty_shape(&p.0), pct(p.1), pct(p.2)))
+            .map(|(_, p)| format!("{}: {} vs {}", pretty_shape(&p.0), pct(p.1, 0), pct(p.2, 0)))
             .collect();
         out.push(format!(
             "At {}, naive timing puts memory at {} of warp time across {} shapes, {mm} at {}; naive is below half of {mm} for {} of {} shapes ({}).",
@@ -121,7 +106,7 @@ pub(super) fn site_findings(runs: &[Run], views: &[String]) -> Vec<String> {
                 "At {} ({mm}), site {id} ({}) accounts for {} of the memory time (mean over {} shapes).",
                 pretty_view(view),
                 rs[0].stats.site_name(id),
-                pct(f),
+                pct(f, 0),
                 rs.len()
             ));
         }
@@ -151,7 +136,7 @@ pub(super) fn verdict(runs: &[Run], views: &[String]) -> Vec<String> {
             let _ = write!(
                 line,
                 ", {} of it at site {id} ({})",
-                pct(f),
+                pct(f, 0),
                 rs[0].stats.site_name(id)
             );
         }
@@ -176,7 +161,7 @@ pub(super) fn verdict(runs: &[Run], views: &[String]) -> Vec<String> {
                 r.files
                     .row
                     .tex_hit_rate
-                    .map(pct)
+                    .map(|h| pct(h, 0))
                     .unwrap_or_else(|| "–".into())
             };
             let _ = write!(
@@ -184,9 +169,9 @@ pub(super) fn verdict(runs: &[Run], views: &[String]) -> Vec<String> {
                 " The block shape sets the frame rate{}: {} is slowest at {} fps, {} fastest at {} fps ({:.2}×); texture hit rates {} and {}. Use {}{}.",
                 if bare { " (bare kernel)" } else { "" },
                 shape(s),
-                fmt_sig(sf),
+                sig(sf),
                 shape(f),
-                fmt_sig(ff),
+                sig(ff),
                 ff / sf,
                 hit(s),
                 hit(f),
@@ -268,11 +253,11 @@ pub(super) fn variance_findings(runs: &[Run], views: &[String], tol: f64) -> Vec
                 pretty_view(view),
                 pretty_shape(&a.0.files.row.shape),
                 pretty_shape(&b.0.files.row.shape),
-                pct1(a.1),
-                pct1(b.1),
+                pct(a.1, 1),
+                pct(b.1, 1),
                 ratio,
-                fmt_sig(a.2),
-                fmt_sig(b.2)
+                sig(a.2),
+                sig(b.2)
             ));
         }
     }
@@ -333,7 +318,7 @@ pub(super) fn outlier_findings(
                     h.sm.map(|s| format!(" on SM {s}")).unwrap_or_default(),
                     pretty_shape(&runs[i].files.row.shape),
                     h.excess_ratio.map_or("–".into(), |x| format!("{x:.1}")),
-                    fmt_sig(h.excess_cycles),
+                    sig(h.excess_cycles),
                     zr
                 ),
                 None if flagged.is_empty() => format!("{head}."),
@@ -344,4 +329,63 @@ pub(super) fn outlier_findings(
         }
     }
     out
+}
+
+/// The notes on the data: each run left out and why, each run left out of a correlation (one
+/// note for a group none of whose runs has the value), lost and wrapped records. Also returns
+/// the correlation exclusions one per run, for the summary.
+pub(super) fn notes(
+    skipped: &[Skipped],
+    corrs: &[Corr],
+    runs: &[Run],
+) -> (Vec<String>, Vec<String>) {
+    let mut notes = Vec::new();
+    for s in skipped {
+        notes.push(format!("Run {} was left out: {}.", s.run, s.reason));
+    }
+    let mut excluded = Vec::new();
+    for c in corrs {
+        let lines: Vec<String> = c
+            .excluded
+            .iter()
+            .map(|e| {
+                format!(
+                    "{e} (left out of the {} correlation at {}, {})",
+                    c.y,
+                    pretty_view(&c.view),
+                    c.mode
+                )
+            })
+            .collect();
+        // A group none of whose runs has the value (a GPU sweep without Nsight Compute has no
+        // hit rate) is one note, not one per run.
+        if c.used.is_empty() && lines.len() > 1 && c.missing_y == lines.len() {
+            notes.push(format!(
+                "None of the {} runs at {}, {} has a {}: no {} correlation there.",
+                lines.len(),
+                pretty_view(&c.view),
+                c.mode,
+                c.y,
+                c.y
+            ));
+        } else {
+            notes.extend(lines.iter().map(|l| format!("{l}.")));
+        }
+        excluded.extend(lines);
+    }
+    for r in runs {
+        if r.stats.dropped > 0 {
+            notes.push(format!(
+                "Run {} dropped {} records (the log was full): its memory time is a lower bound.",
+                r.files.row.run, r.stats.dropped
+            ));
+        }
+        if r.stats.wrapped > 0 {
+            notes.push(format!(
+                "Run {} has {} records whose clock wrapped; they count as 0 cycles.",
+                r.files.row.run, r.stats.wrapped
+            ));
+        }
+    }
+    (notes, excluded)
 }

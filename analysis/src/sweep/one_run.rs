@@ -3,10 +3,9 @@
 //! a user's kernel gets the verdict a sweep's report opens with.
 
 use crate::AnalysisError;
-use crate::output::pct;
+use crate::fmt::{pct, sig};
 use crate::stats;
 use crate::sweep::runstats::RunStats;
-use crate::table::fmt_sig;
 use std::path::Path;
 
 /// Plain-words lines for the trace at `path`: the kernel's memory share of warp time and its
@@ -20,15 +19,15 @@ pub fn run_verdict(path: &Path) -> Result<Vec<String>, AnalysisError> {
         return Ok(Vec::new());
     };
     let spread = stats::range(stats.warp_means())
-        .map(|(lo, hi)| format!("; per warp {}–{} cycles", fmt_sig(lo), fmt_sig(hi)))
+        .map(|(lo, hi)| format!("; per warp {}–{} cycles", sig(lo), sig(hi)))
         .unwrap_or_default();
     let mut out = vec![format!(
         "{}: memory is {} of warp time over {} warps ({} timed accesses, {} cycles each on average{spread}).",
         reader.launch().kernel,
-        pct(b.mem_share),
+        pct(b.mem_share, 0),
         b.warps,
         b.accesses,
-        fmt_sig(mean),
+        sig(mean),
     )];
     let total: u64 = stats.site_totals.values().map(|s| s.sum).sum();
     let mut sites: Vec<_> = stats
@@ -41,9 +40,9 @@ pub fn run_verdict(path: &Path) -> Result<Vec<String>, AnalysisError> {
         out.push(format!(
             "site {id} ({}): {} of the memory time, {} accesses of {} cycles on average.",
             stats.site_name(*id),
-            pct(s.sum as f64 / total.max(1) as f64),
+            pct(s.sum as f64 / total.max(1) as f64, 0),
             s.count,
-            fmt_sig(s.mean().unwrap_or(0.0))
+            sig(s.mean().unwrap_or(0.0))
         ));
     }
     if stats.dropped > 0 {
@@ -119,9 +118,9 @@ mod tests {
         assert_eq!(
             v,
             [
-                "k: memory is 20% of warp time over 2 warps (4 timed accesses, 100.0 cycles each on average; per warp 100.0–100.0 cycles).",
-                "site 1 (gather): 75% of the memory time, 2 accesses of 150.0 cycles on average.",
-                "site 0 (index): 25% of the memory time, 2 accesses of 50.00 cycles on average.",
+                "k: memory is 20 % of warp time over 2 warps (4 timed accesses, 100.0 cycles each on average; per warp 100.0–100.0 cycles).",
+                "site 1 (gather): 75 % of the memory time, 2 accesses of 150.0 cycles on average.",
+                "site 0 (index): 25 % of the memory time, 2 accesses of 50.00 cycles on average.",
             ]
         );
     }

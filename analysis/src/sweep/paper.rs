@@ -14,11 +14,10 @@
 //! Reasons are facts computed from the runs (hit rates, the volume against the configured L2);
 //! where none accounts for the difference the reason says "not explained".
 
-use crate::output::{pretty_shape, pretty_view};
-use crate::report::Section;
+use crate::fmt::{pct, pretty_shape, pretty_view, sig};
+use crate::report::{Block, Inline, Section};
 use crate::stats;
 use crate::sweep::model::{Run, WEAK_CORRELATION};
-use crate::table::fmt_sig;
 use std::path::Path;
 
 /// Two shares closer than this (absolute, 0–1) agree: the paper's are read off a bar chart.
@@ -279,13 +278,9 @@ impl RunFacts {
         let row = &r.files.row;
         let dir = r.files.trace.parent().unwrap_or(Path::new("."));
         let metrics = trace::RunMetrics::read(&dir.join("run.json")).ok();
-        let l2_bytes = r
-            .files
-            .config
-            .as_deref()
-            .and_then(|text| text.parse::<toml::Table>().ok())
-            .and_then(|t| t.get("l2")?.get("size_bytes")?.as_integer())
-            .and_then(|b| u64::try_from(b).ok());
+        let l2_bytes = (r.files.config.as_deref())
+            .and_then(|text| emulator::GpuConfig::from_toml_str(text, "config.toml").ok())
+            .map(|c| c.l2.size_bytes);
         RunFacts {
             shape: row.shape.clone(),
             view: row.view.clone(),
@@ -337,10 +332,6 @@ pub(crate) struct Row {
 fn find<'a>(runs: &'a [RunFacts], shape: &str, view: &str, mode: &str) -> Option<&'a RunFacts> {
     runs.iter()
         .find(|r| r.shape == shape && r.view == view && r.mode == mode)
-}
-
-fn pct(x: f64) -> String {
-    format!("{:.0} %", x * 100.0)
 }
 
 fn opt(x: Option<f64>) -> String {
@@ -460,7 +451,7 @@ pub(crate) fn check(s: Statement, runs: &[RunFacts]) -> Row {
                 return not_measured(s, no_run(shape, view, mode));
             };
             let ok = (r.mem_share - share).abs() <= SHARE_TOLERANCE;
-            Row::judged(s, pct(r.mem_share), ok, || reason_or_facts(r, None))
+            Row::judged(s, pct(r.mem_share, 0), ok, || reason_or_facts(r, None))
         }
         Claim::NaiveUnderHalf { view, shapes } => {
             let mut parts = Vec::new();
@@ -476,8 +467,8 @@ pub(crate) fn check(s: Statement, runs: &[RunFacts]) -> Row {
                 parts.push(format!(
                     "{}: {} vs {}",
                     pretty_shape(shape),
-                    pct(n.mem_share),
-                    pct(f.mem_share)
+                    pct(n.mem_share, 0),
+                    pct(f.mem_share, 0)
                 ));
                 if n.mem_share >= f.mem_share / 2.0 {
                     ok = false;
@@ -507,9 +498,9 @@ pub(crate) fn check(s: Statement, runs: &[RunFacts]) -> Row {
                 format!(
                     "{} {} vs {} {}",
                     pretty_shape(more),
-                    pct(m.mem_share),
+                    pct(m.mem_share, 0),
                     pretty_shape(less),
-                    pct(l.mem_share)
+                    pct(l.mem_share, 0)
                 ),
                 ok,
                 || hit_rate_reason(m, l, more, less).unwrap_or_else(|| reason_or_facts(m, None)),
@@ -628,8 +619,8 @@ pub(crate) fn check(s: Statement, runs: &[RunFacts]) -> Row {
                         let facts = format!(
                             "{} spans {}–{} across the shapes",
                             y.name(),
-                            fmt_sig(ylo),
-                            fmt_sig(yhi)
+                            sig(ylo),
+                            sig(yhi)
                         );
                         let first = runs
                             .iter()
@@ -682,49 +673,42 @@ pub(crate) fn compare(runs: &[RunFacts]) -> Vec<Row> {
 
 const INTRO: &str = "Each finding of Kanda et al. (IPSJ 2011) on the GTX 480 against the same quantity in this sweep. A share agrees within 10 percentage points (the paper's are read off a bar chart); an ordering when it holds; a correlation when Pearson's r has the paper's sign and |r| ≥ 0.3. Reasons are computed from the runs' counters; \"not explained\" means none of them accounts for the difference.";
 
-/// The report section (HTML and Markdown); empty when no statement could be measured (a sweep
-/// of other shapes or views).
+/// The report section; empty when no statement could be measured (a sweep of other shapes or
+/// views).
 pub(crate) fn section(runs: &[Run]) -> Section {
-    {
-        let facts: Vec<RunFacts> = runs.iter().map(RunFacts::of).collect();
-        let rows = compare(&facts);
-        if rows.iter().all(|r| r.verdict == Verdict::NotMeasured) {
-            return Section::default();
-        }
-        let agree = rows.iter().filter(|r| r.verdict == Verdict::Agree).count();
-        let measured = rows
-            .iter()
-            .filter(|r| r.verdict != Verdict::NotMeasured)
-            .count();
-        let summary = format!("warpscope agrees with {agree} of the {measured} findings measured.");
-        let mut table = vec![
-            ["fig.", "the paper", "warpscope", "", "reason"]
-                .map(String::from)
-                .to_vec(),
-        ];
-        for r in &rows {
-            table.push(vec![
-                r.statement.figure.to_string(),
-                r.statement.text.to_string(),
-                r.warpscope.clone(),
-                r.verdict.name().to_string(),
-                r.reason.clone(),
-            ]);
-        }
-        let title = "The paper and warpscope, side by side";
-        Section {
-            html: format!(
-                "<h2>{title}</h2>\n<p>{}</p>\n<p><b>{}</b></p>\n{}",
-                crate::output::html_escape(INTRO),
-                crate::output::html_escape(&summary),
-                crate::report::html_table(&table)
-            ),
-            md: format!(
-                "## {title}\n\n{INTRO}\n\n**{summary}**\n\n{}",
-                crate::report::md_table(&table)
-            ),
-            files: Vec::new(),
-        }
+    let facts: Vec<RunFacts> = runs.iter().map(RunFacts::of).collect();
+    let rows = compare(&facts);
+    if rows.iter().all(|r| r.verdict == Verdict::NotMeasured) {
+        return Section::default();
+    }
+    let agree = rows.iter().filter(|r| r.verdict == Verdict::Agree).count();
+    let measured = rows
+        .iter()
+        .filter(|r| r.verdict != Verdict::NotMeasured)
+        .count();
+    let summary = format!("warpscope agrees with {agree} of the {measured} findings measured.");
+    let mut table = vec![
+        ["fig.", "the paper", "warpscope", "", "reason"]
+            .map(String::from)
+            .to_vec(),
+    ];
+    for r in &rows {
+        table.push(vec![
+            r.statement.figure.to_string(),
+            r.statement.text.to_string(),
+            r.warpscope.clone(),
+            r.verdict.name().to_string(),
+            r.reason.clone(),
+        ]);
+    }
+    Section {
+        blocks: vec![
+            Block::Heading(2, "The paper and warpscope, side by side".into()),
+            Block::para(INTRO),
+            Block::Para(vec![Inline::Strong(summary)]),
+            Block::Table(table),
+        ],
+        files: Vec::new(),
     }
 }
 

@@ -3,13 +3,14 @@
 //! hit rate of both — with a verdict, a table (`perturbation.csv`) and a figure.
 //!
 //! Why a section of its own: a profiler that changes occupancy or cache behaviour measures another
-//! kernel, so the report says by how much before it says anything else.
+//! kernel, so the report says by how much before it says anything else. It reads only the runs'
+//! `sweep.csv` rows, which hold both builds' numbers.
 
 use crate::figures::{Figure, FigureKind, LinePanel};
-use crate::output::pretty_shape;
+use crate::fmt::{pretty_shape, sig};
 use crate::stats::{median, range};
-use crate::sweep::model::Run;
-use crate::table::{Col, Table, fmt_sig};
+use crate::table::{Col, Table};
+use trace::SweepRow;
 
 /// Texture hit rates that differ by more than this count as changed by the probes.
 pub(crate) const HIT_RATE_TOLERANCE: f64 = 0.02;
@@ -20,10 +21,10 @@ pub(crate) struct Perturbation {
     pub table: Table,
 }
 
-pub(crate) fn assess(runs: &[Run]) -> Perturbation {
+/// The verdict and table of the analysed runs' rows.
+pub(crate) fn assess(rows: &[&SweepRow]) -> Perturbation {
     let mut table = Table::default();
-    let rows: Vec<_> = runs.iter().map(|r| &r.files.row).collect();
-    let delta = |r: &crate::sweep::SweepRow| match (r.tex_hit_rate, r.tex_hit_rate_bare) {
+    let delta = |r: &SweepRow| match (r.tex_hit_rate, r.tex_hit_rate_bare) {
         (Some(p), Some(b)) => Some(p - b),
         _ => None,
     };
@@ -103,9 +104,9 @@ pub(crate) fn assess(runs: &[Run]) -> Perturbation {
         if let (Some(med), Some((lo, hi))) = (median(&v), range(v.iter().copied())) {
             parts.push(format!(
                 "{m} {}× ({}–{}×, {} runs)",
-                fmt_sig(med),
-                fmt_sig(lo),
-                fmt_sig(hi),
+                sig(med),
+                sig(lo),
+                sig(hi),
                 v.len()
             ));
         }
@@ -132,13 +133,13 @@ pub(crate) fn assess(runs: &[Run]) -> Perturbation {
         verdict.push(if changed == 0 {
             format!(
                 "Texture hit rate: the probes moved it by at most {} (run {run}); within ±{HIT_RATE_TOLERANCE} in every run.",
-                fmt_sig(d.abs())
+                sig(d.abs())
             )
         } else {
             format!(
                 "Texture hit rate: changed by more than ±{HIT_RATE_TOLERANCE} in {changed} of {} runs (largest {} in {run}): the probes' own traffic or timing changed what the cache saw.",
                 deltas.len(),
-                fmt_sig(d)
+                sig(d)
             )
         });
     }
@@ -146,11 +147,11 @@ pub(crate) fn assess(runs: &[Run]) -> Perturbation {
 }
 
 /// One panel per probe mode: overhead, occupancy ratio and both hit rates over the runs.
-pub(crate) fn figure(runs: &[Run]) -> Option<Figure> {
+pub(crate) fn figure(rows: &[&SweepRow]) -> Option<Figure> {
     let mut modes: Vec<String> = Vec::new();
-    for r in runs {
-        if r.files.row.overhead.is_some() && !modes.contains(&r.files.row.mode) {
-            modes.push(r.files.row.mode.clone());
+    for r in rows {
+        if r.overhead.is_some() && !modes.contains(&r.mode) {
+            modes.push(r.mode.clone());
         }
     }
     if modes.is_empty() {
@@ -160,16 +161,15 @@ pub(crate) fn figure(runs: &[Run]) -> Option<Figure> {
     let panels = modes
         .iter()
         .map(|m| {
-            let rs: Vec<&Run> = runs.iter().filter(|r| r.files.row.mode == *m).collect();
-            let ratio = |r: &&Run| {
-                let row = &r.files.row;
-                Some(row.occupancy_probed? as f64 / row.occupancy_bare? as f64)
+            let rs: Vec<&SweepRow> = rows.iter().copied().filter(|r| r.mode == *m).collect();
+            let ratio = |r: &&SweepRow| {
+                Some(r.occupancy_probed? as f64 / r.occupancy_bare? as f64)
                     .filter(|x| x.is_finite())
             };
             let series = vec![
                 (
                     "kernel time, probed ÷ bare".to_string(),
-                    rs.iter().map(|r| r.files.row.overhead).collect::<Vec<_>>(),
+                    rs.iter().map(|r| r.overhead).collect::<Vec<_>>(),
                 ),
                 (
                     "blocks/SM, probed ÷ bare".to_string(),
@@ -177,11 +177,11 @@ pub(crate) fn figure(runs: &[Run]) -> Option<Figure> {
                 ),
                 (
                     "texture hit rate, bare".to_string(),
-                    rs.iter().map(|r| r.files.row.tex_hit_rate_bare).collect(),
+                    rs.iter().map(|r| r.tex_hit_rate_bare).collect(),
                 ),
                 (
                     "texture hit rate, probed".to_string(),
-                    rs.iter().map(|r| r.files.row.tex_hit_rate).collect(),
+                    rs.iter().map(|r| r.tex_hit_rate).collect(),
                 ),
             ];
             for (_, v) in &series {
@@ -193,7 +193,7 @@ pub(crate) fn figure(runs: &[Run]) -> Option<Figure> {
                 title: m.clone(),
                 categories: rs
                     .iter()
-                    .map(|r| format!("{} {}", pretty_shape(&r.files.row.shape), r.files.row.view))
+                    .map(|r| format!("{} {}", pretty_shape(&r.shape), r.view))
                     .collect(),
                 series,
             }

@@ -1,5 +1,6 @@
 //! `warpscope instrument` and `launch --instrument` end to end on the emulator, on the histogram
-//! example without any warpscope line (`examples/histogram_plain/`).
+//! example without any warpscope line (`examples/histogram_plain/`); site names of inlined loads
+//! and of a PTX without a line table, on the rewriter's fixtures (`instrument/tests/fixtures/`).
 
 mod common;
 use common::*;
@@ -118,4 +119,50 @@ fn an_unmodified_kernel_is_instrumented_and_launched() {
         d.join("out3").to_str().unwrap(),
     ]);
     assert!(!refused.status.success());
+}
+
+fn fixture(name: &str) -> PathBuf {
+    repo().join("instrument/tests/fixtures").join(name)
+}
+
+#[test]
+fn inlined_loads_are_listed_by_the_users_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for f in ["inlined.cu", "inlined.cuh"] {
+        std::fs::copy(fixture(f), d.join(f)).unwrap();
+    }
+    let out = warpscope(&["instrument", d.join("inlined.cu").to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    for want in [
+        "gather: 4 sites",
+        "site  0  global    fence  inlined.cu:15\n",
+        "site  1  readonly  dummy  inlined.cu:16 (inlined: sm_32_intrinsics.hpp:134)\n",
+        "site  3  global    fence  inlined.cu:17 (inlined: inlined.cu:6)\n",
+        "in_header: 1 sites",
+        "site  0  readonly  dummy  inlined.cuh:4 (inlined: sm_32_intrinsics.hpp:134)\n",
+    ] {
+        assert!(stdout.contains(want), "{want:?} in:\n{stdout}");
+    }
+    assert!(!stderr.contains("line table"), "{stderr}");
+    assert!(d.join("inlined.ws.ptx").exists());
+}
+
+#[test]
+fn a_ptx_without_a_line_table_is_named_by_ptx_line_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let ptx = dir.path().join("inlined_noline.ptx");
+    std::fs::copy(fixture("inlined_noline.ptx"), &ptx).unwrap();
+    let out = warpscope(&["instrument", ptx.to_str().unwrap(), "--kernel", "gather"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    // PTX line 69 is the `idx[i]` load.
+    assert!(stdout.contains("global    fence  ptx:69\n"), "{stdout}");
+    assert!(
+        stderr.contains("no line table") && stderr.contains("-lineinfo"),
+        "{stderr}"
+    );
 }

@@ -10,15 +10,19 @@
 //! before the first instruction, every `ret`/`exit` turned into a branch to one
 //! `WS_KERNEL_END` block, and each selected load bracketed by its opening clock, the mode's
 //! closing construct and the record. Sites are numbered per kernel in PTX order and named by
-//! source line (`.loc`, present when the `.cu` was compiled with `-lineinfo`) or PTX line.
-//! The output names its sites in comments (`// ws-site ...`), read back by [`sites_in_ptx`].
+//! source line (the line table, present when the `.cu` was compiled with `-lineinfo`; a load in
+//! inlined code by the line in the kernel's own function, see `lines.rs`) or else by PTX line,
+//! which [`Instrumented::line_table`] tells apart. The output names its sites in comments
+//! (`// ws-site ...`), read back by [`sites_in_ptx`].
 
 mod emit;
+mod lines;
 mod sites;
 
 pub use sites::{SiteKind, SiteSet};
 
-use sites::{Instr, RegTypes, SourcePos, destinations, instr, load_kind};
+use lines::LineTable;
+use sites::{Instr, RegTypes, destinations, instr, load_kind};
 use trace::{ProbeMode, SiteInfo};
 
 /// What to instrument and how.
@@ -74,9 +78,20 @@ pub struct Instrumented {
     pub ptx: String,
     pub mode: ProbeMode,
     pub kernels: Vec<InstrumentedKernel>,
+    /// Whether the input had a line table (`.file`/`.loc`), so that sites are named by source
+    /// line; without one they are named by PTX line (`ptx:LINE`).
+    pub line_table: bool,
 }
 
 impl Instrumented {
+    /// What to tell the user when the sites are named by PTX line for want of a line table;
+    /// `None` when the input had one.
+    pub fn line_table_note(&self) -> Option<&'static str> {
+        (!self.line_table).then_some(
+            "the PTX has no line table, so sites are named by PTX line (ptx:LINE); compile the .cu with -lineinfo (it changes no code) to name them by source line",
+        )
+    }
+
     /// Holds every instrumented entry to the register budget of the header's probed builds
     /// (`.maxnreg` from the bare entry's registers, see `kernels::budget`), so that the probes
     /// change occupancy no more than the header's do. `bare` is ptxas's usage of the input.
@@ -167,7 +182,7 @@ pub fn instrument_ptx(ptx: &str, opts: &RewriteOptions) -> Result<Instrumented, 
             available: names.join(", "),
         });
     }
-    let mut pos = SourcePos::new(ptx);
+    let mut pos = LineTable::new(ptx);
     let mut out = String::with_capacity(ptx.len() * 2);
     let mut done: Vec<InstrumentedKernel> = Vec::new();
     let mut state = State::Outside;
@@ -271,12 +286,16 @@ pub fn instrument_ptx(ptx: &str, opts: &RewriteOptions) -> Result<Instrumented, 
                     state = State::Outside;
                     continue;
                 };
-                pos.see(line);
+                pos.see(line).map_err(|err| RewriteError::Ptx {
+                    kernel: e.name.clone(),
+                    line: lineno,
+                    what: err.to_string(),
+                })?;
                 e.regs.declare(line);
                 let code = line.split("//").next().unwrap_or("");
                 let is_decl = trimmed.is_empty()
                     || trimmed.starts_with("//")
-                    || (trimmed.starts_with('.') && !trimmed.starts_with(".loc"));
+                    || (trimmed.starts_with('.') && !lines::is_loc(trimmed));
                 if matches!(state, State::Decls) && !is_decl {
                     emit::begin(&mut out, &e.log);
                     state = State::Body;
@@ -339,6 +358,7 @@ pub fn instrument_ptx(ptx: &str, opts: &RewriteOptions) -> Result<Instrumented, 
         ptx: text,
         mode: opts.mode,
         kernels: done,
+        line_table: pos.present(),
     })
 }
 
@@ -349,7 +369,7 @@ fn probe_site(
     i: &Instr<'_>,
     kind: SiteKind,
     mode: ProbeMode,
-    pos: &SourcePos,
+    pos: &LineTable,
     lineno: usize,
     n: usize,
 ) -> Result<(), RewriteError> {

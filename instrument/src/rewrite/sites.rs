@@ -1,5 +1,5 @@
-//! Reading PTX lines: which instruction is a load of which memory, what it writes, which
-//! registers have which type, and which source line (`.loc` / `.file`) it came from.
+//! Reading PTX lines: which instruction is a load of which memory, what it writes, and which
+//! registers have which type (source lines are `lines.rs`'s).
 //!
 //! Why text and not the emulator's parser: the rewriter must give back the input unchanged
 //! except for the inserted lines, and the emulator's AST does not keep the text. The lines nvcc
@@ -262,67 +262,6 @@ impl RegTypes {
     }
 }
 
-/// Source positions: the `.file` table and the latest `.loc`.
-#[derive(Debug, Default, Clone)]
-pub struct SourcePos {
-    files: HashMap<u32, String>,
-    current: Option<(u32, u32)>,
-}
-
-impl SourcePos {
-    /// Reads the module's `.file N "path"` directives.
-    pub fn new(ptx: &str) -> Self {
-        let mut files = HashMap::new();
-        for line in ptx.lines() {
-            let Some(rest) = line.trim_start().strip_prefix(".file") else {
-                continue;
-            };
-            let mut it = rest.trim_start().splitn(2, char::is_whitespace);
-            let (Some(n), Some(path)) = (it.next(), it.next()) else {
-                continue;
-            };
-            let Ok(n) = n.parse() else { continue };
-            let path = path.split('"').nth(1).unwrap_or("");
-            let base = path.rsplit(['/', '\\']).next().unwrap_or(path);
-            files.insert(n, base.to_string());
-        }
-        SourcePos {
-            files,
-            current: None,
-        }
-    }
-
-    /// Takes a `.loc FILE LINE COL` line into account (other lines are ignored).
-    pub fn see(&mut self, line: &str) {
-        let Some(rest) = line.trim_start().strip_prefix(".loc") else {
-            return;
-        };
-        let mut w = rest.split(|c: char| c.is_whitespace() || c == ',');
-        let mut next = || w.by_ref().find(|s| !s.is_empty());
-        if let (Some(f), Some(l)) = (next(), next())
-            && let (Ok(f), Ok(l)) = (f.parse(), l.parse())
-        {
-            self.current = Some((f, l));
-        }
-    }
-
-    /// Forgets the position (at the start of each entry).
-    pub fn reset(&mut self) {
-        self.current = None;
-    }
-
-    /// `file.cu:LINE` of the latest `.loc`, or `ptx:LINE` (1-based line of the PTX input).
-    pub fn name(&self, ptx_line: usize) -> String {
-        match self
-            .current
-            .and_then(|(f, l)| Some((self.files.get(&f)?, l)))
-        {
-            Some((file, l)) => format!("{file}:{l}"),
-            None => format!("ptx:{ptx_line}"),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -356,7 +295,7 @@ mod tests {
     }
 
     #[test]
-    fn register_widths_and_source_names() {
+    fn register_widths_and_site_sets() {
         let mut t = RegTypes::default();
         t.declare("\t.reg .f32 \t%f<3>;");
         t.declare("\t.reg .b16 \t%rs<9>;");
@@ -365,10 +304,6 @@ mod tests {
         assert_eq!(t.bits("%rs8"), Some(16));
         assert_eq!(t.bits("%fd2"), Some(64));
         assert_eq!(t.bits("%q1"), None);
-        let mut s = SourcePos::new(".file 1 \"/tmp/dir/hist.cu\"\n");
-        assert_eq!(s.name(7), "ptx:7");
-        s.see("\t.loc\t1 12 5");
-        assert_eq!(s.name(7), "hist.cu:12");
         "k".parse::<SiteSet>().unwrap_err();
         assert_eq!(
             "texture,global".parse::<SiteSet>().unwrap().0,

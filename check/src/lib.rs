@@ -47,6 +47,5 @@ pub use micro::{MicroCase, MicroRow};
 pub use plan::{CheckBackend, CheckConfig, Finished, Progress, run};
 pub use results::{GpuResults, REPORT_MD, RESULTS_JSON, StepResult, StepStatus};
 pub use steps::{
-    CalibrationRow, DeviceStep, ExportStep, FormatCheck, NcuRow, ProbesStep, StepData, StudyStep,
-    Verdict,
+    CalibrationRow, DeviceStep, ExportStep, FormatCheck, ProbesStep, StepData, StudyStep, Verdict,
 };

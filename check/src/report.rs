@@ -4,7 +4,6 @@ use crate::results::{GpuResults, StepStatus};
 use crate::steps::StepData;
 use analysis::md_table;
 use std::fmt::Write;
-use trace::ProbeMode;
 
 /// A table row from cells of any displayable kind.
 macro_rules! row {
@@ -274,34 +273,18 @@ fn section(s: &mut String, d: &StepData) {
                 }
                 s.push('\n');
             }
-            let _ = writeln!(s, "Nsight Compute: {}\n", st.ncu_note);
-            if !st.ncu.is_empty() {
-                let mut rows = vec![row![
-                    "shape",
-                    "view",
-                    "build",
-                    "metric",
-                    "texture hit rate",
-                    "L2 hit rate",
-                    "DRAM read"
-                ]];
-                for n in &st.ncu {
-                    rows.push(row![
-                        n.shape,
-                        n.view,
-                        if n.mode == ProbeMode::Off {
-                            "bare"
-                        } else {
-                            n.mode.name()
-                        },
-                        format!("`{}`", n.metric),
-                        analysis::fmt::pct(n.hit_rate, 1),
-                        pct(n.l2_hit_rate),
-                        n.dram_read_bytes
-                            .map_or("–".into(), |b| format!("{:.1} MB", b / 1e6)),
-                    ]);
+            match (&st.counters_note, st.counters_expected) {
+                (Some(note), _) => {
+                    let _ = writeln!(s, "Hardware counters: {note}\n");
                 }
-                s.push_str(&md_table(&rows));
+                (None, true) => {
+                    let _ = writeln!(
+                        s,
+                        "Hardware counters: Nsight Compute's, on both builds of every run \
+                         (warm, default clocks), in the table above and in `sweep.csv`.\n"
+                    );
+                }
+                (None, false) => {}
             }
         }
         StepData::Export(e) => {

@@ -10,7 +10,7 @@ use export::{ExportOptions, Format};
 use serde::Serialize;
 use std::path::Path;
 use std::time::Duration;
-use study::{Scale, View};
+use study::Scale;
 use trace::TraceReader;
 use trace::{ProbeMode, SweepRow};
 
@@ -35,12 +35,20 @@ impl StepData {
                 .iter()
                 .all(|r| r.matches_reference && r.matches_emulator != Some(false)),
             StepData::Probes(p) => p.verdicts.iter().all(|v| v.passed),
-            StepData::Study(s) => s.rows.iter().all(|r| r.image_matches_bare != Some(false)),
+            StepData::Study(s) => {
+                s.rows.iter().all(|r| r.image_matches_bare != Some(false))
+                    && (!s.counters_expected || s.rows.iter().all(has_counters))
+            }
             StepData::Export(e) => {
                 e.records > 0 && e.formats.iter().all(|f| f.read_back == e.records)
             }
         }
     }
+}
+
+/// Whether a study row has the texture hit rates of both its builds.
+fn has_counters(r: &SweepRow) -> bool {
+    r.tex_hit_rate.is_some() && (r.mode == ProbeMode::Off.name() || r.tex_hit_rate_bare.is_some())
 }
 
 /// What a step returned.
@@ -312,29 +320,16 @@ fn calibration(ctx: &Ctx<'_>, so_far: &GpuResults) -> Result<Outcome> {
 // ---------------------------------------------------------------- 5. study
 
 #[derive(Debug, Clone, Serialize)]
-pub struct NcuRow {
-    pub shape: String,
-    pub view: String,
-    /// The build profiled: `Off` (bare) or the probe mode.
-    pub mode: ProbeMode,
-    pub metric: String,
-    pub hit_rate: f64,
-    /// Where the texture misses went, where ncu reported it: L2 sector hit rate (0–1) and the
-    /// bytes read from DRAM by the frame.
-    pub l2_hit_rate: Option<f64>,
-    pub dram_read_bytes: Option<f64>,
-}
-
-#[derive(Debug, Clone, Serialize)]
 pub struct StudyStep {
     pub scale: String,
     pub geometry: String,
     pub frames: u32,
     pub rows: Vec<SweepRow>,
-    /// Texture hit rates from Nsight Compute (GPU, ncu on the PATH): the bare build's for every
-    /// shape and view first, then each probed build's, while the budget lasts.
-    pub ncu: Vec<NcuRow>,
-    pub ncu_note: String,
+    /// Whether every run must carry the hardware counters (on a GPU, where the sweep reads them
+    /// with Nsight Compute; the emulator's come with every run).
+    pub counters_expected: bool,
+    /// Why runs have no counters, as the sweep said it.
+    pub counters_note: Option<String>,
     /// `warpscope analyze`'s findings on the study (where the memory time goes per mode, what
     /// correlates with frame rate); empty with a note when the analysis failed.
     pub findings: Vec<String>,
@@ -352,6 +347,16 @@ fn study_step(ctx: &Ctx<'_>) -> Result<Outcome> {
         device::BackendChoice::Emu
     };
     cfg.frames = if ctx.gpu { 10 } else { 1 };
+    // The sweep's own counter pass (GPU): Nsight Compute on both builds of every run.
+    cfg.counters = match (ctx.gpu, study::ncu_path()) {
+        (true, Some(ncu)) => Some(study::CounterPass {
+            program: ctx.program.to_path_buf(),
+            ncu,
+            limit: study::NCU_LIMIT,
+        }),
+        _ => None,
+    };
+    let mut counters_note = None;
     let reserve = Duration::from_secs(EXPORT_RESERVE_SECONDS);
     let mut rows: Vec<SweepRow> = Vec::new();
     let mut notes = Vec::new();
@@ -386,6 +391,7 @@ fn study_step(ctx: &Ctx<'_>) -> Result<Outcome> {
             runs: swept.rows.len(),
             left: ctx.left(),
         });
+        counters_note = counters_note.or(swept.counters_note);
         rows.extend(swept.rows);
         shard_dirs.push(part.out_dir);
     }
@@ -409,18 +415,7 @@ fn study_step(ctx: &Ctx<'_>) -> Result<Outcome> {
             ctx.preset.name
         ));
     }
-    // Profiling stops in time for the analysis (which reads 32 traces at paper scale: tens of
-    // seconds) and the export; the analysis runs only while it leaves the export its time.
     let analysis_reserve = reserve + Duration::from_secs(ANALYSIS_SECONDS);
-    let (ncu, ncu_note) = ncu_rates(ctx, &cfg, &dir, analysis_reserve)?;
-    // Nsight Compute's rates go where the emulator puts its counters' (bare and probed), in the
-    // rows and in the sweep.csv that `warpscope analyze` reads.
-    if !ncu.is_empty() {
-        join_ncu(&mut rows, &ncu);
-        if let Some(d) = &sweep_dir {
-            SweepRow::write_csv(&d.join(trace::SWEEP_CSV), &rows)?;
-        }
-    }
     let findings = match &sweep_dir {
         Some(_) if ctx.left() <= analysis_reserve => {
             notes.push("analysis not run: the budget was nearly spent".into());
@@ -437,28 +432,13 @@ fn study_step(ctx: &Ctx<'_>) -> Result<Outcome> {
                 .describe(&ctx.preset.name, ctx.preset.l2.size_bytes),
             frames: cfg.frames,
             rows,
-            ncu,
-            ncu_note,
+            counters_expected: ctx.gpu,
+            counters_note,
             findings,
         }),
         cut_off,
         notes,
     })
-}
-
-/// Puts Nsight Compute's rates into the sweep's rows: the bare build's as `tex_hit_rate_bare`,
-/// the row's own build's as `tex_hit_rate` (None where that profile is missing).
-fn join_ncu(rows: &mut [SweepRow], ncu: &[NcuRow]) {
-    let rate = |r: &SweepRow, mode: &str| {
-        ncu.iter()
-            .find(|n| n.shape == r.shape && n.view == r.view && n.mode.name() == mode)
-            .map(|n| n.hit_rate)
-    };
-    for r in rows.iter_mut() {
-        let (bare, own) = (rate(r, ProbeMode::Off.name()), rate(r, &r.mode));
-        r.tex_hit_rate_bare = bare;
-        r.tex_hit_rate = own;
-    }
 }
 
 /// Seconds the study keeps for `warpscope analyze` on its sweep (besides the export's reserve).
@@ -477,93 +457,6 @@ fn analyze_study(sweep_dir: &Path, notes: &mut Vec<String>) -> Vec<String> {
             Vec::new()
         }
     }
-}
-
-/// On a GPU with `ncu`: the texture hit rate per shape and view, one profiled frame each
-/// (`warpscope render … --mode M --frames 1` under ncu), while the budget lasts: the bare build
-/// (`off`) for every shape and view first, then each probe mode's build — what probing changed.
-fn ncu_rates(
-    ctx: &Ctx<'_>,
-    cfg: &study::SweepConfig,
-    dir: &Path,
-    reserve: Duration,
-) -> Result<(Vec<NcuRow>, String)> {
-    if !ctx.gpu {
-        return Ok((
-            Vec::new(),
-            "not run: emulator backend (the hit rates are the emulator's counters)".into(),
-        ));
-    }
-    let Some(ncu) = study::ncu_path() else {
-        return Ok((Vec::new(), "not run: ncu is not on the PATH".into()));
-    };
-    let mut rows = Vec::new();
-    let mut skipped = 0;
-    let views: &[View] = &cfg.views;
-    let modes = std::iter::once(ProbeMode::Off).chain(cfg.modes.iter().copied());
-    for mode in modes {
-        for (view, shape) in views
-            .iter()
-            .flat_map(|v| cfg.shapes.iter().map(move |s| (v, s)))
-        {
-            // A profiled paper-scale frame regenerates the 1 GiB volume in a new process.
-            if ctx.left() <= reserve + Duration::from_secs(60) {
-                skipped += 1;
-                continue;
-            }
-            let args: Vec<String> = [
-                "render",
-                "--backend",
-                "gpu",
-                "--scale",
-                "paper",
-                "--frames",
-                "1",
-                "--no-overhead",
-                "--formats",
-                "none",
-                "--no-ncu",
-            ]
-            .iter()
-            .map(|s| s.to_string())
-            .chain([
-                "--mode".into(),
-                mode.name().into(),
-                "--shape".into(),
-                shape.name(),
-                format!("--view={}", view.name()),
-                "--out".into(),
-                dir.join("ncu-scratch").display().to_string(),
-            ])
-            .collect();
-            // An ncu that hangs (one did, on an H100 machine whose counters it could not read)
-            // must not take the rest of the budget: it gets what is left above the reserve.
-            let limit = ctx.left().saturating_sub(reserve).min(study::NCU_LIMIT);
-            match study::run_ncu(&ncu, study::KERNEL_NAME, ctx.program, &args, limit) {
-                Ok(Some(h)) => rows.push(NcuRow {
-                    shape: shape.name(),
-                    view: view.to_string(),
-                    mode,
-                    metric: h.metric,
-                    hit_rate: h.rate,
-                    l2_hit_rate: h.l2_hit_rate,
-                    dram_read_bytes: h.dram_read_bytes,
-                }),
-                Ok(None) => skipped += 1,
-                Err(e) => return Ok((rows, format!("ncu failed: {e}"))),
-            }
-        }
-    }
-    let note = if skipped == 0 {
-        format!("{} profiled with {}", rows.len(), ncu.display())
-    } else {
-        format!(
-            "{} profiled with {}, {skipped} left out (budget, or no value)",
-            rows.len(),
-            ncu.display()
-        )
-    };
-    Ok((rows, note))
 }
 
 // ---------------------------------------------------------------- 6. export
@@ -658,18 +551,6 @@ fn export(ctx: &Ctx<'_>) -> Result<Outcome> {
 mod tests {
     use super::*;
 
-    fn ncu(shape: &str, view: &str, mode: ProbeMode, hit_rate: f64) -> NcuRow {
-        NcuRow {
-            shape: shape.into(),
-            view: view.into(),
-            mode,
-            metric: study::TEX_HIT_RATE_METRIC.into(),
-            hit_rate,
-            l2_hit_rate: None,
-            dram_read_bytes: None,
-        }
-    }
-
     fn row(shape: &str, view: &str, mode: &str) -> SweepRow {
         SweepRow {
             shape: shape.into(),
@@ -680,32 +561,29 @@ mod tests {
     }
 
     #[test]
-    fn ncu_rates_join_by_shape_view_and_build() {
-        let profiles = [
-            ncu("16x8", "0,0,0", ProbeMode::Off, 0.68),
-            ncu("16x8", "0,0,0", ProbeMode::Fence, 0.67),
-            ncu("16x8", "90,0,90", ProbeMode::Off, 0.74),
-            ncu("1x128", "0,0,0", ProbeMode::Naive, 0.25),
-        ];
-        let mut rows = vec![
-            row("16x8", "0,0,0", "fence"),
-            row("16x8", "0,0,0", "naive"),
-            row("16x8", "90,0,90", "fence"),
-            row("1x128", "0,0,0", "naive"),
-        ];
-        join_ncu(&mut rows, &profiles);
-        let got: Vec<(Option<f64>, Option<f64>)> = rows
-            .iter()
-            .map(|r| (r.tex_hit_rate_bare, r.tex_hit_rate))
-            .collect();
-        assert_eq!(
-            got,
-            [
-                (Some(0.68), Some(0.67)),
-                (Some(0.68), None),
-                (Some(0.74), None),
-                (None, Some(0.25)),
-            ]
-        );
+    fn a_gpu_study_passes_only_with_every_runs_counters() {
+        let counted = SweepRow {
+            tex_hit_rate: Some(0.7),
+            tex_hit_rate_bare: Some(0.71),
+            ..row("16x8", "0,0,0", "fence")
+        };
+        let study = |rows: Vec<SweepRow>, counters_expected| {
+            StepData::Study(StudyStep {
+                scale: "paper".into(),
+                geometry: String::new(),
+                frames: 10,
+                rows,
+                counters_expected,
+                counters_note: None,
+                findings: Vec::new(),
+            })
+        };
+        assert!(study(vec![counted.clone()], true).passed());
+        let bare_only = SweepRow {
+            tex_hit_rate: None,
+            ..counted.clone()
+        };
+        assert!(!study(vec![counted.clone(), bare_only.clone()], true).passed());
+        assert!(study(vec![counted, bare_only], false).passed());
     }
 }

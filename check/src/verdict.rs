@@ -238,8 +238,8 @@ mod tests {
             geometry: String::new(),
             frames: 10,
             rows,
-            ncu: Vec::new(),
-            ncu_note: String::new(),
+            counters_expected: false,
+            counters_note: None,
             findings: Vec::new(),
         };
         let l = study(&s);

@@ -62,6 +62,13 @@ enum Command {
     Export(export_cmd::ExportArgs),
     /// Run any kernel described by a launch spec (TOML) on the GPU or the emulator.
     Launch(launch_cmd::LaunchArgs),
+    /// The frames of a GPU sweep's hardware-counter pass, which the sweep runs under Nsight
+    /// Compute (not for users).
+    #[command(hide = true)]
+    CounterFrames {
+        /// The sweep folder, holding counter-frames.json.
+        dir: PathBuf,
+    },
     /// Profile an unmodified CUDA program: `warpscope run [OPTIONS] -- ./app [ARGS]`.
     Run(run_cmd::RunArgs),
     /// Put the probes into an unmodified kernel: writes PTX with every selected load timed.
@@ -283,6 +290,7 @@ fn run() -> Result<ExitCode> {
     match cli.command {
         Command::Run(_) => unreachable!("handled above"),
         Command::Demo(args) => study_cmd::demo(&args),
+        Command::CounterFrames { dir } => study_cmd::counter_frames(&dir),
         Command::Render(args) => study_cmd::render(&args),
         Command::Sweep(args) => study_cmd::sweep(&args),
         Command::Merge(args) => study_cmd::merge(&args),

@@ -170,8 +170,9 @@ pub struct RenderArgs {
 }
 
 /// On a GPU with Nsight Compute installed: profile one frame of the same render (this program,
-/// the same arguments, one frame, no overhead run, no logs, a scratch folder) for the texture hit
-/// rate, which only ncu can read on real hardware.
+/// the same arguments, one frame, its bare frame beside it unless --no-overhead was given, no
+/// logs, a scratch folder) for the hardware counters of both builds, which only ncu can read on
+/// real hardware.
 fn ncu_profile(args: &RenderArgs, gpu: bool) -> Result<Option<study::NcuProfile>> {
     if !gpu || args.no_ncu || study::ncu_path().is_none() {
         return Ok(None);
@@ -184,7 +185,6 @@ fn ncu_profile(args: &RenderArgs, gpu: bool) -> Result<Option<study::NcuProfile>
         [
             "--frames",
             "1",
-            "--no-overhead",
             "--formats",
             "none",
             "--backend",
@@ -310,6 +310,7 @@ pub fn sweep(args: &SweepArgs) -> Result<()> {
         frames: args.probe.frames,
         measure_overhead: !args.probe.no_overhead,
         limits: args.emu.limits(false),
+        counters: counter_pass(args.emu.backend != BackendChoice::Emu)?,
     };
     if args.plan {
         return print_plan(&cfg);
@@ -340,6 +341,32 @@ pub fn sweep(args: &SweepArgs) -> Result<()> {
     if let Some(line) = run_sweep(&cfg, shard, &args.probe.formats())? {
         eprintln!("warpscope: {line}");
     }
+    Ok(())
+}
+
+/// The hardware-counter pass of a sweep that may run on a GPU: this program under Nsight
+/// Compute. Without ncu the sweep goes on without counters, and says so in one line when it runs
+/// on a GPU.
+fn counter_pass(maybe_gpu: bool) -> Result<Option<study::CounterPass>> {
+    if !maybe_gpu {
+        return Ok(None);
+    }
+    let Some(ncu) = study::ncu_path() else {
+        return Ok(None);
+    };
+    Ok(Some(study::CounterPass {
+        program: std::env::current_exe().context("finding the warpscope executable for ncu")?,
+        ncu,
+        limit: study::NCU_LIMIT,
+    }))
+}
+
+/// `warpscope counter-frames DIR`: the frames of a sweep's counter pass, rendered on the GPU
+/// under Nsight Compute (the sweep starts it; not for users).
+pub fn counter_frames(dir: &std::path::Path) -> Result<()> {
+    let mut dev = device::CudaDevice::open(0).context("the counter pass needs the GPU")?;
+    let n = study::render_counter_frames(dir, &mut dev)?;
+    eprintln!("warpscope: counter pass: {n} frames rendered twice");
     Ok(())
 }
 
@@ -411,6 +438,9 @@ fn run_sweep(
     for r in &summary.redone {
         eprintln!("warpscope: sweep: redid an incomplete run: {r}");
     }
+    if let Some(note) = &summary.counters_note {
+        eprintln!("warpscope: sweep: {note}");
+    }
     let mut probes_off = false;
     for row in &summary.rows {
         let mode: ProbeMode = row.mode.parse().map_err(anyhow::Error::msg)?;
@@ -481,6 +511,7 @@ pub fn demo(args: &DemoArgs) -> Result<()> {
         study::Scale::Quick
     });
     let mut cfg = study::demo_config(&sweep_dir, scale)?;
+    cfg.counters = counter_pass(gpu)?;
     cfg.backend = if gpu {
         BackendChoice::Gpu
     } else {

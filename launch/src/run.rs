@@ -245,9 +245,7 @@ fn execute(
         }
         if let Some(stats) = &outcome.stats {
             warp_instructions = Some(warp_instructions.unwrap_or(0) + stats.warp_instructions);
-            metrics.tex_hit_rate = stats.mem.tex_hit_rate;
-            metrics.l1_hit_rate = stats.mem.l1_hit_rate;
-            metrics.l2_hit_rate = stats.mem.l2_hit_rate;
+            metrics.set_counters(trace::HardwareCounters::of_emulator(&stats.mem));
             if stats.spilled_registers_per_thread > 0 && write {
                 let warning = format!(
                     "{} asks for {} registers per thread; {} allows {} for this block, so its compiler would have spilled {} per thread to local memory (flagged, not timed)",

@@ -32,6 +32,8 @@ pub struct SweepConfig {
     pub measure_overhead: bool,
     /// The emulator's runaway guards per launch.
     pub limits: device::EmuLimits,
+    /// On a GPU: the pass that reads each run's hardware counters (`None`: no counters).
+    pub counters: Option<crate::CounterPass>,
 }
 
 /// The demo at `scale` ([`Scale`]): a molecule-like volume and image of that geometry, the GTX 480
@@ -57,6 +59,7 @@ pub fn demo_config(out_dir: &Path, scale: Scale) -> Result<SweepConfig, StudyErr
         frames: 10,
         measure_overhead: true,
         limits: device::EmuLimits::default(),
+        counters: None,
     })
 }
 

@@ -52,6 +52,11 @@ pub enum StudyError {
     /// Nsight Compute output that is not the `--csv` long format.
     #[error("ncu CSV output: {0}")]
     Ncu(String),
+    /// The driver keeps the performance counters from this user.
+    #[error(
+        "the GPU's performance counters are open to administrators only (ERR_NVGPUCTRPERM): run as root, or allow every user with the nvidia module option NVreg_RestrictProfilingToAdminUsers=0"
+    )]
+    NcuPermission,
     /// Nsight Compute neither finished nor failed within its limit; it and the program it
     /// profiled were killed.
     #[error(

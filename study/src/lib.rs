@@ -8,7 +8,7 @@
 //!
 //! Main types: [`Volume`] / [`VolumeSource`] (procedural or raw volumes), [`View`] and
 //! [`BlockShape`] (the experiment's axes), [`RenderParams`] and [`render_reference`] (the CPU
-//! reference), [`parse_hit_rate`] (Nsight Compute CSV), [`RenderConfig`] / [`render`] (one
+//! reference), [`parse_launches`] (Nsight Compute CSV), [`RenderConfig`] / [`render`] (one
 //! frame on a `device::Device`, written to a run folder), [`SweepConfig`] / [`sweep`] /
 //! [`demo_config`] (the cross product of shapes × views × modes, and `sweep.csv`), [`SweepPlan`]
 //! / [`Shard`] / [`merge`] (the sweep's runs and their hashes, one part of them, shards joined
@@ -26,6 +26,7 @@
 
 mod complete;
 mod config;
+mod counters;
 mod error;
 mod image;
 mod lock;
@@ -44,13 +45,17 @@ mod volume;
 
 pub use complete::{COMPLETE_JSON, MarkedFile, RunMarker, RunState, run_state};
 pub use config::{SweepConfig, demo_config};
+pub use counters::{
+    COUNTER_FRAMES_JSON, CounterFrame, CounterFrames, CounterPass, frames_for,
+    render_counter_frames,
+};
 pub use error::StudyError;
 pub use image::{Image, ImageDiff};
 pub use lock::{FolderLock, LOCK_FILE};
 pub use merge::{MergeSummary, merge};
 pub use ncu::{
-    DRAM_READ_METRIC, FALLBACK_HIT_RATE_METRIC, L2_HIT_RATE_METRIC, NCU_LIMIT, NcuHitRate,
-    TEX_HIT_RATE_METRIC, ncu_args, ncu_path, parse_hit_rate, run_ncu,
+    DRAM_BYTES_METRIC, L1_HIT_RATE_METRIC, L2_HIT_RATE_METRIC, NCU_LIMIT, NcuLaunch,
+    TEX_HIT_RATE_METRIC, mean_counters, ncu_args, ncu_path, parse_launches, run_ncu,
 };
 pub use params::{MAX_STEPS, OPACITY_THRESHOLD, RenderParams, TRANSFER_FUNCTION, TSTEP};
 pub use plan::{

@@ -1,22 +1,28 @@
-//! The texture-cache hit rate on a real GPU, from Nsight Compute (`ncu --csv`).
+//! Hardware counters of a GPU launch from Nsight Compute (`ncu --csv`): the texture, L1 and L2
+//! hit rates and the DRAM bytes, as the analysis uses them on both backends
+//! ([`trace::HardwareCounters`]).
 //!
-//! Why: on the emulator the hit rate comes from its cache counters; a GPU exposes it only through
-//! the profiler. When `ncu` is installed the study runs it on the render and reads its CSV "long
-//! format" (one row per kernel launch and metric) by column name — never by position, since
-//! columns differ between ncu versions. The texture hit rate is
-//! [`TEX_HIT_RATE_METRIC`]; GPUs or ncu versions without it fall back to the L1TEX sector hit rate
-//! [`FALLBACK_HIT_RATE_METRIC`] (on Volta+ L1 and texture cache are one). Values may carry
-//! thousands separators (`1,234.5`) or be `n/a`. Beside it, where the GPU and ncu report them,
-//! the L2 hit rate ([`L2_HIT_RATE_METRIC`]) and the DRAM bytes read ([`DRAM_READ_METRIC`]): where
-//! the texture misses went, which the emulator's counters say for the model.
+//! Why ncu, not CUPTI from the process itself: ncu is on every GPU machine the project uses, has
+//! profiled warpscope's kernels there, and keeps the profiler out of the measuring process (one
+//! CUPTI subscriber per process; none under ncu). Its CSV "long format" (one row per launch and
+//! metric) is read by column name — never by position, since columns differ between ncu
+//! versions — and launch by launch ([`parse_launches`]). The texture hit rate is
+//! [`TEX_HIT_RATE_METRIC`]; where a GPU or ncu version has no value for it, the L1TEX sector hit
+//! rate over all pipes ([`L1_HIT_RATE_METRIC`]; on Volta and later L1 and texture cache are one)
+//! stands in, and the launch says so. Values may carry thousands separators (`1,234.5`) or be
+//! `n/a`; byte counts are read in the unit ncu names.
 //!
-//! Main items: [`parse_hit_rate`] (text → [`NcuHitRate`]), [`ncu_path`], [`ncu_args`], [`run_ncu`].
+//! The state the counters describe: ncu is asked neither to flush the caches nor to lock the
+//! clocks (`--cache-control none --clock-control none`), so a launch is profiled warm and at the
+//! default clocks, as the timed launches run.
+//!
+//! Main items: [`parse_launches`], [`ncu_path`], [`ncu_args`], [`run_ncu`].
 //!
 //! ```
 //! let text = "\"ID\",\"Kernel Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"\n\
 //!             \"0\",\"d_render\",\"l1tex__t_sector_hit_rate.pct\",\"%\",\"87.5\"\n";
-//! let r = study::parse_hit_rate(text, Some("d_render")).unwrap().unwrap();
-//! assert_eq!(r.rate, 0.875);
+//! let launches = study::parse_launches(text, Some("d_render")).unwrap();
+//! assert_eq!(launches[0].counters.l1_hit_rate, Some(0.875));
 //! ```
 
 use crate::StudyError;
@@ -25,6 +31,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
+use trace::HardwareCounters;
 use wait_timeout::ChildExt;
 
 /// How long one ncu run may take before it is stopped: a profiled paper-scale frame took about
@@ -34,26 +41,63 @@ pub const NCU_LIMIT: Duration = Duration::from_secs(300);
 
 /// Texture hit rate of the L1TEX texture pipe (percent).
 pub const TEX_HIT_RATE_METRIC: &str = "l1tex__t_sector_pipe_tex_mem_texture_op_tex_hit_rate.pct";
-/// L1TEX sector hit rate over all pipes (percent): the fallback.
-pub const FALLBACK_HIT_RATE_METRIC: &str = "l1tex__t_sector_hit_rate.pct";
-/// L2 sector hit rate (percent), read beside the texture hit rate: where the texture misses go.
+/// L1TEX sector hit rate over all pipes (percent): the L1 hit rate, and the texture rate's
+/// stand-in where the texture pipe's has no value.
+pub const L1_HIT_RATE_METRIC: &str = "l1tex__t_sector_hit_rate.pct";
+/// L2 sector hit rate (percent).
 pub const L2_HIT_RATE_METRIC: &str = "lts__t_sector_hit_rate.pct";
-/// Bytes read from DRAM by the launch, beside it.
-pub const DRAM_READ_METRIC: &str = "dram__bytes_read.sum";
+/// Bytes moved between the L2 and DRAM, read and written.
+pub const DRAM_BYTES_METRIC: &str = "dram__bytes.sum";
 
-/// A hit rate read from ncu output.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct NcuHitRate {
-    /// The metric it came from.
-    pub metric: String,
-    /// Mean over the profiled launches, as a fraction 0–1.
-    pub rate: f64,
-    /// Launches that reported a value.
-    pub launches: usize,
-    /// The L2 sector hit rate (0–1) and the DRAM bytes read per launch, means over the launches,
-    /// where ncu reported them (not from the plain profile [`run_ncu`] falls back to).
-    pub l2_hit_rate: Option<f64>,
-    pub dram_read_bytes: Option<f64>,
+/// What ncu says when the driver keeps the counters from the user.
+const PERMISSION_ERROR: &str = "ERR_NVGPUCTRPERM";
+
+/// One profiled launch.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NcuLaunch {
+    /// ncu's launch number, and the kernel's name and block size as it printed them.
+    pub id: u64,
+    pub kernel: String,
+    pub block: Option<[u32; 3]>,
+    pub counters: HardwareCounters,
+    /// Whether the texture hit rate is the L1TEX rate standing in ([`L1_HIT_RATE_METRIC`]).
+    pub tex_from_l1: bool,
+}
+
+impl NcuLaunch {
+    /// Where the counters come from, in words, for run.json's `hit_rate_source`.
+    pub fn source(&self) -> String {
+        let tex = if self.tex_from_l1 {
+            L1_HIT_RATE_METRIC
+        } else {
+            TEX_HIT_RATE_METRIC
+        };
+        format!("ncu {tex}, warm, default clocks")
+    }
+}
+
+/// The counters of several launches of one frame: each field the mean over the launches that
+/// have it.
+pub fn mean_counters(launches: &[NcuLaunch]) -> Option<NcuLaunch> {
+    let first = launches.first()?;
+    let field = |f: fn(&HardwareCounters) -> Option<f64>| {
+        mean(
+            &launches
+                .iter()
+                .filter_map(|l| f(&l.counters))
+                .collect::<Vec<_>>(),
+        )
+    };
+    Some(NcuLaunch {
+        counters: HardwareCounters {
+            tex_hit_rate: field(|c| c.tex_hit_rate),
+            l1_hit_rate: field(|c| c.l1_hit_rate),
+            l2_hit_rate: field(|c| c.l2_hit_rate),
+            dram_bytes: field(|c| c.dram_bytes.map(|b| b as f64)).map(|b| b.round() as u64),
+        },
+        tex_from_l1: launches.iter().any(|l| l.tex_from_l1),
+        ..first.clone()
+    })
 }
 
 /// Bytes in one `unit` as ncu prints it (`byte`, `Kbyte`, …, decimal prefixes); None for any
@@ -69,7 +113,7 @@ fn bytes_per_unit(unit: &str) -> Option<f64> {
     }
 }
 
-/// Parses a percentage as ncu prints it: `87.5`, `1,234.5`, `"n/a"` (→ None).
+/// Parses a value as ncu prints it: `87.5`, `1,234.5`, `"n/a"` (→ None).
 fn parse_value(s: &str) -> Option<f64> {
     let t: String = s.trim().chars().filter(|c| *c != ',').collect();
     if t.is_empty() || t.eq_ignore_ascii_case("n/a") {
@@ -78,10 +122,26 @@ fn parse_value(s: &str) -> Option<f64> {
     t.parse::<f64>().ok().filter(|v| v.is_finite())
 }
 
-/// Reads the hit rate from `ncu --csv` output (the long format; lines before the header such as
-/// `==PROF==` are skipped). Only rows whose kernel name contains `kernel` count, when given.
-/// Ok(None) when neither metric has a value.
-pub fn parse_hit_rate(text: &str, kernel: Option<&str>) -> Result<Option<NcuHitRate>, StudyError> {
+/// `(16, 8, 1)` → `[16, 8, 1]`.
+fn parse_dim3(s: &str) -> Option<[u32; 3]> {
+    let v: Vec<u32> = s
+        .trim()
+        .trim_start_matches('(')
+        .trim_end_matches(')')
+        .split(',')
+        .map(|x| x.trim().parse().ok())
+        .collect::<Option<_>>()?;
+    v.try_into().ok()
+}
+
+/// Reads `ncu --csv` output (the long format; lines before the header such as `==PROF==` are
+/// skipped) into one [`NcuLaunch`] per launch, in ncu's order. Only rows whose kernel name
+/// contains `kernel` count, when given. A launch without any value of the four metrics is left
+/// out.
+pub fn parse_launches(text: &str, kernel: Option<&str>) -> Result<Vec<NcuLaunch>, StudyError> {
+    if text.contains(PERMISSION_ERROR) {
+        return Err(StudyError::NcuPermission);
+    }
     // The header is the first line that starts with a quoted field; ncu's own messages precede it.
     let mut offset = 0;
     let mut start = None;
@@ -107,52 +167,74 @@ pub fn parse_hit_rate(text: &str, kernel: Option<&str>) -> Result<Option<NcuHitR
         .ok_or_else(|| StudyError::Ncu("no \"Metric Name\" column (was --csv given?)".into()))?;
     let value_col =
         col("Metric Value").ok_or_else(|| StudyError::Ncu("no \"Metric Value\" column".into()))?;
+    let id_col = col("ID");
     let kernel_col = col("Kernel Name").or_else(|| col("Function Name"));
+    let block_col = col("Block Size");
     let unit_col = col("Metric Unit");
 
-    let mut primary = Vec::new();
-    let mut fallback = Vec::new();
-    let mut l2 = Vec::new();
-    let mut dram = Vec::new();
+    // Per launch: its position, and the L1TEX rate apart until the texture rate is known.
+    let mut launches: Vec<(NcuLaunch, Option<f64>)> = Vec::new();
     for (i, row) in reader.records().enumerate() {
         let row = row.map_err(|e| StudyError::Ncu(format!("row {}: {e}", i + 2)))?;
-        if let (Some(k), Some(kc)) = (kernel, kernel_col)
-            && !row.get(kc).is_some_and(|name| name.contains(k))
-        {
+        let name = kernel_col
+            .and_then(|c| row.get(c))
+            .unwrap_or("")
+            .to_string();
+        if kernel.is_some_and(|k| !name.contains(k)) {
             continue;
         }
-        let Some(metric) = row.get(metric_col) else {
-            continue;
+        let id = id_col
+            .and_then(|c| row.get(c))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0);
+        let at = match launches.iter().position(|(l, _)| l.id == id) {
+            Some(at) => at,
+            None => {
+                launches.push((
+                    NcuLaunch {
+                        id,
+                        kernel: name,
+                        block: block_col.and_then(|c| row.get(c)).and_then(parse_dim3),
+                        counters: HardwareCounters::default(),
+                        tex_from_l1: false,
+                    },
+                    None,
+                ));
+                launches.len() - 1
+            }
         };
-        let Some(value) = row.get(value_col).and_then(parse_value) else {
+        let (launch, l1tex) = &mut launches[at];
+        let (Some(metric), Some(value)) = (
+            row.get(metric_col),
+            row.get(value_col).and_then(parse_value),
+        ) else {
             continue;
         };
         // `.pct` metrics are percentages whatever the unit column says.
-        let scale = 0.01;
         match metric.trim() {
-            TEX_HIT_RATE_METRIC => primary.push(value * scale),
-            FALLBACK_HIT_RATE_METRIC => fallback.push(value * scale),
-            L2_HIT_RATE_METRIC => l2.push(value * scale),
-            DRAM_READ_METRIC => {
+            TEX_HIT_RATE_METRIC => launch.counters.tex_hit_rate = Some(value * 0.01),
+            L1_HIT_RATE_METRIC => *l1tex = Some(value * 0.01),
+            L2_HIT_RATE_METRIC => launch.counters.l2_hit_rate = Some(value * 0.01),
+            DRAM_BYTES_METRIC => {
                 let unit = unit_col.and_then(|c| row.get(c)).unwrap_or("byte");
-                if let Some(b) = bytes_per_unit(unit) {
-                    dram.push(value * b);
-                }
+                launch.counters.dram_bytes =
+                    bytes_per_unit(unit).map(|b| (value * b).round() as u64);
             }
             _ => {}
         }
     }
-    let (l2_hit_rate, dram_read_bytes) = (mean(&l2), mean(&dram));
-    let pick = |vals: &[f64], metric: &str| {
-        mean(vals).map(|rate| NcuHitRate {
-            metric: metric.to_string(),
-            rate,
-            launches: vals.len(),
-            l2_hit_rate,
-            dram_read_bytes,
+    Ok(launches
+        .into_iter()
+        .map(|(mut l, l1tex)| {
+            l.counters.l1_hit_rate = l1tex;
+            if l.counters.tex_hit_rate.is_none() && l1tex.is_some() {
+                l.counters.tex_hit_rate = l1tex;
+                l.tex_from_l1 = true;
+            }
+            l
         })
-    };
-    Ok(pick(&primary, TEX_HIT_RATE_METRIC).or_else(|| pick(&fallback, FALLBACK_HIT_RATE_METRIC)))
+        .filter(|l| l.counters != HardwareCounters::default())
+        .collect())
 }
 
 /// `ncu` on PATH, else under `$CUDA_HOME/bin` or `/usr/local/cuda/bin`.
@@ -168,40 +250,49 @@ pub fn ncu_path() -> Option<PathBuf> {
     dirs.into_iter().map(|d| d.join(exe)).find(|p| p.is_file())
 }
 
-/// The ncu arguments that profile `kernel` in `program args…` and print both hit-rate metrics,
-/// and with `memory` also the L2 hit rate and the DRAM bytes read, in base units.
+/// The ncu arguments that profile every launch of `kernel` in `program args…`: the hit-rate
+/// metrics, and with `memory` also the L2 hit rate and the DRAM bytes, in base units; caches
+/// not flushed and clocks not locked.
 pub fn ncu_args(kernel: &str, program: &Path, args: &[String], memory: bool) -> Vec<String> {
-    let mut metrics = format!("{TEX_HIT_RATE_METRIC},{FALLBACK_HIT_RATE_METRIC}");
+    let mut metrics = format!("{TEX_HIT_RATE_METRIC},{L1_HIT_RATE_METRIC}");
     let mut v = vec!["--csv".to_string()];
     if memory {
-        metrics.push_str(&format!(",{L2_HIT_RATE_METRIC},{DRAM_READ_METRIC}"));
+        metrics.push_str(&format!(",{L2_HIT_RATE_METRIC},{DRAM_BYTES_METRIC}"));
         v.extend(["--print-units".to_string(), "base".to_string()]);
     }
-    v.extend([
-        "--metrics".to_string(),
-        metrics,
-        "--kernel-name".to_string(),
-        kernel.to_string(),
-        program.display().to_string(),
-    ]);
+    v.extend(
+        [
+            "--cache-control",
+            "none",
+            "--clock-control",
+            "none",
+            "--metrics",
+            &metrics,
+            "--kernel-name",
+            kernel,
+        ]
+        .map(String::from),
+    );
+    v.push(program.display().to_string());
     v.extend(args.iter().cloned());
     v
 }
 
-/// Runs `ncu` (at `ncu`) on `program args…` and reads the hit rates of `kernel`. The profile
+/// Runs `ncu` (at `ncu`) on `program args…` and reads the launches of `kernel`. The profile
 /// with the L2 and DRAM metrics is tried first; where ncu refuses it (a metric or option this
 /// GPU or ncu version lacks), the plain hit-rate profile, which has run on an H200, is what
 /// counts: the texture hit rate is never lost to the extras. Each run may take `limit`; one that
-/// outlasts it is stopped with the program it profiled, and not retried.
+/// outlasts it is stopped with the program it profiled, and not retried; nor is one the driver
+/// refused the counters to.
 pub fn run_ncu(
     ncu: &Path,
     kernel: &str,
     program: &Path,
     args: &[String],
     limit: Duration,
-) -> Result<Option<NcuHitRate>, StudyError> {
+) -> Result<Vec<NcuLaunch>, StudyError> {
     match run_ncu_with(ncu, kernel, program, args, true, limit) {
-        Err(e @ StudyError::NcuTimedOut { .. }) => Err(e),
+        Err(e @ (StudyError::NcuTimedOut { .. } | StudyError::NcuPermission)) => Err(e),
         Err(_) => run_ncu_with(ncu, kernel, program, args, false, limit),
         ok => ok,
     }
@@ -214,7 +305,7 @@ fn run_ncu_with(
     args: &[String],
     memory: bool,
     limit: Duration,
-) -> Result<Option<NcuHitRate>, StudyError> {
+) -> Result<Vec<NcuLaunch>, StudyError> {
     let mut cmd = Command::new(ncu);
     cmd.args(ncu_args(kernel, program, args, memory))
         .env(device::UNGATED_ENV, "1");
@@ -224,15 +315,20 @@ fn run_ncu_with(
             ncu: ncu.to_path_buf(),
             limit,
         })?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if stdout.contains(PERMISSION_ERROR) || stderr.contains(PERMISSION_ERROR) {
+        return Err(StudyError::NcuPermission);
+    }
     if !out.status.success() {
         return Err(StudyError::Ncu(format!(
             "{} exited with {}: {}",
             ncu.display(),
             out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
+            stderr.trim()
         )));
     }
-    parse_hit_rate(&String::from_utf8_lossy(&out.stdout), Some(kernel))
+    parse_launches(&stdout, Some(kernel))
 }
 
 /// `cmd`'s output, or None when it ran past `limit`. Then its whole process group is killed:
@@ -312,46 +408,56 @@ mod tests {
     #[test]
     fn prefers_the_texture_metric_and_averages_launches() {
         let text = doc(&[
-            row(0, "d_render", FALLBACK_HIT_RATE_METRIC, "50"),
+            row(0, "d_render", L1_HIT_RATE_METRIC, "50"),
             row(0, "d_render", TEX_HIT_RATE_METRIC, "80.5"),
             row(1, "d_render", TEX_HIT_RATE_METRIC, "90.5"),
             row(2, "other_kernel", TEX_HIT_RATE_METRIC, "10"),
         ]);
-        let r = parse_hit_rate(&text, Some("d_render")).unwrap().unwrap();
-        assert_eq!(r.metric, TEX_HIT_RATE_METRIC);
-        assert_eq!(r.launches, 2);
-        assert!((r.rate - 0.855).abs() < 1e-12, "{}", r.rate);
+        let launches = parse_launches(&text, Some("d_render")).unwrap();
+        assert_eq!(launches.len(), 2);
+        assert_eq!(launches[0].block, Some([16, 8, 1]));
+        assert_eq!(launches[0].counters.l1_hit_rate, Some(0.5));
+        assert!(!launches[0].tex_from_l1);
+        let r = mean_counters(&launches).unwrap();
+        let rate = r.counters.tex_hit_rate.unwrap();
+        assert!((rate - 0.855).abs() < 1e-12, "{rate}");
         // without a kernel filter the other kernel counts too
-        let all = parse_hit_rate(&text, None).unwrap().unwrap();
-        assert_eq!(all.launches, 3);
+        assert_eq!(parse_launches(&text, None).unwrap().len(), 3);
     }
 
     #[test]
     fn falls_back_when_the_texture_metric_is_na() {
         let text = doc(&[
             row(0, "d_render", TEX_HIT_RATE_METRIC, "n/a"),
-            row(0, "d_render", FALLBACK_HIT_RATE_METRIC, "1,012.5"),
+            row(0, "d_render", L1_HIT_RATE_METRIC, "1,012.5"),
         ]);
-        let r = parse_hit_rate(&text, Some("d_render")).unwrap().unwrap();
-        assert_eq!(r.metric, FALLBACK_HIT_RATE_METRIC);
-        assert_eq!(r.rate, 10.125);
+        let r = &parse_launches(&text, Some("d_render")).unwrap()[0];
+        assert!(r.tex_from_l1);
+        assert!(r.source().contains(L1_HIT_RATE_METRIC), "{}", r.source());
+        assert_eq!(r.counters.tex_hit_rate, Some(10.125));
     }
 
     #[test]
     fn columns_are_found_by_name_not_position() {
         let text = "\"Metric Value\",\"Metric Name\",\"ID\",\"Kernel Name\"\n\"42\",\"l1tex__t_sector_hit_rate.pct\",\"0\",\"d_render(unsigned int*)\"\n";
-        let r = parse_hit_rate(text, Some("d_render")).unwrap().unwrap();
-        assert_eq!(r.rate, 0.42);
+        let r = &parse_launches(text, Some("d_render")).unwrap()[0];
+        assert_eq!(r.counters.tex_hit_rate, Some(0.42));
     }
 
     #[test]
     fn no_values_is_none_and_garbage_is_an_error() {
         let text = doc(&[row(0, "d_render", TEX_HIT_RATE_METRIC, "n/a")]);
-        assert_eq!(parse_hit_rate(&text, Some("d_render")).unwrap(), None);
-        let e = parse_hit_rate("==ERROR== no kernels profiled\n", None).unwrap_err();
+        assert_eq!(parse_launches(&text, Some("d_render")).unwrap(), []);
+        let e = parse_launches("==ERROR== no kernels profiled\n", None).unwrap_err();
         assert!(e.to_string().contains("header"), "{e}");
-        let e = parse_hit_rate("\"ID\",\"Foo\"\n\"0\",\"1\"\n", None).unwrap_err();
+        let e = parse_launches("\"ID\",\"Foo\"\n\"0\",\"1\"\n", None).unwrap_err();
         assert!(e.to_string().contains("Metric Name"), "{e}");
+        let e = parse_launches(
+            "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission\n",
+            None,
+        )
+        .unwrap_err();
+        assert!(matches!(e, StudyError::NcuPermission), "{e}");
     }
 
     #[test]
@@ -365,7 +471,9 @@ mod tests {
         let metrics =
             |a: &[String]| a[a.iter().position(|x| x == "--metrics").unwrap() + 1].clone();
         let m = metrics(&plain);
-        assert!(m.contains(TEX_HIT_RATE_METRIC) && m.contains(FALLBACK_HIT_RATE_METRIC));
+        assert!(m.contains(TEX_HIT_RATE_METRIC) && m.contains(L1_HIT_RATE_METRIC));
+        let control = plain.iter().position(|x| x == "--cache-control").unwrap();
+        assert_eq!(plain[control + 1], "none", "caches are not flushed");
         assert!(!m.contains(L2_HIT_RATE_METRIC) && !plain.contains(&"--print-units".into()));
         assert_eq!(plain[plain.len() - 2], "/bin/warpscope");
         assert_eq!(plain[plain.len() - 1], "render");
@@ -376,7 +484,7 @@ mod tests {
             true,
         );
         let m = metrics(&memory);
-        assert!(m.contains(L2_HIT_RATE_METRIC) && m.contains(DRAM_READ_METRIC));
+        assert!(m.contains(L2_HIT_RATE_METRIC) && m.contains(DRAM_BYTES_METRIC));
         let units = memory.iter().position(|x| x == "--print-units").unwrap();
         assert_eq!(memory[units + 1], "base");
         assert_eq!(memory[memory.len() - 1], "render");
@@ -423,10 +531,8 @@ mod tests {
             var = device::UNGATED_ENV
         );
         let p = script(dir.path(), "ncu", &body);
-        let r = run_ncu(&p, "d_render", Path::new("/bin/true"), &[], NCU_LIMIT)
-            .unwrap()
-            .unwrap();
-        assert!((r.rate - 0.5).abs() < 1e-12, "{r:?}");
+        let r = run_ncu(&p, "d_render", Path::new("/bin/true"), &[], NCU_LIMIT).unwrap();
+        assert_eq!(r[0].counters.tex_hit_rate, Some(0.5), "{r:?}");
     }
 
     #[cfg(unix)]
@@ -435,17 +541,19 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let program = Path::new("/bin/true");
         let new = fake_ncu(dir.path(), false);
-        let r = run_ncu(&new, "d_render", program, &[], NCU_LIMIT)
-            .unwrap()
-            .unwrap();
-        assert!((r.rate - 0.722).abs() < 1e-12, "{r:?}");
-        assert_eq!(r.l2_hit_rate, Some(0.4));
+        let r = &run_ncu(&new, "d_render", program, &[], NCU_LIMIT).unwrap()[0];
+        assert!(
+            (r.counters.tex_hit_rate.unwrap() - 0.722).abs() < 1e-12,
+            "{r:?}"
+        );
+        assert_eq!(r.counters.l2_hit_rate, Some(0.4));
         let old = fake_ncu(dir.path(), true);
-        let r = run_ncu(&old, "d_render", program, &[], NCU_LIMIT)
-            .unwrap()
-            .unwrap();
-        assert!((r.rate - 0.722).abs() < 1e-12, "{r:?}");
-        assert_eq!(r.l2_hit_rate, None);
+        let r = &run_ncu(&old, "d_render", program, &[], NCU_LIMIT).unwrap()[0];
+        assert!(
+            (r.counters.tex_hit_rate.unwrap() - 0.722).abs() < 1e-12,
+            "{r:?}"
+        );
+        assert_eq!(r.counters.l2_hit_rate, None);
     }
 
     /// An ncu that hangs, as one did on an H100 machine that it could not profile, is stopped at
@@ -486,20 +594,26 @@ mod tests {
         let text = doc(&[
             row(0, "d_render", TEX_HIT_RATE_METRIC, "72.2"),
             row(0, "d_render", L2_HIT_RATE_METRIC, "40"),
-            unit_row(0, DRAM_READ_METRIC, "byte", "1,000,000"),
+            unit_row(0, DRAM_BYTES_METRIC, "byte", "1,000,000"),
             row(1, "d_render", TEX_HIT_RATE_METRIC, "72.2"),
             row(1, "d_render", L2_HIT_RATE_METRIC, "50"),
-            unit_row(1, DRAM_READ_METRIC, "Mbyte", "3"),
-            unit_row(2, DRAM_READ_METRIC, "furlong", "7"),
+            unit_row(1, DRAM_BYTES_METRIC, "Mbyte", "3"),
+            unit_row(2, DRAM_BYTES_METRIC, "furlong", "7"),
         ]);
-        let r = parse_hit_rate(&text, Some("d_render")).unwrap().unwrap();
-        assert!((r.rate - 0.722).abs() < 1e-12);
-        assert_eq!(r.l2_hit_rate, Some(0.45));
+        let launches = parse_launches(&text, Some("d_render")).unwrap();
+        // the launch with only a byte count in an unknown unit has no value: left out
+        assert_eq!(launches.len(), 2);
+        let r = mean_counters(&launches).unwrap();
+        assert!((r.counters.tex_hit_rate.unwrap() - 0.722).abs() < 1e-12);
+        assert_eq!(r.counters.l2_hit_rate, Some(0.45));
         // byte and Mbyte read as bytes; an unknown unit is left out, not misread.
-        assert_eq!(r.dram_read_bytes, Some(2e6));
+        assert_eq!(r.counters.dram_bytes, Some(2_000_000));
         // the plain profile has neither
         let plain = doc(&[row(0, "d_render", TEX_HIT_RATE_METRIC, "72.2")]);
-        let r = parse_hit_rate(&plain, Some("d_render")).unwrap().unwrap();
-        assert_eq!((r.l2_hit_rate, r.dram_read_bytes), (None, None));
+        let r = &parse_launches(&plain, Some("d_render")).unwrap()[0];
+        assert_eq!(
+            (r.counters.l2_hit_rate, r.counters.dram_bytes),
+            (None, None)
+        );
     }
 }

@@ -30,7 +30,7 @@
 
 use crate::StudyError;
 use crate::image::Image;
-use crate::ncu::{NCU_LIMIT, NcuHitRate, ncu_path, run_ncu};
+use crate::ncu::{NCU_LIMIT, mean_counters, ncu_path, run_ncu};
 use crate::params::{RenderParams, TRANSFER_FUNCTION};
 use crate::view::{BlockShape, View};
 use crate::volume::{Volume, VolumeKind, VolumeSource, check_fits, host_available_bytes};
@@ -39,8 +39,8 @@ use emulator::{TexAddress, TexFilter, TexFormat, TextureDesc};
 use instrument::{Probe, ProbedArg, ProbedLaunch, TraceWarps, launch_probed};
 use std::path::{Path, PathBuf};
 use trace::{
-    BareRun, Dim3, ProbeFacts, ProbeMode, ReferenceDiff, Region, RunMetrics, SiteInfo, StudyFacts,
-    TRACE_FILE_NAME, TraceWriter,
+    BareRun, Dim3, HardwareCounters, ProbeFacts, ProbeMode, ReferenceDiff, Region, RunMetrics,
+    SiteInfo, StudyFacts, TRACE_FILE_NAME, TraceWriter,
 };
 
 /// The kernel's source stem in the `kernels` crate and its entry point.
@@ -273,6 +273,12 @@ impl<'a> Session<'a> {
             textures: None,
             out: None,
         }
+    }
+
+    /// Renders `cfg`'s frame for the counter pass (`counters.rs`): its launches, nothing else.
+    pub(crate) fn counter_frame(&mut self, cfg: &RenderConfig) -> Result<(), StudyError> {
+        self.render_frame(cfg, cfg.mode, &cfg.run_name())
+            .map(|_| ())
     }
 
     /// Renders `cfg` (and its bare frame, unless `bare` already holds the bare frame of the same
@@ -581,18 +587,6 @@ impl Session<'_> {
     }
 }
 
-/// The emulator's texture, L1 and L2 hit rates (0–1), each `None` where it counted no access or
-/// there are no counters (a GPU run).
-fn hit_rates(mem: Option<&emulator::MemCounters>) -> [Option<f64>; 3] {
-    let rate =
-        |f: fn(&emulator::MemCounters) -> Option<f64>| mem.and_then(f).filter(|v| v.is_finite());
-    [
-        rate(|m| m.tex_hit_rate),
-        rate(|m| m.l1_hit_rate),
-        rate(|m| m.l2_hit_rate),
-    ]
-}
-
 /// Writes the run folder: the image, the trace (a probed run), the emulator's effective config,
 /// and run.json last, so a folder with a complete run.json is a finished run.
 fn write_run(
@@ -648,12 +642,14 @@ fn run_metrics(
     m.registers = Some(frame.entry.registers);
     m.spill_bytes = Some(frame.entry.spill_bytes);
     m.hit_rate_source = Some("unavailable".into());
+    // The bare frame's counters as the GPU's profiler read them (the emulator's come with it).
+    let mut gpu_bare = None;
     if let Some(stats) = &l.outcome.stats {
         m.warp_instructions = Some(stats.warp_instructions);
         // Work by class (the roofline's W), where the cycles went (stalls by reason, per SM) and
         // the memory counters, in run.json's one typed shape.
         m.emulator = Some(stats.clone());
-        [m.tex_hit_rate, m.l1_hit_rate, m.l2_hit_rate] = hit_rates(Some(&stats.mem));
+        m.set_counters(HardwareCounters::of_emulator(&stats.mem));
         m.hit_rate_source = Some(if m.tex_hit_rate.is_some() {
             "emulator counters".into()
         } else {
@@ -662,9 +658,9 @@ fn run_metrics(
     }
     match dev.backend() {
         Backend::Gpu => {
-            let (rate, source) = gpu_hit_rate(cfg);
-            m.tex_hit_rate = rate.as_ref().map(|r| r.rate);
-            m.l2_hit_rate = rate.as_ref().and_then(|r| r.l2_hit_rate);
+            let (probed, bare_counters, source) = gpu_counters(cfg);
+            m.set_counters(probed.unwrap_or_default());
+            gpu_bare = bare_counters;
             m.hit_rate_source = Some(source);
         }
         Backend::Emu => {
@@ -688,21 +684,23 @@ fn run_metrics(
     }
     match bare {
         Some(b) => {
-            let [tex_hit_rate, l1_hit_rate, l2_hit_rate] =
-                hit_rates(b.launch.outcome.stats.as_ref().map(|s| &s.mem));
             let diff = frame.image.diff(&b.image);
             m.overhead = trace::overhead_ratio(frame.kernel_ms, b.kernel_ms);
-            m.bare = Some(BareRun {
+            let mut bare = BareRun {
                 kernel_ms: Some(b.kernel_ms),
                 cycles: b.launch.outcome.cycles,
                 occupancy: Some(b.launch.blocks_per_sm),
                 registers: Some(b.entry.registers),
-                // What the probes did to the caches: the same counters of the bare build.
-                tex_hit_rate,
-                l1_hit_rate,
-                l2_hit_rate,
                 image_matches: Some(diff.pixels_differing == 0),
-            });
+                ..BareRun::default()
+            };
+            // What the probes did to the caches: the same counters of the bare build.
+            if let Some(stats) = &b.launch.outcome.stats {
+                bare.set_counters(HardwareCounters::of_emulator(&stats.mem));
+            } else if let Some(c) = gpu_bare {
+                bare.set_counters(c);
+            }
+            m.bare = Some(bare);
             if diff.pixels_differing > 0 {
                 m.errors.push(
                     StudyError::ImageChanged {
@@ -753,13 +751,23 @@ fn study_facts(cfg: &RenderConfig, volume: &Volume, frame: &Frame) -> StudyFacts
     }
 }
 
-/// The GPU's texture hit rate from Nsight Compute, and where it came from (or why it is missing).
-fn gpu_hit_rate(cfg: &RenderConfig) -> (Option<NcuHitRate>, String) {
+/// The GPU's hardware counters from Nsight Compute, of the probed frame and, where the profiled
+/// render measured its bare frame too, of the bare one; and where they came from, or why they are
+/// missing. The profiled render launches each frame twice (a warm-up, then the timed launch):
+/// the timed launches' counters are the ones that count, warm as the timed frames run.
+fn gpu_counters(
+    cfg: &RenderConfig,
+) -> (Option<HardwareCounters>, Option<HardwareCounters>, String) {
     let Some(profile) = &cfg.ncu else {
-        return (None, "unavailable: ncu profiling not requested".into());
+        return (
+            None,
+            None,
+            "unavailable: ncu profiling not requested".into(),
+        );
     };
     let Some(ncu) = ncu_path() else {
         return (
+            None,
             None,
             "unavailable: ncu (Nsight Compute) is not installed".into(),
         );
@@ -771,12 +779,27 @@ fn gpu_hit_rate(cfg: &RenderConfig) -> (Option<NcuHitRate>, String) {
         &profile.args,
         NCU_LIMIT,
     ) {
-        Ok(Some(r)) => {
-            let source = format!("ncu {}", r.metric);
-            (Some(r), source)
-        }
-        Ok(None) => (None, "unavailable: ncu reported no hit-rate value".into()),
-        Err(e) => (None, format!("unavailable: {}", trace::error_chain(&e))),
+        // probed warm-up, probed, bare warm-up, bare
+        Ok(l) if l.len() == 4 => (Some(l[1].counters), Some(l[3].counters), l[1].source()),
+        // warm-up, probed
+        Ok(l) if l.len() == 2 => (Some(l[1].counters), None, l[1].source()),
+        Ok(l) => match mean_counters(&l) {
+            Some(m) => (
+                Some(m.counters),
+                None,
+                format!("{}; mean of {} launches", m.source(), l.len()),
+            ),
+            None => (
+                None,
+                None,
+                "unavailable: ncu reported no counter value".into(),
+            ),
+        },
+        Err(e) => (
+            None,
+            None,
+            format!("unavailable: {}", trace::error_chain(&e)),
+        ),
     }
 }
 

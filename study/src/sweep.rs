@@ -24,6 +24,7 @@
 use crate::StudyError;
 use crate::complete::{RunMarker, RunState, clear_marker, run_state};
 use crate::config::SweepConfig;
+use crate::counters::{CounterPass, frames_for};
 use crate::lock::FolderLock;
 use crate::plan::{PLAN_JSON, PlannedRun, Shard, SweepPlan};
 use crate::render::{Frame, RenderConfig, Session};
@@ -62,6 +63,10 @@ fn row_from_metrics(run: &str, m: &RunMetrics) -> SweepRow {
         warp_instructions: m.warp_instructions,
         records: Some(m.records),
         image_matches_bare: bare.and_then(|b| b.image_matches),
+        l2_hit_rate: m.l2_hit_rate,
+        dram_bytes: m.dram_bytes,
+        l2_hit_rate_bare: bare.and_then(|b| b.l2_hit_rate),
+        dram_bytes_bare: bare.and_then(|b| b.dram_bytes),
     }
 }
 
@@ -82,6 +87,10 @@ pub struct SweepSummary {
     pub shard: Shard,
     /// Each run's `sim_warp_instructions_per_second` (run.json), where it has one (emulator).
     pub sim_rates: Vec<f64>,
+    /// Why the runs of a GPU sweep have no hardware counters, in one line (`None` where they
+    /// have them, or on the emulator, whose counters come with every run). A sweep on a GPU
+    /// without a [`CounterPass`] is one without ncu.
+    pub counters_note: Option<String>,
 }
 
 /// Opens `dir` for writing the sweep of `plan`: creates it, takes its lock (refusing a second
@@ -161,6 +170,7 @@ pub fn sweep_shard(
     let tick = || progress(done.fetch_add(1, Ordering::SeqCst) + 1, total);
 
     let mut backend_note = String::from("nothing to run: every run was complete");
+    let mut on_gpu = false;
     if !pending.is_empty() {
         let volume = cfg.volume.load()?;
         // groups of the same shape and view share one device and one bare frame
@@ -190,6 +200,7 @@ pub fn sweep_shard(
         };
         match use_gpu {
             Some(mut dev) => {
+                on_gpu = true;
                 // one GPU: runs in sequence, the volume uploaded once
                 let mut session = Session::new(dev.as_mut(), &volume);
                 for g in &groups {
@@ -214,6 +225,15 @@ pub fn sweep_shard(
         }
     }
 
+    let counters_note = match &cfg.counters {
+        Some(pass) if on_gpu => add_counters(&cfg.out_dir, &plan, mine.iter().map(|(_, p)| *p), pass)
+            .err()
+            .map(|e| format!("no hardware counters in this sweep: {}", trace::error_chain(&e))),
+        None if on_gpu => Some(
+            "no hardware counters in this sweep: ncu (Nsight Compute) is not on the PATH, nor under $CUDA_HOME/bin or /usr/local/cuda/bin".into(),
+        ),
+        _ => None,
+    };
     let (rows, sim_rates) = read_rows(&cfg.out_dir, mine.iter().map(|(_, p)| *p))?;
     let csv_path = cfg.out_dir.join(SWEEP_CSV);
     write_csv(&csv_path, &rows)?;
@@ -227,7 +247,57 @@ pub fn sweep_shard(
         plan_hash: plan.hash,
         shard,
         sim_rates,
+        counters_note,
     })
+}
+
+/// The counter pass over `runs` that lack the GPU's counters: each run's run.json gets its
+/// probed and bare builds' counters, and its completion marker is written again for the new
+/// run.json.
+fn add_counters<'a>(
+    dir: &Path,
+    plan: &SweepPlan,
+    runs: impl Iterator<Item = &'a PlannedRun>,
+    pass: &CounterPass,
+) -> Result<(), StudyError> {
+    let mut missing = Vec::new();
+    for p in runs {
+        let m = RunMetrics::read(&dir.join(&p.name).join("run.json"))?;
+        if !m
+            .hit_rate_source
+            .as_deref()
+            .is_some_and(|s| s.starts_with("ncu"))
+        {
+            missing.push((p, m));
+        }
+    }
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let frames = frames_for(missing.iter().map(|(p, _)| *p));
+    let counted = crate::counters::collect(dir, &plan.inputs.common, &frames, pass)?;
+    let of = |p: &PlannedRun, mode: ProbeMode| {
+        counted
+            .iter()
+            .find(|(f, _)| f.shape == p.shape && f.view == p.view && f.mode == mode)
+            .map(|(_, l)| l)
+    };
+    for (p, mut m) in missing {
+        let (Some(probed), Some(bare)) = (of(p, p.mode), of(p, ProbeMode::Off)) else {
+            continue;
+        };
+        m.set_counters(probed.counters);
+        m.hit_rate_source = Some(probed.source());
+        if p.mode != ProbeMode::Off {
+            m.bare
+                .get_or_insert_with(Default::default)
+                .set_counters(bare.counters);
+        }
+        let run_dir = dir.join(&p.name);
+        m.write(&run_dir.join("run.json"))?;
+        RunMarker::write_for(&run_dir, p)?;
+    }
+    Ok(())
 }
 
 /// The `sweep.csv` rows of `runs`, in the order given, from each run folder's `run.json`, and

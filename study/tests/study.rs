@@ -230,6 +230,7 @@ fn sweep_writes_the_table_and_resumes_without_redoing_finished_runs() {
         frames: 1,
         measure_overhead: true,
         limits: device::EmuLimits::default(),
+        counters: None,
     };
     let calls = std::sync::Mutex::new(Vec::new());
     let s = sweep(&cfg, &|done, total| {
@@ -301,6 +302,7 @@ fn a_lone_render_equals_the_same_run_inside_a_sweep_byte_for_byte() {
         frames: 1,
         measure_overhead: true,
         limits: device::EmuLimits::default(),
+        counters: None,
     };
     let s = sweep(&cfg, &|_, _| {}).unwrap();
     let in_sweep = cfg.out_dir.join(&s.rows[1].run);

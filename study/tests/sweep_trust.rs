@@ -29,6 +29,7 @@ fn tiny(out: &Path) -> SweepConfig {
         frames: 1,
         measure_overhead: true,
         limits: device::EmuLimits::default(),
+        counters: None,
     }
 }
 

@@ -67,6 +67,30 @@ pub struct MemCounters {
     pub constant_hit_rate: Option<f64>,
 }
 
+/// The memory counters the analysis sets beside the probes' figures, with the same meaning on
+/// both backends (Nsight Compute's counts on a GPU): the texture, L1 and L2 hit rates (0–1) and
+/// the bytes moved between the L2 and DRAM. `None` where the backend did not count it.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct HardwareCounters {
+    pub tex_hit_rate: Option<f64>,
+    pub l1_hit_rate: Option<f64>,
+    pub l2_hit_rate: Option<f64>,
+    pub dram_bytes: Option<u64>,
+}
+
+impl HardwareCounters {
+    /// The emulator's, from what it counted in a launch; a rate of no access is `None`.
+    pub fn of_emulator(mem: &MemCounters) -> HardwareCounters {
+        let rate = |r: Option<f64>| r.filter(|v| v.is_finite());
+        HardwareCounters {
+            tex_hit_rate: rate(mem.tex_hit_rate),
+            l1_hit_rate: rate(mem.l1_hit_rate),
+            l2_hit_rate: rate(mem.l2_hit_rate),
+            dram_bytes: Some(mem.dram_bytes_read + mem.dram_bytes_written),
+        }
+    }
+}
+
 /// Hit/miss counts of one cache level, per 32-byte sector (per line for an unsectored cache);
 /// `requests` counts line lookups.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

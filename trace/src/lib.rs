@@ -37,7 +37,7 @@ pub use atomic::{
     check_output, check_output_against, temp_path, write_atomic_path, write_atomic_with,
     write_bytes_atomic,
 };
-pub use counters::{CacheCounters, EmuCounters, MemCounters};
+pub use counters::{CacheCounters, EmuCounters, HardwareCounters, MemCounters};
 pub use error::{TraceError, error_chain};
 pub use model::{
     Dim3, LaunchInfo, ProbeMode, Record, RecordKind, Region, SiteInfo, SiteSummary, Trace,

@@ -10,7 +10,7 @@
 //! (each launch of a pipeline); `app` (a launch of an unmodified program); `emulator` (the
 //! emulator's counters).
 
-use crate::{Dim3, EmuCounters, ProbeMode, RecordKind, TraceError};
+use crate::{Dim3, EmuCounters, HardwareCounters, ProbeMode, RecordKind, TraceError};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -54,12 +54,32 @@ pub struct BareRun {
     pub occupancy: Option<u32>,
     /// Registers per thread (ptxas).
     pub registers: Option<u32>,
-    /// Hit rates (0–1) as counted for the probed run's fields of the same names.
+    /// Hit rates (0–1) and DRAM bytes as counted for the probed run's fields of the same names.
     pub tex_hit_rate: Option<f64>,
     pub l1_hit_rate: Option<f64>,
     pub l2_hit_rate: Option<f64>,
+    pub dram_bytes: Option<u64>,
     /// Whether the probed build's output equals the bare build's, byte for byte.
     pub image_matches: Option<bool>,
+}
+
+impl BareRun {
+    /// The bare build's hardware counters.
+    pub fn counters(&self) -> HardwareCounters {
+        HardwareCounters {
+            tex_hit_rate: self.tex_hit_rate,
+            l1_hit_rate: self.l1_hit_rate,
+            l2_hit_rate: self.l2_hit_rate,
+            dram_bytes: self.dram_bytes,
+        }
+    }
+
+    pub fn set_counters(&mut self, c: HardwareCounters) {
+        self.tex_hit_rate = c.tex_hit_rate;
+        self.l1_hit_rate = c.l1_hit_rate;
+        self.l2_hit_rate = c.l2_hit_rate;
+        self.dram_bytes = c.dram_bytes;
+    }
 }
 
 /// The image against the CPU reference renderer.
@@ -166,6 +186,9 @@ pub struct RunMetrics {
     pub tex_hit_rate: Option<f64>,
     pub l1_hit_rate: Option<f64>,
     pub l2_hit_rate: Option<f64>,
+    /// Bytes moved between the L2 and DRAM, read and written: Nsight Compute's `dram__bytes.sum`
+    /// on a GPU, the emulator's DRAM reads and writes.
+    pub dram_bytes: Option<u64>,
     /// Where the hit rates come from: `emulator counters`, `ncu <metric>`, or why they are
     /// missing.
     pub hit_rate_source: Option<String>,
@@ -227,6 +250,7 @@ impl RunMetrics {
             tex_hit_rate: None,
             l1_hit_rate: None,
             l2_hit_rate: None,
+            dram_bytes: None,
             hit_rate_source: None,
             occupancy: None,
             registers: None,
@@ -256,6 +280,23 @@ impl RunMetrics {
             sim_warp_instructions_per_second: None,
             ..self.clone()
         }
+    }
+
+    /// The run's hardware counters.
+    pub fn counters(&self) -> HardwareCounters {
+        HardwareCounters {
+            tex_hit_rate: self.tex_hit_rate,
+            l1_hit_rate: self.l1_hit_rate,
+            l2_hit_rate: self.l2_hit_rate,
+            dram_bytes: self.dram_bytes,
+        }
+    }
+
+    pub fn set_counters(&mut self, c: HardwareCounters) {
+        self.tex_hit_rate = c.tex_hit_rate;
+        self.l1_hit_rate = c.l1_hit_rate;
+        self.l2_hit_rate = c.l2_hit_rate;
+        self.dram_bytes = c.dram_bytes;
     }
 
     /// The bare build's kernel time, where a bare run measured it.

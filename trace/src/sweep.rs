@@ -6,7 +6,10 @@
 //! thread as Nsight Compute counts it, on both backends: see `RunMetrics::tex_hit_rate`), `dropped_records`,
 //! `overhead` (probed ÷ bare kernel time), `occupancy_bare`, `occupancy_probed` (resident blocks
 //! per SM), `tex_hit_rate_bare` (the bare build's, 0–1), `warp_instructions`, `records`,
-//! `image_matches_bare`. An empty cell is a value the backend could not measure.
+//! `image_matches_bare`, `l2_hit_rate`, `dram_bytes` (bytes between the L2 and DRAM, read and
+//! written), `l2_hit_rate_bare`, `dram_bytes_bare`. The hit rates and DRAM bytes mean the same on
+//! both backends: the emulator's counters, Nsight Compute's on a GPU. An empty cell is a value the
+//! backend could not measure.
 //!
 //! The reader takes the file as people and spreadsheets leave it, not only as the writer wrote it:
 //! columns by name in any order, unknown columns ignored, a missing column other than
@@ -46,6 +49,10 @@ pub struct SweepRow {
     pub warp_instructions: Option<u64>,
     pub records: Option<u64>,
     pub image_matches_bare: Option<bool>,
+    pub l2_hit_rate: Option<f64>,
+    pub dram_bytes: Option<u64>,
+    pub l2_hit_rate_bare: Option<f64>,
+    pub dram_bytes_bare: Option<u64>,
 }
 
 impl SweepRow {
@@ -142,7 +149,7 @@ impl SweepRow {
 
     /// Every column with the field its cells go to, in the writer's column order; the one place
     /// the reader names columns (a test holds it to the writer's header).
-    fn cells(&mut self) -> [(&'static str, Cell<'_>); 18] {
+    fn cells(&mut self) -> [(&'static str, Cell<'_>); 22] {
         [
             ("run", Cell::Text(&mut self.run)),
             ("backend", Cell::Text(&mut self.backend)),
@@ -171,6 +178,10 @@ impl SweepRow {
                 "image_matches_bare",
                 Cell::Flag(&mut self.image_matches_bare),
             ),
+            ("l2_hit_rate", Cell::Number(&mut self.l2_hit_rate)),
+            ("dram_bytes", Cell::Count(&mut self.dram_bytes)),
+            ("l2_hit_rate_bare", Cell::Number(&mut self.l2_hit_rate_bare)),
+            ("dram_bytes_bare", Cell::Count(&mut self.dram_bytes_bare)),
         ]
     }
 }
@@ -262,6 +273,10 @@ mod tests {
             warp_instructions: None,
             records: Some(10),
             image_matches_bare: Some(true),
+            l2_hit_rate: Some(0.25),
+            dram_bytes: Some(4096),
+            l2_hit_rate_bare: None,
+            dram_bytes_bare: Some(2048),
         }
     }
 
@@ -276,7 +291,7 @@ mod tests {
         SweepRow::write_csv(&p, &rows).unwrap();
         let text = std::fs::read_to_string(&p).unwrap();
         assert!(text.starts_with(
-            "run,backend,preset,shape,view,mode,cycles,kernel_ms,frame_rate,tex_hit_rate,dropped_records,overhead,occupancy_bare,occupancy_probed,tex_hit_rate_bare,warp_instructions,records,image_matches_bare\n"
+            "run,backend,preset,shape,view,mode,cycles,kernel_ms,frame_rate,tex_hit_rate,dropped_records,overhead,occupancy_bare,occupancy_probed,tex_hit_rate_bare,warp_instructions,records,image_matches_bare,l2_hit_rate,dram_bytes,l2_hit_rate_bare,dram_bytes_bare\n"
         ), "{text}");
         assert!(text.contains("\"90,0,90\""), "{text}");
         assert_eq!(SweepRow::read_csv(&p).unwrap(), rows);

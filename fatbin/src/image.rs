@@ -50,8 +50,8 @@
 //!
 //! The options are ptxas options for PTX (`--compile-only` in `-rdc` objects, cuobjdump's
 //! `ptxasOptions`), NVVM options for LTO IR (`nvvmOptions`), and, for cubins of sm_100 and
-//! later, 36 bytes that are not text and that cuobjdump does not print (kept as bytes, meaning
-//! unknown).
+//! later, a few bytes that are not text (16 and 36 seen) and that cuobjdump does not print (kept
+//! as bytes, meaning unknown).
 //!
 //! Flags ([`EntryFlags`]), each seen set and cleared by the option named:
 //!
@@ -65,7 +65,7 @@
 //! | 0x10000 | obfuscated (NVVM IR) | `code=lto_90` entries; cuobjdump cannot show them |
 //! | 0x100000 | arch suffix `a` | `sm_90a`, `compute_100a` |
 //! | 0x200000 | arch suffix `f` | `compute_100f` |
-//! | 0x1000000 | set on sm_100+ cubins, with the binary options | meaning unknown |
+//! | 0x1000000 | set on every sm_100+ cubin (which has the binary options), on no other entry | meaning unknown |
 //!
 //! What nvcc 13 compresses: PTX always (unless `--compress-mode=none` / `--no-compress`); cubins
 //! only with `-G`, in relocatable (`-rdc`) objects, or with `--compress-mode=size`. A

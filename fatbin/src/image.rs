@@ -438,3 +438,188 @@ impl<'a> Entry<'a> {
         self.options.map(String::from_utf8_lossy)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{entry, image, ptx_entry, put};
+
+    const PTX: &str = ".version 9.0\n.target sm_75\n.visible .entry k()\n{\n\tret;\n}\n";
+
+    fn parse_err(bytes: &[u8]) -> FatbinError {
+        Fatbin::parse(bytes).expect_err("must not parse")
+    }
+
+    #[test]
+    fn identifier_options_and_suffix_are_read_from_the_header() {
+        // A 0x58-byte header: identifier "dbg" at 0x40, options descriptor at 0x48 pointing at
+        // "-O3 -v" at 0x50.
+        let mut e = ptx_entry(90, 0x11 | EntryFlags::ARCH_SPECIFIC, "sm_90a", &["k"]);
+        e.splice(0x40..0x40, [0u8; 0x18]);
+        put(&mut e, 0x04, &0x58u32.to_le_bytes());
+        put(&mut e, 0x20, &0x40u32.to_le_bytes());
+        put(&mut e, 0x24, &3u32.to_le_bytes());
+        put(&mut e, 0x40, b"dbg");
+        put(&mut e, 0x14, &0x48u32.to_le_bytes());
+        put(&mut e, 0x48, &0x50u32.to_le_bytes());
+        put(&mut e, 0x4c, &6u32.to_le_bytes());
+        put(&mut e, 0x50, b"-O3 -v");
+        let img = image(&[e, entry(2, 90, 0x11, b"\x7fELF")]);
+        let fb = Fatbin::parse(&img).unwrap();
+        let [ptx, elf] = fb.entries() else {
+            panic!("two entries")
+        };
+        assert_eq!(ptx.identifier_text().as_deref(), Some("dbg"));
+        assert_eq!(ptx.options_text().as_deref(), Some("-O3 -v"));
+        assert_eq!(
+            (ptx.arch.compute(), ptx.code_version.major),
+            ("compute_90a".into(), 9)
+        );
+        assert!(ptx.ptx_text().unwrap().contains(".entry k()"));
+        assert_eq!(
+            (elf.kind, elf.arch.sm(), elf.offset),
+            (EntryKind::Elf, "sm_90".into(), 16 + 0x58 + ptx.stored.len())
+        );
+        assert_eq!((elf.identifier, elf.options), (None, None));
+        assert_eq!(elf.payload().unwrap().as_ref(), b"\x7fELF\0\0\0\0");
+        assert!(matches!(
+            elf.ptx_text(),
+            Err(FatbinError::WrongKind {
+                found: EntryKind::Elf,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn compressed_payloads_decompress_to_their_stated_length() {
+        let text = format!("{PTX}\0");
+        for (flag, data) in [
+            (
+                EntryFlags::ZSTD,
+                zstd::bulk::compress(text.as_bytes(), 3).unwrap(),
+            ),
+            (EntryFlags::LZ4, lz4_flex::block::compress(text.as_bytes())),
+        ] {
+            let mut e = entry(1, 75, 0x11 | flag, &data);
+            put(&mut e, 0x10, &(data.len() as u32).to_le_bytes());
+            put(&mut e, 0x38, &(text.len() as u64).to_le_bytes());
+            let img = image(&[e]);
+            let fb = Fatbin::parse(&img).unwrap();
+            let ptx = &fb.entries()[0];
+            assert_eq!(
+                ptx.stored.len(),
+                data.len(),
+                "the padding is not the stream's"
+            );
+            assert_eq!(ptx.ptx_text().unwrap(), PTX);
+        }
+    }
+
+    #[test]
+    fn image_len_reads_the_header_alone() {
+        let img = image(&[ptx_entry(75, 0x11, "sm_75", &["k"])]);
+        assert_eq!(image_len(&img[..HEADER_LEN]).unwrap(), img.len());
+        let mut longer = img.clone();
+        longer.extend_from_slice(b"next image");
+        assert_eq!(Fatbin::parse(&longer).unwrap().bytes(), &img[..]);
+        assert!(matches!(
+            image_len(&img[..HEADER_LEN - 1]),
+            Err(FatbinError::Truncated {
+                needed: 16,
+                available: 15,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn malformed_headers_are_named_errors() {
+        let good = image(&[ptx_entry(75, 0x11, "sm_75", &["k"])]);
+        let with = |at: usize, value: &[u8]| {
+            let mut b = good.clone();
+            put(&mut b, at, value);
+            b
+        };
+        assert!(matches!(
+            parse_err(&with(0, &[0; 4])),
+            FatbinError::BadMagic { found: 0, .. }
+        ));
+        assert!(matches!(
+            parse_err(&with(4, &2u16.to_le_bytes())),
+            FatbinError::UnsupportedVersion { version: 2, .. }
+        ));
+        assert!(matches!(
+            parse_err(&with(6, &8u16.to_le_bytes())),
+            FatbinError::HeaderTooShort { len: 8, .. }
+        ));
+        assert!(matches!(
+            parse_err(&good[..good.len() - 1]),
+            FatbinError::Truncated {
+                what: "fatbin image",
+                ..
+            }
+        ));
+        // Entry fields, at 16 + the field's offset.
+        assert!(matches!(
+            parse_err(&with(16 + 0x04, &0x20u32.to_le_bytes())),
+            FatbinError::HeaderTooShort {
+                what: "entry header",
+                len: 0x20,
+                ..
+            }
+        ));
+        assert!(matches!(
+            parse_err(&with(16 + 0x24, &0x41u32.to_le_bytes())),
+            FatbinError::OutsideHeader {
+                field: "identifier",
+                ..
+            }
+        ));
+        assert!(matches!(
+            parse_err(&with(16 + 0x14, &0x3cu32.to_le_bytes())),
+            FatbinError::OutsideHeader {
+                field: "options descriptor",
+                ..
+            }
+        ));
+        let both = EntryFlags::ARCH_SPECIFIC | EntryFlags::ARCH_FAMILY;
+        assert!(matches!(
+            parse_err(&with(16 + 0x28, &both.to_le_bytes())),
+            FatbinError::ConflictingFlags { .. }
+        ));
+        let both = EntryFlags::LZ4 | EntryFlags::ZSTD;
+        assert!(matches!(
+            parse_err(&with(16 + 0x28, &both.to_le_bytes())),
+            FatbinError::ConflictingFlags { .. }
+        ));
+        assert!(matches!(
+            parse_err(&with(16 + 0x10, &4u32.to_le_bytes())),
+            FatbinError::UnknownCompression { .. }
+        ));
+        assert!(matches!(
+            parse_err(&with(16 + 0x08, &u64::MAX.to_le_bytes())),
+            FatbinError::Truncated {
+                what: "entry payload",
+                ..
+            }
+        ));
+        // A compressed length beyond the stored payload.
+        let mut b = with(16 + 0x28, &(0x11 | EntryFlags::ZSTD).to_le_bytes());
+        put(&mut b, 16 + 0x10, &0x1000u32.to_le_bytes());
+        assert!(matches!(
+            parse_err(&b),
+            FatbinError::Truncated {
+                what: "compressed payload",
+                ..
+            }
+        ));
+        // Text that is not UTF-8.
+        let b = with(16 + 0x40, &[0xff]);
+        let fb = Fatbin::parse(&b).unwrap();
+        assert!(matches!(
+            fb.entries()[0].ptx_text(),
+            Err(FatbinError::PtxNotUtf8 { at: 0, .. })
+        ));
+    }
+}

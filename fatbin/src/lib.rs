@@ -62,6 +62,8 @@ pub mod host;
 pub mod image;
 pub mod program;
 pub mod ptx;
+#[cfg(test)]
+mod testing;
 pub mod wrapper;
 
 pub use arch::{Arch, ArchVariant};

@@ -2,13 +2,19 @@
 //!
 //! What nvcc embeds in a program (`.nv_fatbin`), writes with `nvcc -fatbin`, and what
 //! `cuModuleLoadData`, `cuModuleLoadFatBinary`, `cuLibraryLoadData` and cudart's
-//! `__cudaRegisterFatBinary` (through its wrapper, [`crate::wrapper`]) receive. NVIDIA does not
-//! document this layout; it is read here from nvcc 13.0's output and checked field by field
-//! against `cuobjdump` 13.2, which prints each entry's header (`arch`, `code version`, `host`,
+//! `__cudaRegisterFatBinary` (through its wrapper, [`crate::wrapper`]) receive. All integers are
+//! little-endian.
+//!
+//! What is known and how. NVIDIA documents neither this layout nor the magic (only the wrapper
+//! and the section names, in `fatbinary_section.h`). The layout below is inferred from nvcc
+//! 13.0's output (`fatbinary`'s options varied one at a time) and confirmed by NVIDIA's
+//! `cuobjdump` 13.2, which prints each entry's header (`arch`, `code version`, `host`,
 //! `compile_size`, `has debug info`, `compressed`, `identifier`, `ptxasOptions`) and extracts
-//! its payload (`-xptx`, `-xelf`). The tests (`tests/nvcc.rs`) compare every field this module
-//! names, and every payload, with cuobjdump for programs built by nvcc at test time. All
-//! integers are little-endian.
+//! each payload (`-xptx`, `-xelf`): the tests (`tests/programs/`) build programs with nvcc and
+//! require cuobjdump's lists, printed headers and extracted payloads to equal this module's, for
+//! every entry. Seen but of unknown meaning, and not interpreted: the u16 at 0x02, the u64 at
+//! 0x30, flag 0x1000000 and the binary options of sm_100+ cubins (kept as bytes). NVVM IR
+//! entries were seen by hand only (`code=lto_90`): cuobjdump cannot show them.
 //!
 //! # Header (16 bytes)
 //!
@@ -53,7 +59,7 @@
 //! later, a few bytes that are not text (16 and 36 seen) and that cuobjdump does not print (kept
 //! as bytes, meaning unknown).
 //!
-//! Flags ([`EntryFlags`]), each seen set and cleared by the option named:
+//! Flags ([`EntryFlags`]) and what each was seen with:
 //!
 //! | bit | meaning | evidence |
 //! |--|--|--|
@@ -397,7 +403,8 @@ impl<'a> Entry<'a> {
         Ok((entry, next))
     }
 
-    /// The payload: decompressed (its length checked against the stated one) or as stored.
+    /// The payload: decompressed (its length checked against the stated one) or as stored, with
+    /// its padding (every stored cubin seen is a multiple of 8 long, so has none).
     pub fn payload(&self) -> Result<Cow<'a, [u8]>, FatbinError> {
         match self.compression {
             None => Ok(Cow::Borrowed(self.stored)),

@@ -7,9 +7,10 @@
 //! request, `code=lto_XX`, and they cannot be instrumented).
 //!
 //! The choice ([`Program::ptx_for`]): among the PTX modules that declare the kernel and that a
-//! device of arch N can JIT-compile ([`Arch::ptx_runs_on`]), the highest target; at equal
-//! targets a loadable module before a relocatable one, then the more specific suffix. When
-//! there is none, the reason names the nvcc flags that would embed PTX for N.
+//! device of arch N can JIT-compile ([`Arch::ptx_runs_on`]), the highest target number; at
+//! equal numbers a loadable module before a relocatable one, then the more specific suffix
+//! (`a`, `f`, none); then the first in image order. When there is none, the reason names the
+//! nvcc flags that would embed PTX for N.
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -5,10 +5,11 @@
 //! (family-specific: `compute_100f`). The same number names SASS (`sm_90`) and virtual
 //! architectures (`compute_90`); which one depends on the entry's kind.
 //!
-//! Compatibility of PTX with a device (NVIDIA's CUDA compatibility rules, CUDA 12.9+): plain PTX
-//! for `compute_N` JIT-compiles for any device of arch ≥ N; arch-specific PTX (`compute_Na`) only
-//! for arch N itself; family-specific PTX (`compute_Nf`) for the devices of N's family (same
-//! major, `N / 10`) whose arch is ≥ N.
+//! Compatibility of PTX with a device, as NVIDIA states it (CUDA programming guide, "compute
+//! capabilities"; the CUDA 12.9 note "Family-Specific Architecture Features"): plain PTX for
+//! `compute_N` JIT-compiles for any device of arch ≥ N; arch-specific PTX (`compute_Na`) only for
+//! arch N itself; family-specific PTX (`compute_Nf`) for the devices of N's family (same major,
+//! `N / 10`) whose arch is ≥ N, e.g. `compute_100f` for 10.0 and 10.3. Not checked on a GPU here.
 
 use std::fmt;
 

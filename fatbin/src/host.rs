@@ -16,7 +16,8 @@
 //!   calls a `__device__` function of another translation unit needs that unit's code too
 //!   (`cuLinkAddData` of both) before it can be JIT-compiled.
 //!
-//! `cuobjdump` reads `.nv_fatbin` only unless told `-all`; [`fatbins_in_elf`] reads both, in
+//! `cuobjdump` lists `.nv_fatbin`'s entries (or `__nv_relfatbin`'s where there are none) unless
+//! told `-all`; [`fatbins_in_elf`] reads both, in
 //! section order, images one after another within a section (zero bytes between two images are
 //! skipped as padding; none were seen).
 

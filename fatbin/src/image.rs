@@ -2,13 +2,19 @@
 //!
 //! What nvcc embeds in a program (`.nv_fatbin`), writes with `nvcc -fatbin`, and what
 //! `cuModuleLoadData`, `cuModuleLoadFatBinary`, `cuLibraryLoadData` and cudart's
-//! `__cudaRegisterFatBinary` (through its wrapper, [`crate::wrapper`]) receive. NVIDIA does not
-//! document this layout; it is read here from nvcc 13.0's output and checked field by field
-//! against `cuobjdump` 13.2, which prints each entry's header (`arch`, `code version`, `host`,
+//! `__cudaRegisterFatBinary` (through its wrapper, [`crate::wrapper`]) receive. All integers are
+//! little-endian.
+//!
+//! What is known and how. NVIDIA documents neither this layout nor the magic (only the wrapper
+//! and the section names, in `fatbinary_section.h`). The layout below is inferred from nvcc
+//! 13.0's output (`fatbinary`'s options varied one at a time) and confirmed by NVIDIA's
+//! `cuobjdump` 13.2, which prints each entry's header (`arch`, `code version`, `host`,
 //! `compile_size`, `has debug info`, `compressed`, `identifier`, `ptxasOptions`) and extracts
-//! its payload (`-xptx`, `-xelf`). The tests (`tests/nvcc.rs`) compare every field this module
-//! names, and every payload, with cuobjdump for programs built by nvcc at test time. All
-//! integers are little-endian.
+//! each payload (`-xptx`, `-xelf`): the tests (`tests/programs/`) build programs with nvcc and
+//! require cuobjdump's lists, printed headers and extracted payloads to equal this module's, for
+//! every entry. Seen but of unknown meaning, and not interpreted: the u16 at 0x02, the u64 at
+//! 0x30, flag 0x1000000 and the binary options of sm_100+ cubins (kept as bytes). NVVM IR
+//! entries were seen by hand only (`code=lto_90`): cuobjdump cannot show them.
 //!
 //! # Header (16 bytes)
 //!
@@ -50,10 +56,10 @@
 //!
 //! The options are ptxas options for PTX (`--compile-only` in `-rdc` objects, cuobjdump's
 //! `ptxasOptions`), NVVM options for LTO IR (`nvvmOptions`), and, for cubins of sm_100 and
-//! later, 36 bytes that are not text and that cuobjdump does not print (kept as bytes, meaning
-//! unknown).
+//! later, a few bytes that are not text (16 and 36 seen) and that cuobjdump does not print (kept
+//! as bytes, meaning unknown).
 //!
-//! Flags ([`EntryFlags`]), each seen set and cleared by the option named:
+//! Flags ([`EntryFlags`]) and what each was seen with:
 //!
 //! | bit | meaning | evidence |
 //! |--|--|--|
@@ -65,7 +71,7 @@
 //! | 0x10000 | obfuscated (NVVM IR) | `code=lto_90` entries; cuobjdump cannot show them |
 //! | 0x100000 | arch suffix `a` | `sm_90a`, `compute_100a` |
 //! | 0x200000 | arch suffix `f` | `compute_100f` |
-//! | 0x1000000 | set on sm_100+ cubins, with the binary options | meaning unknown |
+//! | 0x1000000 | set on every sm_100+ cubin (which has the binary options), on no other entry | meaning unknown |
 //!
 //! What nvcc 13 compresses: PTX always (unless `--compress-mode=none` / `--no-compress`); cubins
 //! only with `-G`, in relocatable (`-rdc`) objects, or with `--compress-mode=size`. A
@@ -397,7 +403,8 @@ impl<'a> Entry<'a> {
         Ok((entry, next))
     }
 
-    /// The payload: decompressed (its length checked against the stated one) or as stored.
+    /// The payload: decompressed (its length checked against the stated one) or as stored, with
+    /// its padding (every stored cubin seen is a multiple of 8 long, so has none).
     pub fn payload(&self) -> Result<Cow<'a, [u8]>, FatbinError> {
         match self.compression {
             None => Ok(Cow::Borrowed(self.stored)),
@@ -436,5 +443,190 @@ impl<'a> Entry<'a> {
     /// The options as text (lossy; binary for sm_100+ cubins).
     pub fn options_text(&self) -> Option<Cow<'a, str>> {
         self.options.map(String::from_utf8_lossy)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{entry, image, ptx_entry, put};
+
+    const PTX: &str = ".version 9.0\n.target sm_75\n.visible .entry k()\n{\n\tret;\n}\n";
+
+    fn parse_err(bytes: &[u8]) -> FatbinError {
+        Fatbin::parse(bytes).expect_err("must not parse")
+    }
+
+    #[test]
+    fn identifier_options_and_suffix_are_read_from_the_header() {
+        // A 0x58-byte header: identifier "dbg" at 0x40, options descriptor at 0x48 pointing at
+        // "-O3 -v" at 0x50.
+        let mut e = ptx_entry(90, 0x11 | EntryFlags::ARCH_SPECIFIC, "sm_90a", &["k"]);
+        e.splice(0x40..0x40, [0u8; 0x18]);
+        put(&mut e, 0x04, &0x58u32.to_le_bytes());
+        put(&mut e, 0x20, &0x40u32.to_le_bytes());
+        put(&mut e, 0x24, &3u32.to_le_bytes());
+        put(&mut e, 0x40, b"dbg");
+        put(&mut e, 0x14, &0x48u32.to_le_bytes());
+        put(&mut e, 0x48, &0x50u32.to_le_bytes());
+        put(&mut e, 0x4c, &6u32.to_le_bytes());
+        put(&mut e, 0x50, b"-O3 -v");
+        let img = image(&[e, entry(2, 90, 0x11, b"\x7fELF")]);
+        let fb = Fatbin::parse(&img).unwrap();
+        let [ptx, elf] = fb.entries() else {
+            panic!("two entries")
+        };
+        assert_eq!(ptx.identifier_text().as_deref(), Some("dbg"));
+        assert_eq!(ptx.options_text().as_deref(), Some("-O3 -v"));
+        assert_eq!(
+            (ptx.arch.compute(), ptx.code_version.major),
+            ("compute_90a".into(), 9)
+        );
+        assert!(ptx.ptx_text().unwrap().contains(".entry k()"));
+        assert_eq!(
+            (elf.kind, elf.arch.sm(), elf.offset),
+            (EntryKind::Elf, "sm_90".into(), 16 + 0x58 + ptx.stored.len())
+        );
+        assert_eq!((elf.identifier, elf.options), (None, None));
+        assert_eq!(elf.payload().unwrap().as_ref(), b"\x7fELF\0\0\0\0");
+        assert!(matches!(
+            elf.ptx_text(),
+            Err(FatbinError::WrongKind {
+                found: EntryKind::Elf,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn compressed_payloads_decompress_to_their_stated_length() {
+        let text = format!("{PTX}\0");
+        for (flag, data) in [
+            (
+                EntryFlags::ZSTD,
+                zstd::bulk::compress(text.as_bytes(), 3).unwrap(),
+            ),
+            (EntryFlags::LZ4, lz4_flex::block::compress(text.as_bytes())),
+        ] {
+            let mut e = entry(1, 75, 0x11 | flag, &data);
+            put(&mut e, 0x10, &(data.len() as u32).to_le_bytes());
+            put(&mut e, 0x38, &(text.len() as u64).to_le_bytes());
+            let img = image(&[e]);
+            let fb = Fatbin::parse(&img).unwrap();
+            let ptx = &fb.entries()[0];
+            assert_eq!(
+                ptx.stored.len(),
+                data.len(),
+                "the padding is not the stream's"
+            );
+            assert_eq!(ptx.ptx_text().unwrap(), PTX);
+        }
+    }
+
+    #[test]
+    fn image_len_reads_the_header_alone() {
+        let img = image(&[ptx_entry(75, 0x11, "sm_75", &["k"])]);
+        assert_eq!(image_len(&img[..HEADER_LEN]).unwrap(), img.len());
+        let mut longer = img.clone();
+        longer.extend_from_slice(b"next image");
+        assert_eq!(Fatbin::parse(&longer).unwrap().bytes(), &img[..]);
+        assert!(matches!(
+            image_len(&img[..HEADER_LEN - 1]),
+            Err(FatbinError::Truncated {
+                needed: 16,
+                available: 15,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn malformed_headers_are_named_errors() {
+        let good = image(&[ptx_entry(75, 0x11, "sm_75", &["k"])]);
+        let with = |at: usize, value: &[u8]| {
+            let mut b = good.clone();
+            put(&mut b, at, value);
+            b
+        };
+        assert!(matches!(
+            parse_err(&with(0, &[0; 4])),
+            FatbinError::BadMagic { found: 0, .. }
+        ));
+        assert!(matches!(
+            parse_err(&with(4, &2u16.to_le_bytes())),
+            FatbinError::UnsupportedVersion { version: 2, .. }
+        ));
+        assert!(matches!(
+            parse_err(&with(6, &8u16.to_le_bytes())),
+            FatbinError::HeaderTooShort { len: 8, .. }
+        ));
+        assert!(matches!(
+            parse_err(&good[..good.len() - 1]),
+            FatbinError::Truncated {
+                what: "fatbin image",
+                ..
+            }
+        ));
+        // Entry fields, at 16 + the field's offset.
+        assert!(matches!(
+            parse_err(&with(16 + 0x04, &0x20u32.to_le_bytes())),
+            FatbinError::HeaderTooShort {
+                what: "entry header",
+                len: 0x20,
+                ..
+            }
+        ));
+        assert!(matches!(
+            parse_err(&with(16 + 0x24, &0x41u32.to_le_bytes())),
+            FatbinError::OutsideHeader {
+                field: "identifier",
+                ..
+            }
+        ));
+        assert!(matches!(
+            parse_err(&with(16 + 0x14, &0x3cu32.to_le_bytes())),
+            FatbinError::OutsideHeader {
+                field: "options descriptor",
+                ..
+            }
+        ));
+        let both = EntryFlags::ARCH_SPECIFIC | EntryFlags::ARCH_FAMILY;
+        assert!(matches!(
+            parse_err(&with(16 + 0x28, &both.to_le_bytes())),
+            FatbinError::ConflictingFlags { .. }
+        ));
+        let both = EntryFlags::LZ4 | EntryFlags::ZSTD;
+        assert!(matches!(
+            parse_err(&with(16 + 0x28, &both.to_le_bytes())),
+            FatbinError::ConflictingFlags { .. }
+        ));
+        assert!(matches!(
+            parse_err(&with(16 + 0x10, &4u32.to_le_bytes())),
+            FatbinError::UnknownCompression { .. }
+        ));
+        assert!(matches!(
+            parse_err(&with(16 + 0x08, &u64::MAX.to_le_bytes())),
+            FatbinError::Truncated {
+                what: "entry payload",
+                ..
+            }
+        ));
+        // A compressed length beyond the stored payload.
+        let mut b = with(16 + 0x28, &(0x11 | EntryFlags::ZSTD).to_le_bytes());
+        put(&mut b, 16 + 0x10, &0x1000u32.to_le_bytes());
+        assert!(matches!(
+            parse_err(&b),
+            FatbinError::Truncated {
+                what: "compressed payload",
+                ..
+            }
+        ));
+        // Text that is not UTF-8.
+        let b = with(16 + 0x40, &[0xff]);
+        let fb = Fatbin::parse(&b).unwrap();
+        assert!(matches!(
+            fb.entries()[0].ptx_text(),
+            Err(FatbinError::PtxNotUtf8 { at: 0, .. })
+        ));
     }
 }

@@ -11,9 +11,9 @@
 //! ([`Program::ptx_for`]), or why there is none and which nvcc flag would embed it.
 //!
 //! The formats, with what is known and how: the image in [`image`] (undocumented by NVIDIA;
-//! every field checked against cuobjdump), the wrapper in [`wrapper`] (CUDA's own header), the
-//! host sections in [`host`], compression in [`compress`], cubins in [`cubin`], PTX directives
-//! in [`ptx`], architecture names and PTX compatibility in [`arch`].
+//! every field this crate reads checked against cuobjdump), the wrapper in [`wrapper`] (CUDA's
+//! own header), the host sections in [`host`], compression in [`compress`], cubins in
+//! [`cubin`], PTX directives in [`ptx`], architecture names and PTX compatibility in [`arch`].
 //!
 //! Every length and offset is read from the input and checked before use: a truncated or
 //! corrupted image is an error, never a panic, and no buffer is made larger than a stated
@@ -62,6 +62,8 @@ pub mod host;
 pub mod image;
 pub mod program;
 pub mod ptx;
+#[cfg(test)]
+mod testing;
 pub mod wrapper;
 
 pub use arch::{Arch, ArchVariant};

@@ -7,9 +7,10 @@
 //! request, `code=lto_XX`, and they cannot be instrumented).
 //!
 //! The choice ([`Program::ptx_for`]): among the PTX modules that declare the kernel and that a
-//! device of arch N can JIT-compile ([`Arch::ptx_runs_on`]), the highest target; at equal
-//! targets a loadable module before a relocatable one, then the more specific suffix. When
-//! there is none, the reason names the nvcc flags that would embed PTX for N.
+//! device of arch N can JIT-compile ([`Arch::ptx_runs_on`]), the highest target number; at
+//! equal numbers a loadable module before a relocatable one, then the more specific suffix
+//! (`a`, `f`, none); then the first in image order. When there is none, the reason names the
+//! nvcc flags that would embed PTX for N.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -297,5 +298,100 @@ impl fmt::Display for Program {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::image::EntryFlags;
+    use crate::testing::{image, ptx_entry};
+
+    #[test]
+    fn the_choice_prefers_higher_targets_then_loadable_modules_then_specific_suffixes() {
+        let specific = 0x11 | EntryFlags::ARCH_SPECIFIC;
+        let loadable = image(&[
+            ptx_entry(75, 0x11, "sm_75", &["k", "j"]),
+            ptx_entry(90, 0x11, "sm_90", &["k"]),
+            ptx_entry(90, specific, "sm_90a", &["k"]),
+        ]);
+        let relocatable = image(&[
+            ptx_entry(90, 0x11, "sm_90", &["j"]),
+            ptx_entry(100, 0x11, "sm_100", &["j"]),
+        ]);
+        let (loadable, relocatable) = (
+            Fatbin::parse(&loadable).unwrap(),
+            Fatbin::parse(&relocatable).unwrap(),
+        );
+        let p = Program::new([
+            (Linkage::Executable, &loadable),
+            (Linkage::Relocatable, &relocatable),
+        ])
+        .unwrap();
+        let chosen = |k: &str, device: u32| {
+            p.ptx_for(k, device)
+                .map(|m| (m.info.target.compute(), m.linkage, m.location))
+                .unwrap()
+        };
+        let at = |image, entry| Location { image, entry };
+        assert_eq!(
+            chosen("k", 90),
+            ("compute_90a".into(), Linkage::Executable, at(0, 2))
+        );
+        assert_eq!(
+            chosen("k", 120),
+            ("compute_90".into(), Linkage::Executable, at(0, 1))
+        );
+        assert_eq!(
+            chosen("k", 89),
+            ("compute_75".into(), Linkage::Executable, at(0, 0))
+        );
+        assert_eq!(
+            chosen("j", 90),
+            ("compute_90".into(), Linkage::Relocatable, at(1, 0))
+        );
+        assert_eq!(
+            chosen("j", 103),
+            ("compute_100".into(), Linkage::Relocatable, at(1, 1))
+        );
+        assert_eq!(
+            p.ptx_for("k", 70).unwrap_err(),
+            NoPtx::NoneCompatible {
+                kernel: "k".into(),
+                device: Arch::plain(70),
+                targets: vec![
+                    Arch::plain(75),
+                    Arch::plain(90),
+                    Arch::parse("compute_90a").unwrap()
+                ],
+            }
+        );
+        assert_eq!(
+            p.to_string(),
+            "j: PTX compute_75, compute_90, compute_100; SASS none\n\
+             k: PTX compute_75, compute_90, compute_90a; SASS none\n"
+        );
+    }
+
+    #[test]
+    fn errors_name_the_image_they_are_in() {
+        let good = image(&[ptx_entry(75, 0x11, "sm_75", &["k"])]);
+        let bad = image(&[ptx_entry(75, 0x11, "nonsense", &["k"])]);
+        let (good, bad) = (Fatbin::parse(&good).unwrap(), Fatbin::parse(&bad).unwrap());
+        let e =
+            Program::new([(Linkage::Executable, &good), (Linkage::Executable, &bad)]).unwrap_err();
+        let FatbinError::InImage { image: 1, source } = e else {
+            panic!("{e:?}")
+        };
+        assert!(matches!(
+            *source,
+            FatbinError::Ptx {
+                entry: 16,
+                problem: crate::PtxProblem::Malformed {
+                    directive: ".target",
+                    ..
+                }
+            }
+        ));
     }
 }

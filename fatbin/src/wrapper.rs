@@ -16,12 +16,13 @@
 //! ```
 //!
 //! On a 64-bit host that is 24 bytes: u32 magic, u32 version, u64 `data` (the address of the
-//! fatbin image, [`crate::image`]), u64 `filename_or_fatbins`. nvcc places one wrapper per
-//! translation unit in the ELF section `.nvFatBinSegment`; its `data` points into `.nv_fatbin`
-//! (version 1) or, for each `-rdc` object, into `__nv_relfatbin`. A program linked with `-rdc`
-//! also has one version-2 wrapper: its `data` is the device-linked image in `.nv_fatbin`, and
-//! `filename_or_fatbins` the address of `__cudaPrelinkedFatbins`, an array in `.bss` that
-//! cudart fills at run time (seen in nvcc 13's output; version-1 wrappers there hold 0).
+//! fatbin image, [`crate::image`]), u64 `filename_or_fatbins`. nvcc places one wrapper per image
+//! in the ELF section `.nvFatBinSegment` (seen in nvcc 13's output, checked by the tests): a
+//! translation unit's is version 1, its `data` pointing into `.nv_fatbin`, or into
+//! `__nv_relfatbin` for an `-rdc` unit, and its `filename_or_fatbins` 0. Every linked program and
+//! shared library also has one version-2 wrapper, for the device-link step's image (first in
+//! `.nv_fatbin`), whose `filename_or_fatbins` is the address of `__cudaPrelinkedFatbins`, an
+//! array in `.bss` that cudart fills at run time.
 //!
 //! The wrapper does not state the image's length: read the image's 16-byte header at `data`
 //! and pass it to [`crate::image_len`].

@@ -789,3 +789,76 @@ fn roofline_and_bound_land_in_the_report() {
         assert!(s.files.contains(&out.join(f)), "{f}");
     }
 }
+
+/// A sweep none of whose runs has a texture hit rate (a GPU sweep without Nsight Compute): one
+/// note for the whole sweep, with the reason its runs give, and a verdict without a clause for
+/// the missing figure.
+#[test]
+fn a_sweep_without_hit_rates_says_so_once_and_its_verdict_has_no_placeholder() {
+    let sweep = tempfile::tempdir().unwrap();
+    let mut runs = Vec::new();
+    for mode in ["naive", "fence"] {
+        runs.push(uniform_run("128x1", mode, 100, None, Some(30.0)));
+        runs.push(uniform_run("64x2", mode, 50, None, Some(20.0)));
+        runs.push(uniform_run("32x4", mode, 25, None, Some(10.0)));
+    }
+    make_sweep(sweep.path(), &runs);
+    let why = "unavailable: ncu (Nsight Compute) is not installed";
+    for r in &runs {
+        let path = sweep.path().join(run_name(r)).join("run.json");
+        let mut m = RunMetrics::read(&path).unwrap();
+        m.hit_rate_source = Some(why.into());
+        m.write(&path).unwrap();
+    }
+    let out = sweep.path().join("analysis");
+    let summary = analyze(sweep.path(), &out, &AnalyzeOptions::default()).unwrap();
+    let said: Vec<&String> = (summary.notes.iter())
+        .filter(|n| n.contains("tex_hit_rate"))
+        .collect();
+    assert_eq!(said.len(), 1, "{:?}", summary.notes);
+    assert!(
+        said[0].contains("None of the 6 runs has a tex_hit_rate") && said[0].contains(why),
+        "{}",
+        said[0]
+    );
+    assert!(!summary.verdict.is_empty());
+    for v in &summary.verdict {
+        assert!(!v.contains('–') && !v.contains("texture hit rate"), "{v}");
+    }
+    let md = std::fs::read_to_string(&summary.report_md).unwrap();
+    assert_eq!(
+        md.matches("None of the 6 runs has a tex_hit_rate").count(),
+        1,
+        "{md}"
+    );
+    assert!(!md.contains("has no tex_hit_rate"), "{md}");
+}
+
+/// Where a run has only the bare build's texture hit rate, it stands for the run's, and the
+/// report says so once, with the count.
+#[test]
+fn only_the_bare_builds_hit_rate_stands_for_the_run_and_is_said() {
+    let sweep = tempfile::tempdir().unwrap();
+    let runs = vec![
+        uniform_run("128x1", "fence", 100, Some(0.1), Some(30.0)),
+        uniform_run("64x2", "fence", 50, None, Some(20.0)),
+        uniform_run("32x4", "fence", 25, None, Some(10.0)),
+    ];
+    make_sweep(sweep.path(), &runs);
+    let csv = sweep.path().join("sweep.csv");
+    let mut rows = trace::SweepRow::read_csv(&csv).unwrap();
+    for (r, bare) in rows.iter_mut().zip([0.11, 0.2, 0.4]) {
+        r.tex_hit_rate_bare = Some(bare);
+    }
+    trace::SweepRow::write_csv(&csv, &rows).unwrap();
+    let out = sweep.path().join("analysis");
+    let summary = analyze(sweep.path(), &out, &AnalyzeOptions::default()).unwrap();
+    let corr = read_csv(&out.join("correlation.csv"));
+    let hit = corr.iter().find(|r| r["y"] == "tex_hit_rate").unwrap();
+    assert_eq!(hit["n"], "3", "the bare rates fill the gaps");
+    let said: Vec<&String> = (summary.notes.iter())
+        .filter(|n| n.contains("bare build's texture hit rate"))
+        .collect();
+    assert_eq!(said.len(), 1, "{:?}", summary.notes);
+    assert!(said[0].starts_with("2 runs"), "{}", said[0]);
+}

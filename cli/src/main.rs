@@ -261,8 +261,8 @@ pub fn analyze_sweep(sweep: &Path, out: &Path) -> Result<analysis::AnalysisSumma
     for s in &summary.skipped {
         eprintln!("warpscope: analysis left out {s}");
     }
-    for s in &summary.excluded_from_correlation {
-        eprintln!("warpscope: left out of a correlation: {s}");
+    for n in &summary.notes {
+        eprintln!("warpscope: note: {n}");
     }
     for v in &summary.verdict {
         println!("  {v}");

@@ -63,8 +63,11 @@ pub struct AnalysisSummary {
     pub runs_analyzed: usize,
     /// `run: reason` for each listed run that was left out.
     pub skipped: Vec<String>,
-    /// `run: reason` for each analysed run left out of some correlation.
+    /// `run: reason` for each analysed run left out of some correlation (one per run and
+    /// correlation, for programs; people read `notes`).
     pub excluded_from_correlation: Vec<String>,
+    /// The report's notes on the data: what applies to many runs said once, with the count.
+    pub notes: Vec<String>,
     /// The report's opening verdict: per view, where the time goes and what to change.
     pub verdict: Vec<String>,
     /// The plain-words findings, as in the report.
@@ -217,6 +220,7 @@ pub fn analyze(
             .map(|s| format!("{}: {}", s.run, s.reason))
             .collect(),
         excluded_from_correlation: excluded,
+        notes: analysis.notes,
         verdict: analysis.verdict,
         findings: analysis.findings,
         files,

@@ -157,24 +157,22 @@ pub(super) fn verdict(runs: &[Run], views: &[String]) -> Vec<String> {
                 .filter(|(r, x)| !std::ptr::eq(*r, f) && *x >= ff * 0.98)
                 .map(|(r, _)| shape(r))
                 .collect();
-            let hit = |r: &Run| {
-                r.files
-                    .row
-                    .tex_hit_rate
-                    .map(|h| pct(h, 0))
-                    .unwrap_or_else(|| "–".into())
+            // A hit rate the sweep does not have leaves its clause out; the notes say why.
+            let hits = match (s.files.row.tex_hit_rate, f.files.row.tex_hit_rate) {
+                (Some(hs), Some(hf)) => {
+                    format!("; texture hit rates {} and {}", pct(hs, 0), pct(hf, 0))
+                }
+                _ => String::new(),
             };
             let _ = write!(
                 line,
-                " The block shape sets the frame rate{}: {} is slowest at {} fps, {} fastest at {} fps ({:.2}×); texture hit rates {} and {}. Use {}{}.",
+                " The block shape sets the frame rate{}: {} is slowest at {} fps, {} fastest at {} fps ({:.2}×){hits}. Use {}{}.",
                 if bare { " (bare kernel)" } else { "" },
                 shape(s),
                 sig(sf),
                 shape(f),
                 sig(ff),
                 ff / sf,
-                hit(s),
-                hit(f),
                 shape(f),
                 if near.is_empty() {
                     String::new()
@@ -331,6 +329,19 @@ pub(super) fn outlier_findings(
     out
 }
 
+/// `3 runs`, `1 run`.
+fn count(n: usize, what: &str) -> String {
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
+}
+
+/// Names in a sentence: all of them up to six, else the first five and how many more.
+fn list(names: &[&str]) -> String {
+    match names.len() {
+        0..=6 => names.join(", "),
+        n => format!("{} and {} more", names[..5].join(", "), n - 5),
+    }
+}
+
 /// The notes on the data: each run left out and why, each run left out of a correlation (one
 /// note for a group none of whose runs has the value), lost and wrapped records. Also returns
 /// the correlation exclusions one per run, for the summary.
@@ -344,6 +355,44 @@ pub(super) fn notes(
         notes.push(format!("Run {} was left out: {}.", s.run, s.reason));
     }
     let mut excluded = Vec::new();
+    let from_bare: Vec<&str> = (runs.iter())
+        .filter(|r| r.files.tex_from_bare)
+        .map(|r| r.files.row.run.as_str())
+        .collect();
+    if !from_bare.is_empty() {
+        notes.push(format!(
+            "{} have only the bare build's texture hit rate, which stands for the run's here: {}.",
+            count(from_bare.len(), "run"),
+            list(&from_bare)
+        ));
+    }
+    // A value no run of the sweep has (a GPU sweep without its counters) is one note for the
+    // whole sweep, with why, not one per group or run.
+    let whole: Vec<&'static str> = ["tex_hit_rate", "frame_rate"]
+        .into_iter()
+        .filter(|y| {
+            let cs: Vec<&Corr> = corrs.iter().filter(|c| c.y == *y).collect();
+            cs.len() > 1
+                && cs.iter().all(|c| {
+                    c.used.is_empty() && c.missing_y > 0 && c.missing_y == c.excluded.len()
+                })
+        })
+        .collect();
+    for y in &whole {
+        let n: usize = corrs
+            .iter()
+            .filter(|c| c.y == *y)
+            .map(|c| c.missing_y)
+            .sum();
+        let why = (*y == "tex_hit_rate")
+            .then(|| runs.iter().find_map(|r| r.files.hit_rate_source.as_deref()))
+            .flatten()
+            .map(|s| format!(" ({s})"))
+            .unwrap_or_default();
+        notes.push(format!(
+            "None of the {n} runs has a {y}{why}: no {y} correlation, and no verdict or finding names one."
+        ));
+    }
     for c in corrs {
         let lines: Vec<String> = c
             .excluded
@@ -357,8 +406,13 @@ pub(super) fn notes(
                 )
             })
             .collect();
-        // A group none of whose runs has the value (a GPU sweep without Nsight Compute has no
-        // hit rate) is one note, not one per run.
+        // A group none of whose runs has the value is one note, not one per run; a value the
+        // whole sweep lacks was said above.
+        let said_above = whole.contains(&c.y);
+        if said_above {
+            excluded.extend(lines);
+            continue;
+        }
         if c.used.is_empty() && lines.len() > 1 && c.missing_y == lines.len() {
             notes.push(format!(
                 "None of the {} runs at {}, {} has a {}: no {} correlation there.",

@@ -21,6 +21,10 @@ pub(crate) struct RunFiles {
     pub trace: PathBuf,
     /// The effective emulator config, when the run wrote one.
     pub config: Option<String>,
+    /// Where the run's hit rates come from, or why they are missing (run.json).
+    pub hit_rate_source: Option<String>,
+    /// The row's texture hit rate is the bare build's: the probed build's was not counted.
+    pub tex_from_bare: bool,
 }
 
 /// Why a listed run was left out of the analysis.
@@ -61,6 +65,7 @@ pub(crate) fn locate_runs(dir: &Path, rows: Vec<SweepRow>) -> (Vec<RunFiles>, Ve
         } else {
             None
         };
+        let hit_rate_source = metrics.as_ref().and_then(|m| m.hit_rate_source.clone());
         if let Some(m) = metrics {
             row.frame_rate = row.frame_rate.or(m.frame_rate);
             row.tex_hit_rate = row.tex_hit_rate.or(m.tex_hit_rate);
@@ -73,8 +78,21 @@ pub(crate) fn locate_runs(dir: &Path, rows: Vec<SweepRow>) -> (Vec<RunFiles>, Ve
                 row.preset = m.preset.unwrap_or_default();
             }
         }
+        // Where only the bare build's counters exist, they stand for the run's (the analysis
+        // says so): the probes change the hit rate by little, and that little is measured
+        // wherever both exist.
+        let tex_from_bare = row.tex_hit_rate.is_none() && row.tex_hit_rate_bare.is_some();
+        if tex_from_bare {
+            row.tex_hit_rate = row.tex_hit_rate_bare;
+        }
         let config = std::fs::read_to_string(run_dir.join("config.toml")).ok();
-        found.push(RunFiles { row, trace, config });
+        found.push(RunFiles {
+            row,
+            trace,
+            config,
+            hit_rate_source,
+            tex_from_bare,
+        });
     }
     (found, skipped)
 }

@@ -225,15 +225,31 @@ pub fn sweep_shard(
         }
     }
 
-    let counters_note = match &cfg.counters {
-        Some(pass) if on_gpu => add_counters(&cfg.out_dir, &plan, mine.iter().map(|(_, p)| *p), pass)
-            .err()
-            .map(|e| format!("no hardware counters in this sweep: {}", trace::error_chain(&e))),
+    let missing = match &cfg.counters {
+        Some(pass) if on_gpu => {
+            add_counters(&cfg.out_dir, &plan, mine.iter().map(|(_, p)| *p), pass)
+                .err()
+                .map(|e| trace::error_chain(&e))
+        }
         None if on_gpu => Some(
-            "no hardware counters in this sweep: ncu (Nsight Compute) is not on the PATH, nor under $CUDA_HOME/bin or /usr/local/cuda/bin".into(),
+            "ncu (Nsight Compute) is not on the PATH, nor under $CUDA_HOME/bin or /usr/local/cuda/bin".into(),
         ),
         _ => None,
     };
+    // Each run without counters says why in its run.json, where the analysis reads it.
+    if let Some(why) = &missing {
+        for (_, p) in &mine {
+            let run_dir = cfg.out_dir.join(&p.name);
+            let path = run_dir.join("run.json");
+            let mut m = RunMetrics::read(&path)?;
+            if m.tex_hit_rate.is_none() {
+                m.hit_rate_source = Some(format!("unavailable: {why}"));
+                m.write(&path)?;
+                RunMarker::write_for(&run_dir, p)?;
+            }
+        }
+    }
+    let counters_note = missing.map(|why| format!("no hardware counters in this sweep: {why}"));
     let (rows, sim_rates) = read_rows(&cfg.out_dir, mine.iter().map(|(_, p)| *p))?;
     let csv_path = cfg.out_dir.join(SWEEP_CSV);
     write_csv(&csv_path, &rows)?;

@@ -49,6 +49,9 @@ pub enum CheckError {
     },
     #[error(transparent)]
     Trace(#[from] trace::TraceError),
+    /// Building or running one of the programs of the `warpscope run` step.
+    #[error("{what}: {reason}")]
+    Program { what: String, reason: String },
     #[error("exporting {path}")]
     Export {
         path: PathBuf,

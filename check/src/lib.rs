@@ -1,6 +1,7 @@
 //! The GPU check: one budgeted plan that validates warpscope on a GPU machine (or runs the same
 //! plan on the emulator) — device, corpus kernels, probes on silicon, the emulator's calibration
-//! beside the device, the volume-rendering study, the exports — writing `gpu-results.json` and
+//! beside the device, the volume-rendering study, the exports, unmodified programs under
+//! `warpscope run` — writing `gpu-results.json` and
 //! `gpu-report.md` after every step.
 //!
 //! Why a library: the plan is execution logic (devices, launches, the study, the report), which
@@ -36,6 +37,7 @@ mod corpus;
 mod error;
 mod micro;
 mod plan;
+mod programs;
 mod report;
 mod results;
 mod steps;
@@ -45,6 +47,7 @@ pub use corpus::CorpusRow;
 pub use error::{CheckError, MicroFailure};
 pub use micro::{MicroCase, MicroRow};
 pub use plan::{CheckBackend, CheckConfig, Finished, Progress, run};
+pub use programs::{ProgramRow, ProgramsStep};
 pub use results::{GpuResults, REPORT_MD, RESULTS_JSON, StepResult, StepStatus};
 pub use steps::{
     CalibrationRow, DeviceStep, ExportStep, FormatCheck, ProbesStep, StepData, StudyStep, Verdict,

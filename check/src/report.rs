@@ -313,5 +313,33 @@ fn section(s: &mut String, d: &StepData) {
             }
             s.push_str(&md_table(&rows));
         }
+        StepData::Programs(p) => {
+            if let Some(note) = &p.note {
+                let _ = writeln!(s, "{note}\n");
+            }
+            if !p.rows.is_empty() {
+                let mut rows = vec![row![
+                    "program",
+                    "kernel",
+                    "same output",
+                    "profiled",
+                    "records (loads)",
+                    "sites",
+                    "overhead"
+                ]];
+                for r in &p.rows {
+                    rows.push(row![
+                        r.program,
+                        r.kernel,
+                        r.same_output,
+                        r.profiled,
+                        format!("{} ({})", r.records, r.expected_records),
+                        r.sites.join("; "),
+                        r.overhead.map_or("unknown".into(), |v| format!("{v:.2}×")),
+                    ]);
+                }
+                s.push_str(&md_table(&rows));
+            }
+        }
     }
 }

@@ -4,6 +4,7 @@ use crate::corpus::{self, CorpusRow};
 use crate::error::{CheckError, MicroFailure};
 use crate::micro::{self, MicroCase, MicroRow};
 use crate::plan::{Ctx, Progress};
+use crate::programs::{ProgramRow, ProgramsStep};
 use crate::results::GpuResults;
 use device::{Device, DeviceProperties};
 use export::{ExportOptions, Format};
@@ -24,6 +25,7 @@ pub enum StepData {
     Calibration { rows: Vec<CalibrationRow> },
     Study(StudyStep),
     Export(ExportStep),
+    Programs(ProgramsStep),
 }
 
 impl StepData {
@@ -39,6 +41,7 @@ impl StepData {
                 s.rows.iter().all(|r| r.image_matches_bare != Some(false))
                     && (!s.counters_expected || s.rows.iter().all(has_counters))
             }
+            StepData::Programs(p) => p.rows.iter().all(ProgramRow::passed),
             StepData::Export(e) => {
                 e.records > 0 && e.formats.iter().all(|f| f.read_back == e.records)
             }
@@ -77,7 +80,7 @@ pub(crate) struct Step {
 }
 
 /// The steps, in priority order.
-pub(crate) const STEPS: [Step; 6] = [
+pub(crate) const STEPS: [Step; 7] = [
     Step {
         title: "Device, driver, clocks, SM count, L2",
         run: |ctx, _| device(ctx),
@@ -101,6 +104,10 @@ pub(crate) const STEPS: [Step; 6] = [
     Step {
         title: "One run exported as CSV, CLOG2 and Chrome trace, read back",
         run: |ctx, _| export(ctx),
+    },
+    Step {
+        title: "Unmodified programs under warpscope run: runtime API (static cudart) and driver API",
+        run: |ctx, _| crate::programs::programs(ctx).map(|p| Outcome::done(StepData::Programs(p))),
     },
 ];
 

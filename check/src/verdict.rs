@@ -36,6 +36,13 @@ pub fn lines(r: &GpuResults) -> Vec<String> {
                 }
             }
             Some(StepData::Study(s)) => out.extend(study(s)),
+            Some(StepData::Programs(p)) if !p.rows.is_empty() => {
+                let passed = p.rows.iter().filter(|r| r.passed()).count();
+                out.push(format!(
+                    "**Unmodified programs**: {passed} of {} ran under `warpscope run` with their own output, one record per load and sites named by their source lines.",
+                    p.rows.len()
+                ));
+            }
             _ => {}
         }
     }

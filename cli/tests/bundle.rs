@@ -14,16 +14,25 @@ const MAX_GLIBC: (u32, u32) = (2, 35);
 fn binaries() -> Vec<PathBuf> {
     let exe = PathBuf::from(env!("CARGO_BIN_EXE_warpscope"));
     let mut v = vec![exe.clone()];
-    // <target>/<profile>/warpscope → <target>/release/warpscope
+    // <target>/<profile>/warpscope → <target>/release/warpscope, and the library `warpscope run`
+    // preloads beside each
     if let Some(target) = exe.parent().and_then(Path::parent) {
         let release = target.join("release").join("warpscope");
         if release.is_file() && release != exe {
             v.push(release);
         }
+        for profile in ["debug", "release"] {
+            let lib = target.join(profile).join("libwarpscope_inject.so");
+            if lib.is_file() {
+                v.push(lib);
+            }
+        }
     }
-    let bundled = Path::new(env!("CARGO_MANIFEST_DIR")).join("../dist/warpscope-gpu/bin/warpscope");
-    if bundled.is_file() {
-        v.push(bundled);
+    let bundled = Path::new(env!("CARGO_MANIFEST_DIR")).join("../dist/warpscope-gpu/bin");
+    for f in ["warpscope", "libwarpscope_inject.so"] {
+        if bundled.join(f).is_file() {
+            v.push(bundled.join(f));
+        }
     }
     v
 }
@@ -128,7 +137,7 @@ fn gpu_check_cut_off_by_its_budget_still_reports() {
     let json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("gpu-results.json")).unwrap()).unwrap();
     let steps = json["steps"].as_array().unwrap();
-    assert_eq!(steps.len(), 6);
+    assert_eq!(steps.len(), 7);
     assert_eq!(steps[0]["status"], "done", "{:#}", steps[0]);
     assert_eq!(steps[0]["data"]["properties"]["backend"], "emu");
     assert_eq!(steps[5]["status"], "cut_off", "{:#}", steps[5]);
@@ -164,6 +173,12 @@ fn gpu_check_on_the_emulator_passes_every_step() {
     }
     let rows = steps[4]["data"]["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 32, "{:#}", steps[4]);
+    // Unmodified programs need a GPU: the step says so and passes without rows.
+    assert_eq!(
+        steps[6]["data"]["note"], "not run: warpscope run needs a GPU",
+        "{:#}",
+        steps[6]
+    );
     // The shards merged into one sweep, which the analysis read.
     let findings = steps[4]["data"]["findings"].as_array().unwrap();
     assert!(

@@ -51,9 +51,6 @@ pub fn run(args: &InstrumentArgs) -> Result<()> {
             );
         }
     }
-    if let Some(note) = inst.line_table_note() {
-        eprintln!("warpscope: {note}");
-    }
     eprintln!(
         "warpscope: wrote {} (launch it with a log = true argument last and --mode {})",
         out.display(),

@@ -139,6 +139,9 @@ pub fn instrument_source(
     };
     let inst =
         instrument_ptx(&ptx, opts).with_context(|| format!("instrumenting {}", input.display()))?;
+    if let Some(n) = inst.line_table_note() {
+        note(&format!("note: {}: {n}", input.display()));
+    }
     Ok(match usage {
         Ok(entries) if !entries.is_empty() => inst.with_register_budget(&entries),
         other => {

@@ -473,6 +473,7 @@ impl Interceptor {
                 spill_bytes: 0,
             }]);
         }
+        let line_table = inst.line_table;
         let sites = inst
             .kernel(name)
             .map(|k| k.site_infos())
@@ -489,7 +490,7 @@ impl Interceptor {
             layout,
             sites,
             ptx_target,
-            line_table: ptx.contains("\n.loc") || ptx.contains("\t.loc"),
+            line_table,
         })
     }
 }

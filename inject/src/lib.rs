@@ -101,7 +101,9 @@ extern "C" fn write_counts() {
         let Some(m) = STATE.get().and_then(Option::as_ref) else {
             return;
         };
-        let Ok(s) = m.lock() else { return };
+        // try_lock: a program that exits while another of its threads is inside a hook must not
+        // hang at exit; its counts are then left out, and the index says so.
+        let Ok(s) = m.try_lock() else { return };
         let counts = trace::LaunchCounts {
             kernels: s
                 .icpt

@@ -1,7 +1,9 @@
 //! One file per format, each with its writer and its reader: the records and warps CSV
 //! (`csv.rs`), Chrome Trace Event JSON (`chrome.rs`), CLOG2 (`clog2.rs`: the record layout;
 //! `clog2_write.rs`: the writer; `clog2_read.rs`: the reader, feature `clog2-read`), Parquet
-//! (`parquet.rs`, write only; behind the default-on feature `parquet`, which brings polars).
+//! (`parquet.rs`, write only; behind the default-on feature `parquet`, which brings polars),
+//! OTF2 (`otf2/`, write only, through the OTF2 library loaded at run time; the library's own
+//! readers, `otf2-print` and the `otf2` Python module, read it back in the tests).
 
 pub(crate) mod chrome;
 pub(crate) mod clog2;
@@ -9,5 +11,6 @@ pub(crate) mod clog2;
 pub(crate) mod clog2_read;
 pub(crate) mod clog2_write;
 pub(crate) mod csv;
+pub(crate) mod otf2;
 #[cfg(feature = "parquet")]
 pub(crate) mod parquet;

@@ -5,6 +5,8 @@
 //! OTF2 (`otf2/`, write only, through the OTF2 library loaded at run time; the library's own
 //! readers, `otf2-print` and the `otf2` Python module, read it back in the tests).
 
+use trace::SiteInfo;
+
 pub(crate) mod chrome;
 pub(crate) mod clog2;
 #[cfg(feature = "clog2-read")]
@@ -14,3 +16,13 @@ pub(crate) mod csv;
 pub(crate) mod otf2;
 #[cfg(feature = "parquet")]
 pub(crate) mod parquet;
+
+/// A site's name on a timeline: its own, or `site N` for a site without one, which a viewer
+/// would otherwise list as a nameless row.
+pub(crate) fn site_label(site: &SiteInfo) -> String {
+    if site.name.is_empty() {
+        format!("site {}", site.id)
+    } else {
+        site.name.clone()
+    }
+}

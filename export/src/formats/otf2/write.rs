@@ -6,7 +6,8 @@ use super::ffi::{
     TYPE_STRING, TYPE_UINT32, TYPE_UINT64,
 };
 use crate::error::ExportError;
-use crate::options::{ExportOptions, ExportSummary, clock_hz};
+use crate::formats::site_label;
+use crate::options::{ExportOptions, ExportSummary, TimelineMapping, clock_hz};
 use crate::source::TraceSource;
 use crate::timeline::{Ev, Layout, WarpEvents};
 use std::collections::{BTreeMap, HashMap};
@@ -164,21 +165,16 @@ impl Defs {
     fn new(
         launch: &LaunchInfo,
         lines: &[(u64, u64)],
-        layout_words: (&str, &str),
+        mapping: TimelineMapping,
         resolution: u64,
     ) -> Defs {
         let mut strings = Strings::default();
         let machine = strings.id("machine");
         let host = strings.id("host");
-        let device = if launch.device.is_empty() {
-            launch.backend.clone()
-        } else {
-            launch.device.clone()
-        };
         let nodes = vec![
             (host, machine, None),
             (
-                strings.id(&device),
+                strings.id(device_name(launch)),
                 strings.id("accelerator"),
                 Some(HOST_NODE),
             ),
@@ -189,7 +185,7 @@ impl Defs {
             node: HOST_NODE,
             creator: None,
         }];
-        let (rank_word, thread_word) = layout_words;
+        let (rank_word, thread_word) = (mapping.rank_word(), mapping.thread_word());
         let mut locations = Vec::with_capacity(lines.len() + 1);
         let mut last_rank = None;
         for &(rank, thread) in lines {
@@ -231,12 +227,7 @@ impl Defs {
             end: 0,
         };
         for site in &launch.sites {
-            let name = if site.name.is_empty() {
-                format!("site {}", site.id)
-            } else {
-                site.name.clone()
-            };
-            defs.add_site(site.id, &name, site.region.name());
+            defs.add_site(site.id, &site_label(site), site.region.name());
         }
         defs
     }
@@ -324,12 +315,7 @@ pub fn write_otf2<S: TraceSource + ?Sized>(
     let mapping = opts.mapping();
     let layout = Layout::scan(src, mapping)?;
     let lines: Vec<(u64, u64)> = layout.lines.iter().copied().collect();
-    let mut defs = Defs::new(
-        launch,
-        &lines,
-        (mapping.rank_word(), mapping.thread_word()),
-        hz as u64,
-    );
+    let mut defs = Defs::new(launch, &lines, mapping, hz as u64);
     let locations = defs.locations.len() as u64;
     let definitions = (10 * locations).max(MIN_DEF_CHUNK_BYTES);
     if definitions > MAX_DEF_CHUNK_BYTES {
@@ -344,7 +330,7 @@ pub fn write_otf2<S: TraceSource + ?Sized>(
         "warpscope: launch {} of kernel {} on {} ({}), probe mode {}, {} MHz; ticks are cycles since each SM's earliest kernel begin",
         launch.launch,
         launch.kernel,
-        launch.device,
+        device_name(launch),
         launch.backend,
         launch.mode.name(),
         launch.clock_mhz
@@ -462,6 +448,15 @@ pub fn write_otf2<S: TraceSource + ?Sized>(
     archive.close()?;
     summary.bytes = folder_bytes(dir)?;
     Ok(summary)
+}
+
+/// The device's name, or the backend's where the launch names none.
+fn device_name(launch: &LaunchInfo) -> &str {
+    if launch.device.is_empty() {
+        &launch.backend
+    } else {
+        &launch.device
+    }
 }
 
 /// The bytes of every file under `dir`.

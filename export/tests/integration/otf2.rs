@@ -526,6 +526,64 @@ fn an_emulator_run_reads_back_record_for_record() {
     }
 }
 
+/// Every file of `archive`, by its path inside it.
+fn files(archive: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut dirs = vec![archive.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else {
+                let rel = path.strip_prefix(archive).unwrap().to_path_buf();
+                out.insert(rel, std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    out
+}
+
+/// The anchor file as `otf2-print -A` shows it, without the trace identifier.
+fn anchor_without_id(archive: &Path) -> String {
+    let out = Command::new("otf2-print")
+        .arg("-A")
+        .arg(archive.join("traces.otf2"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.starts_with("Trace identifier"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn the_same_trace_gives_the_same_archive_but_for_its_identifier() {
+    let test = "the_same_trace_gives_the_same_archive_but_for_its_identifier";
+    let synth = SyntheticTrace::new(2, 3, 2, 20).with_dropped_every(5);
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let opts = ExportOptions::default();
+    let (Some((first, _)), Some((second, _))) = (
+        exported(test, &synth, &opts, a.path()),
+        exported(test, &synth, &opts, b.path()),
+    ) else {
+        return;
+    };
+    let (mut x, mut y) = (files(&first), files(&second));
+    assert_eq!(x.keys().collect::<Vec<_>>(), y.keys().collect::<Vec<_>>());
+    // The library draws a trace identifier for each archive, to tell archives apart; it lives
+    // in the anchor file. Everything else is byte for byte the same.
+    let anchor = PathBuf::from("traces.otf2");
+    assert_eq!(
+        x.remove(&anchor).map(|v| v.len()),
+        y.remove(&anchor).map(|v| v.len())
+    );
+    assert_eq!(x, y);
+    assert_eq!(anchor_without_id(&first), anchor_without_id(&second));
+}
+
 #[test]
 fn a_million_records_keep_the_writers_heap_small() {
     let test = "a_million_records_keep_the_writers_heap_small";

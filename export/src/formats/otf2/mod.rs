@@ -41,6 +41,11 @@
 //!   never goes backwards. Their Enter carries `clock` = `wrapped` or `reordered` and the raw
 //!   clocks `start` and `end`, so every record survives exactly.
 //!
+//! # Determinism
+//! The same trace gives the same files byte for byte, but for the trace identifier in the anchor
+//! file: the library draws one for each archive, to tell archives apart, and offers no way to
+//! set it.
+//!
 //! # Memory
 //! Locations are written one after another, each from its warps in start order, and each
 //! location's event writer is closed before the next opens: OTF2 buffers events per open writer

@@ -5,12 +5,12 @@
 //! cargo build --release -p warpscope-export --example big
 //! B=$CARGO_TARGET_DIR/release/examples/big
 //! /usr/bin/time -v $B --dir /tmp/big --make-store              # 2.4 GB store
-//! /usr/bin/time -v $B --dir /tmp/big --format clog2            # and csv, warp-csv, chrome
+//! /usr/bin/time -v $B --dir /tmp/big --format clog2            # and csv, warp-csv, chrome, otf2
 //! ```
 //! Flags: `--dir D` (work folder), `--records N`, `--make-store` (write the store and stop),
 //! `--format F` (export F from an existing store), `--cursor-buffer BYTES` (CLOG2 merge read
-//! buffer per open warp), `--keep` (keep the output; deleted by
-//! default, since 10⁸ records make 10–25 GB).
+//! buffer per open warp), `--keep` (keep the output, a file or OTF2's folder; deleted by
+//! default, since 10⁸ records make 6–25 GB).
 
 use export::{ExportOptions, Format, SyntheticTrace, TraceSource, export};
 use std::path::PathBuf;
@@ -96,7 +96,12 @@ fn run() -> Result<(), String> {
             s.bytes as f64 / secs / 1e6
         );
         if !args.keep {
-            std::fs::remove_file(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+            let removed = if out.is_dir() {
+                std::fs::remove_dir_all(&out)
+            } else {
+                std::fs::remove_file(&out)
+            };
+            removed.map_err(|e| format!("{}: {e}", out.display()))?;
         }
     }
     Ok(())

@@ -34,8 +34,9 @@ pub fn write_atomic<T>(
 /// it is renamed to `path`. An existing `path` (see [`check_archive_output`] for which may be
 /// replaced) is first renamed aside to `.old-NAME` and removed once the new folder is in place,
 /// so `path` never holds a mix of two exports; if the process dies between the two renames,
-/// `path` is missing and the previous export is at `.old-NAME`. On any error, or a panic in
-/// `write`, the temp folder is removed and `path` is left as it was.
+/// `path` is missing and the previous export is at `.old-NAME` (until the next export replaces
+/// it). On any error, or a panic in `write`, the temp folder is removed and `path` is left as it
+/// was.
 pub fn write_atomic_dir<T>(
     path: &Path,
     write: impl FnOnce(&Path) -> Result<T, ExportError>,
@@ -51,9 +52,9 @@ pub fn write_atomic_dir<T>(
     let mut guard = DirGuard(Some(tmp.clone()));
     let value = write(&tmp)?;
     sync_tree(&tmp).map_err(io(&tmp))?;
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let old = path.with_file_name(format!(".old-{name}"));
     if std::fs::symlink_metadata(path).is_ok() {
-        let name = path.file_name().unwrap_or_default().to_string_lossy();
-        let old = path.with_file_name(format!(".old-{name}"));
         remove_any(&old).map_err(io(&old))?;
         std::fs::rename(path, &old).map_err(io(path))?;
         if let Err(e) = std::fs::rename(&tmp, path) {
@@ -61,12 +62,12 @@ pub fn write_atomic_dir<T>(
             let _ = std::fs::rename(&old, path);
             return Err(io(path)(e));
         }
-        guard.0 = None;
-        std::fs::remove_dir_all(&old).map_err(io(&old))?;
     } else {
         std::fs::rename(&tmp, path).map_err(io(path))?;
-        guard.0 = None;
     }
+    guard.0 = None;
+    // The export replaced, or one an interrupted export left aside: the new one supersedes it.
+    remove_any(&old).map_err(io(&old))?;
     Ok(value)
 }
 
@@ -220,6 +221,11 @@ mod tests {
         write_atomic_dir(&out, |d| fake_archive(d, "second")).unwrap();
         assert_eq!(std::fs::read_to_string(&anchor).unwrap(), "second");
         assert!(!out.join("traces/stale.evt").exists());
+        // An export killed between its two renames leaves the previous archive aside and none
+        // in place; the next export supersedes both.
+        std::fs::rename(&out, dir.path().join(".old-otf2")).unwrap();
+        write_atomic_dir(&out, |d| fake_archive(d, "third")).unwrap();
+        assert_eq!(std::fs::read_to_string(&anchor).unwrap(), "third");
         let mut left: Vec<String> = std::fs::read_dir(dir.path())
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

@@ -2,8 +2,8 @@
 //! written location by location, then written as the archive's global definitions.
 
 use super::ffi::{
-    Archive, AttrValue, ChunkSizes, GlobalDefs, GroupType, LocationType, Otf2, RegionRole,
-    TYPE_STRING, TYPE_UINT32, TYPE_UINT64,
+    Archive, AttrValue, ChunkSizes, EvtWriter, GlobalDefs, GroupType, LocationType, Otf2,
+    RegionRole, TYPE_STRING, TYPE_UINT32, TYPE_UINT64,
 };
 use crate::error::ExportError;
 use crate::formats::site_label;
@@ -353,40 +353,69 @@ pub fn write_otf2<S: TraceSource + ?Sized>(
         &description,
     )?;
 
-    // Warps by location, each location's in start order (`starts` is sorted by start, and the
-    // sort is stable).
-    let mut order: Vec<(usize, u32)> = Vec::with_capacity(layout.starts.len());
-    for &(_, warp) in &layout.starts {
-        let line = layout.line_of[warp as usize];
-        let location = lines.binary_search(&line).map_err(|_| {
-            ExportError::parse(
-                "OTF2 layout",
-                format!("warp {warp}"),
-                "line not in the layout",
-            )
-        })?;
-        order.push((location, warp));
-    }
-    order.sort_by_key(|&(location, _)| location);
-
-    let mode = defs.strings.id(launch.mode.name());
-    let wrapped_word = defs.strings.id("wrapped");
-    let reordered_word = defs.strings.id("reordered");
+    // Warps by line, each line's in start order (`starts` is sorted by start, and the sort is
+    // stable). Every line has a warp, so the n-th run of warps is the n-th line: location n.
+    let mut order: Vec<((u64, u64), u32)> = layout
+        .starts
+        .iter()
+        .map(|&(_, warp)| (layout.line_of[warp as usize], warp))
+        .collect();
+    order.sort_by_key(|&(line, _)| line);
+    let events = EventWriter {
+        src,
+        layout: &layout,
+        mode: defs.strings.id(launch.mode.name()),
+        wrapped: defs.strings.id("wrapped"),
+        reordered: defs.strings.id("reordered"),
+    };
     let mut summary = ExportSummary {
         warps: layout.warps,
         dropped: layout.dropped,
         ..Default::default()
     };
-    for group in order.chunk_by(|a, b| a.0 == b.0) {
-        let location = group[0].0;
+    for (location, warps) in order.chunk_by(|a, b| a.0 == b.0).enumerate() {
         let mut w = archive.events(location as u64)?;
+        let last = events.location(&mut w, warps, &mut defs, &mut summary)?;
+        defs.end = defs.end.max(last);
+        defs.locations[location].events = w.event_count()?;
+        w.close()?;
+    }
+    // The host thread: an empty event file, which readers open like every location's.
+    let host = locations - 1;
+    archive.events(host)?.close()?;
+    archive.finish_locations(0..locations)?;
+    defs.write(&mut archive.global_defs()?)?;
+    archive.close()?;
+    summary.bytes = folder_bytes(dir)?;
+    Ok(summary)
+}
+
+/// Writes the events of warps, with the strings their attributes name.
+struct EventWriter<'a, S: ?Sized> {
+    src: &'a S,
+    layout: &'a Layout,
+    mode: u32,
+    wrapped: u32,
+    reordered: u32,
+}
+
+impl<S: TraceSource + ?Sized> EventWriter<'_, S> {
+    /// Writes the `(line, warp index)` `warps` of one location, in their order; returns the
+    /// location's last tick.
+    fn location(
+        &self,
+        w: &mut EvtWriter,
+        warps: &[((u64, u64), u32)],
+        defs: &mut Defs,
+        summary: &mut ExportSummary,
+    ) -> Result<u64, ExportError> {
         // The last tick written on this location.
         let mut clock = 0u64;
-        for &(_, warp) in group {
-            let (header, records) = src.open_warp(warp as usize, READ_BUFFER_BYTES)?;
+        for &(line, warp) in warps {
+            let (header, records) = self.src.open_warp(warp as usize, READ_BUFFER_BYTES)?;
             let dropped = header.dropped > 0;
-            let base = layout.base(header.sm.0);
-            let mut events = WarpEvents::new(header, records, lines[location], base, warp);
+            let base = self.layout.base(header.sm.0);
+            let mut events = WarpEvents::new(header, records, line, base, warp);
             // How far this warp is moved so that it starts no earlier than the location's last
             // event (set at its first event, the kernel begin).
             let mut shift = None;
@@ -401,7 +430,7 @@ pub fn write_otf2<S: TraceSource + ?Sized>(
                         w.attr(Attr::BlockZ as u32, AttrValue::U32(h.block[2]))?;
                         w.attr(Attr::Warp as u32, AttrValue::U32(h.warp))?;
                         w.attr(Attr::GlobalWarp as u32, AttrValue::U32(h.global_warp))?;
-                        w.attr(Attr::ProbeMode as u32, AttrValue::Str(mode))?;
+                        w.attr(Attr::ProbeMode as u32, AttrValue::Str(self.mode))?;
                         w.enter(t, KERNEL_REGION)?;
                     }
                     Ev::AccessBegin { rec, anomaly } => {
@@ -412,9 +441,9 @@ pub fn write_otf2<S: TraceSource + ?Sized>(
                         summary.reordered += (moved && !wrapped) as u64;
                         if moved {
                             let why = if wrapped {
-                                wrapped_word
+                                self.wrapped
                             } else {
-                                reordered_word
+                                self.reordered
                             };
                             w.attr(Attr::Clock as u32, AttrValue::Str(why))?;
                             w.attr(Attr::RawStart as u32, AttrValue::U64(rec.start.0))?;
@@ -442,18 +471,8 @@ pub fn write_otf2<S: TraceSource + ?Sized>(
                 clock = t;
             }
         }
-        defs.end = defs.end.max(clock);
-        defs.locations[location].events = w.event_count()?;
-        w.close()?;
+        Ok(clock)
     }
-    // The host thread: an empty event file, which readers open like every location's.
-    let host = locations - 1;
-    archive.events(host)?.close()?;
-    archive.finish_locations(0..locations)?;
-    defs.write(&mut archive.global_defs()?)?;
-    archive.close()?;
-    summary.bytes = folder_bytes(dir)?;
-    Ok(summary)
 }
 
 /// The device's name, or the backend's where the launch names none.

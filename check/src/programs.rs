@@ -260,7 +260,7 @@ fn check_program(
             .iter()
             .map(|s| s.name.clone())
             .collect();
-        overhead = trace::RunMetrics::read(&out.join(run).join("run.json"))?.overhead;
+        overhead = trace::RunMetrics::read(&out.join(run).join(trace::RUN_FILE_NAME))?.overhead;
     }
     Ok(ProgramRow {
         program: name,

@@ -2,10 +2,11 @@
 //! Options become a `study::RenderConfig` / `study::SweepConfig`; the study crate does the work.
 
 use crate::EmuArgs;
-use crate::export_cmd::{ExportFormat, Exported, export_run, format_or_none};
+use crate::export_cmd::format_or_none;
 use anyhow::{Context, Result};
 use clap::Args;
 use device::BackendChoice;
+use export::{Exported, RunFolder, RunLog};
 use indicatif::{ProgressBar, ProgressStyle};
 use instrument::TraceWarps;
 use std::io::IsTerminal;
@@ -89,7 +90,7 @@ pub struct ProbeArgs {
     pub no_overhead: bool,
     /// Log formats written per run: csv, warp-csv, clog2, chrome, otf2, parquet (comma-separated; none for none).
     #[arg(long, default_value = "csv", value_delimiter = ',', value_parser = format_or_none)]
-    pub formats: Vec<Option<ExportFormat>>,
+    pub formats: Vec<Option<RunLog>>,
 }
 
 impl SceneArgs {
@@ -138,7 +139,7 @@ impl SceneArgs {
 }
 
 impl ProbeArgs {
-    fn formats(&self) -> Vec<ExportFormat> {
+    fn formats(&self) -> Vec<RunLog> {
         self.formats.iter().flatten().copied().collect()
     }
 }
@@ -222,7 +223,7 @@ pub fn render(args: &RenderArgs) -> Result<()> {
         emu_config: Some(config),
     };
     let result = study::render(dev.as_mut(), &cfg, &args.out)?;
-    if export_run(&result.run_dir, cfg.mode, &formats)? == Exported::ProbesOff {
+    if RunFolder::export_logs(&result.run_dir, cfg.mode, &formats)? == Exported::ProbesOff {
         eprintln!(
             "warpscope: no log written: with the probes off (--mode off) nothing is recorded"
         );
@@ -408,11 +409,7 @@ pub fn merge(args: &MergeArgs) -> Result<()> {
 /// Runs a sweep (or one shard of it) with a progress bar, then writes the requested log formats
 /// per run; returns the simulation-speed line over its emulator runs (a resumed run keeps the
 /// speed it was rendered at; `None` on a GPU).
-fn run_sweep(
-    cfg: &SweepConfig,
-    shard: study::Shard,
-    formats: &[ExportFormat],
-) -> Result<Option<String>> {
+fn run_sweep(cfg: &SweepConfig, shard: study::Shard, formats: &[RunLog]) -> Result<Option<String>> {
     let bar = ProgressBar::new(0);
     bar.set_style(
         ProgressStyle::with_template(
@@ -444,8 +441,8 @@ fn run_sweep(
     let mut probes_off = false;
     for row in &summary.rows {
         let mode: ProbeMode = row.mode.parse().map_err(anyhow::Error::msg)?;
-        probes_off |=
-            export_run(&cfg.out_dir.join(&row.run), mode, formats)? == Exported::ProbesOff;
+        probes_off |= RunFolder::export_logs(&cfg.out_dir.join(&row.run), mode, formats)?
+            == Exported::ProbesOff;
     }
     if probes_off {
         eprintln!("warpscope: sweep: no log written for the runs with the probes off (mode off)");
@@ -491,7 +488,7 @@ pub struct DemoArgs {
     pub scale: Option<study::Scale>,
     /// Log formats written per run (comma-separated; none for none).
     #[arg(long, default_value = "csv", value_delimiter = ',', value_parser = format_or_none)]
-    pub formats: Vec<Option<ExportFormat>>,
+    pub formats: Vec<Option<RunLog>>,
 }
 
 pub fn demo(args: &DemoArgs) -> Result<()> {
@@ -532,7 +529,7 @@ pub fn demo(args: &DemoArgs) -> Result<()> {
             .geometry()
             .describe(&cfg.emu_config.name, cfg.emu_config.l2.size_bytes)
     );
-    let formats: Vec<ExportFormat> = args.formats.iter().flatten().copied().collect();
+    let formats: Vec<RunLog> = args.formats.iter().flatten().copied().collect();
     let speed = run_sweep(&cfg, study::Shard::WHOLE, &formats)?;
     let reuse_dir = sweep_dir.join("reuse");
     if !gpu && !reuse_dir.join("reuse.md").exists() {

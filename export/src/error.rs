@@ -86,6 +86,21 @@ pub enum ExportError {
     /// An output folder that must not be replaced.
     #[error("{path}: refusing to write the OTF2 archive there: {reason}")]
     ArchiveOutput { path: PathBuf, reason: String },
+    /// The folder given as a run folder holds no trace.
+    #[error(
+        "{dir} has no trace.wst: not a run folder (render, sweep, launch and run write one per run)"
+    )]
+    NotARunFolder { dir: PathBuf },
+    /// The run folder's trace is older than its run.json: the last run there failed before it
+    /// wrote a trace, so the trace belongs to an earlier run.
+    #[error(
+        "{trace}: left over from an earlier run: the last run in this folder failed ({error}) and {run_json} does not describe this trace; re-run it"
+    )]
+    StaleTrace {
+        trace: PathBuf,
+        run_json: PathBuf,
+        error: String,
+    },
     /// An input file is not valid in the format it claims to be.
     #[error("{format} input at {location}: {what}")]
     Parse {

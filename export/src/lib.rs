@@ -12,8 +12,9 @@
 //! a heap and holds one output block. [`export`] writes a file (or OTF2's folder) atomically
 //! (temp name, then rename), so an interrupted export leaves no truncated file.
 //!
-//! Main items: [`export`] with [`Format`] and [`ExportOptions`] (timeline mapping, CLOG2 block
-//! size); the writers [`write_records_csv`], [`write_warps_csv`], [`write_clog2`],
+//! Main items: [`RunFolder`], a run folder's trace checked against its run.json, exported to any
+//! [`RunLog`] (a [`Format`] or Parquet); [`export`] with [`Format`] and [`ExportOptions`]
+//! (timeline mapping, CLOG2 block size); the writers [`write_records_csv`], [`write_warps_csv`], [`write_clog2`],
 //! [`write_chrome`], [`write_otf2`] (a folder, written atomically by [`write_atomic_dir`]); the
 //! readers [`read_records_csv`], [`read_warps_csv`], [`Clog2Log`] /
 //! [`Clog2Reader`], [`read_chrome`]; [`ExportSummary`] (counts, including the dropped and
@@ -38,6 +39,7 @@ mod error;
 mod export;
 mod formats;
 mod options;
+mod run_folder;
 mod source;
 #[cfg(feature = "test-support")]
 mod synthetic;
@@ -64,6 +66,7 @@ pub use formats::parquet::{BATCH_ROWS, write_parquet};
 pub use options::{
     DEFAULT_CLOG2_BLOCK_BYTES, ExportOptions, ExportSummary, Format, TimelineMapping,
 };
+pub use run_folder::{Exported, RunFolder, RunLog};
 pub use source::{RecordStream, TraceSource};
 #[cfg(feature = "test-support")]
 pub use synthetic::SyntheticTrace;

@@ -127,7 +127,7 @@ pub fn run(opts: &LaunchOptions, note: &dyn Fn(&str)) -> Result<RunMetrics> {
     if let Err(e) = &result {
         metrics.errors.push(trace::error_chain(e));
     }
-    metrics.write(&opts.out.join("run.json"))?;
+    metrics.write(&opts.out.join(trace::RUN_FILE_NAME))?;
     result.map(|()| metrics)
 }
 
@@ -432,7 +432,7 @@ fn check_outputs(spec: &Spec, opts: &LaunchOptions) -> Result<()> {
     let mut inputs: Vec<&Path> = vec![opts.spec.as_path()];
     inputs.extend(spec.launches.iter().map(|l| l.source.as_path()));
     inputs.extend(spec.buffers.iter().filter_map(|b| b.input.as_deref()));
-    let mut outputs: Vec<PathBuf> = ["run.json", "config.toml", trace::TRACE_FILE_NAME]
+    let mut outputs: Vec<PathBuf> = [trace::RUN_FILE_NAME, "config.toml", trace::TRACE_FILE_NAME]
         .iter()
         .map(|f| opts.out.join(f))
         .collect();

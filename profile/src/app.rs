@@ -59,7 +59,8 @@ fn prepare_out(out: &Path) -> Result<(), ProfileError> {
         ]
         .contains(&name)
             || (p.is_dir()
-                && trace::RunMetrics::read(&p.join("run.json")).is_ok_and(|m| m.app.is_some()))
+                && trace::RunMetrics::read(&p.join(trace::RUN_FILE_NAME))
+                    .is_ok_and(|m| m.app.is_some()))
     };
     let entries: Vec<PathBuf> = std::fs::read_dir(out)
         .map_err(|e| io(out, e))?

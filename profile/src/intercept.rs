@@ -266,7 +266,7 @@ impl Interceptor {
         let Some((run, probed_ms)) = self.awaiting_timing.remove(&key) else {
             return;
         };
-        let path = self.cfg.out.join(&run).join("run.json");
+        let path = self.cfg.out.join(&run).join(trace::RUN_FILE_NAME);
         let written = RunMetrics::read(&path).and_then(|mut m| {
             m.overhead = trace::overhead_ratio(probed_ms, kernel_ms);
             m.bare = Some(BareRun {
@@ -430,7 +430,7 @@ impl Interceptor {
             .map_err(|e| Stop::After(format!("cannot create {}: {e}", dir.display())))
             .and_then(|()| {
                 TraceWriter::write_all(&dir.join(trace::TRACE_FILE_NAME), &trace)
-                    .and_then(|()| m.write(&dir.join("run.json")))
+                    .and_then(|()| m.write(&dir.join(trace::RUN_FILE_NAME)))
                     .map_err(|e| Stop::After(trace::error_chain(&e)))
             })?;
         self.awaiting_timing.insert(

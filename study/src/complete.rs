@@ -18,7 +18,12 @@ use trace::{RunMetrics, TRACE_FILE_NAME, TraceReader};
 pub const COMPLETE_JSON: &str = "complete.json";
 
 /// The files a render writes, those of them present are listed in the marker.
-const RENDER_FILES: [&str; 4] = ["run.json", "image.png", "config.toml", TRACE_FILE_NAME];
+const RENDER_FILES: [&str; 4] = [
+    trace::RUN_FILE_NAME,
+    "image.png",
+    "config.toml",
+    TRACE_FILE_NAME,
+];
 
 /// `complete.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -125,7 +130,7 @@ pub fn run_state(dir: &Path, run: &PlannedRun) -> RunState {
             Err(e) => return RunState::Incomplete(format!("{}: {e}", p.display())),
         }
     }
-    if let Err(e) = RunMetrics::read(&dir.join("run.json")) {
+    if let Err(e) = RunMetrics::read(&dir.join(trace::RUN_FILE_NAME)) {
         return RunState::Incomplete(e.to_string());
     }
     let trace = dir.join(TRACE_FILE_NAME);

@@ -607,7 +607,7 @@ fn write_run(
     if let (Backend::Emu, Some(config)) = (dev.backend(), &cfg.emu_config) {
         trace::write_bytes_atomic(&out_dir.join("config.toml"), config.to_toml().as_bytes())?;
     }
-    m.write(&out_dir.join("run.json"))?;
+    m.write(&out_dir.join(trace::RUN_FILE_NAME))?;
     Ok(m)
 }
 

@@ -240,7 +240,7 @@ pub fn sweep_shard(
     if let Some(why) = &missing {
         for (_, p) in &mine {
             let run_dir = cfg.out_dir.join(&p.name);
-            let path = run_dir.join("run.json");
+            let path = run_dir.join(trace::RUN_FILE_NAME);
             let mut m = RunMetrics::read(&path)?;
             if m.tex_hit_rate.is_none() {
                 m.hit_rate_source = Some(format!("unavailable: {why}"));
@@ -278,7 +278,7 @@ fn add_counters<'a>(
 ) -> Result<(), StudyError> {
     let mut missing = Vec::new();
     for p in runs {
-        let m = RunMetrics::read(&dir.join(&p.name).join("run.json"))?;
+        let m = RunMetrics::read(&dir.join(&p.name).join(trace::RUN_FILE_NAME))?;
         if !m
             .hit_rate_source
             .as_deref()
@@ -310,7 +310,7 @@ fn add_counters<'a>(
                 .set_counters(bare.counters);
         }
         let run_dir = dir.join(&p.name);
-        m.write(&run_dir.join("run.json"))?;
+        m.write(&run_dir.join(trace::RUN_FILE_NAME))?;
         RunMarker::write_for(&run_dir, p)?;
     }
     Ok(())
@@ -324,7 +324,7 @@ pub(crate) fn read_rows<'a>(
 ) -> Result<(Vec<SweepRow>, Vec<f64>), StudyError> {
     let (mut rows, mut rates) = (Vec::new(), Vec::new());
     for p in runs {
-        let m = RunMetrics::read(&dir.join(&p.name).join("run.json"))?;
+        let m = RunMetrics::read(&dir.join(&p.name).join(trace::RUN_FILE_NAME))?;
         rows.push(row_from_metrics(&p.name, &m));
         rates.extend(m.sim_warp_instructions_per_second);
     }

@@ -49,8 +49,8 @@ pub use program::{
     read_launch_records,
 };
 pub use run::{
-    AppFacts, BareRun, LaunchFacts, ProbeFacts, RUN_FORMAT_VERSION, ReferenceDiff, RunMetrics,
-    StudyFacts, overhead_ratio, write_json_atomic,
+    AppFacts, BareRun, LaunchFacts, ProbeFacts, RUN_FILE_NAME, RUN_FORMAT_VERSION, ReferenceDiff,
+    RunMetrics, StudyFacts, overhead_ratio, write_json_atomic,
 };
 pub use store::{TRACE_FILE_NAME, TRACE_FORMAT_VERSION, TraceReader, TraceWriter};
 pub use sweep::{SWEEP_CSV, SweepRow};

@@ -19,6 +19,9 @@ use std::path::Path;
 /// written before the layout was typed (version 1: per-command keys at the top level).
 pub const RUN_FORMAT_VERSION: u32 = 2;
 
+/// The name of a run folder's [`RunMetrics`] file.
+pub const RUN_FILE_NAME: &str = "run.json";
+
 /// What the probes cost a run: probed ÷ bare kernel time, `None` unless that is a finite,
 /// positive number (a time missing, zero or not finite). The one definition behind
 /// [`RunMetrics::overhead`], wherever it is written or printed.

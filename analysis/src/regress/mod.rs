@@ -310,7 +310,7 @@ fn load_platform(dir: &Path, mode: Option<&str>) -> Result<Platform, AnalysisErr
     let runs = rows
         .into_iter()
         .map(|r| {
-            let json = RunMetrics::read(&dir.join(&r.run).join("run.json")).ok();
+            let json = RunMetrics::read(&dir.join(&r.run).join(trace::RUN_FILE_NAME)).ok();
             let ms = r
                 .kernel_ms
                 .or_else(|| json.as_ref().and_then(|j| j.kernel_ms));

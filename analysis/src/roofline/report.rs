@@ -47,7 +47,7 @@ fn read_runs(sweep_dir: &Path, runs: &[(String, String)]) -> (Vec<RunInput>, Vec
     let mut left = Vec::new();
     for (run, preset) in runs {
         let dir = sweep_dir.join(run);
-        let counters = trace::RunMetrics::read(&dir.join("run.json"))
+        let counters = trace::RunMetrics::read(&dir.join(trace::RUN_FILE_NAME))
             .ok()
             .and_then(|m| RunCounters::from_metrics(&m));
         let Some(counters) = counters else {

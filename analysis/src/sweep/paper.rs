@@ -277,7 +277,7 @@ impl RunFacts {
     fn of(r: &Run) -> RunFacts {
         let row = &r.files.row;
         let dir = r.files.trace.parent().unwrap_or(Path::new("."));
-        let metrics = trace::RunMetrics::read(&dir.join("run.json")).ok();
+        let metrics = trace::RunMetrics::read(&dir.join(trace::RUN_FILE_NAME)).ok();
         let l2_bytes = (r.files.config.as_deref())
             .and_then(|text| emulator::GpuConfig::from_toml_str(text, "config.toml").ok())
             .map(|c| c.l2.size_bytes);

@@ -93,7 +93,7 @@ pub fn program_report(dir: &Path) -> Result<(Vec<String>, PathBuf), AnalysisErro
         let trace = dir.join(run).join(trace::TRACE_FILE_NAME);
         blocks.push(Block::Heading(2, k.name.clone()));
         blocks.push(Block::List(crate::run_verdict(&trace)?));
-        if let Ok(m) = RunMetrics::read(&dir.join(run).join("run.json"))
+        if let Ok(m) = RunMetrics::read(&dir.join(run).join(trace::RUN_FILE_NAME))
             && let Some(app) = &m.app
         {
             let mut note = format!("Probed PTX: {}.", app.ptx_target);
@@ -133,7 +133,7 @@ fn kernels(dir: &Path, index: &ProgramIndex) -> Vec<Kernel> {
         });
         match &r.outcome {
             Outcome::Profiled { run, kernel_ms, .. } if k.profiled.is_none() => {
-                let bare = RunMetrics::read(&dir.join(run).join("run.json"))
+                let bare = RunMetrics::read(&dir.join(run).join(trace::RUN_FILE_NAME))
                     .ok()
                     .and_then(|m| m.bare_kernel_ms());
                 k.profiled = Some((run.clone(), bare.unwrap_or(*kernel_ms), bare.is_some()));

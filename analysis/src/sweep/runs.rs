@@ -50,7 +50,7 @@ pub(crate) fn locate_runs(dir: &Path, rows: Vec<SweepRow>) -> (Vec<RunFiles>, Ve
         }
         // run.json fills what sweep.csv left empty; a run without one still has its trace, but
         // one that is there and unreadable is left out (and counted so), not quietly ignored.
-        let run_json = run_dir.join("run.json");
+        let run_json = run_dir.join(trace::RUN_FILE_NAME);
         let metrics = if run_json.exists() {
             match trace::RunMetrics::read(&run_json) {
                 Ok(m) => Some(m),

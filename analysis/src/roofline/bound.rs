@@ -71,6 +71,30 @@ pub struct Component {
     pub write_bytes_per_cycle: f64,
 }
 
+impl Component {
+    /// A component that reads and writes at the same rate `bw`.
+    fn symmetric(
+        name: &str,
+        kind: ComponentKind,
+        instances: u32,
+        capacity_bytes: u64,
+        associativity: u32,
+        line_bytes: u32,
+        bw: f64,
+    ) -> Component {
+        Component {
+            name: name.into(),
+            kind,
+            instances,
+            capacity_bytes,
+            associativity,
+            line_bytes,
+            read_bytes_per_cycle: bw,
+            write_bytes_per_cycle: bw,
+        }
+    }
+}
+
 /// Data flows from `from` to `to` (names of components).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -94,16 +118,7 @@ impl Hierarchy {
     pub fn from_config(cfg: &GpuConfig) -> Hierarchy {
         let sms = cfg.sm.count;
         let p = PerCycle::of(cfg);
-        let c = |name: &str, kind, instances, cap, ways, line, bw| Component {
-            name: name.into(),
-            kind,
-            instances,
-            capacity_bytes: cap,
-            associativity: ways,
-            line_bytes: line,
-            read_bytes_per_cycle: bw,
-            write_bytes_per_cycle: bw,
-        };
+        let c = Component::symmetric;
         Hierarchy {
             name: cfg.name.clone(),
             clock_mhz: cfg.clock_mhz,
@@ -149,16 +164,7 @@ impl Hierarchy {
     /// A small made-up hierarchy for examples and tests (not a preset): 2 SMs of 128 FP32 ops
     /// per cycle, L1 128 B/cycle each, 4 L2 slices of 32 B/cycle, DRAM 64 B/cycle, at 1 GHz.
     pub fn example() -> Hierarchy {
-        let c = |name: &str, kind, instances, cap, ways, line, bw| Component {
-            name: String::from(name),
-            kind,
-            instances,
-            capacity_bytes: cap,
-            associativity: ways,
-            line_bytes: line,
-            read_bytes_per_cycle: bw,
-            write_bytes_per_cycle: bw,
-        };
+        let c = Component::symmetric;
         let edge = |from: &str, to: &str| Edge {
             from: from.into(),
             to: to.into(),

@@ -33,6 +33,7 @@
 //! assert!(done.results.all_passed());
 //! ```
 
+mod context;
 mod corpus;
 mod error;
 mod micro;
@@ -48,7 +49,7 @@ pub use error::{CheckError, MicroFailure};
 pub use micro::{MicroCase, MicroRow};
 pub use plan::{CheckBackend, CheckConfig, Finished, Progress, run};
 pub use programs::{ProgramRow, ProgramsStep};
-pub use results::{GpuResults, REPORT_MD, RESULTS_JSON, StepResult, StepStatus};
-pub use steps::{
+pub use results::{
     CalibrationRow, DeviceStep, ExportStep, FormatCheck, ProbesStep, StepData, StudyStep, Verdict,
 };
+pub use results::{GpuResults, REPORT_MD, RESULTS_JSON, StepResult, StepStatus};

@@ -10,12 +10,14 @@
 //! time (a hung launch, a slow emulator run) cannot be stopped from inside the process, and must
 //! not eat the machine's loan.
 
+use crate::context::Ctx;
+pub use crate::context::Progress;
 use crate::error::CheckError;
 use crate::report;
 use crate::results::{GpuResults, REPORT_MD, RESULTS_JSON, StepResult, StepStatus};
 use crate::steps::STEPS;
-use device::{CudaDevice, Device, EmuDevice};
-use std::path::{Path, PathBuf};
+use device::{CudaDevice, Device};
+use std::path::PathBuf;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -54,36 +56,6 @@ pub struct CheckConfig {
     pub program: PathBuf,
 }
 
-/// What the plan reports while it runs; the caller prints it.
-#[derive(Debug)]
-pub enum Progress<'a> {
-    /// `--backend gpu` without a usable GPU: every GPU step will fail.
-    NoGpu { error: &'a device::DeviceError },
-    /// Step `number` of `of` starts, with `left` of the budget.
-    Step {
-        number: usize,
-        of: usize,
-        title: &'a str,
-        left: Duration,
-    },
-    /// The study finished a shard of its sweep.
-    StudyShard {
-        shard: study::Shard,
-        runs: usize,
-        left: Duration,
-    },
-    /// The budget is spent `after` the start with a step still running: that step and those
-    /// not started are marked cut off, and both files were written (or `written` says why not).
-    /// The caller is expected to end the process here (the binary exits with status 3), since
-    /// the running step cannot be stopped; if it returns, the files stay as they are now and
-    /// [`run`] returns once that step does.
-    Deadline {
-        after: Duration,
-        report: &'a Path,
-        written: Result<(), &'a CheckError>,
-    },
-}
-
 /// A plan that ran to its end.
 #[derive(Debug)]
 pub struct Finished {
@@ -91,47 +63,6 @@ pub struct Finished {
     pub elapsed: Duration,
     /// `gpu-report.md`.
     pub report: PathBuf,
-}
-
-/// What every step gets: the backend, the preset, the output folder and the clock.
-pub(crate) struct Ctx<'a> {
-    pub gpu: bool,
-    pub preset: emulator::GpuConfig,
-    pub out: PathBuf,
-    pub program: &'a Path,
-    pub progress: &'a (dyn Fn(Progress<'_>) + Sync),
-    deadline: Instant,
-}
-
-impl Ctx<'_> {
-    /// A fresh device of the plan's backend (the emulator: fresh caches too).
-    pub fn open(&self) -> Result<Box<dyn Device>, CheckError> {
-        if self.gpu {
-            Ok(Box::new(CudaDevice::open(0).map_err(CheckError::OpenGpu)?))
-        } else {
-            Ok(Box::new(self.emulator()))
-        }
-    }
-
-    /// The emulator with the plan's preset, whatever the backend.
-    pub fn emulator(&self) -> EmuDevice {
-        EmuDevice::new(self.preset.clone())
-    }
-
-    /// Time left before the plan's deadline.
-    pub fn left(&self) -> Duration {
-        self.deadline.saturating_duration_since(Instant::now())
-    }
-
-    /// A folder for one step's files, created.
-    pub fn step_dir(&self, name: &str) -> Result<PathBuf, CheckError> {
-        let d = self.out.join(name);
-        std::fs::create_dir_all(&d).map_err(|source| CheckError::CreateDir {
-            path: d.clone(),
-            source,
-        })?;
-        Ok(d)
-    }
 }
 
 /// The preset that models `gpu_name`, and why. The H200 is the H100's GH100 with more and faster
@@ -398,6 +329,7 @@ fn at_deadline(plan: &Plan, started: Instant, progress: &(dyn Fn(Progress<'_>) +
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     #[test]
     fn presets_follow_the_gpu_name() {

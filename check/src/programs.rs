@@ -5,8 +5,8 @@
 //! launch of each kernel profiled with one record per load per warp, and sites named by the
 //! programs' own source lines (through the inlined `__ldg` and helper).
 
+use crate::context::Ctx;
 use crate::error::CheckError;
-use crate::plan::Ctx;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -1,7 +1,7 @@
 //! `gpu-report.md`, rendered from [`GpuResults`] alone (so the JSON and the report never disagree).
 
+use crate::results::StepData;
 use crate::results::{GpuResults, StepStatus};
-use crate::steps::StepData;
 use analysis::md_table;
 use std::fmt::Write;
 

@@ -1,58 +1,20 @@
-//! The six steps of the plan and the typed results each one stores in `gpu-results.json`.
+//! The seven steps of the plan, each storing its typed results (`crate::results`).
 
+use crate::context::{Ctx, Progress};
 use crate::corpus::{self, CorpusRow};
 use crate::error::{CheckError, MicroFailure};
-use crate::micro::{self, MicroCase, MicroRow};
-use crate::plan::{Ctx, Progress};
-use crate::programs::{ProgramRow, ProgramsStep};
-use crate::results::GpuResults;
-use device::{Device, DeviceProperties};
+use crate::micro::{self, MicroRow};
+use crate::results::{
+    CalibrationRow, DeviceStep, ExportStep, FormatCheck, GpuResults, ProbesStep, StepData,
+    StudyStep, Verdict,
+};
+use device::Device;
 use export::{ExportOptions, Format};
-use serde::Serialize;
 use std::path::Path;
 use std::time::Duration;
 use study::Scale;
+use trace::SweepRow;
 use trace::TraceReader;
-use trace::{ProbeMode, SweepRow};
-
-/// One step's results.
-#[derive(Debug, Clone, Serialize)]
-#[serde(tag = "step", rename_all = "snake_case")]
-pub enum StepData {
-    Device(DeviceStep),
-    Corpus { rows: Vec<CorpusRow> },
-    Probes(ProbesStep),
-    Calibration { rows: Vec<CalibrationRow> },
-    Study(StudyStep),
-    Export(ExportStep),
-    Programs(ProgramsStep),
-}
-
-impl StepData {
-    /// Whether the step's own checks passed (a step without checks passes).
-    pub fn passed(&self) -> bool {
-        match self {
-            StepData::Device(_) | StepData::Calibration { .. } => true,
-            StepData::Corpus { rows } => rows
-                .iter()
-                .all(|r| r.matches_reference && r.matches_emulator != Some(false)),
-            StepData::Probes(p) => p.verdicts.iter().all(|v| v.passed),
-            StepData::Study(s) => {
-                s.rows.iter().all(|r| r.image_matches_bare != Some(false))
-                    && (!s.counters_expected || s.rows.iter().all(has_counters))
-            }
-            StepData::Programs(p) => p.rows.iter().all(ProgramRow::passed),
-            StepData::Export(e) => {
-                e.records > 0 && e.formats.iter().all(|f| f.read_back == e.records)
-            }
-        }
-    }
-}
-
-/// Whether a study row has the texture hit rates of both its builds.
-fn has_counters(r: &SweepRow) -> bool {
-    r.tex_hit_rate.is_some() && (r.mode == ProbeMode::Off.name() || r.tex_hit_rate_bare.is_some())
-}
 
 /// What a step returned.
 pub(crate) struct Outcome {
@@ -116,16 +78,6 @@ pub(crate) const STEPS: [Step; 7] = [
 const EXPORT_RESERVE_SECONDS: u64 = 45;
 
 // ---------------------------------------------------------------- 1. device
-
-#[derive(Debug, Clone, Serialize)]
-pub struct DeviceStep {
-    pub properties: DeviceProperties,
-    /// `nvidia-smi --query-gpu=…` (driver version, clocks), when it is on the PATH.
-    pub nvidia_smi: Option<String>,
-    /// Architectures with SASS in the embedded fatbins, and the PTX's.
-    pub sass_archs: Vec<u32>,
-    pub ptx_arch: u32,
-}
 
 fn device(ctx: &Ctx<'_>) -> Result<Outcome> {
     let dev = ctx.open()?;
@@ -198,18 +150,6 @@ fn corpus_step(ctx: &Ctx<'_>) -> Result<Outcome> {
 
 // ---------------------------------------------------------------- 3. probes
 
-#[derive(Debug, Clone, Serialize)]
-pub struct Verdict {
-    pub check: String,
-    pub passed: bool,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct ProbesStep {
-    pub rows: Vec<MicroRow>,
-    pub verdicts: Vec<Verdict>,
-}
-
 fn probes(ctx: &Ctx<'_>) -> Result<Outcome> {
     let mut rows = Vec::new();
     let mut failures = Vec::new();
@@ -238,20 +178,6 @@ fn probes(ctx: &Ctx<'_>) -> Result<Outcome> {
 }
 
 // ---------------------------------------------------------------- 4. calibration
-
-/// One line of the calibration table: the device's number beside the emulator preset's.
-#[derive(Debug, Clone, Serialize)]
-pub struct CalibrationRow {
-    pub case: String,
-    /// The microbenchmark the row measures (None for a corpus kernel's time).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub micro: Option<MicroCase>,
-    pub unit: String,
-    pub device: f64,
-    pub emulator: f64,
-    /// emulator ÷ device: above 1 the preset is slower than the silicon.
-    pub ratio: f64,
-}
 
 fn calibration(ctx: &Ctx<'_>, so_far: &GpuResults) -> Result<Outcome> {
     let measured: Vec<MicroRow> = so_far
@@ -325,22 +251,6 @@ fn calibration(ctx: &Ctx<'_>, so_far: &GpuResults) -> Result<Outcome> {
 }
 
 // ---------------------------------------------------------------- 5. study
-
-#[derive(Debug, Clone, Serialize)]
-pub struct StudyStep {
-    pub scale: String,
-    pub geometry: String,
-    pub frames: u32,
-    pub rows: Vec<SweepRow>,
-    /// Whether every run must carry the hardware counters (on a GPU, where the sweep reads them
-    /// with Nsight Compute; the emulator's come with every run).
-    pub counters_expected: bool,
-    /// Why runs have no counters, as the sweep said it.
-    pub counters_note: Option<String>,
-    /// `warpscope analyze`'s findings on the study (where the memory time goes per mode, what
-    /// correlates with frame rate); empty with a note when the analysis failed.
-    pub findings: Vec<String>,
-}
 
 fn study_step(ctx: &Ctx<'_>) -> Result<Outcome> {
     let dir = ctx.step_dir("study")?;
@@ -467,23 +377,6 @@ fn analyze_study(sweep_dir: &Path, notes: &mut Vec<String>) -> Vec<String> {
 }
 
 // ---------------------------------------------------------------- 6. export
-
-#[derive(Debug, Clone, Serialize)]
-pub struct FormatCheck {
-    pub format: String,
-    pub file: String,
-    pub bytes: u64,
-    /// Records read back by warpscope's reader of the format.
-    pub read_back: u64,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct ExportStep {
-    pub run: String,
-    pub records: u64,
-    pub warps: u64,
-    pub formats: Vec<FormatCheck>,
-}
 
 fn export(ctx: &Ctx<'_>) -> Result<Outcome> {
     let dir = ctx.step_dir("export")?;

@@ -5,7 +5,7 @@
 
 use crate::micro::{self, MicroCase, MicroRow};
 use crate::results::GpuResults;
-use crate::steps::{CalibrationRow, StepData, StudyStep};
+use crate::results::{CalibrationRow, StepData, StudyStep};
 use analysis::stats::{pearson, range};
 use trace::{ProbeMode, SweepRow};
 

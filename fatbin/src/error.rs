@@ -2,9 +2,9 @@
 //! or of the file (sections), so that a report points at the bytes; a wrapping variant's
 //! message leaves its cause to the source chain (print with `{:#}`).
 
+use crate::code::EntryKind;
 use crate::compress::{Compression, DecompressProblem};
 use crate::cubin::CubinProblem;
-use crate::image::EntryKind;
 use crate::ptx::PtxProblem;
 
 #[derive(Debug, thiserror::Error)]

@@ -79,10 +79,10 @@
 //! payload of a PTX entry is its text followed by a NUL (and, when stored, zero padding).
 
 use std::borrow::Cow;
-use std::fmt;
 
 use crate::arch::{Arch, ArchVariant};
 use crate::bytes::{Fields, span};
+use crate::code::{EntryKind, Version};
 use crate::compress::{self, Compression};
 use crate::error::FatbinError;
 
@@ -193,41 +193,6 @@ impl<'a> Fatbin<'a> {
     }
 }
 
-/// What an entry's payload is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum EntryKind {
-    /// PTX text (a virtual architecture, `compute_XX`).
-    Ptx,
-    /// An ELF cubin: SASS for one `sm_XX`.
-    Elf,
-    /// NVVM IR for link-time optimisation (`code=lto_XX`), obfuscated.
-    Nvvm,
-    /// A kind not seen from nvcc 13; its payload is still delimited.
-    Other(u16),
-}
-
-impl EntryKind {
-    fn from_raw(raw: u16) -> Self {
-        match raw {
-            1 => Self::Ptx,
-            2 => Self::Elf,
-            8 => Self::Nvvm,
-            other => Self::Other(other),
-        }
-    }
-}
-
-impl fmt::Display for EntryKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Ptx => f.write_str("PTX"),
-            Self::Elf => f.write_str("ELF"),
-            Self::Nvvm => f.write_str("NVVM IR"),
-            Self::Other(k) => write!(f, "kind {k:#x}"),
-        }
-    }
-}
-
 /// An entry's flags word (table in the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct EntryFlags(pub u64);
@@ -245,19 +210,6 @@ impl EntryFlags {
     /// Whether every bit of `mask` is set.
     pub fn has(self, mask: u64) -> bool {
         self.0 & mask == mask
-    }
-}
-
-/// A code version: the PTX ISA version for PTX, the cubin ABI version for ELF.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Version {
-    pub major: u32,
-    pub minor: u32,
-}
-
-impl fmt::Display for Version {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{}", self.major, self.minor)
     }
 }
 

@@ -55,6 +55,7 @@
 
 pub mod arch;
 mod bytes;
+pub mod code;
 pub mod compress;
 pub mod cubin;
 mod error;
@@ -67,6 +68,7 @@ mod testing;
 pub mod wrapper;
 
 pub use arch::{Arch, ArchVariant};
+pub use code::{EntryKind, Version};
 pub use compress::{Compression, DecompressProblem};
 pub use cubin::{CubinInfo, CubinProblem};
 pub use error::FatbinError;
@@ -75,8 +77,8 @@ pub use host::{
     wrappers_in_elf,
 };
 pub use image::{
-    ENTRY_HEADER_LEN, Entry, EntryFlags, EntryKind, FATBIN_MAGIC, FATBIN_VERSION, Fatbin,
-    HEADER_LEN, Version, image_len,
+    ENTRY_HEADER_LEN, Entry, EntryFlags, FATBIN_MAGIC, FATBIN_VERSION, Fatbin, HEADER_LEN,
+    image_len,
 };
 pub use program::{KernelCode, Location, NoPtx, Program, PtxModule, SassModule, embed_ptx_flags};
 pub use ptx::{PtxInfo, PtxProblem};

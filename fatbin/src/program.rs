@@ -16,10 +16,11 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use crate::arch::Arch;
+use crate::code::EntryKind;
 use crate::cubin::CubinInfo;
 use crate::error::FatbinError;
 use crate::host::{Linkage, fatbins_in_elf};
-use crate::image::{EntryKind, Fatbin};
+use crate::image::Fatbin;
 use crate::ptx::PtxInfo;
 
 /// Where an entry is: its image's index in the list the [`Program`] was built from, and its

@@ -5,7 +5,7 @@
 //! (with or without `.visible` / `.weak` before it) gives the name after it, mangled as written.
 
 use crate::arch::Arch;
-use crate::image::Version;
+use crate::code::Version;
 
 /// The directives of a PTX module that say what it is and what it holds.
 #[derive(Clone, Debug, PartialEq, Eq)]

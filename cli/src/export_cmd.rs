@@ -2,14 +2,16 @@
 //! JSON (Perfetto), an OTF2 archive (Vampir) or Parquet, written atomically.
 
 use anyhow::{Context, Result};
+use clap::builder::PossibleValue;
 use clap::{Args, ValueEnum};
 use export::{ExportOptions, Format, TimelineMapping};
 use std::path::{Path, PathBuf};
 use trace::{ProbeMode, RunMetrics, TRACE_FILE_NAME, TraceReader};
 
 /// A log format: one of the export crate's streaming formats, or Parquet (its `parquet` feature).
-/// The names are the export crate's [`Format::name`]s (a test holds them together).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+/// Its names, help and file names are the export crate's ([`ValueEnum`] is written out for that:
+/// the derive takes them from the variants).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExportFormat {
     Csv,
     WarpCsv,
@@ -34,7 +36,27 @@ impl ExportFormat {
 
     fn file_name(self) -> &'static str {
         self.log()
-            .map_or("records.parquet", Format::default_file_name)
+            .map_or(export::PARQUET_FILE_NAME, Format::default_file_name)
+    }
+}
+
+impl ValueEnum for ExportFormat {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[
+            ExportFormat::Csv,
+            ExportFormat::WarpCsv,
+            ExportFormat::Clog2,
+            ExportFormat::Chrome,
+            ExportFormat::Otf2,
+            ExportFormat::Parquet,
+        ]
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(match self.log() {
+            Some(f) => PossibleValue::new(f.name()).help(f.contents()),
+            None => PossibleValue::new("parquet").help(export::PARQUET_CONTENTS),
+        })
     }
 }
 
@@ -55,9 +77,10 @@ pub fn format_or_none(s: &str) -> Result<Option<ExportFormat>, String> {
 /// How warps map onto CLOG2 ranks/threads, Chrome pids/tids and OTF2 location groups/locations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Mapping {
-    /// rank = SM, thread = warp slot.
+    /// One timeline per hardware warp slot, grouped by SM: the warps an SM runs one after
+    /// another share a line, as on the hardware.
     SmSlot,
-    /// rank = block, thread = warp within the block.
+    /// One timeline per warp, grouped by block.
     BlockWarp,
 }
 
@@ -72,17 +95,18 @@ impl From<Mapping> for TimelineMapping {
 
 #[derive(Args, Debug)]
 pub struct ExportArgs {
-    /// A run folder (with trace.wst), as render, sweep and launch write.
-    #[arg(long = "in")]
+    /// A run folder (with trace.wst), as render, sweep, launch and run write.
+    #[arg(long = "in", value_name = "RUNDIR")]
     pub input: PathBuf,
     /// The output format.
     #[arg(long, value_enum)]
     pub format: ExportFormat,
-    /// Output file, or for otf2 the archive's folder (default: RUNDIR/<records.csv | warps.csv |
-    /// trace.clog2 | trace.json | otf2 | records.parquet>; Vampir opens otf2/traces.otf2).
+    /// Output file, or for otf2 the archive's folder (default: the format's file in RUNDIR:
+    /// records.csv, warps.csv, trace.clog2, trace.json, otf2 or records.parquet; Vampir opens
+    /// otf2/traces.otf2).
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// CLOG2/Chrome/OTF2 timelines.
+    /// How warps map onto the timelines of CLOG2, Chrome and OTF2.
     #[arg(long, value_enum, default_value_t = Mapping::SmSlot)]
     pub mapping: Mapping,
 }

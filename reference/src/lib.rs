@@ -43,9 +43,10 @@ pub enum ReferenceError {
     Preset(#[from] emulator::ConfigError),
     #[error("{what} does not match its definition: {why}")]
     Mismatch { what: &'static str, why: String },
-    #[error("{path}: cannot read")]
-    Read {
+    #[error("{path}: cannot {action}")]
+    Io {
         path: PathBuf,
+        action: &'static str,
         #[source]
         source: std::io::Error,
     },
@@ -106,7 +107,13 @@ pub fn stale(dir: &Path, pages: &[Page]) -> Result<Vec<PathBuf>, ReferenceError>
             Ok(text) if text == p.text => {}
             Ok(_) => out.push(path),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => out.push(path),
-            Err(source) => return Err(ReferenceError::Read { path, source }),
+            Err(source) => {
+                return Err(ReferenceError::Io {
+                    path,
+                    action: "read",
+                    source,
+                });
+            }
         }
     }
     out.extend(strays(dir, pages)?);
@@ -115,8 +122,9 @@ pub fn stale(dir: &Path, pages: &[Page]) -> Result<Vec<PathBuf>, ReferenceError>
 
 /// Files in `dir` that are not one of `pages`.
 fn strays(dir: &Path, pages: &[Page]) -> Result<Vec<PathBuf>, ReferenceError> {
-    let read = |source| ReferenceError::Read {
+    let read = |source| ReferenceError::Io {
         path: dir.to_path_buf(),
+        action: "list",
         source,
     };
     let entries = match std::fs::read_dir(dir) {
@@ -137,15 +145,20 @@ fn strays(dir: &Path, pages: &[Page]) -> Result<Vec<PathBuf>, ReferenceError> {
 
 /// Writes every page into `dir` (atomically, each) and removes the files there that no page is.
 pub fn write(dir: &Path, pages: &[Page]) -> Result<(), ReferenceError> {
-    std::fs::create_dir_all(dir).map_err(|source| ReferenceError::Read {
+    std::fs::create_dir_all(dir).map_err(|source| ReferenceError::Io {
         path: dir.to_path_buf(),
+        action: "create",
         source,
     })?;
     for p in pages {
         trace::write_bytes_atomic(&dir.join(p.file), p.text.as_bytes())?;
     }
     for path in strays(dir, pages)? {
-        std::fs::remove_file(&path).map_err(|source| ReferenceError::Read { path, source })?;
+        std::fs::remove_file(&path).map_err(|source| ReferenceError::Io {
+            path,
+            action: "remove",
+            source,
+        })?;
     }
     Ok(())
 }

@@ -111,7 +111,7 @@ pub struct StudyFacts {
     pub transfer_offset: f32,
     /// Scale of the transfer function's lookup.
     pub transfer_scale: f32,
-    /// Step along each ray, in volume coordinates.
+    /// Step along each ray, in the volume's [-1, 1] box.
     pub tstep: f32,
     /// Timed launches whose kernel times were averaged (1 on the emulator).
     pub frames: u32,

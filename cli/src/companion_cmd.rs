@@ -75,7 +75,7 @@ pub struct CompareArgs {
     /// Sweep folders; the first is the reference platform (the emulator).
     #[arg(required = true, num_args = 2..)]
     pub sweeps: Vec<PathBuf>,
-    /// Output folder.
+    /// Output folder: compare.md, compare_times.csv and the figure.
     #[arg(long, default_value = "compare-out")]
     pub out: PathBuf,
 }

@@ -2,15 +2,17 @@
 //! JSON (Perfetto), an OTF2 archive (Vampir) or Parquet, written atomically.
 
 use anyhow::{Context, Result};
-use clap::builder::{PossibleValuesParser, TypedValueParser};
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, ValueEnum};
 use export::{ExportOptions, RunFolder, RunLog, TimelineMapping};
 use std::path::PathBuf;
 
-/// `--format`'s parser: the export crate's log names, listed in `--help`.
+/// `--format`'s parser: the export crate's log names, each with what it holds in `--help`.
 fn log_parser() -> impl TypedValueParser<Value = RunLog> {
-    let names: Vec<&'static str> = RunLog::all().into_iter().map(RunLog::name).collect();
-    PossibleValuesParser::new(names).try_map(|s| s.parse::<RunLog>())
+    let values = RunLog::all()
+        .into_iter()
+        .map(|l| PossibleValue::new(l.name()).help(l.contents()));
+    PossibleValuesParser::new(values).try_map(|s| s.parse::<RunLog>())
 }
 
 /// One value of `--formats`: a log, or `none` for no log at all.
@@ -24,9 +26,10 @@ pub fn format_or_none(s: &str) -> Result<Option<RunLog>, String> {
 /// How warps map onto CLOG2 ranks/threads, Chrome pids/tids and OTF2 location groups/locations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Mapping {
-    /// rank = SM, thread = warp slot.
+    /// One timeline per hardware warp slot, grouped by SM: the warps an SM runs one after
+    /// another share a line, as on the hardware.
     SmSlot,
-    /// rank = block, thread = warp within the block.
+    /// One timeline per warp, grouped by block.
     BlockWarp,
 }
 
@@ -42,16 +45,17 @@ impl From<Mapping> for TimelineMapping {
 #[derive(Args, Debug)]
 pub struct ExportArgs {
     /// A run folder (with trace.wst), as render, sweep, launch and run write.
-    #[arg(long = "in")]
+    #[arg(long = "in", value_name = "RUNDIR")]
     pub input: PathBuf,
     /// The output format.
     #[arg(long, value_parser = log_parser())]
     pub format: RunLog,
-    /// Output file, or for otf2 the archive's folder (default: RUNDIR/<records.csv | warps.csv |
-    /// trace.clog2 | trace.json | otf2 | records.parquet>; Vampir opens otf2/traces.otf2).
+    /// Output file, or for otf2 the archive's folder (default: the format's file in RUNDIR:
+    /// records.csv, warps.csv, trace.clog2, trace.json, otf2 or records.parquet; Vampir opens
+    /// otf2/traces.otf2).
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// CLOG2/Chrome/OTF2 timelines.
+    /// How warps map onto the timelines of CLOG2, Chrome and OTF2.
     #[arg(long, value_enum, default_value_t = Mapping::SmSlot)]
     pub mapping: Mapping,
 }

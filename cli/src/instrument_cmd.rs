@@ -14,7 +14,8 @@ pub struct InstrumentArgs {
     /// Only this entry (default: every entry).
     #[arg(long)]
     pub kernel: Option<String>,
-    /// naive, fence, dummy, or auto (fence for writable memory, dummy for read-only memory).
+    /// How the probes time each load: naive, fence, dummy, or auto (fence for writable memory,
+    /// dummy for read-only memory).
     #[arg(long, default_value = "auto")]
     pub mode: ProbeMode,
     /// Loads to time: global, texture, readonly, constant, shared, local (comma-separated).

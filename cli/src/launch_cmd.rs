@@ -26,7 +26,7 @@ pub struct LaunchArgs {
     /// indices and ranges (`0-3,17`), `every:N`, `all` or `none`.
     #[arg(long, default_value = "all")]
     pub trace_warps: TraceWarps,
-    /// Output folder.
+    /// Output folder: run.json, trace.wst, config.toml and the spec's output buffers.
     #[arg(long, default_value = "launch-out")]
     pub out: PathBuf,
     /// Folder the spec's `from = FILE` inputs are read from (default: the spec's folder), e.g.

@@ -40,7 +40,8 @@ enum Command {
     // A later occurrence of an option wins: the ncu re-run appends its own --frames, --out, …
     #[command(args_override_self = true)]
     Render(study_cmd::RenderArgs),
-    /// Render the cross product of block shapes × viewpoints × probe modes into DIR/<run>/ + sweep.csv.
+    /// Render the cross product of block shapes × viewpoints × probe modes: a folder per run and
+    /// sweep.csv.
     Sweep(study_cmd::SweepArgs),
     /// Join the folders of a sweep's shards (`sweep --shard K/N`) into one sweep folder.
     Merge(study_cmd::MergeArgs),
@@ -328,5 +329,36 @@ fn main() -> ExitCode {
             eprintln!("warpscope: error: {e:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    /// `docs/reference/` is generated from the code (the `reference` crate); a committed page
+    /// that differs from what the code says now fails here.
+    #[test]
+    fn reference_pages_are_current() {
+        let pages = reference::pages(&Cli::command()).expect("the pages");
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent();
+        let dir = root
+            .expect("cli sits in the workspace")
+            .join("docs/reference");
+        if std::env::var_os("WARPSCOPE_BLESS").is_some() {
+            reference::write(&dir, &pages).expect("writing the pages");
+        }
+        let stale = reference::stale(&dir, &pages).expect("reading the pages");
+        assert!(
+            stale.is_empty(),
+            "these reference pages differ from the code: {stale:?}; rewrite them with `{}`",
+            reference::BLESS_COMMAND
+        );
     }
 }

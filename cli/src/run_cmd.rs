@@ -26,7 +26,8 @@ pub struct RunArgs {
     /// Launches of each selected kernel to profile, after the skipped ones; 0 for every one.
     #[arg(long, short = 'c', default_value_t = 1, value_name = "N")]
     pub launch_count: u64,
-    /// naive, fence, dummy, or auto (fence for writable memory, dummy for read-only memory).
+    /// How the probes time each load: naive, fence, dummy, or auto (fence for writable memory,
+    /// dummy for read-only memory).
     #[arg(long, default_value = "auto")]
     pub mode: ProbeMode,
     /// Warps that also keep every access; every warp keeps per-site statistics. Global warp

@@ -60,12 +60,16 @@ pub struct SceneArgs {
     /// Ray step in the [-1,1] box (the SDK's is 0.01) [default: from --scale].
     #[arg(long)]
     pub tstep: Option<f32>,
+    /// Opacity scale of the ray marcher (the SDK sample's `density`).
     #[arg(long, default_value_t = 0.05)]
     pub density: f32,
+    /// Brightness scale of the accumulated colour.
     #[arg(long, default_value_t = 1.0)]
     pub brightness: f32,
+    /// Offset of the transfer function's lookup.
     #[arg(long, default_value_t = 0.0)]
     pub transfer_offset: f32,
+    /// Scale of the transfer function's lookup.
     #[arg(long, default_value_t = 1.0)]
     pub transfer_scale: f32,
 }
@@ -85,7 +89,8 @@ pub struct ProbeArgs {
     /// Timed launches after a warm-up on a GPU (the emulator is deterministic: one).
     #[arg(long, default_value_t = 10)]
     pub frames: u32,
-    /// Skip the WS_OFF render that measures probe overhead and checks the image (C3).
+    /// Skip the bare render (probes off) beside each probed one, which measures what the probes
+    /// cost and checks that the image is unchanged.
     #[arg(long)]
     pub no_overhead: bool,
     /// Log formats written per run: csv, warp-csv, clog2, chrome, otf2, parquet (comma-separated; none for none).
@@ -158,11 +163,13 @@ pub struct RenderArgs {
     /// Viewpoint α,β,γ in degrees (rotations about x, y, z).
     #[arg(long, default_value = "0,0,0", allow_hyphen_values = true)]
     pub view: View,
+    /// How the probes time each load: off, naive, fence, dummy or auto.
     #[arg(long, default_value = "fence")]
     pub mode: ProbeMode,
     /// Also render on the CPU reference renderer and record the largest channel difference.
     #[arg(long)]
     pub compare_reference: bool,
+    /// Output folder: the image, trace.wst, run.json and the logs.
     #[arg(long, default_value = "render-out")]
     pub out: PathBuf,
     /// Internal: set on the render that Nsight Compute profiles, so it does not profile itself.
@@ -263,6 +270,7 @@ pub struct SweepArgs {
     /// Probe modes (comma-separated), default naive,fence.
     #[arg(long, value_delimiter = ',')]
     pub modes: Vec<ProbeMode>,
+    /// Output folder: one folder per run, sweep.csv and plan.json.
     #[arg(long, default_value = "sweep-out")]
     pub out: PathBuf,
     /// Print the plan — every run in order with its folder and input hash — write OUT/plan.json,

@@ -38,6 +38,7 @@
 //! assert_eq!(again, h100);
 //! ```
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -71,32 +72,42 @@ pub enum ConfigError {
 }
 
 /// A whole GPU as the emulator models it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GpuConfig {
     /// Preset name or "custom".
     pub name: String,
     /// SM clock; turns cycles into seconds. `%clock` counts cycles of this clock.
     pub clock_mhz: f64,
+    /// Per-SM resources: occupancy limits and warp schedulers.
     pub sm: SmConfig,
+    /// Functional-unit latencies and issue intervals.
     pub pipeline: PipelineConfig,
     /// Per-SM L1 data cache (global and local loads).
     pub l1: CacheConfig,
+    /// The texture path: its pipeline and, where it is not the L1, its own cache.
     pub texture: TextureConfig,
     /// Per-SM constant cache (also serves `ld.param`).
     pub constant: CacheConfig,
+    /// Per-SM shared memory: latency and banks.
     pub shared: SharedConfig,
+    /// The L2 shared by every SM.
     pub l2: L2Config,
+    /// Device memory.
     pub dram: DramConfig,
 }
 
 /// Per-SM resources: the occupancy limits and the warp schedulers.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SmConfig {
+    /// SMs on the GPU.
     pub count: u32,
+    /// Resident threads per SM.
     pub max_threads: u32,
+    /// Resident warps per SM.
     pub max_warps: u32,
+    /// Resident blocks per SM.
     pub max_blocks: u32,
     /// Largest block a launch may use.
     pub max_threads_per_block: u32,
@@ -104,13 +115,17 @@ pub struct SmConfig {
     pub registers: u32,
     /// Registers are allocated per warp in units of this many.
     pub register_alloc_unit: u32,
+    /// Registers a thread may use; more are spilled (flagged in run.json, not modelled).
     pub max_registers_per_thread: u32,
+    /// Shared memory per SM, in bytes.
     pub shared_bytes: u32,
+    /// Shared memory one block may use, in bytes.
     pub max_shared_bytes_per_block: u32,
     /// Shared memory is allocated per block in units of this many bytes.
     pub shared_alloc_unit_bytes: u32,
     /// Shared memory the driver reserves per resident block (1 KiB from sm_80 on).
     pub shared_reserved_bytes_per_block: u32,
+    /// Warp schedulers per SM; warp slot `s` belongs to scheduler `s % warp_schedulers`.
     pub warp_schedulers: u32,
     /// Instructions each scheduler can issue per cycle.
     pub issue_per_scheduler: u32,
@@ -147,26 +162,37 @@ fn waits_for_loads() -> bool {
 
 /// Latencies (cycles from issue until a dependent instruction can issue) and issue intervals
 /// (cycles a functional unit is busy per warp instruction) by instruction class.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PipelineConfig {
+    /// Integer and logic instructions.
     pub int_latency_cycles: u32,
+    /// Single-precision floating point (add, mul, fma).
     pub fp32_latency_cycles: u32,
+    /// Double-precision floating point.
     pub fp64_latency_cycles: u32,
+    /// Special functions (`sin`, `rsqrt`, `ex2`, …).
     pub sfu_latency_cycles: u32,
+    /// Branches.
     pub branch_latency_cycles: u32,
     /// `%clock`/`%clock64` and other special-register reads.
     pub special_reg_latency_cycles: u32,
+    /// Warp shuffles (`shfl.sync`).
     pub shuffle_latency_cycles: u32,
+    /// Cycles the integer unit is busy per warp instruction.
     pub int_issue_cycles: u32,
+    /// Cycles the FP32 unit is busy per warp instruction.
     pub fp32_issue_cycles: u32,
+    /// Cycles the FP64 unit is busy per warp instruction.
     pub fp64_issue_cycles: u32,
+    /// Cycles the special-function unit is busy per warp instruction.
     pub sfu_issue_cycles: u32,
+    /// Cycles the load/store unit is busy per warp memory or texture instruction.
     pub mem_issue_cycles: u32,
 }
 
 /// Which line a full set gives up.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Replacement {
     /// Least recently used.
@@ -176,23 +202,27 @@ pub enum Replacement {
 }
 
 /// One set-associative, sectored cache. Sets = `size_bytes / (line_bytes × ways)`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CacheConfig {
+    /// Capacity in bytes.
     pub size_bytes: u32,
+    /// Line size in bytes: the unit of tags and of allocation.
     pub line_bytes: u32,
     /// Fill granularity; equal to `line_bytes` for an unsectored cache.
     pub sector_bytes: u32,
+    /// Associativity: lines per set.
     pub ways: u32,
     /// Hit latency, end to end from issue (see the module docs for how levels compose).
     pub latency_cycles: u32,
+    /// Which line a full set gives up.
     pub replacement: Replacement,
     /// Outstanding line misses; a miss with none free waits for the earliest to return.
     pub mshrs: u32,
 }
 
 /// The texture path: a fixed pipeline latency on top of a cache.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TextureConfig {
     /// Volta and later: texture and read-only loads share the L1 data cache. Fermi: a separate
@@ -212,7 +242,7 @@ pub struct TextureConfig {
 }
 
 /// Storage layout of 2D and 3D textures; the texture module's docs give the address functions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum TextureLayout {
     /// NVIDIA's block-linear cudaArray layout: 64-byte × 8-row GOBs stacked into blocks whose
@@ -252,29 +282,36 @@ impl std::fmt::Display for TextureLayout {
 
 /// Shared memory: banks serve one 4-byte word each per cycle; lanes reading the same word are
 /// served together (broadcast).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SharedConfig {
+    /// Latency of a conflict-free access, from issue.
     pub latency_cycles: u32,
+    /// Banks, each serving one word per cycle.
     pub banks: u32,
+    /// Width of a bank's word in bytes.
     pub bank_width_bytes: u32,
 }
 
 /// The shared L2, split into slices selected by a hash of the line address.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct L2Config {
     /// Total over all slices.
     pub size_bytes: u64,
     /// Power of two (the slice hash XOR-folds address bits).
     pub slices: u32,
+    /// Line size in bytes.
     pub line_bytes: u32,
+    /// Fill granularity in bytes.
     pub sector_bytes: u32,
+    /// Associativity: lines per set.
     pub ways: u32,
     /// Added to the requesting L1's latency on an L1 miss that hits in L2.
     pub latency_cycles: u32,
+    /// Which line a full set gives up.
     pub replacement: Replacement,
-    /// Per slice.
+    /// Bytes each slice moves per cycle.
     pub bandwidth_bytes_per_cycle: f64,
     /// Bytes the L2 reads from DRAM for a missed sector: the aligned block holding it, every
     /// sector of which not already in the slice is filled (and counted as DRAM bytes read).
@@ -287,11 +324,12 @@ pub struct L2Config {
 }
 
 /// Device memory: a latency and a bandwidth shared by all slices.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DramConfig {
     /// Added to the L2-hit latency on an L2 miss.
     pub latency_cycles: u32,
+    /// Bytes DRAM moves per SM clock cycle, shared by every L2 slice.
     pub bandwidth_bytes_per_cycle: f64,
 }
 

@@ -62,7 +62,9 @@ pub use formats::csv::{
 };
 pub use formats::otf2::{ARCHIVE_NAME, write_otf2};
 #[cfg(feature = "parquet")]
-pub use formats::parquet::{BATCH_ROWS, write_parquet};
+pub use formats::parquet::{
+    BATCH_ROWS, PARQUET_CONTENTS, PARQUET_FILE_NAME, parquet_columns, write_parquet,
+};
 pub use options::{
     DEFAULT_CLOG2_BLOCK_BYTES, ExportOptions, ExportSummary, Format, TimelineMapping,
 };

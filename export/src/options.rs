@@ -9,15 +9,15 @@ use trace::{LaunchInfo, WarpTrace};
 /// An output format of [`crate::export`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Format {
-    /// One CSV row per record ([`crate::write_records_csv`]).
+    /// [`crate::write_records_csv`].
     Csv,
-    /// One CSV row per warp with access-time statistics ([`crate::write_warps_csv`]).
+    /// [`crate::write_warps_csv`].
     WarpCsv,
-    /// MPE's CLOG2 for Jumpshot ([`crate::write_clog2`]).
+    /// [`crate::write_clog2`].
     Clog2,
-    /// Chrome Trace Event JSON for Perfetto ([`crate::write_chrome`]).
+    /// [`crate::write_chrome`].
     Chrome,
-    /// An OTF2 archive (a folder) for Vampir and the Score-P tools ([`crate::write_otf2`]).
+    /// [`crate::write_otf2`].
     Otf2,
 }
 
@@ -38,6 +38,17 @@ impl Format {
             Format::Clog2 => "clog2",
             Format::Chrome => "chrome",
             Format::Otf2 => "otf2",
+        }
+    }
+
+    /// What the output holds and what reads it, in words (`--help`, the reference pages).
+    pub fn contents(self) -> &'static str {
+        match self {
+            Format::Csv => "one CSV row per record",
+            Format::WarpCsv => "one CSV row per warp with its access-time statistics",
+            Format::Clog2 => "MPE's CLOG2, for the Jumpshot timeline viewer",
+            Format::Chrome => "Chrome Trace Event JSON, for Perfetto and chrome://tracing",
+            Format::Otf2 => "an OTF2 archive (a folder), for Vampir and the Score-P tools",
         }
     }
 

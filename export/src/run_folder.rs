@@ -41,7 +41,16 @@ impl RunLog {
         match self {
             RunLog::Stream(f) => f.default_file_name(),
             #[cfg(feature = "parquet")]
-            RunLog::Parquet => "records.parquet",
+            RunLog::Parquet => crate::PARQUET_FILE_NAME,
+        }
+    }
+
+    /// What the log holds, in a line (the command line's help).
+    pub fn contents(self) -> &'static str {
+        match self {
+            RunLog::Stream(f) => f.contents(),
+            #[cfg(feature = "parquet")]
+            RunLog::Parquet => crate::PARQUET_CONTENTS,
         }
     }
 }

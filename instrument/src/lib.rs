@@ -12,10 +12,12 @@
 //! same probes into a kernel's PTX without editing its source.
 
 mod error;
+mod layout;
 mod log;
 mod probe;
 pub mod rewrite;
 
 pub use error::InstrumentError;
+pub use layout::{LOG_LAYOUT, LayoutField, LayoutStruct};
 pub use log::{LogShape, TraceWarps, decode, initial_log};
 pub use probe::{Probe, ProbePlan, ProbedArg, ProbedLaunch, launch_probed};

@@ -14,6 +14,7 @@
 //! ```
 
 use crate::InstrumentError;
+use crate::layout::HEADER;
 use kernels::layout as L;
 use trace::{Cycles, LaunchInfo, Record, RecordKind, SiteSummary, SmId, Trace, WarpTrace};
 
@@ -212,32 +213,27 @@ pub fn initial_log(mode: trace::ProbeMode, shape: &LogShape) -> Vec<u8> {
     b
 }
 
-/// (offset, name, value) of every header word; the decoder checks the same list.
-fn header_fields(mode: trace::ProbeMode, shape: &LogShape) -> [(u32, &'static str, u32); 10] {
-    [
-        (L::WS_HDR_MAGIC_OFFSET, "magic", L::WS_LOG_MAGIC),
-        (L::WS_HDR_VERSION_OFFSET, "version", L::WS_LOG_VERSION),
-        (L::WS_HDR_MODE_OFFSET, "mode", mode.ws_mode()),
-        (L::WS_HDR_KIND_OFFSET, "kind", shape.kind() as u32),
-        (L::WS_HDR_SLOTS_OFFSET, "slots", shape.slots_per_warp),
-        (L::WS_HDR_N_WARPS_OFFSET, "n_warps", shape.n_warps as u32),
-        (
-            L::WS_HDR_RECORD_BYTES_OFFSET,
-            "record_bytes",
-            L::WS_RECORD_BYTES,
-        ),
-        (
-            L::WS_HDR_WARP_HEADER_BYTES_OFFSET,
-            "warp_header_bytes",
-            L::WS_WARP_HEADER_BYTES,
-        ),
-        (L::WS_HDR_SITES_OFFSET, "sites", shape.sites),
-        (
-            L::WS_HDR_N_TRACED_OFFSET,
-            "n_traced",
-            shape.traced.len() as u32,
-        ),
-    ]
+/// (offset, name, value) of every header word, in [`HEADER`]'s order; the decoder checks the
+/// same list.
+fn header_fields(
+    mode: trace::ProbeMode,
+    shape: &LogShape,
+) -> impl Iterator<Item = (u32, &'static str, u32)> {
+    let values = [
+        L::WS_LOG_MAGIC,
+        L::WS_LOG_VERSION,
+        mode.ws_mode(),
+        shape.kind() as u32,
+        shape.slots_per_warp,
+        shape.n_warps as u32,
+        L::WS_RECORD_BYTES,
+        L::WS_WARP_HEADER_BYTES,
+        shape.sites,
+        shape.traced.len() as u32,
+    ];
+    (HEADER.fields.iter())
+        .zip(values)
+        .map(|(f, v)| (f.offset, f.name, v))
 }
 
 fn put32(b: &mut [u8], off: usize, v: u32) {

@@ -38,4 +38,7 @@ mod spec;
 pub use error::LaunchError;
 pub use run::{LaunchOptions, run};
 pub use source::{Cache, instrument_source};
-pub use spec::{ArgPlan, BufferPlan, Elem, LaunchPlan, SiteSpec, Spec, load as load_spec};
+pub use spec::{
+    ArgPlan, BufferPlan, Elem, LaunchPlan, SPEC_EXAMPLE, SiteSpec, Spec, load as load_spec,
+    schema as spec_schema,
+};

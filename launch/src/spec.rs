@@ -1,24 +1,8 @@
 //! The launch spec (TOML): its validation (errors name the file and the field), and the buffers
 //! and launches it describes.
 //!
-//! One launch:
-//! ```toml
-//! source = "kernel.ptx"        # .ptx, or .cu compiled with the project's nvcc; relative to this file
-//! kernel = "histogram"         # entry name (mangled or extern "C")
-//! grid = [64, 1, 1]
-//! block = [256, 1, 1]
-//! shared_bytes = 0             # dynamic shared memory
-//! [[arg]]
-//! name = "input"
-//! buffer = "u32"               # u8 i8 u16 i16 u32 i32 u64 i64 f32 f64
-//! from = "input.npy"           # or: len = 1024 with fill = "zeros" | "iota" | "random:SEED"
-//! [[arg]]
-//! name = "n"
-//! scalar = "i32"
-//! value = 1000000
-//! ```
-//! A `ws::Log` parameter is `[[arg]] name = "log"  log = true`; its sites may be named with
-//! `[[site]] id = 0  name = "p[i]"  region = "global"` (otherwise sites are "site N").
+//! One launch: [`SPEC_EXAMPLE`]. Every key is documented on the types below (and in
+//! `docs/reference/launch-spec.md`, generated from them).
 //!
 //! Pointer arguments besides a new buffer: `buffer = "@input"` passes a buffer defined by an
 //! earlier arg again (in-place algorithms), `offset = N` (elements) or `offset_bytes = N` points
@@ -31,77 +15,157 @@
 //! they are after it (`NAME.after-N.npy`, N counting launches from 1).
 
 use crate::error::{Context, LaunchError, Result, invalid};
+use schemars::JsonSchema;
 use serde::Deserialize;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-/// The spec file as written (either the one-launch form or `[[launch]]` entries).
-#[derive(Debug, Deserialize)]
+/// A probed launch of one kernel, as a spec (the reference page shows it; a test loads it).
+pub const SPEC_EXAMPLE: &str = r#"source = "kernel.ptx"        # .ptx, or .cu compiled with the project's nvcc; relative to this file
+kernel = "histogram"         # entry name (mangled or extern "C")
+grid = [64, 1, 1]
+block = [256, 1, 1]
+shared_bytes = 0             # dynamic shared memory
+
+[[arg]]
+name = "input"
+buffer = "u32"               # u8 i8 u16 i16 u32 i32 u64 i64 f32 f64
+len = 1024                   # or: from = "input.npy"
+fill = "random:7"            # zeros | iota | random:SEED
+
+[[arg]]
+name = "bins"
+buffer = "u32"
+len = 256
+output = "bins.npy"          # written after the launch
+
+[[arg]]
+name = "n"
+scalar = "i32"
+value = 1024
+
+[[arg]]
+name = "log"                 # the kernel's ws::Log parameter: run with probes
+log = true
+
+[[site]]
+id = 0
+name = "input[i]"
+region = "global"
+"#;
+
+/// A launch spec: one kernel launch (`kernel`, `grid`, `block` and `[[arg]]`s at the top level)
+/// or a pipeline of launches (`[[launch]]` entries), sharing buffers by name.
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct SpecFile {
+    /// The kernel's code: a `.ptx`, or a `.cu` compiled with the project's nvcc; relative to
+    /// the spec's folder. In a pipeline, the default of every `[[launch]]`.
     source: Option<PathBuf>,
+    /// The kernel's entry name (mangled, or `extern "C"`). One launch only.
     kernel: Option<String>,
+    /// Blocks in the grid, `[x, y, z]`. One launch only.
     grid: Option<[u32; 3]>,
+    /// Threads per block, `[x, y, z]`. One launch only.
     block: Option<[u32; 3]>,
+    /// Dynamic shared memory per block, in bytes (default 0). One launch only.
     shared_bytes: Option<u32>,
     /// Registers per thread for the emulator's occupancy (default: ptxas's count for .cu, 32 for .ptx).
     regs_per_thread: Option<u32>,
-    /// Records per warp for a probed kernel (default 1024).
+    /// Records each traced warp can keep in a probed kernel (default 1024).
     slots_per_warp: Option<u32>,
+    /// The kernel's parameters, in order. One launch only.
     #[serde(default, rename = "arg")]
     args: Vec<ArgSpec>,
+    /// The launches of a pipeline, in order.
     #[serde(default, rename = "launch")]
     launches: Vec<LaunchEntry>,
+    /// Names of the probes' load sites (otherwise a site is `site N`).
     #[serde(default, rename = "site")]
     sites: Vec<SiteSpec>,
 }
 
-/// One `[[launch]]` entry as written.
-#[derive(Debug, Deserialize)]
+/// One launch of a pipeline (`[[launch]]`).
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct LaunchEntry {
+    /// The kernel's code (default: the top-level `source`).
     source: Option<PathBuf>,
+    /// The kernel's entry name (mangled, or `extern "C"`).
     kernel: String,
+    /// Blocks in the grid, `[x, y, z]`.
     grid: [u32; 3],
+    /// Threads per block, `[x, y, z]`.
     block: [u32; 3],
+    /// Dynamic shared memory per block, in bytes.
     #[serde(default)]
     shared_bytes: u32,
+    /// Registers per thread for the emulator's occupancy (default: the top-level value).
     regs_per_thread: Option<u32>,
+    /// The kernel's parameters, in order (`[[launch.arg]]`).
     #[serde(default, rename = "arg")]
     args: Vec<ArgSpec>,
-    /// Buffers written after this launch.
+    /// Buffers written after this launch, as `NAME.after-N.npy` (N counts launches from 1).
     #[serde(default)]
     write: Vec<String>,
 }
 
-#[derive(Debug, Deserialize)]
+/// One kernel parameter (`[[arg]]`): exactly one of `buffer`, `scalar`, `null` or `log`.
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ArgSpec {
+    /// The parameter's name; a new buffer is known by it to later args and launches.
     pub name: String,
+    /// A new device buffer of this element type (`u8` `i8` `u16` `i16` `u32` `i32` `u64` `i64`
+    /// `f32` `f64`), filled from `from` or by `len` and `fill`; or `"@NAME"`, a buffer an
+    /// earlier arg defined, passed again.
     pub buffer: Option<String>,
+    /// A scalar parameter of this type (the types of `buffer`), with `value`.
     pub scalar: Option<String>,
+    /// `true`: the probes' log (`ws::Log`) goes here; the kernel is run with probes.
     pub log: Option<bool>,
+    /// `true`: a NULL pointer.
     pub null: Option<bool>,
+    /// A `.npy` file that fills the new buffer (relative to the spec's folder).
     pub from: Option<PathBuf>,
+    /// Elements of a new buffer not read from a file.
     pub len: Option<u64>,
+    /// How a `len` buffer is filled: `zeros` (the default), `iota` (0, 1, 2, …) or
+    /// `random:SEED` (the same values on every machine; floats in [0, 1)).
     pub fill: Option<String>,
+    /// Where the buffer is written after the last launch, as `.npy` (relative to the output
+    /// folder).
     pub output: Option<PathBuf>,
+    /// Points this many elements into the buffer (`d_data + 256`).
     pub offset: Option<u64>,
+    /// Points this many bytes into the buffer; instead of `offset`.
     pub offset_bytes: Option<u64>,
+    /// A scalar's value: a number that fits its type.
+    #[schemars(with = "Option<f64>")]
     pub value: Option<toml::Value>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+/// A name for one of the probes' load sites (`[[site]]`).
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SiteSpec {
+    /// The site's id (the first argument of `WS_LOAD`).
     pub id: u16,
+    /// Its name in the trace and the exports (`p[i]`, a source line).
     pub name: String,
+    /// The memory it reads: `global`, `texture`, `constant` or `readonly`.
     #[serde(default = "default_region")]
     pub region: String,
 }
 
 fn default_region() -> String {
     "global".into()
+}
+
+/// The launch spec's JSON Schema: every key, its type and meaning, from the types a spec is read
+/// through (the reference page `docs/reference/launch-spec.md` is rendered from it).
+pub fn schema() -> schemars::schema::RootSchema {
+    schemars::schema_for!(SpecFile)
 }
 
 /// A validated spec: the buffers, then the launches in order.
@@ -588,6 +652,16 @@ pub fn write_npy(path: &Path, elem: Elem, data: &[u8]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_example_spec_loads_as_one_probed_launch() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = load(&write_spec(dir.path(), SPEC_EXAMPLE), None).unwrap();
+        assert_eq!(spec.launches.len(), 1);
+        assert!(spec.launches[0].is_probed());
+        assert_eq!(spec.buffers.len(), 2);
+        assert_eq!(spec.sites[0].name, "input[i]");
+    }
 
     fn write_spec(dir: &Path, text: &str) -> PathBuf {
         let p = dir.join("spec.toml");

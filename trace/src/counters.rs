@@ -6,17 +6,21 @@
 //! Every field defaults to zero / empty when absent, so a counter a writer did not have reads as
 //! nothing counted rather than failing the whole run.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The emulator's counters of one launch.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct EmuCounters {
     /// Cycles of the whole kernel (the slowest SM).
     pub cycles: u64,
+    /// Cycles of each SM, by SM id.
     pub sm_cycles: Vec<u64>,
+    /// Warp instructions issued.
     pub warp_instructions: u64,
+    /// Thread instructions: each warp instruction counted once per active lane.
     pub thread_instructions: u64,
     /// Warp instructions by class (int, fp32, fp64, sfu, mem, tex, branch, special, shuffle,
     /// barrier, nop) and `flops` (thread-level floating-point operations, fma = 2).
@@ -24,7 +28,9 @@ pub struct EmuCounters {
     /// Scheduler-cycles without issue, by reason (scoreboard, memory, barrier, membar,
     /// pipe_busy, idle).
     pub stall_cycles: BTreeMap<String, u64>,
+    /// The memory system's counters.
     pub mem: MemCounters,
+    /// Resident blocks per SM (the occupancy of the launch).
     pub blocks_per_sm: u32,
     /// Registers per thread the occupancy used: those asked for fitted to the GPU, as its
     /// compiler would have allocated them.
@@ -35,7 +41,7 @@ pub struct EmuCounters {
 }
 
 /// The memory counters of one launch.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct MemCounters {
     /// Global and local loads (and read-only loads where the L1 serves them).
@@ -46,15 +52,20 @@ pub struct MemCounters {
     pub constant: CacheCounters,
     /// Reads from every L1-level cache's misses; stores and atomics count in `write_sectors`.
     pub l2: CacheCounters,
+    /// Bytes the L2 read from DRAM.
     pub dram_bytes_read: u64,
+    /// Bytes the L2 wrote to DRAM.
     pub dram_bytes_written: u64,
+    /// Warp-level shared-memory accesses.
     pub shared_accesses: u64,
     /// Extra shared-memory passes caused by bank conflicts (ways − 1 per access).
     pub shared_bank_conflict_replays: u64,
     /// Extra constant-cache passes for distinct addresses in one warp (distinct − 1 per access).
     pub constant_serialization_replays: u64,
+    /// Warp-level atomic operations (global and shared).
     pub atomics: u64,
-    /// Fractions 0–1 (hits and MSHR merges over all read sectors); `None` without accesses.
+    /// The L1's hit rate, 0–1 (hits and MSHR merges over all read sectors); `null` without
+    /// accesses.
     pub l1_hit_rate: Option<f64>,
     /// The texture hit rate as Nsight Compute counts it, per lookup of a quad's or a pair's
     /// sectors ([`CacheCounters::lookup_hit_rate`]): the figure to set beside a GPU run's.
@@ -63,7 +74,9 @@ pub struct MemCounters {
     /// share of the distinct sectors of each fetch served without a fetch from the L2, what
     /// sets the traffic below and what a reuse-distance model predicts.
     pub tex_sector_hit_rate: Option<f64>,
+    /// The L2's hit rate, 0–1, as `l1_hit_rate` counts it; `null` without accesses.
     pub l2_hit_rate: Option<f64>,
+    /// The constant cache's hit rate, 0–1, as `l1_hit_rate` counts it; `null` without accesses.
     pub constant_hit_rate: Option<f64>,
 }
 
@@ -93,14 +106,18 @@ impl HardwareCounters {
 
 /// Hit/miss counts of one cache level, per 32-byte sector (per line for an unsectored cache);
 /// `requests` counts line lookups.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct CacheCounters {
+    /// Line lookups.
     pub requests: u64,
+    /// Sectors read that were in the cache.
     pub sector_hits: u64,
+    /// Sectors read that were fetched from the level below.
     pub sector_misses: u64,
     /// Sectors found in flight: they wait for the outstanding miss instead of a new fetch.
     pub mshr_merges: u64,
+    /// Lines evicted to make room for a fill.
     pub evictions: u64,
     /// Sectors written (stores and atomics); not part of the hit rate.
     pub write_sectors: u64,

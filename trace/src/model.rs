@@ -1,12 +1,15 @@
 //! Launch descriptions and per-warp records.
 
 use crate::units::{Cycles, SmId};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
 /// How the probe header times a load (`WS_MODE` in `kernels/warpscope.cuh`; same numbers).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum ProbeMode {
     /// No probes: the bare kernel, for overhead and image comparison.
@@ -72,7 +75,7 @@ impl FromStr for ProbeMode {
 }
 
 /// What the probes keep: every access, or per-site statistics per warp.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum RecordKind {
     /// One record (site, start, end) per access: `WS_KIND_TRACE`.
@@ -141,10 +144,13 @@ impl Region {
 }
 
 /// A 3-component extent or index (grid, block, block index).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, JsonSchema)]
 pub struct Dim3 {
+    /// Extent or index along x, the fastest-varying dimension.
     pub x: u32,
+    /// Extent or index along y.
     pub y: u32,
+    /// Extent or index along z.
     pub z: u32,
 }
 

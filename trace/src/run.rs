@@ -11,6 +11,7 @@
 //! emulator's counters).
 
 use crate::{Dim3, EmuCounters, HardwareCounters, ProbeMode, RecordKind, TraceError};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -31,7 +32,7 @@ pub fn overhead_ratio(probed_ms: f64, bare_ms: f64) -> Option<f64> {
 }
 
 /// How the probes kept their log in a probed run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProbeFacts {
     /// `trace`: every access of the traced warps; `summary`: per-site statistics of every warp.
@@ -47,20 +48,25 @@ pub struct ProbeFacts {
 }
 
 /// The same launch built without probes, run beside the probed one: what measuring changed.
-/// Every field is `None` where the backend could not measure it.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// Every field is `null` where the backend could not measure it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BareRun {
+    /// The bare build's kernel time in milliseconds, measured as the probed run's `kernel_ms`.
     pub kernel_ms: Option<f64>,
+    /// The bare build's kernel cycles, as the probed run's `cycles`.
     pub cycles: Option<u64>,
-    /// Resident blocks per SM.
+    /// Resident blocks per SM of the bare build.
     pub occupancy: Option<u32>,
-    /// Registers per thread (ptxas).
+    /// Registers per thread of the bare build (ptxas).
     pub registers: Option<u32>,
-    /// Hit rates (0–1) and DRAM bytes as counted for the probed run's fields of the same names.
+    /// Texture hit rate (0–1), counted as the probed run's `tex_hit_rate`.
     pub tex_hit_rate: Option<f64>,
+    /// L1 hit rate (0–1), counted as the probed run's `l1_hit_rate`.
     pub l1_hit_rate: Option<f64>,
+    /// L2 hit rate (0–1), counted as the probed run's `l2_hit_rate`.
     pub l2_hit_rate: Option<f64>,
+    /// Bytes between the L2 and DRAM, counted as the probed run's `dram_bytes`.
     pub dram_bytes: Option<u64>,
     /// Whether the probed build's output equals the bare build's, byte for byte.
     pub image_matches: Option<bool>,
@@ -77,16 +83,17 @@ impl BareRun {
 }
 
 /// The image against the CPU reference renderer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReferenceDiff {
     /// The largest difference of one channel of one pixel (0–255).
     pub max_channel_diff: u8,
+    /// Pixels in which any channel differs.
     pub pixels_differing: u64,
 }
 
 /// A frame of the volume-rendering study: its geometry and rendering parameters.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StudyFacts {
     /// Block shape, `16x8`.
@@ -97,11 +104,17 @@ pub struct StudyFacts {
     pub image: String,
     /// The volume, in words.
     pub volume: String,
+    /// Voxels in the volume.
     pub volume_voxels: u64,
+    /// Opacity scale of the ray marcher (the CUDA sample's `density`).
     pub density: f32,
+    /// Brightness scale of the accumulated colour.
     pub brightness: f32,
+    /// Offset of the transfer function's lookup.
     pub transfer_offset: f32,
+    /// Scale of the transfer function's lookup.
     pub transfer_scale: f32,
+    /// Step along each ray, in the volume's [-1, 1] box.
     pub tstep: f32,
     /// Timed launches whose kernel times were averaged (1 on the emulator).
     pub frames: u32,
@@ -112,7 +125,7 @@ pub struct StudyFacts {
 }
 
 /// A launch of an unmodified program, profiled in its own process (`warpscope run`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AppFacts {
     /// The program, as it was started.
@@ -129,36 +142,46 @@ pub struct AppFacts {
 }
 
 /// One launch of a pipeline (several kernels sharing buffers).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LaunchFacts {
+    /// The launched kernel's name, as in the PTX.
     pub kernel: String,
+    /// Blocks in the grid.
     pub grid: Dim3,
+    /// Threads per block.
     pub block: Dim3,
+    /// The launch's kernel time in milliseconds.
     pub kernel_ms: f64,
+    /// The launch's kernel cycles (emulator: simulated; GPU: kernel time × clock).
     pub cycles: Option<u64>,
-    /// What the emulator counted in this launch (`None` on a GPU).
+    /// What the emulator counted in this launch (`null` on a GPU).
     pub emulator: Option<EmuCounters>,
 }
 
 /// The metrics of one run. Rates are fractions in 0–1.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RunMetrics {
-    /// [`RUN_FORMAT_VERSION`].
+    /// The layout version of this file (`RUN_FORMAT_VERSION`); a reader refuses any other.
     pub format_version: u32,
-    /// `emu` or `gpu`.
+    /// Where the run ran: `emu` or `gpu`.
     pub backend: String,
+    /// The kernel's name, as in the PTX (mangled where the source is C++).
     pub kernel: String,
     /// Emulator preset name (`gtx480`, `v100`, `a100`, `h100`, or `custom` for `--config`).
     pub preset: Option<String>,
     /// GPU name or emulator description.
     pub device: String,
+    /// Blocks in the grid.
     pub grid: Dim3,
+    /// Threads per block.
     pub block: Dim3,
+    /// How the probes timed each load (`off` for a run without probes).
     pub mode: ProbeMode,
     /// Kernel cycles (emulator: simulated; GPU: kernel time × clock).
     pub cycles: Option<u64>,
+    /// Warp instructions executed (emulator only).
     pub warp_instructions: Option<u64>,
     /// Host wall-clock seconds the run took (not deterministic; never in a log).
     pub wall_seconds: f64,
@@ -172,13 +195,18 @@ pub struct RunMetrics {
     pub sim_warp_instructions_per_second: Option<f64>,
     /// SM clock used to turn cycles into time.
     pub clock_mhz: f64,
+    /// Kernel time in milliseconds (GPU: CUDA events around the launch, averaged over the timed
+    /// launches; emulator: cycles ÷ clock).
     pub kernel_ms: Option<f64>,
+    /// Frames per second the kernel time allows (1000 ÷ `kernel_ms`; the volume renderer's runs).
     pub frame_rate: Option<f64>,
     /// Texture hit rate, 0–1, as Nsight Compute counts it (per quad or pair of lanes): ncu's on a GPU,
     /// the emulator's `mem.tex_hit_rate` on the emulator (whose `mem.tex_sector_hit_rate` is the
     /// per-request one).
     pub tex_hit_rate: Option<f64>,
+    /// L1 hit rate of global and local loads, 0–1 (hits and MSHR merges over read sectors).
     pub l1_hit_rate: Option<f64>,
+    /// L2 hit rate of the L1-level caches' reads, 0–1.
     pub l2_hit_rate: Option<f64>,
     /// Bytes moved between the L2 and DRAM, read and written: Nsight Compute's `dram__bytes.sum`
     /// on a GPU, the emulator's DRAM reads and writes.
@@ -188,16 +216,18 @@ pub struct RunMetrics {
     pub hit_rate_source: Option<String>,
     /// Resident blocks per SM of the run's launch, as launched (with the probes' state).
     pub occupancy: Option<u32>,
-    /// Registers per thread and spilled bytes of the run's build (ptxas), where known.
+    /// Registers per thread of the run's build (ptxas), where known.
     pub registers: Option<u32>,
+    /// Bytes of registers spilled to local memory by the run's build (ptxas), where known.
     pub spill_bytes: Option<u32>,
-    /// Records kept in the trace, and records the log had no room for.
+    /// Records kept in the trace.
     pub records: u64,
+    /// Records the log had no room for: counted, never silently lost.
     pub dropped_records: u64,
-    /// How the probes kept their log (`None` for a run without probes).
+    /// How the probes kept their log (`null` for a run without probes).
     pub probes: Option<ProbeFacts>,
     /// Probed ÷ bare kernel time ([`overhead_ratio`]): what the probes cost. 1 for a run without
-    /// probes; `None` where no bare run measured it.
+    /// probes; `null` where no bare run measured it.
     pub overhead: Option<f64>,
     /// The bare build's figures beside the probed run's.
     pub bare: Option<BareRun>,
@@ -214,7 +244,7 @@ pub struct RunMetrics {
     /// What the run should be read with, in words (e.g. registers the model would have spilled).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
-    /// What the emulator counted (`None` on a GPU, and for a pipeline, whose launches each keep
+    /// What the emulator counted (`null` on a GPU, and for a pipeline, whose launches each keep
     /// theirs under `launches`).
     pub emulator: Option<EmuCounters>,
     /// Keys a user or a script adds to the file; warpscope writes none and reads none.

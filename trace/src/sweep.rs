@@ -1,15 +1,10 @@
 //! `sweep.csv`: one row per run of a sweep. The study crate writes it, the analysis reads it; both
 //! go through [`SweepRow`], so the columns, their order and their types are defined here once.
 //!
-//! Columns, in order: `run` (folder name, `16x8_v0-0-0_fence`), `backend`, `preset`, `shape`,
-//! `view`, `mode`, `cycles`, `kernel_ms`, `frame_rate`, `tex_hit_rate` (0–1, counted thread by
-//! thread as Nsight Compute counts it, on both backends: see `RunMetrics::tex_hit_rate`), `dropped_records`,
-//! `overhead` (probed ÷ bare kernel time), `occupancy_bare`, `occupancy_probed` (resident blocks
-//! per SM), `tex_hit_rate_bare` (the bare build's, 0–1), `warp_instructions`, `records`,
-//! `image_matches_bare`, `l2_hit_rate`, `dram_bytes` (bytes between the L2 and DRAM, read and
-//! written), `l2_hit_rate_bare`, `dram_bytes_bare`. The hit rates and DRAM bytes mean the same on
-//! both backends: the emulator's counters, Nsight Compute's on a GPU. An empty cell is a value the
-//! backend could not measure.
+//! The columns are [`SweepRow`]'s fields, in their order, each documented there (and in
+//! `docs/reference/sweep-csv.md`, generated from them). The hit rates and DRAM bytes mean the
+//! same on both backends: the emulator's counters, Nsight Compute's on a GPU. An empty cell is a
+//! value the backend could not measure.
 //!
 //! The reader takes the file as people and spreadsheets leave it, not only as the writer wrote it:
 //! columns by name in any order, unknown columns ignored, a missing column other than
@@ -20,6 +15,7 @@
 //! times or rates something).
 
 use crate::TraceError;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::Path;
@@ -27,31 +23,54 @@ use std::path::Path;
 /// The file name of the sweep table inside the sweep folder.
 pub const SWEEP_CSV: &str = "sweep.csv";
 
-/// One row of `sweep.csv` (`None` is an empty cell).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// One row of `sweep.csv`: one run of the sweep (`None` is an empty cell).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SweepRow {
+    /// The run's folder inside the sweep folder, `SHAPE_vVIEW_MODE` (`16x8_v0-0-0_fence`).
     pub run: String,
+    /// Where the run ran: `emu` or `gpu`.
     pub backend: String,
+    /// The emulator preset (`gtx480`, `v100`, `a100`, `h100`, `custom`); empty where the run's
+    /// run.json names none.
     pub preset: String,
+    /// Block shape, `WIDTHxHEIGHT` (`16x8`).
     pub shape: String,
+    /// Viewpoint: rotations about x, y and z in degrees (`0,0,0`).
     pub view: String,
+    /// Probe mode: `off`, `naive`, `fence`, `dummy` or `auto`.
     pub mode: String,
+    /// Kernel cycles (emulator: simulated; GPU: kernel time × clock).
     pub cycles: Option<u64>,
+    /// Kernel time in milliseconds.
     pub kernel_ms: Option<f64>,
+    /// Frames per second the kernel time allows (1000 ÷ `kernel_ms`).
     pub frame_rate: Option<f64>,
+    /// Texture hit rate, 0–1, counted as Nsight Compute counts it on both backends (run.json's
+    /// `tex_hit_rate`).
     pub tex_hit_rate: Option<f64>,
+    /// Records the log had no room for.
     pub dropped_records: Option<u64>,
+    /// What the probes cost: probed ÷ bare kernel time.
     pub overhead: Option<f64>,
+    /// Resident blocks per SM of the bare build.
     pub occupancy_bare: Option<u64>,
+    /// Resident blocks per SM of the probed build (with the probes' shared memory).
     pub occupancy_probed: Option<u64>,
-    /// The bare build's texture hit rate (emulator), beside `tex_hit_rate`: what probing changed.
+    /// The bare build's texture hit rate, 0–1, beside `tex_hit_rate`: what probing changed.
     pub tex_hit_rate_bare: Option<f64>,
+    /// Warp instructions executed (emulator only).
     pub warp_instructions: Option<u64>,
+    /// Records kept in the run's trace.
     pub records: Option<u64>,
+    /// Whether the probed build's image equals the bare build's, byte for byte.
     pub image_matches_bare: Option<bool>,
+    /// L2 hit rate, 0–1.
     pub l2_hit_rate: Option<f64>,
+    /// Bytes moved between the L2 and DRAM, read and written.
     pub dram_bytes: Option<u64>,
+    /// The bare build's L2 hit rate, 0–1.
     pub l2_hit_rate_bare: Option<f64>,
+    /// The bare build's bytes between the L2 and DRAM.
     pub dram_bytes_bare: Option<u64>,
 }
 

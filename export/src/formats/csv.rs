@@ -16,51 +16,94 @@
 use crate::error::ExportError;
 use crate::options::ExportSummary;
 use crate::source::TraceSource;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::io::{Read, Write};
 
-/// One row of the records CSV.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// One row of the records CSV: one timed access of one warp. Its columns are the Parquet
+/// file's too (`trace::RECORD_COLUMNS`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct RecordRow {
+    /// Index of the kernel launch within the run.
     pub launch: u32,
+    /// The warp's block index along x (`%ctaid.x`).
     pub block_x: u32,
+    /// The warp's block index along y (`%ctaid.y`).
     pub block_y: u32,
+    /// The warp's block index along z (`%ctaid.z`).
     pub block_z: u32,
+    /// Warp index within the block (thread linear index ÷ 32).
     pub warp: u32,
+    /// Warp index in the grid: block linear index × warps per block + `warp`.
     pub global_warp: u32,
+    /// The SM the warp ran on (`%smid`).
     pub sm: u32,
+    /// The warp's hardware slot on that SM (`%warpid`).
     pub hw_warp: u32,
+    /// The load site's id (the `WS_LOAD` number).
     pub site: u16,
+    /// The site's name from the launch (CSV: empty, Parquet: `site N`, where the launch does
+    /// not declare it).
     pub site_name: String,
+    /// The memory the site reads: `global`, `texture`, `constant` or `readonly` (empty where
+    /// undeclared).
     pub region: String,
+    /// The record's position among the warp's records (0, 1, …; dropped ones counted).
     pub seq: u32,
+    /// Raw SM clock before the access, in cycles.
     pub start: u64,
+    /// Raw SM clock after the access, in cycles.
     pub end: u64,
+    /// `end − start` in cycles; where the clock wrapped (`end < start`) empty in the CSV and 0
+    /// in Parquet.
     pub duration: Option<u64>,
+    /// Probe mode: `off`, `naive`, `fence`, `dummy` or `auto`.
     pub mode: String,
+    /// `true` when `end < start` (the 32-bit clock wrapped or the SM clock was reset).
     pub wrapped: bool,
 }
 
-/// One row of the warps CSV.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One row of the warps CSV: one warp's access-time statistics. A warp with no valid record has
+/// empty statistics; for the `summary` record kind they come from the per-site summaries (count,
+/// sum, min, max) over all sites.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct WarpRow {
+    /// Index of the kernel launch within the run.
     pub launch: u32,
+    /// The warp's block index along x (`%ctaid.x`).
     pub block_x: u32,
+    /// The warp's block index along y (`%ctaid.y`).
     pub block_y: u32,
+    /// The warp's block index along z (`%ctaid.z`).
     pub block_z: u32,
+    /// Warp index within the block (thread linear index ÷ 32).
     pub warp: u32,
+    /// Warp index in the grid: block linear index × warps per block + `warp`.
     pub global_warp: u32,
+    /// The SM the warp ran on (`%smid`).
     pub sm: u32,
+    /// The warp's hardware slot on that SM (`%warpid`).
     pub hw_warp: u32,
+    /// Records with a valid duration (wrapped ones excluded).
     pub count: u64,
+    /// Mean access time, in cycles.
     pub mean: Option<f64>,
+    /// Shortest access, in cycles.
     pub min: Option<u64>,
+    /// Longest access, in cycles.
     pub max: Option<u64>,
+    /// **Population** variance of the access time (divided by `count`, not `count − 1`), in
+    /// cycles²; empty for the `summary` record kind, which keeps no sum of squares.
     pub variance: Option<f64>,
+    /// Clock at `WS_KERNEL_BEGIN`.
     pub begin: u64,
+    /// Clock at `WS_KERNEL_END`.
     pub end: u64,
+    /// `end − begin` in cycles (0 if the clock went backwards).
     pub lifetime: u64,
+    /// Records the log had no room for.
     pub dropped: u32,
+    /// Records with a wrapped clock (not in `count`, `mean`, …).
     pub wrapped: u64,
 }
 
@@ -164,23 +207,7 @@ fn push_u64(buf: &mut Vec<u8>, mut v: u64) {
 /// the csv crate, and the rest of a row is numbers and `true`/`false`. The output
 /// is byte-identical to what the csv crate writes (tests read it back with the csv crate).
 ///
-/// # Records CSV columns
-/// | column | meaning |
-/// |--|--|
-/// | `launch` | index of the kernel launch within the run |
-/// | `block_x`, `block_y`, `block_z` | the warp's block index (`%ctaid`) |
-/// | `warp` | warp index within the block (thread linear index / 32) |
-/// | `global_warp` | warp index in the grid: block linear index × warps per block + `warp` |
-/// | `sm` | the SM the warp ran on (`%smid`) |
-/// | `hw_warp` | the warp's hardware slot on that SM (`%warpid`) |
-/// | `site` | the load site's id (`WS_LOAD` number) |
-/// | `site_name` | the site's name from the launch (empty if the launch does not declare it) |
-/// | `region` | memory the site reads: global, texture, constant, readonly (empty if undeclared) |
-/// | `seq` | the record's position among the warp's records (0, 1, …; dropped ones counted) |
-/// | `start`, `end` | raw SM clock (cycles) before and after the access |
-/// | `duration` | `end − start` in cycles; **empty** when the clock wrapped (`end < start`) |
-/// | `mode` | probe mode: off, naive, fence, dummy, auto |
-/// | `wrapped` | `true` when `end < start` (32-bit clock wrap or SM clock reset) |
+/// The columns are [`RecordRow`]'s fields, each documented there.
 pub fn write_records_csv<S, W>(src: &S, mut out: W) -> Result<ExportSummary, ExportError>
 where
     S: TraceSource + ?Sized,
@@ -279,21 +306,7 @@ impl Stats {
 
 /// Writes one row per warp with access-time statistics.
 ///
-/// # Warps CSV columns
-/// | column | meaning |
-/// |--|--|
-/// | `launch`, `block_x..z`, `warp`, `global_warp`, `sm`, `hw_warp` | as above |
-/// | `count` | records with a valid duration (wrapped ones excluded) |
-/// | `mean` | mean access time, cycles |
-/// | `min`, `max` | shortest and longest access, cycles |
-/// | `variance` | **population** variance of the access time (divide by `count`, not `count − 1`), cycles²; empty for the `summary` record kind (it keeps no sum of squares) |
-/// | `begin`, `end` | clock at kernel begin and end (`WS_KERNEL_BEGIN`/`END`) |
-/// | `lifetime` | `end − begin`, cycles (0 if the clock went backwards) |
-/// | `dropped` | records the log had no room for |
-/// | `wrapped` | records with a wrapped clock (not in count/mean/…) |
-///
-/// Statistics of a warp with no valid record are empty. For the `summary` record kind the
-/// statistics come from the per-site summaries (count, sum, min, max) over all sites.
+/// The columns are [`WarpRow`]'s fields, each documented there.
 pub fn write_warps_csv<S, W>(src: &S, out: W) -> Result<ExportSummary, ExportError>
 where
     S: TraceSource + ?Sized,

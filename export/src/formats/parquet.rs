@@ -2,23 +2,8 @@
 //! Spark or DuckDB. Behind the default-on cargo feature `parquet`, so a lean build (the GPU
 //! bundle) can leave polars out.
 //!
-//! # Schema (one row per record; the records CSV's columns, `trace::RECORD_COLUMNS`)
-//! | column | type | meaning |
-//! |---|---|---|
-//! | launch | u32 | launch index within the run |
-//! | block_x, block_y, block_z | u32 | block index (`%ctaid`) |
-//! | warp | u32 | warp index within its block |
-//! | global_warp | u32 | warp index in the grid |
-//! | sm | u32 | SM id (`%smid`) |
-//! | hw_warp | u32 | hardware warp slot (`%warpid`) |
-//! | site | u16 | load site id |
-//! | site_name | string | the site's name from the launch ("site N" when undeclared) |
-//! | region | string | global, texture, constant, readonly ("" when undeclared) |
-//! | seq | u32 | position among the warp's records, counting dropped ones |
-//! | start, end | u64 | clock at the start and end of the access (cycles) |
-//! | duration | u64 | end − start; 0 when the clock wrapped |
-//! | mode | string | probe mode (off, naive, fence, dummy, auto) |
-//! | wrapped | bool | end < start: the clock wrapped, duration is not meaningful |
+//! One row per record, in the records CSV's columns (`trace::RECORD_COLUMNS`, meanings on
+//! `RecordRow`), typed as [`parquet_columns`] lists them.
 //!
 //! Records stream in batches of [`BATCH_ROWS`] rows, each written as a row group with Snappy
 //! compression; at most one batch is in memory. The file is written under a temp name and
@@ -32,6 +17,13 @@ use crate::ExportError;
 use polars::prelude::*;
 use std::path::Path;
 use trace::{RECORD_COLUMNS, TraceReader};
+
+/// The usual name of the Parquet file in a run folder.
+pub const PARQUET_FILE_NAME: &str = "records.parquet";
+
+/// What the Parquet file holds and what reads it, in words (as [`crate::Format::contents`]).
+pub const PARQUET_CONTENTS: &str =
+    "one typed row per record, for dataframe tools (polars, pandas, DuckDB, Spark)";
 
 /// Rows per batch (one row group each): about 64 bytes a row in the column buffers, so ~32 MiB,
 /// plus polars' copy while encoding. A batch closes at the first warp boundary past this count,
@@ -135,6 +127,14 @@ fn schema() -> Schema {
             .zip(types)
             .map(|(name, t)| Field::new((*name).into(), t)),
     )
+}
+
+/// The file's columns in order, each with its type as polars names it (`u32`, `str`, `bool`):
+/// the schema for readers that do not link polars.
+pub fn parquet_columns() -> Vec<(String, String)> {
+    (schema().iter_fields())
+        .map(|f| (f.name().to_string(), f.dtype().to_string()))
+        .collect()
 }
 
 /// Writes every record of `reader` to the Parquet file `out` (atomically) and returns the number

@@ -12,7 +12,10 @@ fn guide_examples_run_as_shown() {
     // The compile cache of `launch` and `instrument`: a fresh one, not the user's.
     let cache = tempfile::tempdir().unwrap();
     trycmd::TestCases::new()
-        .register_bin("warpscope", std::path::Path::new(env!("CARGO_BIN_EXE_warpscope")))
+        .register_bin(
+            "warpscope",
+            std::path::Path::new(env!("CARGO_BIN_EXE_warpscope")),
+        )
         .env("XDG_CACHE_HOME", cache.path().to_str().unwrap())
         .case("../docs/guide/*.md");
 }

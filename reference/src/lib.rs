@@ -63,6 +63,7 @@ pub fn pages(cli: &clap::Command) -> Result<Vec<Page>, ReferenceError> {
         files::launch_spec(),
         presets::page()?,
         logs::page()?,
+        ptx_coverage(),
     ];
     pages.push(index(&pages));
     Ok(pages)
@@ -80,6 +81,24 @@ fn page(file: &'static str, title: &'static str, summary: &'static str, body: &s
             body.trim()
         ),
     }
+}
+
+/// `ptx-coverage.md`: the emulator's decoder, asked about one example of every instruction
+/// family and special register nvcc emits.
+fn ptx_coverage() -> Page {
+    page(
+        "ptx-coverage.md",
+        "PTX coverage of the emulator",
+        "What CUDA 12/13's nvcc emits for sm_70–sm_90, by instruction family and special \
+         register, and whether the emulator runs it.",
+        &format!(
+            "Each row's example is decoded by the emulator (`emulator::coverage()`). A module \
+             with an instruction the emulator cannot read still loads: its other kernels run, and \
+             launching the kernel that holds it fails naming the kernel, the PTX line and the \
+             instruction (an unsupported instruction faults only if a warp issues it).\n\n{}",
+            emulator::coverage_markdown()
+        ),
+    )
 }
 
 /// `README.md`: one line per page.

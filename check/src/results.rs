@@ -66,6 +66,11 @@ pub struct GpuResults {
 
 impl GpuResults {
     /// Whether every step finished and passed its checks.
+    /// Whether the budget cut a step off (while it ran, or before it could start).
+    pub fn cut_off(&self) -> bool {
+        self.steps.iter().any(|s| s.status == StepStatus::CutOff)
+    }
+
     pub fn all_passed(&self) -> bool {
         self.steps
             .iter()

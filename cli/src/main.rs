@@ -134,7 +134,9 @@ const BUDGET_SPENT_EXIT: i32 = 3;
 
 /// `warpscope gpu-check`: the plan of the `check` crate, its progress on stderr. At the deadline
 /// the process ends with status 3 (the budget is a promise to the machine's loan, not a hint: a
-/// hung step cannot be stopped otherwise); the report says which step was cut off.
+/// hung step cannot be stopped otherwise); the report says which step was cut off. A plan whose
+/// budget ran out between steps ends with the same status, so that the status says whether the
+/// plan was whole, however the steps' times fell.
 fn gpu_check(args: &GpuCheckArgs) -> Result<()> {
     let cfg = check::CheckConfig {
         out: args.out.clone(),
@@ -195,6 +197,10 @@ fn gpu_check(args: &GpuCheckArgs) -> Result<()> {
         },
         done.report.display()
     );
+    if done.results.cut_off() {
+        eprintln!("warpscope: gpu-check: the budget cut the plan short; see the report");
+        std::process::exit(BUDGET_SPENT_EXIT);
+    }
     Ok(())
 }
 

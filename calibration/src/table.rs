@@ -1,0 +1,728 @@
+//! `docs/calibration/calibration.toml`: its one typed definition, read and written through
+//! serde, and the rules a row keeps.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::path::Path;
+
+use check::micro::MicroCase;
+use serde::{Deserialize, Serialize};
+use trace::ProbeMode;
+
+use crate::error::CalibrationError;
+
+/// Where the table lives, from the workspace root.
+pub const TABLE_PATH: &str = "docs/calibration/calibration.toml";
+
+/// Where the raw measurement records live, from the workspace root; a row's source names a file
+/// in it.
+pub const RECORDS_DIR: &str = "docs/gpu";
+
+/// What the file says before its rows. Comments are not part of the typed table, so the writer
+/// puts this header back every time.
+const HEADER: &str = "\
+# The silicon calibration table: each row a quantity measured on a GPU (the raw record under
+# docs/gpu/ it comes from, and the line that holds the number) beside the emulator preset's
+# value for it, with the tolerance the two must agree within, or the reason they do not (gap).
+# Defined by calibration/src/table.rs; `model` is computed, never typed:
+#   cargo run -p warpscope-calibration --example calibrate -- --write
+# recomputes every row whose measure is cheap (the test suite does the same and fails when a
+# recorded value differs), and with --expensive also the paper-scale frames, the probes' cost
+# over them and the DRAM patterns, which take minutes to hours on the emulator and are recorded
+# here from that run. The same command writes docs/validation.md from this table.
+";
+
+/// The whole table, in the order its rows are shown.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Table {
+    pub row: Vec<Row>,
+}
+
+/// One quantity on one GPU, beside the model's value for it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Row {
+    /// Unique in the table, stable across changes (the merge-base check matches rows by it).
+    pub id: String,
+    /// The quantity in words.
+    pub quantity: String,
+    pub unit: Unit,
+    pub gpu: Gpu,
+    /// The number as the raw record prints it.
+    pub silicon: f64,
+    pub source: Source,
+    /// The emulator preset the model's value comes from.
+    pub preset: String,
+    /// How the model's value is computed.
+    pub measure: Measure,
+    /// The model's value, as the calibration program last computed it (rounded to
+    /// [`MODEL_DIGITS`] significant digits); absent until it has run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<f64>,
+    pub tolerance: Tolerance,
+    /// A known gap: why the model is outside the tolerance (a finding). A row that agrees has
+    /// none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gap: Option<String>,
+}
+
+/// Significant digits the model's values are recorded with: enough that a recomputed value
+/// that differs in any digit shown anywhere is a different value.
+pub const MODEL_DIGITS: i32 = 6;
+
+/// `x` rounded to [`MODEL_DIGITS`] significant digits.
+pub fn round_model(x: f64) -> f64 {
+    if x == 0.0 || !x.is_finite() {
+        return x;
+    }
+    let scale = 10f64.powi(MODEL_DIGITS - 1 - x.abs().log10().floor() as i32);
+    (x * scale).round() / scale
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Unit {
+    Cycles,
+    Milliseconds,
+    Microseconds,
+    /// Gigabytes (10⁹ bytes) per second.
+    #[serde(rename = "gb_s")]
+    GigabytesPerSecond,
+    /// A dimensionless ratio.
+    Ratio,
+    /// A count of corpus files.
+    Files,
+}
+
+impl Unit {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Unit::Cycles => "cycles",
+            Unit::Milliseconds => "ms",
+            Unit::Microseconds => "µs",
+            Unit::GigabytesPerSecond => "GB/s",
+            Unit::Ratio => "×",
+            Unit::Files => "files",
+        }
+    }
+}
+
+/// The GPUs the records come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Gpu {
+    H100,
+    H200,
+}
+
+impl Gpu {
+    pub const ALL: [Gpu; 2] = [Gpu::H100, Gpu::H200];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Gpu::H100 => "H100",
+            Gpu::H200 => "H200",
+        }
+    }
+}
+
+impl fmt::Display for Gpu {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Where a silicon number is: a file of [`RECORDS_DIR`], the line that prints it (1-based) and
+/// what that line is, in words.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Source {
+    pub file: String,
+    pub line: usize,
+    pub at: String,
+}
+
+/// How far the model may be from silicon and still agree.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Tolerance {
+    /// |model − silicon| ≤ this × |silicon|.
+    Relative(f64),
+    /// |model − silicon| ≤ this, in the row's unit.
+    Absolute(f64),
+}
+
+impl Tolerance {
+    /// The largest |model − silicon| that agrees, at `silicon`.
+    pub fn band(self, silicon: f64) -> f64 {
+        match self {
+            Tolerance::Relative(r) => r * silicon.abs(),
+            Tolerance::Absolute(a) => a,
+        }
+    }
+
+    pub fn admits(self, silicon: f64, model: f64) -> bool {
+        (model - silicon).abs() <= self.band(silicon)
+    }
+
+    fn value(self) -> f64 {
+        match self {
+            Tolerance::Relative(v) | Tolerance::Absolute(v) => v,
+        }
+    }
+}
+
+impl fmt::Display for Tolerance {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Tolerance::Relative(r) => write!(f, "±{} %", crate::page::num(r * 100.0)),
+            Tolerance::Absolute(a) => write!(f, "±{}", crate::page::num(*a)),
+        }
+    }
+}
+
+/// What the model's value of a row is, and how it is computed on the emulator.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Measure {
+    /// The GPU check's microbenchmark (`check::micro`, `kernels/micro/pointer_chase.cu`): mean
+    /// cycles per chase step or per probed load.
+    Micro { case: MicroCase, mode: ProbeMode },
+    /// A timed window of `docs/gpu/fence-variants.cu`: mean cycles of the warm windows.
+    FenceWindow {
+        access: FenceAccess,
+        closing: Closing,
+    },
+    /// `docs/gpu/shared-latency.cu`: cycles per step of a shared-memory chase.
+    SharedChase { op: SharedOp, lanes: u32 },
+    /// The corpus files of the GPU check (`check::corpus`) whose outputs are their CPU
+    /// reference's, byte for byte.
+    CorpusOutputs,
+    /// A corpus file's kernel time at the GPU check's timing size, µs.
+    CorpusTime { file: String },
+    /// `docs/gpu/dram-granularity.cu`: DRAM bytes read ÷ the bytes the pattern's loads ask for.
+    DramBytes { pattern: DramPattern },
+    /// `docs/gpu/dram-granularity.cu`: the useful GB/s the pattern reads at (1 GiB over its
+    /// kernel time).
+    DramRate { pattern: DramPattern },
+    /// The bare build's kernel time of one paper-scale frame of the study (the GPU check's
+    /// sweep: `study::demo_config` at `Scale::Paper`), ms.
+    PaperFrame { shape: String, view: String },
+    /// The probes' cost over the study's 16 paper-scale frames: probed ÷ bare kernel time of
+    /// `mode`, the lowest or the highest.
+    Overhead { mode: ProbeMode, extreme: Extreme },
+}
+
+impl Measure {
+    /// Whether computing it takes more than seconds: the calibration program computes these only
+    /// with `--expensive`, and the tests take their recorded values.
+    pub fn expensive(&self) -> bool {
+        matches!(
+            self,
+            Measure::DramBytes { .. }
+                | Measure::DramRate { .. }
+                | Measure::PaperFrame { .. }
+                | Measure::Overhead { .. }
+        )
+    }
+
+    /// How the model's value is produced, in words (the validation page's note per section).
+    pub fn how(&self) -> String {
+        match self {
+            Measure::Micro { case, mode } => format!(
+                "`check::micro`'s {} ({}) on the emulator",
+                case.label(),
+                mode.name()
+            ),
+            Measure::FenceWindow { access, closing } => format!(
+                "`docs/gpu/fence-variants.cu`'s window {} {} on the emulator",
+                access.label(),
+                closing.label()
+            ),
+            Measure::SharedChase { op, lanes } => format!(
+                "`docs/gpu/shared-latency.cu`'s {} with {lanes} lanes on the emulator",
+                op.label()
+            ),
+            Measure::CorpusOutputs => {
+                "`check::corpus` on the emulator, each output against its CPU reference".into()
+            }
+            Measure::CorpusTime { file } => {
+                format!("`check::corpus::timed` on {file} on the emulator")
+            }
+            Measure::DramBytes { pattern } | Measure::DramRate { pattern } => format!(
+                "`docs/gpu/dram-granularity.cu`'s {} on the emulator (--expensive)",
+                pattern.label()
+            ),
+            Measure::PaperFrame { shape, view } => format!(
+                "the study's bare {shape} frame at ({view}), paper scale, on the emulator (--expensive)"
+            ),
+            Measure::Overhead { mode, extreme } => format!(
+                "the {} of the 16 paper-scale frames' {} ÷ bare kernel times on the emulator (--expensive)",
+                extreme.word(),
+                mode.name()
+            ),
+        }
+    }
+
+    /// Refuses a measure the program cannot compute.
+    fn validate(&self) -> Result<(), String> {
+        match self {
+            Measure::Micro { case, mode } => check::micro::PLAN
+                .contains(&(*case, *mode))
+                .then_some(())
+                .ok_or_else(|| format!("the GPU check does not run {case:?} in {}", mode.name())),
+            Measure::FenceWindow { access, closing } => (!(*access == FenceAccess::StoreNotInL2
+                && *closing == Closing::Dummy))
+                .then_some(())
+                .ok_or_else(|| {
+                    "a store window has no dummy closing (it needs a loaded value)".into()
+                }),
+            Measure::SharedChase { op, lanes } => {
+                let ok = match op {
+                    SharedOp::Load => *lanes == 1 || *lanes == 32,
+                    SharedOp::Atomic => *lanes == 1,
+                    SharedOp::AtomicWarp | SharedOp::AtomicSameWord => *lanes == 32,
+                };
+                ok.then_some(()).ok_or_else(|| {
+                    format!(
+                        "shared-latency.cu runs {} with other lanes than {lanes}",
+                        op.label()
+                    )
+                })
+            }
+            Measure::CorpusOutputs => Ok(()),
+            Measure::CorpusTime { file } => check::corpus::calibration_cases()
+                .any(|c| c.file == file)
+                .then_some(())
+                .ok_or_else(|| format!("the GPU check does not time corpus file {file}")),
+            Measure::DramBytes { pattern } | Measure::DramRate { pattern } => pattern.validate(),
+            Measure::Overhead { mode, .. } => matches!(mode, ProbeMode::Naive | ProbeMode::Fence)
+                .then_some(())
+                .ok_or_else(|| {
+                    format!(
+                        "the study's sweep probes in naive and fence, not {}",
+                        mode.name()
+                    )
+                }),
+            Measure::PaperFrame { shape, view } => {
+                let shape_ok = study::BlockShape::PAPER.iter().any(|s| s.name() == *shape);
+                let view_ok = study::View::PAPER.iter().any(|v| v.name() == *view);
+                (shape_ok && view_ok).then_some(()).ok_or_else(|| {
+                    format!("{shape} at ({view}) is not one of the paper's 16 frames")
+                })
+            }
+        }
+    }
+}
+
+/// What precedes the closing in a window of `fence-variants.cu`. Its L2-hit case is not here:
+/// the host warms the L2 with a launch before the timed one, and the emulator starts every
+/// launch with cold caches; for the same reason only the stores to lines not in L2.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FenceAccess {
+    /// A load of a line no launch touched: a DRAM miss.
+    DramMiss,
+    /// The same word loaded again: an L1 hit.
+    L1Hit,
+    /// A store to a line not in L2.
+    StoreNotInL2,
+}
+
+impl FenceAccess {
+    pub fn label(self) -> &'static str {
+        match self {
+            FenceAccess::DramMiss => "DRAM miss",
+            FenceAccess::L1Hit => "L1 hit",
+            FenceAccess::StoreNotInL2 => "store, not in L2",
+        }
+    }
+}
+
+/// The closing construct of a window, in `fence-variants.cu`'s order (its template argument).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Closing {
+    Naive,
+    MembarCta,
+    FenceAcqRelCta,
+    MembarGl,
+    FenceAcqRelGpu,
+    MembarSys,
+    /// A never-executed store of the loaded value (the paper's dummy).
+    Dummy,
+}
+
+impl Closing {
+    /// The template argument `V` of the experiment's kernels.
+    pub fn variant(self) -> u32 {
+        self as u32
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Closing::Naive => "naive",
+            Closing::MembarCta => "membar.cta",
+            Closing::FenceAcqRelCta => "fence.acq_rel.cta",
+            Closing::MembarGl => "membar.gl",
+            Closing::FenceAcqRelGpu => "fence.acq_rel.gpu",
+            Closing::MembarSys => "membar.sys",
+            Closing::Dummy => "dummy",
+        }
+    }
+}
+
+/// The chase of `shared-latency.cu` (its template argument `MODE`, in this order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SharedOp {
+    /// `ld.shared`, each lane its own chain.
+    Load,
+    /// `atom.shared.add` of 0 by one lane.
+    Atomic,
+    /// The same by 32 lanes, each on its own chain in its own bank.
+    AtomicWarp,
+    /// 32 lanes adding to one word (a serialised atomic).
+    AtomicSameWord,
+}
+
+impl SharedOp {
+    pub fn mode(self) -> u32 {
+        self as u32
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            SharedOp::Load => "ld.shared",
+            SharedOp::Atomic => "atom.shared.add",
+            SharedOp::AtomicWarp => "atom, warp",
+            SharedOp::AtomicSameWord => "atom, same word",
+        }
+    }
+}
+
+/// A read pattern of `dram-granularity.cu`: its `sector_of` kinds. Each reads 2^25 sectors
+/// (1 GiB) of 32 bytes, a lane pair per sector, nothing twice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DramPattern {
+    /// Sectors 0, n, 2n, … (1: a dense stream; 2: half of each 64 bytes).
+    Stride(u32),
+    /// Sectors drawn by a hash over the whole 8 GiB buffer.
+    Random,
+    /// Random runs of this many adjacent sectors (2: random 64-byte pairs; 4: 128-byte lines).
+    RandomRun(u32),
+    /// Every sector of the first GiB once, in blocks of 2^this sectors taken in order, scattered
+    /// inside each block.
+    ScatteredBlocks(u32),
+}
+
+impl DramPattern {
+    /// The kernel's `kind` and `arg` for the pattern.
+    pub fn kind_arg(self) -> (i32, i32) {
+        let arg = |v: u32| i32::try_from(v).unwrap_or(i32::MAX);
+        match self {
+            DramPattern::Stride(n) => (0, arg(n)),
+            DramPattern::Random => (1, 1),
+            DramPattern::RandomRun(n) => (2, arg(n)),
+            DramPattern::ScatteredBlocks(lg) => (3, arg(lg)),
+        }
+    }
+
+    pub fn label(self) -> String {
+        match self {
+            DramPattern::Stride(1) => "stride 1 (dense)".into(),
+            DramPattern::Stride(n) => format!("stride {n} ({} B)", 32 * n),
+            DramPattern::Random => "random".into(),
+            DramPattern::RandomRun(n) => format!("random-{}", 32 * n),
+            DramPattern::ScatteredBlocks(lg) => {
+                format!(
+                    "every sector once, scattered inside blocks of {} B",
+                    32u64 << lg
+                )
+            }
+        }
+    }
+
+    /// The patterns `dram-granularity.cu` runs: strides and runs of 1 to 512 sectors, blocks of
+    /// 2^2 to 2^20 sectors.
+    fn validate(self) -> Result<(), String> {
+        let ok = match self {
+            DramPattern::Stride(n) | DramPattern::RandomRun(n) => (1..=512).contains(&n),
+            DramPattern::Random => true,
+            DramPattern::ScatteredBlocks(lg) => (2..=20).contains(&lg),
+        };
+        ok.then_some(())
+            .ok_or_else(|| format!("dram-granularity.cu has no pattern {self:?}"))
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Extreme {
+    Min,
+    Max,
+}
+
+impl Extreme {
+    pub fn word(self) -> &'static str {
+        match self {
+            Extreme::Min => "lowest",
+            Extreme::Max => "highest",
+        }
+    }
+}
+
+/// Whether a row's model agrees with its silicon, as the page and the tests say it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Agrees,
+    /// Outside the tolerance and marked as a known gap.
+    KnownGap,
+    /// Outside the tolerance with no reason given: the table is not acceptable so.
+    Disagrees,
+    /// Within the tolerance yet marked as a gap: the gap is stale.
+    StaleGap,
+    /// The model's value was never computed.
+    NoModel,
+}
+
+impl Row {
+    pub fn verdict(&self) -> Verdict {
+        match (self.model, &self.gap) {
+            (None, _) => Verdict::NoModel,
+            (Some(m), None) if self.tolerance.admits(self.silicon, m) => Verdict::Agrees,
+            (Some(_), None) => Verdict::Disagrees,
+            (Some(m), Some(_)) if self.tolerance.admits(self.silicon, m) => Verdict::StaleGap,
+            (Some(_), Some(_)) => Verdict::KnownGap,
+        }
+    }
+}
+
+/// A row whose tolerance is wider than it was in an earlier table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Widened {
+    pub id: String,
+    pub before: Tolerance,
+    pub now: Tolerance,
+}
+
+impl fmt::Display for Widened {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: tolerance {} is wider than the merge base's {}",
+            self.id, self.now, self.before
+        )
+    }
+}
+
+impl Table {
+    /// Parses and validates the table's text; `path` names it in errors.
+    pub fn parse(text: &str, path: &Path) -> Result<Table, CalibrationError> {
+        let table: Table = toml::from_str(text).map_err(|source| CalibrationError::Parse {
+            path: path.to_path_buf(),
+            source: Box::new(source),
+        })?;
+        table.validate(path)?;
+        Ok(table)
+    }
+
+    /// Reads and validates the table at `root`/[`TABLE_PATH`].
+    pub fn read(root: &Path) -> Result<Table, CalibrationError> {
+        let path = root.join(TABLE_PATH);
+        let text = std::fs::read_to_string(&path).map_err(|source| CalibrationError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        Table::parse(&text, &path)
+    }
+
+    /// The file's text: the header, then the rows.
+    pub fn to_text(&self) -> Result<String, CalibrationError> {
+        let body = toml::to_string(self).map_err(|source| CalibrationError::Serialize {
+            source: Box::new(source),
+        })?;
+        Ok(format!("{HEADER}\n{body}"))
+    }
+
+    /// Writes the table to `root`/[`TABLE_PATH`] (atomically).
+    pub fn write(&self, root: &Path) -> Result<(), CalibrationError> {
+        let path = root.join(TABLE_PATH);
+        let text = self.to_text()?;
+        trace::write_bytes_atomic(&path, text.as_bytes()).map_err(CalibrationError::Write)
+    }
+
+    /// Ids unique and non-empty, sources in [`RECORDS_DIR`] by name, finite numbers, tolerances
+    /// positive, measures the program can compute, presets that exist.
+    fn validate(&self, path: &Path) -> Result<(), CalibrationError> {
+        let bad = |id: &str, reason: String| CalibrationError::Row {
+            path: path.to_path_buf(),
+            id: id.to_string(),
+            reason,
+        };
+        let mut ids = BTreeSet::new();
+        for r in &self.row {
+            if r.id.trim().is_empty() {
+                return Err(bad(&r.id, "an empty id".into()));
+            }
+            if !ids.insert(r.id.as_str()) {
+                return Err(bad(&r.id, "the id is used twice".into()));
+            }
+            if r.source.file.contains(['/', '\\']) || r.source.file.is_empty() {
+                return Err(bad(
+                    &r.id,
+                    format!(
+                        "source file {:?} must be a file name in {RECORDS_DIR}",
+                        r.source.file
+                    ),
+                ));
+            }
+            if r.source.line == 0 {
+                return Err(bad(&r.id, "source lines count from 1".into()));
+            }
+            if !r.silicon.is_finite() || r.model.is_some_and(|m| !m.is_finite()) {
+                return Err(bad(
+                    &r.id,
+                    "silicon and model must be finite numbers".into(),
+                ));
+            }
+            let t = r.tolerance.value();
+            if !(t.is_finite() && t >= 0.0) {
+                return Err(bad(&r.id, format!("tolerance {t} must be a number ≥ 0")));
+            }
+            if r.gap.as_deref().is_some_and(|g| g.trim().is_empty()) {
+                return Err(bad(&r.id, "a gap says why".into()));
+            }
+            r.measure.validate().map_err(|reason| bad(&r.id, reason))?;
+            if !emulator::GpuConfig::preset_names().contains(&r.preset.as_str()) {
+                return Err(bad(&r.id, format!("no preset {:?}", r.preset)));
+            }
+        }
+        Ok(())
+    }
+
+    /// The rows whose tolerance is wider than the same row's (by id) in `base`, compared as the
+    /// band each allows at the row's silicon value now (so a relative and an absolute tolerance
+    /// compare too). Rows new since `base` have nothing to compare with.
+    pub fn widened_since(&self, base: &Table) -> Vec<Widened> {
+        self.row
+            .iter()
+            .filter_map(|now| {
+                let before = base.row.iter().find(|b| b.id == now.id)?;
+                (now.tolerance.band(now.silicon) > before.tolerance.band(now.silicon)).then(|| {
+                    Widened {
+                        id: now.id.clone(),
+                        before: before.tolerance,
+                        now: now.tolerance,
+                    }
+                })
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(id: &str, silicon: f64, model: Option<f64>, tolerance: Tolerance) -> String {
+        let model = model.map_or(String::new(), |m| format!("model = {m}\n"));
+        let tolerance = match tolerance {
+            Tolerance::Relative(r) => format!("{{ relative = {r:?} }}"),
+            Tolerance::Absolute(a) => format!("{{ absolute = {a:?} }}"),
+        };
+        format!(
+            "[[row]]\nid = \"{id}\"\nquantity = \"q\"\nunit = \"cycles\"\ngpu = \"H100\"\n\
+             silicon = {silicon:?}\nsource = {{ file = \"f.txt\", line = 1, at = \"here\" }}\n\
+             preset = \"h100\"\nmeasure = {{ kind = \"shared_chase\", op = \"load\", lanes = 1 }}\n\
+             {model}tolerance = {tolerance}\n"
+        )
+    }
+
+    fn parse(text: &str) -> Result<Table, CalibrationError> {
+        Table::parse(text, Path::new("t.toml"))
+    }
+
+    #[test]
+    fn a_row_agrees_within_its_band_and_needs_a_reason_outside_it() {
+        let t = parse(&row("a", 100.0, Some(109.0), Tolerance::Relative(0.1))).unwrap();
+        assert_eq!(t.row[0].verdict(), Verdict::Agrees);
+        let mut r = t.row[0].clone();
+        r.model = Some(111.0);
+        assert_eq!(r.verdict(), Verdict::Disagrees);
+        r.gap = Some("the model lacks X".into());
+        assert_eq!(r.verdict(), Verdict::KnownGap);
+        r.model = Some(100.0);
+        assert_eq!(r.verdict(), Verdict::StaleGap);
+        r.model = None;
+        assert_eq!(r.verdict(), Verdict::NoModel);
+        assert!(Tolerance::Absolute(5.0).admits(17.2, 12.2));
+        assert!(!Tolerance::Absolute(5.0).admits(17.2, 12.1));
+    }
+
+    #[test]
+    fn the_text_round_trips_through_the_one_definition() {
+        let t = parse(&row("a", 29.2, Some(29.03125), Tolerance::Absolute(5.0))).unwrap();
+        let again = parse(&t.to_text().unwrap()).unwrap();
+        assert_eq!(again, t);
+        assert!(
+            t.to_text()
+                .unwrap()
+                .starts_with("# The silicon calibration table")
+        );
+    }
+
+    #[test]
+    fn bad_rows_are_refused_with_their_id() {
+        let twice = format!(
+            "{}{}",
+            row("a", 1.0, None, Tolerance::Absolute(1.0)),
+            row("a", 2.0, None, Tolerance::Absolute(1.0))
+        );
+        let e = parse(&twice).unwrap_err().to_string();
+        assert!(e.contains("\"a\"") && e.contains("twice"), "{e}");
+        let negative = row("b", 1.0, None, Tolerance::Relative(-0.1));
+        assert!(parse(&negative).unwrap_err().to_string().contains("≥ 0"));
+        let lanes = row("c", 1.0, None, Tolerance::Absolute(1.0)).replace("lanes = 1", "lanes = 7");
+        assert!(parse(&lanes).unwrap_err().to_string().contains("lanes"));
+        let unknown = row("d", 1.0, None, Tolerance::Absolute(1.0)).replace("quantity", "quantiy");
+        assert!(matches!(
+            parse(&unknown),
+            Err(CalibrationError::Parse { .. })
+        ));
+        let path = row("e", 1.0, None, Tolerance::Absolute(1.0)).replace("f.txt", "../f.txt");
+        assert!(parse(&path).unwrap_err().to_string().contains("docs/gpu"));
+    }
+
+    #[test]
+    fn a_tolerance_that_allows_more_at_the_row_is_widened() {
+        let base = parse(&row("a", 200.0, None, Tolerance::Relative(0.1))).unwrap();
+        let same = parse(&row("a", 200.0, None, Tolerance::Absolute(20.0))).unwrap();
+        assert!(same.widened_since(&base).is_empty());
+        let narrower = parse(&row("a", 200.0, None, Tolerance::Relative(0.05))).unwrap();
+        assert!(narrower.widened_since(&base).is_empty());
+        let wider = parse(&row("a", 200.0, None, Tolerance::Absolute(21.0))).unwrap();
+        let w = wider.widened_since(&base);
+        assert_eq!(w.len(), 1);
+        assert!(
+            w[0].to_string()
+                .contains("±21 is wider than the merge base's ±10 %"),
+            "{}",
+            w[0]
+        );
+        let new_row = parse(&row("b", 200.0, None, Tolerance::Relative(0.5))).unwrap();
+        assert!(
+            new_row.widened_since(&base).is_empty(),
+            "nothing to compare a new row with"
+        );
+    }
+
+    #[test]
+    fn model_values_keep_six_significant_digits() {
+        assert_eq!(round_model(265.09375), 265.094);
+        assert_eq!(round_model(0.151_987_654), 0.151988);
+        assert_eq!(round_model(3_130_123.4), 3_130_120.0);
+        assert_eq!(round_model(0.0), 0.0);
+    }
+}

@@ -104,3 +104,4 @@ pub use roofline::{
 };
 pub use sweep::analyze::{AnalysisSummary, AnalyzeOptions, analyze};
 pub use sweep::one_run::{probe_cost, run_verdict};
+pub use sweep::program::program_report;

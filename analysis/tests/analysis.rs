@@ -862,3 +862,129 @@ fn only_the_bare_builds_hit_rate_stands_for_the_run_and_is_said() {
     assert_eq!(said.len(), 1, "{:?}", summary.notes);
     assert!(said[0].starts_with("2 runs"), "{}", said[0]);
 }
+
+/// A profiled program's report: the kernel that took the time first, its sites by memory time,
+/// and the launches left unprofiled with why.
+#[test]
+fn a_program_report_leads_with_the_kernel_that_took_the_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("000-gather");
+    std::fs::create_dir(&run).unwrap();
+    let launch = LaunchInfo::new(
+        "_Z6gatherPKjS0_Pjii",
+        Dim3::new(1, 1, 1),
+        Dim3::new(32, 1, 1),
+    )
+    .with_probe(ProbeMode::Auto, RecordKind::Trace)
+    .with_sites(vec![
+        SiteInfo::new(0, "gather.cu:9", Region::ReadOnly),
+        SiteInfo::new(
+            1,
+            "gather.cu:9 (inlined: sm_32_intrinsics.hpp:134)",
+            Region::ReadOnly,
+        ),
+    ]);
+    let mut w = WarpTrace::new([0, 0, 0], 0, 0, SmId(0));
+    w.end = Cycles(1000);
+    w.records = vec![
+        Record {
+            site: 0,
+            seq: 0,
+            start: Cycles(10),
+            end: Cycles(110),
+        },
+        Record {
+            site: 1,
+            seq: 1,
+            start: Cycles(120),
+            end: Cycles(420),
+        },
+    ];
+    TraceWriter::write_all(
+        &run.join("trace.wst"),
+        &Trace {
+            launch,
+            warps: vec![w],
+        },
+    )
+    .unwrap();
+    let mut m = RunMetrics::new(
+        "gpu",
+        "_Z6gatherPKjS0_Pjii",
+        Dim3::new(1, 1, 1),
+        Dim3::new(32, 1, 1),
+        ProbeMode::Auto,
+    );
+    m.kernel_ms = Some(0.2);
+    m.bare = Some(trace::BareRun {
+        kernel_ms: Some(0.1),
+        ..Default::default()
+    });
+    m.app = Some(trace::AppFacts {
+        program: "./gather".into(),
+        demangled: "gather(unsigned int const*, unsigned int const*, unsigned int*, int, int)"
+            .into(),
+        launch: 0,
+        ptx_target: "compute_90".into(),
+        line_table: true,
+    });
+    m.write(&run.join("run.json")).unwrap();
+    let record = |seq, kernel: &str, outcome| trace::LaunchRecord {
+        seq,
+        kernel: kernel.into(),
+        demangled: kernel.into(),
+        grid: [1, 1, 1],
+        block: [32, 1, 1],
+        shared_bytes: 0,
+        outcome,
+    };
+    let index = trace::ProgramIndex {
+        program: vec!["./gather".into()],
+        exit_code: Some(0),
+        signal: None,
+        launches: vec![
+            record(
+                0,
+                "_Z6gatherPKjS0_Pjii",
+                trace::Outcome::Profiled {
+                    run: "000-gather".into(),
+                    ptx_target: "compute_90".into(),
+                    kernel_ms: 0.2,
+                },
+            ),
+            record(
+                1,
+                "scan_sass",
+                trace::Outcome::Unprofiled {
+                    reason: "kernel `scan_sass` is SASS-only".into(),
+                },
+            ),
+        ],
+        counts: Some(
+            [
+                ("_Z6gatherPKjS0_Pjii".to_string(), 3),
+                ("scan_sass".to_string(), 1),
+            ]
+            .into(),
+        ),
+        truncated_records: 0,
+    };
+    index.write(&dir.path().join(trace::INDEX_FILE)).unwrap();
+    let (verdict, md) = analysis::program_report(dir.path()).unwrap();
+    // 3 launches × 0.1 ms (the bare time): all of the profiled time.
+    assert!(
+        verdict[0].starts_with("_Z6gatherPKjS0_Pjii takes 100 %"),
+        "{verdict:?}"
+    );
+    assert!(
+        verdict[0].contains("gather.cu:9 (inlined: sm_32_intrinsics.hpp:134) take 75 %"),
+        "{verdict:?}"
+    );
+    let md = std::fs::read_to_string(md).unwrap();
+    assert!(md.contains("SASS-only"), "{md}");
+    assert!(
+        md.contains("compute\\_90") || md.contains("compute_90"),
+        "{md}"
+    );
+    assert!(dir.path().join("report.html").is_file());
+}

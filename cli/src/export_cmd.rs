@@ -1,5 +1,5 @@
 //! `warpscope export`: a run's `trace.wst` as CSV, per-warp CSV, CLOG2 (Jumpshot), Chrome trace
-//! JSON (Perfetto) or Parquet, written atomically.
+//! JSON (Perfetto), an OTF2 archive (Vampir) or Parquet, written atomically.
 
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
@@ -15,6 +15,7 @@ pub enum ExportFormat {
     WarpCsv,
     Clog2,
     Chrome,
+    Otf2,
     Parquet,
 }
 
@@ -26,6 +27,7 @@ impl ExportFormat {
             ExportFormat::WarpCsv => Some(Format::WarpCsv),
             ExportFormat::Clog2 => Some(Format::Clog2),
             ExportFormat::Chrome => Some(Format::Chrome),
+            ExportFormat::Otf2 => Some(Format::Otf2),
             ExportFormat::Parquet => None,
         }
     }
@@ -50,7 +52,7 @@ pub fn format_or_none(s: &str) -> Result<Option<ExportFormat>, String> {
     })
 }
 
-/// How warps map onto CLOG2 ranks/threads and Chrome pids/tids.
+/// How warps map onto CLOG2 ranks/threads, Chrome pids/tids and OTF2 location groups/locations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Mapping {
     /// rank = SM, thread = warp slot.
@@ -76,10 +78,11 @@ pub struct ExportArgs {
     /// The output format.
     #[arg(long, value_enum)]
     pub format: ExportFormat,
-    /// Output file (default: RUNDIR/<records.csv | warps.csv | trace.clog2 | trace.json | records.parquet>).
+    /// Output file, or for otf2 the archive's folder (default: RUNDIR/<records.csv | warps.csv |
+    /// trace.clog2 | trace.json | otf2 | records.parquet>; Vampir opens otf2/traces.otf2).
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// CLOG2/Chrome timelines.
+    /// CLOG2/Chrome/OTF2 timelines.
     #[arg(long, value_enum, default_value_t = Mapping::SmSlot)]
     pub mapping: Mapping,
 }
@@ -126,11 +129,13 @@ fn write(
     out: &Path,
     opts: &ExportOptions,
 ) -> Result<()> {
-    // Never over an input: the trace itself, the run.json read beside it, or a link to either.
+    // Never over an input: the trace itself, the run.json read beside it, or a link to either
+    // (or, for an OTF2 archive's folder, a folder holding either).
     let run_json = reader.path().with_file_name("run.json");
-    trace::check_output_against(out, &[reader.path(), &run_json])?;
+    let inputs = [reader.path(), run_json.as_path()];
     match format.log() {
         Some(f) => {
+            export::check_output(f, out, &inputs)?;
             let s = export::export(reader, f, out, opts)?;
             if s.dropped > 0 || s.wrapped > 0 {
                 eprintln!(
@@ -142,6 +147,7 @@ fn write(
             }
         }
         None => {
+            trace::check_output_against(out, &inputs)?;
             export::write_parquet(reader, out)?;
         }
     }

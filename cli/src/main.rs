@@ -58,7 +58,7 @@ enum Command {
     Reuse(companion_cmd::ReuseArgs),
     /// Which architecture-neutral features explain each platform's frame time (sweeps of a parameter).
     Compare(companion_cmd::CompareArgs),
-    /// Write a run's records as csv, warp-csv, clog2 (Jumpshot), chrome (Perfetto) or parquet.
+    /// Write a run's records as csv, warp-csv, clog2 (Jumpshot), chrome (Perfetto), otf2 (Vampir) or parquet.
     Export(export_cmd::ExportArgs),
     /// Run any kernel described by a launch spec (TOML) on the GPU or the emulator.
     Launch(launch_cmd::LaunchArgs),

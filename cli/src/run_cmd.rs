@@ -84,39 +84,30 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     })
 }
 
-/// What the program's launches became, on stderr (stdout is the program's): each profiled
-/// launch's verdict, then the launches left unprofiled, once per reason.
+/// What the program's launches became, on stderr (stdout is the program's): the report's verdict
+/// and where the report is, each profiled launch's folder, then the launches left unprofiled,
+/// once per reason.
 fn report(out: &std::path::Path, index: &trace::ProgramIndex) {
+    match analysis::program_report(out) {
+        Ok((verdict, md)) => {
+            verdict.iter().for_each(|l| eprintln!("warpscope: {l}"));
+            eprintln!("warpscope: report: {}", md.display());
+        }
+        Err(e) => eprintln!("warpscope: no report: {}", trace::error_chain(&e)),
+    }
     let mut unprofiled: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    let mut profiled = 0;
     for r in &index.launches {
         match &r.outcome {
             Outcome::Profiled {
                 run,
                 ptx_target,
                 kernel_ms,
-            } => {
-                profiled += 1;
-                eprintln!(
-                    "warpscope: {} (launch {}, {ptx_target}, {kernel_ms:.4} ms probed) -> {}",
-                    r.demangled,
-                    r.seq,
-                    out.join(run).display()
-                );
-                let dir = out.join(run);
-                match analysis::run_verdict(&dir.join(trace::TRACE_FILE_NAME)) {
-                    Ok(lines) => lines.iter().for_each(|l| eprintln!("  {l}")),
-                    Err(e) => eprintln!("  no verdict: {}", trace::error_chain(&e)),
-                }
-                if let Ok(m) = trace::RunMetrics::read(&dir.join("run.json")) {
-                    match analysis::probe_cost(m.kernel_ms, m.bare_kernel_ms()) {
-                        Some(line) => eprintln!("  {line}"),
-                        None => eprintln!(
-                            "  probes: cost unknown (no later launch of this kernel with the same grid and block ran unprofiled)"
-                        ),
-                    }
-                }
-            }
+            } => eprintln!(
+                "warpscope: {} (launch {}, {ptx_target}, {kernel_ms:.4} ms probed) -> {}",
+                r.demangled,
+                r.seq,
+                out.join(run).display()
+            ),
             Outcome::Unprofiled { reason } => {
                 unprofiled.entry(reason).or_default().push(&r.demangled);
             }
@@ -139,9 +130,4 @@ fn report(out: &std::path::Path, index: &trace::ProgramIndex) {
             "warpscope: the program ended while a launch record was being written; that launch is left out"
         );
     }
-    eprintln!(
-        "warpscope: {profiled} launch{} profiled; index: {}",
-        if profiled == 1 { "" } else { "es" },
-        out.join(trace::INDEX_FILE).display()
-    );
 }

@@ -87,7 +87,7 @@ pub struct ProbeArgs {
     /// Skip the WS_OFF render that measures probe overhead and checks the image (C3).
     #[arg(long)]
     pub no_overhead: bool,
-    /// Log formats written per run: csv, warp-csv, clog2, chrome, parquet (comma-separated; none for none).
+    /// Log formats written per run: csv, warp-csv, clog2, chrome, otf2, parquet (comma-separated; none for none).
     #[arg(long, default_value = "csv", value_delimiter = ',', value_parser = format_or_none)]
     pub formats: Vec<Option<ExportFormat>>,
 }

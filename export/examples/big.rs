@@ -5,12 +5,13 @@
 //! cargo build --release -p warpscope-export --example big
 //! B=$CARGO_TARGET_DIR/release/examples/big
 //! /usr/bin/time -v $B --dir /tmp/big --make-store              # 2.4 GB store
-//! /usr/bin/time -v $B --dir /tmp/big --format clog2            # and csv, warp-csv, chrome
+//! /usr/bin/time -v $B --dir /tmp/big --format clog2            # and csv, warp-csv, chrome, otf2
 //! ```
-//! Flags: `--dir D` (work folder), `--records N`, `--make-store` (write the store and stop),
-//! `--format F` (export F from an existing store), `--cursor-buffer BYTES` (CLOG2 merge read
-//! buffer per open warp), `--keep` (keep the output; deleted by
-//! default, since 10⁸ records make 10–25 GB).
+//! Flags: `--dir D` (work folder), `--records N`, `--sms N` and `--slots N` (the GPU's shape,
+//! 16 × 32 by default; give the same to `--make-store` and the export), `--make-store` (write the
+//! store and stop), `--format F` (export F from an existing store), `--cursor-buffer BYTES`
+//! (CLOG2 merge read buffer per open warp), `--keep` (keep the output, a file or OTF2's folder;
+//! deleted by default, since 10⁸ records make 3–25 GB).
 
 use export::{ExportOptions, Format, SyntheticTrace, TraceSource, export};
 use std::path::PathBuf;
@@ -24,6 +25,8 @@ struct Args {
     format: Option<Format>,
     keep: bool,
     cursor_buffer: usize,
+    sms: u32,
+    slots: u32,
 }
 
 fn parse() -> Result<Args, String> {
@@ -34,6 +37,8 @@ fn parse() -> Result<Args, String> {
         format: None,
         keep: false,
         cursor_buffer: ExportOptions::default().cursor_buffer_bytes(),
+        sms: 16,
+        slots: 32,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -49,6 +54,8 @@ fn parse() -> Result<Args, String> {
                     .parse()
                     .map_err(|e| format!("--cursor-buffer: {e}"))?
             }
+            "--sms" => a.sms = value()?.parse().map_err(|e| format!("--sms: {e}"))?,
+            "--slots" => a.slots = value()?.parse().map_err(|e| format!("--slots: {e}"))?,
             other => return Err(format!("unknown flag {other}")),
         }
     }
@@ -59,10 +66,10 @@ fn run() -> Result<(), String> {
     let args = parse()?;
     std::fs::create_dir_all(&args.dir).map_err(|e| format!("{}: {e}", args.dir.display()))?;
     let store = args.dir.join(trace::TRACE_FILE_NAME);
-    // 16 SMs × 32 warp slots, 1000 records per warp: 512 000 records per wave.
-    let per_wave = 16 * 32 * 1000;
-    let waves = args.records.div_ceil(per_wave).max(1) as u32;
-    let synth = SyntheticTrace::new(16, 32, waves, 1000).with_dropped_every(1000);
+    // SMs × warp slots (16 × 32 unless told), 1000 records per warp.
+    let per_wave = args.sms as u64 * args.slots as u64 * 1000;
+    let waves = args.records.div_ceil(per_wave.max(1)).max(1) as u32;
+    let synth = SyntheticTrace::new(args.sms, args.slots, waves, 1000).with_dropped_every(1000);
     if args.make_store {
         let t = Instant::now();
         synth.write_store(&store).map_err(|e| e.to_string())?;
@@ -96,7 +103,12 @@ fn run() -> Result<(), String> {
             s.bytes as f64 / secs / 1e6
         );
         if !args.keep {
-            std::fs::remove_file(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+            let removed = if out.is_dir() {
+                std::fs::remove_dir_all(&out)
+            } else {
+                std::fs::remove_file(&out)
+            };
+            removed.map_err(|e| format!("{}: {e}", out.display()))?;
         }
     }
     Ok(())

@@ -57,6 +57,35 @@ pub enum ExportError {
         #[source]
         source: polars::error::PolarsError,
     },
+    /// No OTF2 library loads (OTF2 is loaded at run time, see `formats/otf2/ffi.rs`).
+    #[error(
+        "OTF2 export needs the OTF2 3 library ({tried}), which does not load here: install it (Debian 12: apt-get install libopen-trace-format2-10) or put Score-P's libotf2.so.10 on LD_LIBRARY_PATH"
+    )]
+    Otf2Missing {
+        tried: String,
+        #[source]
+        source: Option<libloading::Error>,
+    },
+    /// The library loaded but lacks a function of the OTF2 3 API.
+    #[error("{library} is not OTF2 3: it has no {symbol}")]
+    Otf2Symbol {
+        library: &'static str,
+        symbol: &'static str,
+        #[source]
+        source: libloading::Error,
+    },
+    /// An OTF2 call failed while writing the archive at `path`.
+    #[error("{path}: OTF2 {call} failed: {code} ({description})")]
+    Otf2 {
+        path: PathBuf,
+        call: &'static str,
+        /// OTF2's name of the error code (`OTF2_ERROR_…`).
+        code: String,
+        description: String,
+    },
+    /// An output folder that must not be replaced.
+    #[error("{path}: refusing to write the OTF2 archive there: {reason}")]
+    ArchiveOutput { path: PathBuf, reason: String },
     /// An input file is not valid in the format it claims to be.
     #[error("{format} input at {location}: {what}")]
     Parse {

@@ -17,10 +17,18 @@ pub enum Format {
     Clog2,
     /// Chrome Trace Event JSON for Perfetto ([`crate::write_chrome`]).
     Chrome,
+    /// An OTF2 archive (a folder) for Vampir and the Score-P tools ([`crate::write_otf2`]).
+    Otf2,
 }
 
 impl Format {
-    pub const ALL: [Format; 4] = [Format::Csv, Format::WarpCsv, Format::Clog2, Format::Chrome];
+    pub const ALL: [Format; 5] = [
+        Format::Csv,
+        Format::WarpCsv,
+        Format::Clog2,
+        Format::Chrome,
+        Format::Otf2,
+    ];
 
     /// The name used on the command line.
     pub fn name(self) -> &'static str {
@@ -29,16 +37,19 @@ impl Format {
             Format::WarpCsv => "warp-csv",
             Format::Clog2 => "clog2",
             Format::Chrome => "chrome",
+            Format::Otf2 => "otf2",
         }
     }
 
-    /// The usual file name of this format's output in a run folder.
+    /// The usual name of this format's output in a run folder: a file, or for OTF2 the
+    /// archive's folder (Vampir opens its `traces.otf2`).
     pub fn default_file_name(self) -> &'static str {
         match self {
             Format::Csv => "records.csv",
             Format::WarpCsv => "warps.csv",
             Format::Clog2 => "trace.clog2",
             Format::Chrome => "trace.json",
+            Format::Otf2 => "otf2",
         }
     }
 }
@@ -55,11 +66,14 @@ impl FromStr for Format {
         Format::ALL
             .into_iter()
             .find(|f| f.name() == s)
-            .ok_or_else(|| format!("unknown format {s:?}; expected csv, warp-csv, clog2 or chrome"))
+            .ok_or_else(|| {
+                format!("unknown format {s:?}; expected csv, warp-csv, clog2, chrome or otf2")
+            })
     }
 }
 
-/// How warps map onto timelines (CLOG2 rank/thread, Chrome pid/tid).
+/// How warps map onto timelines (CLOG2 rank/thread, Chrome pid/tid, OTF2 location group and
+/// location).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum TimelineMapping {
     /// rank = SM (`%smid`), thread = hardware warp slot (`%warpid`): one line per slot, so the
@@ -84,6 +98,22 @@ impl TimelineMapping {
                     w.warp as u64,
                 )
             }
+        }
+    }
+
+    /// What a rank is, for timeline names ("SM 3").
+    pub fn rank_word(self) -> &'static str {
+        match self {
+            TimelineMapping::SmSlot => "SM",
+            TimelineMapping::BlockWarp => "block",
+        }
+    }
+
+    /// What a thread is, for timeline names ("warp slot 5").
+    pub fn thread_word(self) -> &'static str {
+        match self {
+            TimelineMapping::SmSlot => "warp slot",
+            TimelineMapping::BlockWarp => "warp",
         }
     }
 }
@@ -180,8 +210,9 @@ pub struct ExportSummary {
     pub dropped: u64,
     /// Records whose end clock is before their start clock (marked per record).
     pub wrapped: u64,
-    /// CLOG2 only: records drawn later than their clock says so that time never goes backwards
-    /// on a timeline (they start before the warp's previous event); marked per record.
+    /// CLOG2 and OTF2: records drawn later than their clock says so that time never goes
+    /// backwards on a timeline (they start before the previous event of their warp, or for OTF2
+    /// of their location); marked per record.
     pub reordered: u64,
     /// Bytes written.
     pub bytes: u64,

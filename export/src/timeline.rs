@@ -1,6 +1,7 @@
-//! Timelines shared by the CLOG2 and Chrome writers: a first pass over the warp headers
-//! ([`Layout::scan`]: each SM's earliest kernel-begin clock, the lines in use, start order) and
-//! the time-ordered k-way merge of all warps' events ([`Merge`]) that CLOG2 needs.
+//! Timelines shared by the CLOG2, Chrome and OTF2 writers: a first pass over the warp headers
+//! ([`Layout::scan`]: each SM's earliest kernel-begin clock, the lines in use, start order), each
+//! warp's events in aligned time ([`WarpEvents`]), and the time-ordered k-way merge of all warps'
+//! events ([`Merge`]) that CLOG2 needs.
 //!
 //! Why a merge and not a sort: CLOG2 wants every event of every timeline in non-decreasing time,
 //! and a trace may hold 10⁸ records. Each warp's own events are already in time order (the warp
@@ -26,6 +27,8 @@ pub(crate) struct Layout {
     pub starts: Vec<(u64, u32)>,
     /// `(rank, thread)` lines in use.
     pub lines: BTreeSet<(u64, u64)>,
+    /// Each warp's line, by warp index.
+    pub line_of: Vec<(u64, u64)>,
     pub warps: u64,
     pub dropped: u64,
 }
@@ -45,12 +48,17 @@ impl Layout {
             max: u32::MAX as u64,
         })?;
         let mut raw = Vec::with_capacity(n);
-        let mut layout = Layout::default();
+        let mut layout = Layout {
+            line_of: Vec::with_capacity(n),
+            ..Layout::default()
+        };
         for i in 0..n {
             let (h, _) = src.open_warp(i, 64)?;
             let base = layout.sm_base.entry(h.sm.0).or_insert(h.begin.0);
             *base = (*base).min(h.begin.0);
-            layout.lines.insert(mapping.line(src.launch(), &h));
+            let line = mapping.line(src.launch(), &h);
+            layout.lines.insert(line);
+            layout.line_of.push(line);
             layout.dropped += h.dropped as u64;
             raw.push((h.begin.0, h.sm.0));
         }

@@ -45,12 +45,13 @@ static STATE: OnceLock<Option<Mutex<State>>> = OnceLock::new();
 /// once on stderr).
 fn state() -> Option<&'static Mutex<State>> {
     STATE
-        .get_or_init(|| match setup() {
-            Ok(s) => Some(Mutex::new(s)),
-            Err(why) => {
+        .get_or_init(|| match catch_unwind(setup) {
+            Ok(Ok(s)) => Some(Mutex::new(s)),
+            Ok(Err(why)) => {
                 let _ = writeln!(std::io::stderr(), "warpscope: not profiling: {why}");
                 None
             }
+            Err(_) => None,
         })
         .as_ref()
 }
@@ -100,7 +101,9 @@ extern "C" fn write_counts() {
         let Some(m) = STATE.get().and_then(Option::as_ref) else {
             return;
         };
-        let Ok(s) = m.lock() else { return };
+        // try_lock: a program that exits while another of its threads is inside a hook must not
+        // hang at exit; its counts are then left out, and the index says so.
+        let Ok(s) = m.try_lock() else { return };
         let counts = trace::LaunchCounts {
             kernels: s
                 .icpt
@@ -157,8 +160,10 @@ unsafe fn read_image(image: *const c_void) -> Image {
 fn loaded(result: CUresult, handle: *mut *mut c_void, image: *const c_void) -> CUresult {
     if result == CUDA_SUCCESS && !handle.is_null() {
         // SAFETY: on success the driver wrote the new handle; the image is the one it accepted.
-        let (h, img) = unsafe { (*handle as Handle, read_image(image)) };
-        with_state(|s| s.icpt.loaded(h, img));
+        let h = unsafe { *handle } as Handle;
+        if let Ok(img) = catch_unwind(|| unsafe { read_image(image) }) {
+            with_state(|s| s.icpt.loaded(h, img));
+        }
     }
     result
 }

@@ -8,15 +8,37 @@
 use profile::RunConfig;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::OnceLock;
 use trace::{LaunchCounts, LaunchRecord, Outcome};
 
-/// The library under test, built by cargo beside this test's executable.
+/// The library under test, built through cargo into this test's own target folder once per
+/// test run: `cargo test` builds a cdylib-only package's tests but not its shared object, and a
+/// copy left by an earlier `cargo build` could be stale.
 fn library() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    exe.parent()
-        .and_then(Path::parent)
-        .unwrap()
-        .join("libwarpscope_inject.so")
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            // <target>/<profile>/deps/preload-… → <target>/<profile>
+            let exe = std::env::current_exe().unwrap();
+            let profile_dir = exe.parent().and_then(Path::parent).unwrap().to_path_buf();
+            let target = profile_dir.parent().unwrap();
+            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+            let mut cmd = Command::new(cargo);
+            cmd.args(["build", "--quiet", "-p", "warpscope-inject", "--target-dir"])
+                .arg(target);
+            if profile_dir.file_name().is_some_and(|n| n == "release") {
+                cmd.arg("--release");
+            }
+            let status = cmd.status().expect("cargo runs");
+            assert!(
+                status.success(),
+                "building libwarpscope_inject.so: {status}"
+            );
+            let lib = profile_dir.join("libwarpscope_inject.so");
+            assert!(lib.is_file(), "{} after the build", lib.display());
+            lib
+        })
+        .clone()
 }
 
 /// Builds the stand-in driver and the program into `dir`; `None` without a C compiler.

@@ -54,6 +54,8 @@ fn prepare_out(out: &Path) -> Result<(), ProfileError> {
             trace::COUNTS_FILE,
             trace::INDEX_FILE,
             CONFIG_FILE,
+            "report.md",
+            "report.html",
         ]
         .contains(&name)
             || (p.is_dir()

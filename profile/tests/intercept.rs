@@ -215,16 +215,24 @@ fn launch(icpt: &mut Interceptor, drv: &mut EmuDriver, function: Handle, g: &Gat
     action
 }
 
-#[test]
-fn a_selected_launch_is_probed_in_place_and_its_outputs_are_the_programs() {
-    let out = tempfile::tempdir().unwrap();
+/// What a program that gathers with `gather_ldg` has done before its first launch: loaded the
+/// corpus PTX (its one module, handle 1) and got the function, seen by the interceptor; the
+/// driver, the interceptor and the function.
+fn gather_program(out: &std::path::Path) -> (EmuDriver, Interceptor, Handle) {
     let ptx = kernels::find_corpus("ldg").unwrap().ptx;
     let mut drv = EmuDriver::new();
-    let mut icpt = Interceptor::new(config(out.path()), "./gather".into());
+    let mut icpt = Interceptor::new(config(out), "./gather".into());
     let module = drv.program_load(ptx);
     icpt.loaded(module, Image::Ptx(ptx.to_string()));
     let f = drv.program_function(module, "gather_ldg");
     icpt.function(f, module, "gather_ldg");
+    (drv, icpt, f)
+}
+
+#[test]
+fn a_selected_launch_is_probed_in_place_and_its_outputs_are_the_programs() {
+    let out = tempfile::tempdir().unwrap();
+    let (mut drv, mut icpt, f) = gather_program(out.path());
     // The program's own setting (a shared-memory carve-out) goes to the probed function too.
     icpt.attribute(f, 9, 50);
 
@@ -274,7 +282,6 @@ fn a_selected_launch_is_probed_in_place_and_its_outputs_are_the_programs() {
 
 #[test]
 fn every_check_that_fails_launches_the_original_and_says_why() {
-    let ptx = kernels::find_corpus("ldg").unwrap().ptx;
     // Each case breaks one thing and gives the function to launch.
     type Break = fn(&mut EmuDriver, &mut Interceptor, Handle) -> Handle;
     let cases: [(&str, Break); 4] = [
@@ -288,18 +295,14 @@ fn every_check_that_fails_launches_the_original_and_says_why() {
         }),
         ("did not see", |_, _, _| 4242),
         ("cubin", |_, icpt, f| {
+            // The program's module, loaded again as a cubin.
             icpt.loaded(1, Image::NoPtx("a cubin without PTX (SASS only)".into()));
             f
         }),
     ];
     for (want, break_it) in cases {
         let out = tempfile::tempdir().unwrap();
-        let mut drv = EmuDriver::new();
-        let mut icpt = Interceptor::new(config(out.path()), "./gather".into());
-        let module = drv.program_load(ptx);
-        icpt.loaded(module, Image::Ptx(ptx.to_string()));
-        let f = drv.program_function(module, "gather_ldg");
-        icpt.function(f, module, "gather_ldg");
+        let (mut drv, mut icpt, f) = gather_program(out.path());
         let f = break_it(&mut drv, &mut icpt, f);
         let g = Gather::new(&mut drv);
         let params = g.params();
@@ -323,13 +326,7 @@ fn every_check_that_fails_launches_the_original_and_says_why() {
 #[test]
 fn parameters_that_do_not_match_the_signature_launch_the_original() {
     let out = tempfile::tempdir().unwrap();
-    let ptx = kernels::find_corpus("ldg").unwrap().ptx;
-    let mut drv = EmuDriver::new();
-    let mut icpt = Interceptor::new(config(out.path()), "./gather".into());
-    let module = drv.program_load(ptx);
-    icpt.loaded(module, Image::Ptx(ptx.to_string()));
-    let f = drv.program_function(module, "gather_ldg");
-    icpt.function(f, module, "gather_ldg");
+    let (mut drv, mut icpt, f) = gather_program(out.path());
     let short = vec![vec![0u8; 8]; 2];
     let action = icpt.launch(&mut drv, f, &SHAPE, &mut |_| Ok(short.clone()));
     assert_eq!(action, Action::Original { time: false });

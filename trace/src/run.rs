@@ -64,16 +64,7 @@ pub struct BareRun {
 }
 
 impl BareRun {
-    /// The bare build's hardware counters.
-    pub fn counters(&self) -> HardwareCounters {
-        HardwareCounters {
-            tex_hit_rate: self.tex_hit_rate,
-            l1_hit_rate: self.l1_hit_rate,
-            l2_hit_rate: self.l2_hit_rate,
-            dram_bytes: self.dram_bytes,
-        }
-    }
-
+    /// Sets the bare build's hardware counters.
     pub fn set_counters(&mut self, c: HardwareCounters) {
         self.tex_hit_rate = c.tex_hit_rate;
         self.l1_hit_rate = c.l1_hit_rate;
@@ -282,16 +273,7 @@ impl RunMetrics {
         }
     }
 
-    /// The run's hardware counters.
-    pub fn counters(&self) -> HardwareCounters {
-        HardwareCounters {
-            tex_hit_rate: self.tex_hit_rate,
-            l1_hit_rate: self.l1_hit_rate,
-            l2_hit_rate: self.l2_hit_rate,
-            dram_bytes: self.dram_bytes,
-        }
-    }
-
+    /// Sets the run's hardware counters.
     pub fn set_counters(&mut self, c: HardwareCounters) {
         self.tex_hit_rate = c.tex_hit_rate;
         self.l1_hit_rate = c.l1_hit_rate;

@@ -3,7 +3,8 @@
 //! and figures (`analyze.rs`), the findings (`findings.rs`: the report's sentences; `paper.rs`:
 //! the paper side by side; `perturbation.rs`: what measuring changed), and the report's assembly
 //! (`report.rs`). `model.rs` holds what they share. `one_run.rs` gives a single launch's trace the
-//! same answer, for `warpscope launch`.
+//! same answer, for `warpscope launch`; `program.rs` a profiled program's launches theirs, for
+//! `warpscope run`.
 
 pub(crate) mod analyze;
 mod findings;
@@ -12,6 +13,7 @@ mod model;
 pub(crate) mod one_run;
 mod paper;
 mod perturbation;
+pub(crate) mod program;
 mod report;
 mod runs;
 mod runstats;

@@ -183,14 +183,7 @@ where
     };
     out.raw(b"{\"traceEvents\":[")?;
 
-    let rank_word = match mapping {
-        crate::TimelineMapping::SmSlot => "SM",
-        crate::TimelineMapping::BlockWarp => "block",
-    };
-    let thread_word = match mapping {
-        crate::TimelineMapping::SmSlot => "warp slot",
-        crate::TimelineMapping::BlockWarp => "warp",
-    };
+    let (rank_word, thread_word) = (mapping.rank_word(), mapping.thread_word());
     let mut last_rank = None;
     for &(rank, thread) in &layout.lines {
         if last_rank != Some(rank) {

@@ -11,6 +11,7 @@ use crate::formats::clog2::{
 };
 #[cfg(feature = "clog2-read")]
 use crate::formats::clog2_read::Clog2Log;
+use crate::formats::site_label;
 use crate::options::{ExportOptions, ExportSummary, clock_hz};
 use crate::source::TraceSource;
 use crate::timeline::{Ev, Layout, Merge, TimedEvent};
@@ -191,18 +192,7 @@ where
     let thread_count = fits_i32("max_thread_count (largest thread + 1)", max_thread + 1)?;
 
     let states = States {
-        sites: launch
-            .sites
-            .iter()
-            .map(|s| {
-                let name = if s.name.is_empty() {
-                    format!("site {}", s.id)
-                } else {
-                    s.name.clone()
-                };
-                (s.id, name)
-            })
-            .collect(),
+        sites: launch.sites.iter().map(|s| (s.id, site_label(s))).collect(),
     };
 
     let mut out = out;

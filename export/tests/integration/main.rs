@@ -1,8 +1,10 @@
 //! The crate's one integration-test binary: MPE fixtures, round trips through every format
-//! (fixed and property-based), Perfetto's trace processor, and bounded memory at scale.
+//! (fixed and property-based), Perfetto's trace processor, OTF2's own readers, and bounded
+//! memory at scale.
 
 mod clog2_fixtures;
 mod golden;
+mod otf2;
 #[cfg(feature = "parquet")]
 mod parquet;
 mod perfetto;

@@ -29,6 +29,11 @@ pub enum CalibrationError {
         #[source]
         source: Box<toml::ser::Error>,
     },
+    #[error("writing the calibration table: its rows as inline tables")]
+    Reformat {
+        #[source]
+        source: Box<toml_edit::TomlError>,
+    },
     #[error(transparent)]
     Write(trace::TraceError),
     #[error(transparent)]

@@ -45,6 +45,7 @@ mod table;
 pub use error::CalibrationError;
 pub use model::{Options, recompute};
 pub use table::{
-    Closing, DramPattern, Extreme, FenceAccess, Gpu, MODEL_DIGITS, Measure, RECORDS_DIR, Row,
-    SharedOp, Source, TABLE_PATH, Table, Tolerance, Unit, Verdict, Widened, round_model,
+    Closing, DramPattern, Extreme, FenceAccess, Gpu, MODEL_DIGITS, Measure, PaperShape, PaperView,
+    RECORDS_DIR, Row, SharedOp, Source, TABLE_PATH, Table, Tolerance, Tolerances, Unit, Verdict,
+    Widened, round_model,
 };

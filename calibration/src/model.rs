@@ -9,7 +9,7 @@ use trace::{ProbeMode, SweepRow};
 
 use crate::error::CalibrationError;
 use crate::experiments::{self, DramRun, FenceRig, SharedRig};
-use crate::table::{DramPattern, Extreme, Measure, Table, round_model};
+use crate::table::{DramPattern, Extreme, Measure, PaperShape, PaperView, Table, round_model};
 
 /// Which rows to compute.
 pub struct Options<'a> {
@@ -132,19 +132,19 @@ impl Lab {
                 }
                 Ok(matching as f64)
             }
-            Measure::CorpusTime { file } => {
+            Measure::CorpusTime { case: name } => {
                 let case = check::corpus::calibration_cases()
-                    .find(|c| c.file == file)
+                    .find(|c| c.name == name)
                     .ok_or_else(|| CalibrationError::Result {
-                        what: format!("corpus file {file}"),
+                        what: format!("corpus case {name}"),
                         reason: "the GPU check does not time it".into(),
                     })?;
                 let mut dev = EmuDevice::new(self.cfg.clone());
                 let (ms, mismatch) = check::corpus::timed(case, &mut dev)
-                    .map_err(check_err(format!("timing corpus file {file}")))?;
+                    .map_err(check_err(format!("timing corpus case {name}")))?;
                 match mismatch {
                     Some(m) => Err(CalibrationError::Result {
-                        what: format!("timing corpus file {file}"),
+                        what: format!("timing corpus case {name}"),
                         reason: m,
                     }),
                     None => Ok(ms * 1000.0),
@@ -153,11 +153,20 @@ impl Lab {
             Measure::DramBytes { pattern } => Ok(self.dram(*pattern)?.bytes_ratio),
             Measure::DramRate { pattern } => Ok(self.dram(*pattern)?.useful_gb_s),
             Measure::PaperFrame { shape, view } => {
-                let rows = self.frames(progress)?;
-                frame_of(rows, shape, view, ProbeMode::Off)
-                    .and_then(|r| r.kernel_ms)
-                    .ok_or_else(|| missing_frame(shape, view, ProbeMode::Off))
+                self.bare_frame(*shape, *view, "kernel time", |r| r.kernel_ms, progress)
             }
+            Measure::TexHitRate { shape, view } => self
+                .bare_frame(
+                    *shape,
+                    *view,
+                    "texture hit rate",
+                    |r| r.tex_hit_rate,
+                    progress,
+                )
+                .map(|f| f * 100.0),
+            Measure::L2HitRate { shape, view } => self
+                .bare_frame(*shape, *view, "L2 hit rate", |r| r.l2_hit_rate, progress)
+                .map(|f| f * 100.0),
             Measure::Overhead { mode, extreme } => {
                 let rows = self.frames(progress)?;
                 let overheads = rows
@@ -178,6 +187,25 @@ impl Lab {
                 })
             }
         }
+    }
+
+    /// `field` of the bare build's run of one paper-scale frame.
+    fn bare_frame(
+        &mut self,
+        shape: PaperShape,
+        view: PaperView,
+        what: &str,
+        field: impl Fn(&SweepRow) -> Option<f64>,
+        progress: &(dyn Fn(&str) + Sync),
+    ) -> Result<f64, CalibrationError> {
+        let (shape, view) = (shape.to_string(), view.to_string());
+        let rows = self.frames(progress)?;
+        frame_of(rows, &shape, &view, ProbeMode::Off)
+            .and_then(field)
+            .ok_or_else(|| CalibrationError::Result {
+                what: format!("the bare paper-scale frame {shape} at ({view})"),
+                reason: format!("the sweep did not produce its {what}"),
+            })
     }
 
     fn dram(&mut self, pattern: DramPattern) -> Result<&DramRun, CalibrationError> {

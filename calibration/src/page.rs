@@ -8,7 +8,7 @@ use std::fmt::Write;
 use std::path::Path;
 
 use crate::error::CalibrationError;
-use crate::table::{Measure, RECORDS_DIR, Row, TABLE_PATH, Table, Verdict};
+use crate::table::{Measure, RECORDS_DIR, Row, TABLE_PATH, Table, Tolerance, Verdict};
 
 /// Where the page lives, from the workspace root.
 pub const PAGE_PATH: &str = "docs/validation.md";
@@ -22,17 +22,19 @@ enum Section {
     Dram,
     Corpus,
     Frames,
+    HitRates,
     ProbeCost,
 }
 
 impl Section {
-    const ALL: [Section; 7] = [
+    const ALL: [Section; 8] = [
         Section::Latency,
         Section::Fences,
         Section::Shared,
         Section::Dram,
         Section::Corpus,
         Section::Frames,
+        Section::HitRates,
         Section::ProbeCost,
     ];
 
@@ -44,6 +46,7 @@ impl Section {
             Measure::DramBytes { .. } | Measure::DramRate { .. } => Section::Dram,
             Measure::CorpusOutputs | Measure::CorpusTime { .. } => Section::Corpus,
             Measure::PaperFrame { .. } => Section::Frames,
+            Measure::TexHitRate { .. } | Measure::L2HitRate { .. } => Section::HitRates,
             Measure::Overhead { .. } => Section::ProbeCost,
         }
     }
@@ -56,6 +59,7 @@ impl Section {
             Section::Dram => "DRAM",
             Section::Corpus => "The functional corpus",
             Section::Frames => "The study's paper-scale frames",
+            Section::HitRates => "Texture and L2 hit rates of the study's frames",
             Section::ProbeCost => "The probes' cost",
         }
     }
@@ -98,6 +102,12 @@ impl Section {
                  the 16 frames. Recorded with `--expensive` (48 paper-scale frames with the \
                  probed ones below)."
             }
+            Section::HitRates => {
+                "The same sweep's bare frames: the texture hit rate as Nsight Compute counts it \
+                 (`l1tex__t_sector_pipe_tex_mem_texture_op_tex_hit_rate.pct`: each lane's sectors \
+                 lookups of their own) and the L2's sector hit rate (`lts__t_sector_hit_rate.pct`), \
+                 beside ncu's on silicon. Recorded with `--expensive`, from the same sweep."
+            }
             Section::ProbeCost => {
                 "The same sweep's probed builds: probed ÷ bare kernel time over the 16 frames, \
                  the lowest and the highest, per probe mode. Recorded with `--expensive`."
@@ -129,7 +139,16 @@ fn verdict_word(v: Verdict) -> &'static str {
         Verdict::KnownGap => "known gap",
         Verdict::Disagrees => "**disagrees, no reason given**",
         Verdict::StaleGap => "**agrees, yet marked as a gap**",
+        Verdict::NotComputed => "not computed yet (expensive)",
         Verdict::NoModel => "**not computed**",
+    }
+}
+
+/// The row's tolerance, an absolute one in the row's unit.
+fn tolerance(r: &Row) -> String {
+    match r.tolerance {
+        Tolerance::Absolute(a) => format!("±{} {}", num(a), r.unit.symbol()),
+        Tolerance::Relative(_) => r.tolerance.to_string(),
     }
 }
 
@@ -140,46 +159,80 @@ fn row_line(r: &Row) -> String {
         None => ("–".into(), "–".into()),
     };
     format!(
-        "| {} | {} | {} | {} {} | {model} | {ratio} | {} | {} | [{}:{}](gpu/{}#L{}) |",
+        "| {} | {} | {} | {} {} | {model} | {ratio} | {} | {} | {} | [{}:{}](gpu/{}) |",
         r.quantity,
         r.gpu,
         r.preset,
         num(r.silicon),
         r.unit.symbol(),
-        r.tolerance,
+        tolerance(r),
         verdict_word(r.verdict()),
+        r.source.date().unwrap_or("–"),
         r.source.file,
         r.source.line,
         r.source.file,
-        r.source.line,
     )
 }
 
-/// Counts of (rows, agreeing, known gaps) among `rows`.
-fn counts<'a>(rows: impl Iterator<Item = &'a Row>) -> (usize, usize, usize) {
-    rows.fold((0, 0, 0), |(n, a, g), r| match r.verdict() {
-        Verdict::Agrees => (n + 1, a + 1, g),
-        Verdict::KnownGap => (n + 1, a, g + 1),
-        _ => (n + 1, a, g),
-    })
+/// How many of some rows have each verdict.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Counts {
+    rows: usize,
+    agree: usize,
+    gaps: usize,
+    not_computed: usize,
+}
+
+impl Counts {
+    fn of<'a>(rows: impl Iterator<Item = &'a Row>) -> Counts {
+        rows.fold(Counts::default(), |mut c, r| {
+            c.rows += 1;
+            match r.verdict() {
+                Verdict::Agrees => c.agree += 1,
+                Verdict::KnownGap => c.gaps += 1,
+                Verdict::NotComputed => c.not_computed += 1,
+                Verdict::Disagrees | Verdict::StaleGap | Verdict::NoModel => {}
+            }
+            c
+        })
+    }
+
+    /// Rows that neither agree, nor are known gaps, nor wait for an expensive run: the table
+    /// is not acceptable with any (the tests fail).
+    fn wrong(self) -> usize {
+        self.rows - self.agree - self.gaps - self.not_computed
+    }
 }
 
 /// The page's text.
 pub fn render(table: &Table) -> String {
     let mut out = String::new();
-    let (n, agree, gaps) = counts(table.row.iter());
-    let other = n - agree - gaps;
+    let all = Counts::of(table.row.iter());
     let _ = writeln!(out, "# Validation: the emulator against silicon\n");
-    let _ = writeln!(
-        out,
-        "**{agree} of {n} rows agree** with silicon within their tolerance; {gaps} are known \
-         gaps, each with its reason below{}.\n",
-        if other > 0 {
-            format!("; **{other} neither agree nor say why (the table is not acceptable so)**")
-        } else {
-            String::new()
-        }
+    let mut verdict = format!(
+        "**{} of {} rows agree** with silicon within their tolerance; {} are known gaps, each \
+         with its reason below",
+        all.agree,
+        all.rows - all.not_computed,
+        all.gaps
     );
+    if all.not_computed > 0 {
+        let _ = write!(
+            verdict,
+            ". {} more rows are not computed yet: their measures are expensive (paper-scale \
+             frames or DRAM patterns, which the tests do not run), and the calibration program \
+             records them with `--expensive`",
+            all.not_computed
+        );
+    }
+    if all.wrong() > 0 {
+        let _ = write!(
+            verdict,
+            "; **{} neither agree nor say why (the table is not acceptable so)**",
+            all.wrong()
+        );
+    }
+    let _ = writeln!(out, "{verdict}.\n");
     let _ = writeln!(
         out,
         "Each row is a quantity measured on a GPU (the raw record under `{RECORDS_DIR}/` and the \
@@ -193,12 +246,20 @@ pub fn render(table: &Table) -> String {
     );
     let _ = writeln!(
         out,
-        "| section | rows | agree | known gaps |\n|--|--|--|--|"
+        "| section | rows | agree | known gaps | not computed yet |\n|--|--|--|--|--|"
     );
     for s in Section::ALL {
-        let (n, a, g) = counts(table.row.iter().filter(|r| Section::of(&r.measure) == s));
-        if n > 0 {
-            let _ = writeln!(out, "| {} | {n} | {a} | {g} |", s.title());
+        let c = Counts::of(table.row.iter().filter(|r| Section::of(&r.measure) == s));
+        if c.rows > 0 {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} |",
+                s.title(),
+                c.rows,
+                c.agree,
+                c.gaps,
+                c.not_computed
+            );
         }
     }
     for s in Section::ALL {
@@ -213,8 +274,8 @@ pub fn render(table: &Table) -> String {
         let _ = writeln!(out, "\n## {}\n\n{}\n", s.title(), s.how());
         let _ = writeln!(
             out,
-            "| quantity | GPU | preset | silicon | model | model ÷ silicon | tolerance | verdict | source |\n\
-             |--|--|--|--|--|--|--|--|--|"
+            "| quantity | GPU | preset | silicon | model | model ÷ silicon | tolerance | verdict | measured | source |\n\
+             |--|--|--|--|--|--|--|--|--|--|"
         );
         // A quantity's GPUs side by side, in the order the quantities first appear.
         let mut quantities: Vec<&str> = Vec::new();

@@ -1,7 +1,7 @@
 //! `docs/calibration/calibration.toml`: its one typed definition, read and written through
 //! serde, and the rules a row keeps.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::Path;
 
@@ -91,6 +91,8 @@ pub enum Unit {
     GigabytesPerSecond,
     /// A dimensionless ratio.
     Ratio,
+    /// Per cent (a hit rate).
+    Percent,
     /// A count of corpus files.
     Files,
 }
@@ -103,6 +105,7 @@ impl Unit {
             Unit::Microseconds => "µs",
             Unit::GigabytesPerSecond => "GB/s",
             Unit::Ratio => "×",
+            Unit::Percent => "%",
             Unit::Files => "files",
         }
     }
@@ -140,6 +143,22 @@ pub struct Source {
     pub file: String,
     pub line: usize,
     pub at: String,
+}
+
+impl Source {
+    /// The day of the measurement, as the record's file name gives it (`YYYY-MM-DD`, the
+    /// project's naming of raw records); the table refuses a source whose name has none.
+    pub fn date(&self) -> Option<&str> {
+        let b = self.file.as_bytes();
+        (0..b.len().saturating_sub(9)).find_map(|i| {
+            let w = &b[i..i + 10];
+            let shaped = w.iter().enumerate().all(|(k, c)| match k {
+                4 | 7 => *c == b'-',
+                _ => c.is_ascii_digit(),
+            });
+            shaped.then(|| &self.file[i..i + 10])
+        })
+    }
 }
 
 /// How far the model may be from silicon and still agree.
@@ -198,8 +217,9 @@ pub enum Measure {
     /// The corpus files of the GPU check (`check::corpus`) whose outputs are their CPU
     /// reference's, byte for byte.
     CorpusOutputs,
-    /// A corpus file's kernel time at the GPU check's timing size, µs.
-    CorpusTime { file: String },
+    /// A corpus case's kernel time at the GPU check's timing size, µs; `case` is its name in
+    /// `kernels::corpus_cases` (one of `check::corpus::calibration_cases`).
+    CorpusTime { case: String },
     /// `docs/gpu/dram-granularity.cu`: DRAM bytes read ÷ the bytes the pattern's loads ask for.
     DramBytes { pattern: DramPattern },
     /// `docs/gpu/dram-granularity.cu`: the useful GB/s the pattern reads at (1 GiB over its
@@ -207,7 +227,12 @@ pub enum Measure {
     DramRate { pattern: DramPattern },
     /// The bare build's kernel time of one paper-scale frame of the study (the GPU check's
     /// sweep: `study::demo_config` at `Scale::Paper`), ms.
-    PaperFrame { shape: String, view: String },
+    PaperFrame { shape: PaperShape, view: PaperView },
+    /// The texture hit rate of the same bare frame, % (counted as Nsight Compute's
+    /// `l1tex__t_sector_pipe_tex_mem_texture_op_tex_hit_rate.pct` counts it).
+    TexHitRate { shape: PaperShape, view: PaperView },
+    /// The L2 hit rate of the same bare frame, % (ncu's `lts__t_sector_hit_rate.pct`).
+    L2HitRate { shape: PaperShape, view: PaperView },
     /// The probes' cost over the study's 16 paper-scale frames: probed ÷ bare kernel time of
     /// `mode`, the lowest or the highest.
     Overhead { mode: ProbeMode, extreme: Extreme },
@@ -222,6 +247,8 @@ impl Measure {
             Measure::DramBytes { .. }
                 | Measure::DramRate { .. }
                 | Measure::PaperFrame { .. }
+                | Measure::TexHitRate { .. }
+                | Measure::L2HitRate { .. }
                 | Measure::Overhead { .. }
         )
     }
@@ -246,8 +273,8 @@ impl Measure {
             Measure::CorpusOutputs => {
                 "`check::corpus` on the emulator, each output against its CPU reference".into()
             }
-            Measure::CorpusTime { file } => {
-                format!("`check::corpus::timed` on {file} on the emulator")
+            Measure::CorpusTime { case } => {
+                format!("`check::corpus::timed` on {case} on the emulator")
             }
             Measure::DramBytes { pattern } | Measure::DramRate { pattern } => format!(
                 "`docs/gpu/dram-granularity.cu`'s {} on the emulator (--expensive)",
@@ -255,6 +282,12 @@ impl Measure {
             ),
             Measure::PaperFrame { shape, view } => format!(
                 "the study's bare {shape} frame at ({view}), paper scale, on the emulator (--expensive)"
+            ),
+            Measure::TexHitRate { shape, view } => format!(
+                "the texture hit rate of the study's bare {shape} frame at ({view}), paper scale, on the emulator (--expensive)"
+            ),
+            Measure::L2HitRate { shape, view } => format!(
+                "the L2 hit rate of the study's bare {shape} frame at ({view}), paper scale, on the emulator (--expensive)"
             ),
             Measure::Overhead { mode, extreme } => format!(
                 "the {} of the 16 paper-scale frames' {} ÷ bare kernel times on the emulator (--expensive)",
@@ -291,10 +324,10 @@ impl Measure {
                 })
             }
             Measure::CorpusOutputs => Ok(()),
-            Measure::CorpusTime { file } => check::corpus::calibration_cases()
-                .any(|c| c.file == file)
+            Measure::CorpusTime { case } => check::corpus::calibration_cases()
+                .any(|c| c.name == case)
                 .then_some(())
-                .ok_or_else(|| format!("the GPU check does not time corpus file {file}")),
+                .ok_or_else(|| format!("the GPU check does not time corpus case {case}")),
             Measure::DramBytes { pattern } | Measure::DramRate { pattern } => pattern.validate(),
             Measure::Overhead { mode, .. } => matches!(mode, ProbeMode::Naive | ProbeMode::Fence)
                 .then_some(())
@@ -304,14 +337,79 @@ impl Measure {
                         mode.name()
                     )
                 }),
-            Measure::PaperFrame { shape, view } => {
-                let shape_ok = study::BlockShape::PAPER.iter().any(|s| s.name() == *shape);
-                let view_ok = study::View::PAPER.iter().any(|v| v.name() == *view);
-                (shape_ok && view_ok).then_some(()).ok_or_else(|| {
-                    format!("{shape} at ({view}) is not one of the paper's 16 frames")
-                })
+            // Typed: a shape or view the paper does not have is refused when the table is read.
+            Measure::PaperFrame { .. } | Measure::TexHitRate { .. } | Measure::L2HitRate { .. } => {
+                Ok(())
             }
         }
+    }
+}
+
+/// One of the paper's eight block shapes ([`study::BlockShape::PAPER`]), written as the sweep
+/// names it (`16x8`); no other shape reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct PaperShape(study::BlockShape);
+
+impl PaperShape {
+    pub fn shape(self) -> study::BlockShape {
+        self.0
+    }
+}
+
+impl TryFrom<String> for PaperShape {
+    type Error = String;
+    fn try_from(name: String) -> Result<Self, String> {
+        study::BlockShape::PAPER
+            .into_iter()
+            .find(|s| s.name() == name)
+            .map(PaperShape)
+            .ok_or_else(|| {
+                let known: Vec<String> =
+                    study::BlockShape::PAPER.iter().map(|s| s.name()).collect();
+                format!(
+                    "{name:?} is not one of the paper's block shapes ({})",
+                    known.join(", ")
+                )
+            })
+    }
+}
+
+impl From<PaperShape> for String {
+    fn from(s: PaperShape) -> String {
+        s.0.name()
+    }
+}
+
+impl fmt::Display for PaperShape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// One of the paper's two viewpoints ([`study::View::PAPER`]), written as the sweep names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum PaperView {
+    /// (0,0,0): looking down the volume's z axis.
+    #[serde(rename = "0,0,0")]
+    Front,
+    /// (90,0,90).
+    #[serde(rename = "90,0,90")]
+    Turned,
+}
+
+impl PaperView {
+    pub fn view(self) -> study::View {
+        match self {
+            PaperView::Front => study::View::PAPER[0],
+            PaperView::Turned => study::View::PAPER[1],
+        }
+    }
+}
+
+impl fmt::Display for PaperView {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.view().name())
     }
 }
 
@@ -483,13 +581,18 @@ pub enum Verdict {
     Disagrees,
     /// Within the tolerance yet marked as a gap: the gap is stale.
     StaleGap,
-    /// The model's value was never computed.
+    /// An expensive row ([`Measure::expensive`]) whose model value has not been computed yet:
+    /// no verdict either way, shown so on the page. The calibration program records it with
+    /// `--expensive`; the tests never compute it.
+    NotComputed,
+    /// A cheap row without a model value: the calibration program was not run.
     NoModel,
 }
 
 impl Row {
     pub fn verdict(&self) -> Verdict {
         match (self.model, &self.gap) {
+            (None, _) if self.measure.expensive() => Verdict::NotComputed,
             (None, _) => Verdict::NoModel,
             (Some(m), None) if self.tolerance.admits(self.silicon, m) => Verdict::Agrees,
             (Some(_), None) => Verdict::Disagrees,
@@ -538,12 +641,29 @@ impl Table {
         Table::parse(&text, &path)
     }
 
-    /// The file's text: the header, then the rows.
+    /// The file's text: the header, then the rows, each a flat block with its source, measure
+    /// and tolerance as inline tables (serde writes them as sub-tables of their own).
     pub fn to_text(&self) -> Result<String, CalibrationError> {
         let body = toml::to_string(self).map_err(|source| CalibrationError::Serialize {
             source: Box::new(source),
         })?;
-        Ok(format!("{HEADER}\n{body}"))
+        let mut doc: toml_edit::DocumentMut =
+            body.parse().map_err(|source| CalibrationError::Reformat {
+                source: Box::new(source),
+            })?;
+        if let Some(rows) = doc
+            .get_mut("row")
+            .and_then(toml_edit::Item::as_array_of_tables_mut)
+        {
+            for row in rows.iter_mut() {
+                for (mut key, item) in row.iter_mut() {
+                    item.make_value();
+                    key.fmt();
+                }
+                row.fmt();
+            }
+        }
+        Ok(format!("{HEADER}\n{doc}"))
     }
 
     /// Writes the table to `root`/[`TABLE_PATH`] (atomically).
@@ -578,6 +698,15 @@ impl Table {
                     ),
                 ));
             }
+            if r.source.date().is_none() {
+                return Err(bad(
+                    &r.id,
+                    format!(
+                        "source file {:?} has no date (YYYY-MM-DD) in its name",
+                        r.source.file
+                    ),
+                ));
+            }
             if r.source.line == 0 {
                 return Err(bad(&r.id, "source lines count from 1".into()));
             }
@@ -605,20 +734,57 @@ impl Table {
     /// The rows whose tolerance is wider than the same row's (by id) in `base`, compared as the
     /// band each allows at the row's silicon value now (so a relative and an absolute tolerance
     /// compare too). Rows new since `base` have nothing to compare with.
-    pub fn widened_since(&self, base: &Table) -> Vec<Widened> {
+    pub fn widened_since(&self, base: &Tolerances) -> Vec<Widened> {
         self.row
             .iter()
             .filter_map(|now| {
-                let before = base.row.iter().find(|b| b.id == now.id)?;
-                (now.tolerance.band(now.silicon) > before.tolerance.band(now.silicon)).then(|| {
-                    Widened {
-                        id: now.id.clone(),
-                        before: before.tolerance,
-                        now: now.tolerance,
-                    }
+                let before = *base.0.get(&now.id)?;
+                (now.tolerance.band(now.silicon) > before.band(now.silicon)).then(|| Widened {
+                    id: now.id.clone(),
+                    before,
+                    now: now.tolerance,
                 })
             })
             .collect()
+    }
+}
+
+/// An earlier table's tolerances by row id: all the comparison with a merge base needs. Read
+/// from the earlier text on its own terms (only `id` and `tolerance` of each row), so that a
+/// table from before a change of the other fields still compares.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Tolerances(BTreeMap<String, Tolerance>);
+
+impl Tolerances {
+    pub fn parse(text: &str, path: &Path) -> Result<Tolerances, CalibrationError> {
+        #[derive(Deserialize)]
+        struct Earlier {
+            row: Vec<EarlierRow>,
+        }
+        #[derive(Deserialize)]
+        struct EarlierRow {
+            id: String,
+            tolerance: Tolerance,
+        }
+        let earlier: Earlier = toml::from_str(text).map_err(|source| CalibrationError::Parse {
+            path: path.to_path_buf(),
+            source: Box::new(source),
+        })?;
+        Ok(Tolerances(
+            earlier
+                .row
+                .into_iter()
+                .map(|r| (r.id, r.tolerance))
+                .collect(),
+        ))
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
     }
 }
 
@@ -634,7 +800,7 @@ mod tests {
         };
         format!(
             "[[row]]\nid = \"{id}\"\nquantity = \"q\"\nunit = \"cycles\"\ngpu = \"H100\"\n\
-             silicon = {silicon:?}\nsource = {{ file = \"f.txt\", line = 1, at = \"here\" }}\n\
+             silicon = {silicon:?}\nsource = {{ file = \"f-2026-11-27.txt\", line = 1, at = \"here\" }}\n\
              preset = \"h100\"\nmeasure = {{ kind = \"shared_chase\", op = \"load\", lanes = 1 }}\n\
              {model}tolerance = {tolerance}\n"
         )
@@ -657,6 +823,10 @@ mod tests {
         assert_eq!(r.verdict(), Verdict::StaleGap);
         r.model = None;
         assert_eq!(r.verdict(), Verdict::NoModel);
+        r.measure = Measure::DramRate {
+            pattern: DramPattern::Stride(1),
+        };
+        assert_eq!(r.verdict(), Verdict::NotComputed);
         assert!(Tolerance::Absolute(5.0).admits(17.2, 12.2));
         assert!(!Tolerance::Absolute(5.0).admits(17.2, 12.1));
     }
@@ -691,13 +861,16 @@ mod tests {
             parse(&unknown),
             Err(CalibrationError::Parse { .. })
         ));
-        let path = row("e", 1.0, None, Tolerance::Absolute(1.0)).replace("f.txt", "../f.txt");
+        let path = row("e", 1.0, None, Tolerance::Absolute(1.0))
+            .replace("f-2026-11-27.txt", "../f-2026-11-27.txt");
         assert!(parse(&path).unwrap_err().to_string().contains("docs/gpu"));
     }
 
     #[test]
     fn a_tolerance_that_allows_more_at_the_row_is_widened() {
-        let base = parse(&row("a", 200.0, None, Tolerance::Relative(0.1))).unwrap();
+        let base_text = row("a", 200.0, None, Tolerance::Relative(0.1));
+        let base = Tolerances::parse(&base_text, Path::new("base.toml")).unwrap();
+        assert_eq!(base.len(), 1);
         let same = parse(&row("a", 200.0, None, Tolerance::Absolute(20.0))).unwrap();
         assert!(same.widened_since(&base).is_empty());
         let narrower = parse(&row("a", 200.0, None, Tolerance::Relative(0.05))).unwrap();
@@ -716,6 +889,28 @@ mod tests {
             new_row.widened_since(&base).is_empty(),
             "nothing to compare a new row with"
         );
+        // An earlier table with fields this definition no longer has still gives its tolerances.
+        let older = base_text.replace("quantity = \"q\"", "quantity = \"q\"\nretired = 1");
+        assert!(parse(&older).is_err());
+        let older = Tolerances::parse(&older, Path::new("base.toml")).unwrap();
+        assert_eq!(wider.widened_since(&older).len(), 1);
+    }
+
+    #[test]
+    fn a_source_is_dated_by_its_file_name() {
+        let at = |file: &str| Source {
+            file: file.into(),
+            line: 1,
+            at: String::new(),
+        };
+        assert_eq!(at("h100-2026-11-27-ncu.md").date(), Some("2026-11-27"));
+        assert_eq!(at("bare-2026-11-27b.csv").date(), Some("2026-11-27"));
+        assert_eq!(at("2026-11-27.txt").date(), Some("2026-11-27"));
+        assert_eq!(at("fence-variants.cu").date(), None);
+        assert_eq!(at("h100-2026-1-27.md").date(), None);
+        let undated =
+            row("a", 1.0, None, Tolerance::Absolute(1.0)).replace("f-2026-11-27.txt", "f.txt");
+        assert!(parse(&undated).unwrap_err().to_string().contains("no date"));
     }
 
     #[test]

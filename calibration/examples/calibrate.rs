@@ -6,8 +6,10 @@
 //! ```
 //!
 //! `--write` records the computed values in the table and writes `docs/validation.md` from it;
-//! `--expensive` also computes the paper-scale frames, the probes' cost over them and the DRAM
-//! patterns (hours on one core, up to 8 GiB of memory), which are otherwise left as recorded.
+//! `--expensive` also computes the paper-scale frames (kernel times, texture and L2 hit rates),
+//! the probes' cost over them and the DRAM patterns (about an hour on two cores in a release
+//! build, up to 2 GiB of memory for the patterns in the table), which are otherwise left as
+//! recorded.
 //! The paper-scale frames are swept into `--frames-dir` (default `target/calibration-frames`),
 //! where an interrupted sweep resumes. Exits with 1 when a computed value differs from the
 //! recorded one and the table was not written.

@@ -194,7 +194,13 @@ impl SharedRig {
         self.exp
             .launch(&format!("chase<{}>", op.mode()), 1, lanes, &args)?;
         let b = self.exp.download(&self.out)?;
-        let cycles = i64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]);
+        let cycles = b
+            .first_chunk::<8>()
+            .map(|c| i64::from_le_bytes(*c))
+            .ok_or_else(|| CalibrationError::Result {
+                what: "shared-latency.cu".into(),
+                reason: "its result is not 8 bytes".into(),
+            })?;
         Ok(cycles as f64 / SHARED_STEPS)
     }
 }

@@ -11,6 +11,13 @@
 //! records them and writes `docs/validation.md` ([`page::render`]). The crate's tests recompute
 //! every cheap row and fail when the table is not true of the code.
 //!
+//! Each row has a [`Verdict`]: it agrees within its tolerance, or it is a known gap (outside,
+//! with the reason in `gap`: a finding about the model), or, for an expensive row whose value
+//! the program has not recorded yet, it is not computed (shown so on the page; the tests accept
+//! it, since they never compute such a row). Anything else fails the tests, as does a tolerance
+//! wider than the same row's on the merge base: a disagreement is recorded as a gap, never
+//! hidden by a wider tolerance.
+//!
 //! Why a crate of its own: computing a row needs the GPU check's microbenchmarks and the study,
 //! so the code sits above `check`; and nothing depends on it, so the table's definition, the
 //! program that fills it and the page stay together without a lower crate knowing of them.

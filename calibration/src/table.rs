@@ -27,9 +27,12 @@ const HEADER: &str = "\
 # Defined by calibration/src/table.rs; `model` is computed, never typed:
 #   cargo run -p warpscope-calibration --example calibrate -- --write
 # recomputes every row whose measure is cheap (the test suite does the same and fails when a
-# recorded value differs), and with --expensive also the paper-scale frames, the probes' cost
-# over them and the DRAM patterns, which take minutes to hours on the emulator and are recorded
-# here from that run. The same command writes docs/validation.md from this table.
+# recorded value differs), and with --expensive also the paper-scale frames (kernel times,
+# texture and L2 hit rates), the probes' cost over them and the DRAM patterns, which take about
+# an hour on two cores and are recorded here from that run (until then such a row shows as not
+# computed). The same command writes docs/validation.md from this table. A row outside its
+# tolerance says why in `gap`; a tolerance may only narrow (the tests compare it with the
+# merge base's).
 ";
 
 /// The whole table, in the order its rows are shown.

@@ -13,7 +13,8 @@
 //! study differ (the paper's geometry on a GPU, the quick one on the emulator).
 //!
 //! Main items: [`run`] with its [`CheckConfig`], [`Finished`] and [`GpuResults`] (the JSON file's
-//! one definition), [`CheckError`].
+//! one definition), [`CheckError`]; [`micro`] and [`corpus`], the microbenchmarks and the corpus
+//! on any device, which the calibration suite also runs on the emulator.
 //!
 //! ```no_run
 //! use check::{CheckBackend, CheckConfig, Progress};
@@ -34,9 +35,9 @@
 //! ```
 
 mod context;
-mod corpus;
+pub mod corpus;
 mod error;
-mod micro;
+pub mod micro;
 mod plan;
 mod programs;
 mod report;

@@ -16,7 +16,7 @@ use emulator::{TexAddress, TexFilter, TexFormat, TextureDesc};
 use instrument::{Probe, ProbedArg, TraceWarps, launch_probed};
 use kernels::corpus_cases::Rng;
 use kernels::layout::{WS_DUMMY, WS_FENCE, WS_NAIVE};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use trace::{Dim3, ProbeMode, Region, SiteInfo};
 
 /// Steps per probe in `pointer_chase` (CHASE_STEPS_PER_PROBE in the .cu).
@@ -26,7 +26,7 @@ const CHASE_PROBES: u32 = 8;
 const LOADS: u32 = 16;
 
 /// One microbenchmark case.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MicroCase {
     ChaseL1,

@@ -1,0 +1,261 @@
+//! The standalone experiments of `docs/gpu` on the emulator: their `.cu` compiled to PTX with the
+//! project's nvcc, their kernels launched as their own `main` launches them on a GPU, and what
+//! `main` prints computed from the emulator's results in the same way. The constants here are
+//! the experiments' own, which their host code states beside the kernels.
+
+use std::path::{Path, PathBuf};
+
+use device::{Arg, DevBuf, Device, EmuDevice, LaunchConfig, LaunchOutcome, ModuleId};
+use emulator::GpuConfig;
+use trace::Dim3;
+
+use crate::error::CalibrationError;
+use crate::table::{Closing, DramPattern, FenceAccess, RECORDS_DIR, SharedOp};
+
+/// An experiment's kernels, compiled and loaded on an emulator device.
+struct Experiment {
+    file: &'static str,
+    dev: EmuDevice,
+    module: ModuleId,
+    /// (mangled name, its demangled name without parameters and return type, registers per
+    /// thread)
+    entries: Vec<(String, String, u32)>,
+}
+
+impl Experiment {
+    fn load(root: &Path, file: &'static str, cfg: &GpuConfig) -> Result<Self, CalibrationError> {
+        let path: PathBuf = root.join(RECORDS_DIR).join(file);
+        let compiled = kernels::compile_ptx(&path, kernels::layout::WS_OFF)
+            .map_err(|source| CalibrationError::Compile { path, source })?;
+        let entries = compiled
+            .entries
+            .iter()
+            .map(|e| {
+                let bare = cpp_demangle::DemangleOptions::new()
+                    .no_params()
+                    .no_return_type();
+                let demangled = cpp_demangle::Symbol::new(e.name.as_str())
+                    .ok()
+                    .and_then(|s| s.demangle_with_options(&bare).ok())
+                    .unwrap_or_else(|| e.name.clone());
+                (e.name.clone(), demangled, e.registers)
+            })
+            .collect();
+        let mut dev = EmuDevice::new(cfg.clone());
+        let module = dev
+            .load(&compiled.ptx, None)
+            .map_err(|source| CalibrationError::Device {
+                what: format!("loading {file}"),
+                source,
+            })?;
+        Ok(Experiment {
+            file,
+            dev,
+            module,
+            entries,
+        })
+    }
+
+    /// The entry whose demangled name is `name`, e.g. `k<3>` for the template's instance; its
+    /// mangled name and registers.
+    fn entry(&self, name: &str) -> Result<(String, u32), CalibrationError> {
+        self.entries
+            .iter()
+            .find(|(_, d, _)| d == name)
+            .map(|(m, _, r)| (m.clone(), *r))
+            .ok_or_else(|| CalibrationError::NoEntry {
+                what: self.file.into(),
+                entry: name.into(),
+            })
+    }
+
+    fn alloc(&mut self, bytes: u64) -> Result<DevBuf, CalibrationError> {
+        let file = self.file;
+        self.dev
+            .alloc(bytes)
+            .map_err(|source| CalibrationError::Device {
+                what: format!("{file}: allocating {bytes} bytes"),
+                source,
+            })
+    }
+
+    fn launch(
+        &mut self,
+        name: &str,
+        grid: u32,
+        block: u32,
+        args: &[Arg],
+    ) -> Result<LaunchOutcome, CalibrationError> {
+        let (entry, regs) = self.entry(name)?;
+        let cfg = LaunchConfig {
+            grid: Dim3::new(grid, 1, 1),
+            block: Dim3::new(block, 1, 1),
+            dynamic_shared_bytes: 0,
+            regs_per_thread: regs,
+        };
+        self.dev
+            .launch(self.module, &entry, &cfg, args)
+            .map_err(|source| CalibrationError::Device {
+                what: format!("{}: {name}", self.file),
+                source,
+            })
+    }
+
+    fn download(&mut self, buf: &DevBuf) -> Result<Vec<u8>, CalibrationError> {
+        let mut bytes = vec![0u8; buf.bytes as usize];
+        let file = self.file;
+        self.dev
+            .download(buf, &mut bytes)
+            .map_err(|source| CalibrationError::Device {
+                what: format!("{file}: reading results"),
+                source,
+            })?;
+        Ok(bytes)
+    }
+}
+
+/// `fence-variants.cu`: `REPS` windows per launch, the first (cold) one left out of the mean.
+const FENCE_REPS: usize = 32;
+/// Its buffer, 1 GiB: a window's loads or stores go to lines `BIG / 4 / REPS` words apart.
+const FENCE_BIG: u64 = 1 << 30;
+
+/// `fence-variants.cu`'s windows on one device: every launch starts with cold caches on the
+/// emulator, so one buffer serves every window, as one serves them on the GPU.
+pub(crate) struct FenceRig {
+    exp: Experiment,
+    p: DevBuf,
+    sink: DevBuf,
+    out: DevBuf,
+}
+
+impl FenceRig {
+    pub(crate) fn new(root: &Path, cfg: &GpuConfig) -> Result<Self, CalibrationError> {
+        let mut exp = Experiment::load(root, "fence-variants.cu", cfg)?;
+        let p = exp.alloc(FENCE_BIG)?;
+        let sink = exp.alloc(64)?;
+        let out = exp.alloc(FENCE_REPS as u64 * 4)?;
+        Ok(FenceRig { exp, p, sink, out })
+    }
+
+    /// The mean cycles of the warm windows of `access` closed by `closing`, as the experiment's
+    /// `report` prints them.
+    pub(crate) fn window(
+        &mut self,
+        access: FenceAccess,
+        closing: Closing,
+    ) -> Result<f64, CalibrationError> {
+        let v = closing.variant();
+        let far = (FENCE_BIG / 4 / FENCE_REPS as u64) as i64;
+        // main's base offsets in words: each case and closing its own lines.
+        let (kernel, stride, base_words) = match access {
+            FenceAccess::DramMiss => ("k", far, u64::from(v) * 64),
+            FenceAccess::L1Hit => ("k", 0, u64::from(2 * 7 + v) * 64),
+            FenceAccess::StoreNotInL2 => ("kst", far, u64::from(32 + v) * 64),
+        };
+        let args = [
+            Arg::U64(self.p.addr + base_words * 4),
+            Arg::I64(stride),
+            Arg::Buf(self.sink),
+            Arg::Buf(self.out),
+        ];
+        self.exp.launch(&format!("{kernel}<{v}>"), 1, 1, &args)?;
+        let bytes = self.exp.download(&self.out)?;
+        let windows: Vec<f64> = bytes
+            .chunks_exact(4)
+            .skip(1)
+            .map(|c| f64::from(u32::from_le_bytes([c[0], c[1], c[2], c[3]])))
+            .collect();
+        Ok(windows.iter().sum::<f64>() / windows.len() as f64)
+    }
+}
+
+/// `shared-latency.cu`: steps per timed chase.
+const SHARED_STEPS: f64 = 256.0;
+
+/// `shared-latency.cu`'s chases on one device.
+pub(crate) struct SharedRig {
+    exp: Experiment,
+    out: DevBuf,
+    sink: DevBuf,
+}
+
+impl SharedRig {
+    pub(crate) fn new(root: &Path, cfg: &GpuConfig) -> Result<Self, CalibrationError> {
+        let mut exp = Experiment::load(root, "shared-latency.cu", cfg)?;
+        let out = exp.alloc(8)?;
+        let sink = exp.alloc(4)?;
+        Ok(SharedRig { exp, out, sink })
+    }
+
+    /// Cycles per step of the chase, one launch: the emulator gives every launch the same
+    /// cycles, where the GPU's median of nine stands for its steady state.
+    pub(crate) fn step(&mut self, op: SharedOp, lanes: u32) -> Result<f64, CalibrationError> {
+        let args = [Arg::Buf(self.out), Arg::Buf(self.sink)];
+        self.exp
+            .launch(&format!("chase<{}>", op.mode()), 1, lanes, &args)?;
+        let b = self.exp.download(&self.out)?;
+        let cycles = b
+            .first_chunk::<8>()
+            .map(|c| i64::from_le_bytes(*c))
+            .ok_or_else(|| CalibrationError::Result {
+                what: "shared-latency.cu".into(),
+                reason: "its result is not 8 bytes".into(),
+            })?;
+        Ok(cycles as f64 / SHARED_STEPS)
+    }
+}
+
+/// `dram-granularity.cu`: sectors of its buffer, and sectors read per launch.
+const DRAM_BUF_SECTORS: u64 = 1 << 28;
+const DRAM_READS: u64 = 1 << 25;
+const DRAM_UNROLL: u64 = 4;
+const DRAM_BLOCK: u32 = 256;
+
+/// What one launch of `dram-granularity.cu`'s `read_sectors` gave.
+pub(crate) struct DramRun {
+    /// DRAM bytes read ÷ the bytes the loads ask for (1 GiB).
+    pub(crate) bytes_ratio: f64,
+    /// Useful GB/s: 1 GiB over the kernel time.
+    pub(crate) useful_gb_s: f64,
+}
+
+/// One launch of `read_sectors` with `pattern` (the grid of `main`'s `launch`: every load at
+/// once). Its buffer is as large as the sectors the pattern reaches: up to 8 GiB of host memory.
+pub(crate) fn dram_run(
+    root: &Path,
+    cfg: &GpuConfig,
+    pattern: DramPattern,
+) -> Result<DramRun, CalibrationError> {
+    let mut exp = Experiment::load(root, "dram-granularity.cu", cfg)?;
+    let sectors = match pattern {
+        DramPattern::Stride(n) => DRAM_READS * u64::from(n),
+        DramPattern::Random | DramPattern::RandomRun(_) => DRAM_BUF_SECTORS,
+        DramPattern::ScatteredBlocks(_) => DRAM_READS,
+    };
+    // The GPU's buffer holds its fill kernel's values; the loads' addresses do not depend on
+    // them, and the emulator's zeros keep the sink's atomic as unreached as the fill does.
+    let buf = exp.alloc(sectors * 32)?;
+    let sink = exp.alloc(4)?;
+    let (kind, arg) = pattern.kind_arg();
+    let grid =
+        u32::try_from(DRAM_READS * 2 / DRAM_UNROLL / u64::from(DRAM_BLOCK)).map_err(|_| {
+            CalibrationError::Result {
+                what: "dram-granularity.cu".into(),
+                reason: "its grid does not fit a launch".into(),
+            }
+        })?;
+    let args = [Arg::Buf(buf), Arg::I32(kind), Arg::I32(arg), Arg::Buf(sink)];
+    let o = exp.launch("read_sectors", grid, DRAM_BLOCK, &args)?;
+    let read = o
+        .stats
+        .map(|s| s.mem.dram_bytes_read)
+        .ok_or_else(|| CalibrationError::Result {
+            what: "dram-granularity.cu".into(),
+            reason: "the emulator returned no counters".into(),
+        })?;
+    let useful = (DRAM_READS * 32) as f64;
+    Ok(DramRun {
+        bytes_ratio: read as f64 / useful,
+        useful_gb_s: useful / o.kernel_ms / 1e6,
+    })
+}

@@ -1,0 +1,269 @@
+//! The model's values: each row's measure computed on the emulator with the row's preset.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use device::EmuDevice;
+use emulator::GpuConfig;
+use trace::{ProbeMode, SweepRow};
+
+use crate::error::CalibrationError;
+use crate::experiments::{self, DramRun, FenceRig, SharedRig};
+use crate::table::{DramPattern, Extreme, Measure, PaperShape, PaperView, Table, round_model};
+
+/// Which rows to compute.
+pub struct Options<'a> {
+    /// Also the expensive measures ([`Measure::expensive`]); without it they are left alone.
+    pub expensive: bool,
+    /// Where the paper-scale frames are swept (a sweep folder: an interrupted sweep resumes).
+    pub frames_dir: PathBuf,
+    /// Told what is being computed, before each measure, and how the sweep of the paper-scale
+    /// frames goes.
+    pub progress: &'a (dyn Fn(&str) + Sync),
+}
+
+/// The model's value of every row of `table`, in its order, rounded as recorded; `None` for the
+/// expensive rows unless `opts.expensive`. Rows with the same preset and measure are computed
+/// once.
+pub fn recompute(
+    root: &Path,
+    table: &Table,
+    opts: &Options<'_>,
+) -> Result<Vec<Option<f64>>, CalibrationError> {
+    let mut labs: BTreeMap<String, Lab> = BTreeMap::new();
+    let mut values = Vec::with_capacity(table.row.len());
+    for row in &table.row {
+        if row.measure.expensive() && !opts.expensive {
+            values.push(None);
+            continue;
+        }
+        let lab = match labs.entry(row.preset.clone()) {
+            std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::btree_map::Entry::Vacant(e) => {
+                let cfg = GpuConfig::preset(&row.preset)?;
+                e.insert(Lab::new(root, cfg, opts.frames_dir.join(&row.preset)))
+            }
+        };
+        values.push(Some(round_model(lab.value(&row.measure, opts.progress)?)));
+    }
+    Ok(values)
+}
+
+/// One preset's emulator with the experiments loaded as they are first needed, and the values
+/// computed so far.
+struct Lab {
+    root: PathBuf,
+    cfg: GpuConfig,
+    frames_dir: PathBuf,
+    fence: Option<FenceRig>,
+    shared: Option<SharedRig>,
+    dram: BTreeMap<DramPattern, DramRun>,
+    frames: Option<Vec<SweepRow>>,
+    done: BTreeMap<Measure, f64>,
+}
+
+impl Lab {
+    fn new(root: &Path, cfg: GpuConfig, frames_dir: PathBuf) -> Lab {
+        Lab {
+            root: root.to_path_buf(),
+            cfg,
+            frames_dir,
+            fence: None,
+            shared: None,
+            dram: BTreeMap::new(),
+            frames: None,
+            done: BTreeMap::new(),
+        }
+    }
+
+    fn value(
+        &mut self,
+        m: &Measure,
+        progress: &(dyn Fn(&str) + Sync),
+    ) -> Result<f64, CalibrationError> {
+        if let Some(v) = self.done.get(m) {
+            return Ok(*v);
+        }
+        progress(&m.how());
+        let v = self.compute(m, progress)?;
+        self.done.insert(m.clone(), v);
+        Ok(v)
+    }
+
+    fn compute(
+        &mut self,
+        m: &Measure,
+        progress: &(dyn Fn(&str) + Sync),
+    ) -> Result<f64, CalibrationError> {
+        let check_err = |what: String| {
+            move |source: check::CheckError| CalibrationError::Check {
+                what,
+                source: Box::new(source),
+            }
+        };
+        match m {
+            Measure::Micro { case, mode } => {
+                let mut dev = EmuDevice::new(self.cfg.clone());
+                check::micro::measure(&mut dev, &self.cfg, *case, *mode)
+                    .map(|r| r.mean_cycles)
+                    .map_err(check_err(format!("{} ({})", case.label(), mode.name())))
+            }
+            Measure::FenceWindow { access, closing } => {
+                let rig = match &mut self.fence {
+                    Some(r) => r,
+                    None => self.fence.insert(FenceRig::new(&self.root, &self.cfg)?),
+                };
+                rig.window(*access, *closing)
+            }
+            Measure::SharedChase { op, lanes } => {
+                let rig = match &mut self.shared {
+                    Some(r) => r,
+                    None => self.shared.insert(SharedRig::new(&self.root, &self.cfg)?),
+                };
+                rig.step(*op, *lanes)
+            }
+            Measure::CorpusOutputs => {
+                let mut matching = 0usize;
+                for case in check::corpus::cases() {
+                    let mut dev = EmuDevice::new(self.cfg.clone());
+                    let row = check::corpus::check(case, &mut dev, None)
+                        .map_err(check_err(format!("corpus file {}", case.file)))?;
+                    matching += usize::from(row.matches_reference);
+                }
+                Ok(matching as f64)
+            }
+            Measure::CorpusTime { case: name } => {
+                let case = check::corpus::calibration_cases()
+                    .find(|c| c.name == name)
+                    .ok_or_else(|| CalibrationError::Result {
+                        what: format!("corpus case {name}"),
+                        reason: "the GPU check does not time it".into(),
+                    })?;
+                let mut dev = EmuDevice::new(self.cfg.clone());
+                let (ms, mismatch) = check::corpus::timed(case, &mut dev)
+                    .map_err(check_err(format!("timing corpus case {name}")))?;
+                match mismatch {
+                    Some(m) => Err(CalibrationError::Result {
+                        what: format!("timing corpus case {name}"),
+                        reason: m,
+                    }),
+                    None => Ok(ms * 1000.0),
+                }
+            }
+            Measure::DramBytes { pattern } => Ok(self.dram(*pattern)?.bytes_ratio),
+            Measure::DramRate { pattern } => Ok(self.dram(*pattern)?.useful_gb_s),
+            Measure::PaperFrame { shape, view } => {
+                self.bare_frame(*shape, *view, "kernel time", |r| r.kernel_ms, progress)
+            }
+            Measure::TexHitRate { shape, view } => self
+                .bare_frame(
+                    *shape,
+                    *view,
+                    "texture hit rate",
+                    |r| r.tex_hit_rate,
+                    progress,
+                )
+                .map(|f| f * 100.0),
+            Measure::L2HitRate { shape, view } => self
+                .bare_frame(*shape, *view, "L2 hit rate", |r| r.l2_hit_rate, progress)
+                .map(|f| f * 100.0),
+            Measure::Overhead { mode, extreme } => {
+                let rows = self.frames(progress)?;
+                let overheads = rows
+                    .iter()
+                    .filter(|r| r.mode == mode.name())
+                    .map(|r| {
+                        r.overhead
+                            .ok_or_else(|| missing_frame(&r.shape, &r.view, *mode))
+                    })
+                    .collect::<Result<Vec<f64>, _>>()?;
+                let pick = match extreme {
+                    Extreme::Min => overheads.iter().copied().reduce(f64::min),
+                    Extreme::Max => overheads.iter().copied().reduce(f64::max),
+                };
+                pick.ok_or_else(|| CalibrationError::Result {
+                    what: "the probes' cost".into(),
+                    reason: format!("the sweep has no {} runs", mode.name()),
+                })
+            }
+        }
+    }
+
+    /// `field` of the bare build's run of one paper-scale frame.
+    fn bare_frame(
+        &mut self,
+        shape: PaperShape,
+        view: PaperView,
+        what: &str,
+        field: impl Fn(&SweepRow) -> Option<f64>,
+        progress: &(dyn Fn(&str) + Sync),
+    ) -> Result<f64, CalibrationError> {
+        let (shape, view) = (shape.to_string(), view.to_string());
+        let rows = self.frames(progress)?;
+        frame_of(rows, &shape, &view, ProbeMode::Off)
+            .and_then(field)
+            .ok_or_else(|| CalibrationError::Result {
+                what: format!("the bare paper-scale frame {shape} at ({view})"),
+                reason: format!("the sweep did not produce its {what}"),
+            })
+    }
+
+    fn dram(&mut self, pattern: DramPattern) -> Result<&DramRun, CalibrationError> {
+        if !self.dram.contains_key(&pattern) {
+            let run = experiments::dram_run(&self.root, &self.cfg, pattern)?;
+            self.dram.insert(pattern, run);
+        }
+        self.dram
+            .get(&pattern)
+            .ok_or_else(|| CalibrationError::Result {
+                what: "dram-granularity.cu".into(),
+                reason: format!("no run of {}", pattern.label()),
+            })
+    }
+
+    /// The study's sweep at the paper's geometry on this preset, as the GPU check runs it on a
+    /// GPU (`study::demo_config` at `Scale::Paper`: the paper's 8 shapes × 2 views), with the bare
+    /// build as a run of its own beside naive and fence; one frame each (the emulator is
+    /// deterministic).
+    fn frames(
+        &mut self,
+        progress: &(dyn Fn(&str) + Sync),
+    ) -> Result<&[SweepRow], CalibrationError> {
+        if self.frames.is_none() {
+            let study_err = |e| CalibrationError::Study(Box::new(e));
+            let mut cfg =
+                study::demo_config(&self.frames_dir, study::Scale::Paper).map_err(study_err)?;
+            cfg.emu_config = self.cfg.clone();
+            cfg.modes = vec![ProbeMode::Off, ProbeMode::Naive, ProbeMode::Fence];
+            cfg.frames = 1;
+            let total = cfg.runs().len();
+            progress(&format!(
+                "sweeping {total} paper-scale runs into {}",
+                self.frames_dir.display()
+            ));
+            let swept = study::sweep(&cfg, &|done, total| {
+                progress(&format!("{done} of {total} paper-scale runs done"))
+            })
+            .map_err(study_err)?;
+            self.frames = Some(swept.rows);
+        }
+        Ok(self.frames.as_deref().unwrap_or_default())
+    }
+}
+
+fn frame_of<'a>(
+    rows: &'a [SweepRow],
+    shape: &str,
+    view: &str,
+    mode: ProbeMode,
+) -> Option<&'a SweepRow> {
+    rows.iter()
+        .find(|r| r.shape == shape && r.view == view && r.mode == mode.name())
+}
+
+fn missing_frame(shape: &str, view: &str, mode: ProbeMode) -> CalibrationError {
+    CalibrationError::Result {
+        what: format!("the paper-scale frame {shape} at ({view}), {}", mode.name()),
+        reason: "the sweep did not produce its kernel time".into(),
+    }
+}

@@ -1,0 +1,330 @@
+//! `docs/validation.md`, generated from the table: the verdict first (how many rows agree), then
+//! per section each quantity with the model beside every GPU that measured it, the tolerance,
+//! whether they agree, and the raw record each number comes from; then the known gaps with
+//! their reasons.
+
+use std::fmt::Write;
+
+use std::path::Path;
+
+use crate::error::CalibrationError;
+use crate::table::{Measure, RECORDS_DIR, Row, TABLE_PATH, Table, Tolerance, Verdict};
+
+/// Where the page lives, from the workspace root.
+pub const PAGE_PATH: &str = "docs/validation.md";
+
+/// The page's sections, in order: which measures each holds and what it says of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Section {
+    Latency,
+    Fences,
+    Shared,
+    Dram,
+    Corpus,
+    Frames,
+    HitRates,
+    ProbeCost,
+}
+
+impl Section {
+    const ALL: [Section; 8] = [
+        Section::Latency,
+        Section::Fences,
+        Section::Shared,
+        Section::Dram,
+        Section::Corpus,
+        Section::Frames,
+        Section::HitRates,
+        Section::ProbeCost,
+    ];
+
+    fn of(m: &Measure) -> Section {
+        match m {
+            Measure::Micro { .. } => Section::Latency,
+            Measure::FenceWindow { .. } => Section::Fences,
+            Measure::SharedChase { .. } => Section::Shared,
+            Measure::DramBytes { .. } | Measure::DramRate { .. } => Section::Dram,
+            Measure::CorpusOutputs | Measure::CorpusTime { .. } => Section::Corpus,
+            Measure::PaperFrame { .. } => Section::Frames,
+            Measure::TexHitRate { .. } | Measure::L2HitRate { .. } => Section::HitRates,
+            Measure::Overhead { .. } => Section::ProbeCost,
+        }
+    }
+
+    fn title(self) -> &'static str {
+        match self {
+            Section::Latency => "Load latencies and the probes' microbenchmarks",
+            Section::Fences => "Fences",
+            Section::Shared => "Shared memory",
+            Section::Dram => "DRAM",
+            Section::Corpus => "The functional corpus",
+            Section::Frames => "The study's paper-scale frames",
+            Section::HitRates => "Texture and L2 hit rates of the study's frames",
+            Section::ProbeCost => "The probes' cost",
+        }
+    }
+
+    /// How the section's model values are produced.
+    fn how(self) -> &'static str {
+        match self {
+            Section::Latency => {
+                "The GPU check's step 3 (`check::micro`: `kernels/micro/pointer_chase.cu` through \
+                 the probe header, one warp) run on the emulator: cycles per chase step or per \
+                 probed load, the mean over the records, as the check reports silicon's."
+            }
+            Section::Fences => {
+                "`docs/gpu/fence-variants.cu`'s kernels on the emulator, launched as its `main` \
+                 launches them: one thread, 32 windows `t0 = clock; access; closing; t1 = clock`, \
+                 the mean of the 31 warm ones. Its L2-hit case and its stores to lines in L2 are \
+                 not here: on the GPU a first launch puts the lines in L2, and every emulator \
+                 launch starts with cold caches."
+            }
+            Section::Shared => {
+                "`docs/gpu/shared-latency.cu`'s chases on the emulator: cycles per step over 256 \
+                 dependent steps, one launch (the emulator gives every launch the same cycles)."
+            }
+            Section::Dram => {
+                "`docs/gpu/dram-granularity.cu`'s `read_sectors` on the emulator, one launch of \
+                 the grid its `main` uses (1 GiB read, every load at once): DRAM bytes read over \
+                 the bytes asked for (what ncu's `dram__bytes_read.sum` says on silicon), and 1 GiB \
+                 over the kernel time. Recorded with `--expensive` (2²⁶ loads, up to 8 GiB of \
+                 buffer)."
+            }
+            Section::Corpus => {
+                "The GPU check's corpus (`check::corpus`) on the emulator: how many of its files \
+                 give their CPU reference's output byte for byte (on silicon the same files also \
+                 gave the emulator's bytes), and the kernel times of its step 4 at their timing \
+                 size."
+            }
+            Section::Frames => {
+                "The GPU check's study sweep (`study::demo_config` at the paper's geometry: a 1024³ \
+                 volume, 512×512 image) on the emulator, the bare build's kernel time of each of \
+                 the 16 frames. Recorded with `--expensive` (48 paper-scale frames with the \
+                 probed ones below)."
+            }
+            Section::HitRates => {
+                "The same sweep's bare frames: the texture hit rate as Nsight Compute counts it \
+                 (`l1tex__t_sector_pipe_tex_mem_texture_op_tex_hit_rate.pct`: each lane's sectors \
+                 lookups of their own) and the L2's sector hit rate (`lts__t_sector_hit_rate.pct`), \
+                 beside ncu's on silicon. Recorded with `--expensive`, from the same sweep."
+            }
+            Section::ProbeCost => {
+                "The same sweep's probed builds: probed ÷ bare kernel time over the 16 frames, \
+                 the lowest and the highest, per probe mode. Recorded with `--expensive`."
+            }
+        }
+    }
+}
+
+/// `x` with four significant digits (none after the point from 1000 on), trailing zeros cut.
+pub fn num(x: f64) -> String {
+    if !x.is_finite() {
+        return x.to_string();
+    }
+    if x.abs() >= 1000.0 || x == 0.0 {
+        return format!("{x:.0}");
+    }
+    let decimals = (3 - x.abs().log10().floor() as i32).max(0) as usize;
+    let s = format!("{x:.decimals$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+fn verdict_word(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Agrees => "agrees",
+        Verdict::KnownGap => "known gap",
+        Verdict::Disagrees => "**disagrees, no reason given**",
+        Verdict::StaleGap => "**agrees, yet marked as a gap**",
+        Verdict::NotComputed => "not computed yet (expensive)",
+        Verdict::NoModel => "**not computed**",
+    }
+}
+
+/// The row's tolerance, an absolute one in the row's unit.
+fn tolerance(r: &Row) -> String {
+    match r.tolerance {
+        Tolerance::Absolute(a) => format!("±{} {}", num(a), r.unit.symbol()),
+        Tolerance::Relative(_) => r.tolerance.to_string(),
+    }
+}
+
+fn row_line(r: &Row) -> String {
+    let (model, ratio) = match r.model {
+        Some(m) if r.silicon != 0.0 => (num(m), format!("{}×", num(m / r.silicon))),
+        Some(m) => (num(m), "–".into()),
+        None => ("–".into(), "–".into()),
+    };
+    format!(
+        "| {} | {} | {} | {} {} | {model} | {ratio} | {} | {} | {} | [{}:{}](gpu/{}) |",
+        r.quantity,
+        r.gpu,
+        r.preset,
+        num(r.silicon),
+        r.unit.symbol(),
+        tolerance(r),
+        verdict_word(r.verdict()),
+        r.source.date().unwrap_or("–"),
+        r.source.file,
+        r.source.line,
+        r.source.file,
+    )
+}
+
+/// How many of some rows have each verdict.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Counts {
+    rows: usize,
+    agree: usize,
+    gaps: usize,
+    not_computed: usize,
+}
+
+impl Counts {
+    fn of<'a>(rows: impl Iterator<Item = &'a Row>) -> Counts {
+        rows.fold(Counts::default(), |mut c, r| {
+            c.rows += 1;
+            match r.verdict() {
+                Verdict::Agrees => c.agree += 1,
+                Verdict::KnownGap => c.gaps += 1,
+                Verdict::NotComputed => c.not_computed += 1,
+                Verdict::Disagrees | Verdict::StaleGap | Verdict::NoModel => {}
+            }
+            c
+        })
+    }
+
+    /// Rows that neither agree, nor are known gaps, nor wait for an expensive run: the table
+    /// is not acceptable with any (the tests fail).
+    fn wrong(self) -> usize {
+        self.rows - self.agree - self.gaps - self.not_computed
+    }
+}
+
+/// The page's text.
+pub fn render(table: &Table) -> String {
+    let mut out = String::new();
+    let all = Counts::of(table.row.iter());
+    let _ = writeln!(out, "# Validation: the emulator against silicon\n");
+    let mut verdict = format!(
+        "**{} of {} rows agree** with silicon within their tolerance; {} are known gaps, each \
+         with its reason below",
+        all.agree,
+        all.rows - all.not_computed,
+        all.gaps
+    );
+    if all.not_computed > 0 {
+        let _ = write!(
+            verdict,
+            ". {} more rows are not computed yet: their measures are expensive (paper-scale \
+             frames or DRAM patterns, which the tests do not run), and the calibration program \
+             records them with `--expensive`",
+            all.not_computed
+        );
+    }
+    if all.wrong() > 0 {
+        let _ = write!(
+            verdict,
+            "; **{} neither agree nor say why (the table is not acceptable so)**",
+            all.wrong()
+        );
+    }
+    let _ = writeln!(out, "{verdict}.\n");
+    let _ = writeln!(
+        out,
+        "Each row is a quantity measured on a GPU (the raw record under `{RECORDS_DIR}/` and the \
+         line that prints it) beside the emulator preset's value for it, computed by running the \
+         same measurement on the emulator. Generated from [the calibration \
+         table](calibration/calibration.toml) (`{TABLE_PATH}`) by `cargo run -p \
+         warpscope-calibration --example calibrate -- --write`, which recomputes the model's \
+         values; the tests fail when a recorded value is not what the code computes, when a row \
+         is outside its tolerance without a reason, when a tolerance is wider than on the merge \
+         base, or when this page is not what the table gives.\n"
+    );
+    let _ = writeln!(
+        out,
+        "| section | rows | agree | known gaps | not computed yet |\n|--|--|--|--|--|"
+    );
+    for s in Section::ALL {
+        let c = Counts::of(table.row.iter().filter(|r| Section::of(&r.measure) == s));
+        if c.rows > 0 {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} |",
+                s.title(),
+                c.rows,
+                c.agree,
+                c.gaps,
+                c.not_computed
+            );
+        }
+    }
+    for s in Section::ALL {
+        let rows: Vec<&Row> = table
+            .row
+            .iter()
+            .filter(|r| Section::of(&r.measure) == s)
+            .collect();
+        if rows.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "\n## {}\n\n{}\n", s.title(), s.how());
+        let _ = writeln!(
+            out,
+            "| quantity | GPU | preset | silicon | model | model ÷ silicon | tolerance | verdict | measured | source |\n\
+             |--|--|--|--|--|--|--|--|--|--|"
+        );
+        // A quantity's GPUs side by side, in the order the quantities first appear.
+        let mut quantities: Vec<&str> = Vec::new();
+        for r in &rows {
+            if !quantities.contains(&r.quantity.as_str()) {
+                quantities.push(&r.quantity);
+            }
+        }
+        for q in quantities {
+            for r in rows.iter().filter(|r| r.quantity == q) {
+                let _ = writeln!(out, "{}", row_line(r));
+            }
+        }
+    }
+    let gaps: Vec<&Row> = table.row.iter().filter(|r| r.gap.is_some()).collect();
+    if !gaps.is_empty() {
+        let _ = writeln!(out, "\n## Known gaps\n");
+        for r in gaps {
+            let _ = writeln!(
+                out,
+                "- **{}, {}** (`{}`): {}",
+                r.quantity,
+                r.gpu,
+                r.id,
+                r.gap.as_deref().unwrap_or_default()
+            );
+        }
+    }
+    out
+}
+
+/// Writes the page of `table` to `root`/[`PAGE_PATH`] (atomically).
+pub fn write(root: &Path, table: &Table) -> Result<(), CalibrationError> {
+    trace::write_bytes_atomic(&root.join(PAGE_PATH), render(table).as_bytes())
+        .map_err(CalibrationError::Write)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_keep_four_significant_digits() {
+        assert_eq!(num(265.09375), "265.1");
+        assert_eq!(num(34.0625), "34.06");
+        assert_eq!(num(0.30772), "0.3077");
+        assert_eq!(num(2.0), "2");
+        assert_eq!(num(3130.1), "3130");
+        assert_eq!(num(0.0), "0");
+        assert_eq!(num(-1.5), "-1.5");
+    }
+}

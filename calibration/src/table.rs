@@ -1,0 +1,926 @@
+//! `docs/calibration/calibration.toml`: its one typed definition, read and written through
+//! serde, and the rules a row keeps.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::path::Path;
+
+use check::micro::MicroCase;
+use serde::{Deserialize, Serialize};
+use trace::ProbeMode;
+
+use crate::error::CalibrationError;
+
+/// Where the table lives, from the workspace root.
+pub const TABLE_PATH: &str = "docs/calibration/calibration.toml";
+
+/// Where the raw measurement records live, from the workspace root; a row's source names a file
+/// in it.
+pub const RECORDS_DIR: &str = "docs/gpu";
+
+/// What the file says before its rows. Comments are not part of the typed table, so the writer
+/// puts this header back every time.
+const HEADER: &str = "\
+# The silicon calibration table: each row a quantity measured on a GPU (the raw record under
+# docs/gpu/ it comes from, and the line that holds the number) beside the emulator preset's
+# value for it, with the tolerance the two must agree within, or the reason they do not (gap).
+# Defined by calibration/src/table.rs; `model` is computed, never typed:
+#   cargo run -p warpscope-calibration --example calibrate -- --write
+# recomputes every row whose measure is cheap (the test suite does the same and fails when a
+# recorded value differs), and with --expensive also the paper-scale frames (kernel times,
+# texture and L2 hit rates), the probes' cost over them and the DRAM patterns, which take about
+# an hour on two cores and are recorded here from that run (until then such a row shows as not
+# computed). The same command writes docs/validation.md from this table. A row outside its
+# tolerance says why in `gap`; a tolerance may only narrow (the tests compare it with the
+# merge base's).
+";
+
+/// The whole table, in the order its rows are shown.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Table {
+    pub row: Vec<Row>,
+}
+
+/// One quantity on one GPU, beside the model's value for it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Row {
+    /// Unique in the table, stable across changes (the merge-base check matches rows by it).
+    pub id: String,
+    /// The quantity in words.
+    pub quantity: String,
+    pub unit: Unit,
+    pub gpu: Gpu,
+    /// The number as the raw record prints it.
+    pub silicon: f64,
+    pub source: Source,
+    /// The emulator preset the model's value comes from.
+    pub preset: String,
+    /// How the model's value is computed.
+    pub measure: Measure,
+    /// The model's value, as the calibration program last computed it (rounded to
+    /// [`MODEL_DIGITS`] significant digits); absent until it has run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<f64>,
+    pub tolerance: Tolerance,
+    /// A known gap: why the model is outside the tolerance (a finding). A row that agrees has
+    /// none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gap: Option<String>,
+}
+
+/// Significant digits the model's values are recorded with: enough that a recomputed value
+/// that differs in any digit shown anywhere is a different value.
+pub const MODEL_DIGITS: i32 = 6;
+
+/// `x` rounded to [`MODEL_DIGITS`] significant digits.
+pub fn round_model(x: f64) -> f64 {
+    if x == 0.0 || !x.is_finite() {
+        return x;
+    }
+    let scale = 10f64.powi(MODEL_DIGITS - 1 - x.abs().log10().floor() as i32);
+    (x * scale).round() / scale
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Unit {
+    Cycles,
+    Milliseconds,
+    Microseconds,
+    /// Gigabytes (10⁹ bytes) per second.
+    #[serde(rename = "gb_s")]
+    GigabytesPerSecond,
+    /// A dimensionless ratio.
+    Ratio,
+    /// Per cent (a hit rate).
+    Percent,
+    /// A count of corpus files.
+    Files,
+}
+
+impl Unit {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Unit::Cycles => "cycles",
+            Unit::Milliseconds => "ms",
+            Unit::Microseconds => "µs",
+            Unit::GigabytesPerSecond => "GB/s",
+            Unit::Ratio => "×",
+            Unit::Percent => "%",
+            Unit::Files => "files",
+        }
+    }
+}
+
+/// The GPUs the records come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Gpu {
+    H100,
+    H200,
+}
+
+impl Gpu {
+    pub const ALL: [Gpu; 2] = [Gpu::H100, Gpu::H200];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Gpu::H100 => "H100",
+            Gpu::H200 => "H200",
+        }
+    }
+}
+
+impl fmt::Display for Gpu {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Where a silicon number is: a file of [`RECORDS_DIR`], the line that prints it (1-based) and
+/// what that line is, in words.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Source {
+    pub file: String,
+    pub line: usize,
+    pub at: String,
+}
+
+impl Source {
+    /// The day of the measurement, as the record's file name gives it (`YYYY-MM-DD`, the
+    /// project's naming of raw records); the table refuses a source whose name has none.
+    pub fn date(&self) -> Option<&str> {
+        let b = self.file.as_bytes();
+        (0..b.len().saturating_sub(9)).find_map(|i| {
+            let w = &b[i..i + 10];
+            let shaped = w.iter().enumerate().all(|(k, c)| match k {
+                4 | 7 => *c == b'-',
+                _ => c.is_ascii_digit(),
+            });
+            shaped.then(|| &self.file[i..i + 10])
+        })
+    }
+}
+
+/// How far the model may be from silicon and still agree.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Tolerance {
+    /// |model − silicon| ≤ this × |silicon|.
+    Relative(f64),
+    /// |model − silicon| ≤ this, in the row's unit.
+    Absolute(f64),
+}
+
+impl Tolerance {
+    /// The largest |model − silicon| that agrees, at `silicon`.
+    pub fn band(self, silicon: f64) -> f64 {
+        match self {
+            Tolerance::Relative(r) => r * silicon.abs(),
+            Tolerance::Absolute(a) => a,
+        }
+    }
+
+    pub fn admits(self, silicon: f64, model: f64) -> bool {
+        (model - silicon).abs() <= self.band(silicon)
+    }
+
+    fn value(self) -> f64 {
+        match self {
+            Tolerance::Relative(v) | Tolerance::Absolute(v) => v,
+        }
+    }
+}
+
+impl fmt::Display for Tolerance {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Tolerance::Relative(r) => write!(f, "±{} %", crate::page::num(r * 100.0)),
+            Tolerance::Absolute(a) => write!(f, "±{}", crate::page::num(*a)),
+        }
+    }
+}
+
+/// What the model's value of a row is, and how it is computed on the emulator.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Measure {
+    /// The GPU check's microbenchmark (`check::micro`, `kernels/micro/pointer_chase.cu`): mean
+    /// cycles per chase step or per probed load.
+    Micro { case: MicroCase, mode: ProbeMode },
+    /// A timed window of `docs/gpu/fence-variants.cu`: mean cycles of the warm windows.
+    FenceWindow {
+        access: FenceAccess,
+        closing: Closing,
+    },
+    /// `docs/gpu/shared-latency.cu`: cycles per step of a shared-memory chase.
+    SharedChase { op: SharedOp, lanes: u32 },
+    /// The corpus files of the GPU check (`check::corpus`) whose outputs are their CPU
+    /// reference's, byte for byte.
+    CorpusOutputs,
+    /// A corpus case's kernel time at the GPU check's timing size, µs; `case` is its name in
+    /// `kernels::corpus_cases` (one of `check::corpus::calibration_cases`).
+    CorpusTime { case: String },
+    /// `docs/gpu/dram-granularity.cu`: DRAM bytes read ÷ the bytes the pattern's loads ask for.
+    DramBytes { pattern: DramPattern },
+    /// `docs/gpu/dram-granularity.cu`: the useful GB/s the pattern reads at (1 GiB over its
+    /// kernel time).
+    DramRate { pattern: DramPattern },
+    /// The bare build's kernel time of one paper-scale frame of the study (the GPU check's
+    /// sweep: `study::demo_config` at `Scale::Paper`), ms.
+    PaperFrame { shape: PaperShape, view: PaperView },
+    /// The texture hit rate of the same bare frame, % (counted as Nsight Compute's
+    /// `l1tex__t_sector_pipe_tex_mem_texture_op_tex_hit_rate.pct` counts it).
+    TexHitRate { shape: PaperShape, view: PaperView },
+    /// The L2 hit rate of the same bare frame, % (ncu's `lts__t_sector_hit_rate.pct`).
+    L2HitRate { shape: PaperShape, view: PaperView },
+    /// The probes' cost over the study's 16 paper-scale frames: probed ÷ bare kernel time of
+    /// `mode`, the lowest or the highest.
+    Overhead { mode: ProbeMode, extreme: Extreme },
+}
+
+impl Measure {
+    /// Whether computing it takes more than seconds: the calibration program computes these only
+    /// with `--expensive`, and the tests take their recorded values.
+    pub fn expensive(&self) -> bool {
+        matches!(
+            self,
+            Measure::DramBytes { .. }
+                | Measure::DramRate { .. }
+                | Measure::PaperFrame { .. }
+                | Measure::TexHitRate { .. }
+                | Measure::L2HitRate { .. }
+                | Measure::Overhead { .. }
+        )
+    }
+
+    /// How the model's value is produced, in words (the validation page's note per section).
+    pub fn how(&self) -> String {
+        match self {
+            Measure::Micro { case, mode } => format!(
+                "`check::micro`'s {} ({}) on the emulator",
+                case.label(),
+                mode.name()
+            ),
+            Measure::FenceWindow { access, closing } => format!(
+                "`docs/gpu/fence-variants.cu`'s window {} {} on the emulator",
+                access.label(),
+                closing.label()
+            ),
+            Measure::SharedChase { op, lanes } => format!(
+                "`docs/gpu/shared-latency.cu`'s {} with {lanes} lanes on the emulator",
+                op.label()
+            ),
+            Measure::CorpusOutputs => {
+                "`check::corpus` on the emulator, each output against its CPU reference".into()
+            }
+            Measure::CorpusTime { case } => {
+                format!("`check::corpus::timed` on {case} on the emulator")
+            }
+            Measure::DramBytes { pattern } | Measure::DramRate { pattern } => format!(
+                "`docs/gpu/dram-granularity.cu`'s {} on the emulator (--expensive)",
+                pattern.label()
+            ),
+            Measure::PaperFrame { shape, view } => format!(
+                "the study's bare {shape} frame at ({view}), paper scale, on the emulator (--expensive)"
+            ),
+            Measure::TexHitRate { shape, view } => format!(
+                "the texture hit rate of the study's bare {shape} frame at ({view}), paper scale, on the emulator (--expensive)"
+            ),
+            Measure::L2HitRate { shape, view } => format!(
+                "the L2 hit rate of the study's bare {shape} frame at ({view}), paper scale, on the emulator (--expensive)"
+            ),
+            Measure::Overhead { mode, extreme } => format!(
+                "the {} of the 16 paper-scale frames' {} ÷ bare kernel times on the emulator (--expensive)",
+                extreme.word(),
+                mode.name()
+            ),
+        }
+    }
+
+    /// Refuses a measure the program cannot compute.
+    fn validate(&self) -> Result<(), String> {
+        match self {
+            Measure::Micro { case, mode } => check::micro::PLAN
+                .contains(&(*case, *mode))
+                .then_some(())
+                .ok_or_else(|| format!("the GPU check does not run {case:?} in {}", mode.name())),
+            Measure::FenceWindow { access, closing } => (!(*access == FenceAccess::StoreNotInL2
+                && *closing == Closing::Dummy))
+                .then_some(())
+                .ok_or_else(|| {
+                    "a store window has no dummy closing (it needs a loaded value)".into()
+                }),
+            Measure::SharedChase { op, lanes } => {
+                let ok = match op {
+                    SharedOp::Load => *lanes == 1 || *lanes == 32,
+                    SharedOp::Atomic => *lanes == 1,
+                    SharedOp::AtomicWarp | SharedOp::AtomicSameWord => *lanes == 32,
+                };
+                ok.then_some(()).ok_or_else(|| {
+                    format!(
+                        "shared-latency.cu runs {} with other lanes than {lanes}",
+                        op.label()
+                    )
+                })
+            }
+            Measure::CorpusOutputs => Ok(()),
+            Measure::CorpusTime { case } => check::corpus::calibration_cases()
+                .any(|c| c.name == case)
+                .then_some(())
+                .ok_or_else(|| format!("the GPU check does not time corpus case {case}")),
+            Measure::DramBytes { pattern } | Measure::DramRate { pattern } => pattern.validate(),
+            Measure::Overhead { mode, .. } => matches!(mode, ProbeMode::Naive | ProbeMode::Fence)
+                .then_some(())
+                .ok_or_else(|| {
+                    format!(
+                        "the study's sweep probes in naive and fence, not {}",
+                        mode.name()
+                    )
+                }),
+            // Typed: a shape or view the paper does not have is refused when the table is read.
+            Measure::PaperFrame { .. } | Measure::TexHitRate { .. } | Measure::L2HitRate { .. } => {
+                Ok(())
+            }
+        }
+    }
+}
+
+/// One of the paper's eight block shapes ([`study::BlockShape::PAPER`]), written as the sweep
+/// names it (`16x8`); no other shape reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct PaperShape(study::BlockShape);
+
+impl PaperShape {
+    pub fn shape(self) -> study::BlockShape {
+        self.0
+    }
+}
+
+impl TryFrom<String> for PaperShape {
+    type Error = String;
+    fn try_from(name: String) -> Result<Self, String> {
+        study::BlockShape::PAPER
+            .into_iter()
+            .find(|s| s.name() == name)
+            .map(PaperShape)
+            .ok_or_else(|| {
+                let known: Vec<String> =
+                    study::BlockShape::PAPER.iter().map(|s| s.name()).collect();
+                format!(
+                    "{name:?} is not one of the paper's block shapes ({})",
+                    known.join(", ")
+                )
+            })
+    }
+}
+
+impl From<PaperShape> for String {
+    fn from(s: PaperShape) -> String {
+        s.0.name()
+    }
+}
+
+impl fmt::Display for PaperShape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// One of the paper's two viewpoints ([`study::View::PAPER`]), written as the sweep names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum PaperView {
+    /// (0,0,0): looking down the volume's z axis.
+    #[serde(rename = "0,0,0")]
+    Front,
+    /// (90,0,90).
+    #[serde(rename = "90,0,90")]
+    Turned,
+}
+
+impl PaperView {
+    pub fn view(self) -> study::View {
+        match self {
+            PaperView::Front => study::View::PAPER[0],
+            PaperView::Turned => study::View::PAPER[1],
+        }
+    }
+}
+
+impl fmt::Display for PaperView {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.view().name())
+    }
+}
+
+/// What precedes the closing in a window of `fence-variants.cu`. Its L2-hit case is not here:
+/// the host warms the L2 with a launch before the timed one, and the emulator starts every
+/// launch with cold caches; for the same reason only the stores to lines not in L2.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FenceAccess {
+    /// A load of a line no launch touched: a DRAM miss.
+    DramMiss,
+    /// The same word loaded again: an L1 hit.
+    L1Hit,
+    /// A store to a line not in L2.
+    StoreNotInL2,
+}
+
+impl FenceAccess {
+    pub fn label(self) -> &'static str {
+        match self {
+            FenceAccess::DramMiss => "DRAM miss",
+            FenceAccess::L1Hit => "L1 hit",
+            FenceAccess::StoreNotInL2 => "store, not in L2",
+        }
+    }
+}
+
+/// The closing construct of a window, in `fence-variants.cu`'s order (its template argument).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Closing {
+    Naive,
+    MembarCta,
+    FenceAcqRelCta,
+    MembarGl,
+    FenceAcqRelGpu,
+    MembarSys,
+    /// A never-executed store of the loaded value (the paper's dummy).
+    Dummy,
+}
+
+impl Closing {
+    /// The template argument `V` of the experiment's kernels.
+    pub fn variant(self) -> u32 {
+        self as u32
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Closing::Naive => "naive",
+            Closing::MembarCta => "membar.cta",
+            Closing::FenceAcqRelCta => "fence.acq_rel.cta",
+            Closing::MembarGl => "membar.gl",
+            Closing::FenceAcqRelGpu => "fence.acq_rel.gpu",
+            Closing::MembarSys => "membar.sys",
+            Closing::Dummy => "dummy",
+        }
+    }
+}
+
+/// The chase of `shared-latency.cu` (its template argument `MODE`, in this order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SharedOp {
+    /// `ld.shared`, each lane its own chain.
+    Load,
+    /// `atom.shared.add` of 0 by one lane.
+    Atomic,
+    /// The same by 32 lanes, each on its own chain in its own bank.
+    AtomicWarp,
+    /// 32 lanes adding to one word (a serialised atomic).
+    AtomicSameWord,
+}
+
+impl SharedOp {
+    pub fn mode(self) -> u32 {
+        self as u32
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            SharedOp::Load => "ld.shared",
+            SharedOp::Atomic => "atom.shared.add",
+            SharedOp::AtomicWarp => "atom, warp",
+            SharedOp::AtomicSameWord => "atom, same word",
+        }
+    }
+}
+
+/// A read pattern of `dram-granularity.cu`: its `sector_of` kinds. Each reads 2^25 sectors
+/// (1 GiB) of 32 bytes, a lane pair per sector, nothing twice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DramPattern {
+    /// Sectors 0, n, 2n, … (1: a dense stream; 2: half of each 64 bytes).
+    Stride(u32),
+    /// Sectors drawn by a hash over the whole 8 GiB buffer.
+    Random,
+    /// Random runs of this many adjacent sectors (2: random 64-byte pairs; 4: 128-byte lines).
+    RandomRun(u32),
+    /// Every sector of the first GiB once, in blocks of 2^this sectors taken in order, scattered
+    /// inside each block.
+    ScatteredBlocks(u32),
+}
+
+impl DramPattern {
+    /// The kernel's `kind` and `arg` for the pattern.
+    pub fn kind_arg(self) -> (i32, i32) {
+        let arg = |v: u32| i32::try_from(v).unwrap_or(i32::MAX);
+        match self {
+            DramPattern::Stride(n) => (0, arg(n)),
+            DramPattern::Random => (1, 1),
+            DramPattern::RandomRun(n) => (2, arg(n)),
+            DramPattern::ScatteredBlocks(lg) => (3, arg(lg)),
+        }
+    }
+
+    pub fn label(self) -> String {
+        match self {
+            DramPattern::Stride(1) => "stride 1 (dense)".into(),
+            DramPattern::Stride(n) => format!("stride {n} ({} B)", 32 * n),
+            DramPattern::Random => "random".into(),
+            DramPattern::RandomRun(n) => format!("random-{}", 32 * n),
+            DramPattern::ScatteredBlocks(lg) => {
+                format!(
+                    "every sector once, scattered inside blocks of {} B",
+                    32u64 << lg
+                )
+            }
+        }
+    }
+
+    /// The patterns `dram-granularity.cu` runs: strides and runs of 1 to 512 sectors, blocks of
+    /// 2^2 to 2^20 sectors.
+    fn validate(self) -> Result<(), String> {
+        let ok = match self {
+            DramPattern::Stride(n) | DramPattern::RandomRun(n) => (1..=512).contains(&n),
+            DramPattern::Random => true,
+            DramPattern::ScatteredBlocks(lg) => (2..=20).contains(&lg),
+        };
+        ok.then_some(())
+            .ok_or_else(|| format!("dram-granularity.cu has no pattern {self:?}"))
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Extreme {
+    Min,
+    Max,
+}
+
+impl Extreme {
+    pub fn word(self) -> &'static str {
+        match self {
+            Extreme::Min => "lowest",
+            Extreme::Max => "highest",
+        }
+    }
+}
+
+/// Whether a row's model agrees with its silicon, as the page and the tests say it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Agrees,
+    /// Outside the tolerance and marked as a known gap.
+    KnownGap,
+    /// Outside the tolerance with no reason given: the table is not acceptable so.
+    Disagrees,
+    /// Within the tolerance yet marked as a gap: the gap is stale.
+    StaleGap,
+    /// An expensive row ([`Measure::expensive`]) whose model value has not been computed yet:
+    /// no verdict either way, shown so on the page. The calibration program records it with
+    /// `--expensive`; the tests never compute it.
+    NotComputed,
+    /// A cheap row without a model value: the calibration program was not run.
+    NoModel,
+}
+
+impl Row {
+    pub fn verdict(&self) -> Verdict {
+        match (self.model, &self.gap) {
+            (None, _) if self.measure.expensive() => Verdict::NotComputed,
+            (None, _) => Verdict::NoModel,
+            (Some(m), None) if self.tolerance.admits(self.silicon, m) => Verdict::Agrees,
+            (Some(_), None) => Verdict::Disagrees,
+            (Some(m), Some(_)) if self.tolerance.admits(self.silicon, m) => Verdict::StaleGap,
+            (Some(_), Some(_)) => Verdict::KnownGap,
+        }
+    }
+}
+
+/// A row whose tolerance is wider than it was in an earlier table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Widened {
+    pub id: String,
+    pub before: Tolerance,
+    pub now: Tolerance,
+}
+
+impl fmt::Display for Widened {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: tolerance {} is wider than the merge base's {}",
+            self.id, self.now, self.before
+        )
+    }
+}
+
+impl Table {
+    /// Parses and validates the table's text; `path` names it in errors.
+    pub fn parse(text: &str, path: &Path) -> Result<Table, CalibrationError> {
+        let table: Table = toml::from_str(text).map_err(|source| CalibrationError::Parse {
+            path: path.to_path_buf(),
+            source: Box::new(source),
+        })?;
+        table.validate(path)?;
+        Ok(table)
+    }
+
+    /// Reads and validates the table at `root`/[`TABLE_PATH`].
+    pub fn read(root: &Path) -> Result<Table, CalibrationError> {
+        let path = root.join(TABLE_PATH);
+        let text = std::fs::read_to_string(&path).map_err(|source| CalibrationError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        Table::parse(&text, &path)
+    }
+
+    /// The file's text: the header, then the rows, each a flat block with its source, measure
+    /// and tolerance as inline tables (serde writes them as sub-tables of their own).
+    pub fn to_text(&self) -> Result<String, CalibrationError> {
+        let body = toml::to_string(self).map_err(|source| CalibrationError::Serialize {
+            source: Box::new(source),
+        })?;
+        let mut doc: toml_edit::DocumentMut =
+            body.parse().map_err(|source| CalibrationError::Reformat {
+                source: Box::new(source),
+            })?;
+        if let Some(rows) = doc
+            .get_mut("row")
+            .and_then(toml_edit::Item::as_array_of_tables_mut)
+        {
+            for row in rows.iter_mut() {
+                for (mut key, item) in row.iter_mut() {
+                    item.make_value();
+                    key.fmt();
+                }
+                row.fmt();
+            }
+        }
+        Ok(format!("{HEADER}\n{doc}"))
+    }
+
+    /// Writes the table to `root`/[`TABLE_PATH`] (atomically).
+    pub fn write(&self, root: &Path) -> Result<(), CalibrationError> {
+        let path = root.join(TABLE_PATH);
+        let text = self.to_text()?;
+        trace::write_bytes_atomic(&path, text.as_bytes()).map_err(CalibrationError::Write)
+    }
+
+    /// Ids unique and non-empty, sources in [`RECORDS_DIR`] by name, finite numbers, tolerances
+    /// positive, measures the program can compute, presets that exist.
+    fn validate(&self, path: &Path) -> Result<(), CalibrationError> {
+        let bad = |id: &str, reason: String| CalibrationError::Row {
+            path: path.to_path_buf(),
+            id: id.to_string(),
+            reason,
+        };
+        let mut ids = BTreeSet::new();
+        for r in &self.row {
+            if r.id.trim().is_empty() {
+                return Err(bad(&r.id, "an empty id".into()));
+            }
+            if !ids.insert(r.id.as_str()) {
+                return Err(bad(&r.id, "the id is used twice".into()));
+            }
+            if r.source.file.contains(['/', '\\']) || r.source.file.is_empty() {
+                return Err(bad(
+                    &r.id,
+                    format!(
+                        "source file {:?} must be a file name in {RECORDS_DIR}",
+                        r.source.file
+                    ),
+                ));
+            }
+            if r.source.date().is_none() {
+                return Err(bad(
+                    &r.id,
+                    format!(
+                        "source file {:?} has no date (YYYY-MM-DD) in its name",
+                        r.source.file
+                    ),
+                ));
+            }
+            if r.source.line == 0 {
+                return Err(bad(&r.id, "source lines count from 1".into()));
+            }
+            if !r.silicon.is_finite() || r.model.is_some_and(|m| !m.is_finite()) {
+                return Err(bad(
+                    &r.id,
+                    "silicon and model must be finite numbers".into(),
+                ));
+            }
+            let t = r.tolerance.value();
+            if !(t.is_finite() && t >= 0.0) {
+                return Err(bad(&r.id, format!("tolerance {t} must be a number ≥ 0")));
+            }
+            if r.gap.as_deref().is_some_and(|g| g.trim().is_empty()) {
+                return Err(bad(&r.id, "a gap says why".into()));
+            }
+            r.measure.validate().map_err(|reason| bad(&r.id, reason))?;
+            if !emulator::GpuConfig::preset_names().contains(&r.preset.as_str()) {
+                return Err(bad(&r.id, format!("no preset {:?}", r.preset)));
+            }
+        }
+        Ok(())
+    }
+
+    /// The rows whose tolerance is wider than the same row's (by id) in `base`, compared as the
+    /// band each allows at the row's silicon value now (so a relative and an absolute tolerance
+    /// compare too). Rows new since `base` have nothing to compare with.
+    pub fn widened_since(&self, base: &Tolerances) -> Vec<Widened> {
+        self.row
+            .iter()
+            .filter_map(|now| {
+                let before = *base.0.get(&now.id)?;
+                (now.tolerance.band(now.silicon) > before.band(now.silicon)).then(|| Widened {
+                    id: now.id.clone(),
+                    before,
+                    now: now.tolerance,
+                })
+            })
+            .collect()
+    }
+}
+
+/// An earlier table's tolerances by row id: all the comparison with a merge base needs. Read
+/// from the earlier text on its own terms (only `id` and `tolerance` of each row), so that a
+/// table from before a change of the other fields still compares.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Tolerances(BTreeMap<String, Tolerance>);
+
+impl Tolerances {
+    pub fn parse(text: &str, path: &Path) -> Result<Tolerances, CalibrationError> {
+        #[derive(Deserialize)]
+        struct Earlier {
+            row: Vec<EarlierRow>,
+        }
+        #[derive(Deserialize)]
+        struct EarlierRow {
+            id: String,
+            tolerance: Tolerance,
+        }
+        let earlier: Earlier = toml::from_str(text).map_err(|source| CalibrationError::Parse {
+            path: path.to_path_buf(),
+            source: Box::new(source),
+        })?;
+        Ok(Tolerances(
+            earlier
+                .row
+                .into_iter()
+                .map(|r| (r.id, r.tolerance))
+                .collect(),
+        ))
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(id: &str, silicon: f64, model: Option<f64>, tolerance: Tolerance) -> String {
+        let model = model.map_or(String::new(), |m| format!("model = {m}\n"));
+        let tolerance = match tolerance {
+            Tolerance::Relative(r) => format!("{{ relative = {r:?} }}"),
+            Tolerance::Absolute(a) => format!("{{ absolute = {a:?} }}"),
+        };
+        format!(
+            "[[row]]\nid = \"{id}\"\nquantity = \"q\"\nunit = \"cycles\"\ngpu = \"H100\"\n\
+             silicon = {silicon:?}\nsource = {{ file = \"f-2026-11-27.txt\", line = 1, at = \"here\" }}\n\
+             preset = \"h100\"\nmeasure = {{ kind = \"shared_chase\", op = \"load\", lanes = 1 }}\n\
+             {model}tolerance = {tolerance}\n"
+        )
+    }
+
+    fn parse(text: &str) -> Result<Table, CalibrationError> {
+        Table::parse(text, Path::new("t.toml"))
+    }
+
+    #[test]
+    fn a_row_agrees_within_its_band_and_needs_a_reason_outside_it() {
+        let t = parse(&row("a", 100.0, Some(109.0), Tolerance::Relative(0.1))).unwrap();
+        assert_eq!(t.row[0].verdict(), Verdict::Agrees);
+        let mut r = t.row[0].clone();
+        r.model = Some(111.0);
+        assert_eq!(r.verdict(), Verdict::Disagrees);
+        r.gap = Some("the model lacks X".into());
+        assert_eq!(r.verdict(), Verdict::KnownGap);
+        r.model = Some(100.0);
+        assert_eq!(r.verdict(), Verdict::StaleGap);
+        r.model = None;
+        assert_eq!(r.verdict(), Verdict::NoModel);
+        r.measure = Measure::DramRate {
+            pattern: DramPattern::Stride(1),
+        };
+        assert_eq!(r.verdict(), Verdict::NotComputed);
+        assert!(Tolerance::Absolute(5.0).admits(17.2, 12.2));
+        assert!(!Tolerance::Absolute(5.0).admits(17.2, 12.1));
+    }
+
+    #[test]
+    fn the_text_round_trips_through_the_one_definition() {
+        let t = parse(&row("a", 29.2, Some(29.03125), Tolerance::Absolute(5.0))).unwrap();
+        let again = parse(&t.to_text().unwrap()).unwrap();
+        assert_eq!(again, t);
+        assert!(
+            t.to_text()
+                .unwrap()
+                .starts_with("# The silicon calibration table")
+        );
+    }
+
+    #[test]
+    fn bad_rows_are_refused_with_their_id() {
+        let twice = format!(
+            "{}{}",
+            row("a", 1.0, None, Tolerance::Absolute(1.0)),
+            row("a", 2.0, None, Tolerance::Absolute(1.0))
+        );
+        let e = parse(&twice).unwrap_err().to_string();
+        assert!(e.contains("\"a\"") && e.contains("twice"), "{e}");
+        let negative = row("b", 1.0, None, Tolerance::Relative(-0.1));
+        assert!(parse(&negative).unwrap_err().to_string().contains("≥ 0"));
+        let lanes = row("c", 1.0, None, Tolerance::Absolute(1.0)).replace("lanes = 1", "lanes = 7");
+        assert!(parse(&lanes).unwrap_err().to_string().contains("lanes"));
+        let unknown = row("d", 1.0, None, Tolerance::Absolute(1.0)).replace("quantity", "quantiy");
+        assert!(matches!(
+            parse(&unknown),
+            Err(CalibrationError::Parse { .. })
+        ));
+        let path = row("e", 1.0, None, Tolerance::Absolute(1.0))
+            .replace("f-2026-11-27.txt", "../f-2026-11-27.txt");
+        assert!(parse(&path).unwrap_err().to_string().contains("docs/gpu"));
+    }
+
+    #[test]
+    fn a_tolerance_that_allows_more_at_the_row_is_widened() {
+        let base_text = row("a", 200.0, None, Tolerance::Relative(0.1));
+        let base = Tolerances::parse(&base_text, Path::new("base.toml")).unwrap();
+        assert_eq!(base.len(), 1);
+        let same = parse(&row("a", 200.0, None, Tolerance::Absolute(20.0))).unwrap();
+        assert!(same.widened_since(&base).is_empty());
+        let narrower = parse(&row("a", 200.0, None, Tolerance::Relative(0.05))).unwrap();
+        assert!(narrower.widened_since(&base).is_empty());
+        let wider = parse(&row("a", 200.0, None, Tolerance::Absolute(21.0))).unwrap();
+        let w = wider.widened_since(&base);
+        assert_eq!(w.len(), 1);
+        assert!(
+            w[0].to_string()
+                .contains("±21 is wider than the merge base's ±10 %"),
+            "{}",
+            w[0]
+        );
+        let new_row = parse(&row("b", 200.0, None, Tolerance::Relative(0.5))).unwrap();
+        assert!(
+            new_row.widened_since(&base).is_empty(),
+            "nothing to compare a new row with"
+        );
+        // An earlier table with fields this definition no longer has still gives its tolerances.
+        let older = base_text.replace("quantity = \"q\"", "quantity = \"q\"\nretired = 1");
+        assert!(parse(&older).is_err());
+        let older = Tolerances::parse(&older, Path::new("base.toml")).unwrap();
+        assert_eq!(wider.widened_since(&older).len(), 1);
+    }
+
+    #[test]
+    fn a_source_is_dated_by_its_file_name() {
+        let at = |file: &str| Source {
+            file: file.into(),
+            line: 1,
+            at: String::new(),
+        };
+        assert_eq!(at("h100-2026-11-27-ncu.md").date(), Some("2026-11-27"));
+        assert_eq!(at("bare-2026-11-27b.csv").date(), Some("2026-11-27"));
+        assert_eq!(at("2026-11-27.txt").date(), Some("2026-11-27"));
+        assert_eq!(at("fence-variants.cu").date(), None);
+        assert_eq!(at("h100-2026-1-27.md").date(), None);
+        let undated =
+            row("a", 1.0, None, Tolerance::Absolute(1.0)).replace("f-2026-11-27.txt", "f.txt");
+        assert!(parse(&undated).unwrap_err().to_string().contains("no date"));
+    }
+
+    #[test]
+    fn model_values_keep_six_significant_digits() {
+        assert_eq!(round_model(265.09375), 265.094);
+        assert_eq!(round_model(0.151_987_654), 0.151988);
+        assert_eq!(round_model(3_130_123.4), 3_130_120.0);
+        assert_eq!(round_model(0.0), 0.0);
+    }
+}

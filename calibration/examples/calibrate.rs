@@ -75,13 +75,13 @@ fn run(args: &Args) -> Result<bool, CalibrationError> {
         "row", "silicon", "recorded", "computed"
     );
     for (row, value) in table.row.iter_mut().zip(values) {
-        let shown = |v: Option<f64>| v.map_or("–".to_string(), page::num);
+        let shown = |v: Option<f64>| v.map_or("–".to_string(), calibration::num);
         let changed = value.is_some() && value != row.model;
         same &= !changed;
         println!(
             "{:<40} {:>12} {:>12} {:>12}{}",
             row.id,
-            page::num(row.silicon),
+            calibration::num(row.silicon),
             shown(row.model),
             shown(value),
             if changed { "  changed" } else { "" }

@@ -54,5 +54,5 @@ pub use model::{Options, recompute};
 pub use table::{
     Closing, DramPattern, Extreme, FenceAccess, Gpu, MODEL_DIGITS, Measure, PaperShape, PaperView,
     RECORDS_DIR, Row, SharedOp, Source, TABLE_PATH, Table, Tolerance, Tolerances, Unit, Verdict,
-    Widened, round_model,
+    Widened, num, round_model,
 };

@@ -8,7 +8,7 @@ use std::fmt::Write;
 use std::path::Path;
 
 use crate::error::CalibrationError;
-use crate::table::{Measure, RECORDS_DIR, Row, TABLE_PATH, Table, Tolerance, Verdict};
+use crate::table::{Measure, RECORDS_DIR, Row, TABLE_PATH, Table, Tolerance, Verdict, num};
 
 /// Where the page lives, from the workspace root.
 pub const PAGE_PATH: &str = "docs/validation.md";
@@ -113,23 +113,6 @@ impl Section {
                  the lowest and the highest, per probe mode. Recorded with `--expensive`."
             }
         }
-    }
-}
-
-/// `x` with four significant digits (none after the point from 1000 on), trailing zeros cut.
-pub fn num(x: f64) -> String {
-    if !x.is_finite() {
-        return x.to_string();
-    }
-    if x.abs() >= 1000.0 || x == 0.0 {
-        return format!("{x:.0}");
-    }
-    let decimals = (3 - x.abs().log10().floor() as i32).max(0) as usize;
-    let s = format!("{x:.decimals$}");
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        s
     }
 }
 
@@ -311,20 +294,4 @@ pub fn render(table: &Table) -> String {
 pub fn write(root: &Path, table: &Table) -> Result<(), CalibrationError> {
     trace::write_bytes_atomic(&root.join(PAGE_PATH), render(table).as_bytes())
         .map_err(CalibrationError::Write)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn numbers_keep_four_significant_digits() {
-        assert_eq!(num(265.09375), "265.1");
-        assert_eq!(num(34.0625), "34.06");
-        assert_eq!(num(0.30772), "0.3077");
-        assert_eq!(num(2.0), "2");
-        assert_eq!(num(3130.1), "3130");
-        assert_eq!(num(0.0), "0");
-        assert_eq!(num(-1.5), "-1.5");
-    }
 }

@@ -197,8 +197,8 @@ impl Tolerance {
 impl fmt::Display for Tolerance {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Tolerance::Relative(r) => write!(f, "±{} %", crate::page::num(r * 100.0)),
-            Tolerance::Absolute(a) => write!(f, "±{}", crate::page::num(*a)),
+            Tolerance::Relative(r) => write!(f, "±{} %", num(r * 100.0)),
+            Tolerance::Absolute(a) => write!(f, "±{}", num(*a)),
         }
     }
 }
@@ -791,9 +791,37 @@ impl Tolerances {
     }
 }
 
+/// `x` with four significant digits (none after the point from 1000 on), trailing zeros cut.
+pub fn num(x: f64) -> String {
+    if !x.is_finite() {
+        return x.to_string();
+    }
+    if x.abs() >= 1000.0 || x == 0.0 {
+        return format!("{x:.0}");
+    }
+    let decimals = (3 - x.abs().log10().floor() as i32).max(0) as usize;
+    let s = format!("{x:.decimals$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numbers_keep_four_significant_digits() {
+        assert_eq!(num(265.09375), "265.1");
+        assert_eq!(num(34.0625), "34.06");
+        assert_eq!(num(0.30772), "0.3077");
+        assert_eq!(num(2.0), "2");
+        assert_eq!(num(3130.1), "3130");
+        assert_eq!(num(0.0), "0");
+        assert_eq!(num(-1.5), "-1.5");
+    }
 
     fn row(id: &str, silicon: f64, model: Option<f64>, tolerance: Tolerance) -> String {
         let model = model.map_or(String::new(), |m| format!("model = {m}\n"));

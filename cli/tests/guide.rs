@@ -5,8 +5,9 @@
 //! repository's `examples/`); `PAGE.out/` makes that folder a scratch copy. Blocks marked
 //! ```` ```console,ignore ```` need a GPU or a cluster and are run by the GPU check and the Slurm
 //! test instead. `TRYCMD=overwrite cargo test -p warpscope --test guide` writes the actual
-//! output into the pages. The examples use small geometries: all of them take about 80 s in a
-//! debug build on two cores, most of it `warpscope roofline` and the study's sweep and analysis.
+//! output into the pages. The examples use small geometries but for the reuse study's (its own):
+//! all of them take about 55 s in a debug build on two idle cores, most of it `warpscope reuse`
+//! and `warpscope roofline`.
 
 #[test]
 fn guide_examples_run_as_shown() {

@@ -9,15 +9,18 @@
 //! `ws::Log` argument ([`ProbedArg::Log`]), launches, reports what that did to occupancy, and
 //! decodes the log into a `trace::Trace` ([`decode`] checks magic, sizes, sites and reports
 //! dropped records); [`TraceWarps`], which warps keep every access; [`rewrite`], which puts the
-//! same probes into a kernel's PTX without editing its source.
+//! same probes into a kernel's PTX without editing its source; [`ground_truth`], the probes'
+//! readings beside the emulator's true access times.
 
 mod error;
 mod layout;
 mod log;
 mod probe;
 pub mod rewrite;
+mod truth;
 
 pub use error::InstrumentError;
 pub use layout::{LOG_LAYOUT, LayoutField, LayoutStruct};
 pub use log::{LogShape, TraceWarps, decode, initial_log};
 pub use probe::{Probe, ProbePlan, ProbedArg, ProbedLaunch, launch_probed};
+pub use truth::ground_truth;

@@ -489,37 +489,59 @@ mod tests {
         ));
     }
 
+    /// A kernel `name(src, dst)` whose `body` finds thread i's words at `%rd4` (src) and `%rd5`
+    /// (dst); registers `%r2`–`%r5` are free.
+    fn two_buffer_kernel(name: &str, body: &str) -> Module {
+        let ptx = format!(
+            ".version 8.0\n.target sm_75\n.address_size 64\n\
+             .visible .entry {name}(.param .u64 src, .param .u64 dst) {{\n\
+             .reg .b32 %r<6>;\n.reg .b64 %rd<8>;\n\
+             ld.param.u64 %rd1, [src];\nld.param.u64 %rd2, [dst];\n\
+             cvta.to.global.u64 %rd1, %rd1;\ncvta.to.global.u64 %rd2, %rd2;\n\
+             mov.u32 %r1, %tid.x;\nmul.wide.u32 %rd3, %r1, 4;\n\
+             add.s64 %rd4, %rd1, %rd3;\nadd.s64 %rd5, %rd2, %rd3;\n{body}\nret;\n}}\n"
+        );
+        Module::parse(&ptx).unwrap()
+    }
+
+    /// Launches `kernel(src, dst)` of `m` as one block of 64 threads over two 256-byte buffers,
+    /// on a new v100 emulator that `setup` prepares: the emulator after it, the launch's
+    /// statistics and the two buffers.
+    fn launch_on_two_buffers(
+        m: &Module,
+        kernel: &str,
+        setup: impl FnOnce(&mut Emulator),
+    ) -> (Emulator, LaunchStats, u64, u64) {
+        let mut e = Emulator::new(GpuConfig::preset("v100").unwrap());
+        setup(&mut e);
+        let id = e.load(m).unwrap();
+        let src = e.alloc(256).unwrap();
+        let dst = e.alloc(256).unwrap();
+        let p = LaunchParams {
+            grid: [1, 1, 1],
+            block: [64, 1, 1],
+            dynamic_shared_bytes: 0,
+            regs_per_thread: 16,
+            args: vec![src.to_le_bytes().to_vec(), dst.to_le_bytes().to_vec()],
+            max_warp_instructions: 1_000_000,
+        };
+        let stats = e.launch(id, kernel, &p).unwrap();
+        (e, stats, src, dst)
+    }
+
     #[test]
     fn load_timeline_gives_each_recorded_load_its_latency_and_changes_no_result() {
         // Each thread loads a word (a cold miss), uses it, loads it again (an L1 hit) and
         // stores it; two warps, of which only warp 1 is recorded.
-        let ptx = ".version 8.0\n.target sm_75\n.address_size 64\n\
-            .visible .entry k(.param .u64 src, .param .u64 dst) {\n\
-            .reg .b32 %r<6>;\n.reg .b64 %rd<8>;\n\
-            ld.param.u64 %rd1, [src];\nld.param.u64 %rd2, [dst];\n\
-            cvta.to.global.u64 %rd1, %rd1;\ncvta.to.global.u64 %rd2, %rd2;\n\
-            mov.u32 %r1, %tid.x;\nmul.wide.u32 %rd3, %r1, 4;\n\
-            add.s64 %rd4, %rd1, %rd3;\nadd.s64 %rd5, %rd2, %rd3;\n\
-            ld.global.u32 %r2, [%rd4];\nadd.s32 %r3, %r2, 1;\n\
-            ld.global.u32 %r4, [%rd4];\nadd.s32 %r5, %r4, %r3;\n\
-            st.global.u32 [%rd5], %r5;\nret;\n}\n";
-        let m = Module::parse(ptx).unwrap();
-        let cfg = GpuConfig::preset("v100").unwrap();
+        let m = two_buffer_kernel(
+            "k",
+            "ld.global.u32 %r2, [%rd4];\nadd.s32 %r3, %r2, 1;\n\
+             ld.global.u32 %r4, [%rd4];\nadd.s32 %r5, %r4, %r3;\n\
+             st.global.u32 [%rd5], %r5;",
+        );
         let launch = |record: Option<LoadWarps>| {
-            let mut e = Emulator::new(cfg.clone());
-            e.set_record_loads(record);
-            let id = e.load(&m).unwrap();
-            let src = e.alloc(256).unwrap();
-            let dst = e.alloc(256).unwrap();
-            let p = LaunchParams {
-                grid: [1, 1, 1],
-                block: [64, 1, 1],
-                dynamic_shared_bytes: 0,
-                regs_per_thread: 16,
-                args: vec![src.to_le_bytes().to_vec(), dst.to_le_bytes().to_vec()],
-                max_warp_instructions: 1_000_000,
-            };
-            let stats = e.launch(id, "k", &p).unwrap();
+            let (mut e, stats, _, dst) =
+                launch_on_two_buffers(&m, "k", |e| e.set_record_loads(record));
             let mut out = vec![0u8; 256];
             e.read(dst, &mut out).unwrap();
             (stats, out, e.take_loads())
@@ -535,7 +557,7 @@ mod tests {
                 .all(|e| e.warp == 1 && e.space == LoadSpace::Global)
         );
         assert!(loads[0].issue < loads[1].issue);
-        let u = cfg.unloaded_latencies();
+        let u = GpuConfig::preset("v100").unwrap().unloaded_latencies();
         // The first misses every cache; the second, issued once the first's data is in, hits L1.
         assert!(loads[0].cycles() >= u.dram, "{loads:?}");
         assert_eq!(loads[1].cycles(), u.l1_hit, "{loads:?}");
@@ -544,30 +566,13 @@ mod tests {
 
     #[test]
     fn address_recorder_sees_each_sector_and_changes_no_result() {
-        let ptx = ".version 8.0\n.target sm_75\n.address_size 64\n\
-            .visible .entry copy(.param .u64 src, .param .u64 dst) {\n\
-            .reg .b32 %r<4>;\n.reg .b64 %rd<8>;\n\
-            ld.param.u64 %rd1, [src];\nld.param.u64 %rd2, [dst];\n\
-            cvta.to.global.u64 %rd1, %rd1;\ncvta.to.global.u64 %rd2, %rd2;\n\
-            mov.u32 %r1, %tid.x;\nmul.wide.u32 %rd3, %r1, 4;\n\
-            add.s64 %rd4, %rd1, %rd3;\nadd.s64 %rd5, %rd2, %rd3;\n\
-            ld.global.u32 %r2, [%rd4];\nst.global.u32 [%rd5], %r2;\nret;\n}\n";
-        let m = Module::parse(ptx).unwrap();
+        let m = two_buffer_kernel(
+            "copy",
+            "ld.global.u32 %r2, [%rd4];\nst.global.u32 [%rd5], %r2;",
+        );
         let launch = |record: bool| {
-            let mut e = Emulator::new(GpuConfig::preset("v100").unwrap());
-            e.set_record_addresses(record);
-            let id = e.load(&m).unwrap();
-            let src = e.alloc(256).unwrap();
-            let dst = e.alloc(256).unwrap();
-            let p = LaunchParams {
-                grid: [1, 1, 1],
-                block: [64, 1, 1],
-                dynamic_shared_bytes: 0,
-                regs_per_thread: 16,
-                args: vec![src.to_le_bytes().to_vec(), dst.to_le_bytes().to_vec()],
-                max_warp_instructions: 1_000_000,
-            };
-            let stats = e.launch(id, "copy", &p).unwrap();
+            let (mut e, stats, src, dst) =
+                launch_on_two_buffers(&m, "copy", |e| e.set_record_addresses(record));
             (stats, e.take_address_streams(), src, dst)
         };
         let (off, none, _, _) = launch(false);

@@ -257,29 +257,11 @@ pub fn launch_probed(
     // The traced warps' loads, on a device that knows when their data arrives: the ground truth
     // beside their records, and in the bare run (whose log traces nothing) beside the same loads.
     let n_warps = cfg.grid.volume() * cfg.block.volume().div_ceil(32);
-    let traced = probe.trace_warps.select(n_warps);
-    if !traced.is_empty() {
-        dev.record_loads(Some(LoadWarps::new(
-            traced.iter().map(|&w| u64::from(w)).collect(),
-        )));
-    }
-    let launched = probed_or_bare(dev, module, kernel, cfg, args, probe, &plan);
-    if !traced.is_empty() {
-        dev.record_loads(None);
-    }
-    launched
-}
-
-/// [`launch_probed`]'s launch once the plan is made.
-fn probed_or_bare(
-    dev: &mut dyn Device,
-    module: ModuleId,
-    kernel: &str,
-    cfg: &LaunchConfig,
-    args: &[ProbedArg],
-    probe: &Probe,
-    plan: &ProbePlan,
-) -> Result<ProbedLaunch, InstrumentError> {
+    let traced = LoadWarps::new(
+        (probe.trace_warps.select(n_warps).into_iter())
+            .map(u64::from)
+            .collect(),
+    );
     let blocks_without_log = dev.occupancy(module, kernel, cfg)?;
     // The arguments as the device takes them, with the log's bytes put in place below.
     let with_log = |log: Vec<u8>| -> Vec<Arg> {
@@ -291,7 +273,12 @@ fn probed_or_bare(
             .collect()
     };
     if probe.mode == ProbeMode::Off {
-        let outcome = dev.launch(module, kernel, cfg, &with_log(plan.log_arg(0)))?;
+        let outcome = launch_recording(
+            dev,
+            &traced,
+            (module, kernel, cfg),
+            &with_log(plan.log_arg(0)),
+        )?;
         return Ok(ProbedLaunch {
             outcome,
             trace: plan.empty_trace(),
@@ -343,16 +330,20 @@ fn probed_or_bare(
     let buf = dev.alloc(total)?;
     let mut bytes = plan.initial_log();
     dev.upload(&buf, &bytes)?;
-    let launched = dev
-        .launch(module, kernel, &run_cfg, &with_log(plan.log_arg(buf.addr)))
-        .and_then(|outcome| dev.download(&buf, &mut bytes).map(|_| outcome))
-        .map(|mut outcome| {
-            // The probes' own reads of their log are not the kernel's loads.
-            if let Some(loads) = &mut outcome.loads {
-                loads.retain(|e| !(buf.addr..buf.addr + total).contains(&e.addr));
-            }
-            outcome
-        });
+    let launched = launch_recording(
+        dev,
+        &traced,
+        (module, kernel, &run_cfg),
+        &with_log(plan.log_arg(buf.addr)),
+    )
+    .and_then(|outcome| dev.download(&buf, &mut bytes).map(|_| outcome))
+    .map(|mut outcome| {
+        // The probes' own reads of their log are not the kernel's loads.
+        if let Some(loads) = &mut outcome.loads {
+            loads.retain(|e| !(buf.addr..buf.addr + total).contains(&e.addr));
+        }
+        outcome
+    });
     // The log is freed on every path: timing N frames must not leak N logs.
     dev.free(&buf)?;
     let outcome = launched?;
@@ -365,6 +356,23 @@ fn probed_or_bare(
         blocks_per_sm_without_log: blocks_without_log,
         occupancy_note,
     })
+}
+
+/// Launches with the loads of `traced` recorded, where the device can, and recording off again
+/// after, whatever the launch did.
+fn launch_recording(
+    dev: &mut dyn Device,
+    traced: &LoadWarps,
+    (module, kernel, cfg): (ModuleId, &str, &LaunchConfig),
+    args: &[Arg],
+) -> Result<LaunchOutcome, device::DeviceError> {
+    if traced.is_empty() {
+        return dev.launch(module, kernel, cfg, args);
+    }
+    dev.record_loads(Some(traced.clone()));
+    let outcome = dev.launch(module, kernel, cfg, args);
+    dev.record_loads(None);
+    outcome
 }
 
 fn single_log_arg(kernel: &str, args: &[ProbedArg]) -> Result<usize, InstrumentError> {

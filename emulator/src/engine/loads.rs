@@ -89,6 +89,11 @@ impl LoadWarps {
         LoadWarps(warps)
     }
 
+    /// Whether no warp is chosen.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
     pub(super) fn has(&self, warp: u64) -> bool {
         self.0.binary_search(&warp).is_ok()
     }

@@ -235,11 +235,10 @@ pub trait Device {
 
     /// Asks later launches for the loads of the given warps (indices in the grid), each with
     /// its issue and data-return cycle: the ground truth a probe's reading is compared with.
-    /// Only a device that decides when data arrives knows it; `false` when this one cannot
-    /// (a GPU), and its outcomes carry none.
-    fn record_loads(&mut self, warps: Option<emulator::LoadWarps>) -> bool {
+    /// Only a device that decides when data arrives knows it; on one that cannot (a GPU) this
+    /// does nothing and its outcomes carry none.
+    fn record_loads(&mut self, warps: Option<emulator::LoadWarps>) {
         let _ = warps;
-        false
     }
 }
 

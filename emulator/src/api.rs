@@ -125,7 +125,8 @@ pub struct Emulator {
     addresses: Vec<Vec<AddressEvent>>,
     /// The warps whose loads each launch records (off by default; engine/loads.rs).
     record_loads: Option<LoadWarps>,
-    loads: Vec<LoadEvent>,
+    /// The last launch's recorded loads; `None` when it recorded none.
+    loads: Option<Vec<LoadEvent>>,
     watch: Watch,
 }
 
@@ -139,7 +140,7 @@ impl Emulator {
             record_addresses: false,
             addresses: Vec::new(),
             record_loads: None,
-            loads: Vec::new(),
+            loads: None,
             watch: Watch::default(),
         }
     }
@@ -153,7 +154,7 @@ impl Emulator {
         self.modules.clear();
         self.textures.clear();
         self.addresses.clear();
-        self.loads.clear();
+        self.loads = None;
     }
 
     /// Sets the time limit and progress callback of later launches (none by default).
@@ -180,10 +181,10 @@ impl Emulator {
         self.record_loads = warps;
     }
 
-    /// The last launch's recorded loads, by warp and then issue cycle; empty when recording was
-    /// off. Taking them frees them.
-    pub fn take_loads(&mut self) -> Vec<LoadEvent> {
-        std::mem::take(&mut self.loads)
+    /// The last launch's recorded loads, by warp and then issue cycle; `None` when recording
+    /// was off. Taking them frees them.
+    pub fn take_loads(&mut self) -> Option<Vec<LoadEvent>> {
+        self.loads.take()
     }
 
     pub fn config(&self) -> &GpuConfig {
@@ -417,7 +418,7 @@ impl Emulator {
         };
         let out = run(&inp, &mut self.dev, &self.textures, &mut mem)?;
         self.addresses = mem.take_addresses();
-        self.loads = out.loads;
+        self.loads = self.record_loads.is_some().then_some(out.loads);
         Ok(LaunchStats {
             cycles: out.cycles,
             sm_cycles: out.sm_cycles,
@@ -549,7 +550,8 @@ mod tests {
         let (off, out_off, none) = launch(None);
         let (on, out_on, loads) = launch(Some(LoadWarps::new(vec![1])));
         assert_eq!((off, out_off), (on, out_on));
-        assert!(none.is_empty());
+        assert_eq!(none, None);
+        let loads = loads.expect("recording was on");
         assert_eq!(loads.len(), 2, "{loads:?}");
         assert!(
             loads

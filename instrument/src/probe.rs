@@ -256,9 +256,8 @@ pub fn launch_probed(
     )?;
     // The traced warps' loads, on a device that knows when their data arrives: the ground truth
     // beside their records, and in the bare run (whose log traces nothing) beside the same loads.
-    let n_warps = cfg.grid.volume() * cfg.block.volume().div_ceil(32);
     let traced = LoadWarps::new(
-        (probe.trace_warps.select(n_warps).into_iter())
+        (probe.trace_warps.select(plan.shape().n_warps).into_iter())
             .map(u64::from)
             .collect(),
     );

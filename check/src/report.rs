@@ -320,21 +320,31 @@ fn section(s: &mut String, d: &StepData) {
             if !p.rows.is_empty() {
                 let mut rows = vec![row![
                     "program",
+                    "build",
                     "kernel",
                     "same output",
                     "profiled",
                     "records (loads)",
-                    "sites",
+                    "sites, or why unprofiled",
                     "overhead"
                 ]];
                 for r in &p.rows {
+                    let records = match r.expected_records {
+                        Some(n) => format!("{} ({n})", r.records),
+                        None => format!("{} (must stay unprofiled)", r.records),
+                    };
+                    let sites = match (&r.unprofiled, r.expected_records) {
+                        (Some(why), None) => why.clone(),
+                        _ => r.sites.join("; "),
+                    };
                     rows.push(row![
                         r.program,
+                        r.build,
                         r.kernel,
                         r.same_output,
                         r.profiled,
-                        format!("{} ({})", r.records, r.expected_records),
-                        r.sites.join("; "),
+                        records,
+                        sites,
                         r.overhead.map_or("unknown".into(), |v| format!("{v:.2}×")),
                     ]);
                 }

@@ -68,7 +68,7 @@ pub(crate) const STEPS: [Step; 7] = [
         run: |ctx, _| export(ctx),
     },
     Step {
-        title: "Unmodified programs under warpscope run: runtime API (static cudart) and driver API",
+        title: "Unmodified programs under warpscope run: cuda-samples on the runtime API (static cudart), the driver API, in a shared library, SASS only",
         run: |ctx, _| crate::programs::programs(ctx).map(|p| Outcome::done(StepData::Programs(p))),
     },
 ];

@@ -39,7 +39,7 @@ pub fn lines(r: &GpuResults) -> Vec<String> {
             Some(StepData::Programs(p)) if !p.rows.is_empty() => {
                 let passed = p.rows.iter().filter(|r| r.passed()).count();
                 out.push(format!(
-                    "**Unmodified programs**: {passed} of {} ran under `warpscope run` with their own output, one record per load and sites named by their source lines.",
+                    "**Unmodified programs**: {passed} of {} behaved under `warpscope run` as they must: their own output, one record per load and sites named by their source lines, and the SASS-only build launched as it was with the reason.",
                     p.rows.len()
                 ));
             }

@@ -6,7 +6,8 @@ use std::process::Command;
 use crate::KernelsError;
 
 /// Where nvcc is at run time: `$NVCC`, `$CUDA_HOME/bin/nvcc`, the workspace's `.cuda` folder
-/// (made by `scripts/setup-cuda`), then `PATH` — the same order as build.rs.
+/// (made by `scripts/setup-cuda`), `PATH` — the same order as build.rs — then the toolkit's usual
+/// home, `/usr/local/cuda/bin`.
 pub fn nvcc_path() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("NVCC").map(PathBuf::from)
         && p.is_file()
@@ -24,6 +25,7 @@ pub fn nvcc_path() -> Option<PathBuf> {
         return Some(local);
     }
     which("nvcc")
+        .or_else(|| Some(PathBuf::from("/usr/local/cuda/bin/nvcc")).filter(|p| p.is_file()))
 }
 
 pub(crate) fn workspace_root() -> PathBuf {

@@ -34,13 +34,17 @@
 //       that is also what keeps the OPENING read before the timed load.
 // So the closing read is placed after a volatile store OF THE LOADED VALUE that never executes:
 //
-//     or.b32          bits, <all 32-bit words of x>;  // reads every destination register
 //     setp.lt.s32     q, dummy, 0;                    // false at run time (dummy == 0), unknown
-//     @q st.volatile.global.u32 [sink], bits;         //   to the compiler; the store waits for x
-//     mov.u64         t1, %clock64;                   // after the store, by (2)
+//     @q st.volatile.shared.v4.u32 [sink], {x0, x1, x2, x3};  // to the compiler; the store
+//                                                     //   reads x's registers themselves
+//     mov.u32         t1, %clock;                     // after the store, by (2)
 //
 // C1: the store consumes x, so it issues only once the load completed (1), and the clock read
-// follows it (2). C2: the store is volatile and t1 feeds the log, so neither is removed. C3: the
+// follows it (2). The store reads the destination registers directly (one store of 1, 2 or 4
+// words): no operation stands between the data's arrival and the close. An OR of the words
+// first would put its dependent chain into every window — three ALU latencies for a float4,
+// which the emulator, timing PTX, charges in full (+66 cycles on gtx480) and ptxas folds into
+// one or two LOP3s on sm_90. C2: the store is volatile and t1 feeds the log, so neither is removed. C3: the
 // store never executes and x is returned untouched, so outputs do not change.
 // WS_FENCE is the paper's fence, a CTA-scope memory fence then the clock read; it is
 // `fence.acq_rel.cta` (SASS MEMBAR.ALL.CTA), NOT `membar.cta` (== __threadfence_block(), SASS
@@ -295,38 +299,135 @@ __device__ __forceinline__ unsigned int lanes_below() {
 
 __device__ __forceinline__ bool is_leader() { return lanes_below() == 0u; }
 
-// OR of every 32-bit word of a value (bytes of a smaller value zero-extended): an expression that
-// reads all of the load's destination registers.
-template <typename T>
-__device__ __forceinline__ unsigned int bits_of(const T& v) {
-    constexpr int words = (int)((sizeof(T) + 3) / 4);
-    unsigned int w[words];
-#pragma unroll
-    for (int i = 0; i < words; ++i) w[i] = 0u;
-    __builtin_memcpy(w, &v, sizeof(T));
-    unsigned int r = w[0];
-#pragma unroll
-    for (int i = 1; i < words; ++i) r |= w[i];
-    return r;
-}
+// The closing clock read, ordered after a never-executed volatile store of the loaded value (see
+// "THE ORDER PROBLEM" at the top of this file). The store reads the load's destination registers
+// in their own type — `f` for floats, `d` for doubles, `l` for 64-bit integers, `r` for 32-bit
+// words — because an operand of another type costs a conversion (`mov.b32 %r, %f`): an operation
+// inside every window, which ptxas removes but the emulator, timing PTX, charges an ALU latency.
+// `sink` is the warp's shared state, 16-byte aligned as a four-word store needs: nothing is ever
+// stored there while dummy >= 0.
+#define WS_DUMMY_CLOSE(store, sources)                       \
+    "{\n\t"                                                  \
+    ".reg .pred q;\n\t"                                      \
+    "setp.lt.s32 q, %1, 0;\n\t"                              \
+    "@q st.volatile.shared." store " [%2], " sources ";\n\t" \
+    "mov.u32 %0, %%clock;\n\t"                               \
+    "}"
 
-// The closing clock read, ordered after a never-executed volatile store of the loaded value's bits
-// (see "THE ORDER PROBLEM" at the top of this file). `sink` is a shared address in the warp's own
-// state (a register the probe keeps anyway): nothing is ever stored there while dummy >= 0.
-__device__ __forceinline__ unsigned int clock_close_dependent(unsigned int bits, int dummy,
+// Any other type: its 32-bit words (bytes of a smaller value zero-extended; the words of a value
+// wider than 16 bytes, which is not one load, beyond the fourth OR-ed into the fourth).
+template <typename T>
+struct DummyClose {
+    __device__ __forceinline__ static unsigned int read(const T& v, int dummy, unsigned int sink) {
+        constexpr int words = (int)((sizeof(T) + 3) / 4);
+        constexpr int n = words < 4 ? 4 : words;
+        unsigned int w[n];
+#pragma unroll
+        for (int i = 0; i < n; ++i) w[i] = 0u;
+        __builtin_memcpy(w, &v, sizeof(T));
+#pragma unroll
+        for (int i = 4; i < words; ++i) w[3] |= w[i];
+        unsigned int t1;
+        if (words == 1) {
+            asm volatile(WS_DUMMY_CLOSE("u32", "%3")
+                         : "=r"(t1)
+                         : "r"(dummy), "r"(sink), "r"(w[0])
+                         : "memory");
+        } else if (words == 2) {
+            asm volatile(WS_DUMMY_CLOSE("v2.u32", "{%3, %4}")
+                         : "=r"(t1)
+                         : "r"(dummy), "r"(sink), "r"(w[0]), "r"(w[1])
+                         : "memory");
+        } else {
+            asm volatile(WS_DUMMY_CLOSE("v4.u32", "{%3, %4, %5, %6}")
+                         : "=r"(t1)
+                         : "r"(dummy), "r"(sink), "r"(w[0]), "r"(w[1]), "r"(w[2]), "r"(w[3])
+                         : "memory");
+        }
+        return t1;
+    }
+};
+
+template <>
+struct DummyClose<float> {
+    __device__ __forceinline__ static unsigned int read(float v, int dummy, unsigned int sink) {
+        unsigned int t1;
+        asm volatile(WS_DUMMY_CLOSE("f32", "%3")
+                     : "=r"(t1)
+                     : "r"(dummy), "r"(sink), "f"(v)
+                     : "memory");
+        return t1;
+    }
+};
+
+template <>
+struct DummyClose<float2> {
+    __device__ __forceinline__ static unsigned int read(float2 v, int dummy, unsigned int sink) {
+        unsigned int t1;
+        asm volatile(WS_DUMMY_CLOSE("v2.f32", "{%3, %4}")
+                     : "=r"(t1)
+                     : "r"(dummy), "r"(sink), "f"(v.x), "f"(v.y)
+                     : "memory");
+        return t1;
+    }
+};
+
+template <>
+struct DummyClose<float4> {
+    __device__ __forceinline__ static unsigned int read(float4 v, int dummy, unsigned int sink) {
+        unsigned int t1;
+        asm volatile(WS_DUMMY_CLOSE("v4.f32", "{%3, %4, %5, %6}")
+                     : "=r"(t1)
+                     : "r"(dummy), "r"(sink), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w)
+                     : "memory");
+        return t1;
+    }
+};
+
+template <>
+struct DummyClose<double> {
+    __device__ __forceinline__ static unsigned int read(double v, int dummy, unsigned int sink) {
+        unsigned int t1;
+        asm volatile(WS_DUMMY_CLOSE("f64", "%3")
+                     : "=r"(t1)
+                     : "r"(dummy), "r"(sink), "d"(v)
+                     : "memory");
+        return t1;
+    }
+};
+
+template <>
+struct DummyClose<double2> {
+    __device__ __forceinline__ static unsigned int read(double2 v, int dummy, unsigned int sink) {
+        unsigned int t1;
+        asm volatile(WS_DUMMY_CLOSE("v2.f64", "{%3, %4}")
+                     : "=r"(t1)
+                     : "r"(dummy), "r"(sink), "d"(v.x), "d"(v.y)
+                     : "memory");
+        return t1;
+    }
+};
+
+template <typename T>
+struct DummyClose64 {
+    __device__ __forceinline__ static unsigned int read(T v, int dummy, unsigned int sink) {
+        unsigned int t1;
+        asm volatile(WS_DUMMY_CLOSE("u64", "%3")
+                     : "=r"(t1)
+                     : "r"(dummy), "r"(sink), "l"(v)
+                     : "memory");
+        return t1;
+    }
+};
+template <>
+struct DummyClose<long long> : DummyClose64<long long> {};
+template <>
+struct DummyClose<unsigned long long> : DummyClose64<unsigned long long> {};
+
+template <typename T>
+__device__ __forceinline__ unsigned int clock_close_dependent(const T& v, int dummy,
                                                               unsigned int sink) {
-    unsigned int t1;
-    asm volatile(
-        "{\n\t"
-        ".reg .pred q;\n\t"
-        "setp.lt.s32 q, %1, 0;\n\t"
-        "@q st.volatile.shared.u32 [%2], %3;\n\t"
-        "mov.u32 %0, %%clock;\n\t"
-        "}"
-        : "=r"(t1)
-        : "r"(dummy), "r"(sink), "r"(bits)
-        : "memory");
-    return t1;
+    return DummyClose<T>::read(v, dummy, sink);
 }
 
 __device__ __forceinline__ void fence_block() {
@@ -510,7 +611,7 @@ __device__ __forceinline__ auto load(const Log& log, State st, F&& f) -> decltyp
         fence_block();
         t1 = clock32();
     } else {
-        t1 = clock_close_dependent(bits_of(v), log.dummy, st + WS_WH_FLAGS_OFFSET);
+        t1 = clock_close_dependent(v, log.dummy, st);
     }
     record<Site>(log, st, p, t0, t1);
     return v;

@@ -15,7 +15,7 @@ pub const SHARED_SYMBOL: &str = "ws_probe_shared";
 
 /// Declarations at the top of each instrumented entry. `%ws_st` is the one value kept across
 /// the kernel (the warp's state address in shared memory); the others are scratch.
-pub const REGISTERS: &str = "\t.reg .b32 \t%ws_st;\n\t.reg .b32 \t%ws_r<16>;\n\t.reg .b64 \t%ws_rd<4>;\n\t.reg .pred \t%ws_p<8>;\n\t.reg .b16 \t%ws_h<1>;\n";
+pub const REGISTERS: &str = "\t.reg .b32 \t%ws_st;\n\t.reg .b32 \t%ws_r<16>;\n\t.reg .b64 \t%ws_rd<4>;\n\t.reg .pred \t%ws_p<8>;\n";
 
 /// The label every exit of an instrumented entry branches to.
 pub const EXIT_LABEL: &str = "$WS_EXIT";
@@ -216,7 +216,6 @@ pub fn site(o: &mut String, log: &str, s: &Site<'_>, n: usize) {
     line!(o, "ld.param.u32 \t%ws_r5, [{log}+{}];", arg::SITES);
     if s.method == ProbeMode::Dummy {
         line!(o, "ld.param.u32 \t%ws_r6, [{log}+{}];", arg::DUMMY);
-        line!(o, "mov.u32 \t%ws_r9, 0;");
     }
     line!(o, "mov.u32 \t%ws_r7, %clock;");
     o.push_str(s.load);
@@ -226,32 +225,26 @@ pub fn site(o: &mut String, log: &str, s: &Site<'_>, n: usize) {
             line!(o, "fence.acq_rel.cta;");
         }
         ProbeMode::Dummy => {
-            // A never-executed volatile store of every word of the loaded value: it waits for
-            // the load (scoreboard), and the clock read stays after it.
-            for (reg, bits) in s.dests {
-                match bits {
-                    64 => {
-                        line!(o, "mov.b64 \t%ws_rd0, {reg};");
-                        line!(o, "cvt.u32.u64 \t%ws_r10, %ws_rd0;");
-                        line!(o, "or.b32 \t%ws_r9, %ws_r9, %ws_r10;");
-                        line!(o, "shr.u64 \t%ws_rd0, %ws_rd0, 32;");
-                        line!(o, "cvt.u32.u64 \t%ws_r10, %ws_rd0;");
-                    }
-                    16 => {
-                        line!(o, "mov.b16 \t%ws_h0, {reg};");
-                        line!(o, "cvt.u32.u16 \t%ws_r10, %ws_h0;");
-                    }
-                    _ => {
-                        line!(o, "mov.b32 \t%ws_r10, {reg};");
+            // A never-executed volatile store of the load's destination registers themselves:
+            // it waits for the load (scoreboard), the clock read stays after it, and no
+            // operation stands between the data's arrival and the close. The warp's state is
+            // 16-byte aligned, as a four-word store needs.
+            line!(o, "setp.lt.s32 \t%ws_p2, %ws_r6, 0;");
+            let regs: Vec<&str> = s.dests.iter().map(|(r, _)| *r).collect();
+            let words = s.dests.iter().all(|&(_, bits)| bits == 32);
+            match regs.len() {
+                2 | 4 if words => line!(
+                    o,
+                    "@%ws_p2 st.volatile.shared.v{}.b32 \t[%ws_st], {{{}}};",
+                    regs.len(),
+                    regs.join(", ")
+                ),
+                _ => {
+                    for (reg, bits) in s.dests {
+                        line!(o, "@%ws_p2 st.volatile.shared.b{bits} \t[%ws_st], {reg};");
                     }
                 }
-                line!(o, "or.b32 \t%ws_r9, %ws_r9, %ws_r10;");
             }
-            line!(o, "setp.lt.s32 \t%ws_p2, %ws_r6, 0;");
-            line!(
-                o,
-                "@%ws_p2 st.volatile.shared.u32 \t[%ws_st+{WS_WH_FLAGS_OFFSET}], %ws_r9;"
-            );
         }
         _ => {}
     }

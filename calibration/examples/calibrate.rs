@@ -2,7 +2,7 @@
 //! emulator and prints it beside the recorded one and silicon's:
 //!
 //! ```text
-//! cargo run -p warpscope-calibration --example calibrate -- [--write] [--expensive] [--frames-dir DIR]
+//! cargo run -p warpscope-calibration --example calibrate -- [--write] [--expensive] [--frames-dir DIR] [--only ID-PREFIX,...]
 //! ```
 //!
 //! `--write` records the computed values in the table and writes `docs/validation.md` from it;
@@ -11,7 +11,8 @@
 //! build, up to 2 GiB of memory for the patterns in the table), which are otherwise left as
 //! recorded.
 //! The paper-scale frames are swept into `--frames-dir` (default `target/calibration-frames`),
-//! where an interrupted sweep resumes. Exits with 1 when a computed value differs from the
+//! where an interrupted sweep resumes. `--only` computes the rows whose id starts with one of the
+//! prefixes (`--only h100.dram.rate`) and leaves the others as recorded. Exits with 1 when a computed value differs from the
 //! recorded one and the table was not written.
 
 use std::path::{Path, PathBuf};
@@ -23,6 +24,7 @@ struct Args {
     write: bool,
     expensive: bool,
     frames_dir: Option<PathBuf>,
+    only: Vec<String>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -30,6 +32,7 @@ fn parse_args() -> Result<Args, String> {
         write: false,
         expensive: false,
         frames_dir: None,
+        only: Vec::new(),
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -39,9 +42,13 @@ fn parse_args() -> Result<Args, String> {
             "--frames-dir" => {
                 args.frames_dir = Some(it.next().ok_or("--frames-dir needs a folder")?.into())
             }
+            "--only" => {
+                let list = it.next().ok_or("--only needs row id prefixes")?;
+                args.only = list.split(',').map(str::to_owned).collect();
+            }
             other => {
                 return Err(format!(
-                    "unknown argument {other:?}; use [--write] [--expensive] [--frames-dir DIR]"
+                    "unknown argument {other:?}; use [--write] [--expensive] [--frames-dir DIR] [--only ID-PREFIX,...]"
                 ));
             }
         }
@@ -62,6 +69,7 @@ fn run(args: &Args) -> Result<bool, CalibrationError> {
     let mut table = Table::read(&root)?;
     let opts = Options {
         expensive: args.expensive,
+        only: &args.only,
         frames_dir: args
             .frames_dir
             .clone()

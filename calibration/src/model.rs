@@ -15,6 +15,8 @@ use crate::table::{DramPattern, Extreme, Measure, PaperShape, PaperView, Table, 
 pub struct Options<'a> {
     /// Also the expensive measures ([`Measure::expensive`]); without it they are left alone.
     pub expensive: bool,
+    /// Only the rows whose id starts with one of these; empty: every row.
+    pub only: &'a [String],
     /// Where the paper-scale frames are swept (a sweep folder: an interrupted sweep resumes).
     pub frames_dir: PathBuf,
     /// Told what is being computed, before each measure, and how the sweep of the paper-scale
@@ -23,7 +25,7 @@ pub struct Options<'a> {
 }
 
 /// The model's value of every row of `table`, in its order, rounded as recorded; `None` for the
-/// expensive rows unless `opts.expensive`. Rows with the same preset and measure are computed
+/// expensive rows unless `opts.expensive`, and for the rows `opts.only` leaves out. Rows with the same preset and measure are computed
 /// once.
 pub fn recompute(
     root: &Path,
@@ -33,7 +35,8 @@ pub fn recompute(
     let mut labs: BTreeMap<String, Lab> = BTreeMap::new();
     let mut values = Vec::with_capacity(table.row.len());
     for row in &table.row {
-        if row.measure.expensive() && !opts.expensive {
+        let chosen = opts.only.is_empty() || opts.only.iter().any(|p| row.id.starts_with(p));
+        if !chosen || (row.measure.expensive() && !opts.expensive) {
             values.push(None);
             continue;
         }

@@ -28,6 +28,7 @@ fn every_cheap_row_holds_the_value_the_emulator_computes() {
     let table = table();
     let opts = Options {
         expensive: false,
+        only: &[],
         frames_dir: std::env::temp_dir(),
         progress: &|_| {},
     };

@@ -138,7 +138,11 @@ impl ProgramRow {
                         && !self.sites.is_empty()
                         && self.sites.iter().all(|s| s.starts_with(&self.source))
                 }
-                None => self.profiled == 0 && self.unprofiled.is_some(),
+                // Named as SASS-only, with the flags that would embed its PTX.
+                None => {
+                    self.profiled == 0
+                        && (self.unprofiled.as_deref()).is_some_and(|r| r.contains("SASS-only"))
+                }
             }
     }
 }
@@ -470,7 +474,11 @@ mod tests {
             profiled: 0,
             records: 0,
             expected_records: None,
-            unprofiled: Some("no PTX".into()),
+            unprofiled: Some(
+                "kernel `_Z9vectorAddPKfS0_Pfi` is SASS-only (sm_90): rebuild with -gencode \
+                 arch=compute_90,code=compute_90 to embed PTX to instrument"
+                    .into(),
+            ),
             sites: Vec::new(),
             overhead: None,
         };
@@ -478,6 +486,14 @@ mod tests {
         assert!(
             !ProgramRow {
                 unprofiled: None,
+                ..row.clone()
+            }
+            .passed()
+        );
+        let other = Some("its module was loaded before warpscope saw it".to_string());
+        assert!(
+            !ProgramRow {
+                unprofiled: other,
                 ..row.clone()
             }
             .passed()

@@ -3,7 +3,7 @@
 
 use super::cache::{self, Cache, Lookup};
 use super::{CacheCounters, L2Req, Pend, count, forget_front};
-use crate::config::{CacheConfig, GpuConfig};
+use crate::config::{CacheConfig, DramRows, GpuConfig};
 
 /// Sub-cycle resolution of bandwidth queues: bytes/cycle need not divide the transfer size.
 const TICKS_PER_CYCLE: u64 = 1 << 16;
@@ -162,6 +162,41 @@ fn fetch_mask(mask: u8, group: u32) -> u8 {
         .fold(mask, |acc, m| acc | m)
 }
 
+/// DRAM's banks, each with one open page (`dram.rows`): which page each bank holds open.
+#[derive(Debug, Clone)]
+struct Rows {
+    open: Vec<Option<u64>>,
+    /// Lines per page, as a shift of the line number.
+    page_shift: u32,
+    row_miss_bytes: u64,
+}
+
+impl Rows {
+    fn new(rows: &DramRows, line_bytes: u32) -> Rows {
+        Rows {
+            open: vec![None; rows.banks.max(1) as usize],
+            page_shift: (rows.page_bytes / line_bytes.max(1)).trailing_zeros(),
+            row_miss_bytes: u64::from(rows.row_miss_bytes),
+        }
+    }
+
+    /// The extra DRAM bytes of a read of `line`: none when its page is open in its bank; else
+    /// the page is opened and the read pays for it.
+    fn read(&mut self, line: u64) -> u64 {
+        let page = line >> self.page_shift;
+        // A multiplicative hash of the page number: consecutive pages land in different banks,
+        // and pages a power of two apart do not all share one.
+        let h = page.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let bank = (h >> 32) as usize & (self.open.len() - 1);
+        if self.open[bank] == Some(page) {
+            0
+        } else {
+            self.open[bank] = Some(page);
+            self.row_miss_bytes
+        }
+    }
+}
+
 /// One L2 slice.
 #[derive(Debug, Clone)]
 pub(super) struct Slice {
@@ -180,6 +215,7 @@ pub(crate) struct Below {
     fetch_sectors: u32,
     l2_latency: u64,
     dram: BandwidthQueue,
+    dram_rows: Option<Rows>,
     dram_latency: u64,
     pub(super) l2: CacheCounters,
     pub(super) dram_bytes_read: u64,
@@ -228,6 +264,7 @@ impl Below {
             slice_bits: slices.trailing_zeros(),
             l2_latency: u64::from(cfg.l2.latency_cycles),
             dram: BandwidthQueue::new(cfg.dram.bandwidth_bytes_per_cycle),
+            dram_rows: (cfg.dram.rows.as_ref()).map(|r| Rows::new(r, cfg.l2.line_bytes)),
             dram_latency: u64::from(cfg.dram.latency_cycles),
             l2: CacheCounters::default(),
             dram_bytes_read: 0,
@@ -291,6 +328,7 @@ impl Below {
         let Below {
             slices,
             dram,
+            dram_rows,
             l2,
             dram_bytes_read,
             dram_bytes_written,
@@ -345,7 +383,8 @@ impl Below {
                 ..lk
             };
             let miss_bytes = u64::from(fetched.miss.count_ones()) * sector_bytes;
-            let dram_start = dram.reserve(start, miss_bytes);
+            let row = dram_rows.as_mut().map_or(0, |r| r.read(line));
+            let dram_start = dram.reserve(start, miss_bytes + row);
             *dram_bytes_read += miss_bytes;
             let ready = dram_start + miss_latency;
             let ev = slice.cache.fill_missed(&fetched, ready, start, pend);

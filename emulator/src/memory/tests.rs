@@ -1,5 +1,6 @@
 use super::below::BandwidthQueue;
 use super::*;
+use crate::config::DramRows;
 
 fn load<'a>(lanes: &'a [(u8, u64)], bytes: u32) -> MemRequest<'a> {
     MemRequest {
@@ -175,6 +176,37 @@ fn dram_queue_unit_test() {
     assert_eq!(q.reserve(10, 128), 10);
     assert_eq!(q.reserve(10, 128), 14);
     assert_eq!(q.reserve(100, 64), 100);
+}
+
+#[test]
+fn a_read_that_opens_a_dram_page_costs_its_row_miss_bytes_more() {
+    // Four SMs each miss one sector at cycle 0: two in one page, then two in another that maps
+    // to the same (only) bank. DRAM, 16 bytes a cycle, is the bottleneck; a page opening costs
+    // 32 bytes, 2 cycles, which every later transfer waits for.
+    let at = [0u64, 128, 4096, 4096 + 128];
+    let times = |rows: Option<DramRows>| {
+        let mut cfg = GpuConfig::preset("v100").unwrap();
+        cfg.dram.bandwidth_bytes_per_cycle = 16.0;
+        cfg.dram.rows = rows;
+        let mut mem = MemorySystem::new(&cfg);
+        let done: Vec<u64> = (at.iter().enumerate())
+            .map(|(sm, &a)| mem.access_on(sm, 0, &load(&[(0, a)], 4)))
+            .collect();
+        (done, mem.counters().dram_bytes_read)
+    };
+    let (flat, flat_bytes) = times(None);
+    let rows = DramRows {
+        banks: 1,
+        page_bytes: 1024,
+        row_miss_bytes: 32,
+    };
+    let (paged, paged_bytes) = times(Some(rows));
+    let later: Vec<u64> = paged.iter().zip(&flat).map(|(p, f)| p - f).collect();
+    assert_eq!(later, [0, 2, 2, 4], "{paged:?} against {flat:?}");
+    assert_eq!(
+        paged_bytes, flat_bytes,
+        "opening a page moves no counted bytes"
+    );
 }
 
 #[test]

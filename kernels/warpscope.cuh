@@ -348,81 +348,27 @@ struct DummyClose {
     }
 };
 
-template <>
-struct DummyClose<float> {
-    __device__ __forceinline__ static unsigned int read(float v, int dummy, unsigned int sink) {
-        unsigned int t1;
-        asm volatile(WS_DUMMY_CLOSE("f32", "%3")
-                     : "=r"(t1)
-                     : "r"(dummy), "r"(sink), "f"(v)
-                     : "memory");
-        return t1;
-    }
-};
-
-template <>
-struct DummyClose<float2> {
-    __device__ __forceinline__ static unsigned int read(float2 v, int dummy, unsigned int sink) {
-        unsigned int t1;
-        asm volatile(WS_DUMMY_CLOSE("v2.f32", "{%3, %4}")
-                     : "=r"(t1)
-                     : "r"(dummy), "r"(sink), "f"(v.x), "f"(v.y)
-                     : "memory");
-        return t1;
-    }
-};
-
-template <>
-struct DummyClose<float4> {
-    __device__ __forceinline__ static unsigned int read(float4 v, int dummy, unsigned int sink) {
-        unsigned int t1;
-        asm volatile(WS_DUMMY_CLOSE("v4.f32", "{%3, %4, %5, %6}")
-                     : "=r"(t1)
-                     : "r"(dummy), "r"(sink), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w)
-                     : "memory");
-        return t1;
-    }
-};
-
-template <>
-struct DummyClose<double> {
-    __device__ __forceinline__ static unsigned int read(double v, int dummy, unsigned int sink) {
-        unsigned int t1;
-        asm volatile(WS_DUMMY_CLOSE("f64", "%3")
-                     : "=r"(t1)
-                     : "r"(dummy), "r"(sink), "d"(v)
-                     : "memory");
-        return t1;
-    }
-};
-
-template <>
-struct DummyClose<double2> {
-    __device__ __forceinline__ static unsigned int read(double2 v, int dummy, unsigned int sink) {
-        unsigned int t1;
-        asm volatile(WS_DUMMY_CLOSE("v2.f64", "{%3, %4}")
-                     : "=r"(t1)
-                     : "r"(dummy), "r"(sink), "d"(v.x), "d"(v.y)
-                     : "memory");
-        return t1;
-    }
-};
-
-template <typename T>
-struct DummyClose64 {
-    __device__ __forceinline__ static unsigned int read(T v, int dummy, unsigned int sink) {
-        unsigned int t1;
-        asm volatile(WS_DUMMY_CLOSE("u64", "%3")
-                     : "=r"(t1)
-                     : "r"(dummy), "r"(sink), "l"(v)
-                     : "memory");
-        return t1;
-    }
-};
-template <>
-struct DummyClose<long long> : DummyClose64<long long> {};
-template <>
-struct DummyClose<unsigned long long> : DummyClose64<unsigned long long> {};
+// The types whose registers the store reads as they are; `...` is the asm's source operands.
+#define WS_DUMMY_CLOSE_AS(T, store, sources, ...)                                             \
+    template <>                                                                               \
+    struct DummyClose<T> {                                                                    \
+        __device__ __forceinline__ static unsigned int read(T v, int dummy, unsigned int sink) { \
+            unsigned int t1;                                                                  \
+            asm volatile(WS_DUMMY_CLOSE(store, sources)                                       \
+                         : "=r"(t1)                                                           \
+                         : "r"(dummy), "r"(sink), __VA_ARGS__                                 \
+                         : "memory");                                                         \
+            return t1;                                                                        \
+        }                                                                                     \
+    };
+WS_DUMMY_CLOSE_AS(float, "f32", "%3", "f"(v))
+WS_DUMMY_CLOSE_AS(float2, "v2.f32", "{%3, %4}", "f"(v.x), "f"(v.y))
+WS_DUMMY_CLOSE_AS(float4, "v4.f32", "{%3, %4, %5, %6}", "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w))
+WS_DUMMY_CLOSE_AS(double, "f64", "%3", "d"(v))
+WS_DUMMY_CLOSE_AS(double2, "v2.f64", "{%3, %4}", "d"(v.x), "d"(v.y))
+WS_DUMMY_CLOSE_AS(long long, "u64", "%3", "l"(v))
+WS_DUMMY_CLOSE_AS(unsigned long long, "u64", "%3", "l"(v))
+#undef WS_DUMMY_CLOSE_AS
 
 template <typename T>
 __device__ __forceinline__ unsigned int clock_close_dependent(const T& v, int dummy,

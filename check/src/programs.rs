@@ -323,12 +323,7 @@ fn build(
         }
         trace::write_bytes_atomic(&path, text.as_bytes())?;
     }
-    // A toolkit installed from PyPI keeps cudart_static in `lib`, where nvcc does not look.
-    let lib = nvcc
-        .parent()
-        .and_then(Path::parent)
-        .map(|root| root.join("lib"))
-        .filter(|lib| lib.join("libcudart_static.a").is_file());
+    let lib = kernels::cudart_lib_dir(nvcc);
     let programs = programs_for(sm);
     for step in programs.iter().flat_map(|p| &p.steps) {
         if step.needs_libcuda && !with_libcuda {

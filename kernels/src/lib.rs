@@ -63,7 +63,7 @@ pub use embedded::{
 };
 pub use error::KernelsError;
 pub use nvcc::{CompiledPtx, compile_ptx, compile_ptx_lineinfo, ptx_usage};
-pub use toolchain::{nvcc_path, tool_path};
+pub use toolchain::{cudart_lib_dir, nvcc_path, tool_path};
 
 #[cfg(test)]
 mod tests {

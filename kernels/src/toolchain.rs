@@ -42,6 +42,14 @@ pub(crate) fn which(tool: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// Where a toolkit installed from PyPI (`scripts/setup-cuda`) keeps `libcudart_static.a`: `lib/`
+/// beside nvcc's `bin/`, which nvcc's own profile does not search, so a link needs it as `-L`.
+/// `None` for a toolkit whose nvcc finds its libraries itself.
+pub fn cudart_lib_dir(nvcc: &Path) -> Option<PathBuf> {
+    let lib = nvcc.parent()?.parent()?.join("lib");
+    lib.join("libcudart_static.a").is_file().then_some(lib)
+}
+
 /// A CUDA binary tool found next to nvcc, else on `PATH`.
 pub fn tool_path(tool: &str) -> Option<PathBuf> {
     if let Some(dir) = nvcc_path().and_then(|p| p.parent().map(|d| d.to_path_buf())) {

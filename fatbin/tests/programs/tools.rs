@@ -76,9 +76,7 @@ fn find_tools() -> Result<Tools, String> {
     let mut lib_dirs = Vec::new();
     let mut links = None;
     let lib = bin.join("../lib");
-    if lib.join("libcudart_static.a").is_file() {
-        lib_dirs.push(lib.clone());
-    }
+    lib_dirs.extend(kernels::cudart_lib_dir(&nvcc));
     let soname = lib.join("libcudart.so.13");
     if !lib.join("libcudart.so").exists() && soname.is_file() {
         let dir = tempfile::tempdir().map_err(|e| e.to_string())?;

@@ -24,8 +24,9 @@ pub(crate) struct Perturbation {
     pub sites: Table,
 }
 
-/// The verdict and table of the analysed runs' rows.
-pub(crate) fn assess(rows: &[&SweepRow]) -> Perturbation {
+/// The verdict and table of the analysed runs' rows, kept beside their per-site ground truth
+/// (`site_truth`).
+pub(crate) fn assess(rows: &[&SweepRow], sites: Table) -> Perturbation {
     let mut table = Table::default();
     let delta = |r: &SweepRow| match (r.tex_hit_rate, r.tex_hit_rate_bare) {
         (Some(p), Some(b)) => Some(p - b),
@@ -162,7 +163,7 @@ pub(crate) fn assess(rows: &[&SweepRow]) -> Perturbation {
     Perturbation {
         verdict,
         table,
-        sites: Table::default(),
+        sites,
     }
 }
 

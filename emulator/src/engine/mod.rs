@@ -138,18 +138,19 @@ fn run_rounds(
         coordinate(&crew, below, &mut slots, next_block, total_blocks)
     })?;
     // A load whose value no instruction read may still hold a token: every answer is in now.
-    let recorded = inp.record_loads.is_some();
-    for (sm, side) in sms.iter_mut().zip(sides.iter_mut()).filter(|_| recorded) {
-        side.pend.evaluate();
-        sm.loads.take_in(&side.pend);
-        if sm.loads.unresolved() > 0 {
-            return Err(EmuError::Internal {
-                what: format!(
-                    "{} recorded loads of SM {} have no data-return cycle at the end of the launch",
-                    sm.loads.unresolved(),
-                    sm.id
-                ),
-            });
+    if inp.record_loads.is_some() {
+        for (sm, side) in sms.iter_mut().zip(sides.iter_mut()) {
+            side.pend.evaluate();
+            sm.loads.take_in(&side.pend);
+            if sm.loads.unresolved() > 0 {
+                return Err(EmuError::Internal {
+                    what: format!(
+                        "{} recorded loads of SM {} have no data-return cycle at the end of the launch",
+                        sm.loads.unresolved(),
+                        sm.id
+                    ),
+                });
+            }
         }
     }
     Ok(output(&mut sms))

@@ -1,14 +1,19 @@
 //! Steps 3 and 4 (microbenchmarks): the probes on silicon. `kernels/micro/pointer_chase.cu`, as
 //! embedded (`kernels::micro()`: SASS for the GPU, PTX for the emulator), measures the cycles of
 //! a dependent pointer chase whose chain lives in L1, in L2 or in DRAM (fence mode), the same
-//! chase through the texture path with every fetch a hit (the texture hit latency, which the
-//! presets assume), and independent loads in each probe mode: DRAM misses, where naive must
-//! report a small fraction of fence and dummy (Kanda et al. 2011), and L1 hits.
+//! chase through the texture path with every fetch a hit, an L2 hit or a DRAM miss (the texture
+//! path's latencies, which the volume renderer's frames wait on), and independent loads in each
+//! probe mode: DRAM misses, where naive must report a small fraction of fence and dummy (Kanda et
+//! al. 2011), and L1 hits.
 //!
 //! The chains are laid out from the emulator preset's cache geometry (the GPU does not report its
 //! L1): L1, 16 lines warmed once; L2, a random cycle over 4× the L1 capacity (at most half the L2),
 //! warmed once, so an LRU L1 misses every step; DRAM, never-touched lines 4 KiB apart, after a
-//! write of twice the L2 size that evicts whatever the upload left in it.
+//! write of twice the L2 size that evicts whatever the upload left in it. The texture chases
+//! use one 1D array of [`TEX_CHASE_TEXELS`] floats, 512 KiB (at most half the L2): its L2 chain
+//! is a random cycle over all its 128-byte lines, twice the largest L1 an SM can have (256 KiB on
+//! Hopper), so that no replacement policy keeps much of it; its DRAM chain visits lines 4 KiB
+//! apart once.
 
 use crate::error::CheckError;
 use device::{Arg, Device, LaunchConfig};
@@ -24,6 +29,12 @@ const STEPS_PER_PROBE: u32 = 32;
 /// Probes per chase and loads per independent-load case.
 const CHASE_PROBES: u32 = 8;
 const LOADS: u32 = 16;
+/// Texels of the texture chases' 1D array: 512 KiB of floats, the widest 1D CUDA array that
+/// compute capability 5.0 and later allow (131,072 texels).
+const TEX_CHASE_TEXELS: u64 = 131_072;
+/// Probes of the texture DRAM chase: its 4 KiB steps leave room for 127 fresh lines, three
+/// probes of 32 steps and the one before them.
+const TEX_DRAM_PROBES: u32 = 3;
 
 /// One microbenchmark case.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -34,6 +45,10 @@ pub enum MicroCase {
     ChaseDram,
     /// A chase through a 1D texture whose every fetch hits: the texture path's hit latency.
     ChaseTexture,
+    /// The same chase where every fetch misses the L1 and hits the L2.
+    ChaseTextureL2,
+    /// The same chase where every fetch misses to DRAM.
+    ChaseTextureDram,
     /// Independent loads that miss to DRAM, per mode.
     LoadsDram,
     /// The same word loaded again and again: L1 hits after the first, per mode.
@@ -47,19 +62,23 @@ impl MicroCase {
             MicroCase::ChaseL2 => "pointer chase, L2",
             MicroCase::ChaseDram => "pointer chase, DRAM",
             MicroCase::ChaseTexture => "pointer chase, texture hits",
+            MicroCase::ChaseTextureL2 => "pointer chase, texture L2 hits",
+            MicroCase::ChaseTextureDram => "pointer chase, texture DRAM misses",
             MicroCase::LoadsDram => "independent loads, DRAM misses",
             MicroCase::LoadsL1 => "repeated load, L1 hits",
         }
     }
 
-    /// The level a pointer chase lives in (`L1`, `L2`, `DRAM`, `texture`); None for the other
-    /// cases.
+    /// The level a pointer chase lives in (`L1`, `L2`, `DRAM`, `texture`, `texture L2`,
+    /// `texture DRAM`); None for the other cases.
     pub fn chase_level(self) -> Option<&'static str> {
         match self {
             MicroCase::ChaseL1 => Some("L1"),
             MicroCase::ChaseL2 => Some("L2"),
             MicroCase::ChaseDram => Some("DRAM"),
             MicroCase::ChaseTexture => Some("texture"),
+            MicroCase::ChaseTextureL2 => Some("texture L2"),
+            MicroCase::ChaseTextureDram => Some("texture DRAM"),
             MicroCase::LoadsDram | MicroCase::LoadsL1 => None,
         }
     }
@@ -79,11 +98,13 @@ pub struct MicroRow {
 }
 
 /// The plan of step 3: (case, mode), in the order of the report.
-pub const PLAN: [(MicroCase, ProbeMode); 10] = [
+pub const PLAN: [(MicroCase, ProbeMode); 12] = [
     (MicroCase::ChaseL1, ProbeMode::Fence),
     (MicroCase::ChaseL2, ProbeMode::Fence),
     (MicroCase::ChaseDram, ProbeMode::Fence),
     (MicroCase::ChaseTexture, ProbeMode::Fence),
+    (MicroCase::ChaseTextureL2, ProbeMode::Fence),
+    (MicroCase::ChaseTextureDram, ProbeMode::Fence),
     (MicroCase::LoadsDram, ProbeMode::Naive),
     (MicroCase::LoadsDram, ProbeMode::Fence),
     (MicroCase::LoadsDram, ProbeMode::Dummy),
@@ -149,19 +170,35 @@ pub fn measure(
             ];
             ("pointer_chase", args, CHASE_PROBES, STEPS_PER_PROBE)
         }
-        MicroCase::ChaseTexture => {
-            // 16 texels a cache line apart, each holding the next one's coordinate (index +
-            // 0.5, a texel's centre), warmed once: every timed fetch hits.
+        MicroCase::ChaseTexture | MicroCase::ChaseTextureL2 | MicroCase::ChaseTextureDram => {
+            // One node per cache line (a texel at the line's start), each holding the next
+            // node's coordinate (its index + 0.5, a texel's centre).
             let per_line = line / 4;
-            let n = 16u64;
-            let mut texels = vec![0f32; (n * per_line) as usize];
-            for i in 0..n {
-                texels[(i * per_line) as usize] = (((i + 1) % n) * per_line) as f32 + 0.5;
+            let (width, nodes, warm, probes) = match case {
+                // 16 lines warmed once: every timed fetch hits.
+                MicroCase::ChaseTexture => (16 * per_line, (0..16).collect(), 16, CHASE_PROBES),
+                MicroCase::ChaseTextureL2 => {
+                    let texels = TEX_CHASE_TEXELS.min(cfg.l2.size_bytes / 2 / 4);
+                    let lines = texels / per_line;
+                    (texels, random_cycle(lines), lines, CHASE_PROBES)
+                }
+                _ => {
+                    let steps = u64::from(TEX_DRAM_PROBES * STEPS_PER_PROBE);
+                    let apart = 4096 / line;
+                    let nodes = (0..=steps).map(|i| i * apart).collect();
+                    (TEX_CHASE_TEXELS, nodes, 0, TEX_DRAM_PROBES)
+                }
+            };
+            let nodes: Vec<u64> = nodes;
+            let mut texels = vec![0f32; width as usize];
+            for (i, &node) in nodes.iter().enumerate() {
+                let next = nodes[(i + 1) % nodes.len()];
+                texels[(node * per_line) as usize] = (next * per_line) as f32 + 0.5;
             }
             let bytes: Vec<u8> = texels.iter().flat_map(|v| v.to_le_bytes()).collect();
             let desc = TextureDesc {
                 dims: 1,
-                width: texels.len() as u32,
+                width: width as u32,
                 height: 1,
                 depth: 1,
                 format: TexFormat::F32,
@@ -173,15 +210,18 @@ pub fn measure(
                 linear_buffer: None,
             };
             let tex = dev.create_texture(&desc, &bytes)?;
+            if case == MicroCase::ChaseTextureDram {
+                evict_l2(dev, cfg)?;
+            }
             let out = dev.alloc(8)?;
             let args = vec![
                 Arg::Tex(tex),
-                Arg::F32(0.5),
-                Arg::I32(n as i32),
-                Arg::I32(CHASE_PROBES as i32),
+                Arg::F32((nodes[0] * per_line) as f32 + 0.5),
+                Arg::I32(warm as i32),
+                Arg::I32(probes as i32),
                 Arg::Buf(out),
             ];
-            ("texture_chase", args, CHASE_PROBES, STEPS_PER_PROBE)
+            ("texture_chase", args, probes, STEPS_PER_PROBE)
         }
         MicroCase::LoadsDram => {
             let stride_words = 1024u32; // 4 KiB: every load a new line
@@ -218,7 +258,7 @@ pub fn measure(
         sites: vec![SiteInfo::new(
             0,
             case.label(),
-            if case == MicroCase::ChaseTexture {
+            if case.chase_level().is_some_and(|l| l.starts_with("texture")) {
                 Region::Texture
             } else {
                 Region::Global
@@ -256,6 +296,9 @@ pub fn measure(
         MicroCase::ChaseL2 => Some(lat.l2_hit),
         MicroCase::ChaseDram | MicroCase::LoadsDram => Some(lat.dram),
         MicroCase::ChaseTexture => Some(lat.texture_hit),
+        // A texture miss: the texture pipeline, then the L1's miss to the level below.
+        MicroCase::ChaseTextureL2 => Some(lat.texture_hit + lat.l2_hit - lat.l1_hit),
+        MicroCase::ChaseTextureDram => Some(lat.texture_hit + lat.dram - lat.l1_hit),
     };
     Ok(MicroRow {
         case,

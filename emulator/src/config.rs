@@ -349,7 +349,9 @@ pub struct DramConfig {
 /// its bytes of DRAM time; one that opens its page costs `row_miss_bytes` more. Write-backs of
 /// dirty lines cost their bytes only. On an H100, reading every sector once in scattered order
 /// runs at 0.96, 0.79 and 0.66 of the stream's rate inside 2 KiB, 2 MiB and 8 MiB blocks, and
-/// random 64-byte reads at 0.62 (docs/gpu/dram-granularity.cu).
+/// random 64-byte reads at 0.62 (docs/gpu/dram-granularity.cu). It also reads random runs of
+/// adjacent sectors at 0.66 however long the run, which open rows alone do not give: a run opens
+/// each page once, so from 2 KiB runs on the model reads them at its stream rate.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DramRows {

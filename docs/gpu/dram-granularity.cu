@@ -16,7 +16,9 @@
 // granularity limit (cudaLimitMaxL2FetchGranularity) as it was, and set to 32, 64 and 128.
 // Then, at the default limit: random runs of 64 B to 16 KiB (where reads become as cheap as a
 // stream says how long a DRAM page is), every sector once but scattered inside blocks of 128 B
-// to 32 MiB, and four patterns with 1, 2, 4 and 8 blocks of 256
+// to 32 MiB, every 2 KiB run once with the runs scattered inside blocks of 8 KiB to 32 MiB (a run
+// read in order: whether a spread-out read is slow for its spread or for its short runs), and
+// four patterns with 1, 2, 4 and 8 blocks of 256
 // threads per SM (whether scattered reads are limited by DRAM or by the loads in flight).
 // `./dram --once` runs each pattern once at the default limit, for Nsight Compute, whose
 // dram__bytes_read.sum per launch says the bytes directly (launches in the order printed).
@@ -42,13 +44,19 @@ __device__ __forceinline__ uint64_t mix(uint64_t x) {  // splitmix64's finalizer
 
 // kind 0: stride `arg` sectors; 1: random sectors; 2: random runs of `arg` adjacent sectors;
 // 3: every sector of the first 1 GiB once, blocks of 2^arg sectors in order, scattered inside
-// each block (an odd multiplier permutes the block's sectors).
+// each block (an odd multiplier permutes the block's sectors); 4: the same with runs of RUN
+// adjacent sectors in place of sectors, each run read in order.
+constexpr size_t RUN = 64;  // 2 KiB
 __device__ __forceinline__ size_t sector_of(size_t i, int kind, int arg) {
   if (kind == 0) return i * arg;
   if (kind == 1) return mix(i) % BUF_SECTORS;
   if (kind == 3) {
     const size_t block = size_t(1) << arg;
     return (i & ~(block - 1)) | ((i * 40503u) & (block - 1));
+  }
+  if (kind == 4) {
+    const size_t runs = (size_t(1) << arg) / RUN, r = i / RUN;
+    return ((r & ~(runs - 1)) | ((r * 40503u) & (runs - 1))) * RUN + i % RUN;
   }
   size_t run = i / arg;
   return (mix(run) % (BUF_SECTORS / arg)) * arg + i % arg;
@@ -167,6 +175,16 @@ int main(int argc, char** argv) {
     double med = median_ms(buf, p, sink, 0, a, b);
     if (med < 0) return 1;
     printf("block %9zu B  %10.4f ms %10.1f GB/s\n", size_t(32) << lg, med, READS * 32.0 / med / 1e6);
+  }
+  // The same with 2 KiB runs in place of sectors: if these keep the stream's rate where the
+  // sectors fell, a spread-out read is slow for its short runs (DRAM rows); if they fall as the
+  // sectors did, for its spread.
+  printf("\n2 KiB runs once each, scattered inside blocks of (default limit): useful GB/s\n");
+  for (int lg = 8; lg <= 20; lg += 2) {
+    Pattern p = {"", 4, lg};
+    double med = median_ms(buf, p, sink, 0, a, b);
+    if (med < 0) return 1;
+    printf("runs in %9zu B %10.4f ms %10.1f GB/s\n", size_t(32) << lg, med, READS * 32.0 / med / 1e6);
   }
   // Fewer loads in flight: a bandwidth limit does not move with the grid until the loads in
   // flight run out; a latency limit (Little's law) moves with it from the start.

@@ -213,8 +213,26 @@ fn the_report_reads_each_probe_beside_the_true_access_time() {
             "{sites}"
         );
     }
+    // A site with fewer than 1,000 timed accesses is marked thin, and the verdict says so.
+    let header: Vec<&str> = sites.lines().next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let (accesses, timed, thin) = (col("accesses"), col("timed_accesses"), col("thin"));
+    let mut thin_rows = 0;
+    for line in sites.lines().skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        let n: u64 = f[timed].parse().unwrap();
+        // Every warp is traced here, so every timed access is compared.
+        assert_eq!(f[accesses].parse::<f64>().unwrap(), n as f64, "{line}");
+        assert_eq!(f[thin], (n < 1000).to_string(), "{line}");
+        thin_rows += usize::from(n < 1000);
+    }
+    assert!(thin_rows > 0, "a 32×32 image gives thin sites: {sites}");
     let md = std::fs::read_to_string(sweep.join("report/report.md")).unwrap();
     assert!(md.contains("Probe against the true access time"), "{md}");
+    assert!(
+        md.contains(&format!("Thinly sampled: {thin_rows} of 4 sites")),
+        "{md}"
+    );
 }
 
 /// With the probes off nothing is recorded: a render and a sweep that include mode `off` still

@@ -139,7 +139,7 @@ pub fn analyze(
         .collect();
     let hot = hot_table(&runs, &hot_rows);
     let rows: Vec<&trace::SweepRow> = runs.iter().map(|r| &r.files.row).collect();
-    let perturbation = perturbation::assess(&rows, perturbation::site_truth(&runs));
+    let perturbation = perturbation::assess(&rows, &runs);
     if perturbation.sites.height() > 0 {
         let p = out_dir.join("truth_sites.csv");
         perturbation.sites.write_csv(&p)?;

@@ -17,6 +17,10 @@ use trace::{SiteTruth, SweepRow, TruthStats};
 /// Texture hit rates that differ by more than this count as changed by the probes.
 pub(crate) const HIT_RATE_TOLERANCE: f64 = 0.02;
 
+/// Timed accesses a site needs in a run for its figures to be trusted; with fewer it is thinly
+/// sampled. Over 1,000 accesses the standard error of a mean is 3 % of the accesses' spread.
+pub(crate) const THIN_ACCESSES: u64 = 1_000;
+
 /// The verdict lines, the per-run table, and the per-site ground truth (empty without one).
 pub(crate) struct Perturbation {
     pub verdict: Vec<String>,
@@ -26,7 +30,8 @@ pub(crate) struct Perturbation {
 
 /// The verdict and table of the analysed runs' rows, kept beside their per-site ground truth
 /// (`site_truth`).
-pub(crate) fn assess(rows: &[&SweepRow], sites: Table) -> Perturbation {
+pub(crate) fn assess(rows: &[&SweepRow], runs: &[Run]) -> Perturbation {
+    let sites = site_truth(runs);
     let mut table = Table::default();
     let delta = |r: &SweepRow| match (r.tex_hit_rate, r.tex_hit_rate_bare) {
         (Some(p), Some(b)) => Some(p - b),
@@ -134,6 +139,7 @@ pub(crate) fn assess(rows: &[&SweepRow], sites: Table) -> Perturbation {
         ));
     }
     verdict.extend(truth_verdict(rows, &modes));
+    verdict.extend(thin_verdict(runs));
     let deltas: Vec<(&str, f64)> = rows
         .iter()
         .filter_map(|r| Some((r.run.as_str(), delta(r)?)))
@@ -169,7 +175,7 @@ pub(crate) fn assess(rows: &[&SweepRow], sites: Table) -> Perturbation {
 
 /// Per run and site, the probe's mean reading beside the true mean access time of the same
 /// accesses, and that time beside the bare build's (`truth_sites.csv`; the emulator's runs).
-pub(crate) fn site_truth(runs: &[Run]) -> Table {
+fn site_truth(runs: &[Run]) -> Table {
     let mut rows: Vec<(&Run, &SiteTruth)> = Vec::new();
     for r in runs {
         if let Some(t) = &r.files.truth {
@@ -196,7 +202,54 @@ pub(crate) fn site_truth(runs: &[Run]) -> Table {
     table.push("probe_bias_cycles", num(&|t| Some(t.probe_bias_cycles)));
     table.push("bare_true_mean_cycles", num(&|t| t.bare_true_mean_cycles));
     table.push("truth_shift", num(&|t| t.truth_shift));
+    let timed: Vec<u64> = rows
+        .iter()
+        .map(|(r, s)| timed_accesses(r, s.site))
+        .collect();
+    table.push(
+        "thin",
+        Col::Bool(timed.iter().map(|&n| n < THIN_ACCESSES).collect()),
+    );
+    table.push("timed_accesses", Col::U64(timed));
     table
+}
+
+/// Timed accesses of `site` in `run`, over every timed warp (0 when it has none).
+fn timed_accesses(run: &Run, site: u16) -> u64 {
+    run.stats.site_totals.get(&site).map_or(0, |s| s.count)
+}
+
+/// The sites that ran fewer than [`THIN_ACCESSES`] timed accesses in a run, named with their
+/// runs; None when every site that ran had enough.
+fn thin_verdict(runs: &[Run]) -> Option<String> {
+    let mut all = 0;
+    let mut thin = Vec::new();
+    for r in runs {
+        for (&site, sums) in r.stats.site_totals.iter().filter(|(_, s)| s.count > 0) {
+            all += 1;
+            if sums.count < THIN_ACCESSES {
+                thin.push(format!(
+                    "{} in {} ({})",
+                    r.stats.site_name(site),
+                    r.files.row.run,
+                    sums.count
+                ));
+            }
+        }
+    }
+    if thin.is_empty() {
+        return None;
+    }
+    const NAMED: usize = 5;
+    let more = thin.len().saturating_sub(NAMED);
+    let mut named = thin[..thin.len().min(NAMED)].join(", ");
+    if more > 0 {
+        named.push_str(&format!(" and {more} more"));
+    }
+    Some(format!(
+        "Thinly sampled: {} of {all} sites ran fewer than {THIN_ACCESSES} timed accesses in their run ({named}): their mean cycles rest on few accesses and move from one sample to the next.",
+        thin.len()
+    ))
 }
 
 /// The probes against the ground truth, per mode, where the runs have it (the emulator's).

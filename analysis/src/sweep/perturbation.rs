@@ -138,7 +138,7 @@ pub(crate) fn assess(rows: &[&SweepRow], runs: &[Run]) -> Perturbation {
             parts.join("; ")
         ));
     }
-    verdict.extend(truth_verdict(rows, &modes));
+    verdict.extend(truth_verdict(rows, runs, &modes));
     verdict.extend(thin_verdict(runs));
     let deltas: Vec<(&str, f64)> = rows
         .iter()
@@ -252,8 +252,9 @@ fn thin_verdict(runs: &[Run]) -> Option<String> {
     ))
 }
 
-/// The probes against the ground truth, per mode, where the runs have it (the emulator's).
-fn truth_verdict(rows: &[&SweepRow], modes: &[&str]) -> Vec<String> {
+/// The probes against the ground truth, per mode, where the runs have it (the emulator's), with
+/// the accesses and traced warps each figure rests on.
+fn truth_verdict(rows: &[&SweepRow], runs: &[Run], modes: &[&str]) -> Vec<String> {
     let pct = |x: f64| format!("{:+.1} %", x * 100.0);
     let mut reading = Vec::new();
     let mut shift = Vec::new();
@@ -271,8 +272,18 @@ fn truth_verdict(rows: &[&SweepRow], modes: &[&str]) -> Vec<String> {
             range(errors.iter().copied()),
             median(&bias),
         ) {
+            let (accesses, warps) = runs
+                .iter()
+                .filter(|r| r.files.row.mode == m)
+                .filter_map(|r| Some((r.files.truth.as_ref()?.run.accesses, r)))
+                .fold((0, 0), |(a, w), (n, r)| {
+                    (
+                        a + n,
+                        w + r.stats.warps.iter().filter(|w| w.records > 0).count(),
+                    )
+                });
             reading.push(format!(
-                "{m} {} ({} to {}; median bias {} cycles, {} runs)",
+                "{m} {} ({} to {}; median bias {} cycles, {} runs, {accesses} accesses of {warps} traced warps)",
                 pct(med),
                 pct(lo),
                 pct(hi),

@@ -205,6 +205,78 @@ pub fn check_record_drains(f: &SassFunction) -> Result<(), String> {
     Ok(())
 }
 
+/// The instruction index a branch jumps to, if `i` is a `BRA` with a target in `f`.
+fn branch_target(f: &SassFunction, i: &SassInstr) -> Option<usize> {
+    if i.base_opcode() != "BRA" {
+        return None;
+    }
+    let op = i.operands.first()?;
+    let off = u32::from_str_radix(op.trim().trim_start_matches("0x"), 16).ok()?;
+    f.instrs.iter().position(|k| k.offset == off)
+}
+
+/// What marks a probe's work on an untimed warp's path: a clock read or a fence. (The statistics
+/// update is shared reductions, which a kernel may make itself; it follows the closing read, so a
+/// path that skips the read skips it too.)
+fn is_probe_work(i: &SassInstr) -> bool {
+    i.is_clock_read() || i.base_opcode() == "MEMBAR"
+}
+
+/// The untimed warp's bare path (see "TIMED AND UNTIMED WARPS" in `warpscope.cuh`): for every
+/// timed load, a conditional branch before its opening clock read lands after it, at or before
+/// the load, and a conditional branch after the load, before any fence or clock read, lands
+/// after the closing read; from there the straight-line code up to the next branch or exit reads
+/// no clock and has no fence (the kernel-end clock read, the function's last, excepted).
+pub fn check_bare_path(f: &SassFunction, ivs: &[Interval]) -> Result<(), String> {
+    let last_clock = (0..f.instrs.len())
+        .rev()
+        .find(|&i| f.instrs[i].is_clock_read());
+    let conditional = |i: usize| f.instrs[i].predicate.is_some();
+    let mut from = 0;
+    for iv in ivs {
+        let load = &f.instrs[iv.load];
+        let here = format!("{} {} at {:#x}", f.name, load.opcode, load.offset);
+        let open_skip = (from..iv.open).any(|b| {
+            conditional(b)
+                && branch_target(f, &f.instrs[b]).is_some_and(|t| {
+                    t > iv.open
+                        && t <= iv.load
+                        && !(t..iv.load).any(|k| is_probe_work(&f.instrs[k]))
+                })
+        });
+        if !open_skip {
+            return Err(format!(
+                "{here}: no branch takes an untimed warp past the opening clock read to the load"
+            ));
+        }
+        let first_work = (iv.load + 1..=iv.close)
+            .find(|&k| is_probe_work(&f.instrs[k]))
+            .unwrap_or(iv.close);
+        let close_skip = (iv.load + 1..first_work).find_map(|b| {
+            conditional(b)
+                .then(|| branch_target(f, &f.instrs[b]))
+                .flatten()
+                .filter(|&t| t > iv.close)
+        });
+        let Some(t) = close_skip else {
+            return Err(format!(
+                "{here}: no branch takes an untimed warp from the load past the closing clock read"
+            ));
+        };
+        let stop = (t..f.instrs.len())
+            .find(|&k| matches!(f.instrs[k].base_opcode(), "BRA" | "EXIT" | "RET"))
+            .unwrap_or(f.instrs.len());
+        if let Some(k) = (t..stop).find(|&k| is_probe_work(&f.instrs[k]) && Some(k) != last_clock) {
+            return Err(format!(
+                "{here}: the untimed warp's path after the load runs {} at {:#x}",
+                f.instrs[k].opcode, f.instrs[k].offset
+            ));
+        }
+        from = iv.load + 1;
+    }
+    Ok(())
+}
+
 /// Checks every function of a build's SASS (`funcs`) against the placement rules for `mode`
 /// (a `WS_*` mode), and that SASS and `ptx` have the same number of timed loads per entry.
 /// Returns one line per violation.

@@ -16,6 +16,9 @@
 //! - auto: fence for writable global loads (`LDG`/`LD` without `.CONSTANT`), dummy for read-only
 //!   ones (texture fetches, `LDG.*.CONSTANT` from `__ldg`).
 //!
+//! And every timed window has the untimed warps' bare path around it ([`check_bare_path`]): a
+//! branch from before the opening read to the load, and from after the load past the close.
+//!
 //! Requires cuobjdump and nvcc (scripts/setup-cuda installs both; build.rs already needed nvcc).
 
 use std::collections::BTreeMap;
@@ -51,8 +54,13 @@ fn sass_of(b: &KernelBuild, arch: u32) -> Vec<SassFunction> {
 }
 
 fn check_sass_build(b: &KernelBuild, arch: u32) -> Vec<String> {
-    check_sass_functions(&sass_of(b, arch), b.ptx, b.mode)
+    let funcs = sass_of(b, arch);
+    let bare_paths = funcs
+        .iter()
+        .filter_map(|f| check_bare_path(f, &sass_intervals(f).ok()?).err());
+    check_sass_functions(&funcs, b.ptx, b.mode)
         .into_iter()
+        .chain(bare_paths)
         .map(|e| format!("{} mode {} sm_{arch}: {e}", b.source, b.mode))
         .collect()
 }
@@ -155,6 +163,52 @@ fn an_undrained_record_store_or_a_store_inside_a_window_is_detected() {
         }
     }
     assert!(drains > 0, "no record store found to mutate");
+}
+
+#[test]
+fn a_bare_path_that_reaches_probe_work_is_detected() {
+    // Mutation tests for the untimed warps' bare path, on real SASS of every mode: (a) drop the
+    // branch around a window's opening part; (b) drop the branch around its closing part. Either
+    // way an untimed warp would read the clock (and fence) like a timed one.
+    let mut mutated = 0;
+    for mode in [WS_NAIVE, WS_FENCE, WS_DUMMY] {
+        let b = find("probe_test", mode).expect("build");
+        for &arch in &ARCHS {
+            for f in sass_of(b, arch) {
+                let ivs = sass_intervals(&f).expect("well-formed");
+                assert!(check_bare_path(&f, &ivs).is_ok(), "{}", f.name);
+                let Some(iv) = ivs.first() else { continue };
+                let skips = |lo: usize, hi: usize| {
+                    (lo..hi)
+                        .filter(|&k| f.instrs[k].base_opcode() == "BRA")
+                        .collect::<Vec<_>>()
+                };
+                for k in skips(0, iv.open)
+                    .into_iter()
+                    .chain(skips(iv.load + 1, iv.close))
+                {
+                    let mut g = f.clone();
+                    g.instrs[k].opcode = "NOP".into();
+                    if check_bare_path(&g, &ivs).is_err() {
+                        mutated += 1;
+                    }
+                }
+                let mut g = f.clone();
+                for k in skips(0, iv.open)
+                    .into_iter()
+                    .chain(skips(iv.load + 1, iv.close))
+                {
+                    g.instrs[k].opcode = "NOP".into();
+                }
+                assert!(
+                    check_bare_path(&g, &ivs).is_err(),
+                    "mode {mode} sm_{arch} {}: a window without its bare-path branches passed",
+                    f.name
+                );
+            }
+        }
+    }
+    assert!(mutated > 0, "no bare-path branch found to mutate");
 }
 
 #[test]

@@ -7,7 +7,7 @@ use crate::error::{Context, LaunchError, Result, invalid};
 use crate::source::{Cache, Compiled, for_launch, load_source};
 use crate::spec::{self, ArgPlan, LaunchPlan, Spec};
 use device::{Arg, BackendChoice, DevBuf, Device, EmuLimits, LaunchConfig};
-use instrument::{Probe, ProbedArg, TraceWarps, launch_probed};
+use instrument::{Probe, ProbedArg, WarpSelection, launch_probed};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -27,7 +27,9 @@ pub struct LaunchOptions {
     pub mode: Option<ProbeMode>,
     /// Put the probes into the unmodified kernel first, in this mode.
     pub instrument: Option<ProbeMode>,
-    pub trace_warps: TraceWarps,
+    pub trace_warps: WarpSelection,
+    /// Warps that time their accesses (every traced warp does too); the others run bare.
+    pub time_warps: WarpSelection,
     /// The output folder.
     pub out: PathBuf,
     pub cache: Cache,
@@ -201,6 +203,7 @@ fn execute(
             let probe = Probe {
                 mode: modes[n],
                 trace_warps: opts.trace_warps.clone(),
+                time_warps: opts.time_warps.clone(),
                 slots_per_warp: spec.slots_per_warp.unwrap_or(1024),
                 sites: match &compiled.sites {
                     Some(s) => s.clone(),
@@ -219,6 +222,9 @@ fn execute(
                 metrics.probes = Some(ProbeFacts {
                     kind: probed.trace.launch.kind,
                     trace_warps: probe.trace_warps.to_string(),
+                    time_warps: probe.time_warps.to_string(),
+                    timed_warps: Some(probed.timed_warps),
+                    timed_accesses: Some(probed.trace.timed_access_count()),
                     slots_per_warp: probe.slots_per_warp,
                     shared_bytes: probed.probe_shared_bytes,
                     occupancy_note: probed.occupancy_note.clone(),

@@ -14,7 +14,8 @@ use trace::ProbeMode;
 pub const SHARED_SYMBOL: &str = "ws_probe_shared";
 
 /// Declarations at the top of each instrumented entry. `%ws_st` is the one value kept across
-/// the kernel (the warp's state address in shared memory); the others are scratch.
+/// the kernel (the warp's state address in shared memory, bit 0 set for an untimed warp); the
+/// others are scratch.
 pub const REGISTERS: &str = "\t.reg .b32 \t%ws_st;\n\t.reg .b32 \t%ws_r<16>;\n\t.reg .b64 \t%ws_rd<4>;\n\t.reg .pred \t%ws_p<8>;\n\t.reg .b16 \t%ws_h<1>;\n";
 
 /// The label every exit of an instrumented entry branches to.
@@ -60,7 +61,8 @@ fn area(o: &mut String, log: &str) {
 }
 
 /// `WS_KERNEL_BEGIN`: the warp's state in shared memory initialised by its leader, the
-/// host-written trace index copied in, and the begin clock read last.
+/// host-written trace index and untimed flag copied in, the begin clock read last, and the
+/// untimed flag put into bit 0 of `%ws_st` for the sites' bare-path branch.
 pub fn begin(o: &mut String, log: &str) {
     let nt = WS_NOT_TRACED;
     line!(o, "// warpscope: WS_KERNEL_BEGIN");
@@ -79,6 +81,11 @@ pub fn begin(o: &mut String, log: &str) {
         "ld.volatile.global.u32 \t%ws_r11, [%ws_rd1+{}];",
         WS_LOG_HEADER_BYTES + WS_WH_TRACE_OFFSET
     );
+    line!(
+        o,
+        "ld.volatile.global.u32 \t%ws_r4, [%ws_rd1+{}];",
+        WS_LOG_HEADER_BYTES + WS_WH_UNTIMED_OFFSET
+    );
     line!(o, "activemask.b32 \t%ws_r12;");
     line!(o, "mov.u32 \t%ws_r13, %lanemask_lt;");
     line!(o, "and.b32 \t%ws_r13, %ws_r13, %ws_r12;");
@@ -93,6 +100,10 @@ pub fn begin(o: &mut String, log: &str) {
         line!(o, "st.shared.u32 \t[%ws_st+{off}], %ws_r14;");
     }
     line!(o, "st.shared.u32 \t[%ws_st+{WS_WH_TRACE_OFFSET}], %ws_r11;");
+    line!(
+        o,
+        "st.shared.u32 \t[%ws_st+{WS_WH_UNTIMED_OFFSET}], %ws_r4;"
+    );
     line!(o, "setp.eq.u32 \t%ws_p1, %ws_r11, {nt};");
     line!(o, "@%ws_p1 bra \t$WS_BEGIN_SITES;");
     // Until END, `end` holds a traced warp's record base and `smid` its slot count.
@@ -131,6 +142,8 @@ pub fn begin(o: &mut String, log: &str) {
         o,
         "@!%ws_p0 st.shared.u64 \t[%ws_st+{WS_WH_BEGIN_OFFSET}], %ws_rd0;"
     );
+    line!(o, "and.b32 \t%ws_r4, %ws_r4, {WS_WARP_UNTIMED};");
+    line!(o, "or.b32 \t%ws_st, %ws_st, %ws_r4;");
 }
 
 /// `WS_KERNEL_END` at the exit label: end clock, identity, END flag, then the state copied to
@@ -139,6 +152,7 @@ pub fn end(o: &mut String, log: &str) {
     o.push_str(&format!("{EXIT_LABEL}:\n"));
     line!(o, "// warpscope: WS_KERNEL_END");
     line!(o, "mov.u64 \t%ws_rd0, %clock64;");
+    line!(o, "and.b32 \t%ws_st, %ws_st, {:#x};", !WS_WARP_UNTIMED);
     line!(o, "activemask.b32 \t%ws_r12;");
     line!(o, "bar.warp.sync \t%ws_r12;");
     line!(o, "mov.u32 \t%ws_r13, %lanemask_lt;");
@@ -197,10 +211,15 @@ pub struct Site<'a> {
 }
 
 /// `WS_LOAD`: prepare (leader, trace check) before the opening clock, the load, the mode's
-/// closing construct, then the statistics update and, for a traced warp, its record.
+/// closing construct, then the statistics update and, for a traced warp, its record. An untimed
+/// warp updates no statistics and keeps no record, but unlike the header's probes it still runs
+/// the clock reads and the closing construct: branching around them here let ptxas sink the
+/// kernel's own arithmetic into a naive window, where it waited for the load.
 pub fn site(o: &mut String, log: &str, s: &Site<'_>, n: usize) {
     let nt = WS_NOT_TRACED;
     line!(o, "// warpscope: site {} ({})", s.id, s.what);
+    line!(o, "and.b32 \t%ws_r0, %ws_st, {WS_WARP_UNTIMED};");
+    line!(o, "setp.ne.u32 \t%ws_p7, %ws_r0, 0;");
     // prepare(): computed before the window so its latency hides under the timed load's.
     line!(o, "mov.u32 \t%ws_r0, %lanemask_lt;");
     line!(o, "activemask.b32 \t%ws_r1;");
@@ -259,7 +278,8 @@ pub fn site(o: &mut String, log: &str, s: &Site<'_>, n: usize) {
     // record(): predicated shared reductions by the group's leader.
     let a = WS_WARP_HEADER_BYTES + u32::from(s.id) * WS_SUMMARY_SITE_BYTES;
     let id = s.id;
-    line!(o, "setp.eq.u32 \t%ws_p3, %ws_r2, 0;");
+    // The group's leader of a timed warp updates.
+    line!(o, "setp.eq.and.u32 \t%ws_p3, %ws_r2, 0, !%ws_p7;");
     line!(o, "setp.gt.and.u32 \t%ws_p4, %ws_r5, {id}, %ws_p3;");
     line!(o, "setp.le.and.u32 \t%ws_p5, %ws_r5, {id}, %ws_p3;");
     line!(o, "sub.s32 \t%ws_r11, %ws_r8, %ws_r7;");

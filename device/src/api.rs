@@ -118,6 +118,9 @@ pub struct LaunchOutcome {
     pub stats: Option<emulator::LaunchStats>,
     /// Host seconds the launch took.
     pub wall_seconds: f64,
+    /// The recorded warps' loads, each with its issue and data-return cycle (emulator only,
+    /// when [`Device::record_loads`] asked for them).
+    pub loads: Option<Vec<emulator::LoadEvent>>,
 }
 
 /// Simulated warp instructions per host second over the emulator launches among `outcomes`
@@ -228,6 +231,15 @@ pub trait Device {
     /// same configuration and guards; a GPU is one piece of hardware, and has none.
     fn twin(&self) -> Option<crate::EmuDevice> {
         None
+    }
+
+    /// Asks later launches for the loads of the given warps (indices in the grid), each with
+    /// its issue and data-return cycle: the ground truth a probe's reading is compared with.
+    /// Only a device that decides when data arrives knows it; `false` when this one cannot
+    /// (a GPU), and its outcomes carry none.
+    fn record_loads(&mut self, warps: Option<emulator::LoadWarps>) -> bool {
+        let _ = warps;
+        false
     }
 }
 

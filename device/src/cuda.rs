@@ -576,6 +576,7 @@ impl Device for CudaDevice {
             cycles: None,
             stats: None,
             wall_seconds: wall.elapsed().as_secs_f64(),
+            loads: None,
         })
     }
 }

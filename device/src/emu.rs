@@ -35,6 +35,8 @@ pub struct EmuDevice {
     limits: EmuLimits,
     /// Whether launches record their address streams (a twin would not have this device's).
     recording: bool,
+    /// Whether launches record loads (`Device::record_loads`).
+    loads_recorded: bool,
 }
 
 impl EmuDevice {
@@ -44,6 +46,7 @@ impl EmuDevice {
             modules: Vec::new(),
             limits: EmuLimits::default(),
             recording: false,
+            loads_recorded: false,
         }
     }
 
@@ -97,6 +100,12 @@ impl Device for EmuDevice {
     fn start_clean(&mut self) -> bool {
         self.emu.reset();
         self.modules.clear();
+        true
+    }
+
+    fn record_loads(&mut self, warps: Option<emulator::LoadWarps>) -> bool {
+        self.loads_recorded = warps.is_some();
+        self.emu.set_record_loads(warps);
         true
     }
 
@@ -214,6 +223,7 @@ impl Device for EmuDevice {
             max_warp_instructions: self.limits.max_warp_instructions,
         };
         let id = *id;
+        let recording = self.loads_recorded;
         let wall = Instant::now();
         let stats = self.emu.launch(id, kernel, &params)?;
         let clock = self.emu.config().clock_mhz;
@@ -222,6 +232,7 @@ impl Device for EmuDevice {
             cycles: Some(stats.cycles),
             stats: Some(stats),
             wall_seconds: wall.elapsed().as_secs_f64(),
+            loads: recording.then(|| self.emu.take_loads()),
         })
     }
 }

@@ -8,7 +8,7 @@ use serde::Serialize;
 use crate::config::GpuConfig;
 use crate::decode::{DYN_SHARED_SYM, DecodedModule, decode_module};
 use crate::devmem::DeviceMemory;
-use crate::engine::{LaunchInput, run};
+use crate::engine::{LaunchInput, LoadEvent, LoadWarps, run};
 use crate::error::EmuError;
 use crate::ir::{EntrySignature, Opnd, Program};
 use crate::memory::{AddressEvent, MemorySystem};
@@ -123,6 +123,9 @@ pub struct Emulator {
     /// Record the L1/texture address stream of each launch (off by default; memory/record.rs).
     record_addresses: bool,
     addresses: Vec<Vec<AddressEvent>>,
+    /// The warps whose loads each launch records (off by default; engine/loads.rs).
+    record_loads: Option<LoadWarps>,
+    loads: Vec<LoadEvent>,
     watch: Watch,
 }
 
@@ -135,6 +138,8 @@ impl Emulator {
             textures: Vec::new(),
             record_addresses: false,
             addresses: Vec::new(),
+            record_loads: None,
+            loads: Vec::new(),
             watch: Watch::default(),
         }
     }
@@ -148,6 +153,7 @@ impl Emulator {
         self.modules.clear();
         self.textures.clear();
         self.addresses.clear();
+        self.loads.clear();
     }
 
     /// Sets the time limit and progress callback of later launches (none by default).
@@ -165,6 +171,19 @@ impl Emulator {
     /// order the memory model saw the requests; empty when recording was off. Taking it frees it.
     pub fn take_address_streams(&mut self) -> Vec<Vec<AddressEvent>> {
         std::mem::take(&mut self.addresses)
+    }
+
+    /// Records, in later launches, each load of the given warps (their indices in the grid):
+    /// its issue cycle and the cycle its data arrives. `None` (the default) records nothing;
+    /// recording changes no result.
+    pub fn set_record_loads(&mut self, warps: Option<LoadWarps>) {
+        self.record_loads = warps;
+    }
+
+    /// The last launch's recorded loads, by warp and then issue cycle; empty when recording was
+    /// off. Taking them frees them.
+    pub fn take_loads(&mut self) -> Vec<LoadEvent> {
+        std::mem::take(&mut self.loads)
     }
 
     pub fn config(&self) -> &GpuConfig {
@@ -394,9 +413,11 @@ impl Emulator {
             blocks_per_sm: occ.blocks_per_sm,
             budget: p.max_warp_instructions,
             watch: &self.watch,
+            record_loads: self.record_loads.as_ref(),
         };
         let out = run(&inp, &mut self.dev, &self.textures, &mut mem)?;
         self.addresses = mem.take_addresses();
+        self.loads = out.loads;
         Ok(LaunchStats {
             cycles: out.cycles,
             sm_cycles: out.sm_cycles,
@@ -435,6 +456,7 @@ fn fitting_presets(current: &str, threads: u32, regs: u32, shared: u32) -> Strin
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::LoadSpace;
 
     #[test]
     fn emulators_can_move_between_threads() {
@@ -465,6 +487,59 @@ mod tests {
             e.read_symbol(id, "nope", &mut g),
             Err(EmuError::NotFound { .. })
         ));
+    }
+
+    #[test]
+    fn load_timeline_gives_each_recorded_load_its_latency_and_changes_no_result() {
+        // Each thread loads a word (a cold miss), uses it, loads it again (an L1 hit) and
+        // stores it; two warps, of which only warp 1 is recorded.
+        let ptx = ".version 8.0\n.target sm_75\n.address_size 64\n\
+            .visible .entry k(.param .u64 src, .param .u64 dst) {\n\
+            .reg .b32 %r<6>;\n.reg .b64 %rd<8>;\n\
+            ld.param.u64 %rd1, [src];\nld.param.u64 %rd2, [dst];\n\
+            cvta.to.global.u64 %rd1, %rd1;\ncvta.to.global.u64 %rd2, %rd2;\n\
+            mov.u32 %r1, %tid.x;\nmul.wide.u32 %rd3, %r1, 4;\n\
+            add.s64 %rd4, %rd1, %rd3;\nadd.s64 %rd5, %rd2, %rd3;\n\
+            ld.global.u32 %r2, [%rd4];\nadd.s32 %r3, %r2, 1;\n\
+            ld.global.u32 %r4, [%rd4];\nadd.s32 %r5, %r4, %r3;\n\
+            st.global.u32 [%rd5], %r5;\nret;\n}\n";
+        let m = Module::parse(ptx).unwrap();
+        let cfg = GpuConfig::preset("v100").unwrap();
+        let launch = |record: Option<LoadWarps>| {
+            let mut e = Emulator::new(cfg.clone());
+            e.set_record_loads(record);
+            let id = e.load(&m).unwrap();
+            let src = e.alloc(256).unwrap();
+            let dst = e.alloc(256).unwrap();
+            let p = LaunchParams {
+                grid: [1, 1, 1],
+                block: [64, 1, 1],
+                dynamic_shared_bytes: 0,
+                regs_per_thread: 16,
+                args: vec![src.to_le_bytes().to_vec(), dst.to_le_bytes().to_vec()],
+                max_warp_instructions: 1_000_000,
+            };
+            let stats = e.launch(id, "k", &p).unwrap();
+            let mut out = vec![0u8; 256];
+            e.read(dst, &mut out).unwrap();
+            (stats, out, e.take_loads())
+        };
+        let (off, out_off, none) = launch(None);
+        let (on, out_on, loads) = launch(Some(LoadWarps::new(vec![1])));
+        assert_eq!((off, out_off), (on, out_on));
+        assert!(none.is_empty());
+        assert_eq!(loads.len(), 2, "{loads:?}");
+        assert!(
+            loads
+                .iter()
+                .all(|e| e.warp == 1 && e.space == LoadSpace::Global)
+        );
+        assert!(loads[0].issue < loads[1].issue);
+        let u = cfg.unloaded_latencies();
+        // The first misses every cache; the second, issued once the first's data is in, hits L1.
+        assert!(loads[0].cycles() >= u.dram, "{loads:?}");
+        assert_eq!(loads[1].cycles(), u.l1_hit, "{loads:?}");
+        assert!(loads[1].issue >= loads[0].ready);
     }
 
     #[test]

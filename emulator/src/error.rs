@@ -82,4 +82,7 @@ pub enum EmuError {
     /// A name (kernel, symbol, texture, module) that does not exist.
     #[error("unknown {kind} '{name}'")]
     NotFound { kind: &'static str, name: String },
+    /// The engine broke one of its own invariants: a bug in the emulator, not in the kernel.
+    #[error("emulator internal error: {what}")]
+    Internal { what: String },
 }

@@ -78,6 +78,7 @@ mod watch;
 pub use api::{Emulator, LaunchParams, LaunchStats, Module, ModuleId, check_launch_dims};
 pub use config::*;
 pub use coverage::{CoverageRow, coverage, coverage_markdown};
+pub use engine::{LoadEvent, LoadSpace, LoadWarps};
 pub use error::EmuError;
 pub use ir::{EntrySignature, ParamDecl};
 pub use memory::{AddressEvent, AddressKind, CacheCounters, MemCounters};

@@ -12,6 +12,7 @@ use crate::InstrumentError;
 use crate::log::{LogShape, decode, initial_log};
 use crate::selection::WarpSelection;
 use device::{Arg, Device, LaunchConfig, LaunchOutcome, ModuleId};
+use emulator::LoadWarps;
 use trace::{LaunchInfo, ProbeMode, SiteInfo, Trace};
 
 /// How to probe a launch. `mode` must match the build that was loaded.
@@ -263,6 +264,39 @@ pub fn launch_probed(
     probe: &Probe,
 ) -> Result<ProbedLaunch, InstrumentError> {
     single_log_arg(kernel, args)?;
+    let plan = ProbePlan::new(
+        kernel,
+        cfg,
+        probe,
+        (dev.clock_mhz(), dev.backend().name(), &dev.name()),
+    )?;
+    // The traced warps' loads, on a device that knows when their data arrives: the ground truth
+    // beside their records, and in the bare run (whose log traces nothing) beside the same loads.
+    let n_warps = cfg.grid.volume() * cfg.block.volume().div_ceil(32);
+    let traced = probe.trace_warps.select(n_warps);
+    if !traced.is_empty() {
+        dev.record_loads(Some(LoadWarps::new(
+            traced.iter().map(|&w| u64::from(w)).collect(),
+        )));
+    }
+    let launched = probed_or_bare(dev, module, kernel, cfg, args, probe, &plan);
+    if !traced.is_empty() {
+        dev.record_loads(None);
+    }
+    launched
+}
+
+/// [`launch_probed`]'s launch once the plan is made.
+fn probed_or_bare(
+    dev: &mut dyn Device,
+    module: ModuleId,
+    kernel: &str,
+    cfg: &LaunchConfig,
+    args: &[ProbedArg],
+    probe: &Probe,
+    plan: &ProbePlan,
+) -> Result<ProbedLaunch, InstrumentError> {
+    let blocks_without_log = dev.occupancy(module, kernel, cfg)?;
     // The arguments as the device takes them, with the log's bytes put in place below.
     let with_log = |log: Vec<u8>| -> Vec<Arg> {
         args.iter()
@@ -272,13 +306,6 @@ pub fn launch_probed(
             })
             .collect()
     };
-    let plan = ProbePlan::new(
-        kernel,
-        cfg,
-        probe,
-        (dev.clock_mhz(), dev.backend().name(), &dev.name()),
-    )?;
-    let blocks_without_log = dev.occupancy(module, kernel, cfg)?;
     if probe.mode == ProbeMode::Off {
         let outcome = dev.launch(module, kernel, cfg, &with_log(plan.log_arg(0)))?;
         return Ok(ProbedLaunch {
@@ -335,7 +362,14 @@ pub fn launch_probed(
     dev.upload(&buf, &bytes)?;
     let launched = dev
         .launch(module, kernel, &run_cfg, &with_log(plan.log_arg(buf.addr)))
-        .and_then(|outcome| dev.download(&buf, &mut bytes).map(|_| outcome));
+        .and_then(|outcome| dev.download(&buf, &mut bytes).map(|_| outcome))
+        .map(|mut outcome| {
+            // The probes' own reads of their log are not the kernel's loads.
+            if let Some(loads) = &mut outcome.loads {
+                loads.retain(|e| !(buf.addr..buf.addr + total).contains(&e.addr));
+            }
+            outcome
+        });
     // The log is freed on every path: timing N frames must not leak N logs.
     dev.free(&buf)?;
     let outcome = launched?;

@@ -230,6 +230,11 @@ fn execute(
                     occupancy_note: probed.occupancy_note.clone(),
                 });
             }
+            // The probe beside the true access times, where the device knows them. The bare
+            // pass runs the original kernel on another device, so no truth shift here.
+            if let Some(loads) = probed.outcome.loads.as_deref() {
+                metrics.truth = instrument::ground_truth(&probed.trace, loads, None);
+            }
             if write {
                 TraceWriter::write_all(&opts.out.join(trace::TRACE_FILE_NAME), &probed.trace)?;
             }

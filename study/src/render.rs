@@ -721,6 +721,10 @@ fn run_metrics(
         // A run without probes costs nothing; a probed one without its bare frame is unmeasured.
         None => m.overhead = (cfg.mode == ProbeMode::Off).then_some(1.0),
     }
+    if let Some(loads) = l.outcome.loads.as_deref() {
+        let bare_loads = bare.and_then(|b| b.launch.outcome.loads.as_deref());
+        m.truth = instrument::ground_truth(trace, loads, bare_loads);
+    }
     m
 }
 

@@ -39,6 +39,7 @@ use trace::{ProbeMode, RunMetrics, SWEEP_CSV, SweepRow};
 fn row_from_metrics(run: &str, m: &RunMetrics) -> SweepRow {
     let study = m.study.as_ref();
     let bare = m.bare.as_ref();
+    let truth = m.truth.as_ref().map(|t| &t.run);
     SweepRow {
         run: run.to_string(),
         backend: m.backend.clone(),
@@ -67,6 +68,9 @@ fn row_from_metrics(run: &str, m: &RunMetrics) -> SweepRow {
         dram_bytes: m.dram_bytes,
         l2_hit_rate_bare: bare.and_then(|b| b.l2_hit_rate),
         dram_bytes_bare: bare.and_then(|b| b.dram_bytes),
+        probe_error: truth.map(|t| t.probe_error),
+        probe_bias_cycles: truth.map(|t| t.probe_bias_cycles),
+        truth_shift: truth.and_then(|t| t.truth_shift),
     }
 }
 

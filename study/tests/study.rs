@@ -96,6 +96,42 @@ fn probes_do_not_change_the_image_in_any_mode() {
 }
 
 #[test]
+fn each_probe_is_read_beside_the_true_access_time() {
+    // The paper's argument as measured error: the naive probe misses the memory time, the
+    // fence sees it, and the dummy sees it plus its own dependent instructions.
+    let mut bias = Vec::new();
+    for mode in [ProbeMode::Naive, ProbeMode::Fence, ProbeMode::Dummy] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut dev = EmuDevice::new(gtx480());
+        let mut cfg = small(VolumeKind::Blobs, mode);
+        cfg.params = RenderParams::with_size(64, 64);
+        cfg.trace_warps = "every:3".parse().unwrap();
+        let r = render(&mut dev, &cfg, dir.path()).unwrap();
+        let t = r
+            .metrics
+            .truth
+            .expect("the emulator knows the true access times");
+        assert_eq!((t.unpaired, t.unmatched_warps), (0, 0), "{mode}");
+        assert_eq!(
+            t.run.accesses, r.metrics.records,
+            "{mode}: every record paired"
+        );
+        assert_eq!(t.run.bare_accesses, t.run.accesses, "{mode}");
+        assert!(t.run.truth_shift.is_some_and(f64::is_finite), "{mode}");
+        assert_eq!(t.sites.len(), 2, "{mode}: both texture sites");
+        let e = t.run.probe_error;
+        match mode {
+            ProbeMode::Naive => assert!(e <= -0.5, "naive reads {e}"),
+            ProbeMode::Fence => assert!(e.abs() <= 0.05, "fence reads {e}"),
+            _ => assert!(e > 0.0, "dummy reads {e}"),
+        }
+        bias.push(t.run.probe_bias_cycles);
+    }
+    // The dummy's dependent instructions cost more than the fence's wait on this preset.
+    assert!(bias[2] > bias[1], "{bias:?}");
+}
+
+#[test]
 fn a_run_folder_has_image_trace_config_and_run_json() {
     let dir = tempfile::tempdir().unwrap();
     let mut dev = EmuDevice::new(gtx480());

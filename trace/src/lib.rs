@@ -31,6 +31,7 @@ mod run;
 mod store;
 mod sweep;
 mod tables;
+mod truth;
 mod units;
 
 pub use atomic::{
@@ -55,4 +56,5 @@ pub use run::{
 pub use store::{TRACE_FILE_NAME, TRACE_FORMAT_VERSION, TraceReader, TraceWriter};
 pub use sweep::{SWEEP_CSV, SweepRow};
 pub use tables::RECORD_COLUMNS;
+pub use truth::{ProbeTruth, SiteTruth, TruthStats};
 pub use units::{Cycles, SmId};

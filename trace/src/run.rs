@@ -10,7 +10,7 @@
 //! (each launch of a pipeline); `app` (a launch of an unmodified program); `emulator` (the
 //! emulator's counters).
 
-use crate::{Dim3, EmuCounters, HardwareCounters, ProbeMode, RecordKind, TraceError};
+use crate::{Dim3, EmuCounters, HardwareCounters, ProbeMode, ProbeTruth, RecordKind, TraceError};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -241,6 +241,10 @@ pub struct RunMetrics {
     pub dropped_records: u64,
     /// How the probes kept their log (`null` for a run without probes).
     pub probes: Option<ProbeFacts>,
+    /// The probes' readings beside the true access times (emulator only; `null` on a GPU, for
+    /// a run without probes or without traced warps).
+    #[serde(default)]
+    pub truth: Option<ProbeTruth>,
     /// Probed ÷ bare kernel time ([`overhead_ratio`]): what the probes cost. 1 for a run without
     /// probes; `null` where no bare run measured it.
     pub overhead: Option<f64>,
@@ -297,6 +301,7 @@ impl RunMetrics {
             records: 0,
             dropped_records: 0,
             probes: None,
+            truth: None,
             overhead: None,
             bare: None,
             study: None,

@@ -11,8 +11,8 @@
 //! [`SweepRow::REQUIRED_COLUMNS`] unknown throughout, `nan`/`NA` and empty cells unknown, cells
 //! trimmed, a count written as `12.0`. It refuses what would make the analysis wrong, naming the
 //! file and line: a missing required column, a run listed twice, a `run` that is not a folder
-//! name, a shape that is not `WIDTHxHEIGHT`, and a negative number (every number here counts,
-//! times or rates something).
+//! name, a shape that is not `WIDTHxHEIGHT`, and a negative number in a column that counts, times
+//! or rates something (the probe's error and bias and the truth's shift are signed).
 
 use crate::TraceError;
 use schemars::JsonSchema;
@@ -72,6 +72,15 @@ pub struct SweepRow {
     pub l2_hit_rate_bare: Option<f64>,
     /// The bare build's bytes between the L2 and DRAM.
     pub dram_bytes_bare: Option<u64>,
+    /// What the probe adds or misses, over the traced warps' timed accesses: (probe mean − true
+    /// mean) ÷ true mean (run.json's `truth.run.probe_error`; emulator only). 0.05 reads 5 %
+    /// long; the naive probe's is near −1, as it misses the access's time.
+    pub probe_error: Option<f64>,
+    /// Probe mean − true mean over the same accesses, in cycles (emulator only).
+    pub probe_bias_cycles: Option<f64>,
+    /// How much measuring changed the accesses' own time: (true mean of the probed run − true
+    /// mean of the same accesses in the bare run) ÷ the latter (emulator only).
+    pub truth_shift: Option<f64>,
 }
 
 impl SweepRow {
@@ -168,7 +177,7 @@ impl SweepRow {
 
     /// Every column with the field its cells go to, in the writer's column order; the one place
     /// the reader names columns (a test holds it to the writer's header).
-    fn cells(&mut self) -> [(&'static str, Cell<'_>); 22] {
+    fn cells(&mut self) -> [(&'static str, Cell<'_>); 25] {
         [
             ("run", Cell::Text(&mut self.run)),
             ("backend", Cell::Text(&mut self.backend)),
@@ -201,6 +210,12 @@ impl SweepRow {
             ("dram_bytes", Cell::Count(&mut self.dram_bytes)),
             ("l2_hit_rate_bare", Cell::Number(&mut self.l2_hit_rate_bare)),
             ("dram_bytes_bare", Cell::Count(&mut self.dram_bytes_bare)),
+            ("probe_error", Cell::Signed(&mut self.probe_error)),
+            (
+                "probe_bias_cycles",
+                Cell::Signed(&mut self.probe_bias_cycles),
+            ),
+            ("truth_shift", Cell::Signed(&mut self.truth_shift)),
         ]
     }
 }
@@ -210,6 +225,8 @@ enum Cell<'a> {
     Text(&'a mut String),
     Count(&'a mut Option<u64>),
     Number(&'a mut Option<f64>),
+    /// A difference or an error, which may be negative.
+    Signed(&'a mut Option<f64>),
     Flag(&'a mut Option<bool>),
 }
 
@@ -218,12 +235,13 @@ impl Cell<'_> {
     fn read(self, text: &str) -> Result<(), String> {
         match self {
             Cell::Text(s) => *s = text.to_string(),
-            Cell::Number(v) => *v = number(text)?,
+            Cell::Number(v) => *v = unsigned(text)?,
+            Cell::Signed(v) => *v = number(text)?,
             Cell::Count(v) => {
                 *v = match text.parse::<u64>() {
                     Ok(n) => Some(n),
                     // A spreadsheet may have written a count as `12.0`.
-                    Err(_) => match number(text)? {
+                    Err(_) => match unsigned(text)? {
                         Some(x) if x.fract() != 0.0 || x > u64::MAX as f64 => {
                             return Err(format!("{x} is not a whole number"));
                         }
@@ -249,16 +267,22 @@ fn unknown(text: &str) -> bool {
     text.is_empty() || text.eq_ignore_ascii_case("nan") || text.eq_ignore_ascii_case("na")
 }
 
-/// A number that is not negative, or `None` for an unknown cell.
+/// A number, or `None` for an unknown cell.
 fn number(text: &str) -> Result<Option<f64>, String> {
     if unknown(text) {
         return Ok(None);
     }
-    let x: f64 = (text.parse()).map_err(|_| format!("{text:?} is not a number"))?;
-    if x < 0.0 {
-        return Err(format!("{x} is negative"));
+    text.parse()
+        .map(Some)
+        .map_err(|_| format!("{text:?} is not a number"))
+}
+
+/// A number that is not negative, or `None` for an unknown cell.
+fn unsigned(text: &str) -> Result<Option<f64>, String> {
+    match number(text)? {
+        Some(x) if x < 0.0 => Err(format!("{x} is negative")),
+        x => Ok(x),
     }
-    Ok(Some(x))
 }
 
 /// A block shape `WIDTHxHEIGHT` of positive integers.
@@ -296,6 +320,9 @@ mod tests {
             dram_bytes: Some(4096),
             l2_hit_rate_bare: None,
             dram_bytes_bare: Some(2048),
+            probe_error: Some(-0.875),
+            probe_bias_cycles: Some(-350.0),
+            truth_shift: None,
         }
     }
 
@@ -310,7 +337,7 @@ mod tests {
         SweepRow::write_csv(&p, &rows).unwrap();
         let text = std::fs::read_to_string(&p).unwrap();
         assert!(text.starts_with(
-            "run,backend,preset,shape,view,mode,cycles,kernel_ms,frame_rate,tex_hit_rate,dropped_records,overhead,occupancy_bare,occupancy_probed,tex_hit_rate_bare,warp_instructions,records,image_matches_bare,l2_hit_rate,dram_bytes,l2_hit_rate_bare,dram_bytes_bare\n"
+            "run,backend,preset,shape,view,mode,cycles,kernel_ms,frame_rate,tex_hit_rate,dropped_records,overhead,occupancy_bare,occupancy_probed,tex_hit_rate_bare,warp_instructions,records,image_matches_bare,l2_hit_rate,dram_bytes,l2_hit_rate_bare,dram_bytes_bare,probe_error,probe_bias_cycles,truth_shift\n"
         ), "{text}");
         assert!(text.contains("\"90,0,90\""), "{text}");
         assert_eq!(SweepRow::read_csv(&p).unwrap(), rows);

@@ -1,6 +1,7 @@
 //! "How much did measuring change the kernel?": per run, the probed build against the bare
 //! (`WS_OFF`) build of the same frame — kernel-time ratio, resident blocks per SM, and the texture
-//! hit rate of both — with a verdict, a table (`perturbation.csv`) and a figure.
+//! hit rate of both — and, on the emulator, the probe's reading against the true access time and
+//! that time against the bare build's, with a verdict, a table (`perturbation.csv`) and a figure.
 //!
 //! Why a section of its own: a profiler that changes occupancy or cache behaviour measures another
 //! kernel, so the report says by how much before it says anything else. It reads only the runs'
@@ -68,6 +69,18 @@ pub(crate) fn assess(rows: &[&SweepRow]) -> Perturbation {
         "tex_hit_rate_change",
         Col::F64(rows.iter().map(|r| delta(r)).collect()),
     );
+    table.push(
+        "probe_error",
+        Col::F64(rows.iter().map(|r| r.probe_error).collect()),
+    );
+    table.push(
+        "probe_bias_cycles",
+        Col::F64(rows.iter().map(|r| r.probe_bias_cycles).collect()),
+    );
+    table.push(
+        "truth_shift",
+        Col::F64(rows.iter().map(|r| r.truth_shift).collect()),
+    );
 
     let mut verdict = Vec::new();
     let known: Vec<_> = rows
@@ -95,7 +108,7 @@ pub(crate) fn assess(rows: &[&SweepRow]) -> Perturbation {
     modes.sort_unstable();
     modes.dedup();
     let mut parts = Vec::new();
-    for m in modes {
+    for &m in &modes {
         let v: Vec<f64> = rows
             .iter()
             .filter(|r| r.mode == m)
@@ -117,6 +130,7 @@ pub(crate) fn assess(rows: &[&SweepRow]) -> Perturbation {
             parts.join("; ")
         ));
     }
+    verdict.extend(truth_verdict(rows, &modes));
     let deltas: Vec<(&str, f64)> = rows
         .iter()
         .filter_map(|r| Some((r.run.as_str(), delta(r)?)))
@@ -146,7 +160,63 @@ pub(crate) fn assess(rows: &[&SweepRow]) -> Perturbation {
     Perturbation { verdict, table }
 }
 
-/// One panel per probe mode: overhead, occupancy ratio and both hit rates over the runs.
+/// The probes against the ground truth, per mode, where the runs have it (the emulator's).
+fn truth_verdict(rows: &[&SweepRow], modes: &[&str]) -> Vec<String> {
+    let pct = |x: f64| format!("{:+.1} %", x * 100.0);
+    let mut reading = Vec::new();
+    let mut shift = Vec::new();
+    for &m in modes {
+        let of = |f: fn(&SweepRow) -> Option<f64>| -> Vec<f64> {
+            rows.iter()
+                .filter(|r| r.mode == m)
+                .filter_map(|r| f(r))
+                .collect()
+        };
+        let errors = of(|r| r.probe_error);
+        let bias = of(|r| r.probe_bias_cycles);
+        if let (Some(med), Some((lo, hi)), Some(b)) = (
+            median(&errors),
+            range(errors.iter().copied()),
+            median(&bias),
+        ) {
+            reading.push(format!(
+                "{m} {} ({} to {}; median bias {} cycles, {} runs)",
+                pct(med),
+                pct(lo),
+                pct(hi),
+                sig(b),
+                errors.len()
+            ));
+        }
+        let shifts = of(|r| r.truth_shift);
+        if let (Some(med), Some(worst)) = (
+            median(&shifts),
+            shifts
+                .iter()
+                .copied()
+                .max_by(|a, b| a.abs().total_cmp(&b.abs())),
+        ) {
+            shift.push(format!("{m} {} (largest {})", pct(med), pct(worst)));
+        }
+    }
+    let mut v = Vec::new();
+    if !reading.is_empty() {
+        v.push(format!(
+            "Probe against the true access time (the emulator's issue and data-return cycles of the traced warps' timed loads), median error: {}. A probe that sees the memory time reads near 0; one that times the issue reads near −100 %.",
+            reading.join("; ")
+        ));
+    }
+    if !shift.is_empty() {
+        v.push(format!(
+            "What measuring did to the accesses themselves (their true time, probed ÷ bare build − 1), median: {}.",
+            shift.join("; ")
+        ));
+    }
+    v
+}
+
+/// One panel per probe mode: overhead, occupancy ratio and both hit rates over the runs, and
+/// where known the probe's reading and the true time as ratios.
 pub(crate) fn figure(rows: &[&SweepRow]) -> Option<Figure> {
     let mut modes: Vec<String> = Vec::new();
     for r in rows {
@@ -166,7 +236,7 @@ pub(crate) fn figure(rows: &[&SweepRow]) -> Option<Figure> {
                 Some(r.occupancy_probed? as f64 / r.occupancy_bare? as f64)
                     .filter(|x| x.is_finite())
             };
-            let series = vec![
+            let mut series = vec![
                 (
                     "kernel time, probed ÷ bare".to_string(),
                     rs.iter().map(|r| r.overhead).collect::<Vec<_>>(),
@@ -183,7 +253,17 @@ pub(crate) fn figure(rows: &[&SweepRow]) -> Option<Figure> {
                     "texture hit rate, probed".to_string(),
                     rs.iter().map(|r| r.tex_hit_rate).collect(),
                 ),
+                (
+                    "probe reading ÷ true access time".to_string(),
+                    rs.iter().map(|r| r.probe_error.map(|e| 1.0 + e)).collect(),
+                ),
+                (
+                    "true access time, probed ÷ bare".to_string(),
+                    rs.iter().map(|r| r.truth_shift.map(|s| 1.0 + s)).collect(),
+                ),
             ];
+            // A series the backend could not measure (the truth on a GPU) is left out.
+            series.retain(|(_, v)| v.iter().any(Option::is_some));
             for (_, v) in &series {
                 for x in v.iter().flatten() {
                     y_max = y_max.max(x * 1.1);
@@ -202,7 +282,7 @@ pub(crate) fn figure(rows: &[&SweepRow]) -> Option<Figure> {
     Some(Figure {
         stem: "perturbation_overview".into(),
         title: "How much measuring changed the kernel".into(),
-        caption: "Per run: kernel time and resident blocks per SM of the probed build relative to the bare (WS_OFF) build (1 = unchanged), and the texture hit rate of both builds.".into(),
+        caption: "Per run: kernel time and resident blocks per SM of the probed build relative to the bare (WS_OFF) build (1 = unchanged), the texture hit rate of both builds, and on the emulator the probe's mean reading over the true mean access time (1 = exact) and the true time over the bare build's (1 = unchanged).".into(),
         kind: FigureKind::Lines {
             panels,
             y_desc: "ratio or rate".into(),

@@ -45,6 +45,9 @@ use crate::watch::{Progress, WATCH_INTERVAL, Watch};
 
 use sm::{Deps, NCLASS, Park, Shared, Sm, Stall};
 
+mod loads;
+pub use loads::{LoadEvent, LoadSpace, LoadWarps};
+
 /// Inputs of one launch.
 pub(crate) struct LaunchInput<'a> {
     pub prog: &'a Program,
@@ -56,6 +59,8 @@ pub(crate) struct LaunchInput<'a> {
     pub blocks_per_sm: u32,
     pub budget: u64,
     pub watch: &'a Watch,
+    /// The warps whose loads are recorded (`loads.rs`); `None` records none.
+    pub record_loads: Option<&'a LoadWarps>,
 }
 
 /// Raw results of one launch (turned into `LaunchStats` by the API layer).
@@ -66,6 +71,8 @@ pub(crate) struct LaunchOutput {
     pub thread_instructions: u64,
     pub by_class: BTreeMap<String, u64>,
     pub stalls: BTreeMap<String, u64>,
+    /// The recorded warps' loads, by warp and then issue cycle (empty when none were asked for).
+    pub loads: Vec<LoadEvent>,
 }
 
 /// Runs a whole grid.
@@ -130,7 +137,21 @@ fn run_rounds(
         };
         coordinate(&crew, below, &mut slots, next_block, total_blocks)
     })?;
-    Ok(output(&sms))
+    // A load whose value no instruction read may still hold a token: every answer is in now.
+    for (sm, side) in sms.iter_mut().zip(sides.iter_mut()) {
+        side.pend.evaluate();
+        sm.loads.take_in(&side.pend);
+        if sm.loads.unresolved() > 0 {
+            return Err(EmuError::Internal {
+                what: format!(
+                    "{} recorded loads of SM {} have no data-return cycle at the end of the launch",
+                    sm.loads.unresolved(),
+                    sm.id
+                ),
+            });
+        }
+    }
+    Ok(output(&mut sms))
 }
 
 /// The SMs and their memory sides between rounds (all present) and during one (those handed to
@@ -540,12 +561,12 @@ fn look_out<'a>(
     }
 }
 
-fn output(sms: &[Sm]) -> LaunchOutput {
+fn output(sms: &mut [Sm]) -> LaunchOutput {
     let sm_cycles: Vec<u64> = sms.iter().map(|s| s.cycle).collect();
     let mut class_counts = [0u64; NCLASS];
     let mut stalls = [0u64; 6];
     let (mut warp_instructions, mut thread_instructions, mut flops) = (0, 0, 0);
-    for s in sms {
+    for s in sms.iter() {
         let c = &s.counts;
         warp_instructions += c.warp_instructions;
         thread_instructions += c.thread_instructions;
@@ -566,7 +587,14 @@ fn output(sms: &[Sm]) -> LaunchOutput {
         .iter()
         .map(|s| (s.name().to_string(), stalls[*s as usize]))
         .collect();
+    let mut loads: Vec<LoadEvent> = sms
+        .iter_mut()
+        .flat_map(|s| std::mem::take(&mut s.loads.events))
+        .collect();
+    // A warp issues at most one instruction a cycle, so (warp, issue) orders them completely.
+    loads.sort_unstable_by_key(|e| (e.warp, e.issue));
     LaunchOutput {
+        loads,
         cycles: sm_cycles.iter().copied().max().unwrap_or(0),
         sm_cycles,
         warp_instructions,

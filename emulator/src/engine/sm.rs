@@ -30,9 +30,10 @@ use crate::devmem::WriteLog;
 use crate::error::EmuError;
 use crate::exec::{Ctx, Entry, FULL, Fixed, Flow, Warp, exec};
 use crate::ir::{Class, Op, Opnd, Program};
-use crate::memory::{AccessKind, Key, MemRequest, SmMem, is_token};
+use crate::memory::{AccessKind, Key, MemRequest, SmMem, Space, is_token};
 
 use super::LaunchInput;
+use super::loads::{LoadEvent, LoadLog, LoadSpace};
 
 mod sched;
 mod scoreboard;
@@ -107,6 +108,8 @@ pub(super) struct TWarp {
     class: Class,
     /// A barrier reduction's destination: its virtual register (scoreboard) and its row.
     bar_dst: Option<(u32, u32)>,
+    /// The warp's index in the grid when its loads are recorded (`loads.rs`).
+    record: Option<u64>,
 }
 
 struct TBlock {
@@ -193,6 +196,8 @@ pub(super) struct Sm {
     /// The last instruction issued (block, warp in block, pc, line), to say where a budget ran
     /// out.
     pub last_issue: Option<([u32; 3], u32, u32, u32)>,
+    /// The recorded warps' loads (`loads.rs`).
+    pub loads: LoadLog,
 }
 
 /// What every SM reads while a round runs.
@@ -260,6 +265,7 @@ impl Sm {
             idle_until: 0,
             last_work: 0,
             last_issue: None,
+            loads: LoadLog::default(),
         }
     }
 
@@ -305,6 +311,7 @@ impl Sm {
                         reason: Stall::Scoreboard,
                         class: Class::Int,
                         bar_dst: None,
+                        record: None,
                     });
                     let ws = self.warps.len() - 1;
                     self.hot.set(
@@ -348,6 +355,8 @@ impl Sm {
             w.outstanding_writes = self.cycle;
             w.next_ok = self.cycle;
             w.bar_dst = None;
+            let warp = b * u64::from(warps_per_block) + u64::from(wib);
+            w.record = inp.record_loads.filter(|r| r.has(warp)).map(|_| warp);
             refresh(w, prog, deps);
             self.hot.set(ws, Hot::of(w));
             self.hot.youngest(ws);
@@ -498,6 +507,7 @@ impl Sm {
                     self.sched_near[ws % nsched] = Near::NONE;
                 }
             }
+            self.loads.take_in(&mem.pend);
             mem.pend.settle();
         }
         let now = self.cycle.saturating_sub(1);
@@ -756,6 +766,23 @@ impl Sm {
                         w.outstanding_writes = mem.pend.max(w.outstanding_writes, done_at);
                     }
                     from_mem = true;
+                    if let Some(warp) = w.record {
+                        let space = match space {
+                            Space::Global if kind == AccessKind::Load => Some(LoadSpace::Global),
+                            Space::Const => Some(LoadSpace::Constant),
+                            Space::Texture => Some(LoadSpace::Texture),
+                            _ => None,
+                        };
+                        if let Some(space) = space {
+                            self.loads.push(LoadEvent {
+                                warp,
+                                space,
+                                addr: self.lanes[0].1,
+                                issue: now,
+                                ready: done_at,
+                            });
+                        }
+                    }
                 }
             }
             Flow::Bar {

@@ -38,7 +38,8 @@
 //!   occupy it, then pays the fixed latency. An L2 miss reads the aligned `l2.fetch_bytes` block
 //!   around its sector, and the slice keeps the block's sectors it lacked.
 //! - **Shared memory**: 32 banks × 4 B; an access takes one cycle per conflict way (distinct words
-//!   in the busiest bank; equal words broadcast) on the SM's shared port, plus the latency.
+//!   in the busiest bank; equal words broadcast) on the SM's shared port, plus the latency; an
+//!   atomic's lanes on one word serialize, `shared.same_word_atomic_cycles` each (default 1).
 //! - **Constant cache**: one distinct address per cycle: a uniform address is a broadcast, *k*
 //!   distinct addresses serialize over *k* cycles.
 //!
@@ -167,6 +168,8 @@ struct Lat {
     shared: u64,
     shared_banks: u32,
     shared_bank_width: u32,
+    /// Cycles per further lane of a warp's atomic on one shared word.
+    shared_same_word_atomic: f64,
     l2_line_shift: u32,
     l2_sector_shift: u32,
 }
@@ -524,14 +527,20 @@ impl SmMem {
             &mut self.words,
         )
         .max(1);
+        // The port is busy a cycle per conflict way, or while lanes adding to one word
+        // serialize, whichever is longer.
+        let mut cycles = u64::from(ways);
         if atomic {
             self.counters.atomics += 1;
-            ways = ways.max(max_same_address(req.lanes, &mut self.addrs));
+            let same = max_same_address(req.lanes, &mut self.addrs).max(1);
+            ways = ways.max(same);
+            let serial = (f64::from(same - 1) * lat.shared_same_word_atomic).round() as u64;
+            cycles = cycles.max(1 + serial);
         }
         self.counters.shared_accesses += 1;
         self.counters.shared_bank_conflict_replays += u64::from(ways - 1);
-        let start = reserve_port(&mut self.shared_port, now, u64::from(ways));
-        start + lat.shared + u64::from(ways - 1)
+        let start = reserve_port(&mut self.shared_port, now, cycles);
+        start + lat.shared + cycles - 1
     }
 
     fn constant(&mut self, now: u64, req: &MemRequest) -> u64 {
@@ -691,6 +700,7 @@ impl MemorySystem {
             shared: u64::from(cfg.shared.latency_cycles),
             shared_banks: cfg.shared.banks,
             shared_bank_width: cfg.shared.bank_width_bytes,
+            shared_same_word_atomic: cfg.shared.same_word_atomic_cycles.unwrap_or(1.0),
             l2_line_shift: below.line_shift,
             l2_sector_shift: below.sector_shift,
         };

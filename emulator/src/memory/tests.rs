@@ -236,6 +236,28 @@ fn shared_bank_conflicts_add_replays() {
 }
 
 #[test]
+fn shared_atomics_on_one_word_serialize_at_the_presets_cost_per_lane() {
+    for (preset, per_lane) in [("gtx480", 1.0), ("h100", 2.2)] {
+        let cfg = GpuConfig::preset(preset).unwrap();
+        assert_eq!(cfg.shared.same_word_atomic_cycles.unwrap_or(1.0), per_lane);
+        let mut mem = MemorySystem::new(&cfg);
+        let lat = u64::from(cfg.shared.latency_cycles);
+        let same = warp(|_| 12);
+        let mut r = load(&same, 4);
+        r.space = Space::Shared;
+        r.kind = AccessKind::Atomic;
+        let serial = (31.0 * per_lane).round() as u64;
+        assert_eq!(mem.access(0, &r), lat + serial, "{preset}");
+        // The port stays busy meanwhile: the next access waits for it.
+        assert_eq!(mem.access(1, &r), 1 + serial + lat + serial, "{preset}");
+        // One lane does not serialize.
+        r.lanes = &same[..1];
+        assert_eq!(mem.access(10_000, &r) - 10_000, lat, "{preset}");
+        assert_eq!(mem.counters().shared_bank_conflict_replays, 62, "{preset}");
+    }
+}
+
+#[test]
 fn constant_broadcast_is_one_pass_distinct_addresses_serialize() {
     let cfg = GpuConfig::preset("h100").unwrap();
     let mut mem = MemorySystem::new(&cfg);

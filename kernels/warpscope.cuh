@@ -24,13 +24,14 @@
 // TIMED AND UNTIMED WARPS
 // A fenced or dummy probe makes its warp wait for each load it times, so a probed warp no longer
 // overlaps its loads; timing a sample of the warps lowers that cost. The host marks each warp
-// timed or untimed (`untimed` in its warp header). An untimed warp takes the BARE PATH at every
-// probe: a warp-uniform branch around the probe's parts, so that it executes the plain load and
-// nothing else of the probe (no clock read, no fence or dummy store, no statistics update). The
-// flag is read once, by WS_KERNEL_BEGIN, into bit 0 of the probe state (free: the state is a
-// 16-byte aligned shared address), so an access costs the untimed warp one bit test and two
-// branches (before and after the load, which stays one instruction in one place), and no extra
-// register. The host times every traced warp (a record is a timed access).
+// timed or untimed (`untimed` in its warp header). At every probe one warp-uniform branch, taken
+// before anything of the probe, chooses between the TIMED PATH (the probe below, unchanged: its
+// window is the same straight-line code whatever the selection) and the BARE PATH, a separate
+// copy of the plain load and nothing else (no clock read, no fence or dummy store, no statistics
+// update). The flag is read once, by WS_KERNEL_BEGIN, into bit 0 of the probe state (free: the
+// state is a 16-byte aligned shared address), so an access costs every warp one bit test and one
+// branch outside the window, and no extra register. The host times every traced warp (a record is
+// a timed access).
 //
 // THE ORDER PROBLEM AND WHY IT HOLDS HERE
 // The paper's dummy, `if (dummy < 0) x += 1; t1 = clock();`, is control flow that ptxas may
@@ -391,7 +392,14 @@ __device__ __forceinline__ unsigned char* global_area(const Log& log, unsigned i
 // warp's state is the address itself; only END, which every warp runs, clears the bit.
 typedef unsigned int State;
 
-__device__ __forceinline__ bool timed(State st) { return (st & WS_WARP_UNTIMED) == 0u; }
+// Whether the warp is timed. Volatile, so that every probe tests the flag itself: with a plain
+// test the compiler knows the flag after the first probe and merges the bare paths of
+// consecutive probes into one, which leaves the later windows without a branch of their own.
+__device__ __forceinline__ bool timed(State st) {
+    unsigned int untimed;
+    asm volatile("and.b32 %0, %1, " WS_STR(WS_WARP_UNTIMED) ";" : "=r"(untimed) : "r"(st));
+    return untimed == 0u;
+}
 
 __device__ __forceinline__ unsigned char* state_ptr(State st) {
     return reinterpret_cast<unsigned char*>(__cvta_shared_to_generic(st));
@@ -520,34 +528,27 @@ __device__ __forceinline__ void record(const Log& log, State st, const Pending& 
     if (p.trace != WS_NOT_TRACED && p.lead == 0u) trace_record(st, Site, t0, t1 - t0);
 }
 
-// An untimed warp branches around the opening part and around the closing part, so the load is
-// one instruction in one place for both kinds of warp (the placement checks see one window).
+// One warp-uniform branch before the window chooses the path: an untimed warp runs its own copy
+// of the plain load, a timed warp the probe unchanged. Branching inside the probe instead (around
+// the opening part and around the closing part) would put a branch into every timed window.
 template <int Region, unsigned int Site, typename F>
 __device__ __forceinline__ auto load(const Log& log, State st, F&& f) -> decltype(f()) {
     using T = decltype(f());
-    const bool on = timed(st);
-    // Left unset for an untimed warp, which never reads them: initial values would be live
-    // across the load on both paths and cost registers the budget does not have.
-    Pending p;
-    unsigned int t0;
-    if (on) {
-        p = prepare(log, st);
-        t0 = clock32();
-    }
+    if (!timed(st)) return f();
+    const Pending p = prepare(log, st);
+    const unsigned int t0 = clock32();
     const T v = f();
-    if (on) {
-        unsigned int t1;
-        constexpr int m = Method<Region>::value;
-        if (m == WS_NAIVE) {
-            t1 = clock32();
-        } else if (m == WS_FENCE) {
-            fence_block();
-            t1 = clock32();
-        } else {
-            t1 = clock_close_dependent(bits_of(v), log.dummy, st + WS_WH_FLAGS_OFFSET);
-        }
-        record<Site>(log, st, p, t0, t1);
+    unsigned int t1;
+    constexpr int m = Method<Region>::value;
+    if (m == WS_NAIVE) {
+        t1 = clock32();
+    } else if (m == WS_FENCE) {
+        fence_block();
+        t1 = clock32();
+    } else {
+        t1 = clock_close_dependent(bits_of(v), log.dummy, st + WS_WH_FLAGS_OFFSET);
     }
+    record<Site>(log, st, p, t0, t1);
     return v;
 }
 

@@ -2,7 +2,8 @@
 //! with `--mode auto` (and the other modes), assembled by ptxas for sm_75 and sm_90, must satisfy
 //! the same placement rules as the header's builds (`kernels::placement`, kernels/tests/sass.rs):
 //! each timed load completes before its closing clock read, no log store sits in a window, every
-//! record store is drained before the next window.
+//! record store is drained before the next window, and an untimed warp's bare copy of each load
+//! runs no clock read and no fence.
 //!
 //! Needs ptxas and cuobjdump (next to `$NVCC`); the build of the kernels crate already needs nvcc.
 

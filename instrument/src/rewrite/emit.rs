@@ -210,16 +210,21 @@ pub struct Site<'a> {
     pub what: &'a str,
 }
 
-/// `WS_LOAD`: prepare (leader, trace check) before the opening clock, the load, the mode's
-/// closing construct, then the statistics update and, for a traced warp, its record. An untimed
-/// warp updates no statistics and keeps no record, but unlike the header's probes it still runs
-/// the clock reads and the closing construct: branching around them here let ptxas sink the
-/// kernel's own arithmetic into a naive window, where it waited for the load.
+/// `WS_LOAD`: one branch on the warp's untimed bit chooses the path. An untimed warp runs a copy
+/// of the original load and nothing else; a timed warp runs the probe: prepare (leader, trace
+/// check) before the opening clock, the load, the mode's closing construct, then the statistics
+/// update and, for a traced warp, its record. The branch is before the window, so the window is
+/// the same straight-line code whatever the selection.
 pub fn site(o: &mut String, log: &str, s: &Site<'_>, n: usize) {
     let nt = WS_NOT_TRACED;
     line!(o, "// warpscope: site {} ({})", s.id, s.what);
     line!(o, "and.b32 \t%ws_r0, %ws_st, {WS_WARP_UNTIMED};");
-    line!(o, "setp.ne.u32 \t%ws_p7, %ws_r0, 0;");
+    line!(o, "setp.eq.u32 \t%ws_p7, %ws_r0, 0;");
+    line!(o, "@%ws_p7 bra \t$WS_TIMED_{n};");
+    o.push_str(s.load);
+    o.push('\n');
+    line!(o, "bra.uni \t$WS_REC_{n};");
+    o.push_str(&format!("$WS_TIMED_{n}:\n"));
     // prepare(): computed before the window so its latency hides under the timed load's.
     line!(o, "mov.u32 \t%ws_r0, %lanemask_lt;");
     line!(o, "activemask.b32 \t%ws_r1;");
@@ -278,8 +283,7 @@ pub fn site(o: &mut String, log: &str, s: &Site<'_>, n: usize) {
     // record(): predicated shared reductions by the group's leader.
     let a = WS_WARP_HEADER_BYTES + u32::from(s.id) * WS_SUMMARY_SITE_BYTES;
     let id = s.id;
-    // The group's leader of a timed warp updates.
-    line!(o, "setp.eq.and.u32 \t%ws_p3, %ws_r2, 0, !%ws_p7;");
+    line!(o, "setp.eq.u32 \t%ws_p3, %ws_r2, 0;");
     line!(o, "setp.gt.and.u32 \t%ws_p4, %ws_r5, {id}, %ws_p3;");
     line!(o, "setp.le.and.u32 \t%ws_p5, %ws_r5, {id}, %ws_p3;");
     line!(o, "sub.s32 \t%ws_r11, %ws_r8, %ws_r7;");

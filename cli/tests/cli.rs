@@ -167,6 +167,56 @@ fn sweep_analyze_compare_and_export() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("sweep.csv"));
 }
 
+/// The report puts each probe beside the emulator's true access times: per run in sweep.csv and
+/// the verdict, per site in `truth_sites.csv`.
+#[test]
+fn the_report_reads_each_probe_beside_the_true_access_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let sweep = dir.path().join("sweep");
+    ok(&[
+        "sweep",
+        "--shapes",
+        "16x8",
+        "--views",
+        "0,0,0",
+        "--modes",
+        "naive,fence",
+        "--image",
+        "32x32",
+        "--volume-size",
+        "16",
+        "--backend",
+        "emu",
+        "--preset",
+        "gtx480",
+        "--trace-warps",
+        "all",
+        "--formats",
+        "none",
+        "--out",
+        sweep.to_str().unwrap(),
+    ]);
+    let csv = std::fs::read_to_string(sweep.join("sweep.csv")).unwrap();
+    assert!(
+        csv.lines()
+            .next()
+            .unwrap()
+            .ends_with(",probe_error,probe_bias_cycles,truth_shift")
+    );
+    ok(&["analyze", sweep.to_str().unwrap()]);
+    let sites = std::fs::read_to_string(sweep.join("report/truth_sites.csv")).unwrap();
+    assert!(sites.starts_with("run,mode,site,accesses,"), "{sites}");
+    for run in ["16x8_v0-0-0_fence,fence,", "16x8_v0-0-0_naive,naive,"] {
+        assert_eq!(
+            sites.lines().filter(|l| l.starts_with(run)).count(),
+            2,
+            "{sites}"
+        );
+    }
+    let md = std::fs::read_to_string(sweep.join("report/report.md")).unwrap();
+    assert!(md.contains("Probe against the true access time"), "{md}");
+}
+
 /// With the probes off nothing is recorded: a render and a sweep that include mode `off` still
 /// succeed with the default `--formats csv`, write their images and run.json, say that no log
 /// was written, and write the other runs' logs as usual.

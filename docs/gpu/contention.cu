@@ -12,6 +12,11 @@
 // Printed: atomic operations per ns and per SM clock (kernel time from CUDA events, the median
 // of 5 launches), and ns per operation on each word.
 //
+// And the load unit's issue cost for divergent addresses: one warp whose 32 lanes each load
+// a different cold line, timed naive (clock, load, clock: the issue), dummy and fenced. An H100
+// was reported to read 116 cycles naive and 1 109 dummy, where the h100 preset gives 18 and 728.
+// Printed: lane 0's cycles per window, the median of 9 launches, each on lines no launch touched.
+//
 // And cuda-samples' reduce7: in its last step the first 8 lanes of warp 0 (the warps' partial
 // sums) add __shfl_down_sync(ballot, sum, 16), (…, 8), … with `ballot` holding those 8 lanes,
 // so lanes 0-7 read lanes 8-23, which left the branch. PTX leaves the value undefined; the H100
@@ -56,6 +61,43 @@ __global__ void shuffles(int* out) {
   }
 }
 
+// One warp: lane l loads the word at line (base + l) * 32 lines apart (4 KiB, so each lane's
+// line is its own and no two share a DRAM page's neighbourhood), window closed per MODE:
+// 0 naive, 1 dummy (a never-executed store of the value), 2 fence.acq_rel.cta.
+template <int MODE>
+__global__ void divergent(const unsigned* p, unsigned base, int dummy, unsigned* sink,
+                          long long* out) {
+  const unsigned* a = p + (size_t(base) + threadIdx.x) * 1024;
+  unsigned v;
+  long long t0, t1;
+  asm volatile("mov.u64 %0, %%clock64;" : "=l"(t0)::"memory");
+  asm volatile("ld.global.u32 %0, [%1];" : "=r"(v) : "l"(a) : "memory");
+  if (MODE == 1)
+    asm volatile("{ .reg .pred q; setp.lt.s32 q, %1, 0; @q st.volatile.global.u32 [%2], %0; }"
+                 ::"r"(v), "r"(dummy), "l"(sink) : "memory");
+  if (MODE == 2) asm volatile("fence.acq_rel.cta;" ::: "memory");
+  asm volatile("mov.u64 %0, %%clock64;" : "=l"(t1)::"memory");
+  if (threadIdx.x == 0) out[0] = t1 - t0;
+  if (v == 0xdeadbeefu) sink[1] = v;
+}
+
+template <int MODE>
+static int divergent_window(const char* name, const unsigned* p, unsigned* sink, long long* d) {
+  std::vector<long long> v;
+  for (int r = 0; r < 10; ++r) {
+    // 32 fresh lines per launch and mode, far past the lines any earlier launch read.
+    unsigned base = (unsigned(MODE) * 10 + unsigned(r)) * 32;
+    divergent<MODE><<<1, 32>>>(p, base, 0, sink, d);
+    CHECK(cudaDeviceSynchronize());
+    long long c;
+    CHECK(cudaMemcpy(&c, d, sizeof c, cudaMemcpyDeviceToHost));
+    if (r > 0) v.push_back(c);
+  }
+  std::sort(v.begin(), v.end());
+  printf("32 lanes, 32 cold lines, %-6s %7lld cycles\n", name, v[v.size() / 2]);
+  return 0;
+}
+
 template <int MODE>
 static int measure(const char* name, unsigned nwords, unsigned* d, double clock_ghz) {
   cudaEvent_t a, b;
@@ -97,6 +139,22 @@ int main() {
     if (measure<1>("warp's lanes on 32 words", n, d, ghz)) return 1;
   }
   if (measure<2>("one lane per warp", 1, d, ghz)) return 1;
+  // 960 lines × 4 KiB = 3.75 MiB of buffer used; 256 MiB written first so none of it is in L2.
+  unsigned* big;
+  CHECK(cudaMalloc(&big, size_t(256) << 20));
+  CHECK(cudaMemset(big, 1, size_t(256) << 20));
+  long long* dl;
+  CHECK(cudaMalloc(&dl, 2 * sizeof(unsigned) + sizeof(long long)));
+  unsigned* sink = reinterpret_cast<unsigned*>(dl + 1);
+  // The memset's last writes are in L2; the windows read from the buffer's start.
+  unsigned* cold = big;
+  CHECK(cudaMemset(cold, 0, 4 << 20));
+  unsigned* evict;
+  CHECK(cudaMalloc(&evict, size_t(128) << 20));
+  CHECK(cudaMemset(evict, 2, size_t(128) << 20));
+  if (divergent_window<0>("naive", cold, sink, dl)) return 1;
+  if (divergent_window<1>("dummy", cold, sink, dl)) return 1;
+  if (divergent_window<2>("fence", cold, sink, dl)) return 1;
   int* o;
   CHECK(cudaMalloc(&o, 32 * sizeof(int)));
   CHECK(cudaMemset(o, 0, 32 * sizeof(int)));

@@ -139,7 +139,13 @@ pub fn analyze(
         .collect();
     let hot = hot_table(&runs, &hot_rows);
     let rows: Vec<&trace::SweepRow> = runs.iter().map(|r| &r.files.row).collect();
-    let perturbation = perturbation::assess(&rows);
+    let mut perturbation = perturbation::assess(&rows);
+    perturbation.sites = perturbation::site_truth(&runs);
+    if perturbation.sites.height() > 0 {
+        let p = out_dir.join("truth_sites.csv");
+        perturbation.sites.write_csv(&p)?;
+        files.push(p);
+    }
     for (name, t) in [
         ("perturbation.csv", &perturbation.table),
         ("breakdown.csv", &breakdown),

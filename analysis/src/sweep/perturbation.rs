@@ -10,16 +10,18 @@
 use crate::figures::{Figure, FigureKind, LinePanel};
 use crate::fmt::{pretty_shape, sig};
 use crate::stats::{median, range};
+use crate::sweep::model::Run;
 use crate::table::{Col, Table};
-use trace::SweepRow;
+use trace::{SiteTruth, SweepRow, TruthStats};
 
 /// Texture hit rates that differ by more than this count as changed by the probes.
 pub(crate) const HIT_RATE_TOLERANCE: f64 = 0.02;
 
-/// The verdict lines and the per-run table.
+/// The verdict lines, the per-run table, and the per-site ground truth (empty without one).
 pub(crate) struct Perturbation {
     pub verdict: Vec<String>,
     pub table: Table,
+    pub sites: Table,
 }
 
 /// The verdict and table of the analysed runs' rows.
@@ -157,7 +159,43 @@ pub(crate) fn assess(rows: &[&SweepRow]) -> Perturbation {
             )
         });
     }
-    Perturbation { verdict, table }
+    Perturbation {
+        verdict,
+        table,
+        sites: Table::default(),
+    }
+}
+
+/// Per run and site, the probe's mean reading beside the true mean access time of the same
+/// accesses, and that time beside the bare build's (`truth_sites.csv`; the emulator's runs).
+pub(crate) fn site_truth(runs: &[Run]) -> Table {
+    let mut rows: Vec<(&Run, &SiteTruth)> = Vec::new();
+    for r in runs {
+        if let Some(t) = &r.files.truth {
+            rows.extend(t.sites.iter().map(|s| (r, s)));
+        }
+    }
+    let mut table = Table::default();
+    if rows.is_empty() {
+        return table;
+    }
+    let text = |f: &dyn Fn(&Run, &SiteTruth) -> String| {
+        Col::Str(rows.iter().map(|(r, s)| f(r, s)).collect())
+    };
+    let num = |f: &dyn Fn(&TruthStats) -> Option<f64>| {
+        Col::F64(rows.iter().map(|(_, s)| f(&s.stats)).collect())
+    };
+    table.push("run", text(&|r, _| r.files.row.run.clone()));
+    table.push("mode", text(&|r, _| r.files.row.mode.clone()));
+    table.push("site", text(&|r, s| r.stats.site_name(s.site)));
+    table.push("accesses", num(&|t| Some(t.accesses as f64)));
+    table.push("probe_mean_cycles", num(&|t| Some(t.probe_mean_cycles)));
+    table.push("true_mean_cycles", num(&|t| Some(t.true_mean_cycles)));
+    table.push("probe_error", num(&|t| Some(t.probe_error)));
+    table.push("probe_bias_cycles", num(&|t| Some(t.probe_bias_cycles)));
+    table.push("bare_true_mean_cycles", num(&|t| t.bare_true_mean_cycles));
+    table.push("truth_shift", num(&|t| t.truth_shift));
+    table
 }
 
 /// The probes against the ground truth, per mode, where the runs have it (the emulator's).

@@ -191,6 +191,12 @@ pub(crate) fn document(a: &Analysis) -> Doc {
     b.push(Block::List(a.perturbation.verdict.clone()));
     b.extend(figures(a, "perturbation_"));
     b.push(Block::Table(a.perturbation.table.text_rows(None)));
+    if a.perturbation.sites.height() > 0 {
+        b.push(Block::para(
+            "Per site (`truth_sites.csv`): the probe's mean reading beside the true mean time of the same accesses (the emulator's issue and data-return cycles), and that time in the bare build.".to_string(),
+        ));
+        b.push(Block::Table(a.perturbation.sites.text_rows(None)));
+    }
     b.extend(a.paper.blocks.iter().cloned());
     b.push(Block::Heading(2, "Breakdown (fig. 5)".into()));
     b.push(Block::para(format!(

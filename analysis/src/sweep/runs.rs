@@ -4,8 +4,9 @@
 //! ```text
 //! SWEEPDIR/sweep.csv        trace::SweepRow, read by `sweep_dir.rs` (columns by name, empty
 //!                           cells and missing optional columns unknown)
-//! SWEEPDIR/<run>/run.json   trace::RunMetrics (fallback for frame_rate / tex_hit_rate); a run
-//!                           whose run.json exists but cannot be read is left out, with why
+//! SWEEPDIR/<run>/run.json   trace::RunMetrics (fallback for frame_rate / tex_hit_rate; the
+//!                           per-site ground truth); a run whose run.json exists but cannot be
+//!                           read is left out, with why
 //! SWEEPDIR/<run>/trace.wst  trace::TraceReader
 //! SWEEPDIR/<run>/config.toml  the effective emulator config (optional)
 //! ```
@@ -25,6 +26,8 @@ pub(crate) struct RunFiles {
     pub hit_rate_source: Option<String>,
     /// The row's texture hit rate is the bare build's: the probed build's was not counted.
     pub tex_from_bare: bool,
+    /// The probes beside the true access times, per site (run.json; the emulator's runs).
+    pub truth: Option<trace::ProbeTruth>,
 }
 
 /// Why a listed run was left out of the analysis.
@@ -66,6 +69,7 @@ pub(crate) fn locate_runs(dir: &Path, rows: Vec<SweepRow>) -> (Vec<RunFiles>, Ve
             None
         };
         let hit_rate_source = metrics.as_ref().and_then(|m| m.hit_rate_source.clone());
+        let truth = metrics.as_ref().and_then(|m| m.truth.clone());
         if let Some(m) = metrics {
             row.frame_rate = row.frame_rate.or(m.frame_rate);
             row.tex_hit_rate = row.tex_hit_rate.or(m.tex_hit_rate);
@@ -92,6 +96,7 @@ pub(crate) fn locate_runs(dir: &Path, rows: Vec<SweepRow>) -> (Vec<RunFiles>, Ve
             config,
             hit_rate_source,
             tex_from_bare,
+            truth,
         });
     }
     (found, skipped)

@@ -50,6 +50,9 @@ struct Job {
     micro: bool,
     /// Per entry (name, `.maxnreg`): the register budget of a probed build (empty otherwise).
     budgets: Vec<(String, u32)>,
+    /// A probed build with the untimed warps' bare path (`-DWS_SAMPLED=1`), for launches that
+    /// time only some warps.
+    sampled: bool,
 }
 
 struct Done {
@@ -112,6 +115,7 @@ fn run() -> Result<(), String> {
             corpus: false,
             micro,
             budgets: Vec::new(),
+            sampled: false,
         });
     }
     for rel in &corpus {
@@ -122,6 +126,7 @@ fn run() -> Result<(), String> {
             corpus: true,
             micro: false,
             budgets: Vec::new(),
+            sampled: false,
         });
     }
     let mut done = run_parallel(jobs, &nvcc, &root, &out)?;
@@ -138,16 +143,34 @@ fn run() -> Result<(), String> {
                 budgets: budgets.clone(),
                 ..bare.job.clone()
             });
+            // The top-level kernels (the study's and the probe tests') also in a sampled build;
+            // the microbenchmarks time their one warp.
+            if !bare.job.micro {
+                probed.push(Job {
+                    mode,
+                    budgets: budgets.clone(),
+                    sampled: true,
+                    ..bare.job.clone()
+                });
+            }
         }
     }
     done.extend(run_parallel(probed, &nvcc, &root, &out)?);
     done.sort_by(|a, b| {
-        (a.job.corpus, a.job.micro, &a.job.stem, a.job.mode).cmp(&(
-            b.job.corpus,
-            b.job.micro,
-            &b.job.stem,
-            b.job.mode,
-        ))
+        (
+            a.job.corpus,
+            a.job.micro,
+            &a.job.stem,
+            a.job.mode,
+            a.job.sampled,
+        )
+            .cmp(&(
+                b.job.corpus,
+                b.job.micro,
+                &b.job.stem,
+                b.job.mode,
+                b.job.sampled,
+            ))
     });
     std::fs::write(out.join("builds.rs"), builds_rs(&done, &version))
         .map_err(|e| format!("writing builds.rs: {e}"))?;
@@ -355,10 +378,17 @@ fn build_one(job: &Job, nvcc: &Path, root: &Path, out: &Path) -> Result<Done, St
         format!("corpus_{}", job.stem)
     } else if job.micro {
         format!("micro_{}_m{}", job.stem, job.mode)
+    } else if job.sampled {
+        format!("{}_m{}_sampled", job.stem, job.mode)
     } else {
         format!("{}_m{}", job.stem, job.mode)
     };
-    let what = format!("{} (WS_MODE={})", job.rel, job.mode);
+    let what = format!(
+        "{} (WS_MODE={}{})",
+        job.rel,
+        job.mode,
+        if job.sampled { ", WS_SAMPLED=1" } else { "" }
+    );
     let budget_text: String = job
         .budgets
         .iter()
@@ -380,17 +410,22 @@ fn build_one(job: &Job, nvcc: &Path, root: &Path, out: &Path) -> Result<Done, St
     );
     let key_path = out.join(format!("{base}.key"));
     let log_path = out.join(format!("{base}.ptxas.log"));
-    let ptx_args: Vec<String> = vec![
+    let mut ptx_args: Vec<String> = vec![
         format!("-arch=compute_{PTX_ARCH}"),
         "-ptx".into(),
         "-O3".into(),
         format!("-DWS_MODE={}", job.mode),
+    ];
+    if job.sampled {
+        ptx_args.push("-DWS_SAMPLED=1".into());
+    }
+    ptx_args.extend([
         "-I".into(),
         "kernels".into(),
         job.rel.clone(),
         "-o".into(),
         ptx_path.to_string_lossy().into_owned(),
-    ];
+    ]);
     let cached = std::fs::read_to_string(&key_path).is_ok_and(|k| k == key)
         && log_path.is_file()
         && ptx_path.is_file()
@@ -532,10 +567,11 @@ fn builds_rs(done: &[Done], version: &str) -> String {
             let fat = d.fatbin_file.as_deref().unwrap_or_default();
             let _ = writeln!(
                 s,
-                "    KernelBuild {{ source: {:?}, mode: {}, ptx: include_str!(concat!(env!(\"OUT_DIR\"), \"/{}\")), \
+                "    KernelBuild {{ source: {:?}, mode: {}, sampled: {}, ptx: include_str!(concat!(env!(\"OUT_DIR\"), \"/{}\")), \
                  fatbin: include_bytes!(concat!(env!(\"OUT_DIR\"), \"/{}\")), entries: {}, command: {:?} }},",
                 d.job.stem,
                 d.job.mode,
+                d.job.sampled,
                 d.ptx_file,
                 fat,
                 entries(d),

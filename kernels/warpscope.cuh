@@ -17,9 +17,23 @@
 //   }
 //
 // and compile with -DWS_MODE=<mode>. Under WS_OFF every macro disappears and WS_LOAD(s, r, e) is
-// exactly (e): the kernel compiles to the same PTX as without this header. What is kept (per-site
-// statistics for every warp, per-access records for the warps the host selects) is chosen at
-// launch time, not at compile time: one build serves both.
+// exactly (e): the kernel compiles to the same PTX as without this header. Which warps keep
+// per-access records is chosen at launch time; which warps time their accesses too, in a build
+// with -DWS_SAMPLED=1 (below). A build without it times every warp.
+//
+// TIMED AND UNTIMED WARPS (-DWS_SAMPLED=1)
+// A fenced or dummy probe makes its warp wait for each load it times, so a probed warp no longer
+// overlaps its loads; timing a sample of the warps lowers that cost. The host marks each warp
+// timed or untimed (`untimed` in its warp header). At every probe one warp-uniform branch, taken
+// before anything of the probe, chooses between the TIMED PATH (the probe below, unchanged: its
+// window is the same straight-line code whatever the selection) and the BARE PATH, a separate
+// copy of the plain load and nothing else (no clock read, no fence or dummy store, no statistics
+// update). The flag is read once, by WS_KERNEL_BEGIN, into bit 0 of the probe state (free: the
+// state is a 16-byte aligned shared address), so an access costs every warp one bit test and one
+// branch outside the window, and no extra register. The host times every traced warp (a record is
+// a timed access). Why a build of its own: the bare copy doubles every load in the kernel's code,
+// and nvcc then unrolls less (the volume renderer's ray loop is not unrolled), which costs the
+// timed warps too; a build that times every warp keeps the probe as it was.
 //
 // THE ORDER PROBLEM AND WHY IT HOLDS HERE
 // The paper's dummy, `if (dummy < 0) x += 1; t1 = clock();`, is control flow that ptxas may
@@ -64,10 +78,10 @@
 // keep the bare kernel's resident blocks per SM and to keep the log's own memory traffic out of
 // every timed window:
 //   * clocks are 32-bit (%clock, the low word of %clock64): one register per open window, not two;
-//   * per-thread probe state is ONE 32-bit value (the warp's state offset in shared memory, or its
-//     index in the global log); everything else is in shared memory or in the kernel parameter
+//   * per-thread probe state is ONE 32-bit value (the warp's state offset in shared memory, its
+//     bit 0 set for an untimed warp); everything else is in shared memory or in the kernel parameter
 //     `log` (constant bank, free to re-read);
-//   * every warp keeps per-site statistics (count, sum, min, max of cycles) in its shared-memory
+//   * every timed warp keeps per-site statistics (count, sum, min, max of cycles) in its shared-memory
 //     state with `red.shared` — no global store until WS_KERNEL_END copies them out;
 //   * warps the host selected for tracing (per-access records, for timelines) also store one
 //     16-byte record to global memory per access, and then DRAIN it with the same fence before the
@@ -93,7 +107,7 @@
 // GLOBAL LOG BUFFER LAYOUT (little-endian; the constants below are THE definition — build.rs turns
 // every numeric `#define WS_...` of this file into Rust constants in kernels::layout)
 //   header WS_LOG_HEADER_BYTES (64), written by the HOST before launch, never by the kernel:
-//     0 u32 magic 0x57534C47  4 u32 version 2  8 u32 mode  12 u32 kind (0 every warp traced,
+//     0 u32 magic 0x57534C47  4 u32 version 3  8 u32 mode  12 u32 kind (0 every warp traced,
 //     1 summary + selected warps traced)  16 u32 slots (records per traced warp)  20 u32 n_warps
 //     24 u32 record_bytes (16)  28 u32 warp_header_bytes (48)  32 u32 sites  36 u32 n_traced
 //     40..64 zero
@@ -101,14 +115,16 @@
 //     warp header 48 bytes: 0 u64 begin clock; 8 u64 end clock; 16 u32 smid; 20 u32 %warpid;
 //       24 u32 count (trace records attempted: kept + dropped; 0 for untraced warps);
 //       28 u32 flags (bit0 END ran); 32 u32 trace (host-written: this warp's trace area, or
-//       0xFFFFFFFF = not traced); 36 u32 dropped_sites; 40..48 zero (16-byte alignment)
+//       0xFFFFFFFF = not traced); 36 u32 dropped_sites; 40 u32 untimed (host-written: 1 = the
+//       warp takes the bare path, its count and site table stay 0; 0 = timed); 44..48 zero
+//       (16-byte alignment)
 //     then sites entries of 16 bytes: 0 u32 count; 4 u32 min; 8 u32 max; 12 u32 sum (mod 2^32:
 //     the reader widens it with count, min and max; see instrument/src/log.rs)
 //   trace area t at 64 + n_warps*(48 + sites*16) + t*slots*16, one per traced warp:
 //     record 16 bytes: 0 u32 start (low 32 bits of the clock; the reader widens it against the
 //     warp's 64-bit begin clock: a warp must not run 2^32 cycles); 4 u32 duration; 8 u32 site;
 //     12 u32 zero
-//   The host zeroes the buffer and sets min = 0xFFFFFFFF and `trace`; WS_KERNEL_BEGIN initialises
+//   The host zeroes the buffer and sets min = 0xFFFFFFFF, `trace` and `untimed`; WS_KERNEL_BEGIN initialises
 //   the warp's state again where it lives (shared memory), so a reused buffer needs no care.
 //
 // SHARED STATE: each warp's state is a copy of its global warp area (header and
@@ -140,7 +156,7 @@
 
 // ---- log buffer layout ----
 #define WS_LOG_MAGIC 0x57534C47
-#define WS_LOG_VERSION 2
+#define WS_LOG_VERSION 3
 #define WS_LOG_HEADER_BYTES 64
 #define WS_HDR_MAGIC_OFFSET 0
 #define WS_HDR_VERSION_OFFSET 4
@@ -162,8 +178,11 @@
 #define WS_WH_FLAGS_OFFSET 28
 #define WS_WH_TRACE_OFFSET 32
 #define WS_WH_DROPPED_SITES_OFFSET 36
+#define WS_WH_UNTIMED_OFFSET 40
 #define WS_WARP_FLAG_END 1
 #define WS_NOT_TRACED 0xFFFFFFFF
+// `untimed`'s value for a warp that takes the bare path; also the probe state's bit that says so.
+#define WS_WARP_UNTIMED 1
 
 #define WS_RECORD_BYTES 16
 #define WS_REC_START_OFFSET 0
@@ -223,7 +242,8 @@ struct WarpHeader {
     unsigned int flags;
     unsigned int trace;
     unsigned int dropped_sites;
-    unsigned int reserved[2];  // keeps warp areas, and so the trace areas after them, 16-aligned
+    unsigned int untimed;
+    unsigned int reserved;  // keeps warp areas, and so the trace areas after them, 16-aligned
 };
 
 static_assert(sizeof(Log) == WS_LOG_ARG_BYTES, "ws::Log layout");
@@ -236,6 +256,7 @@ static_assert(__builtin_offsetof(WarpHeader, smid) == WS_WH_SMID_OFFSET, "smid o
 static_assert(__builtin_offsetof(WarpHeader, trace) == WS_WH_TRACE_OFFSET, "trace offset");
 static_assert(__builtin_offsetof(WarpHeader, dropped_sites) == WS_WH_DROPPED_SITES_OFFSET,
               "dropped_sites offset");
+static_assert(__builtin_offsetof(WarpHeader, untimed) == WS_WH_UNTIMED_OFFSET, "untimed offset");
 static_assert(__builtin_offsetof(SiteSummary, sum) == WS_SUM_SUM_OFFSET, "sum offset");
 static_assert(__builtin_offsetof(Record, site) == WS_REC_SITE_OFFSET, "site offset");
 
@@ -416,8 +437,18 @@ __device__ __forceinline__ unsigned char* global_area(const Log& log, unsigned i
 }
 
 // The one value a thread keeps across the kernel: its warp's state, as an address in the shared
-// window (what `ld.shared`/`red.shared` take).
+// window (what `ld.shared`/`red.shared` take), with bit 0 set when the warp is untimed. A timed
+// warp's state is the address itself; only END, which every warp runs, clears the bit.
 typedef unsigned int State;
+
+// Whether the warp is timed. Volatile, so that every probe tests the flag itself: with a plain
+// test the compiler knows the flag after the first probe and merges the bare paths of
+// consecutive probes into one, which leaves the later windows without a branch of their own.
+__device__ __forceinline__ bool timed(State st) {
+    unsigned int untimed;
+    asm volatile("and.b32 %0, %1, " WS_STR(WS_WARP_UNTIMED) ";" : "=r"(untimed) : "r"(st));
+    return untimed == 0u;
+}
 
 __device__ __forceinline__ unsigned char* state_ptr(State st) {
     return reinterpret_cast<unsigned char*>(__cvta_shared_to_generic(st));
@@ -432,11 +463,21 @@ __device__ __forceinline__ State begin(const Log& log) {
     // The host-written trace index, read by every lane in straight-line code (volatile, so that
     // the compiler neither sinks it into the leader's branch nor moves it past the begin clock:
     // no load may sit between the begin clock and a probe's opening clock).
+#if defined(WS_SAMPLED) && WS_SAMPLED
+    unsigned int trace, untimed;
+    asm volatile("ld.global.u32 %0, [%2];\n\t"
+                 "ld.global.u32 %1, [%3];"
+                 : "=r"(trace), "=r"(untimed)
+                 : "l"(__cvta_generic_to_global(g + WS_WH_TRACE_OFFSET)),
+                   "l"(__cvta_generic_to_global(g + WS_WH_UNTIMED_OFFSET))
+                 : "memory");
+#else
     unsigned int trace;
     asm volatile("ld.global.u32 %0, [%1];"
                  : "=r"(trace)
                  : "l"(__cvta_generic_to_global(g + WS_WH_TRACE_OFFSET))
                  : "memory");
+#endif
     const unsigned int mask = __activemask();
     if (is_leader()) {
         WarpHeader* h = reinterpret_cast<WarpHeader*>(s);
@@ -444,6 +485,9 @@ __device__ __forceinline__ State begin(const Log& log) {
         h->flags = 0u;
         h->dropped_sites = 0u;
         h->trace = trace;
+#if defined(WS_SAMPLED) && WS_SAMPLED
+        h->untimed = untimed;
+#endif
         // Until END, the shared copy's `end` holds a traced warp's record base address and `smid`
         // its slot count (fields END writes last), for trace_record.
         if (trace != WS_NOT_TRACED) {
@@ -466,7 +510,13 @@ __device__ __forceinline__ State begin(const Log& log) {
     // Read last, after the set-up's loads, so that no load lies between it and the first probe.
     const unsigned long long t = clock64();
     if (is_leader()) reinterpret_cast<WarpHeader*>(s)->begin = t;
+    // A build without the bare path neither reads the flag nor writes it back; the host checks
+    // that the flag it wrote came back when it asked for untimed warps.
+#if defined(WS_SAMPLED) && WS_SAMPLED
+    return untimed == WS_WARP_UNTIMED ? (st | WS_WARP_UNTIMED) : st;
+#else
     return st;
+#endif
 }
 
 // A traced warp's record: one 16-byte global store, drained before the next window opens. The
@@ -543,9 +593,15 @@ __device__ __forceinline__ void record(const Log& log, State st, const Pending& 
     if (p.trace != WS_NOT_TRACED && p.lead == 0u) trace_record(st, Site, t0, t1 - t0);
 }
 
+// One warp-uniform branch before the window chooses the path: an untimed warp runs its own copy
+// of the plain load, a timed warp the probe unchanged. Branching inside the probe instead (around
+// the opening part and around the closing part) would put a branch into every timed window.
 template <int Region, unsigned int Site, typename F>
 __device__ __forceinline__ auto load(const Log& log, State st, F&& f) -> decltype(f()) {
     using T = decltype(f());
+#if defined(WS_SAMPLED) && WS_SAMPLED
+    if (!timed(st)) return f();
+#endif
     const Pending p = prepare(log, st);
     const unsigned int t0 = clock32();
     const T v = f();
@@ -563,7 +619,12 @@ __device__ __forceinline__ auto load(const Log& log, State st, F&& f) -> decltyp
     return v;
 }
 
-__device__ __forceinline__ void end(const Log& log, State st) {
+__device__ __forceinline__ void end(const Log& log, State tagged) {
+#if defined(WS_SAMPLED) && WS_SAMPLED
+    const State st = tagged & ~(State)WS_WARP_UNTIMED;
+#else
+    const State st = tagged;
+#endif
     const unsigned long long t_end = clock64();
     const unsigned int mask = __activemask();
     __syncwarp(mask);

@@ -10,13 +10,13 @@
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use device::EmuDevice;
-use instrument::TraceWarps;
+use instrument::WarpSelection;
 use std::time::Duration;
 use study::{BlockShape, RenderConfig, Scale, View, VolumeKind};
 use trace::ProbeMode;
 
 /// Simulated seconds of one frame of the demo kernel in `mode`, tracing `trace_warps`.
-fn frame_seconds(mode: ProbeMode, trace_warps: &TraceWarps) -> f64 {
+fn frame_seconds(mode: ProbeMode, trace_warps: &WarpSelection) -> f64 {
     let config = emulator::GpuConfig::preset("gtx480").unwrap_or_else(|e| panic!("{e}"));
     let clock_hz = config.clock_mhz * 1e6;
     let mut dev = EmuDevice::new(config.clone());
@@ -28,6 +28,7 @@ fn frame_seconds(mode: ProbeMode, trace_warps: &TraceWarps) -> f64 {
         view: View::new(0.0, 0.0, 0.0),
         mode,
         trace_warps: trace_warps.clone(),
+        time_warps: instrument::WarpSelection::all(),
         slots_per_warp: 1024,
         frames: 1,
         measure_overhead: false,
@@ -46,13 +47,13 @@ fn overhead(c: &mut Criterion) {
         .warm_up_time(Duration::from_millis(1))
         .measurement_time(Duration::from_millis(1));
     let cases = [
-        ("off", ProbeMode::Off, TraceWarps::none()),
-        ("naive_summary", ProbeMode::Naive, TraceWarps::none()),
-        ("fence_summary", ProbeMode::Fence, TraceWarps::none()),
-        ("dummy_summary", ProbeMode::Dummy, TraceWarps::none()),
-        ("naive_trace", ProbeMode::Naive, TraceWarps::all()),
-        ("fence_trace", ProbeMode::Fence, TraceWarps::all()),
-        ("dummy_trace", ProbeMode::Dummy, TraceWarps::all()),
+        ("off", ProbeMode::Off, WarpSelection::none()),
+        ("naive_summary", ProbeMode::Naive, WarpSelection::none()),
+        ("fence_summary", ProbeMode::Fence, WarpSelection::none()),
+        ("dummy_summary", ProbeMode::Dummy, WarpSelection::none()),
+        ("naive_trace", ProbeMode::Naive, WarpSelection::all()),
+        ("fence_trace", ProbeMode::Fence, WarpSelection::all()),
+        ("dummy_trace", ProbeMode::Dummy, WarpSelection::all()),
     ];
     for (name, mode, trace_warps) in cases {
         let seconds = frame_seconds(mode, &trace_warps);

@@ -25,7 +25,7 @@ struct Experiment {
 impl Experiment {
     fn load(root: &Path, file: &'static str, cfg: &GpuConfig) -> Result<Self, CalibrationError> {
         let path: PathBuf = root.join(RECORDS_DIR).join(file);
-        let compiled = kernels::compile_ptx(&path, kernels::layout::WS_OFF)
+        let compiled = kernels::compile_ptx(&path, kernels::layout::WS_OFF, false)
             .map_err(|source| CalibrationError::Compile { path, source })?;
         let entries = compiled
             .entries

@@ -18,7 +18,7 @@
 use crate::error::CheckError;
 use device::{Arg, Device, LaunchConfig};
 use emulator::{TexAddress, TexFilter, TexFormat, TextureDesc};
-use instrument::{Probe, ProbedArg, TraceWarps, launch_probed};
+use instrument::{Probe, ProbedArg, WarpSelection, launch_probed};
 use kernels::corpus_cases::Rng;
 use kernels::layout::{WS_DUMMY, WS_FENCE, WS_NAIVE};
 use serde::{Deserialize, Serialize};
@@ -253,7 +253,8 @@ pub fn measure(
     };
     let probe = Probe {
         mode,
-        trace_warps: TraceWarps::all(),
+        trace_warps: WarpSelection::all(),
+        time_warps: WarpSelection::all(),
         slots_per_warp: repeats,
         sites: vec![SiteInfo::new(
             0,

@@ -385,7 +385,7 @@ fn export(ctx: &Ctx<'_>) -> Result<Outcome> {
     // backends, independent of whether the study finished.
     let cfg = study::RenderConfig {
         params: study::RenderParams::with_size(64, 64),
-        trace_warps: instrument::TraceWarps::all(),
+        trace_warps: instrument::WarpSelection::all(),
         frames: if ctx.gpu { 3 } else { 1 },
         emu_config: Some(ctx.preset.clone()),
         ..study::RenderConfig::default()

@@ -24,6 +24,10 @@ pub struct InstrumentArgs {
     /// Output PTX (default: IN with extension .ws.ptx).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Give every probe the untimed warps' bare path, so that a launch of the output may time
+    /// only some warps (`launch --time-warps`); without it every warp times its accesses.
+    #[arg(long)]
+    pub sampled: bool,
 }
 
 pub fn run(args: &InstrumentArgs) -> Result<()> {
@@ -31,6 +35,7 @@ pub fn run(args: &InstrumentArgs) -> Result<()> {
         mode: args.mode,
         sites: args.sites.clone(),
         kernel: args.kernel.clone(),
+        sampled: args.sampled,
     };
     let out = args
         .out

@@ -4,7 +4,7 @@
 use crate::EmuArgs;
 use anyhow::Result;
 use clap::Args;
-use instrument::TraceWarps;
+use instrument::WarpSelection;
 use std::path::PathBuf;
 use trace::ProbeMode;
 
@@ -22,10 +22,17 @@ pub struct LaunchArgs {
     /// `warpscope instrument`); the spec then has no log argument.
     #[arg(long, value_name = "MODE", conflicts_with = "mode")]
     pub instrument: Option<ProbeMode>,
-    /// Warps that also keep every access; every warp keeps per-site statistics. Global warp
-    /// indices and ranges (`0-3,17`), `every:N`, `all` or `none`.
+    /// Warps that also keep every access; a traced warp is always timed. Global warp indices and
+    /// ranges (`0-3,17`), `every:N`, `all` or `none`.
     #[arg(long, default_value = "all")]
-    pub trace_warps: TraceWarps,
+    pub trace_warps: WarpSelection,
+    /// Warps that time their accesses and keep per-site statistics; the others run the bare path
+    /// at every probe (the plain load alone). Same grammar as --trace-warps; every traced warp is
+    /// timed too, so sampling needs --trace-warps to select fewer than all. Anything but `all`
+    /// needs probes with the bare path: a .cu is then compiled with -DWS_SAMPLED=1, and
+    /// --instrument adds it; a .ptx must have been instrumented with --sampled.
+    #[arg(long, default_value = "all")]
+    pub time_warps: WarpSelection,
     /// Output folder: run.json, trace.wst, config.toml and the spec's output buffers.
     #[arg(long, default_value = "launch-out")]
     pub out: PathBuf,
@@ -52,6 +59,7 @@ pub fn run(args: &LaunchArgs) -> Result<()> {
         mode: args.mode,
         instrument: args.instrument,
         trace_warps: args.trace_warps.clone(),
+        time_warps: args.time_warps.clone(),
         out: args.out.clone(),
         cache: match (&args.cache, args.no_cache) {
             (_, true) => launch::Cache::Off,

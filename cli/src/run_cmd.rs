@@ -30,10 +30,16 @@ pub struct RunArgs {
     /// dummy for read-only memory).
     #[arg(long, default_value = "auto")]
     pub mode: ProbeMode,
-    /// Warps that also keep every access; every warp keeps per-site statistics. Global warp
-    /// indices and ranges (`0-3,17`), `every:N`, `all` or `none`.
+    /// Warps that also keep every access; a traced warp is always timed. Global warp indices and
+    /// ranges (`0-3,17`), `every:N`, `all` or `none`.
     #[arg(long, default_value = "none")]
     pub trace_warps: String,
+    /// Warps that time their accesses and keep per-site statistics; the others run the bare path
+    /// at every probe (the plain load alone). Same grammar as --trace-warps; every traced warp is
+    /// timed too. Anything but `all` gives every probe the bare path, which the probes timing all
+    /// warps do without.
+    #[arg(long, default_value = "all")]
+    pub time_warps: String,
     /// Loads to time: global, texture, readonly, constant, shared, local (comma-separated).
     #[arg(long, default_value = profile::DEFAULT_SITES)]
     pub sites: String,
@@ -68,6 +74,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
             out: args.out.clone(),
             mode: args.mode,
             trace_warps: args.trace_warps.clone(),
+            time_warps: args.time_warps.clone(),
             sites: args.sites.clone(),
             kernel_name: args.kernel_name.clone(),
             launch_skip: args.launch_skip,

@@ -8,7 +8,7 @@ use clap::Args;
 use device::BackendChoice;
 use export::{Exported, RunFolder, RunLog};
 use indicatif::{ProgressBar, ProgressStyle};
-use instrument::TraceWarps;
+use instrument::WarpSelection;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use study::{
@@ -77,12 +77,19 @@ pub struct SceneArgs {
 /// How the probes record, shared by render and sweep.
 #[derive(Args, Debug, Clone)]
 pub struct ProbeArgs {
-    /// Warps that also keep every access (for timelines and per-access exports); every warp keeps
-    /// per-site statistics (count, sum, min, max). Global warp indices and ranges (`0-3,17`),
-    /// `every:N`, `all` or `none`. An N sharing a factor with the grid (a power of two) traces the
-    /// same place in every row of blocks; the default's N is prime, so its sample spans the image.
+    /// Warps that also keep every access (for timelines and per-access exports); a traced warp
+    /// is always timed. Global warp indices and ranges (`0-3,17`), `every:N`, `all` or `none`. An
+    /// N sharing a factor with the grid (a power of two) traces the same place in every row of
+    /// blocks; the default's N is prime, so its sample spans the image.
     #[arg(long, default_value_t = study::default_trace_warps())]
-    pub trace_warps: TraceWarps,
+    pub trace_warps: WarpSelection,
+    /// Warps that time their accesses and keep per-site statistics (count, sum, min, max); the
+    /// others run the bare path at every probe (the plain load, no clock read, fence or update),
+    /// which lowers what probing costs the kernel. Same grammar as --trace-warps; every traced
+    /// warp is timed too, selected here or not. Anything but `all` renders with the kernel's
+    /// sampled build (-DWS_SAMPLED=1), whose extra code costs the timed warps too.
+    #[arg(long, default_value_t = WarpSelection::all())]
+    pub time_warps: WarpSelection,
     /// Records each traced warp can keep (a ray of 500 steps makes up to 1000).
     #[arg(long, default_value_t = 1024)]
     pub slots: u32,
@@ -222,6 +229,7 @@ pub fn render(args: &RenderArgs) -> Result<()> {
         view: args.view,
         mode: args.mode,
         trace_warps: args.probe.trace_warps.clone(),
+        time_warps: args.probe.time_warps.clone(),
         slots_per_warp: args.probe.slots,
         frames: args.probe.frames,
         measure_overhead: !args.probe.no_overhead,
@@ -315,6 +323,7 @@ pub fn sweep(args: &SweepArgs) -> Result<()> {
         views: or_default(&args.views, &View::PAPER),
         modes: or_default(&args.modes, &[ProbeMode::Naive, ProbeMode::Fence]),
         trace_warps: args.probe.trace_warps.clone(),
+        time_warps: args.probe.time_warps.clone(),
         slots_per_warp: args.probe.slots,
         frames: args.probe.frames,
         measure_overhead: !args.probe.no_overhead,

@@ -104,7 +104,7 @@ fn shapes_cuda_refuses_are_refused_before_anything_runs_or_is_written() {
 /// The histogram example compiled to PTX in `mode`, with a spec naming the `.ptx`.
 fn histogram_ptx(dir: &Path, mode: u32) -> std::path::PathBuf {
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/histogram");
-    let ptx = kernels::compile_ptx(&example.join("histogram.cu"), mode)
+    let ptx = kernels::compile_ptx(&example.join("histogram.cu"), mode, false)
         .expect("nvcc compiles the example (run scripts/setup-cuda)")
         .ptx;
     std::fs::write(dir.join("histogram.ptx"), ptx).unwrap();

@@ -150,6 +150,12 @@ pub const WARP_HEADER: LayoutStruct = LayoutStruct {
             "dropped_sites",
             "accesses at sites outside the site table",
         ),
+        field(
+            L::WS_WH_UNTIMED_OFFSET,
+            4,
+            "untimed",
+            "written by the host: 1 when the warp takes the bare path (times nothing; its site table stays empty), 0 when it times its accesses",
+        ),
     ],
 };
 
@@ -163,7 +169,7 @@ pub const SITE_SUMMARY: LayoutStruct = LayoutStruct {
             L::WS_SUM_COUNT_OFFSET,
             4,
             "count",
-            "accesses timed at this site",
+            "accesses timed at this site (0 in an untimed warp)",
         ),
         field(
             L::WS_SUM_MIN_OFFSET,

@@ -8,19 +8,21 @@
 //! Main items: [`launch_probed`], which gives the probes their shared-memory state, fills in the
 //! `ws::Log` argument ([`ProbedArg::Log`]), launches, reports what that did to occupancy, and
 //! decodes the log into a `trace::Trace` ([`decode`] checks magic, sizes, sites and reports
-//! dropped records); [`TraceWarps`], which warps keep every access; [`rewrite`], which puts the
-//! same probes into a kernel's PTX without editing its source; [`ground_truth`], the probes'
-//! readings beside the emulator's true access times.
+//! dropped records); [`WarpSelection`], which warps time their accesses and which keep every
+//! access; [`rewrite`], which puts the same probes into a kernel's PTX without editing its
+//! source; [`ground_truth`], the probes' readings beside the emulator's true access times.
 
 mod error;
 mod layout;
 mod log;
 mod probe;
 pub mod rewrite;
+mod selection;
 mod truth;
 
 pub use error::InstrumentError;
 pub use layout::{LOG_LAYOUT, LayoutField, LayoutStruct};
-pub use log::{LogShape, TraceWarps, decode, initial_log};
+pub use log::{LogShape, decode, initial_log};
 pub use probe::{Probe, ProbePlan, ProbedArg, ProbedLaunch, launch_probed};
+pub use selection::WarpSelection;
 pub use truth::ground_truth;

@@ -8,7 +8,8 @@
 //!        record_bytes, warp_header_bytes, sites, n_traced; zeros
 //! warp area i at header + i·(warp_header_bytes + sites·16), i = linear block · warps/block + warp:
 //!   u64 begin, u64 end, u32 smid, u32 %warpid, u32 count (trace records attempted),
-//!   u32 flags (bit0: END ran), u32 trace (host: trace area index or 0xFFFFFFFF), u32 dropped_sites
+//!   u32 flags (bit0: END ran), u32 trace (host: trace area index or 0xFFFFFFFF), u32 dropped_sites,
+//!   u32 untimed (host: 1 = the warp takes the bare path and times nothing)
 //!   sites × {u32 count, u32 min, u32 max, u32 sum (mod 2^32)}
 //! trace area t after the warp areas: slots × {u32 start (clock low word), u32 duration, u32 site, 0}
 //! ```
@@ -17,129 +18,6 @@ use crate::InstrumentError;
 use crate::layout::HEADER;
 use kernels::layout as L;
 use trace::{Cycles, LaunchInfo, Record, RecordKind, SiteSummary, SmId, Trace, WarpTrace};
-
-/// Which warps keep per-access records (every warp keeps per-site statistics).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct TraceWarps {
-    /// Global warp indices (block linear index · warps per block + warp in block).
-    pub list: Vec<u32>,
-    /// Also every `every`-th warp (0, every, 2·every, …); `None` or 0: none by sampling.
-    pub every: Option<u32>,
-}
-
-impl TraceWarps {
-    /// No warp traced.
-    pub fn none() -> Self {
-        TraceWarps::default()
-    }
-
-    /// Every warp traced.
-    pub fn all() -> Self {
-        TraceWarps {
-            list: Vec::new(),
-            every: Some(1),
-        }
-    }
-
-    /// Whether global warp `w` is traced.
-    pub fn contains(&self, w: u32) -> bool {
-        self.every.is_some_and(|e| e > 0 && w.is_multiple_of(e)) || self.list.contains(&w)
-    }
-
-    /// The traced warps among `n_warps`, ascending: their position is their trace area index.
-    pub fn select(&self, n_warps: u64) -> Vec<u32> {
-        let n = u32::try_from(n_warps).unwrap_or(u32::MAX);
-        match self.every {
-            Some(e) if e > 0 => (0..n).filter(|&w| self.contains(w)).collect(),
-            _ => {
-                let mut v: Vec<u32> = self.list.iter().copied().filter(|&w| w < n).collect();
-                v.sort_unstable();
-                v.dedup();
-                v
-            }
-        }
-    }
-}
-
-impl std::fmt::Display for TraceWarps {
-    /// The canonical spec that parses back to the same selection: `0-3,17,every:64`, `all`, `none`.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.every == Some(1) {
-            return f.write_str("all");
-        }
-        let mut list = self.list.clone();
-        list.sort_unstable();
-        list.dedup();
-        let mut parts = Vec::new();
-        let mut i = 0;
-        while i < list.len() {
-            let mut j = i;
-            while j + 1 < list.len() && list[j + 1] == list[j] + 1 {
-                j += 1;
-            }
-            parts.push(if j > i {
-                format!("{}-{}", list[i], list[j])
-            } else {
-                list[i].to_string()
-            });
-            i = j + 1;
-        }
-        if let Some(e) = self.every.filter(|&e| e > 1) {
-            parts.push(format!("every:{e}"));
-        }
-        if parts.is_empty() {
-            f.write_str("none")
-        } else {
-            f.write_str(&parts.join(","))
-        }
-    }
-}
-
-impl std::str::FromStr for TraceWarps {
-    type Err = String;
-    /// `0-3,17` (global warp indices and inclusive ranges), `every:64`, `all`, `none`, or a
-    /// comma-separated mix of ranges and one `every:N`.
-    fn from_str(s: &str) -> Result<Self, String> {
-        let mut t = TraceWarps::none();
-        for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let bad = || {
-                format!(
-                    "--trace-warps {s:?}: {part:?} is not a warp index, a range A-B, every:N, all or none"
-                )
-            };
-            match part {
-                "all" => t.every = Some(1),
-                "none" => {}
-                _ => {
-                    if let Some(n) = part.strip_prefix("every:") {
-                        let n: u32 = n.parse().map_err(|_| bad())?;
-                        if n == 0 {
-                            return Err(format!(
-                                "--trace-warps {s:?}: every:0 traces nothing; use none"
-                            ));
-                        }
-                        t.every = Some(n);
-                    } else if let Some((a, b)) = part.split_once('-') {
-                        let (a, b): (u32, u32) =
-                            (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
-                        if a > b {
-                            return Err(format!("--trace-warps {s:?}: range {a}-{b} is empty"));
-                        }
-                        if b - a >= 1 << 24 {
-                            return Err(format!(
-                                "--trace-warps {s:?}: range {a}-{b} is too long; use every:N"
-                            ));
-                        }
-                        t.list.extend(a..=b);
-                    } else {
-                        t.list.push(part.parse().map_err(|_| bad())?);
-                    }
-                }
-            }
-        }
-        Ok(t)
-    }
-}
 
 /// Sizes of one launch's log, derived from the layout constants.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -151,6 +29,8 @@ pub struct LogShape {
     pub n_warps: u64,
     /// Traced warps, ascending (index = trace area).
     pub traced: Vec<u32>,
+    /// Warps that take the bare path and time nothing, ascending; never a traced warp.
+    pub untimed: Vec<u32>,
 }
 
 impl LogShape {
@@ -176,6 +56,11 @@ impl LogShape {
         warps_per_block as u64 * self.warp_area_bytes()
     }
 
+    /// Warps that time their accesses.
+    pub fn timed_warps(&self) -> u64 {
+        self.n_warps - self.untimed.len() as u64
+    }
+
     /// What the launch keeps: every warp traced, or statistics (and maybe some traced warps).
     pub fn kind(&self) -> RecordKind {
         if self.n_warps > 0 && self.traced.len() as u64 == self.n_warps {
@@ -186,8 +71,9 @@ impl LogShape {
     }
 }
 
-/// The buffer the host uploads before a launch: the header, and per warp its trace area index
-/// and `min = u32::MAX` per site (the kernel initialises its shared copy again).
+/// The buffer the host uploads before a launch: the header, and per warp its trace area index,
+/// whether it is untimed, and `min = u32::MAX` per site (the kernel initialises its shared copy
+/// again).
 pub fn initial_log(mode: trace::ProbeMode, shape: &LogShape) -> Vec<u8> {
     let mut b = vec![0u8; shape.total_bytes() as usize];
     for (off, _, v) in header_fields(mode, shape) {
@@ -205,6 +91,13 @@ pub fn initial_log(mode: trace::ProbeMode, shape: &LogShape) -> Vec<u8> {
             _ => L::WS_NOT_TRACED,
         };
         put32(&mut b, base + L::WS_WH_TRACE_OFFSET as usize, t);
+        if shape.untimed.binary_search(&(w as u32)).is_ok() {
+            put32(
+                &mut b,
+                base + L::WS_WH_UNTIMED_OFFSET as usize,
+                L::WS_WARP_UNTIMED,
+            );
+        }
         for s in 0..shape.sites as usize {
             let r = base + L::WS_WARP_HEADER_BYTES as usize + s * L::WS_SUMMARY_SITE_BYTES as usize;
             put32(&mut b, r + L::WS_SUM_MIN_OFFSET as usize, u32::MAX);
@@ -268,8 +161,9 @@ fn widen_sum(sum: u32, count: u64, min: u64, max: u64) -> Option<u64> {
 }
 
 /// Decodes a downloaded log buffer into a [`Trace`]: per-site statistics for every warp, records
-/// for the traced ones. Checks the magic, version and sizes against what the host wrote, and that
-/// every record names a declared site; counts dropped records. Warps that never reached
+/// for the traced ones. Checks the magic, version and sizes against what the host wrote, that
+/// every record names a declared site, and that an untimed warp timed nothing; counts dropped
+/// records. Warps that never reached
 /// `WS_KERNEL_END` are reported as an error (their statistics would be incomplete), naming the
 /// first such warp.
 pub fn decode(buf: &[u8], launch: &LaunchInfo, shape: &LogShape) -> Result<Trace, InstrumentError> {
@@ -338,11 +232,32 @@ pub fn decode(buf: &[u8], launch: &LaunchInfo, shape: &LogShape) -> Result<Trace
         w.end = Cycles(u64_at(buf, at(L::WS_WH_END_OFFSET)));
         w.hw_warp = u32_at(buf, at(L::WS_WH_WARPID_OFFSET));
         w.dropped = u32_at(buf, at(L::WS_WH_DROPPED_SITES_OFFSET));
+        let untimed = shape.untimed.binary_search(&(i as u32)).is_ok();
+        // Only a sampled build reads the flag and writes it back; where every warp is timed the
+        // word is not the kernel's to keep.
+        if !shape.untimed.is_empty()
+            && u32_at(buf, at(L::WS_WH_UNTIMED_OFFSET)) != u32::from(untimed) * L::WS_WARP_UNTIMED
+        {
+            return Err(bad(
+                at(L::WS_WH_UNTIMED_OFFSET),
+                format!(
+                    "warp {i}'s untimed flag is not the one the host wrote: timing only some warps needs a build with the untimed warps' bare path (-DWS_SAMPLED=1, or instrument --sampled)"
+                ),
+            ));
+        }
         for s in 0..shape.sites as usize {
             let r = base + L::WS_WARP_HEADER_BYTES as usize + s * L::WS_SUMMARY_SITE_BYTES as usize;
             let n = u32_at(buf, r + L::WS_SUM_COUNT_OFFSET as usize);
             if n == 0 {
                 continue;
+            }
+            if untimed {
+                return Err(bad(
+                    r,
+                    format!(
+                        "warp {i} was not selected for timing but timed {n} accesses at site {s}"
+                    ),
+                ));
             }
             if launch.site(s as u16).is_none() {
                 return Err(bad(
@@ -427,6 +342,7 @@ mod tests {
             slots_per_warp: 3,
             n_warps: 4,
             traced,
+            untimed: Vec::new(),
         }
     }
 
@@ -533,6 +449,7 @@ mod tests {
             slots_per_warp: 10,
             n_warps: 3,
             traced: vec![1],
+            untimed: Vec::new(),
         };
         assert_eq!(t.total_bytes(), 64 + 3 * (48 + 32) + 160);
         assert_eq!(t.shared_bytes_per_block(4), 4 * (48 + 32));
@@ -545,6 +462,53 @@ mod tests {
     }
 
     #[test]
+    fn untimed_warps_are_marked_and_must_time_nothing() {
+        let shape = LogShape {
+            untimed: vec![1, 3],
+            ..shape(vec![0])
+        };
+        let fresh = initial_log(ProbeMode::Fence, &shape);
+        let flag = |w: usize| {
+            u32_at(
+                &fresh,
+                64 + w * shape.warp_area_bytes() as usize + L::WS_WH_UNTIMED_OFFSET as usize,
+            )
+        };
+        assert_eq!((flag(0), flag(1), flag(2), flag(3)), (0, 1, 0, 1));
+        assert_eq!(shape.timed_warps(), 2);
+        // As the kernel leaves it: END copies the flag back; the untimed warps 1 and 3 made no
+        // timed access (warp 3 has none in `log`), warp 1 did in this buffer.
+        let mut b = log(&shape, &[2, 0, 5, 0]);
+        for w in [1, 3] {
+            put32(
+                &mut b,
+                64 + w * shape.warp_area_bytes() as usize + L::WS_WH_UNTIMED_OFFSET as usize,
+                1,
+            );
+        }
+        let t = decode(&b, &launch(), &shape).unwrap();
+        assert!(t.warps[1].summaries.is_empty() && t.warps[3].summaries.is_empty());
+        assert_eq!(t.warps[2].summaries[0].count, 5);
+        let mut timed_anyway = b.clone();
+        let r = 64 + shape.warp_area_bytes() as usize + 48 + 16;
+        put32(&mut timed_anyway, r, 4);
+        let e = decode(&timed_anyway, &launch(), &shape)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("warp 1 was not selected for timing"), "{e}");
+        let mut lost_flag = b;
+        put32(
+            &mut lost_flag,
+            64 + 3 * shape.warp_area_bytes() as usize + L::WS_WH_UNTIMED_OFFSET as usize,
+            0,
+        );
+        let e = decode(&lost_flag, &launch(), &shape)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("warp 3's untimed flag"), "{e}");
+    }
+
+    #[test]
     fn the_32_bit_sum_widens_when_unambiguous() {
         assert_eq!(widen_sum(24, 3, 7, 9), Some(24));
         // 2 accesses of 3·2^31 cycles: the true sum 3·2^32 is 0 mod 2^32.
@@ -552,26 +516,5 @@ mod tests {
         assert_eq!(widen_sum(0, 2, big, big), Some(3 << 32));
         assert_eq!(widen_sum(5, 1 << 20, 0, 1 << 12), None, "range spans 2^32");
         assert_eq!(widen(u32::MAX as u64 - 5, 3), u32::MAX as u64 + 4);
-    }
-
-    #[test]
-    fn trace_warps_parse_and_select() {
-        let t: TraceWarps = "0-3,17".parse().unwrap();
-        assert_eq!(t.select(100), vec![0, 1, 2, 3, 17]);
-        assert_eq!(t.select(2), vec![0, 1]);
-        let e: TraceWarps = "every:4,5".parse().unwrap();
-        assert_eq!(e.select(10), vec![0, 4, 5, 8]);
-        assert_eq!(
-            "all".parse::<TraceWarps>().unwrap().select(3),
-            vec![0, 1, 2]
-        );
-        assert!("none".parse::<TraceWarps>().unwrap().select(3).is_empty());
-        for spec in ["0-3,17", "5,every:4", "all", "none"] {
-            assert_eq!(spec.parse::<TraceWarps>().unwrap().to_string(), spec);
-        }
-        for bad in ["x", "3-1", "every:0", "every:x", "1-"] {
-            let e = bad.parse::<TraceWarps>().unwrap_err();
-            assert!(e.contains(bad), "{e}");
-        }
     }
 }

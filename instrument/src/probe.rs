@@ -9,7 +9,8 @@
 //! ([`ProbedLaunch::occupancy_note`]) — it never changes silently.
 
 use crate::InstrumentError;
-use crate::log::{LogShape, TraceWarps, decode, initial_log};
+use crate::log::{LogShape, decode, initial_log};
+use crate::selection::WarpSelection;
 use device::{Arg, Device, LaunchConfig, LaunchOutcome, ModuleId};
 use emulator::LoadWarps;
 use trace::{LaunchInfo, ProbeMode, SiteInfo, Trace};
@@ -18,8 +19,11 @@ use trace::{LaunchInfo, ProbeMode, SiteInfo, Trace};
 #[derive(Debug, Clone, PartialEq)]
 pub struct Probe {
     pub mode: ProbeMode,
-    /// Warps that also keep per-access records (every warp keeps per-site statistics).
-    pub trace_warps: TraceWarps,
+    /// Warps that also keep per-access records; they are always timed.
+    pub trace_warps: WarpSelection,
+    /// Warps that time their accesses (per-site statistics); the others take the bare path.
+    /// Every traced warp is timed too, selected here or not.
+    pub time_warps: WarpSelection,
     /// Records each traced warp can keep; more are counted as dropped.
     pub slots_per_warp: u32,
     pub sites: Vec<SiteInfo>,
@@ -37,11 +41,21 @@ impl Probe {
 
     /// The log of a launch of `n_warps` warps with these probes.
     pub fn log_shape(&self, n_warps: u64) -> LogShape {
+        let traced = self.trace_warps.select(n_warps);
+        let n = u32::try_from(n_warps).unwrap_or(u32::MAX);
+        let untimed = if self.time_warps == WarpSelection::all() {
+            Vec::new()
+        } else {
+            (0..n)
+                .filter(|w| !self.time_warps.contains(*w) && traced.binary_search(w).is_err())
+                .collect()
+        };
         LogShape {
             sites: self.site_slots(),
             slots_per_warp: self.slots_per_warp,
             n_warps,
-            traced: self.trace_warps.select(n_warps),
+            traced,
+            untimed,
         }
     }
 }
@@ -65,6 +79,8 @@ impl From<Arg> for ProbedArg {
 pub struct ProbedLaunch {
     pub outcome: LaunchOutcome,
     pub trace: Trace,
+    /// Warps that timed their accesses (the traced ones among them).
+    pub timed_warps: u64,
     /// Dynamic shared memory the probes added per block.
     pub probe_shared_bytes: u64,
     /// Resident blocks per SM as launched, and of the same build without the probes' shared state.
@@ -281,6 +297,7 @@ pub fn launch_probed(
         return Ok(ProbedLaunch {
             outcome,
             trace: plan.empty_trace(),
+            timed_warps: 0,
             probe_shared_bytes: 0,
             blocks_per_sm: blocks_without_log,
             blocks_per_sm_without_log: blocks_without_log,
@@ -350,6 +367,7 @@ pub fn launch_probed(
     Ok(ProbedLaunch {
         outcome,
         trace,
+        timed_warps: shape.timed_warps(),
         probe_shared_bytes: probe_shared,
         blocks_per_sm: blocks,
         blocks_per_sm_without_log: blocks_without_log,
@@ -405,6 +423,7 @@ mod tests {
             slots_per_warp: 7,
             n_warps: 9,
             traced: vec![2],
+            untimed: Vec::new(),
         };
         let b = log_arg(0x1122_3344_5566_7788, &shape, 48);
         assert_eq!(b.len(), kernels::layout::WS_LOG_ARG_BYTES as usize);
@@ -433,6 +452,22 @@ mod tests {
         assert_eq!(at(o::SHARED_OFFSET), &48u32.to_le_bytes());
         assert_eq!(at(o::SITES), &3u32.to_le_bytes());
         assert_eq!(at(o::N_WARPS), &9u32.to_le_bytes());
+    }
+
+    #[test]
+    fn traced_warps_are_timed_and_the_rest_follow_the_selection() {
+        let probe = |trace: &str, time: &str| Probe {
+            mode: ProbeMode::Fence,
+            trace_warps: trace.parse().unwrap(),
+            time_warps: time.parse().unwrap(),
+            slots_per_warp: 4,
+            sites: Vec::new(),
+        };
+        let s = probe("1,2", "every:4").log_shape(9);
+        assert_eq!(s.untimed, vec![3, 5, 6, 7]);
+        assert_eq!(s.timed_warps(), 5);
+        assert!(probe("none", "all").log_shape(9).untimed.is_empty());
+        assert_eq!(probe("none", "none").log_shape(3).untimed, vec![0, 1, 2]);
     }
 
     #[test]

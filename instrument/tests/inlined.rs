@@ -9,7 +9,7 @@
 use device::{Arg, Device, EmuDevice, LaunchConfig};
 use emulator::GpuConfig;
 use instrument::rewrite::{RewriteOptions, instrument_ptx, sites_in_ptx};
-use instrument::{Probe, ProbedArg, TraceWarps, launch_probed};
+use instrument::{Probe, ProbedArg, WarpSelection, launch_probed};
 use trace::{Dim3, ProbeMode};
 
 const LINEINFO: &str = include_str!("fixtures/inlined.ptx");
@@ -102,7 +102,8 @@ fn an_inlined_site_runs_and_its_trace_carries_the_name() {
         .collect();
     let probe = Probe {
         mode: ProbeMode::Auto,
-        trace_warps: TraceWarps::all(),
+        trace_warps: WarpSelection::all(),
+        time_warps: WarpSelection::all(),
         slots_per_warp: 8,
         sites: k.site_infos(),
     };

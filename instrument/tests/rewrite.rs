@@ -5,7 +5,7 @@
 use device::{Arg, DevBuf, Device, EmuDevice, LaunchConfig};
 use emulator::{GpuConfig, TexAddress, TexFilter, TexFormat, TextureDesc};
 use instrument::rewrite::{RewriteOptions, SiteKind, instrument_ptx};
-use instrument::{Probe, ProbedArg, TraceWarps, launch_probed};
+use instrument::{Probe, ProbedArg, WarpSelection, launch_probed};
 use trace::{Dim3, ProbeMode};
 
 const BUF_BYTES: usize = 64 * 1024;
@@ -218,7 +218,8 @@ fn every_corpus_kernel_instrumented_with_auto_keeps_its_outputs_and_records_each
                     .collect();
                 let probe = Probe {
                     mode: ProbeMode::Auto,
-                    trace_warps: TraceWarps::all(),
+                    trace_warps: WarpSelection::all(),
+                    time_warps: WarpSelection::all(),
                     slots_per_warp: 256,
                     sites: k.site_infos(),
                 };
@@ -292,6 +293,70 @@ fn every_corpus_kernel_instrumented_with_auto_keeps_its_outputs_and_records_each
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert!(probed_kernels >= 17, "{probed_kernels} kernels checked");
+}
+
+/// The rewriter's bare path: with `every:4` timing and no warp traced, every corpus kernel's
+/// outputs are the bare run's, byte for byte, and only every 4th warp has statistics.
+#[test]
+fn with_sampled_timing_only_the_selected_warps_time_and_outputs_stay_bare() {
+    let mut timed_accesses = 0;
+    let mut checked = 0;
+    let sampled = RewriteOptions {
+        sampled: true,
+        ..RewriteOptions::default()
+    };
+    for c in kernels::corpus() {
+        let inst = instrument_ptx(c.ptx, &sampled).unwrap_or_else(|e| panic!("{}: {e}", c.name));
+        for entry in c.entries {
+            let kernel = entry.name;
+            let k = inst.kernel(kernel).expect("every entry instrumented");
+            let mut bare = device();
+            let s = setup(&mut bare, c.ptx, kernel, 0);
+            let m = bare.load(c.ptx, None).unwrap();
+            bare.launch(m, kernel, &config(kernel), &s.args)
+                .unwrap_or_else(|e| panic!("{kernel} bare: {e}"));
+            let want = download(&mut bare, &s.bufs);
+
+            let mut dev = device();
+            let s = setup(&mut dev, c.ptx, kernel, 0);
+            let m = dev.load(&inst.ptx, None).unwrap();
+            let args: Vec<ProbedArg> = (s.args.iter().cloned().map(ProbedArg::from))
+                .chain([ProbedArg::Log])
+                .collect();
+            let probe = Probe {
+                mode: ProbeMode::Auto,
+                trace_warps: WarpSelection::none(),
+                time_warps: "every:4".parse().unwrap(),
+                slots_per_warp: 8,
+                sites: k.site_infos(),
+            };
+            let probed = launch_probed(&mut dev, m, kernel, &config(kernel), &args, &probe)
+                .unwrap_or_else(|e| panic!("{kernel} instrumented: {e}"));
+            assert_eq!(probed.timed_warps, 8, "{kernel}: 8 of 32 warps timed");
+            assert_eq!(
+                download(&mut dev, &s.bufs),
+                want,
+                "{kernel}: outputs changed"
+            );
+            for w in &probed.trace.warps {
+                if w.global_warp % 4 != 0 {
+                    assert!(
+                        w.summaries.is_empty(),
+                        "{kernel}: untimed warp {} timed {:?}",
+                        w.global_warp,
+                        w.summaries
+                    );
+                }
+            }
+            timed_accesses += probed.trace.timed_access_count();
+            checked += 1;
+        }
+    }
+    assert!(checked >= 17, "{checked} kernels checked");
+    assert!(
+        timed_accesses > 0,
+        "the selected warps timed their accesses"
+    );
 }
 
 #[test]
@@ -415,7 +480,8 @@ fn guarded_loads_and_early_returns_on_the_emulator() {
                 .collect();
             let probe = Probe {
                 mode: ProbeMode::Auto,
-                trace_warps: TraceWarps::all(),
+                trace_warps: WarpSelection::all(),
+                time_warps: WarpSelection::all(),
                 slots_per_warp: 8,
                 sites: k.site_infos(),
             };

@@ -2,7 +2,8 @@
 //! with `--mode auto` (and the other modes), assembled by ptxas for sm_75 and sm_90, must satisfy
 //! the same placement rules as the header's builds (`kernels::placement`, kernels/tests/sass.rs):
 //! each timed load completes before its closing clock read, no log store sits in a window, every
-//! record store is drained before the next window.
+//! record store is drained before the next window, and in a sampled build an untimed warp's bare
+//! copy of each load runs no clock read and no fence (a build that times every warp has none).
 //!
 //! Needs ptxas and cuobjdump (next to `$NVCC`); the build of the kernels crate already needs nvcc.
 
@@ -12,12 +13,13 @@ use kernels::placement::{check_sass_functions, sass_intervals};
 use kernels::tools::{assemble_cubin, cuobjdump_sass, parse_sass};
 use trace::ProbeMode;
 
-fn check_corpus(mode: ProbeMode, ws_mode: u32, arch: u32) -> usize {
+fn check_corpus(mode: ProbeMode, ws_mode: u32, arch: u32, sampled: bool) -> usize {
     let mut errors = Vec::new();
     let mut timed = 0;
     for c in kernels::corpus() {
         let opts = RewriteOptions {
             mode,
+            sampled,
             ..RewriteOptions::default()
         };
         let inst = instrument_ptx(c.ptx, &opts).unwrap_or_else(|e| panic!("{}: {e}", c.name));
@@ -34,7 +36,7 @@ fn check_corpus(mode: ProbeMode, ws_mode: u32, arch: u32) -> usize {
             timed += sass_intervals(f).map(|v| v.len()).unwrap_or(0);
         }
         errors.extend(
-            check_sass_functions(&funcs, &inst.ptx, ws_mode)
+            check_sass_functions(&funcs, &inst.ptx, ws_mode, sampled)
                 .into_iter()
                 .map(|e| format!("{} {} sm_{arch}: {e}", c.name, mode.name())),
         );
@@ -45,15 +47,23 @@ fn check_corpus(mode: ProbeMode, ws_mode: u32, arch: u32) -> usize {
 
 #[test]
 fn instrumented_corpus_placement_sm75() {
-    let timed = check_corpus(ProbeMode::Auto, WS_AUTO, 75);
+    let timed = check_corpus(ProbeMode::Auto, WS_AUTO, 75, false);
     // The checks are not vacuous: the corpus has dozens of timed global and texture loads.
     assert!(timed >= 40, "only {timed} timed loads in SASS");
 }
 
 #[test]
 fn instrumented_corpus_placement_sm90() {
-    let timed = check_corpus(ProbeMode::Auto, WS_AUTO, 90);
+    let timed = check_corpus(ProbeMode::Auto, WS_AUTO, 90, false);
     assert!(timed >= 40, "only {timed} timed loads in SASS");
+}
+
+#[test]
+fn sampled_instrumented_corpus_placement() {
+    for arch in [75, 90] {
+        let timed = check_corpus(ProbeMode::Auto, WS_AUTO, arch, true);
+        assert!(timed >= 40, "only {timed} timed loads in SASS");
+    }
 }
 
 #[test]
@@ -63,7 +73,7 @@ fn instrumented_corpus_placement_every_mode_sm90() {
         (ProbeMode::Fence, WS_FENCE),
         (ProbeMode::Dummy, WS_DUMMY),
     ] {
-        check_corpus(mode, ws, 90);
+        check_corpus(mode, ws, 90, false);
     }
 }
 

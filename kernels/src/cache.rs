@@ -17,7 +17,7 @@
 //! use kernels::cache::CompileCache;
 //! let cache = CompileCache::new(CompileCache::default_dir().unwrap());
 //! let (compiled, hit) =
-//!     kernels::compile_ptx_cached("k.cu".as_ref(), kernels::layout::WS_OFF, &cache).unwrap();
+//!     kernels::compile_ptx_cached("k.cu".as_ref(), kernels::layout::WS_OFF, false, &cache).unwrap();
 //! ```
 
 use std::collections::BTreeSet;
@@ -58,8 +58,14 @@ impl CompileCache {
         &self.dir
     }
 
-    /// The key of `source` compiled in `mode` by `nvcc` (hex SHA-256).
-    pub fn key(&self, nvcc: &Path, source: &Path, mode: u32) -> Result<String, KernelsError> {
+    /// The key of `source` compiled in `mode` (`sampled` or not) by `nvcc` (hex SHA-256).
+    pub fn key(
+        &self,
+        nvcc: &Path,
+        source: &Path,
+        mode: u32,
+        sampled: bool,
+    ) -> Result<String, KernelsError> {
         let mut h = Sha256::new();
         let mut field = |name: &str, bytes: &[u8]| {
             h.update(name.as_bytes());
@@ -67,7 +73,7 @@ impl CompileCache {
             h.update(bytes);
         };
         field("format", FORMAT.as_bytes());
-        field("flags", compile_flags(mode).as_bytes());
+        field("flags", compile_flags(mode, sampled).as_bytes());
         field("probe header", probe_header().as_bytes());
         let meta = std::fs::metadata(nvcc).map_err(|source| KernelsError::Io {
             path: nvcc.to_path_buf(),
@@ -138,14 +144,15 @@ impl CompileCache {
 pub fn compile_ptx_cached(
     source: &Path,
     mode: u32,
+    sampled: bool,
     cache: &CompileCache,
 ) -> Result<(CompiledPtx, bool), KernelsError> {
     let nvcc = checked_nvcc(mode)?;
-    let key = cache.key(&nvcc, source, mode)?;
+    let key = cache.key(&nvcc, source, mode, sampled)?;
     if let Some(hit) = cache.get(&key) {
         return Ok((hit, true));
     }
-    let (compiled, log) = compile_budgeted(&nvcc, source, mode)?;
+    let (compiled, log) = compile_budgeted(&nvcc, source, mode, sampled)?;
     cache.put(&key, &compiled, &log)?;
     Ok((compiled, false))
 }
@@ -220,11 +227,13 @@ mod tests {
         let nvcc = d.join("nvcc");
         std::fs::write(&nvcc, "tool").unwrap();
         let c = CompileCache::new(d.join("cache"));
-        let k = |mode| c.key(&nvcc, &d.join("k.cu"), mode).unwrap();
+        let k = |mode| c.key(&nvcc, &d.join("k.cu"), mode, false).unwrap();
         let base = k(0);
         assert_eq!(base, k(0), "the key is deterministic");
         assert_eq!(base.len(), 64);
         assert_ne!(base, k(1), "mode");
+        let sampled = c.key(&nvcc, &d.join("k.cu"), 2, true).unwrap();
+        assert_ne!(k(2), sampled, "a sampled build");
         std::fs::write(d.join("sub/b.h"), "#define B 2\n").unwrap();
         let nested = k(0);
         assert_ne!(base, nested, "a header included by a header");

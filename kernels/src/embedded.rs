@@ -32,6 +32,9 @@ pub struct KernelBuild {
     pub source: &'static str,
     /// `WS_MODE` (0 off … 4 auto).
     pub mode: u32,
+    /// Built with `-DWS_SAMPLED=1`: every probe has the untimed warps' bare path, so that a
+    /// launch may time only some warps. The other builds time every warp.
+    pub sampled: bool,
     /// PTX for `.target sm_75`.
     pub ptx: &'static str,
     /// Fatbin: SASS for [`SASS_ARCHS`] and the PTX for JIT on newer GPUs.
@@ -69,14 +72,23 @@ pub const PTX_ARCH: u32 = 75;
 
 include!(concat!(env!("OUT_DIR"), "/builds.rs"));
 
-/// Every embedded build, sorted by source, then mode.
+/// Every embedded build, sorted by source, then mode, the sampled build after the other.
 pub fn builds() -> &'static [KernelBuild] {
     BUILDS
 }
 
 /// The build of `source` (file stem) for `mode`.
 pub fn find(source: &str, mode: u32) -> Option<&'static KernelBuild> {
-    BUILDS.iter().find(|b| b.source == source && b.mode == mode)
+    BUILDS
+        .iter()
+        .find(|b| b.source == source && b.mode == mode && !b.sampled)
+}
+
+/// The sampled build of `source` (file stem) for a probed `mode` ([`KernelBuild::sampled`]).
+pub fn find_sampled(source: &str, mode: u32) -> Option<&'static KernelBuild> {
+    BUILDS
+        .iter()
+        .find(|b| b.source == source && b.mode == mode && b.sampled)
 }
 
 /// The microbenchmarks (`kernels/micro/*.cu`: the pointer chase and independent loads), every
@@ -124,7 +136,14 @@ mod tests {
             for m in layout::WS_OFF..=layout::WS_AUTO {
                 let b = find(s, m).unwrap_or_else(|| panic!("{s} mode {m}"));
                 assert!(b.command.contains(&format!("-DWS_MODE={m}")));
+                assert!(!b.command.contains(crate::SAMPLED_FLAG));
                 assert!(!b.fatbin.is_empty());
+                // Every probed mode also in a sampled build; the bare build has no probes.
+                let sampled = find_sampled(s, m);
+                assert_eq!(sampled.is_some(), m != layout::WS_OFF, "{s} mode {m}");
+                if let Some(b) = sampled {
+                    assert!(b.command.contains(crate::SAMPLED_FLAG), "{}", b.command);
+                }
             }
         }
     }

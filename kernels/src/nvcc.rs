@@ -29,11 +29,16 @@ pub struct CompiledPtx {
 /// with `WS_OFF` first for the bare register counts.
 ///
 /// The header is written next to the output in a temporary directory, so the user's file only
-/// needs `#include "warpscope.cuh"`; its own directory is on the include path too.
-pub fn compile_ptx(source: &Path, mode: u32) -> Result<CompiledPtx, KernelsError> {
+/// needs `#include "warpscope.cuh"`; its own directory is on the include path too. `sampled`
+/// builds the probes with the untimed warps' bare path (`-DWS_SAMPLED=1`), which a launch that
+/// times only some warps needs.
+pub fn compile_ptx(source: &Path, mode: u32, sampled: bool) -> Result<CompiledPtx, KernelsError> {
     let nvcc = checked_nvcc(mode)?;
-    compile_budgeted(&nvcc, source, mode).map(|(c, _)| c)
+    compile_budgeted(&nvcc, source, mode, sampled).map(|(c, _)| c)
 }
+
+/// The nvcc flag of a sampled build (see [`compile_ptx`]).
+pub const SAMPLED_FLAG: &str = "-DWS_SAMPLED=1";
 
 /// The nvcc to compile a build of `mode` with, once `mode` is known to be one.
 pub(crate) fn checked_nvcc(mode: u32) -> Result<PathBuf, KernelsError> {
@@ -64,6 +69,7 @@ pub(crate) fn compile_budgeted(
     nvcc: &Path,
     source: &Path,
     mode: u32,
+    sampled: bool,
 ) -> Result<(CompiledPtx, String), KernelsError> {
     let dir = header_dir()?;
     let budgets = if mode == layout::WS_OFF {
@@ -75,7 +81,12 @@ pub(crate) fn compile_budgeted(
             .map(|e| (e.name.clone(), register_budget(e.registers)))
             .collect()
     };
-    compile_once(nvcc, dir.path(), source, mode, &budgets, &[])
+    let extra: &[&str] = if sampled && mode != layout::WS_OFF {
+        &[SAMPLED_FLAG]
+    } else {
+        &[]
+    };
+    compile_once(nvcc, dir.path(), source, mode, &budgets, extra)
 }
 
 /// Compiles a user's `.cu` without probes (`WS_OFF`) and with `-lineinfo`, so that its PTX
@@ -215,8 +226,11 @@ impl CompiledPtx {
 }
 
 /// The flags of [`compile_ptx`] besides paths, for the cache key.
-pub(crate) fn compile_flags(mode: u32) -> String {
-    format!("-arch=compute_{PTX_ARCH} -ptx -O3 -DWS_MODE={mode}; ptxas -arch=sm_{PTX_ARCH} -v")
+pub(crate) fn compile_flags(mode: u32, sampled: bool) -> String {
+    let flag = if sampled { SAMPLED_FLAG } else { "" };
+    format!(
+        "-arch=compute_{PTX_ARCH} -ptx -O3 -DWS_MODE={mode} {flag}; ptxas -arch=sm_{PTX_ARCH} -v"
+    )
 }
 
 #[cfg(test)]
@@ -274,7 +288,7 @@ mod tests {
              WS_KERNEL_END(log);\n}\n",
         )
         .expect("write");
-        let c = compile_ptx(&src, layout::WS_FENCE).expect("nvcc");
+        let c = compile_ptx(&src, layout::WS_FENCE, false).expect("nvcc");
         assert!(c.ptx.contains(".entry k(") && c.ptx.contains("fence.acq_rel.cta"));
         assert!(
             c.ptx.contains(".maxnreg "),
@@ -283,13 +297,13 @@ mod tests {
         assert!(c.command.contains("-DWS_MODE=2"));
         assert_eq!(c.entries.len(), 1);
         assert!(c.registers.is_some_and(|r| r > 0));
-        let err = compile_ptx(&dir.path().join("missing.cu"), 0);
+        let err = compile_ptx(&dir.path().join("missing.cu"), 0, false);
         assert!(matches!(err, Err(KernelsError::ToolFailed { .. })));
     }
 
     #[test]
     fn bad_config_is_an_error() {
-        let r = compile_ptx(Path::new("x.cu"), 9);
+        let r = compile_ptx(Path::new("x.cu"), 9, false);
         assert!(matches!(r, Err(KernelsError::BadConfig { mode: 9 })));
     }
 }

@@ -8,6 +8,12 @@
 //! A timed load is a load (SASS `LDG`/`LD`/`TEX`/`TLD*`; PTX `ld.global*`/`ld`/`tex.*`/`tld4.*`)
 //! between two consecutive clock reads; each such interval must hold exactly one load, and the
 //! window a load sits in must not open with the kernel-begin read or another site's closing read.
+//! An untimed warp's bare copy of a load (`bare`) is no timed load: it sits outside every window,
+//! on the path that skips the window.
+
+mod bare;
+
+pub use bare::{BareCopy, Step};
 
 use crate::layout::{WS_AUTO, WS_DUMMY, WS_FENCE, WS_NAIVE};
 use crate::tools::{SassFunction, SassInstr};
@@ -55,10 +61,11 @@ pub fn sass_intervals(f: &SassFunction) -> Result<Vec<Interval>, String> {
     let clocks: Vec<usize> = (0..f.instrs.len())
         .filter(|&i| f.instrs[i].is_clock_read())
         .collect();
+    let bare: Vec<usize> = sass_bare_copies(f).iter().map(|c| c.load).collect();
     let mut out = Vec::new();
     for w in clocks.windows(2) {
         let loads: Vec<usize> = (w[0] + 1..w[1])
-            .filter(|&i| is_sass_load(&f.instrs[i]))
+            .filter(|&i| is_sass_load(&f.instrs[i]) && !bare.contains(&i))
             .collect();
         match loads.as_slice() {
             [] => {}
@@ -205,10 +212,117 @@ pub fn check_record_drains(f: &SassFunction) -> Result<(), String> {
     Ok(())
 }
 
+/// The instruction index a branch jumps to, if `i` is a `BRA` with a target in `f` (its last
+/// operand; a uniform or divergence branch names a predicate or register first).
+fn branch_target(f: &SassFunction, i: &SassInstr) -> Option<usize> {
+    let op = i.operands.last()?;
+    let off = u32::from_str_radix(op.trim().trim_start_matches("0x"), 16).ok()?;
+    f.instrs.iter().position(|k| k.offset == off)
+}
+
+/// A function's SASS as the bare-path analysis sees it.
+fn sass_steps(f: &SassFunction) -> Vec<Step> {
+    f.instrs
+        .iter()
+        .map(|i| match i.base_opcode() {
+            _ if i.is_clock_read() => Step::Clock,
+            _ if is_sass_load(i) => Step::Load,
+            "MEMBAR" => Step::Fence,
+            "BRA" => Step::Branch {
+                // Only a plain `BRA <target>` without a guard (or under `@PT`) always jumps.
+                conditional: i.predicate.as_deref().is_some_and(|p| p != "@PT")
+                    || i.operands.len() > 1,
+                target: branch_target(f, i),
+            },
+            "EXIT" | "RET" => Step::Exit,
+            _ => Step::Other,
+        })
+        .collect()
+}
+
+/// The untimed warps' bare copies of a function's timed loads (a copy is the same opcode).
+pub fn sass_bare_copies(f: &SassFunction) -> Vec<BareCopy> {
+    let i = &f.instrs;
+    bare::bare_copies(
+        &sass_steps(f),
+        |a, b| i[a].opcode == i[b].opcode,
+        |a, b| i[a].predicate.is_some() && i[a].predicate == i[b].predicate,
+    )
+}
+
+/// The untimed warp's bare path (see "TIMED AND UNTIMED WARPS" in `warpscope.cuh`): every timed
+/// window has a bare copy of its load, chosen by a branch before the window opens, and from that
+/// copy the straight-line path reads no window's clock and runs no fence before it leaves (a
+/// conditional branch, an exit, or the kernel-end clock read).
+pub fn check_bare_path(f: &SassFunction, ivs: &[Interval]) -> Result<(), String> {
+    let windows: Vec<(usize, usize, usize)> =
+        ivs.iter().map(|iv| (iv.open, iv.load, iv.close)).collect();
+    let at = |k: usize| format!("{} at {:#x}", f.instrs[k].opcode, f.instrs[k].offset);
+    check_bare(&sass_steps(f), &sass_bare_copies(f), &windows)
+        .map_err(|e| format!("{}: {}", f.name, e.describe(at)))
+}
+
+/// [`check_bare_path`] on PTX (`ptx_intervals`' windows of `body`).
+pub fn check_ptx_bare_path(body: &[&str], windows: &[(usize, usize, usize)]) -> Result<(), String> {
+    check_bare(&ptx_steps(body), &ptx_bare_copies(body), windows)
+        .map_err(|e| e.describe(|k| body[k].to_string()))
+}
+
+/// How a window's bare path breaks the rule (instruction indices).
+enum BareFault {
+    /// The timed load has no bare copy.
+    Missing { load: usize },
+    /// The path from the bare copy runs probe work.
+    Work { copy: usize, work: usize },
+}
+
+impl BareFault {
+    fn describe(&self, at: impl Fn(usize) -> String) -> String {
+        match *self {
+            BareFault::Missing { load } => format!(
+                "{}: no branch before the window takes an untimed warp to a bare copy of the load",
+                at(load)
+            ),
+            BareFault::Work { copy, work } => format!(
+                "the untimed warp's path after the bare copy {} runs {}",
+                at(copy),
+                at(work)
+            ),
+        }
+    }
+}
+
+/// The bare-path rule over either stream.
+fn check_bare(
+    steps: &[Step],
+    copies: &[BareCopy],
+    windows: &[(usize, usize, usize)],
+) -> Result<(), BareFault> {
+    let clocks: Vec<usize> = windows.iter().flat_map(|&(o, _, c)| [o, c]).collect();
+    for &(open, load, _) in windows {
+        let Some(copy) = copies.iter().find(|c| c.open == open) else {
+            return Err(BareFault::Missing { load });
+        };
+        if let Some(work) = bare::probe_work_after(steps, copy, &clocks) {
+            return Err(BareFault::Work {
+                copy: copy.load,
+                work,
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Checks every function of a build's SASS (`funcs`) against the placement rules for `mode`
-/// (a `WS_*` mode), and that SASS and `ptx` have the same number of timed loads per entry.
-/// Returns one line per violation.
-pub fn check_sass_functions(funcs: &[SassFunction], ptx: &str, mode: u32) -> Vec<String> {
+/// (a `WS_*` mode), that SASS and `ptx` have the same number of timed loads per entry, and for a
+/// `sampled` build the bare-path rule in both (another build must have no bare copy). Returns
+/// one line per violation.
+pub fn check_sass_functions(
+    funcs: &[SassFunction],
+    ptx: &str,
+    mode: u32,
+    sampled: bool,
+) -> Vec<String> {
     let mut errors = Vec::new();
     let ptx = ptx_entries(ptx);
     for f in funcs {
@@ -222,10 +336,24 @@ pub fn check_sass_functions(funcs: &[SassFunction], ptx: &str, mode: u32) -> Vec
                 continue;
             }
         };
-        let ptx_count = ptx
-            .iter()
-            .find(|(n, _)| *n == f.name)
-            .map(|(_, body)| ptx_intervals(body).map(|v| v.len()).unwrap_or(usize::MAX));
+        if sampled && let Err(e) = check_bare_path(f, &ivs) {
+            errors.push(e);
+        }
+        if !sampled && !sass_bare_copies(f).is_empty() {
+            errors.push(format!(
+                "{}: a bare copy of a timed load in a build that times every warp",
+                f.name
+            ));
+        }
+        let body = ptx.iter().find(|(n, _)| *n == f.name).map(|(_, body)| body);
+        let ptx_ivs = body.map(|body| ptx_intervals(body));
+        if sampled
+            && let (Some(body), Some(Ok(windows))) = (body, &ptx_ivs)
+            && let Err(e) = check_ptx_bare_path(body, windows)
+        {
+            errors.push(format!("{} (PTX): {e}", f.name));
+        }
+        let ptx_count = ptx_ivs.map(|v| v.map(|v| v.len()).unwrap_or(usize::MAX));
         if ptx_count != Some(ivs.len()) {
             errors.push(format!(
                 "{}: {} timed loads in SASS, {:?} in PTX",
@@ -245,7 +373,8 @@ pub fn check_sass_functions(funcs: &[SassFunction], ptx: &str, mode: u32) -> Vec
 
 // ---------------------------------------------------------------- PTX
 
-/// (entry name, instruction lines) per `.entry` of a PTX module.
+/// (entry name, instruction and label lines) per `.entry` of a PTX module (labels are kept for
+/// the branches that name them).
 pub fn ptx_entries(ptx: &str) -> Vec<(&str, Vec<&str>)> {
     let mut out: Vec<(&str, Vec<&str>)> = Vec::new();
     for line in ptx.lines() {
@@ -257,7 +386,7 @@ pub fn ptx_entries(ptx: &str) -> Vec<(&str, Vec<&str>)> {
                 .unwrap_or("");
             out.push((name, Vec::new()));
         } else if let Some((_, body)) = out.last_mut()
-            && t.ends_with(';')
+            && (t.ends_with(';') || t.ends_with(':'))
             && !t.starts_with('.')
             && !t.starts_with("//")
         {
@@ -299,12 +428,65 @@ pub fn is_ptx_load(op: &str) -> bool {
             && !op.starts_with("ld.const"))
 }
 
+pub fn is_ptx_fence(op: &str) -> bool {
+    op.starts_with("membar") || op.starts_with("fence")
+}
+
+/// A PTX body as the bare-path analysis sees it.
+fn ptx_steps(body: &[&str]) -> Vec<Step> {
+    let label = |name: &str| body.iter().position(|l| l.strip_suffix(':') == Some(name));
+    body.iter()
+        .map(|line| {
+            let (pred, op, _) = ptx_split(line);
+            match op {
+                _ if is_ptx_clock(line) => Step::Clock,
+                _ if is_ptx_load(op) => Step::Load,
+                _ if is_ptx_fence(op) => Step::Fence,
+                "bra" | "bra.uni" => Step::Branch {
+                    conditional: pred.is_some(),
+                    target: line
+                        .trim_end_matches(';')
+                        .split_whitespace()
+                        .last()
+                        .and_then(label),
+                },
+                "ret" | "exit" => Step::Exit,
+                _ => Step::Other,
+            }
+        })
+        .collect()
+}
+
+/// A PTX load's operation with its element type reduced to the width: the front end may load a
+/// value as `.f32` on one path and as `.u32` on another (a dummy probe reads its bits).
+fn ptx_load_kind(op: &str) -> Vec<&str> {
+    op.split('.')
+        .map(|t| match t.as_bytes().first() {
+            Some(b'f' | b'u' | b's' | b'b') if t[1..].parse::<u32>().is_ok() => &t[1..],
+            _ => t,
+        })
+        .collect()
+}
+
+/// The untimed warps' bare copies of a PTX body's timed loads (a copy is the same operation).
+pub fn ptx_bare_copies(body: &[&str]) -> Vec<BareCopy> {
+    bare::bare_copies(
+        &ptx_steps(body),
+        |a, b| ptx_load_kind(ptx_split(body[a]).1) == ptx_load_kind(ptx_split(body[b]).1),
+        |a, b| {
+            let guard = |k: usize| ptx_split(body[k]).0;
+            guard(a).is_some() && guard(a) == guard(b)
+        },
+    )
+}
+
 pub fn ptx_intervals(body: &[&str]) -> Result<Vec<(usize, usize, usize)>, String> {
     let clocks: Vec<usize> = (0..body.len()).filter(|&i| is_ptx_clock(body[i])).collect();
+    let bare: Vec<usize> = ptx_bare_copies(body).iter().map(|c| c.load).collect();
     let mut out = Vec::new();
     for w in clocks.windows(2) {
         let loads: Vec<usize> = (w[0] + 1..w[1])
-            .filter(|&i| is_ptx_load(ptx_split(body[i]).1))
+            .filter(|&i| is_ptx_load(ptx_split(body[i]).1) && !bare.contains(&i))
             .collect();
         match loads.as_slice() {
             [] => {}
@@ -354,7 +536,7 @@ pub fn check_ptx_interval(
     let mut dependent_store = false;
     for line in &body[l + 1..c] {
         let (pred, op, regs) = ptx_split(line);
-        if op.starts_with("membar") || op.starts_with("fence") {
+        if is_ptx_fence(op) {
             membar = true;
         }
         let is_store = op.starts_with("st.");

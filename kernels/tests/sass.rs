@@ -16,6 +16,10 @@
 //! - auto: fence for writable global loads (`LDG`/`LD` without `.CONSTANT`), dummy for read-only
 //!   ones (texture fetches, `LDG.*.CONSTANT` from `__ldg`).
 //!
+//! And every timed window has the untimed warps' bare path beside it ([`check_bare_path`], in
+//! SASS and PTX): one branch before the opening read chooses between the window and a bare copy
+//! of its load, from which an untimed warp reaches no window's clock read and no fence.
+//!
 //! Requires cuobjdump and nvcc (scripts/setup-cuda installs both; build.rs already needed nvcc).
 
 use std::collections::BTreeMap;
@@ -24,16 +28,16 @@ use std::sync::{Mutex, OnceLock};
 use kernels::layout::{WS_AUTO, WS_DUMMY, WS_FENCE, WS_NAIVE, WS_OFF};
 use kernels::placement::*;
 use kernels::tools::{SassFunction, cuobjdump_sass, parse_sass};
-use kernels::{KernelBuild, builds, find};
+use kernels::{KernelBuild, builds, find, find_sampled};
 
 const ARCHS: [u32; 2] = [75, 90];
 
-/// Disassembly per (source, mode, arch), cached: several tests look at the same builds and
-/// cuobjdump dominates the run time.
+/// Disassembly per (source, mode, sampled, arch), cached: several tests look at the same builds
+/// and cuobjdump dominates the run time.
 fn sass_of(b: &KernelBuild, arch: u32) -> Vec<SassFunction> {
-    type Cache = Mutex<BTreeMap<(&'static str, u32, u32), Vec<SassFunction>>>;
+    type Cache = Mutex<BTreeMap<(&'static str, u32, bool, u32), Vec<SassFunction>>>;
     static CACHE: OnceLock<Cache> = OnceLock::new();
-    let key = (b.source, b.mode, arch);
+    let key = (b.source, b.mode, b.sampled, arch);
     let cache = CACHE.get_or_init(|| Mutex::new(BTreeMap::new()));
     if let Some(f) = cache.lock().expect("cache").get(&key) {
         return f.clone();
@@ -51,9 +55,14 @@ fn sass_of(b: &KernelBuild, arch: u32) -> Vec<SassFunction> {
 }
 
 fn check_sass_build(b: &KernelBuild, arch: u32) -> Vec<String> {
-    check_sass_functions(&sass_of(b, arch), b.ptx, b.mode)
+    check_sass_functions(&sass_of(b, arch), b.ptx, b.mode, b.sampled)
         .into_iter()
-        .map(|e| format!("{} mode {} sm_{arch}: {e}", b.source, b.mode))
+        .map(|e| {
+            format!(
+                "{} mode {} sampled {} sm_{arch}: {e}",
+                b.source, b.mode, b.sampled
+            )
+        })
         .collect()
 }
 
@@ -155,6 +164,53 @@ fn an_undrained_record_store_or_a_store_inside_a_window_is_detected() {
         }
     }
     assert!(drains > 0, "no record store found to mutate");
+}
+
+#[test]
+fn a_bare_path_that_reaches_probe_work_is_detected() {
+    // Mutation tests for the untimed warps' bare path, on real SASS of every mode: (a) drop the
+    // branch that chooses the path: no bare copy is left; (b) drop the jump that takes the bare
+    // copy past the window, where ptxas placed the copy before it: an untimed warp falls into the
+    // timed path and reads its clocks (and fences).
+    let (mut choices, mut jumps) = (0, 0);
+    for mode in [WS_NAIVE, WS_FENCE, WS_DUMMY] {
+        let b = find_sampled("probe_test", mode).expect("build");
+        for &arch in &ARCHS {
+            for f in sass_of(b, arch) {
+                let ivs = sass_intervals(&f).expect("well-formed");
+                assert!(check_bare_path(&f, &ivs).is_ok(), "{}", f.name);
+                let copies = sass_bare_copies(&f);
+                for copy in copies
+                    .iter()
+                    .filter(|c| ivs.iter().any(|iv| iv.open == c.open))
+                {
+                    let mut g = f.clone();
+                    g.instrs[copy.branch].opcode = "NOP".into();
+                    assert!(
+                        check_bare_path(&g, &ivs).is_err(),
+                        "mode {mode} sm_{arch} {}: a window without its choosing branch passed",
+                        f.name
+                    );
+                    choices += 1;
+                    let jump = (copy.load + 1..f.instrs.len())
+                        .find(|&k| f.instrs[k].base_opcode() == "BRA")
+                        .filter(|&k| f.instrs[k].predicate.is_none() && k < copy.open);
+                    if let Some(k) = jump {
+                        let mut g = f.clone();
+                        g.instrs[k].opcode = "NOP".into();
+                        assert!(
+                            check_bare_path(&g, &ivs).is_err(),
+                            "mode {mode} sm_{arch} {}: a bare copy falling into its window passed",
+                            f.name
+                        );
+                        jumps += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert!(choices > 0, "no choosing branch found to mutate");
+    assert!(jumps > 0, "no bare copy before its window found to mutate");
 }
 
 #[test]
@@ -262,6 +318,17 @@ fn ptx_placement() {
         for (name, body) in ptx_entries(b.ptx) {
             match ptx_intervals(&body) {
                 Ok(ivs) => {
+                    if b.sampled
+                        && let Err(e) = check_ptx_bare_path(&body, &ivs)
+                    {
+                        errors.push(format!("{} mode {} {name}: {e}", b.source, b.mode));
+                    }
+                    if !b.sampled && !ptx_bare_copies(&body).is_empty() {
+                        errors.push(format!(
+                            "{} mode {} {name}: a bare copy in a build that times every warp",
+                            b.source, b.mode
+                        ));
+                    }
                     for iv in ivs {
                         intervals += 1;
                         if let Err(e) = check_ptx_interval(&body, iv, b.mode) {
@@ -273,8 +340,12 @@ fn ptx_placement() {
             }
         }
     }
-    // probe_test has 22 timed loads per build (4 instrumented modes), volume_render 2 per build.
-    assert!(intervals >= 88, "only {intervals} timed loads found in PTX");
+    // probe_test has 18 timed loads per build (4 instrumented modes, each also sampled),
+    // volume_render 2 per build.
+    assert!(
+        intervals >= 160,
+        "only {intervals} timed loads found in PTX"
+    );
     assert!(errors.is_empty(), "{}", errors.join("\n"));
 }
 
@@ -373,7 +444,7 @@ fn off_ptx_equals_header_free_ptx() {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("probe_test.cu");
     std::fs::write(&file, bare).expect("write");
-    let compiled = kernels::compile_ptx(&file, WS_OFF).expect("nvcc");
+    let compiled = kernels::compile_ptx(&file, WS_OFF, false).expect("nvcc");
     let off = find("probe_test", WS_OFF).expect("off build");
     assert_eq!(
         compiled.ptx, off.ptx,

@@ -7,7 +7,7 @@ use crate::error::{Context, LaunchError, Result, invalid};
 use crate::source::{Cache, Compiled, for_launch, load_source};
 use crate::spec::{self, ArgPlan, LaunchPlan, Spec};
 use device::{Arg, BackendChoice, DevBuf, Device, EmuLimits, LaunchConfig};
-use instrument::{Probe, ProbedArg, TraceWarps, launch_probed};
+use instrument::{Probe, ProbedArg, WarpSelection, launch_probed};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -27,7 +27,9 @@ pub struct LaunchOptions {
     pub mode: Option<ProbeMode>,
     /// Put the probes into the unmodified kernel first, in this mode.
     pub instrument: Option<ProbeMode>,
-    pub trace_warps: TraceWarps,
+    pub trace_warps: WarpSelection,
+    /// Warps that time their accesses (every traced warp does too); the others run bare.
+    pub time_warps: WarpSelection,
     /// The output folder.
     pub out: PathBuf,
     pub cache: Cache,
@@ -47,8 +49,10 @@ pub fn run(opts: &LaunchOptions, note: &dyn Fn(&str)) -> Result<RunMetrics> {
     // The spec as written, where instrumenting changes it: the bare run of an instrumented kernel
     // launches it without the log argument.
     let written = opts.instrument.is_some().then(|| spec.clone());
-    // Each distinct source is compiled (or read) once, however many launches use it.
+    // Each distinct source is compiled (or read) once, however many launches use it; with the
+    // untimed warps' bare path when not every warp is timed.
     let mut sources: BTreeMap<PathBuf, Compiled> = BTreeMap::new();
+    let sampled = opts.time_warps != WarpSelection::all();
     if opts.instrument.is_some() {
         let [l] = spec.launches.as_mut_slice() else {
             invalid!(
@@ -56,13 +60,20 @@ pub fn run(opts: &LaunchOptions, note: &dyn Fn(&str)) -> Result<RunMetrics> {
                 opts.spec.display()
             );
         };
-        let c = for_launch(&l.source, &l.kernel, opts.instrument, &mut l.args, note)?;
+        let c = for_launch(
+            &l.source,
+            &l.kernel,
+            opts.instrument,
+            sampled,
+            &mut l.args,
+            note,
+        )?;
         sources.insert(l.source.clone(), c);
     }
     let mut modes = Vec::with_capacity(spec.launches.len());
     for l in &spec.launches {
         if !sources.contains_key(&l.source) {
-            let c = load_source(&l.source, &opts.cache, opts.mode, note)?;
+            let c = load_source(&l.source, &opts.cache, opts.mode, sampled, note)?;
             sources.insert(l.source.clone(), c);
         }
         modes.push(check_args(l, &sources[&l.source], opts)?);
@@ -201,6 +212,7 @@ fn execute(
             let probe = Probe {
                 mode: modes[n],
                 trace_warps: opts.trace_warps.clone(),
+                time_warps: opts.time_warps.clone(),
                 slots_per_warp: spec.slots_per_warp.unwrap_or(1024),
                 sites: match &compiled.sites {
                     Some(s) => s.clone(),
@@ -219,6 +231,9 @@ fn execute(
                 metrics.probes = Some(ProbeFacts {
                     kind: probed.trace.launch.kind,
                     trace_warps: probe.trace_warps.to_string(),
+                    time_warps: probe.time_warps.to_string(),
+                    timed_warps: Some(probed.timed_warps),
+                    timed_accesses: Some(probed.trace.timed_access_count()),
                     slots_per_warp: probe.slots_per_warp,
                     shared_bytes: probed.probe_shared_bytes,
                     occupancy_note: probed.occupancy_note.clone(),
@@ -321,9 +336,9 @@ fn overhead(
         ) {
             (_, _, false) => c.clone(),
             ("cu", false, true) => {
-                crate::source::compile_cu(path, &opts.cache, ProbeMode::Off, note)?
+                crate::source::compile_cu(path, &opts.cache, ProbeMode::Off, false, note)?
             }
-            (_, true, true) => load_source(path, &opts.cache, opts.mode, note)?,
+            (_, true, true) => load_source(path, &opts.cache, opts.mode, false, note)?,
             _ => {
                 note(&format!(
                     "what the probes cost is not measured: {} is a .ptx built with probes, with no bare build beside it",

@@ -51,11 +51,12 @@ pub(crate) fn compile_cu(
     src: &Path,
     cache: &Cache,
     mode: ProbeMode,
+    sampled: bool,
     note: &dyn Fn(&str),
 ) -> Result<Compiled> {
     let c = match cache.open() {
         Some(cache) => {
-            let (c, hit) = kernels::compile_ptx_cached(src, mode.ws_mode(), &cache)
+            let (c, hit) = kernels::compile_ptx_cached(src, mode.ws_mode(), sampled, &cache)
                 .with_context(|| compile_context(src))?;
             if hit {
                 note(&format!(
@@ -69,8 +70,8 @@ pub(crate) fn compile_cu(
             c
         }
         None => {
-            let c =
-                kernels::compile_ptx(src, mode.ws_mode()).with_context(|| compile_context(src))?;
+            let c = kernels::compile_ptx(src, mode.ws_mode(), sampled)
+                .with_context(|| compile_context(src))?;
             note(&c.command);
             c
         }
@@ -83,16 +84,24 @@ pub(crate) fn compile_cu(
     })
 }
 
-/// Compiles (a .cu) or reads (a .ptx) a launch's source.
+/// Compiles (a .cu, `sampled` for a launch that times only some warps) or reads (a .ptx) a
+/// launch's source.
 pub(crate) fn load_source(
     source: &Path,
     cache: &Cache,
     mode: Option<ProbeMode>,
+    sampled: bool,
     note: &dyn Fn(&str),
 ) -> Result<Compiled> {
     let ext = source.extension().and_then(|e| e.to_str()).unwrap_or("");
     Ok(match ext {
-        "cu" => compile_cu(source, cache, mode.unwrap_or(ProbeMode::Auto), note)?,
+        "cu" => compile_cu(
+            source,
+            cache,
+            mode.unwrap_or(ProbeMode::Auto),
+            sampled,
+            note,
+        )?,
         "ptx" => Compiled {
             ptx: read(source)?,
             regs: None,
@@ -158,12 +167,14 @@ pub fn instrument_source(
     })
 }
 
-/// `--instrument MODE`: the spec's kernel instrumented on the fly, with the log argument
-/// appended to the spec's arguments (which must not name one).
+/// `--instrument MODE`: the spec's kernel instrumented on the fly (`sampled`: with the untimed
+/// warps' bare path), with the log argument appended to the spec's arguments (which must not
+/// name one).
 pub(crate) fn for_launch(
     source: &Path,
     kernel: &str,
     mode: Option<ProbeMode>,
+    sampled: bool,
     plans: &mut Vec<ArgPlan>,
     note: &dyn Fn(&str),
 ) -> Result<Compiled> {
@@ -176,6 +187,7 @@ pub(crate) fn for_launch(
         mode: mode.unwrap_or(ProbeMode::Auto),
         sites: SiteSet::default(),
         kernel: Some(kernel.to_string()),
+        sampled,
     };
     let inst = instrument_source(source, &opts, note)?;
     let sites = inst.kernel(kernel).map(|k| k.site_infos());

@@ -3,7 +3,7 @@
 
 use crate::ProfileError;
 use crate::select::{NameFilter, Selection};
-use instrument::TraceWarps;
+use instrument::WarpSelection;
 use instrument::rewrite::SiteSet;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -24,6 +24,8 @@ pub struct RunConfig {
     pub mode: ProbeMode,
     /// Warps that keep every access (`all`, `none`, `every:N`, a list).
     pub trace_warps: String,
+    /// Warps that time their accesses (same grammar); every traced warp is timed too.
+    pub time_warps: String,
     /// Loads to time (`global,texture,readonly,constant`, …).
     pub sites: String,
     /// Records each traced warp can keep.
@@ -41,6 +43,7 @@ impl Default for RunConfig {
             out: PathBuf::from("warpscope-run"),
             mode: ProbeMode::Auto,
             trace_warps: "none".into(),
+            time_warps: "all".into(),
             sites: DEFAULT_SITES.into(),
             slots_per_warp: 1024,
             kernel_name: None,
@@ -55,7 +58,8 @@ impl Default for RunConfig {
 pub struct Resolved {
     pub out: PathBuf,
     pub mode: ProbeMode,
-    pub trace_warps: TraceWarps,
+    pub trace_warps: WarpSelection,
+    pub time_warps: WarpSelection,
     pub sites: SiteSet,
     pub slots_per_warp: u32,
     pub selection: Selection,
@@ -77,6 +81,10 @@ impl RunConfig {
                 .trace_warps
                 .parse()
                 .map_err(|e| bad("--trace-warps", e))?,
+            time_warps: self
+                .time_warps
+                .parse()
+                .map_err(|e| bad("--time-warps", e))?,
             sites: self.sites.parse().map_err(|e| bad("--sites", e))?,
             slots_per_warp: self.slots_per_warp,
             selection: Selection::new(
@@ -117,7 +125,7 @@ mod tests {
         assert_eq!(RunConfig::read(&p).unwrap(), c);
         let r = c.resolve().unwrap();
         assert_eq!(r.mode, ProbeMode::Auto);
-        assert_eq!(r.trace_warps, TraceWarps::none());
+        assert_eq!(r.trace_warps, WarpSelection::none());
         assert_eq!(r.sites, SiteSet::default());
     }
 
@@ -137,6 +145,13 @@ mod tests {
                     ..RunConfig::default()
                 },
                 "--trace-warps",
+            ),
+            (
+                RunConfig {
+                    time_warps: "1-".into(),
+                    ..RunConfig::default()
+                },
+                "--time-warps",
             ),
             (
                 RunConfig {

@@ -346,6 +346,7 @@ impl Interceptor {
         let probe = Probe {
             mode: self.cfg.mode,
             trace_warps: self.cfg.trace_warps.clone(),
+            time_warps: self.cfg.time_warps.clone(),
             slots_per_warp: self.cfg.slots_per_warp,
             sites: prepared.sites.clone(),
         };
@@ -415,6 +416,9 @@ impl Interceptor {
         m.probes = Some(ProbeFacts {
             kind: trace.launch.kind,
             trace_warps: probe.trace_warps.to_string(),
+            time_warps: probe.time_warps.to_string(),
+            timed_warps: Some(plan.shape().timed_warps()),
+            timed_accesses: Some(trace.timed_access_count()),
             slots_per_warp: probe.slots_per_warp,
             shared_bytes: plan.probe_shared_bytes(),
             occupancy_note: "not measured in a program's own process".into(),
@@ -461,6 +465,7 @@ impl Interceptor {
             mode: self.cfg.mode,
             sites: self.cfg.sites.clone(),
             kernel: Some(name.clone()),
+            sampled: self.cfg.time_warps != instrument::WarpSelection::all(),
         };
         let mut inst = instrument_ptx(&ptx, &opts).map_err(|e| format!("the rewriter: {e}"))?;
         // The probes keep the program's occupancy: the probed entry gets the register budget of

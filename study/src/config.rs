@@ -8,7 +8,7 @@ use crate::scale::Scale;
 use crate::view::{BlockShape, View};
 use crate::volume::{VolumeKind, VolumeSource};
 use device::BackendChoice;
-use instrument::TraceWarps;
+use instrument::WarpSelection;
 use std::path::{Path, PathBuf};
 use trace::ProbeMode;
 
@@ -24,8 +24,10 @@ pub struct SweepConfig {
     pub shapes: Vec<BlockShape>,
     pub views: Vec<View>,
     pub modes: Vec<ProbeMode>,
-    /// Warps that keep per-access records; every warp keeps per-site statistics.
-    pub trace_warps: TraceWarps,
+    /// Warps that keep per-access records; they are timed too.
+    pub trace_warps: WarpSelection,
+    /// Warps that time their accesses; the others run the bare path.
+    pub time_warps: WarpSelection,
     pub slots_per_warp: u32,
     /// Timed launches per run on a GPU.
     pub frames: u32,
@@ -55,6 +57,7 @@ pub fn demo_config(out_dir: &Path, scale: Scale) -> Result<SweepConfig, StudyErr
         views: View::PAPER.to_vec(),
         modes: vec![ProbeMode::Naive, ProbeMode::Fence],
         trace_warps: crate::render::default_trace_warps(),
+        time_warps: WarpSelection::all(),
         slots_per_warp: 1024,
         frames: 10,
         measure_overhead: true,
@@ -73,6 +76,7 @@ impl SweepConfig {
             view,
             mode,
             trace_warps: self.trace_warps.clone(),
+            time_warps: self.time_warps.clone(),
             slots_per_warp: self.slots_per_warp,
             frames: self.frames,
             measure_overhead: self.measure_overhead,

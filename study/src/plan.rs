@@ -61,9 +61,22 @@ pub struct CommonInputs {
     pub params: RenderParams,
     /// The trace-warps selection in its canonical spelling (`every:61`).
     pub trace_warps: String,
+    /// The time-warps selection in its canonical spelling. Left out of the plan (and so of
+    /// every run's hash) when `all`, so that sweeps made before warps were sampled keep their
+    /// hashes; any other sampling is a different plan.
+    #[serde(default = "every_warp", skip_serializing_if = "is_every_warp")]
+    pub time_warps: String,
     pub slots_per_warp: u32,
     pub frames: u32,
     pub measure_overhead: bool,
+}
+
+fn every_warp() -> String {
+    "all".into()
+}
+
+fn is_every_warp(s: &String) -> bool {
+    s == "all"
 }
 
 /// The inputs of the whole sweep: the common ones and the three axes.
@@ -190,6 +203,7 @@ impl SweepPlan {
             volume_sha256,
             params: cfg.params,
             trace_warps: cfg.trace_warps.to_string(),
+            time_warps: cfg.time_warps.to_string(),
             slots_per_warp: cfg.slots_per_warp,
             frames: cfg.frames,
             measure_overhead: cfg.measure_overhead,
@@ -475,6 +489,20 @@ mod tests {
             plan,
             "the plan is deterministic"
         );
+    }
+
+    #[test]
+    fn sampled_timing_is_another_plan_and_all_keeps_the_old_hash() {
+        let a = SweepPlan::new(&cfg()).unwrap();
+        let inputs = serde_json::to_string(&a.inputs).unwrap();
+        assert!(!inputs.contains("time_warps"), "all is left out: {inputs}");
+        let mut c = cfg();
+        c.time_warps = "every:4".parse().unwrap();
+        let b = SweepPlan::new(&c).unwrap();
+        assert_ne!(a.hash, b.hash);
+        assert_ne!(a.runs[0].hash, b.runs[0].hash);
+        let d = a.differences(&b).join("; ");
+        assert!(d.contains("time_warps"), "{d}");
     }
 
     #[test]

@@ -36,7 +36,7 @@ use crate::view::{BlockShape, View};
 use crate::volume::{Volume, VolumeKind, VolumeSource, check_fits, host_available_bytes};
 use device::{Arg, Backend, Device, LaunchConfig, ModuleId};
 use emulator::{TexAddress, TexFilter, TexFormat, TextureDesc};
-use instrument::{Probe, ProbedArg, ProbedLaunch, TraceWarps, launch_probed};
+use instrument::{Probe, ProbedArg, ProbedLaunch, WarpSelection, launch_probed};
 use std::path::{Path, PathBuf};
 use trace::{
     BareRun, Dim3, HardwareCounters, ProbeFacts, ProbeMode, ReferenceDiff, Region, RunMetrics,
@@ -74,9 +74,10 @@ pub struct RenderConfig {
     pub shape: BlockShape,
     pub view: View,
     pub mode: ProbeMode,
-    /// Warps that keep per-access records (timelines, per-access views); every warp keeps
-    /// per-site statistics.
-    pub trace_warps: TraceWarps,
+    /// Warps that keep per-access records (timelines, per-access views); they are timed too.
+    pub trace_warps: WarpSelection,
+    /// Warps that time their accesses (per-site statistics); the others run the bare path.
+    pub time_warps: WarpSelection,
     /// Records each traced warp can keep; beyond that they are counted as dropped.
     pub slots_per_warp: u32,
     /// Launches timed after one warm-up launch on a GPU (the emulator is deterministic: 1).
@@ -108,6 +109,7 @@ impl Default for RenderConfig {
             view: View::new(0.0, 0.0, 0.0),
             mode: ProbeMode::Fence,
             trace_warps: default_trace_warps(),
+            time_warps: WarpSelection::all(),
             slots_per_warp: 1024,
             frames: 10,
             measure_overhead: true,
@@ -128,8 +130,8 @@ impl Default for RenderConfig {
 /// of blocks: every traced warp drew the left 32 pixel columns, and at (90,0,90), where those
 /// rays miss the volume, a paper-scale 64×2 run kept no records at all. A prime stride walks
 /// across the columns instead.
-pub fn default_trace_warps() -> TraceWarps {
-    TraceWarps {
+pub fn default_trace_warps() -> WarpSelection {
+    WarpSelection {
         list: Vec::new(),
         every: Some(61),
     }
@@ -141,6 +143,7 @@ impl RenderConfig {
         Probe {
             mode,
             trace_warps: self.trace_warps.clone(),
+            time_warps: self.time_warps.clone(),
             slots_per_warp: self.slots_per_warp,
             sites: sites(),
         }
@@ -259,7 +262,8 @@ pub(crate) struct Session<'a> {
     dev: &'a mut dyn Device,
     volume: &'a Volume,
     /// mode → module and the entry's ptxas usage.
-    modules: std::collections::BTreeMap<u32, (ModuleId, kernels::EntryInfo)>,
+    /// Per (mode, sampled build): the loaded module and its entry.
+    modules: std::collections::BTreeMap<(u32, bool), (ModuleId, kernels::EntryInfo)>,
     textures: Option<(u64, u64)>,
     out: Option<device::DevBuf>,
 }
@@ -470,12 +474,20 @@ impl Session<'_> {
             self.textures = None;
             self.out = None;
         }
-        let build =
-            kernels::find(KERNEL_SOURCE, mode.ws_mode()).ok_or_else(|| StudyError::NoBuild {
-                source_name: KERNEL_SOURCE,
-                mode: mode.name().into(),
-            })?;
-        let (module, entry) = match self.modules.get(&mode.ws_mode()) {
+        // Timing only some warps needs the build whose probes have the untimed warps' bare path;
+        // timing all of them, the build without it, whose probes are as they always were.
+        let sampled = mode != ProbeMode::Off && cfg.time_warps != WarpSelection::all();
+        let find = if sampled {
+            kernels::find_sampled
+        } else {
+            kernels::find
+        };
+        let build = find(KERNEL_SOURCE, mode.ws_mode()).ok_or_else(|| StudyError::NoBuild {
+            source_name: KERNEL_SOURCE,
+            mode: mode.name().into(),
+        })?;
+        let key = (mode.ws_mode(), sampled);
+        let (module, entry) = match self.modules.get(&key) {
             Some(m) => *m,
             None => {
                 let entry =
@@ -487,7 +499,7 @@ impl Session<'_> {
                             mode: mode.name().into(),
                         })?;
                 let module = self.dev.load(build.ptx, Some(build.fatbin)).map_err(&de)?;
-                self.modules.insert(mode.ws_mode(), (module, entry));
+                self.modules.insert(key, (module, entry));
                 (module, entry)
             }
         };
@@ -677,6 +689,9 @@ fn run_metrics(
         m.probes = Some(ProbeFacts {
             kind: trace.launch.kind,
             trace_warps: cfg.trace_warps.to_string(),
+            time_warps: cfg.time_warps.to_string(),
+            timed_warps: Some(l.timed_warps),
+            timed_accesses: Some(trace.timed_access_count()),
             slots_per_warp: cfg.slots_per_warp,
             shared_bytes: l.probe_shared_bytes,
             occupancy_note: l.occupancy_note.clone(),

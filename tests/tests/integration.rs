@@ -5,7 +5,7 @@ mod architecture;
 
 use device::{Arg, Device, EmuDevice, LaunchConfig};
 use emulator::GpuConfig;
-use instrument::{Probe, ProbedArg, TraceWarps, launch_probed};
+use instrument::{Probe, ProbedArg, WarpSelection, launch_probed};
 use trace::{Dim3, ProbeMode, RecordKind, Region, SiteInfo, Trace};
 
 const N: usize = 4096;
@@ -16,15 +16,42 @@ struct Run {
 }
 
 /// `probe_multi` (three independent global loads per thread) in `mode`, on a fresh emulator.
-fn run_multi(mode: ProbeMode, trace_warps: TraceWarps) -> Run {
+fn run_multi(mode: ProbeMode, trace_warps: WarpSelection) -> Run {
+    run_multi_timing(mode, trace_warps, WarpSelection::all())
+}
+
+/// `probe_multi` in `mode` on a fresh emulator, with only `time_warps` (and the traced warps)
+/// timing their accesses.
+fn run_multi_timing(mode: ProbeMode, trace_warps: WarpSelection, time_warps: WarpSelection) -> Run {
     let mut dev = EmuDevice::new(GpuConfig::preset("gtx480").unwrap());
-    run_multi_on(&mut dev, mode, trace_warps)
+    run_multi_on(&mut dev, mode, trace_warps, time_warps)
 }
 
 /// `probe_multi` in `mode` on any device.
-fn run_multi_on(dev: &mut dyn Device, mode: ProbeMode, trace_warps: TraceWarps) -> Run {
-    let build =
-        kernels::find("probe_test", mode.ws_mode()).expect("probe_test is built in every mode");
+fn run_multi_on(
+    dev: &mut dyn Device,
+    mode: ProbeMode,
+    trace_warps: WarpSelection,
+    time_warps: WarpSelection,
+) -> Run {
+    // Timing only some warps needs the sampled build, whose probes have the bare path.
+    let find = if mode != ProbeMode::Off && time_warps != WarpSelection::all() {
+        kernels::find_sampled
+    } else {
+        kernels::find
+    };
+    let build = find("probe_test", mode.ws_mode()).expect("probe_test is built in every mode");
+    multi_with(dev, build, mode, trace_warps, time_warps).unwrap()
+}
+
+/// `probe_multi` of `build` in `mode` on any device; the launch's error as text.
+fn multi_with(
+    dev: &mut dyn Device,
+    build: &kernels::KernelBuild,
+    mode: ProbeMode,
+    trace_warps: WarpSelection,
+    time_warps: WarpSelection,
+) -> Result<Run, String> {
     let entry = build.entry("probe_multi").expect("entry");
     let m = dev.load(build.ptx, Some(build.fatbin)).unwrap();
     let mut bufs: Vec<ProbedArg> = Vec::new();
@@ -49,6 +76,7 @@ fn run_multi_on(dev: &mut dyn Device, mode: ProbeMode, trace_warps: TraceWarps) 
     let probe = Probe {
         mode,
         trace_warps,
+        time_warps,
         slots_per_warp: 8,
         sites: (0..3)
             .map(|s| {
@@ -60,16 +88,16 @@ fn run_multi_on(dev: &mut dyn Device, mode: ProbeMode, trace_warps: TraceWarps) 
             })
             .collect(),
     };
-    let p = launch_probed(dev, m, "probe_multi", &cfg, &bufs, &probe).unwrap();
+    let p = launch_probed(dev, m, "probe_multi", &cfg, &bufs, &probe).map_err(|e| e.to_string())?;
     let mut bytes = vec![0u8; N * 4];
     dev.download(&out, &mut bytes).unwrap();
-    Run {
+    Ok(Run {
         out: bytes
             .chunks(4)
             .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
             .collect(),
         trace: p.trace,
-    }
+    })
 }
 
 fn mean_duration(t: &Trace) -> f64 {
@@ -88,12 +116,12 @@ fn naive_sees_issue_fence_and_dummy_see_completion() {
     let want: Vec<f32> = (0..N)
         .map(|i| i as f32 + 2.0 * (2 * i) as f32 + 4.0 * (3 * i) as f32)
         .collect();
-    let off = run_multi(ProbeMode::Off, TraceWarps::all());
+    let off = run_multi(ProbeMode::Off, WarpSelection::all());
     assert_eq!(off.out, want);
     assert!(off.trace.warps.is_empty());
-    let naive = run_multi(ProbeMode::Naive, TraceWarps::all());
-    let fence = run_multi(ProbeMode::Fence, TraceWarps::all());
-    let dummy = run_multi(ProbeMode::Dummy, TraceWarps::all());
+    let naive = run_multi(ProbeMode::Naive, WarpSelection::all());
+    let fence = run_multi(ProbeMode::Fence, WarpSelection::all());
+    let dummy = run_multi(ProbeMode::Dummy, WarpSelection::all());
     for r in [&naive, &fence, &dummy] {
         assert_eq!(r.out, want, "probes must not change the output");
         assert_eq!(r.trace.warps.len(), N / 32);
@@ -155,6 +183,57 @@ fn statistics_and_records_of_one_launch_agree() {
     }
 }
 
+/// Sampled timing: with `--time-warps every:4` only every 4th warp (and the traced warp 1) times
+/// its accesses; the others take the bare path, so their site tables stay empty, and the output
+/// is the bare build's, byte for byte. The untimed warps also run faster than timed ones.
+#[test]
+fn only_the_selected_warps_time_and_the_output_is_the_bare_one() {
+    let off = run_multi(ProbeMode::Off, WarpSelection::all());
+    for mode in [ProbeMode::Naive, ProbeMode::Fence, ProbeMode::Dummy] {
+        let r = run_multi_timing(mode, "1".parse().unwrap(), "every:4".parse().unwrap());
+        let bytes = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+        assert_eq!(bytes(&r.out), bytes(&off.out), "{mode:?}: output changed");
+        assert_eq!(r.trace.warps.len(), N / 32);
+        for w in &r.trace.warps {
+            let timed = w.global_warp % 4 == 0 || w.global_warp == 1;
+            let counts: Vec<u64> = w.summaries.iter().map(|s| s.count).collect();
+            if timed {
+                assert_eq!(counts, vec![1, 1, 1], "{mode:?} warp {}", w.global_warp);
+            } else {
+                assert!(
+                    counts.is_empty(),
+                    "{mode:?} warp {}: {counts:?}",
+                    w.global_warp
+                );
+            }
+            assert_eq!(w.records.is_empty(), w.global_warp != 1);
+        }
+        assert_eq!(r.trace.timed_access_count(), 3 * (N as u64 / 32 / 4 + 1));
+        // The build that times every warp has no bare path: asked to leave warps untimed, the
+        // launch fails, saying that the flag did not come back, rather than count them as timed.
+        let mut dev = EmuDevice::new(GpuConfig::preset("gtx480").unwrap());
+        let unsampled = kernels::find("probe_test", mode.ws_mode()).unwrap();
+        let every4: WarpSelection = "every:4".parse().unwrap();
+        let e = multi_with(&mut dev, unsampled, mode, "1".parse().unwrap(), every4)
+            .err()
+            .unwrap_or_else(|| {
+                panic!("{mode:?}: untimed warps accepted from a build without them")
+            });
+        assert!(e.contains("untimed flag"), "{mode:?}: {e}");
+        if mode == ProbeMode::Fence {
+            let life = |keep: fn(u32) -> bool| {
+                let l: Vec<u64> = (r.trace.warps.iter())
+                    .filter(|w| keep(w.global_warp))
+                    .map(|w| w.lifetime().0)
+                    .collect();
+                l.iter().sum::<u64>() as f64 / l.len() as f64
+            };
+            let (timed, bare) = (life(|g| g % 4 == 0), life(|g| g % 4 == 3));
+            assert!(bare < timed, "untimed warps {bare} cycles, timed {timed}");
+        }
+    }
+}
+
 /// A log too small for the accesses counts what it drops instead of losing it silently, and the
 /// trace store and CSV export carry the count.
 #[test]
@@ -176,7 +255,8 @@ fn dropped_records_are_counted_stored_and_exported() {
     };
     let probe = Probe {
         mode: ProbeMode::Fence,
-        trace_warps: TraceWarps::all(),
+        trace_warps: WarpSelection::all(),
+        time_warps: WarpSelection::all(),
         slots_per_warp: 2,
         sites: (0..3)
             .map(|s| SiteInfo::new(s, format!("s{s}"), Region::Global))
@@ -216,9 +296,24 @@ fn gpu_fenced_access_times_exceed_naive() {
             return;
         }
     };
-    let naive = run_multi_on(&mut gpu, ProbeMode::Naive, TraceWarps::all());
-    let fence = run_multi_on(&mut gpu, ProbeMode::Fence, TraceWarps::all());
-    let dummy = run_multi_on(&mut gpu, ProbeMode::Dummy, TraceWarps::all());
+    let naive = run_multi_on(
+        &mut gpu,
+        ProbeMode::Naive,
+        WarpSelection::all(),
+        WarpSelection::all(),
+    );
+    let fence = run_multi_on(
+        &mut gpu,
+        ProbeMode::Fence,
+        WarpSelection::all(),
+        WarpSelection::all(),
+    );
+    let dummy = run_multi_on(
+        &mut gpu,
+        ProbeMode::Dummy,
+        WarpSelection::all(),
+        WarpSelection::all(),
+    );
     assert_eq!(naive.out, fence.out);
     assert_eq!(naive.out, dummy.out);
     let (n, f, d) = (

@@ -357,6 +357,14 @@ impl Trace {
     pub fn dropped_count(&self) -> u64 {
         self.warps.iter().map(|w| w.dropped as u64).sum()
     }
+
+    /// Accesses timed (counted in the per-site statistics), across all warps and sites.
+    pub fn timed_access_count(&self) -> u64 {
+        (self.warps.iter())
+            .flat_map(|w| &w.summaries)
+            .map(|s| s.count)
+            .sum()
+    }
 }
 
 #[cfg(test)]

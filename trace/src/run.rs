@@ -31,6 +31,11 @@ pub fn overhead_ratio(probed_ms: f64, bare_ms: f64) -> Option<f64> {
     (ratio.is_finite() && ratio > 0.0).then_some(ratio)
 }
 
+/// `time_warps` of a run.json written before warps were sampled for timing: every warp timed.
+fn every_warp() -> String {
+    "all".into()
+}
+
 /// How the probes kept their log in a probed run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -39,6 +44,16 @@ pub struct ProbeFacts {
     pub kind: RecordKind,
     /// The warps that kept every access (`all`, `none`, `every:N`, a list).
     pub trace_warps: String,
+    /// The warps selected to time their accesses (`all`, `every:N`, a list); every traced warp
+    /// timed its accesses too. The others ran the bare path at every probe.
+    #[serde(default = "every_warp")]
+    pub time_warps: String,
+    /// How many warps timed their accesses (`null` where not recorded).
+    #[serde(default)]
+    pub timed_warps: Option<u64>,
+    /// How many accesses they timed, all sites together: the per-site statistics' sample.
+    #[serde(default)]
+    pub timed_accesses: Option<u64>,
     /// Records each traced warp could keep; more were counted as dropped.
     pub slots_per_warp: u32,
     /// Dynamic shared memory the probes' state added per block.
@@ -417,6 +432,9 @@ mod tests {
         m.probes = Some(ProbeFacts {
             kind: RecordKind::Summary,
             trace_warps: "every:61".into(),
+            time_warps: "every:4".into(),
+            timed_warps: Some(3),
+            timed_accesses: Some(1200),
             slots_per_warp: 8,
             shared_bytes: 96,
             occupancy_note: "kept".into(),

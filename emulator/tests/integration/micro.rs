@@ -19,7 +19,7 @@ fn ptx(mode: u32) -> &'static str {
     CACHE[mode as usize].get_or_init(|| {
         let src =
             PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../kernels/micro/pointer_chase.cu");
-        kernels::compile_ptx(&src, mode)
+        kernels::compile_ptx(&src, mode, false)
             .unwrap_or_else(|e| panic!("compiling {}: {e}", src.display()))
             .ptx
     })

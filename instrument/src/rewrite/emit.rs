@@ -14,7 +14,8 @@ use trace::ProbeMode;
 pub const SHARED_SYMBOL: &str = "ws_probe_shared";
 
 /// Declarations at the top of each instrumented entry. `%ws_st` is the one value kept across
-/// the kernel (the warp's state address in shared memory); the others are scratch.
+/// the kernel (the warp's state address in shared memory, bit 0 set for an untimed warp); the
+/// others are scratch.
 pub const REGISTERS: &str = "\t.reg .b32 \t%ws_st;\n\t.reg .b32 \t%ws_r<16>;\n\t.reg .b64 \t%ws_rd<4>;\n\t.reg .pred \t%ws_p<8>;\n";
 
 /// The label every exit of an instrumented entry branches to.
@@ -60,8 +61,9 @@ fn area(o: &mut String, log: &str) {
 }
 
 /// `WS_KERNEL_BEGIN`: the warp's state in shared memory initialised by its leader, the
-/// host-written trace index copied in, and the begin clock read last.
-pub fn begin(o: &mut String, log: &str) {
+/// host-written trace index copied in and the begin clock read last; `sampled`: the untimed flag
+/// copied in too and put into bit 0 of `%ws_st` for the sites' bare-path branch.
+pub fn begin(o: &mut String, log: &str, sampled: bool) {
     let nt = WS_NOT_TRACED;
     line!(o, "// warpscope: WS_KERNEL_BEGIN");
     warp_indices(o);
@@ -79,6 +81,13 @@ pub fn begin(o: &mut String, log: &str) {
         "ld.volatile.global.u32 \t%ws_r11, [%ws_rd1+{}];",
         WS_LOG_HEADER_BYTES + WS_WH_TRACE_OFFSET
     );
+    if sampled {
+        line!(
+            o,
+            "ld.volatile.global.u32 \t%ws_r4, [%ws_rd1+{}];",
+            WS_LOG_HEADER_BYTES + WS_WH_UNTIMED_OFFSET
+        );
+    }
     line!(o, "activemask.b32 \t%ws_r12;");
     line!(o, "mov.u32 \t%ws_r13, %lanemask_lt;");
     line!(o, "and.b32 \t%ws_r13, %ws_r13, %ws_r12;");
@@ -93,6 +102,12 @@ pub fn begin(o: &mut String, log: &str) {
         line!(o, "st.shared.u32 \t[%ws_st+{off}], %ws_r14;");
     }
     line!(o, "st.shared.u32 \t[%ws_st+{WS_WH_TRACE_OFFSET}], %ws_r11;");
+    if sampled {
+        line!(
+            o,
+            "st.shared.u32 \t[%ws_st+{WS_WH_UNTIMED_OFFSET}], %ws_r4;"
+        );
+    }
     line!(o, "setp.eq.u32 \t%ws_p1, %ws_r11, {nt};");
     line!(o, "@%ws_p1 bra \t$WS_BEGIN_SITES;");
     // Until END, `end` holds a traced warp's record base and `smid` its slot count.
@@ -131,14 +146,21 @@ pub fn begin(o: &mut String, log: &str) {
         o,
         "@!%ws_p0 st.shared.u64 \t[%ws_st+{WS_WH_BEGIN_OFFSET}], %ws_rd0;"
     );
+    if sampled {
+        line!(o, "and.b32 \t%ws_r4, %ws_r4, {WS_WARP_UNTIMED};");
+        line!(o, "or.b32 \t%ws_st, %ws_st, %ws_r4;");
+    }
 }
 
 /// `WS_KERNEL_END` at the exit label: end clock, identity, END flag, then the state copied to
 /// the global log by all active lanes. Ends with `ret`.
-pub fn end(o: &mut String, log: &str) {
+pub fn end(o: &mut String, log: &str, sampled: bool) {
     o.push_str(&format!("{EXIT_LABEL}:\n"));
     line!(o, "// warpscope: WS_KERNEL_END");
     line!(o, "mov.u64 \t%ws_rd0, %clock64;");
+    if sampled {
+        line!(o, "and.b32 \t%ws_st, %ws_st, {:#x};", !WS_WARP_UNTIMED);
+    }
     line!(o, "activemask.b32 \t%ws_r12;");
     line!(o, "bar.warp.sync \t%ws_r12;");
     line!(o, "mov.u32 \t%ws_r13, %lanemask_lt;");
@@ -196,11 +218,23 @@ pub struct Site<'a> {
     pub what: &'a str,
 }
 
-/// `WS_LOAD`: prepare (leader, trace check) before the opening clock, the load, the mode's
-/// closing construct, then the statistics update and, for a traced warp, its record.
-pub fn site(o: &mut String, log: &str, s: &Site<'_>, n: usize) {
+/// `WS_LOAD`: the probe: prepare (leader, trace check) before the opening clock, the load, the
+/// mode's closing construct, then the statistics update and, for a traced warp, its record.
+/// `sampled`: first one branch on the warp's untimed bit chooses the path, and an untimed warp
+/// runs a copy of the original load and nothing else. The branch is before the window, so the
+/// window is the same straight-line code whatever the selection.
+pub fn site(o: &mut String, log: &str, s: &Site<'_>, n: usize, sampled: bool) {
     let nt = WS_NOT_TRACED;
     line!(o, "// warpscope: site {} ({})", s.id, s.what);
+    if sampled {
+        line!(o, "and.b32 \t%ws_r0, %ws_st, {WS_WARP_UNTIMED};");
+        line!(o, "setp.eq.u32 \t%ws_p7, %ws_r0, 0;");
+        line!(o, "@%ws_p7 bra \t$WS_TIMED_{n};");
+        o.push_str(s.load);
+        o.push('\n');
+        line!(o, "bra.uni \t$WS_REC_{n};");
+        o.push_str(&format!("$WS_TIMED_{n}:\n"));
+    }
     // prepare(): computed before the window so its latency hides under the timed load's.
     line!(o, "mov.u32 \t%ws_r0, %lanemask_lt;");
     line!(o, "activemask.b32 \t%ws_r1;");

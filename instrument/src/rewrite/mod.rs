@@ -33,6 +33,9 @@ pub struct RewriteOptions {
     pub sites: SiteSet,
     /// Only this entry (others are left as they are); `None`: every entry.
     pub kernel: Option<String>,
+    /// Give every probe the untimed warps' bare path, so that a launch may time only some warps
+    /// (`--time-warps`); without it every warp times its accesses and the probe is as it was.
+    pub sampled: bool,
 }
 
 impl Default for RewriteOptions {
@@ -41,6 +44,7 @@ impl Default for RewriteOptions {
             mode: ProbeMode::Auto,
             sites: SiteSet::default(),
             kernel: None,
+            sampled: false,
         }
     }
 }
@@ -297,16 +301,16 @@ pub fn instrument_ptx(ptx: &str, opts: &RewriteOptions) -> Result<Instrumented, 
                     || trimmed.starts_with("//")
                     || (trimmed.starts_with('.') && !lines::is_loc(trimmed));
                 if matches!(state, State::Decls) && !is_decl {
-                    emit::begin(&mut out, &e.log);
+                    emit::begin(&mut out, &e.log, opts.sampled);
                     state = State::Body;
                 }
                 let opens = code.matches('{').count() as i32;
                 let closes = code.matches('}').count() as i32;
                 if e.depth + opens - closes <= 0 {
                     if matches!(state, State::Decls) {
-                        emit::begin(&mut out, &e.log);
+                        emit::begin(&mut out, &e.log, opts.sampled);
                     }
-                    emit::end(&mut out, &e.log);
+                    emit::end(&mut out, &e.log, opts.sampled);
                     out.push_str(line);
                     out.push('\n');
                     let Some(e) = cur.take() else { continue };
@@ -334,7 +338,7 @@ pub fn instrument_ptx(ptx: &str, opts: &RewriteOptions) -> Result<Instrumented, 
                     Some(i) if load_kind(&i).is_some_and(|k| opts.sites.contains(k)) => {
                         let kind = load_kind(&i).unwrap_or(SiteKind::Global);
                         n_label += 1;
-                        probe_site(&mut out, e, &i, kind, opts.mode, &pos, lineno, n_label)?;
+                        probe_site(&mut out, e, &i, kind, opts, &pos, lineno, n_label)?;
                     }
                     _ => {
                         out.push_str(line);
@@ -368,11 +372,12 @@ fn probe_site(
     e: &mut Entry,
     i: &Instr<'_>,
     kind: SiteKind,
-    mode: ProbeMode,
+    opts: &RewriteOptions,
     pos: &LineTable,
     lineno: usize,
     n: usize,
 ) -> Result<(), RewriteError> {
+    let mode = opts.mode;
     let id = u16::try_from(e.sites.len()).map_err(|_| RewriteError::TooManySites {
         kernel: e.name.clone(),
         count: e.sites.len(),
@@ -424,6 +429,7 @@ fn probe_site(
             what: &what,
         },
         n,
+        opts.sampled,
     );
     if let Some(label) = skip {
         out.push_str(&label);

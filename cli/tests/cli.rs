@@ -86,6 +86,59 @@ fn histogram_example_launches_and_matches_cpu() {
     assert!(out.join("config.toml").exists());
 }
 
+/// Timing every other warp: the .cu is built with the bare path, the histogram is still right,
+/// and the verdict's statistics are the timed warps' (their memory share is not diluted by the
+/// untimed warps' lifetimes).
+#[test]
+fn a_sampled_launch_reports_per_timed_warp() {
+    let dir = tempfile::tempdir().unwrap();
+    let example = repo().join("examples/histogram");
+    for f in ["histogram.cu", "histogram.toml"] {
+        std::fs::copy(example.join(f), dir.path().join(f)).unwrap();
+    }
+    let spec = dir.path().join("histogram.toml");
+    let share = |said: &str| -> f64 {
+        let at = said.find("memory is ").expect("verdict") + "memory is ".len();
+        said[at..].split(' ').next().unwrap().parse().unwrap()
+    };
+    let launch = |time: &str, out: &str| {
+        ok(&[
+            "launch",
+            spec.to_str().unwrap(),
+            "--backend",
+            "emu",
+            "--mode",
+            "fence",
+            "--trace-warps",
+            "none",
+            "--time-warps",
+            time,
+            "--out",
+            dir.path().join(out).to_str().unwrap(),
+        ])
+    };
+    let all = launch("all", "all");
+    let half = launch("every:2", "half");
+    assert!(
+        half.contains("over 64 timed warps of 128 (1024 timed accesses"),
+        "{half}"
+    );
+    // (A build without the bare path would have failed the launch: its untimed warps' flag
+    // does not come back.)
+    let (a, h) = (share(&all), share(&half));
+    assert!(h > 0.8 * a, "memory share {h} % timing half the warps, {a} % timing all");
+    let run: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("half/run.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(run["probes"]["timed_warps"], 64);
+    assert_eq!(run["probes"]["timed_accesses"], 1024);
+    assert_eq!(
+        std::fs::read(dir.path().join("all/hist.npy")).ok(),
+        std::fs::read(dir.path().join("half/hist.npy")).ok()
+    );
+}
+
 #[test]
 fn launch_spec_mistakes_fail_with_the_field_named_and_no_output() {
     let dir = tempfile::tempdir().unwrap();

@@ -317,7 +317,10 @@ pub fn decode(buf: &[u8], launch: &LaunchInfo, shape: &LogShape) -> Result<Trace
         warps.push(w);
     }
     Ok(Trace {
-        launch: launch.clone(),
+        launch: LaunchInfo {
+            untimed_warps: shape.untimed.clone(),
+            ..launch.clone()
+        },
         warps,
     })
 }

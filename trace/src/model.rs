@@ -210,6 +210,11 @@ pub struct LaunchInfo {
     pub shared_buffer: bool,
     /// Records the log could hold per warp.
     pub slots_per_warp: u32,
+    /// Global indices of the warps that ran the bare path at every probe (`--time-warps`),
+    /// ascending: they timed nothing, and statistics per warp leave them out. Empty when every
+    /// warp was timed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub untimed_warps: Vec<u32>,
 }
 
 impl LaunchInfo {
@@ -228,6 +233,7 @@ impl LaunchInfo {
             launch: 0,
             shared_buffer: true,
             slots_per_warp: 0,
+            untimed_warps: Vec::new(),
         }
     }
 
@@ -251,6 +257,11 @@ impl LaunchInfo {
         self.backend = backend.into();
         self.device = device.into();
         self
+    }
+
+    /// Whether the warp with this global index timed its accesses.
+    pub fn timed(&self, global_warp: u32) -> bool {
+        self.untimed_warps.binary_search(&global_warp).is_err()
     }
 
     /// Warps per block: threads rounded up to whole warps of 32.

@@ -21,11 +21,16 @@ pub fn run_verdict(path: &Path) -> Result<Vec<String>, AnalysisError> {
     let spread = stats::range(stats.warp_means())
         .map(|(lo, hi)| format!("; per warp {}–{} cycles", sig(lo), sig(hi)))
         .unwrap_or_default();
+    let untimed = reader.launch().untimed_warps.len();
+    let warps = if untimed == 0 {
+        format!("{} warps", b.warps)
+    } else {
+        format!("{} timed warps of {}", b.warps, b.warps as usize + untimed)
+    };
     let mut out = vec![format!(
-        "{}: memory is {} of warp time over {} warps ({} timed accesses, {} cycles each on average{spread}).",
+        "{}: memory is {} of warp time over {warps} ({} timed accesses, {} cycles each on average{spread}).",
         reader.launch().kernel,
         pct(b.mem_share, 0),
-        b.warps,
         b.accesses,
         sig(mean),
     )];

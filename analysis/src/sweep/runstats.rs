@@ -155,6 +155,11 @@ impl RunStats {
         let (mut dropped, mut wrapped) = (0u64, 0u64);
         for (index, w) in reader.warps()?.enumerate() {
             let w = w?;
+            // Statistics are per timed warp: a warp that ran the bare path has no memory time
+            // to count, and its lifetime would dilute the timed warps' shares.
+            if !launch.timed(w.global_warp) {
+                continue;
+            }
             let mut st = WarpStat {
                 index,
                 block: w.block,

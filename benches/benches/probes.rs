@@ -1,6 +1,7 @@
-//! Probe overhead on the demo kernel: the volume renderer's *simulated* kernel time per probe mode
-//! and record kind, beside the bare (`WS_OFF`) build, on the emulator's GTX 480 preset at the
-//! demo's quick geometry (256³ blobs, 128×128, tstep 0.04), view (0,0,0), 16×8 blocks.
+//! Probe overhead on the demo kernel: the volume renderer's *simulated* kernel time per probe mode,
+//! record kind and sampling rate (`--time-warps`: every warp, every 4th, every 16th, the latter
+//! two with the sampled build), beside the bare (`WS_OFF`) build, on the emulator's GTX 480 preset
+//! at the demo's quick geometry (256³ blobs, 128×128, tstep 0.04), view (0,0,0), 16×8 blocks.
 //!
 //! What is measured is GPU time, not the emulator's wall time: each sample's duration is the
 //! emulated kernel's cycles at the preset's clock (criterion's `iter_custom`). The emulator is
@@ -15,8 +16,9 @@ use std::time::Duration;
 use study::{BlockShape, RenderConfig, Scale, View, VolumeKind};
 use trace::ProbeMode;
 
-/// Simulated seconds of one frame of the demo kernel in `mode`, tracing `trace_warps`.
-fn frame_seconds(mode: ProbeMode, trace_warps: &WarpSelection) -> f64 {
+/// Simulated seconds of one frame of the demo kernel in `mode`, tracing `trace_warps` and timing
+/// `time_warps`.
+fn frame_seconds(mode: ProbeMode, trace_warps: &WarpSelection, time_warps: &WarpSelection) -> f64 {
     let config = emulator::GpuConfig::preset("gtx480").unwrap_or_else(|e| panic!("{e}"));
     let clock_hz = config.clock_mhz * 1e6;
     let mut dev = EmuDevice::new(config.clone());
@@ -28,7 +30,7 @@ fn frame_seconds(mode: ProbeMode, trace_warps: &WarpSelection) -> f64 {
         view: View::new(0.0, 0.0, 0.0),
         mode,
         trace_warps: trace_warps.clone(),
-        time_warps: instrument::WarpSelection::all(),
+        time_warps: time_warps.clone(),
         slots_per_warp: 1024,
         frames: 1,
         measure_overhead: false,
@@ -46,17 +48,28 @@ fn overhead(c: &mut Criterion) {
     g.sample_size(10)
         .warm_up_time(Duration::from_millis(1))
         .measurement_time(Duration::from_millis(1));
+    let all = WarpSelection::all();
+    let every = |n: u32| -> WarpSelection {
+        format!("every:{n}")
+            .parse()
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let none = WarpSelection::none;
     let cases = [
-        ("off", ProbeMode::Off, WarpSelection::none()),
-        ("naive_summary", ProbeMode::Naive, WarpSelection::none()),
-        ("fence_summary", ProbeMode::Fence, WarpSelection::none()),
-        ("dummy_summary", ProbeMode::Dummy, WarpSelection::none()),
-        ("naive_trace", ProbeMode::Naive, WarpSelection::all()),
-        ("fence_trace", ProbeMode::Fence, WarpSelection::all()),
-        ("dummy_trace", ProbeMode::Dummy, WarpSelection::all()),
+        ("off", ProbeMode::Off, none(), all.clone()),
+        ("naive_summary", ProbeMode::Naive, none(), all.clone()),
+        ("fence_summary", ProbeMode::Fence, none(), all.clone()),
+        ("dummy_summary", ProbeMode::Dummy, none(), all.clone()),
+        ("naive_trace", ProbeMode::Naive, all.clone(), all.clone()),
+        ("fence_trace", ProbeMode::Fence, all.clone(), all.clone()),
+        ("dummy_trace", ProbeMode::Dummy, all.clone(), all.clone()),
+        ("naive_time_every4", ProbeMode::Naive, none(), every(4)),
+        ("fence_time_every4", ProbeMode::Fence, none(), every(4)),
+        ("naive_time_every16", ProbeMode::Naive, none(), every(16)),
+        ("fence_time_every16", ProbeMode::Fence, none(), every(16)),
     ];
-    for (name, mode, trace_warps) in cases {
-        let seconds = frame_seconds(mode, &trace_warps);
+    for (name, mode, trace_warps, time_warps) in cases {
+        let seconds = frame_seconds(mode, &trace_warps, &time_warps);
         g.bench_function(name, |b| {
             b.iter_custom(|iters| Duration::from_secs_f64(seconds * iters as f64))
         });

@@ -126,11 +126,13 @@ fn a_sampled_launch_reports_per_timed_warp() {
     // (A build without the bare path would have failed the launch: its untimed warps' flag
     // does not come back.)
     let (a, h) = (share(&all), share(&half));
-    assert!(h > 0.8 * a, "memory share {h} % timing half the warps, {a} % timing all");
-    let run: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(dir.path().join("half/run.json")).unwrap(),
-    )
-    .unwrap();
+    assert!(
+        h > 0.8 * a,
+        "memory share {h} % timing half the warps, {a} % timing all"
+    );
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("half/run.json")).unwrap())
+            .unwrap();
     assert_eq!(run["probes"]["timed_warps"], 64);
     assert_eq!(run["probes"]["timed_accesses"], 1024);
     assert_eq!(

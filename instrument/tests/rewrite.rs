@@ -5,7 +5,7 @@
 use device::{Arg, DevBuf, Device, EmuDevice, LaunchConfig};
 use emulator::{GpuConfig, TexAddress, TexFilter, TexFormat, TextureDesc};
 use instrument::rewrite::{RewriteOptions, SiteKind, instrument_ptx};
-use instrument::{Probe, ProbedArg, WarpSelection, launch_probed};
+use instrument::{Probe, ProbedArg, ProbedLaunch, WarpSelection, launch_probed};
 use trace::{Dim3, ProbeMode};
 
 const BUF_BYTES: usize = 64 * 1024;
@@ -168,6 +168,38 @@ fn device() -> EmuDevice {
     EmuDevice::new(GpuConfig::preset("gtx480").unwrap())
 }
 
+/// The outputs of `kernel` of the uninstrumented `ptx`, run on a fresh device.
+fn bare_outputs(ptx: &str, kernel: &str, variant: usize) -> Vec<Vec<u8>> {
+    let mut bare = device();
+    let s = setup(&mut bare, ptx, kernel, variant);
+    let m = bare.load(ptx, None).unwrap();
+    bare.launch(m, kernel, &config(kernel), &s.args)
+        .unwrap_or_else(|e| panic!("{kernel} bare: {e}"));
+    download(&mut bare, &s.bufs)
+}
+
+/// `kernel` of the instrumented `inst_ptx` launched with `probe` on a fresh device set up as for
+/// the uninstrumented `ptx`: the launch and its outputs.
+fn probed_run(
+    ptx: &str,
+    inst_ptx: &str,
+    kernel: &str,
+    variant: usize,
+    probe: &Probe,
+) -> (ProbedLaunch, Vec<Vec<u8>>) {
+    let mut dev = device();
+    let s = setup(&mut dev, ptx, kernel, variant);
+    let m = dev.load(inst_ptx, None).unwrap();
+    // The rewriter appends the ws::Log parameter last.
+    let args: Vec<ProbedArg> = (s.args.iter().cloned().map(ProbedArg::from))
+        .chain([ProbedArg::Log])
+        .collect();
+    let probed = launch_probed(&mut dev, m, kernel, &config(kernel), &args, probe)
+        .unwrap_or_else(|e| panic!("{kernel} instrumented: {e}"));
+    let out = download(&mut dev, &s.bufs);
+    (probed, out)
+}
+
 #[test]
 fn every_corpus_kernel_instrumented_with_auto_keeps_its_outputs_and_records_each_load() {
     let mut failures = Vec::new();
@@ -202,20 +234,7 @@ fn every_corpus_kernel_instrumented_with_auto_keeps_its_outputs_and_records_each
 
             let mut counts = vec![(0u64, 0u64); k.sites.len()];
             for variant in 0..variants(kernel) {
-                let mut bare = device();
-                let s = setup(&mut bare, c.ptx, kernel, variant);
-                let m = bare.load(c.ptx, None).unwrap();
-                bare.launch(m, kernel, &config(kernel), &s.args)
-                    .unwrap_or_else(|e| panic!("{kernel} bare: {e}"));
-                let want = download(&mut bare, &s.bufs);
-
-                let mut dev = device();
-                let s = setup(&mut dev, c.ptx, kernel, variant);
-                let m = dev.load(&inst.ptx, None).unwrap();
-                // The rewriter appends the ws::Log parameter last.
-                let args: Vec<ProbedArg> = (s.args.iter().cloned().map(ProbedArg::from))
-                    .chain([ProbedArg::Log])
-                    .collect();
+                let want = bare_outputs(c.ptx, kernel, variant);
                 let probe = Probe {
                     mode: ProbeMode::Auto,
                     trace_warps: WarpSelection::all(),
@@ -223,9 +242,7 @@ fn every_corpus_kernel_instrumented_with_auto_keeps_its_outputs_and_records_each
                     slots_per_warp: 256,
                     sites: k.site_infos(),
                 };
-                let probed = launch_probed(&mut dev, m, kernel, &config(kernel), &args, &probe)
-                    .unwrap_or_else(|e| panic!("{kernel} instrumented: {e}"));
-                let got = download(&mut dev, &s.bufs);
+                let (probed, got) = probed_run(c.ptx, &inst.ptx, kernel, variant, &probe);
                 for (i, (g, w)) in got.iter().zip(&want).enumerate() {
                     if g != w {
                         let at = g.iter().zip(w).position(|(a, b)| a != b).unwrap_or(0);
@@ -310,19 +327,7 @@ fn with_sampled_timing_only_the_selected_warps_time_and_outputs_stay_bare() {
         for entry in c.entries {
             let kernel = entry.name;
             let k = inst.kernel(kernel).expect("every entry instrumented");
-            let mut bare = device();
-            let s = setup(&mut bare, c.ptx, kernel, 0);
-            let m = bare.load(c.ptx, None).unwrap();
-            bare.launch(m, kernel, &config(kernel), &s.args)
-                .unwrap_or_else(|e| panic!("{kernel} bare: {e}"));
-            let want = download(&mut bare, &s.bufs);
-
-            let mut dev = device();
-            let s = setup(&mut dev, c.ptx, kernel, 0);
-            let m = dev.load(&inst.ptx, None).unwrap();
-            let args: Vec<ProbedArg> = (s.args.iter().cloned().map(ProbedArg::from))
-                .chain([ProbedArg::Log])
-                .collect();
+            let want = bare_outputs(c.ptx, kernel, 0);
             let probe = Probe {
                 mode: ProbeMode::Auto,
                 trace_warps: WarpSelection::none(),
@@ -330,14 +335,9 @@ fn with_sampled_timing_only_the_selected_warps_time_and_outputs_stay_bare() {
                 slots_per_warp: 8,
                 sites: k.site_infos(),
             };
-            let probed = launch_probed(&mut dev, m, kernel, &config(kernel), &args, &probe)
-                .unwrap_or_else(|e| panic!("{kernel} instrumented: {e}"));
+            let (probed, got) = probed_run(c.ptx, &inst.ptx, kernel, 0, &probe);
             assert_eq!(probed.timed_warps, 8, "{kernel}: 8 of 32 warps timed");
-            assert_eq!(
-                download(&mut dev, &s.bufs),
-                want,
-                "{kernel}: outputs changed"
-            );
+            assert_eq!(got, want, "{kernel}: outputs changed");
             for w in &probed.trace.warps {
                 if w.global_warp % 4 != 0 {
                     assert!(

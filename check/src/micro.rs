@@ -174,7 +174,7 @@ pub fn measure(
             // One node per cache line (a texel at the line's start), each holding the next
             // node's coordinate (its index + 0.5, a texel's centre).
             let per_line = line / 4;
-            let (width, nodes, warm, probes) = match case {
+            let (width, nodes, warm, probes): (u64, Vec<u64>, u64, u32) = match case {
                 // 16 lines warmed once: every timed fetch hits.
                 MicroCase::ChaseTexture => (16 * per_line, (0..16).collect(), 16, CHASE_PROBES),
                 MicroCase::ChaseTextureL2 => {
@@ -189,7 +189,6 @@ pub fn measure(
                     (TEX_CHASE_TEXELS, nodes, 0, TEX_DRAM_PROBES)
                 }
             };
-            let nodes: Vec<u64> = nodes;
             let mut texels = vec![0f32; width as usize];
             for (i, &node) in nodes.iter().enumerate() {
                 let next = nodes[(i + 1) % nodes.len()];

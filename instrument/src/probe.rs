@@ -43,7 +43,7 @@ impl Probe {
     pub fn log_shape(&self, n_warps: u64) -> LogShape {
         let traced = self.trace_warps.select(n_warps);
         let n = u32::try_from(n_warps).unwrap_or(u32::MAX);
-        let untimed = if self.time_warps == WarpSelection::all() {
+        let untimed = if self.time_warps.is_all() {
             Vec::new()
         } else {
             (0..n)

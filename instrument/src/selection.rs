@@ -26,6 +26,12 @@ impl WarpSelection {
         }
     }
 
+    /// Whether every warp is selected: for `--time-warps`, whether the launch can do without
+    /// the untimed warps' bare path.
+    pub fn is_all(&self) -> bool {
+        self.every == Some(1)
+    }
+
     /// Whether global warp `w` is selected.
     pub fn contains(&self, w: u32) -> bool {
         self.every.is_some_and(|e| e > 0 && w.is_multiple_of(e)) || self.list.contains(&w)

@@ -79,16 +79,15 @@ pub fn builds() -> &'static [KernelBuild] {
 
 /// The build of `source` (file stem) for `mode`.
 pub fn find(source: &str, mode: u32) -> Option<&'static KernelBuild> {
-    BUILDS
-        .iter()
-        .find(|b| b.source == source && b.mode == mode && !b.sampled)
+    find_build(source, mode, false)
 }
 
-/// The sampled build of `source` (file stem) for a probed `mode` ([`KernelBuild::sampled`]).
-pub fn find_sampled(source: &str, mode: u32) -> Option<&'static KernelBuild> {
+/// The build of `source` (file stem) for `mode`, sampled ([`KernelBuild::sampled`]) or not; a
+/// sampled build exists for the probed modes of the top-level kernels.
+pub fn find_build(source: &str, mode: u32, sampled: bool) -> Option<&'static KernelBuild> {
     BUILDS
         .iter()
-        .find(|b| b.source == source && b.mode == mode && b.sampled)
+        .find(|b| b.source == source && b.mode == mode && b.sampled == sampled)
 }
 
 /// The microbenchmarks (`kernels/micro/*.cu`: the pointer chase and independent loads), every
@@ -139,7 +138,7 @@ mod tests {
                 assert!(!b.command.contains(crate::SAMPLED_FLAG));
                 assert!(!b.fatbin.is_empty());
                 // Every probed mode also in a sampled build; the bare build has no probes.
-                let sampled = find_sampled(s, m);
+                let sampled = find_build(s, m, true);
                 assert_eq!(sampled.is_some(), m != layout::WS_OFF, "{s} mode {m}");
                 if let Some(b) = sampled {
                     assert!(b.command.contains(crate::SAMPLED_FLAG), "{}", b.command);

@@ -58,8 +58,8 @@ pub mod layout {
 
 pub use cache::compile_ptx_cached;
 pub use embedded::{
-    CorpusKernel, EntryInfo, KernelBuild, PTX_ARCH, SASS_ARCHS, builds, corpus, find, find_corpus,
-    find_micro, find_sampled, micro, nvcc_version, probe_header,
+    CorpusKernel, EntryInfo, KernelBuild, PTX_ARCH, SASS_ARCHS, builds, corpus, find, find_build,
+    find_corpus, find_micro, micro, nvcc_version, probe_header,
 };
 pub use error::KernelsError;
 pub use nvcc::{CompiledPtx, SAMPLED_FLAG, compile_ptx, compile_ptx_lineinfo, ptx_usage};

@@ -28,7 +28,7 @@ use std::sync::{Mutex, OnceLock};
 use kernels::layout::{WS_AUTO, WS_DUMMY, WS_FENCE, WS_NAIVE, WS_OFF};
 use kernels::placement::*;
 use kernels::tools::{SassFunction, cuobjdump_sass, parse_sass};
-use kernels::{KernelBuild, builds, find, find_sampled};
+use kernels::{KernelBuild, builds, find, find_build};
 
 const ARCHS: [u32; 2] = [75, 90];
 
@@ -174,7 +174,7 @@ fn a_bare_path_that_reaches_probe_work_is_detected() {
     // timed path and reads its clocks (and fences).
     let (mut choices, mut jumps) = (0, 0);
     for mode in [WS_NAIVE, WS_FENCE, WS_DUMMY] {
-        let b = find_sampled("probe_test", mode).expect("build");
+        let b = find_build("probe_test", mode, true).expect("build");
         for &arch in &ARCHS {
             for f in sass_of(b, arch) {
                 let ivs = sass_intervals(&f).expect("well-formed");

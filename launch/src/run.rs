@@ -52,7 +52,7 @@ pub fn run(opts: &LaunchOptions, note: &dyn Fn(&str)) -> Result<RunMetrics> {
     // Each distinct source is compiled (or read) once, however many launches use it; with the
     // untimed warps' bare path when not every warp is timed.
     let mut sources: BTreeMap<PathBuf, Compiled> = BTreeMap::new();
-    let sampled = opts.time_warps != WarpSelection::all();
+    let sampled = !opts.time_warps.is_all();
     if opts.instrument.is_some() {
         let [l] = spec.launches.as_mut_slice() else {
             invalid!(

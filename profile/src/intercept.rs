@@ -465,7 +465,7 @@ impl Interceptor {
             mode: self.cfg.mode,
             sites: self.cfg.sites.clone(),
             kernel: Some(name.clone()),
-            sampled: self.cfg.time_warps != instrument::WarpSelection::all(),
+            sampled: !self.cfg.time_warps.is_all(),
         };
         let mut inst = instrument_ptx(&ptx, &opts).map_err(|e| format!("the rewriter: {e}"))?;
         // The probes keep the program's occupancy: the probed entry gets the register budget of

@@ -476,16 +476,14 @@ impl Session<'_> {
         }
         // Timing only some warps needs the build whose probes have the untimed warps' bare path;
         // timing all of them, the build without it, whose probes are as they always were.
-        let sampled = mode != ProbeMode::Off && cfg.time_warps != WarpSelection::all();
-        let find = if sampled {
-            kernels::find_sampled
-        } else {
-            kernels::find
-        };
-        let build = find(KERNEL_SOURCE, mode.ws_mode()).ok_or_else(|| StudyError::NoBuild {
-            source_name: KERNEL_SOURCE,
-            mode: mode.name().into(),
-        })?;
+        let sampled = mode != ProbeMode::Off && !cfg.time_warps.is_all();
+        let build =
+            kernels::find_build(KERNEL_SOURCE, mode.ws_mode(), sampled).ok_or_else(|| {
+                StudyError::NoBuild {
+                    source_name: KERNEL_SOURCE,
+                    mode: mode.name().into(),
+                }
+            })?;
         let key = (mode.ws_mode(), sampled);
         let (module, entry) = match self.modules.get(&key) {
             Some(m) => *m,

@@ -35,12 +35,9 @@ fn run_multi_on(
     time_warps: WarpSelection,
 ) -> Run {
     // Timing only some warps needs the sampled build, whose probes have the bare path.
-    let find = if mode != ProbeMode::Off && time_warps != WarpSelection::all() {
-        kernels::find_sampled
-    } else {
-        kernels::find
-    };
-    let build = find("probe_test", mode.ws_mode()).expect("probe_test is built in every mode");
+    let sampled = mode != ProbeMode::Off && !time_warps.is_all();
+    let build = kernels::find_build("probe_test", mode.ws_mode(), sampled)
+        .expect("probe_test is built in every mode");
     multi_with(dev, build, mode, trace_warps, time_warps).unwrap()
 }
 

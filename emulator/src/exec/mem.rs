@@ -1,7 +1,7 @@
 //! Loads, stores, atomics and reductions: each lane's address resolved to its state space,
 //! done functionally at issue, with the lane addresses left in `Ctx::lanes` for the timing model.
 
-use super::{Ctx, Faulty, Flow, Warp, fault, put};
+use super::{Ctx, FULL, Faulty, Flow, Warp, fault, put};
 use crate::bits::set_bits;
 use crate::devmem::{LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, WINDOW_BYTES, WriteKind, le_bytes};
 use crate::ir::*;
@@ -286,6 +286,32 @@ fn shared_scalar_offset(addr: u64, l: usize, eb: usize, len: u64, what: &str) ->
     Ok(addr as usize)
 }
 
+/// Every lane's offset in shared memory for an `N`-byte scalar access of all 32 lanes at
+/// state-space addresses `addr(lane)`, as [`shared_scalar_offset`] gives it, or `None` when a
+/// lane's access is misaligned or out of bounds (`len` bytes), which the lane loop then names.
+/// Why a pass of its own: checked lane by lane, each access is a chain of branches; here the
+/// lanes' checks are folded into one flag, and a full warp is the common shared access.
+#[inline(always)]
+fn full_warp_shared_offsets<const N: usize>(
+    addr: impl Fn(usize) -> u64,
+    len: u64,
+) -> Option<[u64; 32]> {
+    let mut offsets = [0u64; 32];
+    let mut bad = false;
+    for (l, slot) in offsets.iter_mut().enumerate() {
+        let a = addr(l);
+        let in_window = a.wrapping_sub(SHARED_WINDOW) < WINDOW_BYTES;
+        let o = if in_window {
+            a - SHARED_WINDOW
+        } else {
+            window_offset(a)
+        };
+        bad |= (o & (N as u64 - 1) != 0) | (o + N as u64 > len);
+        *slot = o;
+    }
+    (!bad).then_some(offsets)
+}
+
 /// `st.shared` of one element from registers, lane by lane like a load:
 /// addresses in register row `a`, values in row `v` (indices into the register file).
 fn store_shared_scalar(
@@ -427,6 +453,22 @@ fn load_shared<const N: usize>(
     keep: u64,
 ) -> Faulty<()> {
     let len = c.shared.len() as u64;
+    if m == FULL
+        && let Some(offsets) =
+            full_warp_shared_offsets::<N>(|l| base(&w.regs, l).wrapping_add(x.off as u64), len)
+    {
+        if let Some(d) = dst {
+            for (l, &o) in offsets.iter().enumerate() {
+                let o = o as usize;
+                let mut b = [0u8; 8];
+                b[..N].copy_from_slice(&c.shared[o..o + N]);
+                w.regs[d + l] = ext.apply(u64::from_le_bytes(b)) & keep;
+            }
+        }
+        c.lanes
+            .extend(offsets.iter().enumerate().map(|(l, &o)| (l as u8, o)));
+        return Ok(());
+    }
     for l in set_bits(m) {
         let addr = base(&w.regs, l).wrapping_add(x.off as u64);
         let o = shared_scalar_offset(addr, l, N, len, "load")?;

@@ -1,7 +1,7 @@
 //! Texture fetches: each lane's coordinates filtered through its texture, the texel addresses
 //! left in `Ctx::lanes` for the timing model.
 
-use super::{Ctx, Fault, Faulty, Flow, Warp, fault, put};
+use super::{Ctx, FULL, Fault, Faulty, Flow, Warp, ZERO_LANES, fault, put};
 use crate::bits::set_bits;
 use crate::hostcpu::HostWork;
 use crate::ir::*;
@@ -30,21 +30,81 @@ impl HostWork for Fetch<'_, '_, '_, '_> {
 #[allow(clippy::needless_range_loop)]
 #[inline(always)]
 fn texture(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow> {
-    let mut h = [0u64; 32];
-    c.fetch(x.a, w, &mut h);
-    let mut co = [[0u64; 32]; 4];
-    for k in 0..x.ns as usize {
-        c.fetch(x.s[k], w, &mut co[k]);
+    // Register operands are borrowed in place, as `compute` borrows them; only other operands
+    // fill a buffer. Zeroing and copying the handle and four coordinate rows cost 2.3 KB of
+    // stores per fetch.
+    let (mut th, mut t0, mut t1, mut t2, mut t3): (
+        [u64; 32],
+        [u64; 32],
+        [u64; 32],
+        [u64; 32],
+        [u64; 32],
+    );
+    macro_rules! operand {
+        ($o:expr, $tmp:ident) => {
+            match c.reg_row($o, w) {
+                Some(row) => row,
+                None => {
+                    $tmp = [0u64; 32];
+                    c.fetch($o, w, &mut $tmp);
+                    &$tmp
+                }
+            }
+        };
     }
-    let mut out = [[0u64; 32]; 4];
+    let ns = x.ns as usize;
+    let h: &[u64; 32] = operand!(x.a, th);
+    let co: [&[u64; 32]; 4] = [
+        if ns > 0 {
+            operand!(x.s[0], t0)
+        } else {
+            &ZERO_LANES
+        },
+        if ns > 1 {
+            operand!(x.s[1], t1)
+        } else {
+            &ZERO_LANES
+        },
+        if ns > 2 {
+            operand!(x.s[2], t2)
+        } else {
+            &ZERO_LANES
+        },
+        if ns > 3 {
+            operand!(x.s[3], t3)
+        } else {
+            &ZERO_LANES
+        },
+    ];
     c.lanes.clear();
-    let (texel_bytes, filtered) = match volume_samples(x, &h, &co, c, m, &mut out) {
-        Some(bytes) => (bytes, true),
-        None => lane_samples(x, &h, &co, c, m, &mut out)?,
+    let (texel_bytes, filtered) = match volume_samples(x, h, &co, c, m) {
+        Some((bytes, vals)) => {
+            // Straight into the destinations: every value is a 32-bit float's bits.
+            for (d, v) in x.d[..x.nd as usize].iter().zip(&vals) {
+                if let Opnd::Reg(r) = *d {
+                    let row = &mut w.regs[r as usize * 32..r as usize * 32 + 32];
+                    if m == FULL {
+                        for l in 0..32 {
+                            row[l] = b32(v[l]);
+                        }
+                    } else {
+                        for l in set_bits(m) {
+                            row[l] = b32(v[l]);
+                        }
+                    }
+                }
+            }
+            (bytes, true)
+        }
+        None => {
+            let mut out = [[0u64; 32]; 4];
+            let kind = lane_samples(x, h, &co, c, m, &mut out)?;
+            for k in 0..x.nd as usize {
+                put(&mut w.regs, x.d[k], m, &out[k], 0xFFFF_FFFF);
+            }
+            kind
+        }
     };
-    for k in 0..x.nd as usize {
-        put(&mut w.regs, x.d[k], m, &out[k], 0xFFFF_FFFF);
-    }
     Ok(Flow::Mem {
         space: Space::Texture,
         kind: AccessKind::Load,
@@ -75,7 +135,7 @@ fn lookup_lanes(texel_bytes: u32, filtered: bool) -> u8 {
 fn lane_samples(
     x: &Inst,
     h: &[u64; 32],
-    co: &[[u64; 32]; 4],
+    co: &[&[u64; 32]; 4],
     c: &mut Ctx,
     m: u32,
     out: &mut [[u64; 32]; 4],
@@ -138,18 +198,17 @@ fn lane_samples(
 }
 
 /// A 3D float-coordinate fetch into f32 registers whose lanes all sample one volume texture
-/// (`Sampler::volume_path`): the warp's samples taken together
-/// (`Sampler::sample_volume`), written to `out` as the lane-by-lane loop writes
-/// them. `None`, with nothing recorded, for any other fetch, which the loop then takes.
+/// (`Sampler::volume_path`): the warp's samples taken together (`Sampler::sample_volume`),
+/// with the texel size, for the active lanes `m` of each of the four components. `None`, with
+/// nothing recorded, for any other fetch, which the lane-by-lane loop then takes.
 #[inline(always)]
 fn volume_samples(
     x: &Inst,
     h: &[u64; 32],
-    co: &[[u64; 32]; 4],
+    co: &[&[u64; 32]; 4],
     c: &mut Ctx,
     m: u32,
-    out: &mut [[u64; 32]; 4],
-) -> Option<u32> {
+) -> Option<(u32, [[f32; 32]; 4])> {
     if m == 0 || x.sub != 3 || !x.ty2.is_float() || x.ty != Ty::F32 {
         return None;
     }
@@ -171,7 +230,7 @@ fn volume_samples(
     }
     let mut coords = [[0.0f32; 32]; 3];
     for (k, axis) in coords.iter_mut().enumerate() {
-        for (v, &bits) in axis.iter_mut().zip(&co[k]) {
+        for (v, &bits) in axis.iter_mut().zip(co[k]) {
             *v = f32v(bits);
         }
     }
@@ -180,12 +239,7 @@ fn volume_samples(
     if !tex.sample_volume(&coords, m, &mut scratch, c.lanes, &mut vals) {
         return None;
     }
-    for (row, v) in out.iter_mut().zip(&vals) {
-        for l in set_bits(m) {
-            row[l] = b32(v[l]);
-        }
-    }
-    Some(tex.texel_bytes() as u32)
+    Some((tex.texel_bytes() as u32, vals))
 }
 
 #[cfg(test)]

@@ -277,8 +277,28 @@ fn conflict_free_ways(lanes: &[(u8, u64)], len: u64, banks: &Banks) -> Option<u3
     if banks.count > 64 {
         return None;
     }
-    let mut seen = 0u64;
     let mut word_of = [0u64; 64];
+    if let Some(mask) = banks.mask {
+        // When each lane's bytes lie in one word (an aligned access no wider than a bank, the
+        // common case), two passes without a branch per lane decide it: every bank's last
+        // word, then whether each lane's word is its bank's. The lane-by-lane check below
+        // branches on every lane's bank.
+        let shift = banks.width_shift;
+        let bank = |word: u64| (word & mask & 63) as usize;
+        let mut spans = 0u64;
+        for &(_, addr) in lanes {
+            let word = addr >> shift;
+            spans |= (addr.saturating_add(len - 1) >> shift) ^ word;
+            word_of[bank(word)] = word;
+        }
+        if spans == 0 {
+            let free = lanes.iter().fold(true, |free, &(_, a)| {
+                free & (word_of[bank(a >> shift)] == a >> shift)
+            });
+            return free.then(|| u32::from(!lanes.is_empty()));
+        }
+    }
+    let mut seen = 0u64;
     let free = banks.each_word(lanes, len, |word| {
         let bank = banks.of(word) as usize;
         let bit = 1u64 << bank;

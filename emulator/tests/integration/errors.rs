@@ -365,3 +365,22 @@ fn shared_memory_out_of_bounds_faults() {
         other => panic!("expected a fault, got {other:?}"),
     }
 }
+
+#[test]
+fn a_full_warps_shared_load_names_its_one_misaligned_lane() {
+    // Lane 5 alone loads 4 bytes from an odd address; the other 31 lanes are aligned.
+    let src = format!(
+        "{HEAD}.visible .entry k()\n{{\n .reg .b32 %r<6>;\n .reg .pred %p1;\n .shared .align 4 .b8 s[256];\n mov.u32 %r1, %tid.x;\n shl.b32 %r2, %r1, 2;\n setp.eq.u32 %p1, %r1, 5;\n selp.b32 %r4, 1, 0, %p1;\n add.s32 %r5, %r2, %r4;\n ld.shared.u32 %r3, [%r5];\n ret;\n}}\n"
+    );
+    let mut r = Rig::new(&src);
+    let e = r
+        .try_launch("k", [1, 1, 1], [32, 1, 1], 0, vec![])
+        .unwrap_err();
+    match e {
+        EmuError::Fault { thread, what, .. } => {
+            assert_eq!(thread, 5);
+            assert!(what.contains("misaligned"), "{what}");
+        }
+        other => panic!("expected a fault, got {other:?}"),
+    }
+}

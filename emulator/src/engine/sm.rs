@@ -29,7 +29,7 @@ use crate::config::GpuConfig;
 use crate::devmem::WriteLog;
 use crate::error::EmuError;
 use crate::exec::{Ctx, Entry, FULL, Fixed, Flow, Warp, exec};
-use crate::ir::{Class, Op, Opnd, Program};
+use crate::ir::{Class, Op, Opnd};
 use crate::memory::{AccessKind, Key, MemRequest, SmMem, Space, is_token};
 
 use super::LaunchInput;
@@ -357,7 +357,7 @@ impl Sm {
             w.bar_dst = None;
             let warp = b * u64::from(warps_per_block) + u64::from(wib);
             w.record = inp.record_loads.filter(|r| r.has(warp)).map(|_| warp);
-            refresh(w, prog, deps);
+            refresh(w, deps);
             self.hot.set(ws, Hot::of(w));
             self.hot.youngest(ws);
             warps.push(ws as u32);
@@ -410,7 +410,7 @@ impl Sm {
                 return;
             }
         }
-        self.warm(sh.inp.prog, horizon);
+        self.warm(sh, horizon);
         while matches!(self.park, Park::Run) && self.cycle < horizon {
             if let Err(e) = self.step(sh, mem) {
                 self.park = Park::Fault(e);
@@ -434,7 +434,8 @@ impl Sm {
     /// misses stall one after the other; read here, back to back, they overlap. (A load rather
     /// than a prefetch instruction, which Rust offers only as `unsafe`.) One thread: the
     /// paper-scale frame 8-16 % faster, tiled matmul 12 %, the other workloads within noise.
-    fn warm(&self, prog: &Program, horizon: u64) {
+    fn warm(&self, sh: &Shared, horizon: u64) {
+        let prog = sh.inp.prog;
         let mut x = 0u64;
         for w in &self.warps {
             if Hot::of(w).ready >= horizon {
@@ -446,9 +447,9 @@ impl Sm {
             let Some(pc) = w.arch.pc() else {
                 continue;
             };
-            // The timing model's copy of the instruction too: `issue` reads it first.
-            if let Some(i) = prog.insts.get(pc as usize) {
-                x ^= u64::from(i.line) ^ u64::from(i.target);
+            // The timing model's record of the instruction too: `issue` reads it first.
+            if let Some(step) = sh.deps.step(pc) {
+                x ^= u64::from(step.line);
             }
             let Some(x_next) = prog.exec.get(pc as usize) else {
                 continue;
@@ -470,7 +471,6 @@ impl Sm {
         if mem.pend.fresh() {
             mem.pend.evaluate();
             mem.patch();
-            let prog = sh.inp.prog;
             let nsched = self.pipe.len();
             for (ws, w) in self.warps.iter_mut().enumerate() {
                 if w.state == WState::Free || w.state == WState::Done {
@@ -502,7 +502,7 @@ impl Sm {
                 });
                 // Also a warp at a barrier: it needs its next instruction's cycle when released.
                 if changed {
-                    refresh(w, prog, sh.deps);
+                    refresh(w, sh.deps);
                     self.hot.set(ws, Hot::of(w));
                     self.sched_near[ws % nsched] = Near::NONE;
                 }
@@ -666,7 +666,7 @@ impl Sm {
             return false;
         }
         let pc = self.warps[ws].arch.pc();
-        pc.and_then(|pc| sh.inp.prog.insts.get(pc as usize))
+        pc.and_then(|pc| sh.deps.step(pc))
             .is_some_and(|x| matches!(x.op, Op::Bar | Op::Exit))
     }
 
@@ -687,11 +687,15 @@ impl Sm {
             self.hot.set(ws, Hot::of(w));
             return Ok(());
         };
-        let x = &prog.insts[pc as usize];
+        let Some(x) = sh.deps.step(pc) else {
+            w.state = WState::Done;
+            self.hot.set(ws, Hot::of(w));
+            return Ok(());
+        };
         if x.op == Op::Invalid {
             let what = prog
                 .messages
-                .get(x.target as usize)
+                .get(prog.insts[pc as usize].target as usize)
                 .cloned()
                 .unwrap_or_default();
             return Err(EmuError::Unsupported {
@@ -794,7 +798,7 @@ impl Sm {
             } => flow_bar = Some((id, expected, red, contrib, dst)),
             Flow::Exited | Flow::Done => {}
         }
-        for r in x.writes() {
+        for &r in sh.deps.writes(pc) {
             w.ready[r as usize] = done_at;
             w.from_mem[r as usize] = from_mem;
             if is_token(done_at) {
@@ -814,7 +818,9 @@ impl Sm {
         } else if let Some((_, expected, red, contrib, dst)) = flow_bar {
             w.state = WState::Bar;
             // The executed instruction names the row, the timing one the register.
-            w.bar_dst = dst.zip(x.writes().next()).map(|(row, r)| (r, row));
+            w.bar_dst = dst
+                .zip(sh.deps.writes(pc).first())
+                .map(|(row, &r)| (r, row));
             block.arrived += 1;
             block.expected = expected;
             block.bar_pc = pc;
@@ -830,7 +836,7 @@ impl Sm {
                 block.red_kind = red;
             }
         }
-        refresh(w, prog, sh.deps);
+        refresh(w, sh.deps);
         self.hot.set_in(s, k, Hot::of(w));
         // Barrier release (also when a warp exits while others wait).
         let need = if block.expected > 0 {

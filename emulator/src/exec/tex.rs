@@ -33,13 +33,8 @@ fn texture(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow> {
     // Register operands are borrowed in place, as `compute` borrows them; only other operands
     // fill a buffer. Zeroing and copying the handle and four coordinate rows cost 2.3 KB of
     // stores per fetch.
-    let (mut th, mut t0, mut t1, mut t2, mut t3): (
-        [u64; 32],
-        [u64; 32],
-        [u64; 32],
-        [u64; 32],
-        [u64; 32],
-    );
+    type Row = [u64; 32];
+    let (mut th, mut t0, mut t1, mut t2, mut t3): (Row, Row, Row, Row, Row);
     macro_rules! operand {
         ($o:expr, $tmp:ident) => {
             match c.reg_row($o, w) {

@@ -148,34 +148,12 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
         Op::Tex => return with_host_features(Fetch { x, w, c, m }),
         _ => {}
     }
-    // Register operands are borrowed in place (no 256-byte copy); only other operands fill a
-    // buffer, and a missing operand reads zeros from a shared array — so no buffer is zeroed
-    // per instruction when every source is a register.
+    // Sources as lane rows (`operand_row!`): registers borrowed in place.
     let (mut ta, mut tb, mut tc): ([u64; 32], [u64; 32], [u64; 32]);
-    macro_rules! operand {
-        ($k:expr, $tmp:ident) => {
-            if x.ns as usize > $k {
-                match c.reg_row(x.s[$k], w) {
-                    Some(row) => row,
-                    None => {
-                        // Filled in place: returning a 256-byte array by value costs a memcpy.
-                        if let Opnd::Imm(v) = x.s[$k] {
-                            $tmp = [v; 32];
-                        } else {
-                            $tmp = [0u64; 32];
-                            c.fetch(x.s[$k], w, &mut $tmp);
-                        }
-                        &$tmp
-                    }
-                }
-            } else {
-                &ZERO_LANES
-            }
-        };
-    }
-    let a: &[u64; 32] = operand!(0, ta);
-    let b: &[u64; 32] = operand!(1, tb);
-    let cc: &[u64; 32] = operand!(2, tc);
+    let ns = x.ns as usize;
+    let a: &[u64; 32] = operand_row!(c, w, x.s[0], ns > 0, ta);
+    let b: &[u64; 32] = operand_row!(c, w, x.s[1], ns > 1, tb);
+    let cc: &[u64; 32] = operand_row!(c, w, x.s[2], ns > 2, tc);
     let plain_f32 = ty == Ty::F32 && !x.ftz && !x.sat && matches!(x.rnd, Rnd::None | Rnd::Rn);
     let ext = |v: u64| ty.extend(v);
     match x.op {

@@ -27,6 +27,32 @@ macro_rules! map {
     };
 }
 
+/// Operand `$o` of an instruction as a row of 32 lane values: a register's row borrowed in
+/// place (no 256-byte copy), any other operand filled into `$tmp`, a declared but uninitialised
+/// `[u64; 32]` of the caller's, so that no buffer is zeroed when the operand is a register.
+/// With `$present` false, the shared row of zeros. Filled in place because returning a
+/// 256-byte array by value costs a memcpy.
+macro_rules! operand_row {
+    ($c:expr, $w:expr, $o:expr, $present:expr, $tmp:ident) => {
+        if !$present {
+            &ZERO_LANES
+        } else {
+            match $c.reg_row($o, $w) {
+                Some(row) => row,
+                None => {
+                    if let Opnd::Imm(v) = $o {
+                        $tmp = [v; 32];
+                    } else {
+                        $tmp = [0u64; 32];
+                        $c.fetch($o, $w, &mut $tmp);
+                    }
+                    &$tmp
+                }
+            }
+        }
+    };
+}
+
 mod alu;
 mod mem;
 mod simt;

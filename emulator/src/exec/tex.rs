@@ -30,46 +30,17 @@ impl HostWork for Fetch<'_, '_, '_, '_> {
 #[allow(clippy::needless_range_loop)]
 #[inline(always)]
 fn texture(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow> {
-    // Register operands are borrowed in place, as `compute` borrows them; only other operands
-    // fill a buffer. Zeroing and copying the handle and four coordinate rows cost 2.3 KB of
-    // stores per fetch.
+    // Operands as lane rows (`operand_row!`), registers borrowed in place: zeroing and copying
+    // the handle and four coordinate rows cost 2.3 KB of stores per fetch.
     type Row = [u64; 32];
     let (mut th, mut t0, mut t1, mut t2, mut t3): (Row, Row, Row, Row, Row);
-    macro_rules! operand {
-        ($o:expr, $tmp:ident) => {
-            match c.reg_row($o, w) {
-                Some(row) => row,
-                None => {
-                    $tmp = [0u64; 32];
-                    c.fetch($o, w, &mut $tmp);
-                    &$tmp
-                }
-            }
-        };
-    }
     let ns = x.ns as usize;
-    let h: &[u64; 32] = operand!(x.a, th);
-    let co: [&[u64; 32]; 4] = [
-        if ns > 0 {
-            operand!(x.s[0], t0)
-        } else {
-            &ZERO_LANES
-        },
-        if ns > 1 {
-            operand!(x.s[1], t1)
-        } else {
-            &ZERO_LANES
-        },
-        if ns > 2 {
-            operand!(x.s[2], t2)
-        } else {
-            &ZERO_LANES
-        },
-        if ns > 3 {
-            operand!(x.s[3], t3)
-        } else {
-            &ZERO_LANES
-        },
+    let h: &Row = operand_row!(c, w, x.a, true, th);
+    let co: [&Row; 4] = [
+        operand_row!(c, w, x.s[0], ns > 0, t0),
+        operand_row!(c, w, x.s[1], ns > 1, t1),
+        operand_row!(c, w, x.s[2], ns > 2, t2),
+        operand_row!(c, w, x.s[3], ns > 3, t3),
     ];
     c.lanes.clear();
     let (texel_bytes, filtered) = match volume_samples(x, h, &co, c, m) {

@@ -44,6 +44,18 @@ fn window_offset(addr: u64) -> u64 {
     addr & 0xFFFF_FFFF
 }
 
+/// The offset in a state space of `addr`, a generic address inside the space's generic window
+/// (which starts at `window`) or else a state-space address. Written without a branch on the
+/// window, so that a loop over a warp's lanes stays one vector loop.
+#[inline(always)]
+fn space_offset(addr: u64, window: u64) -> u64 {
+    if addr.wrapping_sub(window) < WINDOW_BYTES {
+        addr - window
+    } else {
+        window_offset(addr)
+    }
+}
+
 impl Ctx<'_> {
     fn resolve(&self, sp: Sp, addr: u64, lane: usize, len: usize) -> Faulty<Target> {
         let l = lane as u32;
@@ -65,28 +77,16 @@ impl Ctx<'_> {
         match sp {
             Sp::Global | Sp::Const => Ok(Target::Global(addr)),
             Sp::Shared => {
-                let off = if (SHARED_WINDOW..SHARED_WINDOW + WINDOW_BYTES).contains(&addr) {
-                    addr - SHARED_WINDOW
-                } else {
-                    window_offset(addr)
-                };
+                let off = space_offset(addr, SHARED_WINDOW);
                 Ok(Target::Shared(check(off, self.shared.len(), "shared")?))
             }
             Sp::Local => {
-                let off = if (LOCAL_WINDOW..LOCAL_WINDOW + WINDOW_BYTES).contains(&addr) {
-                    addr - LOCAL_WINDOW
-                } else {
-                    window_offset(addr)
-                };
+                let off = space_offset(addr, LOCAL_WINDOW);
                 let o = check(off, self.fixed.local_bytes as usize, "local")?;
                 Ok(Target::Local(lane * self.fixed.local_bytes as usize + o))
             }
             Sp::Param => {
-                let off = if (PARAM_WINDOW..PARAM_WINDOW + WINDOW_BYTES).contains(&addr) {
-                    addr - PARAM_WINDOW
-                } else {
-                    window_offset(addr)
-                };
+                let off = space_offset(addr, PARAM_WINDOW);
                 Ok(Target::Param(check(off, self.fixed.params.len(), "param")?))
             }
             Sp::Generic => {
@@ -264,11 +264,7 @@ fn put_le_bytes(dst: &mut [u8], v: u64) {
 /// at state-space address `addr`, checked for alignment and bounds (`len` bytes).
 #[inline(always)]
 fn shared_scalar_offset(addr: u64, l: usize, eb: usize, len: u64, what: &str) -> Faulty<usize> {
-    let addr = if (SHARED_WINDOW..SHARED_WINDOW + WINDOW_BYTES).contains(&addr) {
-        addr - SHARED_WINDOW
-    } else {
-        window_offset(addr)
-    };
+    let addr = space_offset(addr, SHARED_WINDOW);
     if addr & (eb as u64 - 1) != 0 {
         return fault(
             l as u32,
@@ -299,13 +295,7 @@ fn full_warp_shared_offsets<const N: usize>(
     let mut offsets = [0u64; 32];
     let mut bad = false;
     for (l, slot) in offsets.iter_mut().enumerate() {
-        let a = addr(l);
-        let in_window = a.wrapping_sub(SHARED_WINDOW) < WINDOW_BYTES;
-        let o = if in_window {
-            a - SHARED_WINDOW
-        } else {
-            window_offset(a)
-        };
+        let o = space_offset(addr(l), SHARED_WINDOW);
         bad |= (o & (N as u64 - 1) != 0) | (o + N as u64 > len);
         *slot = o;
     }

@@ -256,15 +256,22 @@ impl Ctx<'_> {
 
 #[inline]
 fn put(regs: &mut [u64], d: Opnd, mask: u32, vals: &[u64; 32], m: u64) {
+    put_lanes(regs, d, mask, |l| vals[l] & m);
+}
+
+/// Writes `value(lane)` into register operand `d` for the lanes of `mask`: every lane in one
+/// fixed loop when the mask is full, else lane by lane.
+#[inline(always)]
+fn put_lanes(regs: &mut [u64], d: Opnd, mask: u32, value: impl Fn(usize) -> u64) {
     if let Opnd::Reg(r) = d {
         let row = &mut regs[r as usize * 32..r as usize * 32 + 32];
         if mask == FULL {
-            for l in 0..32 {
-                row[l] = vals[l] & m;
+            for (l, slot) in row.iter_mut().enumerate() {
+                *slot = value(l);
             }
         } else {
             for l in set_bits(mask) {
-                row[l] = vals[l] & m;
+                row[l] = value(l);
             }
         }
     }

@@ -1,7 +1,7 @@
 //! Texture fetches: each lane's coordinates filtered through its texture, the texel addresses
 //! left in `Ctx::lanes` for the timing model.
 
-use super::{Ctx, FULL, Fault, Faulty, Flow, Warp, ZERO_LANES, fault, put};
+use super::{Ctx, Fault, Faulty, Flow, Warp, ZERO_LANES, fault, put, put_lanes};
 use crate::bits::set_bits;
 use crate::hostcpu::HostWork;
 use crate::ir::*;
@@ -46,19 +46,8 @@ fn texture(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow> {
     let (texel_bytes, filtered) = match volume_samples(x, h, &co, c, m) {
         Some((bytes, vals)) => {
             // Straight into the destinations: every value is a 32-bit float's bits.
-            for (d, v) in x.d[..x.nd as usize].iter().zip(&vals) {
-                if let Opnd::Reg(r) = *d {
-                    let row = &mut w.regs[r as usize * 32..r as usize * 32 + 32];
-                    if m == FULL {
-                        for l in 0..32 {
-                            row[l] = b32(v[l]);
-                        }
-                    } else {
-                        for l in set_bits(m) {
-                            row[l] = b32(v[l]);
-                        }
-                    }
-                }
+            for (&d, v) in x.d[..x.nd as usize].iter().zip(&vals) {
+                put_lanes(&mut w.regs, d, m, |l| b32(v[l]));
             }
             (bytes, true)
         }

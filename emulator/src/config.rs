@@ -343,24 +343,39 @@ pub struct DramConfig {
     pub rows: Option<DramRows>,
 }
 
-/// DRAM's open rows, which make scattered reads slower than a stream. Each aligned page of
-/// `page_bytes` belongs to one of `banks` banks (a hash of the page number); a bank holds one
-/// page open. A read from the L2 (a missed fetch block) whose page is its bank's open page costs
-/// its bytes of DRAM time; one that opens its page costs `row_miss_bytes` more. Write-backs of
-/// dirty lines cost their bytes only. On an H100, reading every sector once in scattered order
-/// runs at 0.96, 0.79 and 0.66 of the stream's rate inside 2 KiB, 2 MiB and 8 MiB blocks, and
-/// random 64-byte reads at 0.62 (docs/gpu/dram-granularity.cu). It also reads random runs of
-/// adjacent sectors at 0.66 however long the run, which open rows alone do not give: a run opens
-/// each page once, so from 2 KiB runs on the model reads them at its stream rate.
+/// DRAM's open rows, which make scattered reads slower than a stream. Addresses go to `banks`
+/// banks in chunks of `interleave_bytes`, one chunk per bank in turn, so each bank's page of
+/// `page_bytes` holds chunks `banks × interleave_bytes` apart (the order of the banks is
+/// permuted per stripe of `banks × page_bytes`). A read from the L2
+/// (a missed fetch block) costs its bytes of DRAM time, and `row_miss_bytes` more for each chunk
+/// whose page it opens. Write-backs of dirty lines cost their bytes only. A memory controller
+/// gathers the queued reads of a row before it closes it, which the model, taking reads in issue
+/// order, stands in for by keeping each bank's `reorder_rows` rows served last open.
+///
+/// Interleaved finely, a stream keeps every bank in one page while reads spread over many
+/// stripes open a page per chunk, however long their runs. On an H100, reading every sector
+/// once in scattered order runs at 0.96, 0.79 and 0.66 of the stream's rate inside 2 KiB, 2 MiB
+/// and 8 MiB blocks, random runs of 128 B to 16 KiB of adjacent sectors at 0.66 whatever their
+/// length, and random 64-byte reads at 0.61 (docs/gpu/dram-granularity.cu). The stream there
+/// reads four places 256 MiB apart at once, so it needs 4 rows per bank to run at its rate;
+/// with 8, reads scattered over 2 MiB would too.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DramRows {
-    /// Pages open at once, one per bank, across the device; a power of two.
+    /// Banks across the device, each with its own open rows; a power of two.
     pub banks: u32,
     /// Bytes of a page (row), a power of two of at least an L2 line.
     pub page_bytes: u32,
+    /// Bytes of a chunk: consecutive chunks go to different banks. A power of two from an L2
+    /// sector to `page_bytes`; unset, a whole page goes to one bank.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interleave_bytes: Option<u32>,
     /// What opening a page costs, in bytes of DRAM transfer time.
     pub row_miss_bytes: u32,
+    /// Rows per bank whose reads its controller gathers: a read of any of the rows a bank
+    /// served last finds it open. From 1 to 64; unset, 1: the row it served last.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reorder_rows: Option<u32>,
 }
 
 /// End-to-end unloaded latencies (cycles from issue to data in a register) the configured
@@ -592,6 +607,26 @@ impl GpuConfig {
                     ),
                 ));
             }
+            if let Some(chunk) = rows.interleave_bytes {
+                power_of_two(chunk).map_err(|m| err("dram.rows.interleave_bytes", m))?;
+                if chunk < l2.sector_bytes || chunk > rows.page_bytes {
+                    return Err(err(
+                        "dram.rows.interleave_bytes",
+                        format!(
+                            "must be from l2.sector_bytes ({}) to dram.rows.page_bytes ({}), got {chunk}",
+                            l2.sector_bytes, rows.page_bytes
+                        ),
+                    ));
+                }
+            }
+            if let Some(n) = rows.reorder_rows
+                && !(1..=64).contains(&n)
+            {
+                return Err(err(
+                    "dram.rows.reorder_rows",
+                    format!("must be from 1 to 64, got {n}"),
+                ));
+            }
         }
         if let Some(fetch) = l2.fetch_bytes {
             power_of_two(fetch).map_err(|m| err("l2.fetch_bytes", m))?;
@@ -710,27 +745,43 @@ mod tests {
     }
 
     #[test]
-    fn dram_rows_need_power_of_two_banks_and_pages_of_at_least_a_line() {
-        for (banks, page, field) in [
-            (512, 2048, None),
-            (1, 128, None),
-            (0, 2048, Some("dram.rows.banks")),
-            (500, 2048, Some("dram.rows.banks")),
-            (512, 3000, Some("dram.rows.page_bytes")),
-            (512, 64, Some("dram.rows.page_bytes")),
+    fn dram_rows_need_power_of_two_banks_pages_of_a_line_chunks_within_a_page_and_a_row_to_keep() {
+        // h100: 32-byte sectors, 128-byte lines.
+        for (banks, page, chunk, field) in [
+            (512, 2048, None, None),
+            (1, 128, None, None),
+            (512, 2048, Some(32), None),
+            (512, 2048, Some(2048), None),
+            (0, 2048, None, Some("dram.rows.banks")),
+            (500, 2048, None, Some("dram.rows.banks")),
+            (512, 3000, None, Some("dram.rows.page_bytes")),
+            (512, 64, None, Some("dram.rows.page_bytes")),
+            (512, 2048, Some(16), Some("dram.rows.interleave_bytes")),
+            (512, 2048, Some(96), Some("dram.rows.interleave_bytes")),
+            (512, 2048, Some(4096), Some("dram.rows.interleave_bytes")),
         ] {
-            let mut cfg = GpuConfig::preset("h100").unwrap();
-            cfg.dram.rows = Some(DramRows {
-                banks,
-                page_bytes: page,
-                row_miss_bytes: 36,
-            });
-            let r = cfg.validate("f.toml");
-            match field {
-                None => assert!(r.is_ok(), "{banks} {page}: {r:?}"),
-                Some(f) => {
-                    let e = r.expect_err("refused").to_string();
-                    assert!(e.starts_with(&format!("f.toml: {f}:")), "{e}");
+            for (reorder, refused) in [
+                (None, false),
+                (Some(4), false),
+                (Some(0), true),
+                (Some(65), true),
+            ] {
+                let mut cfg = GpuConfig::preset("h100").unwrap();
+                cfg.dram.rows = Some(DramRows {
+                    banks,
+                    page_bytes: page,
+                    interleave_bytes: chunk,
+                    row_miss_bytes: 36,
+                    reorder_rows: reorder,
+                });
+                let r = cfg.validate("f.toml");
+                let field = field.or(refused.then_some("dram.rows.reorder_rows"));
+                match field {
+                    None => assert!(r.is_ok(), "{banks} {page} {chunk:?} {reorder:?}: {r:?}"),
+                    Some(f) => {
+                        let e = r.expect_err("refused").to_string();
+                        assert!(e.starts_with(&format!("f.toml: {f}:")), "{e}");
+                    }
                 }
             }
         }

@@ -162,37 +162,81 @@ fn fetch_mask(mask: u8, group: u32) -> u8 {
         .fold(mask, |acc, m| acc | m)
 }
 
-/// DRAM's banks, each with one open page (`dram.rows`): which page each bank holds open.
+/// DRAM's banks and their open rows (`dram.rows`). Addresses go to the banks in chunks of
+/// `interleave_bytes`, chunk after chunk, so a stripe of `banks × page_bytes` bytes gives each bank
+/// one page of its own chunks: the stripe's number is the row a bank must hold open. Within a
+/// stripe the chunk-to-bank order is permuted by a hash of the stripe number, so strides of a
+/// power of two do not all land in one bank. A bank keeps the rows it served last
+/// (`reorder_rows`, most recent first): a read of one of them is one its controller would have
+/// gathered with that row's other queued reads.
 #[derive(Debug, Clone)]
 struct Rows {
-    open: Vec<Option<u64>>,
-    /// Lines per page, as a shift of the line number.
-    page_shift: u32,
+    /// Each bank's `ways` rows (stripes), most recently served first; `u64::MAX` is none.
+    open: Vec<u64>,
+    ways: usize,
+    bank_bits: u32,
+    /// Bytes of a chunk, as a shift of the address.
+    chunk_shift: u32,
+    /// Chunks of one bank in a page, as a shift.
+    page_chunk_shift: u32,
+    line_shift: u32,
+    sector_shift: u32,
     row_miss_bytes: u64,
 }
 
 impl Rows {
-    fn new(rows: &DramRows, line_bytes: u32) -> Rows {
+    fn new(rows: &DramRows, line_bytes: u32, sector_bytes: u32) -> Rows {
+        let chunk = rows.interleave_bytes.unwrap_or(rows.page_bytes).max(1);
+        let ways = rows.reorder_rows.unwrap_or(1).max(1) as usize;
         Rows {
-            open: vec![None; rows.banks.max(1) as usize],
-            page_shift: (rows.page_bytes / line_bytes.max(1)).trailing_zeros(),
+            open: vec![u64::MAX; rows.banks.max(1) as usize * ways],
+            ways,
+            bank_bits: rows.banks.max(1).trailing_zeros(),
+            chunk_shift: chunk.trailing_zeros(),
+            page_chunk_shift: (rows.page_bytes.max(chunk) / chunk).trailing_zeros(),
+            line_shift: line_bytes.max(1).trailing_zeros(),
+            sector_shift: sector_bytes.max(1).trailing_zeros(),
             row_miss_bytes: u64::from(rows.row_miss_bytes),
         }
     }
 
-    /// The extra DRAM bytes of a read of `line`: none when its page is open in its bank; else
-    /// the page is opened and the read pays for it.
-    fn read(&mut self, line: u64) -> u64 {
-        let page = line >> self.page_shift;
-        // A multiplicative hash of the page number: consecutive pages land in different banks,
-        // and pages a power of two apart do not all share one.
-        let h = page.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        let bank = (h >> 32) as usize & (self.open.len() - 1);
-        if self.open[bank] == Some(page) {
-            0
-        } else {
-            self.open[bank] = Some(page);
-            self.row_miss_bytes
+    /// The extra DRAM bytes of a read of the sectors `mask` of `line`: for each chunk they
+    /// touch, none when its bank holds the chunk's row open; else the row is opened and the read
+    /// pays for it.
+    fn read(&mut self, line: u64, mask: u8) -> u64 {
+        let start = line << self.line_shift;
+        if self.chunk_shift >= self.line_shift {
+            return self.chunk(start >> self.chunk_shift);
+        }
+        // Validation keeps a chunk at least a sector, so a line holds 2 to 8 chunks here.
+        let per = 1u32 << (self.chunk_shift - self.sector_shift);
+        let group = u8::MAX >> (u8::BITS - per);
+        let mut extra = 0;
+        for i in (0..u8::BITS).step_by(per as usize) {
+            if mask & (group << i) != 0 {
+                let addr = start + (u64::from(i) << self.sector_shift);
+                extra += self.chunk(addr >> self.chunk_shift);
+            }
+        }
+        extra
+    }
+
+    fn chunk(&mut self, chunk: u64) -> u64 {
+        let row = chunk >> (self.bank_bits + self.page_chunk_shift);
+        // A multiplicative hash of the row number picks the stripe's permutation of the banks.
+        let h = row.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
+        let bank = ((chunk ^ h) & ((1 << self.bank_bits) - 1)) as usize;
+        let rows = &mut self.open[bank * self.ways..][..self.ways];
+        match rows.iter().position(|&r| r == row) {
+            Some(i) => {
+                rows[..=i].rotate_right(1);
+                0
+            }
+            None => {
+                rows.rotate_right(1);
+                rows[0] = row;
+                self.row_miss_bytes
+            }
         }
     }
 }
@@ -264,7 +308,8 @@ impl Below {
             slice_bits: slices.trailing_zeros(),
             l2_latency: u64::from(cfg.l2.latency_cycles),
             dram: BandwidthQueue::new(cfg.dram.bandwidth_bytes_per_cycle),
-            dram_rows: (cfg.dram.rows.as_ref()).map(|r| Rows::new(r, cfg.l2.line_bytes)),
+            dram_rows: (cfg.dram.rows.as_ref())
+                .map(|r| Rows::new(r, cfg.l2.line_bytes, cfg.l2.sector_bytes)),
             dram_latency: u64::from(cfg.dram.latency_cycles),
             l2: CacheCounters::default(),
             dram_bytes_read: 0,
@@ -383,7 +428,7 @@ impl Below {
                 ..lk
             };
             let miss_bytes = u64::from(fetched.miss.count_ones()) * sector_bytes;
-            let row = dram_rows.as_mut().map_or(0, |r| r.read(line));
+            let row = dram_rows.as_mut().map_or(0, |r| r.read(line, fetched.miss));
             let dram_start = dram.reserve(start, miss_bytes + row);
             *dram_bytes_read += miss_bytes;
             let ready = dram_start + miss_latency;
@@ -417,6 +462,64 @@ impl Below {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn interleaved_rows_keep_a_stream_in_its_pages_and_open_one_per_chunk_of_a_far_run() {
+        // 4 banks of 256-byte pages in 64-byte chunks: a stripe is 1 KiB, 8 lines of 128 bytes
+        // (four 32-byte sectors each).
+        let cfg = DramRows {
+            banks: 4,
+            page_bytes: 256,
+            interleave_bytes: Some(64),
+            row_miss_bytes: 10,
+            reorder_rows: None,
+        };
+        let mut rows = Rows::new(&cfg, 128, 32);
+        let stream = |rows: &mut Rows| (0..8).map(|line| rows.read(line, 0b1111)).sum::<u64>();
+        assert_eq!(stream(&mut rows), 4 * 10, "each bank opens its page once");
+        assert_eq!(stream(&mut rows), 0, "and keeps it open");
+        // Two adjacent lines 8 KiB on: four chunks in four banks, each opening its page.
+        assert_eq!(rows.read(64, 0b1111) + rows.read(65, 0b1111), 4 * 10);
+        // Half a line is one chunk, and the first stripe's pages were closed by the run.
+        assert_eq!(rows.read(0, 0b0011), 10);
+        assert_eq!(rows.read(0, 0b0001), 0);
+
+        // Without interleaving a page goes to one bank: the same run opens one page.
+        let whole = DramRows {
+            interleave_bytes: None,
+            ..cfg
+        };
+        let mut rows = Rows::new(&whole, 128, 32);
+        assert_eq!(rows.read(64, 0b1111) + rows.read(65, 0b1111), 10);
+    }
+
+    #[test]
+    fn a_bank_gathers_reads_of_its_last_reorder_rows_rows() {
+        // One bank, one line per page: every line is a row of its own.
+        let cfg = |reorder_rows| DramRows {
+            banks: 1,
+            page_bytes: 128,
+            interleave_bytes: None,
+            row_miss_bytes: 10,
+            reorder_rows,
+        };
+        // Three rows in turn, twice: with room for three rows the second round finds them open.
+        let rounds = |cfg: DramRows| {
+            let mut rows = Rows::new(&cfg, 128, 32);
+            [0, 1, 2, 0, 1, 2].map(|line| rows.read(line, 0b1111))
+        };
+        assert_eq!(rounds(cfg(None)), [10; 6]);
+        assert_eq!(
+            rounds(cfg(Some(2))),
+            [10; 6],
+            "the oldest row was closed each time"
+        );
+        assert_eq!(rounds(cfg(Some(3))), [10, 10, 10, 0, 0, 0]);
+        // A hit makes its row the most recent: 0 survives the opening of 3.
+        let mut rows = Rows::new(&cfg(Some(2)), 128, 32);
+        let reads = [0, 1, 0, 3, 0].map(|line| rows.read(line, 0b1111));
+        assert_eq!(reads, [10, 10, 0, 10, 0]);
+    }
 
     #[test]
     fn a_backlog_of_full_cycles_takes_no_room() {

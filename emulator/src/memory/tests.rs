@@ -198,7 +198,9 @@ fn a_read_that_opens_a_dram_page_costs_its_row_miss_bytes_more() {
     let rows = DramRows {
         banks: 1,
         page_bytes: 1024,
+        interleave_bytes: None,
         row_miss_bytes: 32,
+        reorder_rows: None,
     };
     let (paged, paged_bytes) = times(Some(rows));
     let later: Vec<u64> = paged.iter().zip(&flat).map(|(p, f)| p - f).collect();

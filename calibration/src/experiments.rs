@@ -219,12 +219,14 @@ pub(crate) struct DramRun {
     pub(crate) useful_gb_s: f64,
 }
 
-/// One launch of `read_sectors` with `pattern` (the grid of `main`'s `launch`: every load at
-/// once). Its buffer is as large as the sectors the pattern reaches: up to 8 GiB of host memory.
+/// One launch of `read_sectors` with `pattern`: the grid of `main`'s `launch` (every load at
+/// once), or `blocks_per_sm` blocks per SM as its parallelism section launches them. Its buffer is
+/// as large as the sectors the pattern reaches: up to 8 GiB of host memory.
 pub(crate) fn dram_run(
     root: &Path,
     cfg: &GpuConfig,
     pattern: DramPattern,
+    blocks_per_sm: Option<u32>,
 ) -> Result<DramRun, CalibrationError> {
     let mut exp = Experiment::load(root, "dram-granularity.cu", cfg)?;
     let sectors = match pattern {
@@ -237,13 +239,12 @@ pub(crate) fn dram_run(
     let buf = exp.alloc(sectors * 32)?;
     let sink = exp.alloc(4)?;
     let (kind, arg) = pattern.kind_arg();
-    let grid =
-        u32::try_from(DRAM_READS * 2 / DRAM_UNROLL / u64::from(DRAM_BLOCK)).map_err(|_| {
-            CalibrationError::Result {
-                what: "dram-granularity.cu".into(),
-                reason: "its grid does not fit a launch".into(),
-            }
-        })?;
+    let every_load = DRAM_READS * 2 / DRAM_UNROLL / u64::from(DRAM_BLOCK);
+    let blocks = blocks_per_sm.map_or(every_load, |k| u64::from(k) * u64::from(cfg.sm.count));
+    let grid = u32::try_from(blocks).map_err(|_| CalibrationError::Result {
+        what: "dram-granularity.cu".into(),
+        reason: "its grid does not fit a launch".into(),
+    })?;
     let args = [Arg::Buf(buf), Arg::I32(kind), Arg::I32(arg), Arg::Buf(sink)];
     let o = exp.launch("read_sectors", grid, DRAM_BLOCK, &args)?;
     let read = o

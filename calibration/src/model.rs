@@ -60,7 +60,8 @@ struct Lab {
     frames_dir: PathBuf,
     fence: Option<FenceRig>,
     shared: Option<SharedRig>,
-    dram: BTreeMap<DramPattern, DramRun>,
+    /// Keyed by pattern and blocks per SM (none: the whole grid at once).
+    dram: BTreeMap<(DramPattern, Option<u32>), DramRun>,
     frames: Option<Vec<SweepRow>>,
     done: BTreeMap<Measure, f64>,
 }
@@ -153,8 +154,11 @@ impl Lab {
                     None => Ok(ms * 1000.0),
                 }
             }
-            Measure::DramBytes { pattern } => Ok(self.dram(*pattern)?.bytes_ratio),
-            Measure::DramRate { pattern } => Ok(self.dram(*pattern)?.useful_gb_s),
+            Measure::DramBytes { pattern } => Ok(self.dram(*pattern, None)?.bytes_ratio),
+            Measure::DramRate {
+                pattern,
+                blocks_per_sm,
+            } => Ok(self.dram(*pattern, *blocks_per_sm)?.useful_gb_s),
             Measure::PaperFrame { shape, view } => {
                 self.bare_frame(*shape, *view, "kernel time", |r| r.kernel_ms, progress)
             }
@@ -211,17 +215,20 @@ impl Lab {
             })
     }
 
-    fn dram(&mut self, pattern: DramPattern) -> Result<&DramRun, CalibrationError> {
-        if !self.dram.contains_key(&pattern) {
-            let run = experiments::dram_run(&self.root, &self.cfg, pattern)?;
-            self.dram.insert(pattern, run);
+    fn dram(
+        &mut self,
+        pattern: DramPattern,
+        blocks_per_sm: Option<u32>,
+    ) -> Result<&DramRun, CalibrationError> {
+        let key = (pattern, blocks_per_sm);
+        if !self.dram.contains_key(&key) {
+            let run = experiments::dram_run(&self.root, &self.cfg, pattern, blocks_per_sm)?;
+            self.dram.insert(key, run);
         }
-        self.dram
-            .get(&pattern)
-            .ok_or_else(|| CalibrationError::Result {
-                what: "dram-granularity.cu".into(),
-                reason: format!("no run of {}", pattern.label()),
-            })
+        self.dram.get(&key).ok_or_else(|| CalibrationError::Result {
+            what: "dram-granularity.cu".into(),
+            reason: format!("no run of {}", pattern.label()),
+        })
     }
 
     /// The study's sweep at the paper's geometry on this preset, as the GPU check runs it on a

@@ -85,9 +85,11 @@ impl Section {
             }
             Section::Dram => {
                 "`docs/gpu/dram-granularity.cu`'s `read_sectors` on the emulator, one launch of \
-                 the grid its `main` uses (1 GiB read, every load at once): DRAM bytes read over \
-                 the bytes asked for (what ncu's `dram__bytes_read.sum` says on silicon), and 1 GiB \
-                 over the kernel time. Recorded with `--expensive` (2²⁶ loads, up to 8 GiB of \
+                 the grid its `main` uses (1 GiB read, every load at once), or where a row says \
+                 so of 1 to 8 blocks of 256 threads per SM looping over the same reads (its \
+                 parallelism section, fewer loads in flight): DRAM bytes read over the bytes \
+                 asked for (what ncu's `dram__bytes_read.sum` says on silicon), and 1 GiB over \
+                 the kernel time. Recorded with `--expensive` (2²⁶ loads, up to 8 GiB of \
                  buffer)."
             }
             Section::Corpus => {

@@ -226,8 +226,13 @@ pub enum Measure {
     /// `docs/gpu/dram-granularity.cu`: DRAM bytes read ÷ the bytes the pattern's loads ask for.
     DramBytes { pattern: DramPattern },
     /// `docs/gpu/dram-granularity.cu`: the useful GB/s the pattern reads at (1 GiB over its
-    /// kernel time).
-    DramRate { pattern: DramPattern },
+    /// kernel time), with every load in flight at once or, with `blocks_per_sm`, a grid of that
+    /// many 256-thread blocks per SM looping over the reads (its parallelism section).
+    DramRate {
+        pattern: DramPattern,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        blocks_per_sm: Option<u32>,
+    },
     /// The bare build's kernel time of one paper-scale frame of the study (the GPU check's
     /// sweep: `study::demo_config` at `Scale::Paper`), ms.
     PaperFrame { shape: PaperShape, view: PaperView },
@@ -279,9 +284,21 @@ impl Measure {
             Measure::CorpusTime { case } => {
                 format!("`check::corpus::timed` on {case} on the emulator")
             }
-            Measure::DramBytes { pattern } | Measure::DramRate { pattern } => format!(
+            Measure::DramBytes { pattern }
+            | Measure::DramRate {
+                pattern,
+                blocks_per_sm: None,
+            } => format!(
                 "`docs/gpu/dram-granularity.cu`'s {} on the emulator (--expensive)",
                 pattern.label()
+            ),
+            Measure::DramRate {
+                pattern,
+                blocks_per_sm: Some(k),
+            } => format!(
+                "`docs/gpu/dram-granularity.cu`'s {} with {k} block{} of 256 threads per SM on the emulator (--expensive)",
+                pattern.label(),
+                if *k == 1 { "" } else { "s" }
             ),
             Measure::PaperFrame { shape, view } => format!(
                 "the study's bare {shape} frame at ({view}), paper scale, on the emulator (--expensive)"
@@ -331,7 +348,19 @@ impl Measure {
                 .any(|c| c.name == case)
                 .then_some(())
                 .ok_or_else(|| format!("the GPU check does not time corpus case {case}")),
-            Measure::DramBytes { pattern } | Measure::DramRate { pattern } => pattern.validate(),
+            Measure::DramBytes { pattern } => pattern.validate(),
+            Measure::DramRate {
+                pattern,
+                blocks_per_sm,
+            } => {
+                pattern.validate()?;
+                match blocks_per_sm {
+                    Some(k) if !(1..=64).contains(k) => {
+                        Err(format!("blocks_per_sm must be from 1 to 64, got {k}"))
+                    }
+                    _ => Ok(()),
+                }
+            }
             Measure::Overhead { mode, .. } => matches!(mode, ProbeMode::Naive | ProbeMode::Fence)
                 .then_some(())
                 .ok_or_else(|| {
@@ -856,6 +885,7 @@ mod tests {
         assert_eq!(r.verdict(), Verdict::NoModel);
         r.measure = Measure::DramRate {
             pattern: DramPattern::Stride(1),
+            blocks_per_sm: None,
         };
         assert_eq!(r.verdict(), Verdict::NotComputed);
         assert!(Tolerance::Absolute(5.0).admits(17.2, 12.2));
@@ -887,6 +917,19 @@ mod tests {
         assert!(parse(&negative).unwrap_err().to_string().contains("≥ 0"));
         let lanes = row("c", 1.0, None, Tolerance::Absolute(1.0)).replace("lanes = 1", "lanes = 7");
         assert!(parse(&lanes).unwrap_err().to_string().contains("lanes"));
+        let dram = |blocks: &str| {
+            row("g", 1.0, None, Tolerance::Absolute(1.0)).replace(
+                "kind = \"shared_chase\", op = \"load\", lanes = 1",
+                &format!("kind = \"dram_rate\", pattern = {{ stride = 1 }}{blocks}"),
+            )
+        };
+        assert!(parse(&dram("")).is_ok());
+        assert!(parse(&dram(", blocks_per_sm = 8")).is_ok());
+        let none = parse(&dram(", blocks_per_sm = 0")).unwrap_err().to_string();
+        assert!(
+            none.contains("\"g\"") && none.contains("blocks_per_sm"),
+            "{none}"
+        );
         let unknown = row("d", 1.0, None, Tolerance::Absolute(1.0)).replace("quantity", "quantiy");
         assert!(matches!(
             parse(&unknown),

@@ -608,16 +608,12 @@ impl GpuConfig {
                 ));
             }
             if let Some(chunk) = rows.interleave_bytes {
-                power_of_two(chunk).map_err(|m| err("dram.rows.interleave_bytes", m))?;
-                if chunk < l2.sector_bytes || chunk > rows.page_bytes {
-                    return Err(err(
-                        "dram.rows.interleave_bytes",
-                        format!(
-                            "must be from l2.sector_bytes ({}) to dram.rows.page_bytes ({}), got {chunk}",
-                            l2.sector_bytes, rows.page_bytes
-                        ),
-                    ));
-                }
+                power_of_two_within(
+                    chunk,
+                    ("l2.sector_bytes", l2.sector_bytes),
+                    ("dram.rows.page_bytes", rows.page_bytes),
+                )
+                .map_err(|m| err("dram.rows.interleave_bytes", m))?;
             }
             if let Some(n) = rows.reorder_rows
                 && !(1..=64).contains(&n)
@@ -629,16 +625,12 @@ impl GpuConfig {
             }
         }
         if let Some(fetch) = l2.fetch_bytes {
-            power_of_two(fetch).map_err(|m| err("l2.fetch_bytes", m))?;
-            if fetch < l2.sector_bytes || fetch > l2.line_bytes {
-                return Err(err(
-                    "l2.fetch_bytes",
-                    format!(
-                        "must be from sector_bytes ({}) to line_bytes ({}), got {fetch}",
-                        l2.sector_bytes, l2.line_bytes
-                    ),
-                ));
-            }
+            power_of_two_within(
+                fetch,
+                ("sector_bytes", l2.sector_bytes),
+                ("line_bytes", l2.line_bytes),
+            )
+            .map_err(|m| err("l2.fetch_bytes", m))?;
         }
         positive_f64(self.dram.bandwidth_bytes_per_cycle)
             .map_err(|m| err("dram.bandwidth_bytes_per_cycle", m))?;
@@ -669,6 +661,18 @@ fn power_of_two(v: u32) -> Result<(), String> {
     } else {
         Err(format!("must be a power of two, got {v}"))
     }
+}
+
+/// A power of two from `lo` to `hi`, each given with the field it comes from.
+fn power_of_two_within(v: u32, lo: (&str, u32), hi: (&str, u32)) -> Result<(), String> {
+    power_of_two(v)?;
+    if v < lo.1 || v > hi.1 {
+        return Err(format!(
+            "must be from {} ({}) to {} ({}), got {v}",
+            lo.0, lo.1, hi.0, hi.1
+        ));
+    }
+    Ok(())
 }
 
 /// Geometry checks shared by every cache; the error carries `prefix.field`.

@@ -346,11 +346,11 @@ pub struct DramConfig {
 /// DRAM's open rows, which make scattered reads slower than a stream. Addresses go to `banks`
 /// banks in chunks of `interleave_bytes`, one chunk per bank in turn, so each bank's page of
 /// `page_bytes` holds chunks `banks × interleave_bytes` apart (the order of the banks is
-/// permuted per stripe of `banks × page_bytes`). A read from the L2
-/// (a missed fetch block) costs its bytes of DRAM time, and `row_miss_bytes` more for each chunk
-/// whose page it opens. Write-backs of dirty lines cost their bytes only. A memory controller
-/// gathers the queued reads of a row before it closes it, which the model, taking reads in issue
-/// order, stands in for by keeping each bank's `reorder_rows` rows served last open.
+/// permuted per stripe of `banks × page_bytes`). A read from the L2 (a missed fetch block)
+/// costs its bytes of DRAM time, and `row_miss_bytes` more for each chunk whose page it opens.
+/// Write-backs of dirty lines cost their bytes only. A memory controller gathers the queued
+/// reads of a row before it closes it, which the model, taking reads in issue order, stands in
+/// for by keeping each bank's `reorder_rows` rows served last open.
 ///
 /// Interleaved finely, a stream keeps every bank in one page while reads spread over many
 /// stripes open a page per chunk, however long their runs. On an H100, reading every sector

@@ -190,6 +190,54 @@ pub struct PipelineConfig {
     pub sfu_issue_cycles: u32,
     /// Cycles the load/store unit is busy per warp memory or texture instruction.
     pub mem_issue_cycles: u32,
+    /// What an integer `div` or `rem` costs, as the instruction sequence a GPU runs for it.
+    /// Unset, one integer instruction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub int_division: Option<IntDivision>,
+}
+
+/// Integer division as a GPU runs it. No GPU divides integers in one instruction: ptxas turns
+/// a PTX `div` or `rem` into a sequence (a reciprocal estimate, refined by integer multiplies
+/// and corrected), and a 64-bit one first tests whether every lane's operands fit in 32 bits,
+/// taking the 32-bit sequence if so and calling a longer 64-bit routine if not. A warp whose
+/// lanes go both ways runs both, one after the other. Each entry is per type; `rem` is charged
+/// as `div` (its sequence is one to six instructions shorter).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct IntDivision {
+    /// 32-bit (and 16-bit) unsigned.
+    pub u32: InstructionSequence,
+    /// 32-bit (and 16-bit) signed.
+    pub s32: InstructionSequence,
+    /// 64-bit, signed or not, where a lane's operands both fit in 32 bits (unsigned).
+    pub narrow64: InstructionSequence,
+    /// 64-bit unsigned, where a lane's operands do not.
+    pub u64: InstructionSequence,
+    /// 64-bit signed, where a lane's operands do not.
+    pub s64: InstructionSequence,
+}
+
+/// An instruction sequence the model times as one warp instruction: it takes `instructions`
+/// of its scheduler's issue slots, one per cycle from its issue, and its result is ready
+/// `latency_cycles` after its issue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct InstructionSequence {
+    /// Instructions issued; at least 1.
+    pub instructions: u32,
+    /// Cycles from the first instruction's issue until the result can be read; at least
+    /// `instructions`.
+    pub latency_cycles: u32,
+}
+
+impl InstructionSequence {
+    /// Both in turn, as a warp whose lanes take both paths of a branch runs them.
+    pub fn then(self, next: InstructionSequence) -> InstructionSequence {
+        InstructionSequence {
+            instructions: self.instructions.saturating_add(next.instructions),
+            latency_cycles: self.latency_cycles.saturating_add(next.latency_cycles),
+        }
+    }
 }
 
 /// Which line a full set gives up.
@@ -531,6 +579,26 @@ impl GpuConfig {
         ] {
             positive(v).map_err(|m| err(field, m))?;
         }
+        if let Some(d) = &p.int_division {
+            for (field, q) in [
+                ("pipeline.int_division.u32", d.u32),
+                ("pipeline.int_division.s32", d.s32),
+                ("pipeline.int_division.narrow64", d.narrow64),
+                ("pipeline.int_division.u64", d.u64),
+                ("pipeline.int_division.s64", d.s64),
+            ] {
+                positive(q.instructions).map_err(|m| err(&format!("{field}.instructions"), m))?;
+                if q.latency_cycles < q.instructions {
+                    return Err(err(
+                        &format!("{field}.latency_cycles"),
+                        format!(
+                            "must be at least instructions ({}): one issues per cycle, got {}",
+                            q.instructions, q.latency_cycles
+                        ),
+                    ));
+                }
+            }
+        }
         validate_cache(&self.l1, "l1").map_err(|(f, m)| err(&f, m))?;
         validate_cache(&self.constant, "constant").map_err(|(f, m)| err(&f, m))?;
         match (&self.texture.cache, self.texture.unified_with_l1) {
@@ -786,6 +854,36 @@ mod tests {
                         let e = r.expect_err("refused").to_string();
                         assert!(e.starts_with(&format!("f.toml: {f}:")), "{e}");
                     }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_division_sequence_needs_an_instruction_and_no_less_latency_than_its_issue() {
+        for (instructions, latency_cycles, refused) in [
+            (1, 1, None),
+            (76, 209, None),
+            (0, 10, Some("instructions")),
+            (20, 19, Some("latency_cycles")),
+        ] {
+            let mut cfg = GpuConfig::preset("h100").unwrap();
+            let table = cfg
+                .pipeline
+                .int_division
+                .as_mut()
+                .expect("h100 times divisions");
+            table.s64 = InstructionSequence {
+                instructions,
+                latency_cycles,
+            };
+            let r = cfg.validate("f.toml");
+            match refused {
+                None => assert!(r.is_ok(), "{instructions} {latency_cycles}: {r:?}"),
+                Some(f) => {
+                    let e = r.expect_err("refused").to_string();
+                    let want = format!("f.toml: pipeline.int_division.s64.{f}:");
+                    assert!(e.starts_with(&want), "{e}");
                 }
             }
         }

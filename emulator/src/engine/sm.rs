@@ -25,10 +25,10 @@
 //! next instruction is ready as far as its registers and fences say); this file holds the SM's
 //! state, its rounds and the issue of one instruction.
 
-use crate::config::GpuConfig;
+use crate::config::{GpuConfig, InstructionSequence, IntDivision};
 use crate::devmem::WriteLog;
 use crate::error::EmuError;
-use crate::exec::{Ctx, Entry, FULL, Fixed, Flow, Warp, exec};
+use crate::exec::{Ctx, Division, Entry, FULL, Fixed, Flow, Warp, exec};
 use crate::ir::{Class, Op, Opnd};
 use crate::memory::{AccessKind, Key, MemRequest, SmMem, Space, is_token};
 
@@ -225,6 +225,19 @@ pub(super) fn lat(cfg: &GpuConfig, c: Class) -> u64 {
         Class::Shuffle => p.shuffle_latency_cycles,
         _ => 1,
     }) as u64
+}
+
+/// The sequence a GPU runs for division `d`, where its lanes ran any.
+fn sequence(t: &IntDivision, d: Division) -> Option<InstructionSequence> {
+    let long = if d.signed { t.s64 } else { t.u64 };
+    match (d.bits64, d.signed, d.wide, d.narrow) {
+        (false, false, _, true) => Some(t.u32),
+        (false, true, _, true) => Some(t.s32),
+        (true, _, true, true) => Some(t.narrow64.then(long)),
+        (true, _, true, false) => Some(long),
+        (true, _, false, true) => Some(t.narrow64),
+        (_, _, _, false) => None,
+    }
 }
 
 pub(super) fn issue_interval(cfg: &GpuConfig, c: Class) -> u64 {
@@ -744,6 +757,8 @@ impl Sm {
         c.flops += sh.deps.flops_per_lane(pc) * lanes;
         self.last_issue = Some((block.id, w.arch.wib, pc, x.line));
         let mut done_at = now + sh.lat[x.class as usize];
+        // Issue slots the instruction takes from its scheduler: more than one for a sequence.
+        let mut slots = 1;
         let mut from_mem = false;
         let mut flow_bar = None;
         match flow {
@@ -796,6 +811,18 @@ impl Sm {
                 contrib,
                 dst,
             } => flow_bar = Some((id, expected, red, contrib, dst)),
+            Flow::Division(d) => {
+                if let Some(q) = sh
+                    .inp
+                    .cfg
+                    .pipeline
+                    .int_division
+                    .and_then(|t| sequence(&t, d))
+                {
+                    done_at = now + u64::from(q.latency_cycles);
+                    slots = u64::from(q.instructions);
+                }
+            }
             Flow::Exited | Flow::Done => {}
         }
         for &r in sh.deps.writes(pc) {
@@ -812,6 +839,15 @@ impl Sm {
             } else {
                 1
             };
+        if slots > 1 {
+            // The scheduler issues the sequence's instructions one per cycle: nothing else
+            // before them. Raising a pipe only delays warps, so no pick's cached answer is
+            // made too late.
+            w.next_ok = now + slots;
+            for p in &mut self.pipe[s] {
+                *p = (*p).max(now + slots);
+            }
+        }
         if w.arch.pc().is_none() {
             w.state = WState::Done;
             block.live -= 1;

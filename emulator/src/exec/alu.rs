@@ -3,7 +3,7 @@
 
 use super::mem::memory;
 use super::tex::Fetch;
-use super::{Ctx, Faulty, Flow, Warp, ZERO_LANES, fault, put};
+use super::{Ctx, Division, Faulty, Flow, Warp, ZERO_LANES, fault, put};
 use crate::bits::set_bits;
 use crate::devmem::{LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, WINDOW_BYTES};
 use crate::hostcpu::with_host_features;
@@ -156,6 +156,7 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
     let cc: &[u64; 32] = operand_row!(c, w, x.s[2], ns > 2, tc);
     let plain_f32 = ty == Ty::F32 && !x.ftz && !x.sat && matches!(x.rnd, Rnd::None | Rnd::Rn);
     let ext = |v: u64| ty.extend(v);
+    let mut division = None;
     match x.op {
         Op::Mov => {
             let a = *a;
@@ -343,6 +344,20 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
         Op::Div | Op::Rem => {
             let signed = ty.is_signed();
             let rem = x.op == Op::Rem;
+            // ptxas' 64-bit sequence tests the raw high words: a negative operand is wide.
+            let wide = if bits == 64 {
+                set_bits(m)
+                    .filter(|&l| (a[l] | b[l]) > u64::from(u32::MAX))
+                    .count() as u32
+            } else {
+                0
+            };
+            division = Some(Division {
+                signed,
+                bits64: bits == 64,
+                wide: wide > 0,
+                narrow: wide < m.count_ones(),
+            });
             map!(r, |l| {
                 if signed {
                     let (p, q) = (ext(a[l]) as i64, ext(b[l]) as i64);
@@ -791,7 +806,7 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
         &r,
         if ty == Ty::Pred { 1 } else { tm },
     );
-    Ok(Flow::Done)
+    Ok(division.map_or(Flow::Done, Flow::Division))
 }
 
 fn a_count(x: &Inst, w: &Warp, c: &Ctx) -> Faulty<u32> {

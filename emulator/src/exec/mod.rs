@@ -128,6 +128,19 @@ pub(crate) enum Flow {
     },
     /// The warp has no live lanes left.
     Exited,
+    /// An integer `div` or `rem`, which the timing model may charge as the sequence a GPU runs
+    /// for it (`pipeline.int_division`).
+    Division(Division),
+}
+
+/// What decides an integer division's sequence on a GPU: its type, and for a 64-bit one which
+/// of the two paths its lanes need (some lane's operands wider than 32 bits, some lane's not).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Division {
+    pub signed: bool,
+    pub bits64: bool,
+    pub wide: bool,
+    pub narrow: bool,
 }
 
 /// A guest fault: lane and description.

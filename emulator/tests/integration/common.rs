@@ -12,8 +12,11 @@ impl Rig {
         Rig::with_preset(ptx, "v100")
     }
     pub fn with_preset(ptx: &str, preset: &str) -> Rig {
+        Rig::with_config(ptx, GpuConfig::preset(preset).expect("preset"))
+    }
+    pub fn with_config(ptx: &str, cfg: GpuConfig) -> Rig {
         let module = Module::parse(ptx).expect("PTX parses");
-        let mut emu = Emulator::new(GpuConfig::preset(preset).expect("preset"));
+        let mut emu = Emulator::new(cfg);
         let m = emu.load(&module).expect("module loads");
         Rig { emu, m }
     }

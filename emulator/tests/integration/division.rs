@@ -1,0 +1,189 @@
+//! Integer division timed as the sequence a GPU runs for it (`pipeline.int_division`): each
+//! division in a dependent chain adds its sequence's latency, each independent one its issue
+//! slots, and a 64-bit one takes the path its lanes' operands need.
+
+use crate::common::*;
+use emulator::{GpuConfig, InstructionSequence};
+
+/// One warp: lanes below `wide_lanes` add 2^40 to `a`; between two `%clock64` reads, `chain`
+/// divisions `q = q / b` one after another (`dependent`) or `n` of `a / b` side by side, then a
+/// use of the last; each lane stores its window.
+fn window(cfg: &GpuConfig, ty: &str, n: usize, dependent: bool, a: i64, wide_lanes: u32) -> u64 {
+    // 32-bit types divide 32-bit copies of the operands (%q1, %q2).
+    let r = if ty.ends_with("32") { "%q" } else { "%rd" };
+    let mut body = String::from(" cvt.u32.u64 %q1, %rd1;\n cvt.u32.u64 %q2, %rd2;\n");
+    for k in 0..n {
+        let src = if dependent && k > 0 { 20 + k - 1 } else { 1 };
+        body += &format!(" div.{ty} {r}{}, {r}{src}, {r}2;\n", 20 + k);
+    }
+    let last = if n == 0 { 1 } else { 20 + n - 1 };
+    body += &if r == "%q" {
+        format!(" cvt.u64.u32 %rd9, %q{last};\n")
+    } else {
+        format!(" add.s64 %rd9, %rd{last}, 1;\n")
+    };
+    let ptx = format!(
+        r#".version 8.0
+.target sm_75
+.address_size 64
+.visible .entry divs(.param .u64 out, .param .u64 a, .param .u64 b, .param .u32 wide)
+{{
+ .reg .b64 %rd<40>;
+ .reg .b32 %r<4>;
+ .reg .b32 %q<40>;
+ .reg .pred %p<2>;
+ ld.param.u64 %rd3, [out];
+ ld.param.u64 %rd1, [a];
+ ld.param.u64 %rd2, [b];
+ ld.param.u32 %r2, [wide];
+ mov.u32 %r1, %tid.x;
+ setp.lt.u32 %p1, %r1, %r2;
+ selp.b64 %rd4, 1099511627776, 0, %p1;
+ add.s64 %rd1, %rd1, %rd4;
+ mov.u64 %rd5, %clock64;
+{body} mov.u64 %rd6, %clock64;
+ sub.s64 %rd7, %rd6, %rd5;
+ mul.wide.u32 %rd8, %r1, 8;
+ add.s64 %rd8, %rd3, %rd8;
+ st.global.u64 [%rd8], %rd7;
+ st.global.u64 [%rd8+256], %rd9;
+ ret;
+}}"#
+    );
+    let mut r = Rig::with_config(&ptx, cfg.clone());
+    let out = r.zeros(512);
+    r.launch(
+        "divs",
+        [1, 1, 1],
+        [32, 1, 1],
+        vec![
+            a64(out),
+            (a as u64).to_le_bytes().to_vec(),
+            a64(3),
+            a32(wide_lanes as i32),
+        ],
+    );
+    let v = r.get_u32(out, 2);
+    v[0] as u64 | (v[1] as u64) << 32
+}
+
+/// What one more division adds to the window.
+fn step(cfg: &GpuConfig, ty: &str, dependent: bool, a: i64, wide_lanes: u32) -> u64 {
+    window(cfg, ty, 3, dependent, a, wide_lanes) - window(cfg, ty, 2, dependent, a, wide_lanes)
+}
+
+fn h100() -> (GpuConfig, emulator::IntDivision) {
+    let cfg = GpuConfig::preset("h100").unwrap();
+    let table = cfg
+        .pipeline
+        .int_division
+        .expect("the h100 preset times divisions");
+    (cfg, table)
+}
+
+#[test]
+fn a_dependent_division_adds_its_sequences_latency() {
+    let (cfg, t) = h100();
+    let lat = |q: InstructionSequence| u64::from(q.latency_cycles);
+    let narrow = 1 << 20;
+    for (ty, a, wide_lanes, want) in [
+        ("u32", narrow, 0, lat(t.u32)),
+        ("s32", narrow, 0, lat(t.s32)),
+        ("u64", narrow, 0, lat(t.narrow64)),
+        ("s64", narrow, 0, lat(t.narrow64)),
+        ("u64", narrow, 32, lat(t.u64)),
+        ("s64", narrow, 32, lat(t.s64)),
+        // A negative operand has its high word set: ptxas' test sends it the long way.
+        ("s64", -narrow, 0, lat(t.s64)),
+        // Lanes both ways: the warp runs both sequences.
+        ("u64", narrow, 5, lat(t.narrow64.then(t.u64))),
+    ] {
+        assert_eq!(
+            step(&cfg, ty, true, a, wide_lanes),
+            want,
+            "{ty} a={a} wide lanes {wide_lanes}"
+        );
+    }
+}
+
+#[test]
+fn independent_divisions_take_their_sequences_issue_slots() {
+    let (cfg, t) = h100();
+    for (ty, wide_lanes, q) in [
+        ("u32", 0, t.u32),
+        ("u64", 32, t.u64),
+        ("u64", 0, t.narrow64),
+    ] {
+        assert_eq!(
+            step(&cfg, ty, false, 1 << 20, wide_lanes),
+            u64::from(q.instructions),
+            "{ty} wide lanes {wide_lanes}"
+        );
+    }
+}
+
+#[test]
+fn without_a_table_a_division_is_one_integer_instruction() {
+    let (mut cfg, _) = h100();
+    cfg.pipeline.int_division = None;
+    let int = u64::from(cfg.pipeline.int_latency_cycles);
+    for ty in ["u32", "u64", "s64"] {
+        assert_eq!(step(&cfg, ty, true, 1 << 20, 32), int, "{ty}");
+    }
+}
+
+#[test]
+fn the_quotients_do_not_depend_on_the_timing() {
+    let quotients = |cfg: &GpuConfig| {
+        let mut r = Rig::with_config(&division_kernel(), cfg.clone());
+        let out = r.zeros(512);
+        r.launch(
+            "q",
+            [1, 1, 1],
+            [32, 1, 1],
+            vec![a64(out), a64(0x0123_4567_89ab_cdef)],
+        );
+        r.get_u32(out, 128)
+    };
+    let (with, _) = h100();
+    let mut without = with.clone();
+    without.pipeline.int_division = None;
+    let got = quotients(&with);
+    assert_eq!(got, quotients(&without));
+    let want: Vec<u32> = (0..32u64)
+        .flat_map(|l| {
+            let a = 0x0123_4567_89ab_cdef_u64 >> (2 * l);
+            let q = a / (l + 1);
+            [q as u32, (q >> 32) as u32, (a % (l + 1)) as u32, 0]
+        })
+        .collect();
+    assert_eq!(got, want);
+}
+
+/// Lane `l` divides `a >> 2l` by `l + 1` (wide in the low lanes, narrow in the high ones) and
+/// stores the quotient and the remainder.
+fn division_kernel() -> String {
+    r#".version 8.0
+.target sm_75
+.address_size 64
+.visible .entry q(.param .u64 out, .param .u64 a)
+{
+ .reg .b64 %rd<12>;
+ .reg .b32 %r<4>;
+ ld.param.u64 %rd1, [out];
+ ld.param.u64 %rd2, [a];
+ mov.u32 %r1, %tid.x;
+ shl.b32 %r2, %r1, 1;
+ shr.u64 %rd3, %rd2, %r2;
+ add.u32 %r3, %r1, 1;
+ cvt.u64.u32 %rd4, %r3;
+ div.u64 %rd5, %rd3, %rd4;
+ rem.u64 %rd6, %rd3, %rd4;
+ mul.wide.u32 %rd7, %r1, 16;
+ add.s64 %rd7, %rd1, %rd7;
+ st.global.u64 [%rd7], %rd5;
+ st.global.u64 [%rd7+8], %rd6;
+ ret;
+}"#
+    .into()
+}

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """The h100 preset's pipeline.int_division, derived from the SASS ptxas emits for a division.
 
-    python3 docs/gpu/int-division.py [NVCC]      (NVCC: scripts/setup-cuda prints one)
+    python3 docs/gpu/int-division.py [NVCC [ARCH]]   (NVCC: scripts/setup-cuda prints one;
+                                                     ARCH: sm_90, the default, or sm_80)
 
-Compiles int-division.cu for sm_90, reads its sass_* kernels (a division between the loads of
+Compiles int-division.cu for ARCH, reads its sass_* kernels (a division between the loads of
 its operands and the store of its result) and times each as the emulator times an in-order
 warp: one instruction per cycle at most, each waiting for its sources, MUFU and the I2F/F2I
 conversions taking the preset's SFU latency and every other instruction its integer latency, a
@@ -15,7 +16,8 @@ These are derivations, not measurements: int-division.cu measures both on silico
 """
 import os, re, subprocess, sys, tempfile
 
-INT, SFU, BRANCH = 4, 23, 4  # the h100 preset's int, SFU and branch latencies
+INT, SFU, BRANCH = 4, 23, 4  # the h100 and a100 presets' int, SFU and branch latencies
+ARCH = sys.argv[2] if len(sys.argv) > 2 else "sm_90"
 SFU_OPS = ("MUFU", "I2F", "F2I")
 
 
@@ -23,7 +25,7 @@ def sass(nvcc):
     here = os.path.dirname(os.path.abspath(__file__))
     with tempfile.TemporaryDirectory() as tmp:
         cubin = os.path.join(tmp, "d.cubin")
-        subprocess.run([nvcc, "-arch=sm_90", "-O3", "-cubin", "-o", cubin,
+        subprocess.run([nvcc, f"-arch={ARCH}", "-O3", "-cubin", "-o", cubin,
                         os.path.join(here, "int-division.cu")], check=True)
         cuobjdump = os.path.join(os.path.dirname(nvcc), "cuobjdump")
         return subprocess.run([cuobjdump, "-sass", cubin], check=True, capture_output=True,
@@ -68,7 +70,10 @@ def walk(code, narrow):
             return issued, max(ready.get(r, 0) for o in ops[1:] for r in regs(o))
         if op == "EXIT":
             sys.exit("reached EXIT before the store")
-        if op.startswith(("LDC", "ULDC", "LDG")):  # the operands' loads and the store's address
+        # Not the division: the operands' loads, and the store's address, which comes from the
+        # parameter bank through uniform registers (the division's operands are per thread).
+        if (op.startswith(("LDC", "ULDC", "LDG", "U")) or "c[0x0]" in rest
+                or re.search(r"\bUR\d", rest)):
             pc += 16
             continue
         srcs = regs(guard) if guard else []

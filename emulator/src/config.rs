@@ -219,7 +219,10 @@ pub struct IntDivision {
 
 /// An instruction sequence the model times as one warp instruction: it takes `instructions`
 /// of its scheduler's issue slots, one per cycle from its issue, and its result is ready
-/// `latency_cycles` after its issue.
+/// `latency_cycles` after its issue. Taking the slots at once is exact where issue is the
+/// limit; where the sequence's own dependencies are, a GPU issues other warps' instructions
+/// between its instructions, so the model delays those warps by up to `instructions` cycles
+/// more than silicon would.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct InstructionSequence {

@@ -12,8 +12,9 @@
 //              scheduler (4 per SM), which is the issue slots where issue is the limit
 // "narrow" keeps every operand below 2^32 (ptxas' test takes its 32-bit path); "wide" sets bit
 // 40 of the dividend (the call).
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
+#include <type_traits>
 
 #define CHECK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
   fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); return 1; } } while (0)
@@ -34,8 +35,9 @@ constexpr int STEPS = 256;
 
 template <typename T, bool DIVIDE>
 __device__ __forceinline__ T step(T x, T b, T s) {
+  using U = typename std::make_unsigned<T>::type;  // a subtraction that may wrap, without UB
   T d = b | (x & 1);  // the divisor depends on the chain: no reciprocal is hoisted
-  return (DIVIDE ? x / d : x - d) ^ s;
+  return (DIVIDE ? x / d : T(U(x) - U(d))) ^ s;
 }
 
 // One warp; lane 0's cycles per step.

@@ -5,9 +5,9 @@
 use crate::common::*;
 use emulator::{GpuConfig, InstructionSequence};
 
-/// One warp: lanes below `wide_lanes` add 2^40 to `a`; between two `%clock64` reads, `chain`
-/// divisions `q = q / b` one after another (`dependent`) or `n` of `a / b` side by side, then a
-/// use of the last; each lane stores its window.
+/// One warp: lanes below `wide_lanes` add 2^40 to `a`; between two `%clock64` reads, `n` (at
+/// least 1) divisions `q = q / b` one after another (`dependent`) or `n` of `a / b` side by
+/// side, then a use of the last; lane 0's window.
 fn window(cfg: &GpuConfig, ty: &str, n: usize, dependent: bool, a: i64, wide_lanes: u32) -> u64 {
     // 32-bit types divide 32-bit copies of the operands (%q1, %q2).
     let r = if ty.ends_with("32") { "%q" } else { "%rd" };
@@ -16,7 +16,7 @@ fn window(cfg: &GpuConfig, ty: &str, n: usize, dependent: bool, a: i64, wide_lan
         let src = if dependent && k > 0 { 20 + k - 1 } else { 1 };
         body += &format!(" div.{ty} {r}{}, {r}{src}, {r}2;\n", 20 + k);
     }
-    let last = if n == 0 { 1 } else { 20 + n - 1 };
+    let last = 20 + n - 1;
     body += &if r == "%q" {
         format!(" cvt.u64.u32 %rd9, %q{last};\n")
     } else {

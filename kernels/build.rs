@@ -50,8 +50,8 @@ struct Job {
     micro: bool,
     /// Per entry (name, `.maxnreg`): the register budget of a probed build (empty otherwise).
     budgets: Vec<(String, u32)>,
-    /// A probed build with the untimed warps' bare path (`-DWS_SAMPLED=1`), for launches that
-    /// time only some warps.
+    /// A probed build with the bare path of an untimed access (`-DWS_SAMPLED=1`), for launches
+    /// that time only some warps or some accesses.
     sampled: bool,
 }
 

@@ -21,19 +21,31 @@
 // per-access records is chosen at launch time; which warps time their accesses too, in a build
 // with -DWS_SAMPLED=1 (below). A build without it times every warp.
 //
-// TIMED AND UNTIMED WARPS (-DWS_SAMPLED=1)
+// SAMPLED TIMING (-DWS_SAMPLED=1): TIMED AND UNTIMED WARPS, AND EVERY N-TH ACCESS
 // A fenced or dummy probe makes its warp wait for each load it times, so a probed warp no longer
-// overlaps its loads; timing a sample of the warps lowers that cost. The host marks each warp
-// timed or untimed (`untimed` in its warp header). At every probe one warp-uniform branch, taken
-// before anything of the probe, chooses between the TIMED PATH (the probe below, unchanged: its
-// window is the same straight-line code whatever the selection) and the BARE PATH, a separate
-// copy of the plain load and nothing else (no clock read, no fence or dummy store, no statistics
-// update). The flag is read once, by WS_KERNEL_BEGIN, into bit 0 of the probe state (free: the
-// state is a 16-byte aligned shared address), so an access costs every warp one bit test and one
-// branch outside the window, and no extra register. The host times every traced warp (a record is
-// a timed access). Why a build of its own: the bare copy doubles every load in the kernel's code,
-// and nvcc then unrolls less (the volume renderer's ray loop is not unrolled), which costs the
-// timed warps too; a build that times every warp keeps the probe as it was.
+// overlaps its loads; timing a sample lowers that cost. Two choices, both the host's:
+//   * which warps time (`untimed` in each warp header; the host times every traced warp);
+//   * the access period N (1, 2, 4 or 8, in ws::Log.flags): a timed warp times every N-th access
+//     it makes, counting all sites together, from a phase set by its global index (warp g times
+//     its k-th access when g + k is a multiple of N), so that the warps together time every
+//     position of a loop's accesses. Where a kernel's single wave of warps ends with its slowest
+//     one, sampling warps leaves that warp as slow as before; sampling accesses slows every warp
+//     by 1/N as much.
+// WS_KERNEL_BEGIN reads the untimed flag into bit 0 of the probe state (free: the state is a
+// 16-byte aligned shared address), and the access counter, set to the warp's phase, and its step
+// into the top six bits (a shared address never reaches them), so sampling costs no register.
+// At every probe, before anything of it, one test of the state chooses between the TIMED PATH
+// (the probe below, unchanged: its window is the same straight-line code whatever the sampling)
+// and the BARE PATH, a separate copy of the plain load and nothing else (no clock read, fence,
+// dummy store or update); the counter advances by its step, and wraps. So an untimed access
+// costs its warp a test, a branch and three ALU operations outside any window. Branching inside
+// the probe instead would put a branch into every timed window. Predicating its parts instead
+// (one copy of the load, the fence predicated off) was measured slower on the emulator's demo
+// frames, fenced every 8th access 1.100x the bare kernel's time against 1.028x: an untimed access
+// still paid its clock reads and its set-up (docs/PERFORMANCE.md). Why a build of its own: the
+// bare copy doubles every load in the kernel's code, and nvcc then unrolls less (the volume
+// renderer's ray loop is not unrolled), which costs every warp; a build that times everything
+// keeps the probe as it was.
 //
 // THE ORDER PROBLEM AND WHY IT HOLDS HERE
 // The paper's dummy, `if (dummy < 0) x += 1; t1 = clock();`, is control flow that ptxas may
@@ -116,7 +128,8 @@
 //       24 u32 count (trace records attempted: kept + dropped; 0 for untraced warps);
 //       28 u32 flags (bit0 END ran); 32 u32 trace (host-written: this warp's trace area, or
 //       0xFFFFFFFF = not traced); 36 u32 dropped_sites; 40 u32 untimed (host-written: 1 = the
-//       warp takes the bare path, its count and site table stay 0; 0 = timed); 44..48 zero
+//       warp takes the bare path, its count and site table stay 0; 0 = timed; a sampled build
+//       writes it back with bit 1 set); 44..48 zero
 //       (16-byte alignment)
 //     then sites entries of 16 bytes: 0 u32 count; 4 u32 min; 8 u32 max; 12 u32 sum (mod 2^32:
 //     the reader widens it with count, min and max; see instrument/src/log.rs)
@@ -183,6 +196,9 @@
 #define WS_NOT_TRACED 0xFFFFFFFF
 // `untimed`'s value for a warp that takes the bare path; also the probe state's bit that says so.
 #define WS_WARP_UNTIMED 1
+// Set in `untimed` as a sampled build writes it back, so that the host can tell that the build it
+// asked to sample did.
+#define WS_WARP_SAMPLED_BUILD 2
 
 #define WS_RECORD_BYTES 16
 #define WS_REC_START_OFFSET 0
@@ -199,6 +215,21 @@
 
 // ws::Log.flags bit 0: at least one warp is traced (else the record path skips the trace check).
 #define WS_LOG_FLAG_TRACED 1
+// ws::Log.flags bits 8..10, read by a sampled build: the access counter's step, 8 / period modulo 8
+// (0 for every access, 4 for every 2nd, 2 for every 4th, 1 for every 8th). A timed warp times the
+// accesses at which its counter, advanced by the step at each access from a phase that its global
+// index sets, is 0 modulo 8: every period-th.
+#define WS_LOG_FLAG_STEP_SHIFT 8
+#define WS_MAX_ACCESS_PERIOD 8
+// The probe state's top six bits in a sampled build (a shared address never reaches them): bits
+// 29..31 the access counter, which an add advances and wraps; bits 26..28 its step, kept there so
+// that no other register holds it. The test keeps the counter's bits and the untimed flag.
+#define WS_STATE_COUNTER_SHIFT 29
+#define WS_STATE_COUNTER_MASK 0xE0000000
+#define WS_STATE_STEP_SHIFT 26
+#define WS_STATE_STEP_MASK 0x1C000000
+#define WS_STATE_STEP_TO_COUNTER 3
+#define WS_STATE_TEST_MASK 0xE0000001
 #define WS_SHARED_ALIGN 16
 #define WS_WARP_SIZE 32
 // sizeof(ws::Log), passed by value as a kernel argument.
@@ -437,18 +468,30 @@ __device__ __forceinline__ unsigned char* global_area(const Log& log, unsigned i
 }
 
 // The one value a thread keeps across the kernel: its warp's state, as an address in the shared
-// window (what `ld.shared`/`red.shared` take), with bit 0 set when the warp is untimed. A timed
-// warp's state is the address itself; only END, which every warp runs, clears the bit.
+// window (what `ld.shared`/`red.shared` take). In a sampled build bit 0 is set when the warp is
+// untimed and the top six bits hold its access counter and step; each probe and END clear them
+// from the address they use.
 typedef unsigned int State;
 
-// Whether the warp is timed. Volatile, so that every probe tests the flag itself: with a plain
-// test the compiler knows the flag after the first probe and merges the bare paths of
-// consecutive probes into one, which leaves the later windows without a branch of their own.
-__device__ __forceinline__ bool timed(State st) {
-    unsigned int untimed;
-    asm volatile("and.b32 %0, %1, " WS_STR(WS_WARP_UNTIMED) ";" : "=r"(untimed) : "r"(st));
-    return untimed == 0u;
+#if defined(WS_SAMPLED) && WS_SAMPLED
+// Whether this access is timed: the warp is, and its counter is 0; then the counter advances by
+// its step (off the branch's path: one AND decides). Volatile, so that every probe tests the
+// state itself: with a plain test the compiler could know the outcome of one probe from an
+// earlier one and merge their paths, which would leave the later windows without a branch of
+// their own.
+__device__ __forceinline__ bool timed(State& st) {
+    unsigned int skip;
+    asm volatile("and.b32 %0, %1, " WS_STR(WS_STATE_TEST_MASK) ";" : "=r"(skip) : "r"(st));
+    st += (st << WS_STATE_STEP_TO_COUNTER) & WS_STATE_COUNTER_MASK;
+    return skip == 0u;
 }
+
+// The state's shared address: its flag and counter bits cleared.
+__device__ __forceinline__ State address(State st) {
+    return st & ~(State)(WS_STATE_COUNTER_MASK | WS_STATE_STEP_MASK | WS_WARP_UNTIMED);
+}
+
+#endif
 
 __device__ __forceinline__ unsigned char* state_ptr(State st) {
     return reinterpret_cast<unsigned char*>(__cvta_shared_to_generic(st));
@@ -486,7 +529,7 @@ __device__ __forceinline__ State begin(const Log& log) {
         h->dropped_sites = 0u;
         h->trace = trace;
 #if defined(WS_SAMPLED) && WS_SAMPLED
-        h->untimed = untimed;
+        h->untimed = untimed | WS_WARP_SAMPLED_BUILD;
 #endif
         // Until END, the shared copy's `end` holds a traced warp's record base address and `smid`
         // its slot count (fields END writes last), for trace_record.
@@ -513,7 +556,10 @@ __device__ __forceinline__ State begin(const Log& log) {
     // A build without the bare path neither reads the flag nor writes it back; the host checks
     // that the flag it wrote came back when it asked for untimed warps.
 #if defined(WS_SAMPLED) && WS_SAMPLED
-    return untimed == WS_WARP_UNTIMED ? (st | WS_WARP_UNTIMED) : st;
+    const unsigned int step = (log.flags >> WS_LOG_FLAG_STEP_SHIFT) & (WS_MAX_ACCESS_PERIOD - 1);
+    const State phase = ((gwarp * step) << WS_STATE_COUNTER_SHIFT) & WS_STATE_COUNTER_MASK;
+    return (untimed == WS_WARP_UNTIMED ? (st | WS_WARP_UNTIMED) : st) | phase |
+           (step << WS_STATE_STEP_SHIFT);
 #else
     return st;
 #endif
@@ -593,15 +639,19 @@ __device__ __forceinline__ void record(const Log& log, State st, const Pending& 
     if (p.trace != WS_NOT_TRACED && p.lead == 0u) trace_record(st, Site, t0, t1 - t0);
 }
 
-// One warp-uniform branch before the window chooses the path: an untimed warp runs its own copy
-// of the plain load, a timed warp the probe unchanged. Branching inside the probe instead (around
-// the opening part and around the closing part) would put a branch into every timed window.
+// One branch before the window chooses the path (SAMPLED TIMING above): an access the warp does
+// not time runs its own copy of the plain load, a timed one the probe unchanged.
+#if defined(WS_SAMPLED) && WS_SAMPLED
+template <int Region, unsigned int Site, typename F>
+__device__ __forceinline__ auto load(const Log& log, State& tagged, F&& f) -> decltype(f()) {
+    // The address before the counter advances (the same bits), so that it does not wait for it.
+    const State st = address(tagged);
+    if (!timed(tagged)) return f();
+#else
 template <int Region, unsigned int Site, typename F>
 __device__ __forceinline__ auto load(const Log& log, State st, F&& f) -> decltype(f()) {
-    using T = decltype(f());
-#if defined(WS_SAMPLED) && WS_SAMPLED
-    if (!timed(st)) return f();
 #endif
+    using T = decltype(f());
     const Pending p = prepare(log, st);
     const unsigned int t0 = clock32();
     const T v = f();
@@ -621,7 +671,7 @@ __device__ __forceinline__ auto load(const Log& log, State st, F&& f) -> decltyp
 
 __device__ __forceinline__ void end(const Log& log, State tagged) {
 #if defined(WS_SAMPLED) && WS_SAMPLED
-    const State st = tagged & ~(State)WS_WARP_UNTIMED;
+    const State st = address(tagged);
 #else
     const State st = tagged;
 #endif
@@ -650,9 +700,16 @@ __device__ __forceinline__ void end(const Log& log, State tagged) {
 
 }  // namespace ws
 
+#if defined(WS_SAMPLED) && WS_SAMPLED
+// The state carries the access counter, which every probe advances.
+#define WS_KERNEL_BEGIN(log)         \
+    const ::ws::Log ws_log_ = (log); \
+    ::ws::State ws_state_ = ::ws::begin(ws_log_)
+#else
 #define WS_KERNEL_BEGIN(log)            \
     const ::ws::Log ws_log_ = (log);    \
     const ::ws::State ws_state_ = ::ws::begin(ws_log_)
+#endif
 #define WS_KERNEL_END(log) ::ws::end(ws_log_, ws_state_)
 // Makes `x` (a float, 32-bit integer or pointer) computed before what follows, e.g. a load's
 // address or coordinates before its WS_LOAD: arithmetic the compiler leaves inside a probe's

@@ -254,6 +254,7 @@ pub fn measure(
         mode,
         trace_warps: WarpSelection::all(),
         time_warps: WarpSelection::all(),
+        access_period: instrument::AccessPeriod::ALL,
         slots_per_warp: repeats,
         sites: vec![SiteInfo::new(
             0,

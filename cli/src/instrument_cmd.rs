@@ -24,8 +24,9 @@ pub struct InstrumentArgs {
     /// Output PTX (default: IN with extension .ws.ptx).
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Give every probe the untimed warps' bare path, so that a launch of the output may time
-    /// only some warps (`launch --time-warps`); without it every warp times its accesses.
+    /// Give every probe the bare path of an untimed access, so that a launch of the output may
+    /// time only some warps or some accesses (`launch --time-warps`, `--time-accesses`); without
+    /// it every warp times every access.
     #[arg(long)]
     pub sampled: bool,
 }

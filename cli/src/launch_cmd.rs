@@ -4,7 +4,7 @@
 use crate::EmuArgs;
 use anyhow::Result;
 use clap::Args;
-use instrument::WarpSelection;
+use instrument::{AccessPeriod, WarpSelection};
 use std::path::PathBuf;
 use trace::ProbeMode;
 
@@ -33,6 +33,13 @@ pub struct LaunchArgs {
     /// --instrument adds it; a .ptx must have been instrumented with --sampled.
     #[arg(long, default_value = "all")]
     pub time_warps: WarpSelection,
+    /// Which of its accesses a timed warp times: `all`, or `every:N` with N 1, 2, 4 or 8 (one
+    /// access in N, all sites together, traced warps included; warp g times its k-th access when
+    /// g + k is a multiple of N).
+    /// Where the kernel's one wave ends with its slowest warp, this, not --time-warps, lowers
+    /// what fenced probes cost. Anything but `all` needs probes that sample, as --time-warps does.
+    #[arg(long, default_value_t = AccessPeriod::ALL)]
+    pub time_accesses: AccessPeriod,
     /// Output folder: run.json, trace.wst, config.toml and the spec's output buffers.
     #[arg(long, default_value = "launch-out")]
     pub out: PathBuf,
@@ -60,6 +67,7 @@ pub fn run(args: &LaunchArgs) -> Result<()> {
         instrument: args.instrument,
         trace_warps: args.trace_warps.clone(),
         time_warps: args.time_warps.clone(),
+        time_accesses: args.time_accesses,
         out: args.out.clone(),
         cache: match (&args.cache, args.no_cache) {
             (_, true) => launch::Cache::Off,

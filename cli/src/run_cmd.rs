@@ -40,6 +40,13 @@ pub struct RunArgs {
     /// warps do without.
     #[arg(long, default_value = "all")]
     pub time_warps: String,
+    /// Which of its accesses a timed warp times: `all`, or `every:N` with N 1, 2, 4 or 8 (one
+    /// access in N, all sites together, traced warps included; warp g times its k-th access when
+    /// g + k is a multiple of N).
+    /// Where the kernel's one wave ends with its slowest warp, this, not --time-warps, lowers
+    /// what fenced probes cost. Anything but `all` needs probes that sample, as --time-warps does.
+    #[arg(long, default_value = "all")]
+    pub time_accesses: String,
     /// Loads to time: global, texture, readonly, constant, shared, local (comma-separated).
     #[arg(long, default_value = profile::DEFAULT_SITES)]
     pub sites: String,
@@ -75,6 +82,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
             mode: args.mode,
             trace_warps: args.trace_warps.clone(),
             time_warps: args.time_warps.clone(),
+            time_accesses: args.time_accesses.clone(),
             sites: args.sites.clone(),
             kernel_name: args.kernel_name.clone(),
             launch_skip: args.launch_skip,

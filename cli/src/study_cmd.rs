@@ -8,7 +8,7 @@ use clap::Args;
 use device::BackendChoice;
 use export::{Exported, RunFolder, RunLog};
 use indicatif::{ProgressBar, ProgressStyle};
-use instrument::WarpSelection;
+use instrument::{AccessPeriod, WarpSelection};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use study::{
@@ -90,6 +90,13 @@ pub struct ProbeArgs {
     /// sampled build (-DWS_SAMPLED=1), whose extra code costs the timed warps too.
     #[arg(long, default_value_t = WarpSelection::all())]
     pub time_warps: WarpSelection,
+    /// Which of its accesses a timed warp times: `all`, or `every:N` with N 1, 2, 4 or 8 (one
+    /// access in N, all sites together, traced warps included; warp g times its k-th access when
+    /// g + k is a multiple of N).
+    /// Where a frame's one wave ends with its slowest warp, this, not --time-warps, lowers what
+    /// fenced probes cost. Anything but `all` renders with the sampled build, as --time-warps does.
+    #[arg(long, default_value_t = AccessPeriod::ALL)]
+    pub time_accesses: AccessPeriod,
     /// Records each traced warp can keep (a ray of 500 steps makes up to 1000).
     #[arg(long, default_value_t = 1024)]
     pub slots: u32,
@@ -230,6 +237,7 @@ pub fn render(args: &RenderArgs) -> Result<()> {
         mode: args.mode,
         trace_warps: args.probe.trace_warps.clone(),
         time_warps: args.probe.time_warps.clone(),
+        time_accesses: args.probe.time_accesses,
         slots_per_warp: args.probe.slots,
         frames: args.probe.frames,
         measure_overhead: !args.probe.no_overhead,
@@ -324,6 +332,7 @@ pub fn sweep(args: &SweepArgs) -> Result<()> {
         modes: or_default(&args.modes, &[ProbeMode::Naive, ProbeMode::Fence]),
         trace_warps: args.probe.trace_warps.clone(),
         time_warps: args.probe.time_warps.clone(),
+        time_accesses: args.probe.time_accesses,
         slots_per_warp: args.probe.slots,
         frames: args.probe.frames,
         measure_overhead: !args.probe.no_overhead,

@@ -154,7 +154,7 @@ pub const WARP_HEADER: LayoutStruct = LayoutStruct {
             L::WS_WH_UNTIMED_OFFSET,
             4,
             "untimed",
-            "written by the host: 1 when the warp takes the bare path (times nothing; its site table stays empty), 0 when it times its accesses. A sampled build copies it back; a build that times every warp does not read it, and the word it writes back means nothing",
+            "written by the host: 1 when the warp takes the bare path (times nothing; its site table stays empty), 0 when it times its accesses. A sampled build copies it back with bit 1 set (2 or 3), which tells the host that the build samples; a build that times every warp does not read it, and the word it writes back means nothing",
         ),
     ],
 };

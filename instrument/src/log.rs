@@ -16,6 +16,7 @@
 
 use crate::InstrumentError;
 use crate::layout::HEADER;
+use crate::selection::AccessPeriod;
 use kernels::layout as L;
 use trace::{Cycles, LaunchInfo, Record, RecordKind, SiteSummary, SmId, Trace, WarpTrace};
 
@@ -31,6 +32,8 @@ pub struct LogShape {
     pub traced: Vec<u32>,
     /// Warps that take the bare path and time nothing, ascending; never a traced warp.
     pub untimed: Vec<u32>,
+    /// Which of its accesses a timed warp times.
+    pub access_period: AccessPeriod,
 }
 
 impl LogShape {
@@ -59,6 +62,11 @@ impl LogShape {
     /// Warps that time their accesses.
     pub fn timed_warps(&self) -> u64 {
         self.n_warps - self.untimed.len() as u64
+    }
+
+    /// Whether the launch needs a sampled build (`-DWS_SAMPLED=1`, or `instrument --sampled`).
+    pub fn sampled(&self) -> bool {
+        !self.untimed.is_empty() || !self.access_period.is_all()
     }
 
     /// What the launch keeps: every warp traced, or statistics (and maybe some traced warps).
@@ -233,15 +241,16 @@ pub fn decode(buf: &[u8], launch: &LaunchInfo, shape: &LogShape) -> Result<Trace
         w.hw_warp = u32_at(buf, at(L::WS_WH_WARPID_OFFSET));
         w.dropped = u32_at(buf, at(L::WS_WH_DROPPED_SITES_OFFSET));
         let untimed = shape.untimed.binary_search(&(i as u32)).is_ok();
-        // Only a sampled build reads the flag and writes it back; where every warp is timed the
-        // word is not the kernel's to keep.
-        if !shape.untimed.is_empty()
-            && u32_at(buf, at(L::WS_WH_UNTIMED_OFFSET)) != u32::from(untimed) * L::WS_WARP_UNTIMED
+        // Only a sampled build reads the flag and writes it back, marked as its own; where
+        // nothing is sampled the word is not the kernel's to keep.
+        if shape.sampled()
+            && u32_at(buf, at(L::WS_WH_UNTIMED_OFFSET))
+                != (u32::from(untimed) * L::WS_WARP_UNTIMED) | L::WS_WARP_SAMPLED_BUILD
         {
             return Err(bad(
                 at(L::WS_WH_UNTIMED_OFFSET),
                 format!(
-                    "warp {i}'s untimed flag is not the one the host wrote: timing only some warps needs a build with the untimed warps' bare path (-DWS_SAMPLED=1, or instrument --sampled)"
+                    "warp {i}'s untimed flag is not the one the host wrote, marked by a sampled build: timing only some warps or some accesses needs the sampled build (-DWS_SAMPLED=1, or instrument --sampled)"
                 ),
             ));
         }
@@ -319,6 +328,7 @@ pub fn decode(buf: &[u8], launch: &LaunchInfo, shape: &LogShape) -> Result<Trace
     Ok(Trace {
         launch: LaunchInfo {
             untimed_warps: shape.untimed.clone(),
+            access_period: shape.access_period.get(),
             ..launch.clone()
         },
         warps,
@@ -346,6 +356,7 @@ mod tests {
             n_warps: 4,
             traced,
             untimed: Vec::new(),
+            access_period: AccessPeriod::ALL,
         }
     }
 
@@ -453,6 +464,7 @@ mod tests {
             n_warps: 3,
             traced: vec![1],
             untimed: Vec::new(),
+            access_period: AccessPeriod::ALL,
         };
         assert_eq!(t.total_bytes(), 64 + 3 * (48 + 32) + 160);
         assert_eq!(t.shared_bytes_per_block(4), 4 * (48 + 32));
@@ -468,6 +480,7 @@ mod tests {
     fn untimed_warps_are_marked_and_must_time_nothing() {
         let shape = LogShape {
             untimed: vec![1, 3],
+            access_period: AccessPeriod::ALL,
             ..shape(vec![0])
         };
         let fresh = initial_log(ProbeMode::Fence, &shape);
@@ -479,14 +492,15 @@ mod tests {
         };
         assert_eq!((flag(0), flag(1), flag(2), flag(3)), (0, 1, 0, 1));
         assert_eq!(shape.timed_warps(), 2);
-        // As the kernel leaves it: END copies the flag back; the untimed warps 1 and 3 made no
-        // timed access (warp 3 has none in `log`), warp 1 did in this buffer.
+        // As the kernel leaves it: END copies the flag back, marked by the sampled build; the
+        // untimed warps 1 and 3 made no timed access (warp 3 has none in `log`), warp 1 did in
+        // this buffer.
         let mut b = log(&shape, &[2, 0, 5, 0]);
-        for w in [1, 3] {
+        for w in 0..4 {
             put32(
                 &mut b,
                 64 + w * shape.warp_area_bytes() as usize + L::WS_WH_UNTIMED_OFFSET as usize,
-                1,
+                u32::from(w % 2 == 1) | L::WS_WARP_SAMPLED_BUILD,
             );
         }
         let t = decode(&b, &launch(), &shape).unwrap();
@@ -509,6 +523,30 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("warp 3's untimed flag"), "{e}");
+    }
+
+    #[test]
+    fn sampled_accesses_need_a_build_that_marks_the_flag_and_reach_the_trace() {
+        let shape = LogShape {
+            access_period: AccessPeriod::new(4).unwrap(),
+            ..shape(vec![0])
+        };
+        assert!(shape.sampled());
+        // A build that times everything leaves the word as the host wrote it: refused.
+        let b = log(&shape, &[2, 0, 5, 0]);
+        let e = decode(&b, &launch(), &shape).unwrap_err().to_string();
+        assert!(e.contains("warp 0's untimed flag"), "{e}");
+        let mut marked = b;
+        for w in 0..4 {
+            put32(
+                &mut marked,
+                64 + w * shape.warp_area_bytes() as usize + L::WS_WH_UNTIMED_OFFSET as usize,
+                L::WS_WARP_SAMPLED_BUILD,
+            );
+        }
+        let t = decode(&marked, &launch(), &shape).unwrap();
+        assert_eq!(t.launch.access_period, 4);
+        assert_eq!(t.warps[2].summaries[0].count, 5);
     }
 
     #[test]

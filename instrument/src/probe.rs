@@ -10,7 +10,7 @@
 
 use crate::InstrumentError;
 use crate::log::{LogShape, decode, initial_log};
-use crate::selection::WarpSelection;
+use crate::selection::{AccessPeriod, WarpSelection};
 use device::{Arg, Device, LaunchConfig, LaunchOutcome, ModuleId};
 use emulator::LoadWarps;
 use trace::{LaunchInfo, ProbeMode, SiteInfo, Trace};
@@ -24,6 +24,8 @@ pub struct Probe {
     /// Warps that time their accesses (per-site statistics); the others take the bare path.
     /// Every traced warp is timed too, selected here or not.
     pub time_warps: WarpSelection,
+    /// Which of its accesses a timed warp times, traced warps included.
+    pub access_period: AccessPeriod,
     /// Records each traced warp can keep; more are counted as dropped.
     pub slots_per_warp: u32,
     pub sites: Vec<SiteInfo>,
@@ -56,6 +58,7 @@ impl Probe {
             n_warps,
             traced,
             untimed,
+            access_period: self.access_period,
         }
     }
 }
@@ -103,13 +106,16 @@ pub(crate) mod log_arg_offset {
 }
 
 /// The `ws::Log` argument (`WS_LOG_ARG_BYTES`):
-/// `{u64 buf; u32 slots; i32 dummy = 0; u32 flags; u32 shared_offset; u32 sites; u32 n_warps}`.
+/// `{u64 buf; u32 slots; i32 dummy = 0; u32 flags; u32 shared_offset; u32 sites; u32 n_warps}`;
+/// `flags` bit 0 says that some warp is traced, bits 8..10 carry the access period
+/// ([`AccessPeriod::flag_bits`]).
 fn log_arg(buf: u64, shape: &LogShape, shared_offset: u32) -> Vec<u8> {
-    let flags = if shape.traced.is_empty() {
+    let traced = if shape.traced.is_empty() {
         0
     } else {
         kernels::layout::WS_LOG_FLAG_TRACED
     };
+    let flags = traced | shape.access_period.flag_bits();
     let mut b = Vec::with_capacity(kernels::layout::WS_LOG_ARG_BYTES as usize);
     b.extend_from_slice(&buf.to_le_bytes());
     b.extend_from_slice(&shape.slots_per_warp.to_le_bytes());
@@ -424,6 +430,7 @@ mod tests {
             n_warps: 9,
             traced: vec![2],
             untimed: Vec::new(),
+            access_period: AccessPeriod::ALL,
         };
         let b = log_arg(0x1122_3344_5566_7788, &shape, 48);
         assert_eq!(b.len(), kernels::layout::WS_LOG_ARG_BYTES as usize);
@@ -452,6 +459,13 @@ mod tests {
         assert_eq!(at(o::SHARED_OFFSET), &48u32.to_le_bytes());
         assert_eq!(at(o::SITES), &3u32.to_le_bytes());
         assert_eq!(at(o::N_WARPS), &9u32.to_le_bytes());
+        let every_8th = LogShape {
+            access_period: AccessPeriod::new(8).unwrap(),
+            ..shape
+        };
+        let flags =
+            kernels::layout::WS_LOG_FLAG_TRACED | 1 << kernels::layout::WS_LOG_FLAG_STEP_SHIFT;
+        assert_eq!(&log_arg(0, &every_8th, 48)[16..20], &flags.to_le_bytes());
     }
 
     #[test]
@@ -460,6 +474,7 @@ mod tests {
             mode: ProbeMode::Fence,
             trace_warps: trace.parse().unwrap(),
             time_warps: time.parse().unwrap(),
+            access_period: AccessPeriod::ALL,
             slots_per_warp: 4,
             sites: Vec::new(),
         };

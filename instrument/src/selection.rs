@@ -1,6 +1,6 @@
 //! A selection of a launch's warps by global index, with its command-line grammar (`all`,
 //! `none`, `every:N`, indices and ranges): the one type behind `--trace-warps` and
-//! `--time-warps`.
+//! `--time-warps`; and the access period behind `--time-accesses` (`all`, `every:N`).
 
 /// A set of a launch's warps by global index: which warps keep per-access records
 /// (`--trace-warps`) and which time their accesses (`--time-warps`).
@@ -127,6 +127,77 @@ impl std::str::FromStr for WarpSelection {
     }
 }
 
+/// Which of its accesses a timed warp times: every `N`-th, counting all sites together, from a
+/// phase its global index sets (warp `g` times its `k`-th access when `g + k` is a multiple of
+/// `N`), so that the warps together time every position of a loop's accesses. `N` is 1, 2, 4 or
+/// 8: the probe state keeps the counter in three spare bits (`kernels/warpscope.cuh`, SAMPLED
+/// TIMING).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct AccessPeriod(u32);
+
+impl AccessPeriod {
+    /// Every access.
+    pub const ALL: AccessPeriod = AccessPeriod(1);
+
+    /// The period `n`, where the probes can keep it.
+    pub fn new(n: u32) -> Option<AccessPeriod> {
+        (n.is_power_of_two() && n <= kernels::layout::WS_MAX_ACCESS_PERIOD)
+            .then_some(AccessPeriod(n))
+    }
+
+    /// `N`: one access in `N` is timed.
+    pub fn get(self) -> u32 {
+        self.0
+    }
+
+    /// Whether every access is timed: whether the launch can do without the sampled build.
+    pub fn is_all(self) -> bool {
+        self.0 == 1
+    }
+
+    /// The bits of the `ws::Log` flags that carry it: the probes' counter step, 8 / N modulo 8.
+    pub fn flag_bits(self) -> u32 {
+        let max = kernels::layout::WS_MAX_ACCESS_PERIOD;
+        ((max / self.0) % max) << kernels::layout::WS_LOG_FLAG_STEP_SHIFT
+    }
+}
+
+impl Default for AccessPeriod {
+    fn default() -> Self {
+        AccessPeriod::ALL
+    }
+}
+
+impl std::fmt::Display for AccessPeriod {
+    /// `all`, or `every:N`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            1 => f.write_str("all"),
+            n => write!(f, "every:{n}"),
+        }
+    }
+}
+
+impl std::str::FromStr for AccessPeriod {
+    type Err = String;
+    /// `all` or `every:N`, N one of 1, 2, 4, 8.
+    fn from_str(s: &str) -> Result<Self, String> {
+        let n = match s.trim() {
+            "all" => 1,
+            t => t
+                .strip_prefix("every:")
+                .and_then(|n| n.parse::<u32>().ok())
+                .ok_or_else(|| format!("{s:?} is not all or every:N"))?,
+        };
+        AccessPeriod::new(n).ok_or_else(|| {
+            format!(
+                "{s:?}: the period must be 1, 2, 4 or {} (the probes count accesses in 3 bits)",
+                kernels::layout::WS_MAX_ACCESS_PERIOD
+            )
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -154,6 +225,25 @@ mod tests {
         }
         for bad in ["x", "3-1", "every:0", "every:x", "1-"] {
             let e = bad.parse::<WarpSelection>().unwrap_err();
+            assert!(e.contains(bad), "{e}");
+        }
+    }
+
+    #[test]
+    fn access_periods_parse_and_set_the_flag_bits() {
+        for (spec, n) in [("all", 1), ("every:1", 1), ("every:2", 2), ("every:8", 8)] {
+            let p: AccessPeriod = spec.parse().unwrap();
+            assert_eq!(p.get(), n, "{spec}");
+            assert_eq!(p.to_string().parse::<AccessPeriod>().unwrap(), p);
+        }
+        assert_eq!(AccessPeriod::ALL.flag_bits(), 0);
+        let step = |spec: &str| spec.parse::<AccessPeriod>().unwrap().flag_bits() >> 8;
+        assert_eq!(
+            (step("every:2"), step("every:4"), step("every:8")),
+            (4, 2, 1)
+        );
+        for bad in ["every:3", "every:16", "every:0", "none", "4"] {
+            let e = bad.parse::<AccessPeriod>().unwrap_err();
             assert!(e.contains(bad), "{e}");
         }
     }

@@ -104,6 +104,7 @@ fn an_inlined_site_runs_and_its_trace_carries_the_name() {
         mode: ProbeMode::Auto,
         trace_warps: WarpSelection::all(),
         time_warps: WarpSelection::all(),
+        access_period: instrument::AccessPeriod::ALL,
         slots_per_warp: 8,
         sites: k.site_infos(),
     };

@@ -239,6 +239,7 @@ fn every_corpus_kernel_instrumented_with_auto_keeps_its_outputs_and_records_each
                     mode: ProbeMode::Auto,
                     trace_warps: WarpSelection::all(),
                     time_warps: WarpSelection::all(),
+                    access_period: instrument::AccessPeriod::ALL,
                     slots_per_warp: 256,
                     sites: k.site_infos(),
                 };
@@ -332,6 +333,7 @@ fn with_sampled_timing_only_the_selected_warps_time_and_outputs_stay_bare() {
                 mode: ProbeMode::Auto,
                 trace_warps: WarpSelection::none(),
                 time_warps: "every:4".parse().unwrap(),
+                access_period: instrument::AccessPeriod::ALL,
                 slots_per_warp: 8,
                 sites: k.site_infos(),
             };
@@ -356,6 +358,53 @@ fn with_sampled_timing_only_the_selected_warps_time_and_outputs_stay_bare() {
     assert!(
         timed_accesses > 0,
         "the selected warps timed their accesses"
+    );
+}
+
+/// The rewriter's access sampling: with `--time-accesses every:4` every corpus kernel's outputs
+/// are the bare run's, no kernel times more than with every access timed, and the corpus as a
+/// whole times at least a quarter as many and well under half. Not exactly a quarter: each lane
+/// counts its own accesses, so a group of lanes that made different numbers of accesses before
+/// running together again decides apart, and a part of it times its access where a warp whose
+/// lanes agree would not.
+#[test]
+fn with_sampled_accesses_a_quarter_time_and_outputs_stay_bare() {
+    let sampled = RewriteOptions {
+        sampled: true,
+        ..RewriteOptions::default()
+    };
+    let (mut every, mut quarter, mut checked) = (0u64, 0u64, 0);
+    for c in kernels::corpus() {
+        let inst = instrument_ptx(c.ptx, &sampled).unwrap_or_else(|e| panic!("{}: {e}", c.name));
+        for entry in c.entries {
+            let kernel = entry.name;
+            let k = inst.kernel(kernel).expect("every entry instrumented");
+            let want = bare_outputs(c.ptx, kernel, 0);
+            let timed = |period: u32| {
+                let probe = Probe {
+                    mode: ProbeMode::Auto,
+                    trace_warps: WarpSelection::none(),
+                    time_warps: WarpSelection::all(),
+                    access_period: instrument::AccessPeriod::new(period).unwrap(),
+                    slots_per_warp: 8,
+                    sites: k.site_infos(),
+                };
+                let (probed, got) = probed_run(c.ptx, &inst.ptx, kernel, 0, &probe);
+                assert_eq!(got, want, "{kernel} every:{period}: outputs changed");
+                assert_eq!(probed.trace.launch.access_period, period);
+                probed.trace.timed_access_count()
+            };
+            let (all, fourth) = (timed(1), timed(4));
+            assert!(fourth <= all, "{kernel}: {fourth} of {all} accesses timed");
+            every += all;
+            quarter += fourth;
+            checked += 1;
+        }
+    }
+    assert!(checked >= 17, "{checked} kernels checked");
+    assert!(
+        4 * quarter >= every && 5 * quarter < 2 * every,
+        "{quarter} of {every} accesses timed"
     );
 }
 
@@ -482,6 +531,7 @@ fn guarded_loads_and_early_returns_on_the_emulator() {
                 mode: ProbeMode::Auto,
                 trace_warps: WarpSelection::all(),
                 time_warps: WarpSelection::all(),
+                access_period: instrument::AccessPeriod::ALL,
                 slots_per_warp: 8,
                 sites: k.site_infos(),
             };

@@ -32,8 +32,9 @@ pub struct KernelBuild {
     pub source: &'static str,
     /// `WS_MODE` (0 off … 4 auto).
     pub mode: u32,
-    /// Built with `-DWS_SAMPLED=1`: every probe has the untimed warps' bare path, so that a
-    /// launch may time only some warps. The other builds time every warp.
+    /// Built with `-DWS_SAMPLED=1`: every probe has the bare path of an untimed access, so that a
+    /// launch may time only some warps, or only some of each warp's accesses. The other builds
+    /// time every access of every warp.
     pub sampled: bool,
     /// PTX for `.target sm_75`.
     pub ptx: &'static str,

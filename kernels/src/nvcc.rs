@@ -30,8 +30,8 @@ pub struct CompiledPtx {
 ///
 /// The header is written next to the output in a temporary directory, so the user's file only
 /// needs `#include "warpscope.cuh"`; its own directory is on the include path too. `sampled`
-/// builds the probes with the untimed warps' bare path (`-DWS_SAMPLED=1`), which a launch that
-/// times only some warps needs.
+/// builds the probes with the bare path of an untimed access (`-DWS_SAMPLED=1`), which a launch
+/// that times only some warps or some accesses needs.
 pub fn compile_ptx(source: &Path, mode: u32, sampled: bool) -> Result<CompiledPtx, KernelsError> {
     let nvcc = checked_nvcc(mode)?;
     compile_budgeted(&nvcc, source, mode, sampled).map(|(c, _)| c)

@@ -16,9 +16,10 @@
 //! - auto: fence for writable global loads (`LDG`/`LD` without `.CONSTANT`), dummy for read-only
 //!   ones (texture fetches, `LDG.*.CONSTANT` from `__ldg`).
 //!
-//! And every timed window has the untimed warps' bare path beside it ([`check_bare_path`], in
-//! SASS and PTX): one branch before the opening read chooses between the window and a bare copy
-//! of its load, from which an untimed warp reaches no window's clock read and no fence.
+//! And in a sampled build every timed window has the bare path of an untimed access beside it
+//! ([`check_bare_path`], in SASS and PTX): one branch before the opening read chooses between the
+//! window and a bare copy of its load, from which an untimed access reaches no window's clock read
+//! and no fence.
 //!
 //! Requires cuobjdump and nvcc (scripts/setup-cuda installs both; build.rs already needed nvcc).
 

@@ -19,6 +19,7 @@
 //!     instrument: Some(trace::ProbeMode::Auto),
 //!     trace_warps: instrument::WarpSelection::all(),
 //!     time_warps: instrument::WarpSelection::all(),
+//!     time_accesses: instrument::AccessPeriod::ALL,
 //!     out: "launch-out".into(),
 //!     cache: launch::Cache::Default,
 //!     measure_overhead: true,

@@ -7,7 +7,7 @@ use crate::error::{Context, LaunchError, Result, invalid};
 use crate::source::{Cache, Compiled, for_launch, load_source};
 use crate::spec::{self, ArgPlan, LaunchPlan, Spec};
 use device::{Arg, BackendChoice, DevBuf, Device, EmuLimits, LaunchConfig};
-use instrument::{Probe, ProbedArg, WarpSelection, launch_probed};
+use instrument::{AccessPeriod, Probe, ProbedArg, WarpSelection, launch_probed};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -30,6 +30,8 @@ pub struct LaunchOptions {
     pub trace_warps: WarpSelection,
     /// Warps that time their accesses (every traced warp does too); the others run bare.
     pub time_warps: WarpSelection,
+    /// Which of its accesses a timed warp times.
+    pub time_accesses: AccessPeriod,
     /// The output folder.
     pub out: PathBuf,
     pub cache: Cache,
@@ -50,9 +52,9 @@ pub fn run(opts: &LaunchOptions, note: &dyn Fn(&str)) -> Result<RunMetrics> {
     // launches it without the log argument.
     let written = opts.instrument.is_some().then(|| spec.clone());
     // Each distinct source is compiled (or read) once, however many launches use it; with the
-    // untimed warps' bare path when not every warp is timed.
+    // sampling probes when not every warp, or not every access, is timed.
     let mut sources: BTreeMap<PathBuf, Compiled> = BTreeMap::new();
-    let sampled = !opts.time_warps.is_all();
+    let sampled = !(opts.time_warps.is_all() && opts.time_accesses.is_all());
     if opts.instrument.is_some() {
         let [l] = spec.launches.as_mut_slice() else {
             invalid!(
@@ -213,6 +215,7 @@ fn execute(
                 mode: modes[n],
                 trace_warps: opts.trace_warps.clone(),
                 time_warps: opts.time_warps.clone(),
+                access_period: opts.time_accesses,
                 slots_per_warp: spec.slots_per_warp.unwrap_or(1024),
                 sites: match &compiled.sites {
                     Some(s) => s.clone(),
@@ -232,6 +235,7 @@ fn execute(
                     kind: probed.trace.launch.kind,
                     trace_warps: probe.trace_warps.to_string(),
                     time_warps: probe.time_warps.to_string(),
+                    time_accesses: probe.access_period.to_string(),
                     timed_warps: Some(probed.timed_warps),
                     timed_accesses: Some(probed.trace.timed_access_count()),
                     slots_per_warp: probe.slots_per_warp,

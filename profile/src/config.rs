@@ -3,8 +3,8 @@
 
 use crate::ProfileError;
 use crate::select::{NameFilter, Selection};
-use instrument::WarpSelection;
 use instrument::rewrite::SiteSet;
+use instrument::{AccessPeriod, WarpSelection};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use trace::ProbeMode;
@@ -26,6 +26,8 @@ pub struct RunConfig {
     pub trace_warps: String,
     /// Warps that time their accesses (same grammar); every traced warp is timed too.
     pub time_warps: String,
+    /// Which of its accesses a timed warp times (`all`, `every:N`).
+    pub time_accesses: String,
     /// Loads to time (`global,texture,readonly,constant`, …).
     pub sites: String,
     /// Records each traced warp can keep.
@@ -44,6 +46,7 @@ impl Default for RunConfig {
             mode: ProbeMode::Auto,
             trace_warps: "none".into(),
             time_warps: "all".into(),
+            time_accesses: "all".into(),
             sites: DEFAULT_SITES.into(),
             slots_per_warp: 1024,
             kernel_name: None,
@@ -60,6 +63,7 @@ pub struct Resolved {
     pub mode: ProbeMode,
     pub trace_warps: WarpSelection,
     pub time_warps: WarpSelection,
+    pub time_accesses: AccessPeriod,
     pub sites: SiteSet,
     pub slots_per_warp: u32,
     pub selection: Selection,
@@ -85,6 +89,10 @@ impl RunConfig {
                 .time_warps
                 .parse()
                 .map_err(|e| bad("--time-warps", e))?,
+            time_accesses: self
+                .time_accesses
+                .parse()
+                .map_err(|e| bad("--time-accesses", e))?,
             sites: self.sites.parse().map_err(|e| bad("--sites", e))?,
             slots_per_warp: self.slots_per_warp,
             selection: Selection::new(

@@ -347,6 +347,7 @@ impl Interceptor {
             mode: self.cfg.mode,
             trace_warps: self.cfg.trace_warps.clone(),
             time_warps: self.cfg.time_warps.clone(),
+            access_period: self.cfg.time_accesses,
             slots_per_warp: self.cfg.slots_per_warp,
             sites: prepared.sites.clone(),
         };
@@ -417,6 +418,7 @@ impl Interceptor {
             kind: trace.launch.kind,
             trace_warps: probe.trace_warps.to_string(),
             time_warps: probe.time_warps.to_string(),
+            time_accesses: probe.access_period.to_string(),
             timed_warps: Some(plan.shape().timed_warps()),
             timed_accesses: Some(trace.timed_access_count()),
             slots_per_warp: probe.slots_per_warp,
@@ -465,7 +467,7 @@ impl Interceptor {
             mode: self.cfg.mode,
             sites: self.cfg.sites.clone(),
             kernel: Some(name.clone()),
-            sampled: !self.cfg.time_warps.is_all(),
+            sampled: !(self.cfg.time_warps.is_all() && self.cfg.time_accesses.is_all()),
         };
         let mut inst = instrument_ptx(&ptx, &opts).map_err(|e| format!("the rewriter: {e}"))?;
         // The probes keep the program's occupancy: the probed entry gets the register budget of

@@ -8,7 +8,7 @@ use crate::scale::Scale;
 use crate::view::{BlockShape, View};
 use crate::volume::{VolumeKind, VolumeSource};
 use device::BackendChoice;
-use instrument::WarpSelection;
+use instrument::{AccessPeriod, WarpSelection};
 use std::path::{Path, PathBuf};
 use trace::ProbeMode;
 
@@ -28,6 +28,8 @@ pub struct SweepConfig {
     pub trace_warps: WarpSelection,
     /// Warps that time their accesses; the others run the bare path.
     pub time_warps: WarpSelection,
+    /// Which of its accesses a timed warp times.
+    pub time_accesses: AccessPeriod,
     pub slots_per_warp: u32,
     /// Timed launches per run on a GPU.
     pub frames: u32,
@@ -58,6 +60,7 @@ pub fn demo_config(out_dir: &Path, scale: Scale) -> Result<SweepConfig, StudyErr
         modes: vec![ProbeMode::Naive, ProbeMode::Fence],
         trace_warps: crate::render::default_trace_warps(),
         time_warps: WarpSelection::all(),
+        time_accesses: AccessPeriod::ALL,
         slots_per_warp: 1024,
         frames: 10,
         measure_overhead: true,
@@ -77,6 +80,7 @@ impl SweepConfig {
             mode,
             trace_warps: self.trace_warps.clone(),
             time_warps: self.time_warps.clone(),
+            time_accesses: self.time_accesses,
             slots_per_warp: self.slots_per_warp,
             frames: self.frames,
             measure_overhead: self.measure_overhead,

@@ -144,6 +144,14 @@ pub fn render_counter_frames(dir: &Path, dev: &mut dyn Device) -> Result<usize, 
                 value: c.time_warps.clone(),
                 reason,
             })?,
+            time_accesses: c
+                .time_accesses
+                .parse()
+                .map_err(|reason| StudyError::Config {
+                    field: "time_accesses",
+                    value: c.time_accesses.clone(),
+                    reason,
+                })?,
             slots_per_warp: c.slots_per_warp,
             frames: 1,
             measure_overhead: false,

@@ -66,6 +66,9 @@ pub struct CommonInputs {
     /// hashes; any other sampling is a different plan.
     #[serde(default = "every_warp", skip_serializing_if = "is_every_warp")]
     pub time_warps: String,
+    /// The same for the accesses a timed warp times.
+    #[serde(default = "every_warp", skip_serializing_if = "is_every_warp")]
+    pub time_accesses: String,
     pub slots_per_warp: u32,
     pub frames: u32,
     pub measure_overhead: bool,
@@ -204,6 +207,7 @@ impl SweepPlan {
             params: cfg.params,
             trace_warps: cfg.trace_warps.to_string(),
             time_warps: cfg.time_warps.to_string(),
+            time_accesses: cfg.time_accesses.to_string(),
             slots_per_warp: cfg.slots_per_warp,
             frames: cfg.frames,
             measure_overhead: cfg.measure_overhead,
@@ -503,6 +507,11 @@ mod tests {
         assert_ne!(a.runs[0].hash, b.runs[0].hash);
         let d = a.differences(&b).join("; ");
         assert!(d.contains("time_warps"), "{d}");
+        let mut e = cfg();
+        e.time_accesses = "every:4".parse().unwrap();
+        let f = SweepPlan::new(&e).unwrap();
+        assert_ne!(a.hash, f.hash);
+        assert!(f.differences(&a).join("; ").contains("time_accesses"));
     }
 
     #[test]

@@ -36,7 +36,7 @@ use crate::view::{BlockShape, View};
 use crate::volume::{Volume, VolumeKind, VolumeSource, check_fits, host_available_bytes};
 use device::{Arg, Backend, Device, LaunchConfig, ModuleId};
 use emulator::{TexAddress, TexFilter, TexFormat, TextureDesc};
-use instrument::{Probe, ProbedArg, ProbedLaunch, WarpSelection, launch_probed};
+use instrument::{AccessPeriod, Probe, ProbedArg, ProbedLaunch, WarpSelection, launch_probed};
 use std::path::{Path, PathBuf};
 use trace::{
     BareRun, Dim3, HardwareCounters, ProbeFacts, ProbeMode, ReferenceDiff, Region, RunMetrics,
@@ -78,6 +78,8 @@ pub struct RenderConfig {
     pub trace_warps: WarpSelection,
     /// Warps that time their accesses (per-site statistics); the others run the bare path.
     pub time_warps: WarpSelection,
+    /// Which of its accesses a timed warp times (traced warps included).
+    pub time_accesses: AccessPeriod,
     /// Records each traced warp can keep; beyond that they are counted as dropped.
     pub slots_per_warp: u32,
     /// Launches timed after one warm-up launch on a GPU (the emulator is deterministic: 1).
@@ -110,6 +112,7 @@ impl Default for RenderConfig {
             mode: ProbeMode::Fence,
             trace_warps: default_trace_warps(),
             time_warps: WarpSelection::all(),
+            time_accesses: AccessPeriod::ALL,
             slots_per_warp: 1024,
             frames: 10,
             measure_overhead: true,
@@ -144,6 +147,7 @@ impl RenderConfig {
             mode,
             trace_warps: self.trace_warps.clone(),
             time_warps: self.time_warps.clone(),
+            access_period: self.time_accesses,
             slots_per_warp: self.slots_per_warp,
             sites: sites(),
         }
@@ -474,9 +478,10 @@ impl Session<'_> {
             self.textures = None;
             self.out = None;
         }
-        // Timing only some warps needs the build whose probes have the untimed warps' bare path;
-        // timing all of them, the build without it, whose probes are as they always were.
-        let sampled = mode != ProbeMode::Off && !cfg.time_warps.is_all();
+        // Timing only some warps or some accesses needs the build whose probes sample; timing
+        // everything, the build without it, whose probes are as they always were.
+        let sampled =
+            mode != ProbeMode::Off && !(cfg.time_warps.is_all() && cfg.time_accesses.is_all());
         let build =
             kernels::find_build(KERNEL_SOURCE, mode.ws_mode(), sampled).ok_or_else(|| {
                 StudyError::NoBuild {
@@ -688,6 +693,7 @@ fn run_metrics(
             kind: trace.launch.kind,
             trace_warps: cfg.trace_warps.to_string(),
             time_warps: cfg.time_warps.to_string(),
+            time_accesses: cfg.time_accesses.to_string(),
             timed_warps: Some(l.timed_warps),
             timed_accesses: Some(trace.timed_access_count()),
             slots_per_warp: cfg.slots_per_warp,

@@ -123,6 +123,7 @@ impl ReuseStudyConfig {
             mode: ProbeMode::Off,
             trace_warps: instrument::WarpSelection::none(),
             time_warps: instrument::WarpSelection::all(),
+            time_accesses: instrument::AccessPeriod::ALL,
             slots_per_warp: 1,
             frames: 1,
             measure_overhead: false,

@@ -26,6 +26,7 @@ fn tiny(out: &Path) -> SweepConfig {
         modes: vec![ProbeMode::Naive, ProbeMode::Fence],
         trace_warps: instrument::WarpSelection::all(),
         time_warps: instrument::WarpSelection::all(),
+        time_accesses: instrument::AccessPeriod::ALL,
         slots_per_warp: 256,
         frames: 1,
         measure_overhead: true,

@@ -5,7 +5,7 @@ mod architecture;
 
 use device::{Arg, Device, EmuDevice, LaunchConfig};
 use emulator::GpuConfig;
-use instrument::{Probe, ProbedArg, WarpSelection, launch_probed};
+use instrument::{AccessPeriod, Probe, ProbedArg, WarpSelection, launch_probed};
 use trace::{Dim3, ProbeMode, RecordKind, Region, SiteInfo, Trace};
 
 const N: usize = 4096;
@@ -20,11 +20,37 @@ fn run_multi(mode: ProbeMode, trace_warps: WarpSelection) -> Run {
     run_multi_timing(mode, trace_warps, WarpSelection::all())
 }
 
+/// Timing: which warps time, and which of its accesses each timed warp times.
+struct Timing {
+    warps: WarpSelection,
+    period: AccessPeriod,
+}
+
+impl Timing {
+    fn warps(warps: WarpSelection) -> Timing {
+        Timing {
+            warps,
+            period: AccessPeriod::ALL,
+        }
+    }
+
+    fn sampled(&self) -> bool {
+        !(self.warps.is_all() && self.period.is_all())
+    }
+}
+
 /// `probe_multi` in `mode` on a fresh emulator, with only `time_warps` (and the traced warps)
 /// timing their accesses.
 fn run_multi_timing(mode: ProbeMode, trace_warps: WarpSelection, time_warps: WarpSelection) -> Run {
+    run_multi_sampled(mode, trace_warps, Timing::warps(time_warps))
+}
+
+/// `probe_multi` in `mode` on a fresh emulator, timing as `timing` says.
+fn run_multi_sampled(mode: ProbeMode, trace_warps: WarpSelection, timing: Timing) -> Run {
     let mut dev = EmuDevice::new(GpuConfig::preset("gtx480").unwrap());
-    run_multi_on(&mut dev, mode, trace_warps, time_warps)
+    let build = kernels::find_build("probe_test", mode.ws_mode(), timing.sampled())
+        .expect("probe_test is built in every mode");
+    multi_with(&mut dev, build, mode, trace_warps, timing).unwrap()
 }
 
 /// `probe_multi` in `mode` on any device.
@@ -38,7 +64,7 @@ fn run_multi_on(
     let sampled = mode != ProbeMode::Off && !time_warps.is_all();
     let build = kernels::find_build("probe_test", mode.ws_mode(), sampled)
         .expect("probe_test is built in every mode");
-    multi_with(dev, build, mode, trace_warps, time_warps).unwrap()
+    multi_with(dev, build, mode, trace_warps, Timing::warps(time_warps)).unwrap()
 }
 
 /// `probe_multi` of `build` in `mode` on any device; the launch's error as text.
@@ -47,7 +73,7 @@ fn multi_with(
     build: &kernels::KernelBuild,
     mode: ProbeMode,
     trace_warps: WarpSelection,
-    time_warps: WarpSelection,
+    timing: Timing,
 ) -> Result<Run, String> {
     let entry = build.entry("probe_multi").expect("entry");
     let m = dev.load(build.ptx, Some(build.fatbin)).unwrap();
@@ -73,7 +99,8 @@ fn multi_with(
     let probe = Probe {
         mode,
         trace_warps,
-        time_warps,
+        time_warps: timing.warps,
+        access_period: timing.period,
         slots_per_warp: 8,
         sites: (0..3)
             .map(|s| {
@@ -211,11 +238,15 @@ fn only_the_selected_warps_time_and_the_output_is_the_bare_one() {
         let mut dev = EmuDevice::new(GpuConfig::preset("gtx480").unwrap());
         let unsampled = kernels::find("probe_test", mode.ws_mode()).unwrap();
         let every4: WarpSelection = "every:4".parse().unwrap();
-        let e = multi_with(&mut dev, unsampled, mode, "1".parse().unwrap(), every4)
-            .err()
-            .unwrap_or_else(|| {
-                panic!("{mode:?}: untimed warps accepted from a build without them")
-            });
+        let e = multi_with(
+            &mut dev,
+            unsampled,
+            mode,
+            "1".parse().unwrap(),
+            Timing::warps(every4),
+        )
+        .err()
+        .unwrap_or_else(|| panic!("{mode:?}: untimed warps accepted from a build without them"));
         assert!(e.contains("untimed flag"), "{mode:?}: {e}");
         if mode == ProbeMode::Fence {
             let life = |keep: fn(u32) -> bool| {
@@ -228,6 +259,51 @@ fn only_the_selected_warps_time_and_the_output_is_the_bare_one() {
             let (timed, bare) = (life(|g| g % 4 == 0), life(|g| g % 4 == 3));
             assert!(bare < timed, "untimed warps {bare} cycles, timed {timed}");
         }
+    }
+}
+
+/// Sampled accesses: with `--time-accesses every:N` a timed warp times its k-th access (all sites
+/// together) when its global index plus k is a multiple of N, traced warps included, and the
+/// output is the bare build's. A build that times everything is refused for it.
+#[test]
+fn each_warp_times_every_nth_access_from_its_phase() {
+    let off = run_multi(ProbeMode::Off, WarpSelection::all());
+    let bytes = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    for mode in [ProbeMode::Naive, ProbeMode::Fence, ProbeMode::Dummy] {
+        for n in [2u32, 4, 8] {
+            let timing = Timing {
+                warps: WarpSelection::all(),
+                period: AccessPeriod::new(n).unwrap(),
+            };
+            let r = run_multi_sampled(mode, "0-7".parse().unwrap(), timing);
+            assert_eq!(bytes(&r.out), bytes(&off.out), "{mode:?} every:{n}");
+            assert_eq!(r.trace.launch.access_period, n);
+            for w in &r.trace.warps {
+                // probe_multi's sites 0, 1, 2 are a warp's accesses 0, 1, 2.
+                let want: Vec<u16> = (0..3u16)
+                    .filter(|&k| (w.global_warp % 8 + u32::from(k)).is_multiple_of(n))
+                    .collect();
+                let timed: Vec<u16> = (w.summaries.iter())
+                    .filter(|s| s.count > 0)
+                    .map(|s| s.site)
+                    .collect();
+                assert_eq!(timed, want, "{mode:?} every:{n} warp {}", w.global_warp);
+                assert!(w.summaries.iter().all(|s| s.count <= 1));
+                let recorded: Vec<u16> = w.records.iter().map(|x| x.site).collect();
+                let traced = w.global_warp < 8;
+                assert_eq!(recorded, if traced { want } else { Vec::new() });
+            }
+        }
+        let mut dev = EmuDevice::new(GpuConfig::preset("gtx480").unwrap());
+        let unsampled = kernels::find("probe_test", mode.ws_mode()).unwrap();
+        let every2 = Timing {
+            warps: WarpSelection::all(),
+            period: AccessPeriod::new(2).unwrap(),
+        };
+        let e = multi_with(&mut dev, unsampled, mode, WarpSelection::none(), every2)
+            .err()
+            .unwrap_or_else(|| panic!("{mode:?}: sampled accesses accepted from a build without"));
+        assert!(e.contains("sampled build"), "{mode:?}: {e}");
     }
 }
 
@@ -254,6 +330,7 @@ fn dropped_records_are_counted_stored_and_exported() {
         mode: ProbeMode::Fence,
         trace_warps: WarpSelection::all(),
         time_warps: WarpSelection::all(),
+        access_period: instrument::AccessPeriod::ALL,
         slots_per_warp: 2,
         sites: (0..3)
             .map(|s| SiteInfo::new(s, format!("s{s}"), Region::Global))

@@ -215,6 +215,20 @@ pub struct LaunchInfo {
     /// warp was timed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub untimed_warps: Vec<u32>,
+    /// A timed warp timed one access in this many (`--time-accesses`), all sites together: its
+    /// statistics are a sample of its accesses, and sums over them stand for this many times as
+    /// much. 1 when every access was timed.
+    #[serde(default = "every_access", skip_serializing_if = "is_every_access")]
+    pub access_period: u32,
+}
+
+/// `access_period` of a trace written before accesses were sampled: every access timed.
+fn every_access() -> u32 {
+    1
+}
+
+fn is_every_access(p: &u32) -> bool {
+    *p == 1
 }
 
 impl LaunchInfo {
@@ -234,6 +248,7 @@ impl LaunchInfo {
             shared_buffer: true,
             slots_per_warp: 0,
             untimed_warps: Vec::new(),
+            access_period: 1,
         }
     }
 

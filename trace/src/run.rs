@@ -31,7 +31,8 @@ pub fn overhead_ratio(probed_ms: f64, bare_ms: f64) -> Option<f64> {
     (ratio.is_finite() && ratio > 0.0).then_some(ratio)
 }
 
-/// `time_warps` of a run.json written before warps were sampled for timing: every warp timed.
+/// `time_warps` and `time_accesses` of a run.json written before timing was sampled: every warp
+/// and every access timed.
 fn every_warp() -> String {
     "all".into()
 }
@@ -48,6 +49,10 @@ pub struct ProbeFacts {
     /// timed its accesses too. The others ran the bare path at every probe.
     #[serde(default = "every_warp")]
     pub time_warps: String,
+    /// Which of its accesses a timed warp timed: `all`, or `every:N` (one in N, all sites
+    /// together, traced warps included).
+    #[serde(default = "every_warp")]
+    pub time_accesses: String,
     /// How many warps timed their accesses (`null` where not recorded).
     #[serde(default)]
     pub timed_warps: Option<u64>,
@@ -433,6 +438,7 @@ mod tests {
             kind: RecordKind::Summary,
             trace_warps: "every:61".into(),
             time_warps: "every:4".into(),
+            time_accesses: "every:2".into(),
             timed_warps: Some(3),
             timed_accesses: Some(1200),
             slots_per_warp: 8,

@@ -27,8 +27,12 @@ pub fn run_verdict(path: &Path) -> Result<Vec<String>, AnalysisError> {
     } else {
         format!("{} timed warps of {}", b.warps, b.warps as usize + untimed)
     };
+    let sample = match reader.launch().access_period {
+        0 | 1 => String::new(),
+        n => format!(", one in {n} of each warp's, the memory time estimated from them"),
+    };
     let mut out = vec![format!(
-        "{}: memory is {} of warp time over {warps} ({} timed accesses, {} cycles each on average{spread}).",
+        "{}: memory is {} of warp time over {warps} ({} timed accesses{sample}, {} cycles each on average{spread}).",
         reader.launch().kernel,
         pct(b.mem_share, 0),
         b.accesses,

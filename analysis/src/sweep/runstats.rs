@@ -102,17 +102,21 @@ pub(crate) struct WarpStat {
     pub min: Option<u64>,
     pub max: Option<u64>,
     pub sites: BTreeMap<u16, Sums>,
+    /// The launch's access period: the warp timed one access in this many.
+    pub period: u64,
 }
 
 impl WarpStat {
+    /// The warp's memory time: its timed accesses' cycles, times the access period where it
+    /// timed a sample (an estimate then).
     pub fn mem_cycles(&self) -> u64 {
-        self.all.sum
+        self.all.sum.saturating_mul(self.period)
     }
 
     pub fn other_cycles(&self) -> u64 {
         self.end
             .saturating_sub(self.begin)
-            .saturating_sub(self.all.sum)
+            .saturating_sub(self.mem_cycles())
     }
 
     pub fn mean_access(&self) -> Option<f64> {
@@ -128,6 +132,8 @@ pub(crate) struct RunStats {
     pub site_totals: BTreeMap<u16, Sums>,
     pub dropped: u64,
     pub wrapped: u64,
+    /// The launch's access period (1: every access timed).
+    pub period: u64,
 }
 
 /// The run-level numbers of the breakdown.
@@ -153,6 +159,7 @@ impl RunStats {
         let mut warps = Vec::with_capacity(reader.warp_count());
         let mut site_totals: BTreeMap<u16, Sums> = BTreeMap::new();
         let (mut dropped, mut wrapped) = (0u64, 0u64);
+        let period = u64::from(launch.access_period.max(1));
         for (index, w) in reader.warps()?.enumerate() {
             let w = w?;
             // Statistics are per timed warp: a warp that ran the bare path has no memory time
@@ -176,6 +183,7 @@ impl RunStats {
                 min: None,
                 max: None,
                 sites: BTreeMap::new(),
+                period,
             };
             // A traced warp keeps both: its records and, like every warp of a summary log, its
             // per-site statistics of the same accesses. Counted once: the records where they are
@@ -220,6 +228,7 @@ impl RunStats {
             site_totals,
             dropped,
             wrapped,
+            period,
         })
     }
 
@@ -242,6 +251,7 @@ impl RunStats {
         let mem: u64 = self.warps.iter().map(WarpStat::mem_cycles).sum();
         let other: u64 = self.warps.iter().map(WarpStat::other_cycles).sum();
         let accesses: u64 = self.warps.iter().map(|w| w.all.count).sum();
+        let timed: u64 = self.warps.iter().map(|w| w.all.sum).sum();
         let mem_cycles = mem as f64 / n;
         let other_cycles = other as f64 / n;
         let total = mem_cycles + other_cycles;
@@ -250,11 +260,11 @@ impl RunStats {
             .site_totals
             .iter()
             .map(|(id, s)| {
-                let c = s.sum as f64 / n;
+                let c = s.sum as f64 * self.period as f64 / n;
                 (*id, (c, share(c)))
             })
             .collect();
-        let mean_access = (accesses > 0).then(|| mem as f64 / accesses as f64);
+        let mean_access = (accesses > 0).then(|| timed as f64 / accesses as f64);
         let means = self.warp_means();
         let spread = stats::range(means.iter().copied()).map(|(lo, hi)| hi - lo);
         Breakdown {
@@ -344,6 +354,7 @@ mod tests {
             min: durations.iter().copied().min(),
             max: durations.iter().copied().max(),
             sites: BTreeMap::new(),
+            period: 1,
         }
     }
 
@@ -354,6 +365,7 @@ mod tests {
             site_totals: BTreeMap::new(),
             dropped: 0,
             wrapped: 0,
+            period: 1,
         }
     }
 

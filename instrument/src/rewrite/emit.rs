@@ -14,8 +14,8 @@ use trace::ProbeMode;
 pub const SHARED_SYMBOL: &str = "ws_probe_shared";
 
 /// Declarations at the top of each instrumented entry. `%ws_st` is the one value kept across
-/// the kernel (the warp's state address in shared memory, bit 0 set for an untimed warp); the
-/// others are scratch.
+/// the kernel (the warp's state address in shared memory; in a sampled build bit 0 set for an
+/// untimed warp and bits 1..3 its access counter); the others are scratch.
 pub const REGISTERS: &str = "\t.reg .b32 \t%ws_st;\n\t.reg .b32 \t%ws_r<16>;\n\t.reg .b64 \t%ws_rd<4>;\n\t.reg .pred \t%ws_p<8>;\n";
 
 /// The label every exit of an instrumented entry branches to.
@@ -62,7 +62,8 @@ fn area(o: &mut String, log: &str) {
 
 /// `WS_KERNEL_BEGIN`: the warp's state in shared memory initialised by its leader, the
 /// host-written trace index copied in and the begin clock read last; `sampled`: the untimed flag
-/// copied in too and put into bit 0 of `%ws_st` for the sites' bare-path branch.
+/// copied in too (marked as a sampled build's), put into bit 0 of `%ws_st`, and the warp's
+/// access phase into its counter bits.
 pub fn begin(o: &mut String, log: &str, sampled: bool) {
     let nt = WS_NOT_TRACED;
     line!(o, "// warpscope: WS_KERNEL_BEGIN");
@@ -87,6 +88,7 @@ pub fn begin(o: &mut String, log: &str, sampled: bool) {
             "ld.volatile.global.u32 \t%ws_r4, [%ws_rd1+{}];",
             WS_LOG_HEADER_BYTES + WS_WH_UNTIMED_OFFSET
         );
+        line!(o, "or.b32 \t%ws_r4, %ws_r4, {WS_WARP_SAMPLED_BUILD};");
     }
     line!(o, "activemask.b32 \t%ws_r12;");
     line!(o, "mov.u32 \t%ws_r13, %lanemask_lt;");
@@ -149,6 +151,15 @@ pub fn begin(o: &mut String, log: &str, sampled: bool) {
     if sampled {
         line!(o, "and.b32 \t%ws_r4, %ws_r4, {WS_WARP_UNTIMED};");
         line!(o, "or.b32 \t%ws_st, %ws_st, %ws_r4;");
+        // The counter's step from the flags, and its phase: the warp's index times the step.
+        line!(o, "ld.param.u32 \t%ws_r4, [{log}+{}];", arg::FLAGS);
+        line!(o, "shr.u32 \t%ws_r4, %ws_r4, {WS_LOG_FLAG_STEP_SHIFT};");
+        line!(o, "and.b32 \t%ws_r4, %ws_r4, {};", WS_MAX_ACCESS_PERIOD - 1);
+        line!(o, "shl.b32 \t%ws_r5, %ws_r4, {WS_STATE_STEP_SHIFT};");
+        line!(o, "or.b32 \t%ws_st, %ws_st, %ws_r5;");
+        line!(o, "mul.lo.s32 \t%ws_r4, %ws_r4, %ws_r2;");
+        line!(o, "shl.b32 \t%ws_r4, %ws_r4, {WS_STATE_COUNTER_SHIFT};");
+        line!(o, "or.b32 \t%ws_st, %ws_st, %ws_r4;");
     }
 }
 
@@ -159,7 +170,11 @@ pub fn end(o: &mut String, log: &str, sampled: bool) {
     line!(o, "// warpscope: WS_KERNEL_END");
     line!(o, "mov.u64 \t%ws_rd0, %clock64;");
     if sampled {
-        line!(o, "and.b32 \t%ws_st, %ws_st, {:#x};", !WS_WARP_UNTIMED);
+        line!(
+            o,
+            "and.b32 \t%ws_st, %ws_st, {:#x};",
+            !(WS_WARP_UNTIMED | WS_STATE_COUNTER_MASK | WS_STATE_STEP_MASK)
+        );
     }
     line!(o, "activemask.b32 \t%ws_r12;");
     line!(o, "bar.warp.sync \t%ws_r12;");
@@ -220,15 +235,30 @@ pub struct Site<'a> {
 
 /// `WS_LOAD`: the probe: prepare (leader, trace check) before the opening clock, the load, the
 /// mode's closing construct, then the statistics update and, for a traced warp, its record.
-/// `sampled`: first one branch on the warp's untimed bit chooses the path, and an untimed warp
-/// runs a copy of the original load and nothing else. The branch is before the window, so the
-/// window is the same straight-line code whatever the selection.
+/// `sampled`: first, before the window, whether this access is timed (the warp is, and its
+/// counter is at 0 modulo the period; the header's SAMPLED TIMING), and the counter advances; an
+/// access that is not timed branches to a copy of the original load and nothing else. The branch
+/// is before the window, so the window is the same straight-line code whatever the sampling.
 pub fn site(o: &mut String, log: &str, s: &Site<'_>, n: usize, sampled: bool) {
     let nt = WS_NOT_TRACED;
     line!(o, "// warpscope: site {} ({})", s.id, s.what);
+    // The state's address: `%ws_st` itself, or in a sampled build with its flag and counter
+    // bits cleared.
+    let st = if sampled { "%ws_r10" } else { "%ws_st" };
     if sampled {
-        line!(o, "and.b32 \t%ws_r0, %ws_st, {WS_WARP_UNTIMED};");
+        // Timed when the counter and the untimed flag are 0; then the counter (the state's top
+        // bits, which the add wraps) advances by its step.
+        line!(o, "and.b32 \t%ws_r0, %ws_st, {WS_STATE_TEST_MASK:#x};");
         line!(o, "setp.eq.u32 \t%ws_p7, %ws_r0, 0;");
+        // The address before the counter advances (the same bits), so that it does not wait.
+        line!(
+            o,
+            "and.b32 \t{st}, %ws_st, {:#x};",
+            !(WS_WARP_UNTIMED | WS_STATE_COUNTER_MASK | WS_STATE_STEP_MASK)
+        );
+        line!(o, "shl.b32 \t%ws_r0, %ws_st, {WS_STATE_STEP_TO_COUNTER};");
+        line!(o, "and.b32 \t%ws_r0, %ws_r0, {WS_STATE_COUNTER_MASK:#x};");
+        line!(o, "add.s32 \t%ws_st, %ws_st, %ws_r0;");
         line!(o, "@%ws_p7 bra \t$WS_TIMED_{n};");
         o.push_str(s.load);
         o.push('\n');
@@ -245,7 +275,7 @@ pub fn site(o: &mut String, log: &str, s: &Site<'_>, n: usize, sampled: bool) {
     line!(o, "mov.u32 \t%ws_r4, {nt};");
     line!(
         o,
-        "@%ws_p1 ld.shared.u32 \t%ws_r4, [%ws_st+{WS_WH_TRACE_OFFSET}];"
+        "@%ws_p1 ld.shared.u32 \t%ws_r4, [{st}+{WS_WH_TRACE_OFFSET}];"
     );
     line!(o, "ld.param.u32 \t%ws_r5, [{log}+{}];", arg::SITES);
     if s.method == ProbeMode::Dummy {
@@ -269,13 +299,13 @@ pub fn site(o: &mut String, log: &str, s: &Site<'_>, n: usize, sampled: bool) {
             match regs.len() {
                 2 | 4 if words => line!(
                     o,
-                    "@%ws_p2 st.volatile.shared.v{}.b32 \t[%ws_st], {{{}}};",
+                    "@%ws_p2 st.volatile.shared.v{}.b32 \t[{st}], {{{}}};",
                     regs.len(),
                     regs.join(", ")
                 ),
                 _ => {
                     for (reg, bits) in s.dests {
-                        line!(o, "@%ws_p2 st.volatile.shared.b{bits} \t[%ws_st], {reg};");
+                        line!(o, "@%ws_p2 st.volatile.shared.b{bits} \t[{st}], {reg};");
                     }
                 }
             }
@@ -292,37 +322,37 @@ pub fn site(o: &mut String, log: &str, s: &Site<'_>, n: usize, sampled: bool) {
     line!(o, "sub.s32 \t%ws_r11, %ws_r8, %ws_r7;");
     line!(
         o,
-        "@%ws_p4 red.shared.add.u32 \t[%ws_st+{}], 1;",
+        "@%ws_p4 red.shared.add.u32 \t[{st}+{}], 1;",
         a + WS_SUM_COUNT_OFFSET
     );
     line!(
         o,
-        "@%ws_p4 red.shared.min.u32 \t[%ws_st+{}], %ws_r11;",
+        "@%ws_p4 red.shared.min.u32 \t[{st}+{}], %ws_r11;",
         a + WS_SUM_MIN_OFFSET
     );
     line!(
         o,
-        "@%ws_p4 red.shared.max.u32 \t[%ws_st+{}], %ws_r11;",
+        "@%ws_p4 red.shared.max.u32 \t[{st}+{}], %ws_r11;",
         a + WS_SUM_MAX_OFFSET
     );
     line!(
         o,
-        "@%ws_p4 red.shared.add.u32 \t[%ws_st+{}], %ws_r11;",
+        "@%ws_p4 red.shared.add.u32 \t[{st}+{}], %ws_r11;",
         a + WS_SUM_SUM_OFFSET
     );
     line!(
         o,
-        "@%ws_p5 red.shared.add.u32 \t[%ws_st+{WS_WH_DROPPED_SITES_OFFSET}], 1;"
+        "@%ws_p5 red.shared.add.u32 \t[{st}+{WS_WH_DROPPED_SITES_OFFSET}], 1;"
     );
     // trace_record(): one 16-byte global store, drained before the next window opens.
     line!(o, "setp.ne.and.u32 \t%ws_p6, %ws_r4, {nt}, %ws_p3;");
     line!(o, "@!%ws_p6 bra \t$WS_REC_{n};");
     line!(
         o,
-        "atom.shared.add.u32 \t%ws_r12, [%ws_st+{WS_WH_COUNT_OFFSET}], 1;"
+        "atom.shared.add.u32 \t%ws_r12, [{st}+{WS_WH_COUNT_OFFSET}], 1;"
     );
-    line!(o, "ld.shared.u64 \t%ws_rd1, [%ws_st+{WS_WH_END_OFFSET}];");
-    line!(o, "ld.shared.u32 \t%ws_r13, [%ws_st+{WS_WH_SMID_OFFSET}];");
+    line!(o, "ld.shared.u64 \t%ws_rd1, [{st}+{WS_WH_END_OFFSET}];");
+    line!(o, "ld.shared.u32 \t%ws_r13, [{st}+{WS_WH_SMID_OFFSET}];");
     line!(o, "setp.ge.u32 \t%ws_p6, %ws_r12, %ws_r13;");
     line!(o, "@%ws_p6 bra \t$WS_REC_{n};");
     line!(o, "mul.wide.u32 \t%ws_rd2, %ws_r12, {WS_RECORD_BYTES};");

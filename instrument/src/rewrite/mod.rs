@@ -33,8 +33,9 @@ pub struct RewriteOptions {
     pub sites: SiteSet,
     /// Only this entry (others are left as they are); `None`: every entry.
     pub kernel: Option<String>,
-    /// Give every probe the untimed warps' bare path, so that a launch may time only some warps
-    /// (`--time-warps`); without it every warp times its accesses and the probe is as it was.
+    /// Give every probe the bare path of an untimed access, so that a launch may time only some
+    /// warps (`--time-warps`) or some of each warp's accesses (`--time-accesses`); without it
+    /// every warp times every access and the probe is as it was.
     pub sampled: bool,
 }
 

@@ -1,4 +1,4 @@
-//! The untimed warps' bare path, found the same way in SASS (what ptxas made) and in PTX (what
+//! The bare path of an untimed access, found the same way in SASS (what ptxas made) and in PTX (what
 //! the emulator runs): which loads are a window's bare copy, and whether the path through one
 //! stays clear of the probes' work.
 //!

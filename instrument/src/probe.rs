@@ -276,13 +276,17 @@ pub fn launch_probed(
         probe,
         (dev.clock_mhz(), dev.backend().name(), &dev.name()),
     )?;
-    // The traced warps' loads, on a device that knows when their data arrives: the ground truth
-    // beside their records, and in the bare run (whose log traces nothing) beside the same loads.
-    let traced = LoadWarps::new(
-        (probe.trace_warps.select(plan.shape().n_warps).into_iter())
-            .map(u64::from)
-            .collect(),
-    );
+    // The timed warps' loads, on a device that knows when their data arrives: the ground truth
+    // beside their records and statistics, and in the bare run (whose log times nothing) beside
+    // the same loads.
+    let timed = {
+        let shape = plan.shape();
+        LoadWarps::new(
+            (0..shape.n_warps)
+                .filter(|&w| shape.untimed.binary_search(&(w as u32)).is_err())
+                .collect(),
+        )
+    };
     let blocks_without_log = dev.occupancy(module, kernel, cfg)?;
     // The arguments as the device takes them, with the log's bytes put in place below.
     let with_log = |log: Vec<u8>| -> Vec<Arg> {
@@ -296,7 +300,7 @@ pub fn launch_probed(
     if probe.mode == ProbeMode::Off {
         let outcome = launch_recording(
             dev,
-            &traced,
+            &timed,
             (module, kernel, cfg),
             &with_log(plan.log_arg(0)),
         )?;
@@ -354,7 +358,7 @@ pub fn launch_probed(
     dev.upload(&buf, &bytes)?;
     let launched = launch_recording(
         dev,
-        &traced,
+        &timed,
         (module, kernel, &run_cfg),
         &with_log(plan.log_arg(buf.addr)),
     )
@@ -381,18 +385,18 @@ pub fn launch_probed(
     })
 }
 
-/// Launches with the loads of `traced` recorded, where the device can, and recording off again
+/// Launches with the loads of `warps` recorded, where the device can, and recording off again
 /// after, whatever the launch did.
 fn launch_recording(
     dev: &mut dyn Device,
-    traced: &LoadWarps,
+    warps: &LoadWarps,
     (module, kernel, cfg): (ModuleId, &str, &LaunchConfig),
     args: &[Arg],
 ) -> Result<LaunchOutcome, device::DeviceError> {
-    if traced.is_empty() {
+    if warps.is_empty() {
         return dev.launch(module, kernel, cfg, args);
     }
-    dev.record_loads(Some(traced.clone()));
+    dev.record_loads(Some(warps.clone()));
     let outcome = dev.launch(module, kernel, cfg, args);
     dev.record_loads(None);
     outcome

@@ -1,19 +1,29 @@
-//! Ground truth beside the probes: each traced warp's records paired with the loads the
+//! Ground truth beside the probes: each timed warp's accesses paired with the loads the
 //! emulator recorded for that warp (`Device::record_loads`), and with the same loads of the bare
 //! run.
 //!
-//! Pairing: a record's window runs from its opening clock read to its closing one, and the
-//! warp issues one instruction a cycle, so the loads issued inside the window are the ones it
-//! timed (with the naive probe the closing read follows the issue; with the fence or the dummy it
-//! follows the data). The access's true time is the last data return minus the first issue of
-//! those loads. The bare build runs the same loads in the same order (the probes add none: their
-//! state lives in shared memory and their log stores are stores), so the k-th load of a warp in
-//! the bare run is the k-th of the probed run; a warp whose two runs issued different numbers of
-//! loads is counted as unmatched instead of guessed at.
+//! Pairing a traced warp: a record's window runs from its opening clock read to its closing one,
+//! and the warp issues one instruction a cycle, so the loads issued inside the window are the
+//! ones it timed (with the naive probe the closing read follows the issue; with the fence or the
+//! dummy it follows the data). The access's true time is the last data return minus the first
+//! issue of those loads.
+//!
+//! Pairing a warp that kept statistics only: it has no windows to read, but its timed loads are
+//! the same instructions as the traced warps' (a sampled build's bare copy of a load is another
+//! instruction), so the traced warps' windows name them: the first load's pc, the site, and how
+//! many loads a window holds. A warp's windows found that way are its timed accesses of a site
+//! when there are as many as its statistics counted, and then its statistics' sum is their probe
+//! readings' sum; a site whose counts differ (a load the traced warps never timed) is left out
+//! and counted.
+//!
+//! The bare build runs the same loads in the same order (the probes add none: their state lives
+//! in shared memory and their log stores are stores), so the k-th load of a warp in the bare run
+//! is the k-th of the probed run; a warp whose two runs issued different numbers of loads is
+//! counted as unmatched instead of guessed at.
 
 use emulator::LoadEvent;
 use std::collections::BTreeMap;
-use trace::{ProbeTruth, SiteTruth, Trace, TruthStats};
+use trace::{ProbeTruth, SiteTruth, Trace, TruthStats, WarpTrace};
 
 /// The sums a [`TruthStats`] is made of.
 #[derive(Debug, Default, Clone, Copy)]
@@ -28,14 +38,24 @@ struct Sums {
 }
 
 impl Sums {
-    fn add(&mut self, probe: u64, truth: u64, bare: Option<u64>) {
-        self.accesses += 1;
-        self.probe += probe as f64;
-        self.truth += truth as f64;
-        if let Some(b) = bare {
-            self.found += 1;
-            self.here += truth as f64;
-            self.there += b as f64;
+    fn add(&mut self, o: &Sums) {
+        self.accesses += o.accesses;
+        self.probe += o.probe;
+        self.truth += o.truth;
+        self.found += o.found;
+        self.here += o.here;
+        self.there += o.there;
+    }
+
+    /// One access: its probe reading, its true time, and its true time in the bare run.
+    fn access(probe: u64, truth: u64, bare: Option<u64>) -> Sums {
+        Sums {
+            accesses: 1,
+            probe: probe as f64,
+            truth: truth as f64,
+            found: u64::from(bare.is_some()),
+            here: if bare.is_some() { truth as f64 } else { 0.0 },
+            there: bare.map_or(0.0, |b| b as f64),
         }
     }
 
@@ -64,31 +84,57 @@ fn true_time(window: &[LoadEvent]) -> Option<u64> {
     Some(last.saturating_sub(first))
 }
 
-/// Pairs `trace`'s records with the probed run's recorded loads and, where given, the bare
-/// run's. `None` when no record was paired (no traced warp, or no recorded loads).
-pub fn ground_truth(
-    trace: &Trace,
-    probed: &[LoadEvent],
-    bare: Option<&[LoadEvent]>,
-) -> Option<ProbeTruth> {
-    let probed = by_warp(probed);
-    let bare = bare.map(by_warp);
-    let mut run = Sums::default();
-    let mut sites: BTreeMap<u16, Sums> = BTreeMap::new();
-    let (mut unpaired, mut unmatched_warps) = (0u64, 0u64);
-    for w in trace.warps.iter().filter(|w| !w.records.is_empty()) {
-        let warp = u64::from(w.global_warp);
-        let loads = probed.get(&warp).copied().unwrap_or_default();
-        let twin = match &bare {
-            Some(b) => {
-                let twin = b.get(&warp).copied().unwrap_or_default();
-                if twin.len() != loads.len() {
-                    unmatched_warps += 1;
-                }
-                Some(twin).filter(|t| t.len() == loads.len())
-            }
-            None => None,
-        };
+/// What the traced warps' windows say of a timed access: by the pc of its first load, its site
+/// and how many loads its window holds. `None` where two windows disagreed.
+type Windows = BTreeMap<u32, Option<(u16, usize)>>;
+
+/// The run's and each site's sums, and what could not be paired.
+#[derive(Default)]
+struct Pairing {
+    run: Sums,
+    sites: BTreeMap<u16, Sums>,
+    warps: u64,
+    unpaired: u64,
+    unpaired_statistics: u64,
+    unmatched_warps: u64,
+}
+
+impl Pairing {
+    fn add(&mut self, site: u16, s: &Sums) {
+        self.run.add(s);
+        self.sites.entry(site).or_default().add(s);
+    }
+
+    /// Counts the warp when it added accesses since the run held `before`.
+    fn count_warp(&mut self, before: u64) {
+        if self.run.accesses > before {
+            self.warps += 1;
+        }
+    }
+
+    /// The warp's loads in the bare run where they match this run's one for one.
+    fn twin<'a>(
+        &mut self,
+        bare: Option<&BTreeMap<u64, &'a [LoadEvent]>>,
+        warp: u64,
+        loads: &[LoadEvent],
+    ) -> Option<&'a [LoadEvent]> {
+        let twin = bare?.get(&warp).copied().unwrap_or_default();
+        if twin.len() != loads.len() {
+            self.unmatched_warps += 1;
+            return None;
+        }
+        Some(twin)
+    }
+
+    /// A traced warp: each record with the loads issued in its window; learns the windows.
+    fn traced(
+        &mut self,
+        w: &WarpTrace,
+        loads: &[LoadEvent],
+        twin: Option<&[LoadEvent]>,
+        windows: &mut Windows,
+    ) {
         let mut i = 0;
         for r in w.records.iter().filter(|r| !r.wrapped()) {
             while i < loads.len() && loads[i].issue < r.start.0 {
@@ -99,24 +145,103 @@ pub fn ground_truth(
                 j += 1;
             }
             let Some(truth) = true_time(&loads[i..j]) else {
-                unpaired += 1;
+                self.unpaired += 1;
                 continue;
             };
+            let seen = (r.site, j - i);
+            windows
+                .entry(loads[i].pc)
+                .and_modify(|k| *k = k.filter(|k| *k == seen))
+                .or_insert(Some(seen));
             let there = twin.and_then(|t| true_time(&t[i..j]));
-            let probe = r.duration().0;
-            run.add(probe, truth, there);
-            sites.entry(r.site).or_default().add(probe, truth, there);
+            self.add(r.site, &Sums::access(r.duration().0, truth, there));
             i = j;
         }
     }
+
+    /// A warp that kept statistics only: its windows found by the traced warps' pcs, taken per
+    /// site where they are as many as its statistics counted.
+    fn summarised(
+        &mut self,
+        w: &WarpTrace,
+        loads: &[LoadEvent],
+        twin: Option<&[LoadEvent]>,
+        windows: &Windows,
+    ) {
+        let mut found: BTreeMap<u16, Sums> = BTreeMap::new();
+        let mut k = 0;
+        while k < loads.len() {
+            let Some(Some((site, n))) = windows.get(&loads[k].pc).copied() else {
+                k += 1;
+                continue;
+            };
+            let end = (k + n).min(loads.len());
+            if let Some(truth) = true_time(&loads[k..end]) {
+                let there = twin.and_then(|t| true_time(&t[k..end]));
+                found
+                    .entry(site)
+                    .or_default()
+                    .add(&Sums::access(0, truth, there));
+            }
+            k = end;
+        }
+        for s in w.summaries.iter().filter(|s| s.count > 0) {
+            match found.remove(&s.site) {
+                Some(mut f) if f.accesses == s.count => {
+                    f.probe = s.sum.0 as f64;
+                    self.add(s.site, &f);
+                }
+                _ => self.unpaired_statistics += 1,
+            }
+        }
+        // Windows at a site the warp's statistics did not count.
+        self.unpaired_statistics += found.len() as u64;
+    }
+}
+
+/// Pairs `trace`'s timed accesses with the probed run's recorded loads and, where given, the
+/// bare run's: the traced warps' records one by one, then every other warp's statistics by the
+/// windows the traced warps showed. `None` when nothing was paired (no traced warp reached a
+/// timed access, or no recorded loads).
+pub fn ground_truth(
+    trace: &Trace,
+    probed: &[LoadEvent],
+    bare: Option<&[LoadEvent]>,
+) -> Option<ProbeTruth> {
+    let probed = by_warp(probed);
+    let bare = bare.map(by_warp);
+    let mut p = Pairing::default();
+    let mut windows = Windows::new();
+    let (traced, summarised): (Vec<&WarpTrace>, Vec<&WarpTrace>) = (trace.warps.iter())
+        .filter(|w| trace.launch.timed(w.global_warp))
+        .partition(|w| !w.records.is_empty());
+    for w in traced {
+        let warp = u64::from(w.global_warp);
+        let loads = probed.get(&warp).copied().unwrap_or_default();
+        let twin = p.twin(bare.as_ref(), warp, loads);
+        let before = p.run.accesses;
+        p.traced(w, loads, twin, &mut windows);
+        p.count_warp(before);
+    }
+    for w in summarised.into_iter().filter(|w| !w.summaries.is_empty()) {
+        let warp = u64::from(w.global_warp);
+        let loads = probed.get(&warp).copied().unwrap_or_default();
+        let twin = p.twin(bare.as_ref(), warp, loads);
+        let before = p.run.accesses;
+        p.summarised(w, loads, twin, &windows);
+        p.count_warp(before);
+    }
     Some(ProbeTruth {
-        run: run.stats()?,
-        sites: sites
+        run: p.run.stats()?,
+        sites: p
+            .sites
             .into_iter()
             .filter_map(|(site, s)| s.stats().map(|stats| SiteTruth { site, stats }))
             .collect(),
-        unpaired,
-        unmatched_warps,
+        warps: Some(p.warps),
+        unpaired: p.unpaired,
+        unpaired_statistics: p.unpaired_statistics,
+        unmatched_warps: p.unmatched_warps,
     })
 }
 
@@ -124,11 +249,12 @@ pub fn ground_truth(
 mod tests {
     use super::*;
     use emulator::LoadSpace;
-    use trace::{Cycles, Dim3, LaunchInfo, Record, SmId, WarpTrace};
+    use trace::{Cycles, Dim3, LaunchInfo, Record, SiteSummary, SmId, WarpTrace};
 
-    fn load(warp: u64, issue: u64, ready: u64) -> LoadEvent {
+    fn load(warp: u64, pc: u32, issue: u64, ready: u64) -> LoadEvent {
         LoadEvent {
             warp,
+            pc,
             space: LoadSpace::Texture,
             addr: 0,
             issue,
@@ -145,12 +271,26 @@ mod tests {
         }
     }
 
-    fn trace_of(records: Vec<Record>) -> Trace {
+    fn traced_warp(records: Vec<Record>) -> WarpTrace {
         let mut w = WarpTrace::new([0, 0, 0], 1, 1, SmId(0));
         w.records = records;
+        w
+    }
+
+    fn trace_of(warps: Vec<WarpTrace>) -> Trace {
         Trace {
-            launch: LaunchInfo::new("k", Dim3::new(1, 1, 1), Dim3::new(64, 1, 1)),
-            warps: vec![w],
+            launch: LaunchInfo::new("k", Dim3::new(1, 1, 1), Dim3::new(96, 1, 1)),
+            warps,
+        }
+    }
+
+    fn summary(site: u16, count: u64, sum: u64) -> SiteSummary {
+        SiteSummary {
+            site,
+            count,
+            sum: Cycles(sum),
+            min: Cycles(0),
+            max: Cycles(0),
         }
     }
 
@@ -158,23 +298,26 @@ mod tests {
     fn records_pair_with_the_loads_issued_in_their_windows() {
         // Site 0 times one load (100 → 400, read as 310); site 1 two loads in one window
         // (500 and 502 → 700, read as 205); a load between the windows is not timed.
-        let t = trace_of(vec![record(0, 0, 98, 408), record(1, 1, 499, 704)]);
+        let t = trace_of(vec![traced_warp(vec![
+            record(0, 0, 98, 408),
+            record(1, 1, 499, 704),
+        ])]);
         let probed = [
-            load(0, 10, 20),
-            load(1, 100, 400),
-            load(1, 450, 460),
-            load(1, 500, 690),
-            load(1, 502, 700),
+            load(0, 1, 10, 20),
+            load(1, 10, 100, 400),
+            load(1, 11, 450, 460),
+            load(1, 20, 500, 690),
+            load(1, 21, 502, 700),
         ];
         // The bare run's same loads are faster: 250, a free one, then 150.
         let bare = [
-            load(1, 90, 340),
-            load(1, 350, 360),
-            load(1, 380, 520),
-            load(1, 382, 530),
+            load(1, 5, 90, 340),
+            load(1, 6, 350, 360),
+            load(1, 7, 380, 520),
+            load(1, 8, 382, 530),
         ];
         let g = ground_truth(&t, &probed, Some(&bare)).unwrap();
-        assert_eq!((g.unpaired, g.unmatched_warps), (0, 0));
+        assert_eq!((g.unpaired, g.unmatched_warps, g.warps), (0, 0, Some(1)));
         assert_eq!(g.run.accesses, 2);
         assert_eq!(g.run.probe_mean_cycles, (310.0 + 205.0) / 2.0);
         assert_eq!(g.run.true_mean_cycles, (300.0 + 200.0) / 2.0);
@@ -185,10 +328,50 @@ mod tests {
     }
 
     #[test]
+    fn a_warp_with_statistics_only_pairs_by_the_traced_windows_loads() {
+        // Warp 1 (traced) shows site 0's window as one load at pc 10, site 1's as two loads
+        // from pc 20. Warp 2 keeps statistics: site 0 twice (read as 620 in all), site 1 once
+        // (read as 210); its load at pc 12 is a bare copy, not timed.
+        let mut stats = WarpTrace::new([0, 0, 0], 2, 2, SmId(0));
+        stats.summaries = vec![summary(0, 2, 620), summary(1, 1, 210)];
+        // Warp 0 counted two accesses at site 0 but ran one such window: left out.
+        let mut short = WarpTrace::new([0, 0, 0], 0, 0, SmId(0));
+        short.summaries = vec![summary(0, 2, 500)];
+        let t = trace_of(vec![
+            short,
+            traced_warp(vec![record(0, 0, 98, 408), record(1, 1, 499, 704)]),
+            stats,
+        ]);
+        let probed = [
+            load(0, 10, 0, 250),
+            load(1, 10, 100, 400),
+            load(1, 20, 500, 690),
+            load(1, 21, 502, 700),
+            load(2, 10, 0, 300),
+            load(2, 12, 310, 330),
+            load(2, 10, 400, 700),
+            load(2, 20, 800, 990),
+            load(2, 21, 802, 1000),
+        ];
+        let g = ground_truth(&t, &probed, None).unwrap();
+        assert_eq!((g.warps, g.unpaired_statistics), (Some(2), 1));
+        let (s0, s1) = (&g.sites[0].stats, &g.sites[1].stats);
+        assert_eq!((s0.accesses, s1.accesses), (3, 2));
+        assert_eq!(s0.probe_mean_cycles, (310.0 + 620.0) / 3.0);
+        assert_eq!(s0.true_mean_cycles, (300.0 + 300.0 + 300.0) / 3.0);
+        assert_eq!(s1.probe_mean_cycles, (205.0 + 210.0) / 2.0);
+        assert_eq!(s1.true_mean_cycles, 200.0);
+        assert_eq!(g.run.accesses, 5);
+    }
+
+    #[test]
     fn a_window_without_loads_and_a_warp_whose_bare_run_differs_are_counted() {
-        let t = trace_of(vec![record(0, 0, 10, 20), record(0, 1, 30, 90)]);
-        let probed = [load(1, 40, 80)];
-        let bare = [load(1, 40, 80), load(1, 100, 110)];
+        let t = trace_of(vec![traced_warp(vec![
+            record(0, 0, 10, 20),
+            record(0, 1, 30, 90),
+        ])]);
+        let probed = [load(1, 3, 40, 80)];
+        let bare = [load(1, 3, 40, 80), load(1, 4, 100, 110)];
         let g = ground_truth(&t, &probed, Some(&bare)).unwrap();
         assert_eq!((g.unpaired, g.unmatched_warps), (1, 1));
         assert_eq!((g.run.accesses, g.run.bare_accesses), (1, 0));

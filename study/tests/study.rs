@@ -112,10 +112,17 @@ fn each_probe_is_read_beside_the_true_access_time() {
             .metrics
             .truth
             .expect("the emulator knows the true access times");
-        assert_eq!((t.unpaired, t.unmatched_warps), (0, 0), "{mode}");
         assert_eq!(
-            t.run.accesses, r.metrics.records,
-            "{mode}: every record paired"
+            (t.unpaired, t.unpaired_statistics, t.unmatched_warps),
+            (0, 0, 0),
+            "{mode}"
+        );
+        // Every timed access, the traced warps' records and every other warp's statistics.
+        let timed = r.metrics.probes.as_ref().and_then(|p| p.timed_accesses);
+        assert_eq!(Some(t.run.accesses), timed, "{mode}: every access paired");
+        assert!(
+            t.run.accesses > r.metrics.records,
+            "{mode}: beyond the records"
         );
         assert_eq!(t.run.bare_accesses, t.run.accesses, "{mode}");
         assert!(t.run.truth_shift.is_some_and(f64::is_finite), "{mode}");
@@ -130,6 +137,26 @@ fn each_probe_is_read_beside_the_true_access_time() {
     }
     // The dummy's dependent instructions cost more than the fence's wait on this preset.
     assert!(bias[2] > bias[1], "{bias:?}");
+    // Sampled: the timed copies of the loads are paired, the bare copies are not.
+    let dir = tempfile::tempdir().unwrap();
+    let mut dev = EmuDevice::new(gtx480());
+    let mut cfg = small(VolumeKind::Blobs, ProbeMode::Fence);
+    cfg.params = RenderParams::with_size(64, 64);
+    cfg.trace_warps = "every:3".parse().unwrap();
+    cfg.time_accesses = "every:4".parse().unwrap();
+    let r = render(&mut dev, &cfg, dir.path()).unwrap();
+    let t = r
+        .metrics
+        .truth
+        .expect("the emulator knows the true access times");
+    let timed = r.metrics.probes.as_ref().and_then(|p| p.timed_accesses);
+    assert_eq!(Some(t.run.accesses), timed, "every timed access paired");
+    assert_eq!((t.unpaired, t.unpaired_statistics), (0, 0));
+    assert!(
+        t.run.probe_error.abs() <= 0.05,
+        "fence reads {}",
+        t.run.probe_error
+    );
 }
 
 #[test]

@@ -72,7 +72,7 @@ pub struct SweepRow {
     pub l2_hit_rate_bare: Option<f64>,
     /// The bare build's bytes between the L2 and DRAM.
     pub dram_bytes_bare: Option<u64>,
-    /// What the probe adds or misses, over the traced warps' timed accesses: (probe mean − true
+    /// What the probe adds or misses, over the timed warps' accesses: (probe mean − true
     /// mean) ÷ true mean (run.json's `truth.run.probe_error`; emulator only). 0.05 reads 5 %
     /// long; the naive probe's is near −1, as it misses the access's time.
     pub probe_error: Option<f64>,

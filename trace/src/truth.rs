@@ -77,13 +77,23 @@ pub struct SiteTruth {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProbeTruth {
-    /// Over every paired access of the run's traced warps.
+    /// Over every paired access of the run's timed warps: a traced warp's records one by one,
+    /// every other warp's statistics by the loads the traced warps' windows showed to be timed.
     pub run: TruthStats,
     /// Per site with paired accesses, by site id.
     pub sites: Vec<SiteTruth>,
+    /// Timed warps with paired accesses (`null` in a run.json written when only the traced
+    /// warps were paired).
+    #[serde(default)]
+    pub warps: Option<u64>,
     /// Records whose window held no global, constant or texture load, so nothing to pair with.
     pub unpaired: u64,
-    /// Traced warps whose bare run issued a different number of loads: their accesses have no
+    /// A warp's statistics of a site left out: they counted a different number of accesses than
+    /// the warp ran windows of that site (a load the traced warps never timed), or the warp ran
+    /// such windows at a site its statistics did not count.
+    #[serde(default)]
+    pub unpaired_statistics: u64,
+    /// Timed warps whose bare run issued a different number of loads: their accesses have no
     /// bare counterpart.
     pub unmatched_warps: u64,
 }

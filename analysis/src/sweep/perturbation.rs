@@ -253,7 +253,7 @@ fn thin_verdict(runs: &[Run]) -> Option<String> {
 }
 
 /// The probes against the ground truth, per mode, where the runs have it (the emulator's), with
-/// the accesses and traced warps each figure rests on.
+/// the accesses and warps each figure rests on.
 fn truth_verdict(rows: &[&SweepRow], runs: &[Run], modes: &[&str]) -> Vec<String> {
     let pct = |x: f64| format!("{:+.1} %", x * 100.0);
     let mut reading = Vec::new();
@@ -272,18 +272,18 @@ fn truth_verdict(rows: &[&SweepRow], runs: &[Run], modes: &[&str]) -> Vec<String
             range(errors.iter().copied()),
             median(&bias),
         ) {
+            // A run.json from before every timed warp was paired says nothing of its warps: it
+            // paired the traced ones.
             let (accesses, warps) = runs
                 .iter()
                 .filter(|r| r.files.row.mode == m)
-                .filter_map(|r| Some((r.files.truth.as_ref()?.run.accesses, r)))
-                .fold((0, 0), |(a, w), (n, r)| {
-                    (
-                        a + n,
-                        w + r.stats.warps.iter().filter(|w| w.records > 0).count(),
-                    )
+                .filter_map(|r| Some((r.files.truth.as_ref()?, r)))
+                .fold((0, 0), |(a, w), (t, r)| {
+                    let traced = || r.stats.warps.iter().filter(|w| w.records > 0).count() as u64;
+                    (a + t.run.accesses, w + t.warps.unwrap_or_else(traced))
                 });
             reading.push(format!(
-                "{m} {} ({} to {}; median bias {} cycles, {} runs, {accesses} accesses of {warps} traced warps)",
+                "{m} {} ({} to {}; median bias {} cycles, {} runs, {accesses} accesses of {warps} warps)",
                 pct(med),
                 pct(lo),
                 pct(hi),
@@ -305,7 +305,7 @@ fn truth_verdict(rows: &[&SweepRow], runs: &[Run], modes: &[&str]) -> Vec<String
     let mut v = Vec::new();
     if !reading.is_empty() {
         v.push(format!(
-            "Probe against the true access time (the emulator's issue and data-return cycles of the traced warps' timed loads), median error: {}. A probe that sees the memory time reads near 0; one that times the issue reads near −100 %.",
+            "Probe against the true access time (the emulator's issue and data-return cycles of the timed warps' timed loads), median error: {}. A probe that sees the memory time reads near 0; one that times the issue reads near −100 %.",
             reading.join("; ")
         ));
     }

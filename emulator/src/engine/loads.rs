@@ -29,6 +29,9 @@ pub struct LoadEvent {
     /// The warp's index in the grid: linear block index × warps per block + warp in block (the
     /// probe log's warp order).
     pub warp: u64,
+    /// The load's instruction, as its index in the kernel's program: which copy of a load it is
+    /// (a sampled probe's timed copy and bare copy are two).
+    pub pc: u32,
     pub space: LoadSpace,
     /// The address the load's first active lane read (a texture fetch: its first texel's), so
     /// that a caller can tell its own buffers' reads from the kernel's.

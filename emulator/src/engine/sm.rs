@@ -795,6 +795,7 @@ impl Sm {
                         if let Some(space) = space {
                             self.loads.push(LoadEvent {
                                 warp,
+                                pc,
                                 space,
                                 addr: self.lanes[0].1,
                                 issue: now,

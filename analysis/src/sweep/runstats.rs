@@ -393,6 +393,25 @@ mod tests {
     }
 
     #[test]
+    fn sampled_accesses_scale_the_memory_time_not_the_mean() {
+        // Every 4th access timed: two accesses of 50 and 70 stand for 480 cycles of 1,000.
+        let mut w = warp(0, 0, 0, &[50, 70]);
+        w.period = 4;
+        w.sites.entry(0).or_default().merge(&w.all.clone());
+        let mut r = run(vec![w]);
+        r.period = 4;
+        r.site_totals = r.warps[0].sites.clone();
+        assert_eq!(
+            (r.warps[0].mem_cycles(), r.warps[0].other_cycles()),
+            (480, 520)
+        );
+        let b = r.breakdown();
+        assert_eq!((b.accesses, b.mean_access), (2, Some(60.0)));
+        assert_eq!((b.mem_cycles, b.mem_share), (480.0, 0.48));
+        assert_eq!(b.sites[&0], (480.0, 0.48));
+    }
+
+    #[test]
     fn issue_order_is_by_begin_clock_then_global_warp() {
         let r = run(vec![
             warp(0, 1, 50, &[1]),

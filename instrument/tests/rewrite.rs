@@ -5,7 +5,7 @@
 use device::{Arg, DevBuf, Device, EmuDevice, LaunchConfig};
 use emulator::{GpuConfig, TexAddress, TexFilter, TexFormat, TextureDesc};
 use instrument::rewrite::{RewriteOptions, SiteKind, instrument_ptx};
-use instrument::{Probe, ProbedArg, ProbedLaunch, WarpSelection, launch_probed};
+use instrument::{AccessPeriod, Probe, ProbedArg, ProbedLaunch, WarpSelection, launch_probed};
 use trace::{Dim3, ProbeMode};
 
 const BUF_BYTES: usize = 64 * 1024;
@@ -239,7 +239,7 @@ fn every_corpus_kernel_instrumented_with_auto_keeps_its_outputs_and_records_each
                     mode: ProbeMode::Auto,
                     trace_warps: WarpSelection::all(),
                     time_warps: WarpSelection::all(),
-                    access_period: instrument::AccessPeriod::ALL,
+                    access_period: AccessPeriod::ALL,
                     slots_per_warp: 256,
                     sites: k.site_infos(),
                 };
@@ -313,47 +313,68 @@ fn every_corpus_kernel_instrumented_with_auto_keeps_its_outputs_and_records_each
     assert!(probed_kernels >= 17, "{probed_kernels} kernels checked");
 }
 
-/// The rewriter's bare path: with `every:4` timing and no warp traced, every corpus kernel's
-/// outputs are the bare run's, byte for byte, and only every 4th warp has statistics.
-#[test]
-fn with_sampled_timing_only_the_selected_warps_time_and_outputs_stay_bare() {
-    let mut timed_accesses = 0;
-    let mut checked = 0;
+/// Every corpus entry launched with the rewriter's sampled probes (auto, no warp traced), once
+/// per `(time_warps, access period)` of `timings`, each launch's outputs checked against the bare
+/// run's byte for byte: `f` sees the entry's name and its launches in that order. Returns how
+/// many entries ran.
+fn sampled_corpus(timings: &[(&str, u32)], mut f: impl FnMut(&str, &[ProbedLaunch])) -> usize {
     let sampled = RewriteOptions {
         sampled: true,
         ..RewriteOptions::default()
     };
+    let mut checked = 0;
     for c in kernels::corpus() {
         let inst = instrument_ptx(c.ptx, &sampled).unwrap_or_else(|e| panic!("{}: {e}", c.name));
         for entry in c.entries {
             let kernel = entry.name;
             let k = inst.kernel(kernel).expect("every entry instrumented");
             let want = bare_outputs(c.ptx, kernel, 0);
-            let probe = Probe {
-                mode: ProbeMode::Auto,
-                trace_warps: WarpSelection::none(),
-                time_warps: "every:4".parse().unwrap(),
-                access_period: instrument::AccessPeriod::ALL,
-                slots_per_warp: 8,
-                sites: k.site_infos(),
-            };
-            let (probed, got) = probed_run(c.ptx, &inst.ptx, kernel, 0, &probe);
-            assert_eq!(probed.timed_warps, 8, "{kernel}: 8 of 32 warps timed");
-            assert_eq!(got, want, "{kernel}: outputs changed");
-            for w in &probed.trace.warps {
-                if w.global_warp % 4 != 0 {
-                    assert!(
-                        w.summaries.is_empty(),
-                        "{kernel}: untimed warp {} timed {:?}",
-                        w.global_warp,
-                        w.summaries
+            let launches: Vec<ProbedLaunch> = (timings.iter())
+                .map(|&(warps, period)| {
+                    let probe = Probe {
+                        mode: ProbeMode::Auto,
+                        trace_warps: WarpSelection::none(),
+                        time_warps: warps.parse().unwrap(),
+                        access_period: AccessPeriod::new(period).unwrap(),
+                        slots_per_warp: 8,
+                        sites: k.site_infos(),
+                    };
+                    let (probed, got) = probed_run(c.ptx, &inst.ptx, kernel, 0, &probe);
+                    assert_eq!(
+                        got, want,
+                        "{kernel} {warps} every:{period}: outputs changed"
                     );
-                }
-            }
-            timed_accesses += probed.trace.timed_access_count();
+                    assert_eq!(probed.trace.launch.access_period, period);
+                    probed
+                })
+                .collect();
+            f(kernel, &launches);
             checked += 1;
         }
     }
+    checked
+}
+
+/// The rewriter's bare path: with `every:4` timing and no warp traced, every corpus kernel's
+/// outputs are the bare run's, byte for byte, and only every 4th warp has statistics.
+#[test]
+fn with_sampled_timing_only_the_selected_warps_time_and_outputs_stay_bare() {
+    let mut timed_accesses = 0;
+    let checked = sampled_corpus(&[("every:4", 1)], |kernel, launches| {
+        let probed = &launches[0];
+        assert_eq!(probed.timed_warps, 8, "{kernel}: 8 of 32 warps timed");
+        for w in &probed.trace.warps {
+            if w.global_warp % 4 != 0 {
+                assert!(
+                    w.summaries.is_empty(),
+                    "{kernel}: untimed warp {} timed {:?}",
+                    w.global_warp,
+                    w.summaries
+                );
+            }
+        }
+        timed_accesses += probed.trace.timed_access_count();
+    });
     assert!(checked >= 17, "{checked} kernels checked");
     assert!(
         timed_accesses > 0,
@@ -369,38 +390,13 @@ fn with_sampled_timing_only_the_selected_warps_time_and_outputs_stay_bare() {
 /// lanes agree would not.
 #[test]
 fn with_sampled_accesses_a_quarter_time_and_outputs_stay_bare() {
-    let sampled = RewriteOptions {
-        sampled: true,
-        ..RewriteOptions::default()
-    };
-    let (mut every, mut quarter, mut checked) = (0u64, 0u64, 0);
-    for c in kernels::corpus() {
-        let inst = instrument_ptx(c.ptx, &sampled).unwrap_or_else(|e| panic!("{}: {e}", c.name));
-        for entry in c.entries {
-            let kernel = entry.name;
-            let k = inst.kernel(kernel).expect("every entry instrumented");
-            let want = bare_outputs(c.ptx, kernel, 0);
-            let timed = |period: u32| {
-                let probe = Probe {
-                    mode: ProbeMode::Auto,
-                    trace_warps: WarpSelection::none(),
-                    time_warps: WarpSelection::all(),
-                    access_period: instrument::AccessPeriod::new(period).unwrap(),
-                    slots_per_warp: 8,
-                    sites: k.site_infos(),
-                };
-                let (probed, got) = probed_run(c.ptx, &inst.ptx, kernel, 0, &probe);
-                assert_eq!(got, want, "{kernel} every:{period}: outputs changed");
-                assert_eq!(probed.trace.launch.access_period, period);
-                probed.trace.timed_access_count()
-            };
-            let (all, fourth) = (timed(1), timed(4));
-            assert!(fourth <= all, "{kernel}: {fourth} of {all} accesses timed");
-            every += all;
-            quarter += fourth;
-            checked += 1;
-        }
-    }
+    let (mut every, mut quarter) = (0u64, 0u64);
+    let checked = sampled_corpus(&[("all", 1), ("all", 4)], |kernel, launches| {
+        let [all, fourth] = [&launches[0], &launches[1]].map(|l| l.trace.timed_access_count());
+        assert!(fourth <= all, "{kernel}: {fourth} of {all} accesses timed");
+        every += all;
+        quarter += fourth;
+    });
     assert!(checked >= 17, "{checked} kernels checked");
     assert!(
         4 * quarter >= every && 5 * quarter < 2 * every,
@@ -531,7 +527,7 @@ fn guarded_loads_and_early_returns_on_the_emulator() {
                 mode: ProbeMode::Auto,
                 trace_warps: WarpSelection::all(),
                 time_warps: WarpSelection::all(),
-                access_period: instrument::AccessPeriod::ALL,
+                access_period: AccessPeriod::ALL,
                 slots_per_warp: 8,
                 sites: k.site_infos(),
             };

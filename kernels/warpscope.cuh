@@ -31,18 +31,18 @@
 //     position of a loop's accesses. Where a kernel's single wave of warps ends with its slowest
 //     one, sampling warps leaves that warp as slow as before; sampling accesses slows every warp
 //     by 1/N as much.
-// WS_KERNEL_BEGIN reads the untimed flag into bit 0 of the probe state (free: the state is a
-// 16-byte aligned shared address), and the access counter, set to the warp's phase, and its step
-// into the top six bits (a shared address never reaches them), so sampling costs no register.
-// At every probe, before anything of it, one test of the state chooses between the TIMED PATH
-// (the probe below, unchanged: its window is the same straight-line code whatever the sampling)
-// and the BARE PATH, a separate copy of the plain load and nothing else (no clock read, fence,
-// dummy store or update); the counter advances by its step, and wraps. So an untimed access
-// costs its warp a test, a branch and three ALU operations outside any window. Branching inside
-// the probe instead would put a branch into every timed window. Predicating its parts instead
-// (one copy of the load, the fence predicated off) was measured slower on the emulator's demo
-// frames, fenced every 8th access 1.100x the bare kernel's time against 1.028x: an untimed access
-// still paid its clock reads and its set-up (docs/PERFORMANCE.md). Why a build of its own: the
+// WS_KERNEL_BEGIN puts the access counter, set to the warp's phase, and its step into the top six
+// bits of the probe state (a shared address never reaches them), so sampling costs no register;
+// an untimed warp's counter is 1 and its step 0. At every probe, before anything of it, one
+// compare of the state chooses between the TIMED PATH (the probe below, unchanged: its window is
+// the same straight-line code whatever the sampling) and the BARE PATH, a separate copy of the
+// plain load and nothing else (no clock read, fence, dummy store or update); after the load, on
+// either path, the counter advances by its step and wraps. So an untimed access costs its warp a
+// compare, a branch and three ALU operations outside any window. Branching inside the probe
+// instead would put a branch into every timed window. Predicating its parts instead (one copy of
+// the load, the fence predicated off) was measured slower on the emulator's demo frames, fenced
+// every 8th access 1.100x the bare kernel's time against 1.025x: an untimed access still paid its
+// clock reads and its set-up (docs/PERFORMANCE.md). Why a build of its own: the
 // bare copy doubles every load in the kernel's code, and nvcc then unrolls less (the volume
 // renderer's ray loop is not unrolled), which costs every warp; a build that times everything
 // keeps the probe as it was.
@@ -90,9 +90,9 @@
 // keep the bare kernel's resident blocks per SM and to keep the log's own memory traffic out of
 // every timed window:
 //   * clocks are 32-bit (%clock, the low word of %clock64): one register per open window, not two;
-//   * per-thread probe state is ONE 32-bit value (the warp's state offset in shared memory, its
-//     bit 0 set for an untimed warp); everything else is in shared memory or in the kernel parameter
-//     `log` (constant bank, free to re-read);
+//   * per-thread probe state is ONE 32-bit value (the warp's state offset in shared memory, and in
+//     a sampled build its access counter); everything else is in shared memory or in the kernel
+//     parameter `log` (constant bank, free to re-read);
 //   * every timed warp keeps per-site statistics (count, sum, min, max of cycles) in its shared-memory
 //     state with `red.shared` — no global store until WS_KERNEL_END copies them out;
 //   * warps the host selected for tracing (per-access records, for timelines) also store one
@@ -222,14 +222,16 @@
 #define WS_LOG_FLAG_STEP_SHIFT 8
 #define WS_MAX_ACCESS_PERIOD 8
 // The probe state's top six bits in a sampled build (a shared address never reaches them): bits
-// 29..31 the access counter, which an add advances and wraps; bits 26..28 its step, kept there so
-// that no other register holds it. The test keeps the counter's bits and the untimed flag.
+// 29..31 the access counter, which an add advances and wraps, bits 26..28 its step, kept there so
+// that no other register holds it. An access is timed when the counter is 0, so one unsigned
+// compare of the state decides (below WS_STATE_COUNTER_ONE); an untimed warp's counter is 1 and
+// its step 0, so it never is.
 #define WS_STATE_COUNTER_SHIFT 29
 #define WS_STATE_COUNTER_MASK 0xE0000000
+#define WS_STATE_COUNTER_ONE 0x20000000
 #define WS_STATE_STEP_SHIFT 26
 #define WS_STATE_STEP_MASK 0x1C000000
 #define WS_STATE_STEP_TO_COUNTER 3
-#define WS_STATE_TEST_MASK 0xE0000001
 #define WS_SHARED_ALIGN 16
 #define WS_WARP_SIZE 32
 // sizeof(ws::Log), passed by value as a kernel argument.
@@ -468,27 +470,35 @@ __device__ __forceinline__ unsigned char* global_area(const Log& log, unsigned i
 }
 
 // The one value a thread keeps across the kernel: its warp's state, as an address in the shared
-// window (what `ld.shared`/`red.shared` take). In a sampled build bit 0 is set when the warp is
-// untimed and the top six bits hold its access counter and step; each probe and END clear them
-// from the address they use.
+// window (what `ld.shared`/`red.shared` take). In a sampled build its top six bits hold the
+// warp's access counter and step; each probe and END clear them from the address they use.
 typedef unsigned int State;
 
 #if defined(WS_SAMPLED) && WS_SAMPLED
-// Whether this access is timed: the warp is, and its counter is 0; then the counter advances by
-// its step (off the branch's path: one AND decides). Volatile, so that every probe tests the
-// state itself: with a plain test the compiler could know the outcome of one probe from an
-// earlier one and merge their paths, which would leave the later windows without a branch of
-// their own.
-__device__ __forceinline__ bool timed(State& st) {
-    unsigned int skip;
-    asm volatile("and.b32 %0, %1, " WS_STR(WS_STATE_TEST_MASK) ";" : "=r"(skip) : "r"(st));
-    st += (st << WS_STATE_STEP_TO_COUNTER) & WS_STATE_COUNTER_MASK;
-    return skip == 0u;
+// Whether this access is timed: the counter is 0, which one compare of the state decides.
+__device__ __forceinline__ bool timed(State st) { return st < WS_STATE_COUNTER_ONE; }
+
+// The counter advanced by its step (the add wraps it in the top bits). Called after the access's
+// load has issued, on either path, so that it does not delay the branch. Volatile, so that the
+// compiler cannot follow the state from one probe to the next and merge their paths, which would
+// leave the later windows without a branch of their own.
+__device__ __forceinline__ State advance(State st) {
+    State next;
+    asm volatile(
+        "{\n\t"
+        ".reg .u32 c;\n\t"
+        "shl.b32 c, %1, " WS_STR(WS_STATE_STEP_TO_COUNTER) ";\n\t"
+        "and.b32 c, c, " WS_STR(WS_STATE_COUNTER_MASK) ";\n\t"
+        "add.u32 %0, %1, c;\n\t"
+        "}"
+        : "=r"(next)
+        : "r"(st));
+    return next;
 }
 
-// The state's shared address: its flag and counter bits cleared.
+// The state's shared address: its counter and step bits cleared.
 __device__ __forceinline__ State address(State st) {
-    return st & ~(State)(WS_STATE_COUNTER_MASK | WS_STATE_STEP_MASK | WS_WARP_UNTIMED);
+    return st & ~(State)(WS_STATE_COUNTER_MASK | WS_STATE_STEP_MASK);
 }
 
 #endif
@@ -556,10 +566,10 @@ __device__ __forceinline__ State begin(const Log& log) {
     // A build without the bare path neither reads the flag nor writes it back; the host checks
     // that the flag it wrote came back when it asked for untimed warps.
 #if defined(WS_SAMPLED) && WS_SAMPLED
+    if (untimed == WS_WARP_UNTIMED) return st | WS_STATE_COUNTER_ONE;
     const unsigned int step = (log.flags >> WS_LOG_FLAG_STEP_SHIFT) & (WS_MAX_ACCESS_PERIOD - 1);
     const State phase = ((gwarp * step) << WS_STATE_COUNTER_SHIFT) & WS_STATE_COUNTER_MASK;
-    return (untimed == WS_WARP_UNTIMED ? (st | WS_WARP_UNTIMED) : st) | phase |
-           (step << WS_STATE_STEP_SHIFT);
+    return st | phase | (step << WS_STATE_STEP_SHIFT);
 #else
     return st;
 #endif
@@ -639,18 +649,10 @@ __device__ __forceinline__ void record(const Log& log, State st, const Pending& 
     if (p.trace != WS_NOT_TRACED && p.lead == 0u) trace_record(st, Site, t0, t1 - t0);
 }
 
-// One branch before the window chooses the path (SAMPLED TIMING above): an access the warp does
-// not time runs its own copy of the plain load, a timed one the probe unchanged.
-#if defined(WS_SAMPLED) && WS_SAMPLED
+// The probe around one access: the window (opening clock read, the load, the mode's closing),
+// then the statistics update and, for a traced warp, its record.
 template <int Region, unsigned int Site, typename F>
-__device__ __forceinline__ auto load(const Log& log, State& tagged, F&& f) -> decltype(f()) {
-    // The address before the counter advances (the same bits), so that it does not wait for it.
-    const State st = address(tagged);
-    if (!timed(tagged)) return f();
-#else
-template <int Region, unsigned int Site, typename F>
-__device__ __forceinline__ auto load(const Log& log, State st, F&& f) -> decltype(f()) {
-#endif
+__device__ __forceinline__ auto probe(const Log& log, State st, F&& f) -> decltype(f()) {
     using T = decltype(f());
     const Pending p = prepare(log, st);
     const unsigned int t0 = clock32();
@@ -668,6 +670,28 @@ __device__ __forceinline__ auto load(const Log& log, State st, F&& f) -> decltyp
     record<Site>(log, st, p, t0, t1);
     return v;
 }
+
+#if defined(WS_SAMPLED) && WS_SAMPLED
+// One branch before the window chooses the path (SAMPLED TIMING above): an access the warp does
+// not time runs its own copy of the plain load, a timed one the probe unchanged; either way the
+// counter advances after the load has issued.
+template <int Region, unsigned int Site, typename F>
+__device__ __forceinline__ auto load(const Log& log, State& tagged, F&& f) -> decltype(f()) {
+    if (!timed(tagged)) {
+        const auto v = f();
+        tagged = advance(tagged);
+        return v;
+    }
+    const auto v = probe<Region, Site>(log, address(tagged), f);
+    tagged = advance(tagged);
+    return v;
+}
+#else
+template <int Region, unsigned int Site, typename F>
+__device__ __forceinline__ auto load(const Log& log, State st, F&& f) -> decltype(f()) {
+    return probe<Region, Site>(log, st, f);
+}
+#endif
 
 __device__ __forceinline__ void end(const Log& log, State tagged) {
 #if defined(WS_SAMPLED) && WS_SAMPLED

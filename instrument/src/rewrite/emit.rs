@@ -14,8 +14,8 @@ use trace::ProbeMode;
 pub const SHARED_SYMBOL: &str = "ws_probe_shared";
 
 /// Declarations at the top of each instrumented entry. `%ws_st` is the one value kept across
-/// the kernel (the warp's state address in shared memory; in a sampled build bit 0 set for an
-/// untimed warp and bits 1..3 its access counter); the others are scratch.
+/// the kernel (the warp's state address in shared memory; in a sampled build its top bits hold
+/// the warp's access counter and step); the others are scratch.
 pub const REGISTERS: &str = "\t.reg .b32 \t%ws_st;\n\t.reg .b32 \t%ws_r<16>;\n\t.reg .b64 \t%ws_rd<4>;\n\t.reg .pred \t%ws_p<8>;\n";
 
 /// The label every exit of an instrumented entry branches to.
@@ -149,17 +149,23 @@ pub fn begin(o: &mut String, log: &str, sampled: bool) {
         "@!%ws_p0 st.shared.u64 \t[%ws_st+{WS_WH_BEGIN_OFFSET}], %ws_rd0;"
     );
     if sampled {
+        // The counter's step from the flags and its phase, the warp's index times the step; an
+        // untimed warp's step is 0 and its counter 1, so it never times.
         line!(o, "and.b32 \t%ws_r4, %ws_r4, {WS_WARP_UNTIMED};");
-        line!(o, "or.b32 \t%ws_st, %ws_st, %ws_r4;");
-        // The counter's step from the flags, and its phase: the warp's index times the step.
-        line!(o, "ld.param.u32 \t%ws_r4, [{log}+{}];", arg::FLAGS);
-        line!(o, "shr.u32 \t%ws_r4, %ws_r4, {WS_LOG_FLAG_STEP_SHIFT};");
-        line!(o, "and.b32 \t%ws_r4, %ws_r4, {};", WS_MAX_ACCESS_PERIOD - 1);
-        line!(o, "shl.b32 \t%ws_r5, %ws_r4, {WS_STATE_STEP_SHIFT};");
+        line!(o, "setp.ne.u32 \t%ws_p2, %ws_r4, 0;");
+        line!(o, "ld.param.u32 \t%ws_r5, [{log}+{}];", arg::FLAGS);
+        line!(o, "shr.u32 \t%ws_r5, %ws_r5, {WS_LOG_FLAG_STEP_SHIFT};");
+        line!(o, "and.b32 \t%ws_r5, %ws_r5, {};", WS_MAX_ACCESS_PERIOD - 1);
+        line!(o, "@%ws_p2 mov.u32 \t%ws_r5, 0;");
+        line!(o, "mul.lo.s32 \t%ws_r6, %ws_r5, %ws_r2;");
+        line!(o, "shl.b32 \t%ws_r6, %ws_r6, {WS_STATE_COUNTER_SHIFT};");
+        line!(o, "shl.b32 \t%ws_r5, %ws_r5, {WS_STATE_STEP_SHIFT};");
         line!(o, "or.b32 \t%ws_st, %ws_st, %ws_r5;");
-        line!(o, "mul.lo.s32 \t%ws_r4, %ws_r4, %ws_r2;");
-        line!(o, "shl.b32 \t%ws_r4, %ws_r4, {WS_STATE_COUNTER_SHIFT};");
-        line!(o, "or.b32 \t%ws_st, %ws_st, %ws_r4;");
+        line!(o, "or.b32 \t%ws_st, %ws_st, %ws_r6;");
+        line!(
+            o,
+            "@%ws_p2 or.b32 \t%ws_st, %ws_st, {WS_STATE_COUNTER_ONE:#x};"
+        );
     }
 }
 
@@ -173,7 +179,7 @@ pub fn end(o: &mut String, log: &str, sampled: bool) {
         line!(
             o,
             "and.b32 \t%ws_st, %ws_st, {:#x};",
-            !(WS_WARP_UNTIMED | WS_STATE_COUNTER_MASK | WS_STATE_STEP_MASK)
+            !(WS_STATE_COUNTER_MASK | WS_STATE_STEP_MASK)
         );
     }
     line!(o, "activemask.b32 \t%ws_r12;");
@@ -235,30 +241,27 @@ pub struct Site<'a> {
 
 /// `WS_LOAD`: the probe: prepare (leader, trace check) before the opening clock, the load, the
 /// mode's closing construct, then the statistics update and, for a traced warp, its record.
-/// `sampled`: first, before the window, whether this access is timed (the warp is, and its
-/// counter is at 0 modulo the period; the header's SAMPLED TIMING), and the counter advances; an
-/// access that is not timed branches to a copy of the original load and nothing else. The branch
-/// is before the window, so the window is the same straight-line code whatever the sampling.
+/// `sampled`: first, before the window, whether this access is timed (its counter is 0; the
+/// header's SAMPLED TIMING); an access that is not timed branches to a copy of the original load
+/// and nothing else. The branch is before the window, so the window is the same straight-line
+/// code whatever the sampling. After the load, on either path, the counter advances.
 pub fn site(o: &mut String, log: &str, s: &Site<'_>, n: usize, sampled: bool) {
     let nt = WS_NOT_TRACED;
     line!(o, "// warpscope: site {} ({})", s.id, s.what);
-    // The state's address: `%ws_st` itself, or in a sampled build with its flag and counter
+    // The state's address: `%ws_st` itself, or in a sampled build with its counter and step
     // bits cleared.
     let st = if sampled { "%ws_r10" } else { "%ws_st" };
     if sampled {
-        // Timed when the counter and the untimed flag are 0; then the counter (the state's top
-        // bits, which the add wraps) advances by its step.
-        line!(o, "and.b32 \t%ws_r0, %ws_st, {WS_STATE_TEST_MASK:#x};");
-        line!(o, "setp.eq.u32 \t%ws_p7, %ws_r0, 0;");
-        // The address before the counter advances (the same bits), so that it does not wait.
+        // Timed when the counter (the state's top bits) is 0: one compare decides.
+        line!(
+            o,
+            "setp.lt.u32 \t%ws_p7, %ws_st, {WS_STATE_COUNTER_ONE:#x};"
+        );
         line!(
             o,
             "and.b32 \t{st}, %ws_st, {:#x};",
-            !(WS_WARP_UNTIMED | WS_STATE_COUNTER_MASK | WS_STATE_STEP_MASK)
+            !(WS_STATE_COUNTER_MASK | WS_STATE_STEP_MASK)
         );
-        line!(o, "shl.b32 \t%ws_r0, %ws_st, {WS_STATE_STEP_TO_COUNTER};");
-        line!(o, "and.b32 \t%ws_r0, %ws_r0, {WS_STATE_COUNTER_MASK:#x};");
-        line!(o, "add.s32 \t%ws_st, %ws_st, %ws_r0;");
         line!(o, "@%ws_p7 bra \t$WS_TIMED_{n};");
         o.push_str(s.load);
         o.push('\n');
@@ -365,4 +368,10 @@ pub fn site(o: &mut String, log: &str, s: &Site<'_>, n: usize, sampled: bool) {
     );
     line!(o, "fence.acq_rel.cta;");
     o.push_str(&format!("$WS_REC_{n}:\n"));
+    if sampled {
+        // After the load on either path, the counter advances by its step (the add wraps it).
+        line!(o, "shl.b32 \t%ws_r0, %ws_st, {WS_STATE_STEP_TO_COUNTER};");
+        line!(o, "and.b32 \t%ws_r0, %ws_r0, {WS_STATE_COUNTER_MASK:#x};");
+        line!(o, "add.s32 \t%ws_st, %ws_st, %ws_r0;");
+    }
 }

@@ -29,7 +29,7 @@ use std::sync::{Mutex, OnceLock};
 use kernels::layout::{WS_AUTO, WS_DUMMY, WS_FENCE, WS_NAIVE, WS_OFF};
 use kernels::placement::*;
 use kernels::tools::{SassFunction, cuobjdump_sass, parse_sass};
-use kernels::{KernelBuild, builds, find, find_build};
+use kernels::{KernelBuild, builds, find};
 
 const ARCHS: [u32; 2] = [75, 90];
 

@@ -62,8 +62,8 @@ fn area(o: &mut String, log: &str) {
 
 /// `WS_KERNEL_BEGIN`: the warp's state in shared memory initialised by its leader, the
 /// host-written trace index copied in and the begin clock read last; `sampled`: the untimed flag
-/// copied in too (marked as a sampled build's), put into bit 0 of `%ws_st`, and the warp's
-/// access phase into its counter bits.
+/// copied in too (marked as a sampled build's), and the warp's access counter, at its phase, and
+/// its step put into `%ws_st`'s top bits (an untimed warp's counter 1 and step 0).
 pub fn begin(o: &mut String, log: &str, sampled: bool) {
     let nt = WS_NOT_TRACED;
     line!(o, "// warpscope: WS_KERNEL_BEGIN");

@@ -564,7 +564,7 @@ __device__ __forceinline__ State begin(const Log& log) {
     const unsigned long long t = clock64();
     if (is_leader()) reinterpret_cast<WarpHeader*>(s)->begin = t;
     // A build without the bare path neither reads the flag nor writes it back; the host checks
-    // that the flag it wrote came back when it asked for untimed warps.
+    // that the flag it wrote came back, marked, when it asked for sampling.
 #if defined(WS_SAMPLED) && WS_SAMPLED
     if (untimed == WS_WARP_UNTIMED) return st | WS_STATE_COUNTER_ONE;
     const unsigned int step = (log.flags >> WS_LOG_FLAG_STEP_SHIFT) & (WS_MAX_ACCESS_PERIOD - 1);

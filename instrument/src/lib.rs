@@ -24,5 +24,5 @@ pub use error::InstrumentError;
 pub use layout::{LOG_LAYOUT, LayoutField, LayoutStruct};
 pub use log::{LogShape, decode, initial_log};
 pub use probe::{Probe, ProbePlan, ProbedArg, ProbedLaunch, launch_probed};
-pub use selection::{AccessPeriod, WarpSelection};
+pub use selection::{AccessPeriod, WarpSelection, needs_sampled_build};
 pub use truth::ground_truth;

@@ -278,9 +278,12 @@ pub fn launch_probed(
     )?;
     // The timed warps' loads, on a device that knows when their data arrives: the ground truth
     // beside their records and statistics, and in the bare run (whose log times nothing) beside
-    // the same loads.
-    let timed = {
-        let shape = plan.shape();
+    // the same loads. Only the traced warps' windows name the timed loads, so without a traced
+    // warp nothing could be paired and nothing is recorded.
+    let shape = plan.shape();
+    let timed = if probe.trace_warps.select(shape.n_warps).is_empty() {
+        LoadWarps::default()
+    } else {
         LoadWarps::new(
             (0..shape.n_warps)
                 .filter(|&w| shape.untimed.binary_search(&(w as u32)).is_err())
@@ -314,7 +317,6 @@ pub fn launch_probed(
             occupancy_note: "probes off".into(),
         });
     }
-    let shape = plan.shape();
     let total = plan.log_bytes();
     let free = dev.free_memory_bytes();
     if total > free {

@@ -162,6 +162,12 @@ impl AccessPeriod {
     }
 }
 
+/// Whether timing the warps `warps` and one access in `period` of each needs the sampled build
+/// (the probes' bare path): anything but every access of every warp.
+pub fn needs_sampled_build(warps: &WarpSelection, period: AccessPeriod) -> bool {
+    !(warps.is_all() && period.is_all())
+}
+
 impl Default for AccessPeriod {
     fn default() -> Self {
         AccessPeriod::ALL

@@ -212,23 +212,23 @@ pub fn ground_truth(
     let bare = bare.map(by_warp);
     let mut p = Pairing::default();
     let mut windows = Windows::new();
+    // The traced warps first: their windows name the timed loads of the others.
     let (traced, summarised): (Vec<&WarpTrace>, Vec<&WarpTrace>) = (trace.warps.iter())
         .filter(|w| trace.launch.timed(w.global_warp))
         .partition(|w| !w.records.is_empty());
-    for w in traced {
+    let summarised = summarised.into_iter().filter(|w| !w.summaries.is_empty());
+    for (w, is_traced) in
+        (traced.into_iter().map(|w| (w, true))).chain(summarised.map(|w| (w, false)))
+    {
         let warp = u64::from(w.global_warp);
         let loads = probed.get(&warp).copied().unwrap_or_default();
         let twin = p.twin(bare.as_ref(), warp, loads);
         let before = p.run.accesses;
-        p.traced(w, loads, twin, &mut windows);
-        p.count_warp(before);
-    }
-    for w in summarised.into_iter().filter(|w| !w.summaries.is_empty()) {
-        let warp = u64::from(w.global_warp);
-        let loads = probed.get(&warp).copied().unwrap_or_default();
-        let twin = p.twin(bare.as_ref(), warp, loads);
-        let before = p.run.accesses;
-        p.summarised(w, loads, twin, &windows);
+        if is_traced {
+            p.traced(w, loads, twin, &mut windows);
+        } else {
+            p.summarised(w, loads, twin, &windows);
+        }
         p.count_warp(before);
     }
     Some(ProbeTruth {

@@ -54,7 +54,7 @@ pub fn run(opts: &LaunchOptions, note: &dyn Fn(&str)) -> Result<RunMetrics> {
     // Each distinct source is compiled (or read) once, however many launches use it; with the
     // sampling probes when not every warp, or not every access, is timed.
     let mut sources: BTreeMap<PathBuf, Compiled> = BTreeMap::new();
-    let sampled = !(opts.time_warps.is_all() && opts.time_accesses.is_all());
+    let sampled = instrument::needs_sampled_build(&opts.time_warps, opts.time_accesses);
     if opts.instrument.is_some() {
         let [l] = spec.launches.as_mut_slice() else {
             invalid!(

@@ -467,7 +467,7 @@ impl Interceptor {
             mode: self.cfg.mode,
             sites: self.cfg.sites.clone(),
             kernel: Some(name.clone()),
-            sampled: !(self.cfg.time_warps.is_all() && self.cfg.time_accesses.is_all()),
+            sampled: instrument::needs_sampled_build(&self.cfg.time_warps, self.cfg.time_accesses),
         };
         let mut inst = instrument_ptx(&ptx, &opts).map_err(|e| format!("the rewriter: {e}"))?;
         // The probes keep the program's occupancy: the probed entry gets the register budget of

@@ -480,8 +480,8 @@ impl Session<'_> {
         }
         // Timing only some warps or some accesses needs the build whose probes sample; timing
         // everything, the build without it, whose probes are as they always were.
-        let sampled =
-            mode != ProbeMode::Off && !(cfg.time_warps.is_all() && cfg.time_accesses.is_all());
+        let sampled = mode != ProbeMode::Off
+            && instrument::needs_sampled_build(&cfg.time_warps, cfg.time_accesses);
         let build =
             kernels::find_build(KERNEL_SOURCE, mode.ws_mode(), sampled).ok_or_else(|| {
                 StudyError::NoBuild {

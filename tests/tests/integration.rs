@@ -33,10 +33,6 @@ impl Timing {
             period: AccessPeriod::ALL,
         }
     }
-
-    fn sampled(&self) -> bool {
-        !(self.warps.is_all() && self.period.is_all())
-    }
 }
 
 /// `probe_multi` in `mode` on a fresh emulator, with only `time_warps` (and the traced warps)
@@ -48,9 +44,7 @@ fn run_multi_timing(mode: ProbeMode, trace_warps: WarpSelection, time_warps: War
 /// `probe_multi` in `mode` on a fresh emulator, timing as `timing` says.
 fn run_multi_sampled(mode: ProbeMode, trace_warps: WarpSelection, timing: Timing) -> Run {
     let mut dev = EmuDevice::new(GpuConfig::preset("gtx480").unwrap());
-    let build = kernels::find_build("probe_test", mode.ws_mode(), timing.sampled())
-        .expect("probe_test is built in every mode");
-    multi_with(&mut dev, build, mode, trace_warps, timing).unwrap()
+    run_multi_on(&mut dev, mode, trace_warps, timing)
 }
 
 /// `probe_multi` in `mode` on any device.
@@ -58,13 +52,15 @@ fn run_multi_on(
     dev: &mut dyn Device,
     mode: ProbeMode,
     trace_warps: WarpSelection,
-    time_warps: WarpSelection,
+    timing: Timing,
 ) -> Run {
-    // Timing only some warps needs the sampled build, whose probes have the bare path.
-    let sampled = mode != ProbeMode::Off && !time_warps.is_all();
+    // Timing only some warps or accesses needs the sampled build, whose probes have the bare
+    // path.
+    let sampled =
+        mode != ProbeMode::Off && instrument::needs_sampled_build(&timing.warps, timing.period);
     let build = kernels::find_build("probe_test", mode.ws_mode(), sampled)
         .expect("probe_test is built in every mode");
-    multi_with(dev, build, mode, trace_warps, Timing::warps(time_warps)).unwrap()
+    multi_with(dev, build, mode, trace_warps, timing).unwrap()
 }
 
 /// `probe_multi` of `build` in `mode` on any device; the launch's error as text.
@@ -374,19 +370,19 @@ fn gpu_fenced_access_times_exceed_naive() {
         &mut gpu,
         ProbeMode::Naive,
         WarpSelection::all(),
-        WarpSelection::all(),
+        Timing::warps(WarpSelection::all()),
     );
     let fence = run_multi_on(
         &mut gpu,
         ProbeMode::Fence,
         WarpSelection::all(),
-        WarpSelection::all(),
+        Timing::warps(WarpSelection::all()),
     );
     let dummy = run_multi_on(
         &mut gpu,
         ProbeMode::Dummy,
         WarpSelection::all(),
-        WarpSelection::all(),
+        Timing::warps(WarpSelection::all()),
     );
     assert_eq!(naive.out, fence.out);
     assert_eq!(naive.out, dummy.out);

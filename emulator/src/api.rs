@@ -426,6 +426,10 @@ impl Emulator {
             thread_instructions: out.thread_instructions,
             instructions_by_class: out.by_class,
             stall_cycles: out.stalls,
+            achieved_occupancy: (out.active_cycles > 0).then(|| {
+                out.warp_cycles as f64
+                    / (out.active_cycles as f64 * f64::from(self.config.sm.max_warps))
+            }),
             mem: mem.counters(),
             blocks_per_sm: occ.blocks_per_sm,
             registers_per_thread: regs,

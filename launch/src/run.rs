@@ -269,7 +269,7 @@ fn execute(
         }
         if let Some(stats) = &outcome.stats {
             warp_instructions = Some(warp_instructions.unwrap_or(0) + stats.warp_instructions);
-            metrics.set_counters(trace::HardwareCounters::of_emulator(&stats.mem));
+            metrics.set_counters(trace::HardwareCounters::of_emulator(stats));
             if stats.spilled_registers_per_thread > 0 && write {
                 let warning = format!(
                     "{} asks for {} registers per thread; {} allows {} for this block, so its compiler would have spilled {} per thread to local memory (flagged, not timed)",

@@ -1,5 +1,5 @@
 //! Hardware counters of a GPU launch from Nsight Compute (`ncu --csv`): the texture, L1 and L2
-//! hit rates and the DRAM bytes, as the analysis uses them on both backends
+//! hit rates, the DRAM bytes and the achieved occupancy, as the analysis uses them on both backends
 //! ([`trace::HardwareCounters`]).
 //!
 //! Why ncu, not CUPTI from the process itself: ncu is on every GPU machine the project uses, has
@@ -48,6 +48,9 @@ pub const L1_HIT_RATE_METRIC: &str = "l1tex__t_sector_hit_rate.pct";
 pub const L2_HIT_RATE_METRIC: &str = "lts__t_sector_hit_rate.pct";
 /// Bytes moved between the L2 and DRAM, read and written.
 pub const DRAM_BYTES_METRIC: &str = "dram__bytes.sum";
+/// Warps resident per active cycle of an SM over its warp slots (percent): the achieved
+/// occupancy of ncu's occupancy section.
+pub const ACHIEVED_OCCUPANCY_METRIC: &str = "sm__warps_active.avg.pct_of_peak_sustained_active";
 
 /// What ncu says when the driver keeps the counters from the user.
 const PERMISSION_ERROR: &str = "ERR_NVGPUCTRPERM";
@@ -94,6 +97,7 @@ pub fn mean_counters(launches: &[NcuLaunch]) -> Option<NcuLaunch> {
             l1_hit_rate: field(|c| c.l1_hit_rate),
             l2_hit_rate: field(|c| c.l2_hit_rate),
             dram_bytes: field(|c| c.dram_bytes.map(|b| b as f64)).map(|b| b.round() as u64),
+            achieved_occupancy: field(|c| c.achieved_occupancy),
         },
         tex_from_l1: launches.iter().any(|l| l.tex_from_l1),
         ..first.clone()
@@ -136,7 +140,7 @@ fn parse_dim3(s: &str) -> Option<[u32; 3]> {
 
 /// Reads `ncu --csv` output (the long format; lines before the header such as `==PROF==` are
 /// skipped) into one [`NcuLaunch`] per launch, in ncu's order. Only rows whose kernel name
-/// contains `kernel` count, when given. A launch without any value of the four metrics is left
+/// contains `kernel` count, when given. A launch without any value of the metrics is left
 /// out.
 pub fn parse_launches(text: &str, kernel: Option<&str>) -> Result<Vec<NcuLaunch>, StudyError> {
     if text.contains(PERMISSION_ERROR) {
@@ -215,6 +219,7 @@ pub fn parse_launches(text: &str, kernel: Option<&str>) -> Result<Vec<NcuLaunch>
             TEX_HIT_RATE_METRIC => launch.counters.tex_hit_rate = Some(value * 0.01),
             L1_HIT_RATE_METRIC => *l1tex = Some(value * 0.01),
             L2_HIT_RATE_METRIC => launch.counters.l2_hit_rate = Some(value * 0.01),
+            ACHIEVED_OCCUPANCY_METRIC => launch.counters.achieved_occupancy = Some(value * 0.01),
             DRAM_BYTES_METRIC => {
                 let unit = unit_col.and_then(|c| row.get(c)).unwrap_or("byte");
                 launch.counters.dram_bytes =
@@ -251,13 +256,15 @@ pub fn ncu_path() -> Option<PathBuf> {
 }
 
 /// The ncu arguments that profile every launch of `kernel` in `program args…`: the hit-rate
-/// metrics, and with `memory` also the L2 hit rate and the DRAM bytes, in base units; caches
-/// not flushed and clocks not locked.
+/// metrics, and with `memory` also the L2 hit rate, the DRAM bytes (in base units) and the
+/// achieved occupancy; caches not flushed and clocks not locked.
 pub fn ncu_args(kernel: &str, program: &Path, args: &[String], memory: bool) -> Vec<String> {
     let mut metrics = format!("{TEX_HIT_RATE_METRIC},{L1_HIT_RATE_METRIC}");
     let mut v = vec!["--csv".to_string()];
     if memory {
-        metrics.push_str(&format!(",{L2_HIT_RATE_METRIC},{DRAM_BYTES_METRIC}"));
+        metrics.push_str(&format!(
+            ",{L2_HIT_RATE_METRIC},{DRAM_BYTES_METRIC},{ACHIEVED_OCCUPANCY_METRIC}"
+        ));
         v.extend(["--print-units".to_string(), "base".to_string()]);
     }
     v.extend(
@@ -411,6 +418,7 @@ mod tests {
             row(0, "d_render", L1_HIT_RATE_METRIC, "50"),
             row(0, "d_render", TEX_HIT_RATE_METRIC, "80.5"),
             row(1, "d_render", TEX_HIT_RATE_METRIC, "90.5"),
+            row(1, "d_render", ACHIEVED_OCCUPANCY_METRIC, "40.42"),
             row(2, "other_kernel", TEX_HIT_RATE_METRIC, "10"),
         ]);
         let launches = parse_launches(&text, Some("d_render")).unwrap();
@@ -421,6 +429,10 @@ mod tests {
         let r = mean_counters(&launches).unwrap();
         let rate = r.counters.tex_hit_rate.unwrap();
         assert!((rate - 0.855).abs() < 1e-12, "{rate}");
+        // A counter only one launch has is that launch's.
+        assert_eq!(launches[0].counters.achieved_occupancy, None);
+        let occupancy = r.counters.achieved_occupancy.unwrap();
+        assert!((occupancy - 0.4042).abs() < 1e-12, "{occupancy}");
         // without a kernel filter the other kernel counts too
         assert_eq!(parse_launches(&text, None).unwrap().len(), 3);
     }
@@ -485,6 +497,7 @@ mod tests {
         );
         let m = metrics(&memory);
         assert!(m.contains(L2_HIT_RATE_METRIC) && m.contains(DRAM_BYTES_METRIC));
+        assert!(m.contains(ACHIEVED_OCCUPANCY_METRIC) && !metrics(&plain).contains("sm__"));
         let units = memory.iter().position(|x| x == "--print-units").unwrap();
         assert_eq!(memory[units + 1], "base");
         assert_eq!(memory[memory.len() - 1], "render");

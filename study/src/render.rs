@@ -664,7 +664,7 @@ fn run_metrics(
         // Work by class (the roofline's W), where the cycles went (stalls by reason, per SM) and
         // the memory counters, in run.json's one typed shape.
         m.emulator = Some(stats.clone());
-        m.set_counters(HardwareCounters::of_emulator(&stats.mem));
+        m.set_counters(HardwareCounters::of_emulator(stats));
         m.hit_rate_source = Some(if m.tex_hit_rate.is_some() {
             "emulator counters".into()
         } else {
@@ -715,7 +715,7 @@ fn run_metrics(
             };
             // What the probes did to the caches: the same counters of the bare build.
             if let Some(stats) = &b.launch.outcome.stats {
-                bare.set_counters(HardwareCounters::of_emulator(&stats.mem));
+                bare.set_counters(HardwareCounters::of_emulator(stats));
             } else if let Some(c) = gpu_bare {
                 bare.set_counters(c);
             }

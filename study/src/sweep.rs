@@ -71,6 +71,11 @@ fn row_from_metrics(run: &str, m: &RunMetrics) -> SweepRow {
         probe_error: truth.map(|t| t.probe_error),
         probe_bias_cycles: truth.map(|t| t.probe_bias_cycles),
         truth_shift: truth.and_then(|t| t.truth_shift),
+        achieved_occupancy: m.achieved_occupancy,
+        achieved_occupancy_bare: match m.mode {
+            ProbeMode::Off => m.achieved_occupancy,
+            _ => bare.and_then(|b| b.achieved_occupancy),
+        },
     }
 }
 

@@ -28,6 +28,11 @@ pub struct EmuCounters {
     /// Scheduler-cycles without issue, by reason (scoreboard, memory, barrier, membar,
     /// pipe_busy, idle).
     pub stall_cycles: BTreeMap<String, u64>,
+    /// Achieved occupancy, 0–1: the warps resident on an SM (from their block's launch until
+    /// they exit) per cycle in which any is, over the SM's warp slots, for all SMs together.
+    /// Nsight Compute's `sm__warps_active.avg.pct_of_peak_sustained_active` ÷ 100 (its
+    /// "Achieved Occupancy"); `null` when no warp ran.
+    pub achieved_occupancy: Option<f64>,
     /// The memory system's counters.
     pub mem: MemCounters,
     /// Resident blocks per SM (the occupancy of the launch).
@@ -80,26 +85,30 @@ pub struct MemCounters {
     pub constant_hit_rate: Option<f64>,
 }
 
-/// The memory counters the analysis sets beside the probes' figures, with the same meaning on
-/// both backends (Nsight Compute's counts on a GPU): the texture, L1 and L2 hit rates (0–1) and
-/// the bytes moved between the L2 and DRAM. `None` where the backend did not count it.
+/// The counters the analysis sets beside the probes' figures, with the same meaning on both
+/// backends (Nsight Compute's counts on a GPU): the texture, L1 and L2 hit rates (0–1), the
+/// bytes moved between the L2 and DRAM, and the achieved occupancy (0–1). `None` where the
+/// backend did not count it.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct HardwareCounters {
     pub tex_hit_rate: Option<f64>,
     pub l1_hit_rate: Option<f64>,
     pub l2_hit_rate: Option<f64>,
     pub dram_bytes: Option<u64>,
+    pub achieved_occupancy: Option<f64>,
 }
 
 impl HardwareCounters {
     /// The emulator's, from what it counted in a launch; a rate of no access is `None`.
-    pub fn of_emulator(mem: &MemCounters) -> HardwareCounters {
+    pub fn of_emulator(c: &EmuCounters) -> HardwareCounters {
         let rate = |r: Option<f64>| r.filter(|v| v.is_finite());
+        let mem = &c.mem;
         HardwareCounters {
             tex_hit_rate: rate(mem.tex_hit_rate),
             l1_hit_rate: rate(mem.l1_hit_rate),
             l2_hit_rate: rate(mem.l2_hit_rate),
             dram_bytes: Some(mem.dram_bytes_read + mem.dram_bytes_written),
+            achieved_occupancy: rate(c.achieved_occupancy),
         }
     }
 }

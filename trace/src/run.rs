@@ -88,6 +88,9 @@ pub struct BareRun {
     pub l2_hit_rate: Option<f64>,
     /// Bytes between the L2 and DRAM, counted as the probed run's `dram_bytes`.
     pub dram_bytes: Option<u64>,
+    /// Achieved occupancy (0–1), counted as the probed run's `achieved_occupancy`.
+    #[serde(default)]
+    pub achieved_occupancy: Option<f64>,
     /// Whether the probed build's output equals the bare build's, byte for byte.
     pub image_matches: Option<bool>,
 }
@@ -99,6 +102,7 @@ impl BareRun {
         self.l1_hit_rate = c.l1_hit_rate;
         self.l2_hit_rate = c.l2_hit_rate;
         self.dram_bytes = c.dram_bytes;
+        self.achieved_occupancy = c.achieved_occupancy;
     }
 }
 
@@ -231,6 +235,11 @@ pub struct RunMetrics {
     /// Bytes moved between the L2 and DRAM, read and written: Nsight Compute's `dram__bytes.sum`
     /// on a GPU, the emulator's DRAM reads and writes.
     pub dram_bytes: Option<u64>,
+    /// Achieved occupancy, 0–1: the warps resident per active cycle of an SM over its warp
+    /// slots. Nsight Compute's `sm__warps_active.avg.pct_of_peak_sustained_active` ÷ 100 on a
+    /// GPU, the emulator's `achieved_occupancy` on the emulator.
+    #[serde(default)]
+    pub achieved_occupancy: Option<f64>,
     /// Where the hit rates come from: `emulator counters`, `ncu <metric>`, or why they are
     /// missing.
     pub hit_rate_source: Option<String>,
@@ -299,6 +308,7 @@ impl RunMetrics {
             l1_hit_rate: None,
             l2_hit_rate: None,
             dram_bytes: None,
+            achieved_occupancy: None,
             hit_rate_source: None,
             occupancy: None,
             registers: None,
@@ -337,6 +347,7 @@ impl RunMetrics {
         self.l1_hit_rate = c.l1_hit_rate;
         self.l2_hit_rate = c.l2_hit_rate;
         self.dram_bytes = c.dram_bytes;
+        self.achieved_occupancy = c.achieved_occupancy;
     }
 
     /// The bare build's kernel time, where a bare run measured it.

@@ -81,6 +81,11 @@ pub struct SweepRow {
     /// How much measuring changed the accesses' own time: (true mean of the probed run − true
     /// mean of the same accesses in the bare run) ÷ the latter (emulator only).
     pub truth_shift: Option<f64>,
+    /// Achieved occupancy, 0–1: warps resident per active cycle of an SM over its warp slots
+    /// (run.json's `achieved_occupancy`; Nsight Compute's on a GPU).
+    pub achieved_occupancy: Option<f64>,
+    /// The bare build's achieved occupancy, 0–1.
+    pub achieved_occupancy_bare: Option<f64>,
 }
 
 impl SweepRow {
@@ -177,7 +182,7 @@ impl SweepRow {
 
     /// Every column with the field its cells go to, in the writer's column order; the one place
     /// the reader names columns (a test holds it to the writer's header).
-    fn cells(&mut self) -> [(&'static str, Cell<'_>); 25] {
+    fn cells(&mut self) -> [(&'static str, Cell<'_>); 27] {
         [
             ("run", Cell::Text(&mut self.run)),
             ("backend", Cell::Text(&mut self.backend)),
@@ -216,6 +221,14 @@ impl SweepRow {
                 Cell::Signed(&mut self.probe_bias_cycles),
             ),
             ("truth_shift", Cell::Signed(&mut self.truth_shift)),
+            (
+                "achieved_occupancy",
+                Cell::Number(&mut self.achieved_occupancy),
+            ),
+            (
+                "achieved_occupancy_bare",
+                Cell::Number(&mut self.achieved_occupancy_bare),
+            ),
         ]
     }
 }
@@ -323,6 +336,8 @@ mod tests {
             probe_error: Some(-0.875),
             probe_bias_cycles: Some(-350.0),
             truth_shift: None,
+            achieved_occupancy: Some(0.375),
+            achieved_occupancy_bare: None,
         }
     }
 
@@ -337,7 +352,7 @@ mod tests {
         SweepRow::write_csv(&p, &rows).unwrap();
         let text = std::fs::read_to_string(&p).unwrap();
         assert!(text.starts_with(
-            "run,backend,preset,shape,view,mode,cycles,kernel_ms,frame_rate,tex_hit_rate,dropped_records,overhead,occupancy_bare,occupancy_probed,tex_hit_rate_bare,warp_instructions,records,image_matches_bare,l2_hit_rate,dram_bytes,l2_hit_rate_bare,dram_bytes_bare,probe_error,probe_bias_cycles,truth_shift\n"
+            "run,backend,preset,shape,view,mode,cycles,kernel_ms,frame_rate,tex_hit_rate,dropped_records,overhead,occupancy_bare,occupancy_probed,tex_hit_rate_bare,warp_instructions,records,image_matches_bare,l2_hit_rate,dram_bytes,l2_hit_rate_bare,dram_bytes_bare,probe_error,probe_bias_cycles,truth_shift,achieved_occupancy,achieved_occupancy_bare\n"
         ), "{text}");
         assert!(text.contains("\"90,0,90\""), "{text}");
         assert_eq!(SweepRow::read_csv(&p).unwrap(), rows);

@@ -71,6 +71,9 @@ pub(crate) struct LaunchOutput {
     pub thread_instructions: u64,
     pub by_class: BTreeMap<String, u64>,
     pub stalls: BTreeMap<String, u64>,
+    /// Resident warps summed over cycles, and cycles with any warp resident, over all SMs.
+    pub warp_cycles: u64,
+    pub active_cycles: u64,
     /// The recorded warps' loads, by warp and then issue cycle (empty when none were asked for).
     pub loads: Vec<LoadEvent>,
 }
@@ -568,8 +571,11 @@ fn output(sms: &mut [Sm]) -> LaunchOutput {
     let mut class_counts = [0u64; NCLASS];
     let mut stalls = [0u64; 6];
     let (mut warp_instructions, mut thread_instructions, mut flops) = (0, 0, 0);
+    let (mut warp_cycles, mut active_cycles) = (0, 0);
     for s in sms.iter() {
         let c = &s.counts;
+        warp_cycles += c.residency.warp_cycles;
+        active_cycles += c.residency.active_cycles;
         warp_instructions += c.warp_instructions;
         thread_instructions += c.thread_instructions;
         flops += c.flops;
@@ -603,5 +609,7 @@ fn output(sms: &mut [Sm]) -> LaunchOutput {
         thread_instructions,
         by_class,
         stalls,
+        warp_cycles,
+        active_cycles,
     }
 }

@@ -153,6 +153,35 @@ pub(super) struct Counts {
     pub class_counts: [u64; NCLASS],
     pub flops: u64,
     pub stalls: [u64; 6],
+    pub residency: Residency,
+}
+
+/// The SM's resident warps over time, as Nsight Compute's `sm__warps_active` counts them: a
+/// warp is active from its block's launch until it exits, and a cycle is active while any warp
+/// is. Kept as running sums, updated where the count changes, so that it costs nothing per issue.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Residency {
+    /// Warps resident now.
+    live: u64,
+    /// The cycle of the last change.
+    since: u64,
+    /// Warps resident, summed over the cycles so far.
+    pub warp_cycles: u64,
+    /// Cycles with at least one warp resident.
+    pub active_cycles: u64,
+}
+
+impl Residency {
+    /// `arrived` warps became resident and `left` exited at cycle `now`.
+    fn change(&mut self, now: u64, arrived: u64, left: u64) {
+        let span = now.saturating_sub(self.since);
+        self.warp_cycles += self.live * span;
+        if self.live > 0 {
+            self.active_cycles += span;
+        }
+        self.since = self.since.max(now);
+        self.live = (self.live + arrived).saturating_sub(left);
+    }
 }
 
 pub(super) struct Sm {
@@ -387,6 +416,9 @@ impl Sm {
             bar_pc: 0,
         });
         self.live_blocks += 1;
+        self.counts
+            .residency
+            .change(self.cycle, u64::from(warps_per_block), 0);
         self.sched_next.fill(0);
         self.sched_then.fill(NONE);
         self.sched_near.fill(Near::NONE);
@@ -852,6 +884,7 @@ impl Sm {
         if w.arch.pc().is_none() {
             w.state = WState::Done;
             block.live -= 1;
+            self.counts.residency.change(now, 0, 1);
         } else if let Some((_, expected, red, contrib, dst)) = flow_bar {
             w.state = WState::Bar;
             // The executed instruction names the row, the timing one the register.

@@ -248,3 +248,26 @@ fn more_blocks_than_fit_run_in_waves() {
     assert_eq!(r.get_u32(t, 1)[0] as i32, input.iter().sum::<i32>());
     assert!(s.blocks_per_sm >= 1 && s.blocks_per_sm <= 2);
 }
+
+/// The first warp of a block counts to `n`; the block's other warps exit at once.
+const ONE_WARP_SPINS_PTX: &str = ".version 8.0\n.target sm_75\n.address_size 64\n\
+.visible .entry spin(.param .u32 n)\n{\n\
+ .reg .b32 %r<4>;\n .reg .pred %p<2>;\n\
+ ld.param.u32 %r1, [n];\n mov.u32 %r2, %tid.x;\n setp.ge.u32 %p1, %r2, 32;\n @%p1 bra $END;\n\
+ mov.u32 %r3, 0;\n$LOOP:\n add.u32 %r3, %r3, 1;\n setp.lt.u32 %p1, %r3, %r1;\n @%p1 bra $LOOP;\n\
+$END:\n ret;\n}\n";
+
+#[test]
+fn achieved_occupancy_counts_the_warps_resident_per_active_cycle() {
+    let slots = f64::from(emulator::GpuConfig::preset("v100").unwrap().sm.max_warps);
+    let occupancy = |threads: u32| {
+        let mut r = Rig::new(ONE_WARP_SPINS_PTX);
+        let s = r.launch("spin", [1, 1, 1], [threads, 1, 1], vec![a32(2000)]);
+        s.achieved_occupancy.expect("warps ran")
+    };
+    // One warp on one SM: resident in every cycle its SM is active; the idle SMs do not count.
+    assert_eq!(occupancy(32), 1.0 / slots);
+    // A second warp that exits at once adds its few cycles, and no more.
+    let two = occupancy(64);
+    assert!(two > 1.0 / slots && two < 1.05 / slots, "{two}");
+}

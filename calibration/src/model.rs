@@ -174,6 +174,15 @@ impl Lab {
             Measure::L2HitRate { shape, view } => self
                 .bare_frame(*shape, *view, "L2 hit rate", |r| r.l2_hit_rate, progress)
                 .map(|f| f * 100.0),
+            Measure::AchievedOccupancy { shape, view } => self
+                .bare_frame(
+                    *shape,
+                    *view,
+                    "achieved occupancy",
+                    |r| r.achieved_occupancy,
+                    progress,
+                )
+                .map(|f| f * 100.0),
             Measure::Overhead { mode, extreme } => {
                 let rows = self.frames(progress)?;
                 let overheads = rows

@@ -23,11 +23,12 @@ enum Section {
     Corpus,
     Frames,
     HitRates,
+    Occupancy,
     ProbeCost,
 }
 
 impl Section {
-    const ALL: [Section; 8] = [
+    const ALL: [Section; 9] = [
         Section::Latency,
         Section::Fences,
         Section::Shared,
@@ -35,6 +36,7 @@ impl Section {
         Section::Corpus,
         Section::Frames,
         Section::HitRates,
+        Section::Occupancy,
         Section::ProbeCost,
     ];
 
@@ -47,6 +49,7 @@ impl Section {
             Measure::CorpusOutputs | Measure::CorpusTime { .. } => Section::Corpus,
             Measure::PaperFrame { .. } => Section::Frames,
             Measure::TexHitRate { .. } | Measure::L2HitRate { .. } => Section::HitRates,
+            Measure::AchievedOccupancy { .. } => Section::Occupancy,
             Measure::Overhead { .. } => Section::ProbeCost,
         }
     }
@@ -60,6 +63,7 @@ impl Section {
             Section::Corpus => "The functional corpus",
             Section::Frames => "The study's paper-scale frames",
             Section::HitRates => "Texture and L2 hit rates of the study's frames",
+            Section::Occupancy => "Achieved occupancy of the study's frames",
             Section::ProbeCost => "The probes' cost",
         }
     }
@@ -109,6 +113,13 @@ impl Section {
                  (`l1tex__t_sector_pipe_tex_mem_texture_op_tex_hit_rate.pct`: each lane's sectors \
                  lookups of their own) and the L2's sector hit rate (`lts__t_sector_hit_rate.pct`), \
                  beside ncu's on silicon. Recorded with `--expensive`, from the same sweep."
+            }
+            Section::Occupancy => {
+                "The same sweep's bare frames: the warps resident per active cycle of an SM over \
+                 its 64 warp slots, as Nsight Compute's \
+                 `sm__warps_active.avg.pct_of_peak_sustained_active` counts them (a warp from its \
+                 block's launch until it exits), beside ncu's on silicon. Recorded with \
+                 `--expensive`, from the same sweep."
             }
             Section::ProbeCost => {
                 "The same sweep's probed builds: probed ÷ bare kernel time over the 16 frames, \

@@ -241,6 +241,9 @@ pub enum Measure {
     TexHitRate { shape: PaperShape, view: PaperView },
     /// The L2 hit rate of the same bare frame, % (ncu's `lts__t_sector_hit_rate.pct`).
     L2HitRate { shape: PaperShape, view: PaperView },
+    /// The achieved occupancy of the same bare frame, % (ncu's
+    /// `sm__warps_active.avg.pct_of_peak_sustained_active`).
+    AchievedOccupancy { shape: PaperShape, view: PaperView },
     /// The probes' cost over the study's 16 paper-scale frames: probed ÷ bare kernel time of
     /// `mode`, the lowest or the highest.
     Overhead { mode: ProbeMode, extreme: Extreme },
@@ -257,6 +260,7 @@ impl Measure {
                 | Measure::PaperFrame { .. }
                 | Measure::TexHitRate { .. }
                 | Measure::L2HitRate { .. }
+                | Measure::AchievedOccupancy { .. }
                 | Measure::Overhead { .. }
         )
     }
@@ -308,6 +312,9 @@ impl Measure {
             ),
             Measure::L2HitRate { shape, view } => format!(
                 "the L2 hit rate of the study's bare {shape} frame at ({view}), paper scale, on the emulator (--expensive)"
+            ),
+            Measure::AchievedOccupancy { shape, view } => format!(
+                "the achieved occupancy of the study's bare {shape} frame at ({view}), paper scale, on the emulator (--expensive)"
             ),
             Measure::Overhead { mode, extreme } => format!(
                 "the {} of the 16 paper-scale frames' {} ÷ bare kernel times on the emulator (--expensive)",
@@ -370,9 +377,10 @@ impl Measure {
                     )
                 }),
             // Typed: a shape or view the paper does not have is refused when the table is read.
-            Measure::PaperFrame { .. } | Measure::TexHitRate { .. } | Measure::L2HitRate { .. } => {
-                Ok(())
-            }
+            Measure::PaperFrame { .. }
+            | Measure::TexHitRate { .. }
+            | Measure::L2HitRate { .. }
+            | Measure::AchievedOccupancy { .. } => Ok(()),
         }
     }
 }

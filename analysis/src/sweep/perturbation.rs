@@ -1,7 +1,8 @@
 //! "How much did measuring change the kernel?": per run, the probed build against the bare
-//! (`WS_OFF`) build of the same frame — kernel-time ratio, resident blocks per SM, and the texture
-//! hit rate of both — and, on the emulator, the probe's reading against the true access time and
-//! that time against the bare build's, with a verdict, a table (`perturbation.csv`) and a figure.
+//! (`WS_OFF`) build of the same frame — kernel-time ratio, resident blocks per SM and achieved
+//! occupancy, and the texture hit rate of both — and, on the emulator, the probe's reading
+//! against the true access time and that time against the bare build's, with a verdict, a table
+//! (`perturbation.csv`) and a figure.
 //!
 //! Why a section of its own: a profiler that changes occupancy or cache behaviour measures another
 //! kernel, so the report says by how much before it says anything else. It reads only the runs'
@@ -66,6 +67,14 @@ pub(crate) fn assess(rows: &[&SweepRow], runs: &[Run]) -> Perturbation {
         ),
     );
     table.push(
+        "achieved_occupancy_bare",
+        Col::F64(rows.iter().map(|r| r.achieved_occupancy_bare).collect()),
+    );
+    table.push(
+        "achieved_occupancy",
+        Col::F64(rows.iter().map(|r| r.achieved_occupancy).collect()),
+    );
+    table.push(
         "tex_hit_rate_bare",
         Col::F64(rows.iter().map(|r| r.tex_hit_rate_bare).collect()),
     );
@@ -112,6 +121,7 @@ pub(crate) fn assess(rows: &[&SweepRow], runs: &[Run]) -> Perturbation {
             r.run
         ));
     }
+    verdict.extend(achieved_verdict(rows));
     let mut modes: Vec<&str> = rows.iter().map(|r| r.mode.as_str()).collect();
     modes.sort_unstable();
     modes.dedup();
@@ -171,6 +181,34 @@ pub(crate) fn assess(rows: &[&SweepRow], runs: &[Run]) -> Perturbation {
         table,
         sites,
     }
+}
+
+/// How far the probes moved the achieved occupancy (warps resident per active cycle), the
+/// largest change in points over the runs that have both builds' figures.
+fn achieved_verdict(rows: &[&SweepRow]) -> Option<String> {
+    let changes: Vec<(&str, f64, f64)> = rows
+        .iter()
+        .filter(|r| r.mode != "off")
+        .filter_map(|r| {
+            Some((
+                r.run.as_str(),
+                r.achieved_occupancy_bare?,
+                r.achieved_occupancy?,
+            ))
+        })
+        .collect();
+    let (run, bare, probed) = changes
+        .iter()
+        .copied()
+        .max_by(|a, b| (a.2 - a.1).abs().total_cmp(&(b.2 - b.1).abs()))?;
+    let points = |v: f64| format!("{:.1}", v * 100.0);
+    Some(format!(
+        "Achieved occupancy (warps resident per active cycle): the probes moved it by at most {} points in {} runs ({run}: {} % bare, {} % probed).",
+        points((probed - bare).abs()),
+        changes.len(),
+        points(bare),
+        points(probed)
+    ))
 }
 
 /// Per run and site, the probe's mean reading beside the true mean access time of the same
@@ -394,4 +432,35 @@ pub(crate) fn figure(rows: &[&SweepRow]) -> Option<Figure> {
         },
         size: (1400, 520),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(run: &str, mode: &str, bare: Option<f64>, probed: Option<f64>) -> SweepRow {
+        SweepRow {
+            run: run.into(),
+            mode: mode.into(),
+            achieved_occupancy_bare: bare,
+            achieved_occupancy: probed,
+            ..SweepRow::default()
+        }
+    }
+
+    #[test]
+    fn the_achieved_occupancy_verdict_names_the_largest_change() {
+        let rows = [
+            row("a", "fence", Some(0.30), Some(0.31)),
+            row("b", "naive", Some(0.40), Some(0.375)),
+            // The bare run is its own reference, and a run without figures says nothing.
+            row("c", "off", Some(0.20), Some(0.50)),
+            row("d", "fence", None, Some(0.9)),
+        ];
+        let refs: Vec<&SweepRow> = rows.iter().collect();
+        let v = achieved_verdict(&refs).unwrap();
+        assert!(v.contains("at most 2.5 points in 2 runs"), "{v}");
+        assert!(v.contains("b: 40.0 % bare, 37.5 % probed"), "{v}");
+        assert_eq!(achieved_verdict(&refs[2..]), None);
+    }
 }

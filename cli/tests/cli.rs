@@ -252,12 +252,9 @@ fn the_report_reads_each_probe_beside_the_true_access_time() {
         sweep.to_str().unwrap(),
     ]);
     let csv = std::fs::read_to_string(sweep.join("sweep.csv")).unwrap();
-    assert!(
-        csv.lines()
-            .next()
-            .unwrap()
-            .ends_with(",probe_error,probe_bias_cycles,truth_shift")
-    );
+    assert!(csv.lines().next().unwrap().ends_with(
+        ",probe_error,probe_bias_cycles,truth_shift,achieved_occupancy,achieved_occupancy_bare"
+    ));
     ok(&["analyze", sweep.to_str().unwrap()]);
     let sites = std::fs::read_to_string(sweep.join("report/truth_sites.csv")).unwrap();
     assert!(sites.starts_with("run,mode,site,accesses,"), "{sites}");

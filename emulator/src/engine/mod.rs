@@ -572,10 +572,10 @@ fn output(sms: &mut [Sm]) -> LaunchOutput {
     let mut stalls = [0u64; 6];
     let (mut warp_instructions, mut thread_instructions, mut flops) = (0, 0, 0);
     let (mut warp_cycles, mut active_cycles) = (0, 0);
-    for s in sms.iter() {
+    for s in sms.iter_mut() {
+        warp_cycles += s.counts.residency.warp_cycles;
+        active_cycles += s.counts.residency.active_cycles();
         let c = &s.counts;
-        warp_cycles += c.residency.warp_cycles;
-        active_cycles += c.residency.active_cycles;
         warp_instructions += c.warp_instructions;
         thread_instructions += c.thread_instructions;
         flops += c.flops;

@@ -122,6 +122,9 @@ struct TBlock {
     red_kind: u8,
     red_acc: u32,
     bar_pc: u32,
+    /// The cycle the block was launched, and the last cycle one of its warps exited.
+    launched: u64,
+    last_exit: u64,
 }
 
 /// Why an SM stopped before the end of its round; the coordinator (mod.rs) acts when the SM is
@@ -158,29 +161,31 @@ pub(super) struct Counts {
 
 /// The SM's resident warps over time, as Nsight Compute's `sm__warps_active` counts them: a
 /// warp is active from its block's launch until it exits, and a cycle is active while any warp
-/// is. Kept as running sums, updated where the count changes, so that it costs nothing per issue.
+/// is. Counted where a warp exits and a block retires, never per issue, from each warp's and
+/// each block's own span, so that the figure does not depend on the order in which launches and
+/// exits are seen.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Residency {
-    /// Warps resident now.
-    live: u64,
-    /// The cycle of the last change.
-    since: u64,
-    /// Warps resident, summed over the cycles so far.
+    /// Each exited warp's cycles from its block's launch to its exit, summed.
     pub warp_cycles: u64,
-    /// Cycles with at least one warp resident.
-    pub active_cycles: u64,
+    /// Each retired block's cycles from its launch to its last warp's exit.
+    pub blocks: Vec<(u64, u64)>,
 }
 
 impl Residency {
-    /// `arrived` warps became resident and `left` exited at cycle `now`.
-    fn change(&mut self, now: u64, arrived: u64, left: u64) {
-        let span = now.saturating_sub(self.since);
-        self.warp_cycles += self.live * span;
-        if self.live > 0 {
-            self.active_cycles += span;
+    /// Cycles in which at least one of the blocks was resident: the length of the union of
+    /// their spans.
+    pub fn active_cycles(&mut self) -> u64 {
+        self.blocks.sort_unstable();
+        let (mut total, mut reach) = (0, 0);
+        for &(start, end) in &self.blocks {
+            let start = start.max(reach);
+            if end > start {
+                total += end - start;
+                reach = end;
+            }
         }
-        self.since = self.since.max(now);
-        self.live = (self.live + arrived).saturating_sub(left);
+        total
     }
 }
 
@@ -414,11 +419,10 @@ impl Sm {
             red_kind: 0,
             red_acc: 0,
             bar_pc: 0,
+            launched: self.cycle,
+            last_exit: self.cycle,
         });
         self.live_blocks += 1;
-        self.counts
-            .residency
-            .change(self.cycle, u64::from(warps_per_block), 0);
         self.sched_next.fill(0);
         self.sched_then.fill(NONE);
         self.sched_near.fill(Near::NONE);
@@ -884,7 +888,8 @@ impl Sm {
         if w.arch.pc().is_none() {
             w.state = WState::Done;
             block.live -= 1;
-            self.counts.residency.change(now, 0, 1);
+            block.last_exit = block.last_exit.max(now);
+            self.counts.residency.warp_cycles += now.saturating_sub(block.launched);
         } else if let Some((_, expected, red, contrib, dst)) = flow_bar {
             w.state = WState::Bar;
             // The executed instruction names the row, the timing one the register.
@@ -942,6 +947,10 @@ impl Sm {
             return Ok(());
         };
         if block.live == 0 {
+            self.counts
+                .residency
+                .blocks
+                .push((block.launched, block.last_exit));
             for &m in &block.warps {
                 self.warps[m as usize].state = WState::Free;
                 self.hot.set(m as usize, Hot::of(&self.warps[m as usize]));
@@ -986,5 +995,21 @@ impl Sm {
             Park::Jump | Park::Retry => true,
             _ => false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Residency;
+
+    #[test]
+    fn active_cycles_are_the_union_of_the_blocks_spans_in_any_order() {
+        let mut r = Residency {
+            warp_cycles: 0,
+            // Overlapping, nested, touching and apart, out of order: [0, 15) and [20, 30).
+            blocks: vec![(20, 30), (5, 15), (0, 10), (6, 8), (15, 15), (25, 30)],
+        };
+        assert_eq!(r.active_cycles(), 25);
+        assert_eq!(Residency::default().active_cycles(), 0);
     }
 }

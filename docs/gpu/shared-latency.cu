@@ -10,6 +10,9 @@
 //   atom.shared.add j = atomicAdd(&s[j], 0)   (returns the old value: the next index)
 //   atom, warp      the same by 32 lanes at once, each on its own chain in its own bank
 //   atom, same word 32 lanes adding to one word, j taken from the result (a serialised atomic)
+//   ld.shared, ready address  j = *j: each word holds the next word's shared address, so a step is
+//                   the load alone (SASS: LDS R, [R], no LEA), the access's latency without the
+//                   address arithmetic the other chases have
 // Printed: cycles per step (clock64 around 256 steps; a step is the access and the one shift
 // that makes its address), the median of 9 launches. The emulator runs the same PTX for its figure.
 #include <cstdio>
@@ -26,16 +29,19 @@ template <int MODE>
 __global__ void chase(long long* out, unsigned* sink) {
   __shared__ unsigned s[WORDS];
   unsigned lane = threadIdx.x;
-  for (int i = lane; i < WORDS; i += blockDim.x) s[i] = (i + 64) % WORDS;  // same bank, next row
+  for (int i = lane; i < WORDS; i += blockDim.x)
+    s[i] = MODE == 4 ? (unsigned)__cvta_generic_to_shared(&s[(i + 64) % WORDS])
+                     : (i + 64) % WORDS;  // same bank, next row
   if (MODE == 3) s[0] = 0;
   __syncthreads();
   volatile unsigned* vs = s;
-  unsigned j = lane;
+  unsigned j = MODE == 4 ? (unsigned)__cvta_generic_to_shared(&s[lane]) : lane;
   long long t0 = clock64();
   for (int k = 0; k < STEPS; ++k) {
     if (MODE == 0) j = vs[j];
     if (MODE == 1 || MODE == 2) j = atomicAdd(&s[j], 0u);
     if (MODE == 3) j = atomicAdd(&s[(j >> 20) & (WORDS - 1)], 1u);  // word 0: j stays < 2^20
+    if (MODE == 4) asm volatile("ld.volatile.shared.u32 %0, [%0];" : "+r"(j));
   }
   long long t1 = clock64();
   if (lane == 0) out[0] = t1 - t0;
@@ -71,5 +77,6 @@ int main() {
   if (measure<1>("atom.shared.add", 1, d_out, sink)) return 1;
   if (measure<2>("atom, warp", 32, d_out, sink)) return 1;
   if (measure<3>("atom, same word", 32, d_out, sink)) return 1;
+  if (measure<4>("ld.shared, ready", 1, d_out, sink)) return 1;
   return 0;
 }

@@ -231,7 +231,8 @@ fn section(s: &mut String, d: &StepData) {
             let _ = writeln!(
                 s,
                 "Geometry **{}**: {}. Kernel time: {} (mean of {} frame(s)); overhead = probed ÷ \
-                 bare kernel time; occupancy = resident blocks per SM (bare / probed).\n",
+                 bare kernel time; occupancy = resident blocks per SM, achieved = warps resident \
+                 per active cycle over the SM's warp slots (both bare / probed).\n",
                 st.scale,
                 st.geometry,
                 if st.rows.first().is_some_and(|r| r.backend == "gpu") {
@@ -248,6 +249,7 @@ fn section(s: &mut String, d: &StepData) {
                 "kernel time",
                 "overhead",
                 "occupancy",
+                "achieved",
                 "tex hit rate (bare)",
                 "tex hit rate (probed)",
                 "image = bare",
@@ -260,6 +262,11 @@ fn section(s: &mut String, d: &StepData) {
                     r.kernel_ms.map_or("–".into(), |v| format!("{v:.3} ms")),
                     r.overhead.map_or("–".into(), |v| format!("{v:.2}×")),
                     format!("{} / {}", opt(&r.occupancy_bare), opt(&r.occupancy_probed)),
+                    format!(
+                        "{} / {}",
+                        pct(r.achieved_occupancy_bare),
+                        pct(r.achieved_occupancy)
+                    ),
                     pct(r.tex_hit_rate_bare),
                     pct(r.tex_hit_rate),
                     opt(&r.image_matches_bare),

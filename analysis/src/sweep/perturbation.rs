@@ -9,11 +9,11 @@
 //! `sweep.csv` rows, which hold both builds' numbers.
 
 use crate::figures::{Figure, FigureKind, LinePanel};
-use crate::fmt::{pretty_shape, sig};
+use crate::fmt::{pct, pretty_shape, sig};
 use crate::stats::{median, range};
 use crate::sweep::model::Run;
 use crate::table::{Col, Table};
-use trace::{SiteTruth, SweepRow, TruthStats};
+use trace::{ProbeMode, SiteTruth, SweepRow, TruthStats};
 
 /// Texture hit rates that differ by more than this count as changed by the probes.
 pub(crate) const HIT_RATE_TOLERANCE: f64 = 0.02;
@@ -188,7 +188,7 @@ pub(crate) fn assess(rows: &[&SweepRow], runs: &[Run]) -> Perturbation {
 fn achieved_verdict(rows: &[&SweepRow]) -> Option<String> {
     let changes: Vec<(&str, f64, f64)> = rows
         .iter()
-        .filter(|r| r.mode != "off")
+        .filter(|r| r.mode != ProbeMode::Off.name())
         .filter_map(|r| {
             Some((
                 r.run.as_str(),
@@ -201,13 +201,12 @@ fn achieved_verdict(rows: &[&SweepRow]) -> Option<String> {
         .iter()
         .copied()
         .max_by(|a, b| (a.2 - a.1).abs().total_cmp(&(b.2 - b.1).abs()))?;
-    let points = |v: f64| format!("{:.1}", v * 100.0);
     Some(format!(
-        "Achieved occupancy (warps resident per active cycle): the probes moved it by at most {} points in {} runs ({run}: {} % bare, {} % probed).",
-        points((probed - bare).abs()),
+        "Achieved occupancy (warps resident per active cycle): the probes moved it by at most {:.1} points in {} runs ({run}: {} bare, {} probed).",
+        (probed - bare).abs() * 100.0,
         changes.len(),
-        points(bare),
-        points(probed)
+        pct(bare, 1),
+        pct(probed, 1)
     ))
 }
 
@@ -293,7 +292,7 @@ fn thin_verdict(runs: &[Run]) -> Option<String> {
 /// The probes against the ground truth, per mode, where the runs have it (the emulator's), with
 /// the accesses and warps each figure rests on.
 fn truth_verdict(rows: &[&SweepRow], runs: &[Run], modes: &[&str]) -> Vec<String> {
-    let pct = |x: f64| format!("{:+.1} %", x * 100.0);
+    let signed_pct = |x: f64| format!("{:+.1} %", x * 100.0);
     let mut reading = Vec::new();
     let mut shift = Vec::new();
     for &m in modes {
@@ -322,9 +321,9 @@ fn truth_verdict(rows: &[&SweepRow], runs: &[Run], modes: &[&str]) -> Vec<String
                 });
             reading.push(format!(
                 "{m} {} ({} to {}; median bias {} cycles, {} runs, {accesses} accesses of {warps} warps)",
-                pct(med),
-                pct(lo),
-                pct(hi),
+                signed_pct(med),
+                signed_pct(lo),
+                signed_pct(hi),
                 sig(b),
                 errors.len()
             ));
@@ -337,7 +336,11 @@ fn truth_verdict(rows: &[&SweepRow], runs: &[Run], modes: &[&str]) -> Vec<String
                 .copied()
                 .max_by(|a, b| a.abs().total_cmp(&b.abs())),
         ) {
-            shift.push(format!("{m} {} (largest {})", pct(med), pct(worst)));
+            shift.push(format!(
+                "{m} {} (largest {})",
+                signed_pct(med),
+                signed_pct(worst)
+            ));
         }
     }
     let mut v = Vec::new();

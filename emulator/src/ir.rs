@@ -513,10 +513,12 @@ pub(crate) struct Program {
     /// Why this kernel cannot run (`EmuError::Unusable`), for a kernel whose body did not
     /// decode; its `insts` are then empty and a launch returns this error.
     pub unusable: Option<EmuError>,
-    /// The instructions as the timing model sees them: registers are PTX's virtual registers,
-    /// one scoreboard entry each.
+    /// The instructions with PTX's virtual registers, as decoded.
     pub insts: Vec<Inst>,
-    pub nregs: u32,
+    /// Each virtual register's scoreboard slot, which registers whose writes never wait on
+    /// each other share (slots.rs), and the number of slots.
+    pub slot_of: Vec<u32>,
+    pub slots: u32,
     /// The same instructions as executed: registers renamed to value rows, which registers
     /// never live at once share (regalloc.rs).
     pub exec: Vec<Inst>,

@@ -71,6 +71,7 @@ mod occupancy;
 mod ptx;
 mod reconverge;
 mod regalloc;
+mod slots;
 mod texture;
 mod vocab;
 mod watch;

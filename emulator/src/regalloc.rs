@@ -6,9 +6,10 @@
 //! whose values are never live at the same time share a row, as a register allocator would
 //! pack them onto physical registers.
 //!
-//! Only the values move: the timing model keeps one scoreboard entry per virtual register, so
-//! cycles do not change (sharing rows would add write-after-write stalls no virtual register
-//! has). The executed instructions are a copy with registers renamed to rows.
+//! Only the values move: the timing model's scoreboard has slots of its own, shared by a
+//! warp-level rule (slots.rs), so rows do not change cycles (a scoreboard keyed by row would add
+//! write-after-write stalls no virtual register has). The executed instructions are a copy with
+//! registers renamed to rows.
 //!
 //! Why sharing is exact per lane: a warp writes a register only in its active lanes, so a
 //! lane's row entries change only at instructions that lane executes, along its own path
@@ -25,13 +26,13 @@ use crate::bits::set_bits;
 use crate::ir::{Inst, Op, Opnd};
 
 /// Fixed-size bit sets over registers, one per instruction, in one allocation.
-struct Sets {
-    words: usize,
+pub(crate) struct Sets {
+    pub(crate) words: usize,
     bits: Vec<u64>,
 }
 
 impl Sets {
-    fn new(count: usize, regs: usize) -> Sets {
+    pub(crate) fn new(count: usize, regs: usize) -> Sets {
         let words = regs.div_ceil(64);
         Sets {
             words,
@@ -39,20 +40,20 @@ impl Sets {
         }
     }
 
-    fn row(&self, k: usize) -> &[u64] {
+    pub(crate) fn row(&self, k: usize) -> &[u64] {
         &self.bits[k * self.words..(k + 1) * self.words]
     }
 
-    fn row_mut(&mut self, k: usize) -> &mut [u64] {
+    pub(crate) fn row_mut(&mut self, k: usize) -> &mut [u64] {
         &mut self.bits[k * self.words..(k + 1) * self.words]
     }
 
-    fn set(&mut self, k: usize, r: u32) {
+    pub(crate) fn set(&mut self, k: usize, r: u32) {
         self.row_mut(k)[r as usize / 64] |= 1 << (r % 64);
     }
 }
 
-fn members(set: &[u64]) -> impl Iterator<Item = u32> + '_ {
+pub(crate) fn members(set: &[u64]) -> impl Iterator<Item = u32> + '_ {
     set.iter()
         .enumerate()
         .flat_map(|(i, &w)| set_bits(w).map(move |b| (i * 64 + b) as u32))
@@ -71,33 +72,16 @@ fn written_late(x: &Inst) -> Option<u32> {
 /// named register keeps a row of its own: 8 MB each, far beyond what nvcc emits (the volume
 /// renderer's 544 registers × ~450 instructions are 0.25 M bits) but reachable by generated
 /// PTX.
-const MAX_SET_BITS: usize = 1 << 26;
+pub(crate) const MAX_SET_BITS: usize = 1 << 26;
 
 /// Each of the `nregs` virtual registers' row, and the number of rows. Registers no instruction
 /// names get none (their entry is 0 and never read).
 pub(crate) fn pack(insts: &[Inst], nregs: u32) -> (Vec<u32>, u32) {
     let n = insts.len();
-    let mut row_of = vec![0u32; nregs as usize];
-    // The registers the program names, numbered densely in order of first appearance: a kernel
-    // may declare far more than it uses.
-    let mut dense = vec![u32::MAX; nregs as usize];
-    let mut named = Vec::new();
-    for x in insts {
-        for r in x.reads().chain(x.writes()) {
-            if let Some(d) = dense.get_mut(r as usize)
-                && *d == u32::MAX
-            {
-                *d = named.len() as u32;
-                named.push(r);
-            }
-        }
-    }
+    let (dense, named) = named_densely(insts, nregs);
     let regs = named.len();
     if n.saturating_mul(regs) > MAX_SET_BITS || regs.saturating_mul(regs) > MAX_SET_BITS {
-        for (i, &r) in named.iter().enumerate() {
-            row_of[r as usize] = i as u32;
-        }
-        return (row_of, regs as u32);
+        return one_each(&named, nregs);
     }
     let at = |r: u32| dense[r as usize];
     // Backward liveness to a fixed point: live_in = uses ∪ (live_out − unguarded writes).
@@ -157,7 +141,43 @@ pub(crate) fn pack(insts: &[Inst], nregs: u32) -> (Vec<u32>, u32) {
             }
         }
     }
-    // Greedy colouring in order of first appearance: the lowest row no clashing register holds.
+    colour(&clash, &alone, &named, nregs)
+}
+
+/// The registers `insts` name, numbered densely in order of first appearance (a kernel may
+/// declare far more than it uses): each of the `nregs` registers' number (`u32::MAX` for those
+/// not named), and the named ones in that order.
+pub(crate) fn named_densely(insts: &[Inst], nregs: u32) -> (Vec<u32>, Vec<u32>) {
+    let mut dense = vec![u32::MAX; nregs as usize];
+    let mut named = Vec::new();
+    for x in insts {
+        for r in x.reads().chain(x.writes()) {
+            if let Some(d) = dense.get_mut(r as usize)
+                && *d == u32::MAX
+            {
+                *d = named.len() as u32;
+                named.push(r);
+            }
+        }
+    }
+    (dense, named)
+}
+
+/// Each named register a place of its own: what a program too large to analyse gets.
+pub(crate) fn one_each(named: &[u32], nregs: u32) -> (Vec<u32>, u32) {
+    let mut place = vec![0u32; nregs as usize];
+    for (i, &r) in named.iter().enumerate() {
+        place[r as usize] = i as u32;
+    }
+    (place, named.len() as u32)
+}
+
+/// Greedy colouring of the named registers (dense numbers, `clash` between them) in order of
+/// first appearance: each takes the lowest place no clashing register holds, and those marked
+/// `alone` a place each after the shared ones. Returns each of the `nregs` registers' place and
+/// the number of places.
+pub(crate) fn colour(clash: &Sets, alone: &[bool], named: &[u32], nregs: u32) -> (Vec<u32>, u32) {
+    let regs = named.len();
     let mut row = vec![0u32; regs];
     let mut taken = Vec::new();
     let mut rows = 0u32;
@@ -182,10 +202,11 @@ pub(crate) fn pack(insts: &[Inst], nregs: u32) -> (Vec<u32>, u32) {
             rows += 1;
         }
     }
+    let mut place = vec![0u32; nregs as usize];
     for (i, &r) in named.iter().enumerate() {
-        row_of[r as usize] = row[i];
+        place[r as usize] = row[i];
     }
-    (row_of, rows)
+    (place, rows)
 }
 
 /// `insts` with every register operand renamed to its row.
@@ -221,7 +242,7 @@ mod tests {
     }
 
     fn row(p: &Program, reg: u32) -> u32 {
-        let (row_of, _) = super::pack(&p.insts, p.nregs);
+        let (row_of, _) = super::pack(&p.insts, p.slot_of.len() as u32);
         row_of[reg as usize]
     }
 

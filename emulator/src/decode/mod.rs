@@ -23,8 +23,8 @@ use crate::error::EmuError;
 use crate::ir::*;
 use crate::ptx::{self, Function, Init, Operand, StateSpace, Stmt, VarDecl};
 use crate::reconverge::compute_reconvergence;
-use crate::regalloc;
 use crate::vocab::{OPCODES, SREGS, known_modifier, parse_mods};
+use crate::{regalloc, slots};
 
 mod instr;
 
@@ -271,13 +271,15 @@ fn decode_kernel<'m>(
         );
     }
     let (row_of, rows) = regalloc::pack(&k.insts, k.nregs);
+    let (slot_of, slots) = slots::pack(&k.insts, k.nregs);
     Ok(Program {
         name: f.name.to_string(),
         unusable: None,
         exec: regalloc::rename(&k.insts, &row_of),
         rows,
+        slot_of,
+        slots,
         insts: k.insts,
-        nregs: k.nregs,
         params,
         param_offsets,
         param_bytes: poff,
@@ -328,7 +330,8 @@ fn unusable_kernel(f: &Function, e: EmuError) -> Program {
             what,
         }),
         insts: Vec::new(),
-        nregs: 0,
+        slot_of: Vec::new(),
+        slots: 0,
         exec: Vec::new(),
         rows: 0,
         params,

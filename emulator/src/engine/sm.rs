@@ -89,10 +89,10 @@ impl Stall {
 
 pub(super) struct TWarp {
     arch: Warp,
-    /// Per virtual register, the cycle its value is ready (or a token), and one more entry for
-    /// `Deps::pad`.
+    /// Per scoreboard slot, the cycle its last write is ready (or a token), and one more entry
+    /// for `Deps::pad`.
     ready: Vec<u64>,
-    /// The registers whose `ready` was last set to a token (may repeat, may be stale): what
+    /// The slots whose `ready` was last set to a token (may repeat, may be stale): what
     /// `take_in` looks at instead of every register of every warp.
     tokens: Vec<u32>,
     from_mem: Vec<bool>,
@@ -106,7 +106,7 @@ pub(super) struct TWarp {
     wake: u64,
     reason: Stall,
     class: Class,
-    /// A barrier reduction's destination: its virtual register (scoreboard) and its row.
+    /// A barrier reduction's destination: its scoreboard slot and its row.
     bar_dst: Option<(u32, u32)>,
     /// The warp's index in the grid when its loads are recorded (`loads.rs`).
     record: Option<u64>,

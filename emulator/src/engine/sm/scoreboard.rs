@@ -1,5 +1,7 @@
 //! The register scoreboard: when a warp's next instruction can issue as far as its own
-//! registers and fences decide.
+//! registers and fences decide. Its entries are slots (slots.rs): registers whose writes never
+//! wait on each other share one, and every register an instruction names is read through its
+//! slot.
 
 use super::{Stall, TWarp, WState};
 use crate::config::GpuConfig;
@@ -63,9 +65,10 @@ impl Deps {
         for x in &prog.insts {
             start.push(regs.len() as u32);
             let first = regs.len();
-            regs.extend(x.reads());
+            let slot = |r: u32| prog.slot_of[r as usize];
+            regs.extend(x.reads().map(slot));
             let reads = regs.len() - first;
-            regs.extend(x.writes());
+            regs.extend(x.writes().map(slot));
             let writes = regs.len() - first - reads;
             let own = &regs[first..];
             let mut short = [pad; SHORT];
@@ -99,10 +102,10 @@ impl Deps {
         Deps { steps, start, regs }
     }
 
-    /// The register that pads short entries: one past the program's own, never written, so
-    /// its ready cycle stays 0 and it never decides a stall. A warp's scoreboard holds it.
+    /// The slot that pads short entries: one past the program's own, never written, so its
+    /// ready cycle stays 0 and it never decides a stall. A warp's scoreboard holds it.
     pub(in crate::engine) fn pad(prog: &Program) -> u32 {
-        prog.nregs
+        prog.slots
     }
 
     /// The instruction at `pc` as the timing model sees it (`None` past the end).

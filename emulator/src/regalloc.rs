@@ -230,24 +230,13 @@ pub(crate) fn rename(insts: &[Inst], row_of: &[u32]) -> Vec<Inst> {
 
 #[cfg(test)]
 mod tests {
-    use crate::decode::test_kernel;
+    use crate::decode::{R, RD, test_kernel, test_kernel_with_regs as kernel};
     use crate::ir::Program;
-
-    /// A kernel with `%p<3>`, `%r<6>` and `%rd<2>`: `%pN` is register N, `%rN` is 3 + N and
-    /// `%rdN` is 9 + N.
-    fn kernel(body: &str) -> Program {
-        test_kernel(&format!(
-            "  .reg .pred %p<3>;\n  .reg .b32 %r<6>;\n  .reg .b64 %rd<2>;\n{body}"
-        ))
-    }
 
     fn row(p: &Program, reg: u32) -> u32 {
         let (row_of, _) = super::pack(&p.insts, p.slot_of.len() as u32);
         row_of[reg as usize]
     }
-
-    const R: u32 = 3;
-    const RD: u32 = 9;
 
     #[test]
     fn registers_live_apart_share_a_row_and_registers_live_together_do_not() {

@@ -165,24 +165,13 @@ fn warp_order_predecessors(insts: &[Inst]) -> Option<Vec<Vec<u32>>> {
 
 #[cfg(test)]
 mod tests {
-    use crate::decode::test_kernel;
+    use crate::decode::{R, RD, test_kernel_with_regs as kernel};
     use crate::ir::Program;
-
-    /// A kernel with `%p<3>`, `%r<6>` and `%rd<2>`: `%pN` is register N, `%rN` is 3 + N and
-    /// `%rdN` is 9 + N.
-    fn kernel(body: &str) -> Program {
-        test_kernel(&format!(
-            "  .reg .pred %p<3>;\n  .reg .b32 %r<6>;\n  .reg .b64 %rd<2>;\n{body}"
-        ))
-    }
 
     fn slot(p: &Program, reg: u32) -> u32 {
         let (slot_of, _) = super::pack(&p.insts, p.slot_of.len() as u32);
         slot_of[reg as usize]
     }
-
-    const R: u32 = 3;
-    const RD: u32 = 9;
 
     #[test]
     fn a_write_read_before_the_next_one_shares_its_slot() {

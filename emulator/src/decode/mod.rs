@@ -550,6 +550,22 @@ pub(crate) fn test_kernel(body: &str) -> Program {
     decode_module(&m).unwrap().kernels.remove(0)
 }
 
+/// [`test_kernel`] with `%p<3>`, `%r<6>` and `%rd<2>` declared: `%pN` is register N, `%rN` is
+/// [`R`] + N and `%rdN` is [`RD`] + N. For tests of register packing.
+#[cfg(test)]
+pub(crate) fn test_kernel_with_regs(body: &str) -> Program {
+    test_kernel(&format!(
+        "  .reg .pred %p<3>;\n  .reg .b32 %r<6>;\n  .reg .b64 %rd<2>;\n{body}"
+    ))
+}
+
+/// `%r0`'s register in [`test_kernel_with_regs`].
+#[cfg(test)]
+pub(crate) const R: u32 = 3;
+/// `%rd0`'s register in [`test_kernel_with_regs`].
+#[cfg(test)]
+pub(crate) const RD: u32 = 9;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -35,13 +35,15 @@ pub(crate) fn pack(insts: &[Inst], nregs: u32) -> (Vec<u32>, u32) {
     if n.saturating_mul(regs) > MAX_SET_BITS || regs.saturating_mul(regs) > MAX_SET_BITS {
         return one_each(&named, nregs);
     }
-    let Some(preds) = warp_order_predecessors(insts) else {
+    let mut pending_in = Sets::new(n, regs);
+    let words = pending_in.words;
+    // Each path step adds at most three edges, and each edge costs a pass over a set's words.
+    let Some(preds) = warp_order_predecessors(insts, (MAX_SET_BITS / words.max(1)).min(MAX_STEPS))
+    else {
         return one_each(&named, nregs);
     };
     let at = |r: u32| dense[r as usize];
     // Forward to a fixed point: pending_out = (pending_in − named) ∪ written.
-    let mut pending_in = Sets::new(n, regs);
-    let words = pending_in.words;
     let mut out = vec![0u64; words];
     let mut inn = vec![0u64; words];
     let mut outs = Sets::new(n, regs);
@@ -89,9 +91,13 @@ pub(crate) fn pack(insts: &[Inst], nregs: u32) -> (Vec<u32>, u32) {
     colour(&clash, &vec![false; regs], &named, nregs)
 }
 
+/// The most steps along divergent paths the analysis follows (a few for each branch of a real
+/// kernel; deeply nested branches of generated PTX can reach millions, each adding edges).
+const MAX_STEPS: usize = 1 << 22;
+
 /// Each instruction's predecessors in the order a warp may run them (see the module docs), or
-/// `None` when the divergent paths are too many to follow within the analysis' budget.
-fn warp_order_predecessors(insts: &[Inst]) -> Option<Vec<Vec<u32>>> {
+/// `None` when the divergent paths take more than `budget` steps to follow.
+fn warp_order_predecessors(insts: &[Inst], budget: usize) -> Option<Vec<Vec<u32>>> {
     let n = insts.len();
     let mut succ: Vec<Vec<u32>> = (0..n)
         .map(|k| {
@@ -126,7 +132,7 @@ fn warp_order_predecessors(insts: &[Inst]) -> Option<Vec<Vec<u32>>> {
         let mut ends = Vec::new();
         while let Some(p) = stack.pop() {
             work += 1;
-            if work > MAX_SET_BITS {
+            if work > budget {
                 return None;
             }
             let leaves = matches!(insts[p].op, Op::Exit | Op::Trap);
@@ -207,6 +213,22 @@ mod tests {
             "  ld.param.u64 %rd1, [k_p0];\n  ld.param.u32 %r3, [k_p1];\n  setp.eq.s32 %p1, %r3, 0;\n  @%p1 bra $A;\n  ld.param.u32 %r2, [k_p1];\n  st.global.u32 [%rd1+4], %r2;\n  bra.uni $J;\n$A:\n  ld.global.u32 %r1, [%rd1];\n$J:\n  st.global.u32 [%rd1+8], %r1;\n  ret;",
         );
         assert_ne!(slot(&p, R + 1), slot(&p, R + 2));
+    }
+
+    #[test]
+    fn paths_too_many_to_follow_leave_each_register_a_slot_of_its_own() {
+        // 2,100 branches to the end, each path spanning all the code after it: about 4.4
+        // million steps of path, past the budget for these 2,101 registers (about 2 million).
+        let n = 2100;
+        let mut body = format!("  .reg .pred %p<{n}>;\n  .reg .b32 %r<2>;\n");
+        body += "  ld.param.u32 %r1, [k_p1];\n";
+        for k in 0..n {
+            body += &format!("  setp.eq.s32 %p{k}, %r1, {k};\n  @%p{k} bra $END;\n");
+        }
+        body += "$END:\n  ret;";
+        let p = crate::decode::test_kernel(&body);
+        let (_, slots) = super::pack(&p.insts, p.slot_of.len() as u32);
+        assert_eq!(slots, n + 1);
     }
 
     #[test]

@@ -74,13 +74,19 @@ fn written_late(x: &Inst) -> Option<u32> {
 /// PTX.
 pub(crate) const MAX_SET_BITS: usize = 1 << 26;
 
+/// Whether `n` instructions naming `regs` registers are past what the analyses' bit sets (one
+/// per instruction and one per register) may hold.
+pub(crate) fn too_large(n: usize, regs: usize) -> bool {
+    n.saturating_mul(regs) > MAX_SET_BITS || regs.saturating_mul(regs) > MAX_SET_BITS
+}
+
 /// Each of the `nregs` virtual registers' row, and the number of rows. Registers no instruction
 /// names get none (their entry is 0 and never read).
 pub(crate) fn pack(insts: &[Inst], nregs: u32) -> (Vec<u32>, u32) {
     let n = insts.len();
     let (dense, named) = named_densely(insts, nregs);
     let regs = named.len();
-    if n.saturating_mul(regs) > MAX_SET_BITS || regs.saturating_mul(regs) > MAX_SET_BITS {
+    if too_large(n, regs) {
         return one_each(&named, nregs);
     }
     let at = |r: u32| dense[r as usize];

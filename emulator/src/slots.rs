@@ -24,15 +24,15 @@
 //! reaches the reconvergence point, or exits) to the start of the other, since the warp runs
 //! the paths one after the other (`exec::simt`).
 
-use crate::ir::{Inst, Op};
-use crate::regalloc::{MAX_SET_BITS, Sets, colour, members, named_densely, one_each};
+use crate::ir::{Inst, Op, Opnd};
+use crate::regalloc::{MAX_SET_BITS, Sets, colour, members, named_densely, one_each, too_large};
 
 /// Each of the `nregs` virtual registers' slot, and the number of slots.
 pub(crate) fn pack(insts: &[Inst], nregs: u32) -> (Vec<u32>, u32) {
     let n = insts.len();
     let (dense, named) = named_densely(insts, nregs);
     let regs = named.len();
-    if n.saturating_mul(regs) > MAX_SET_BITS || regs.saturating_mul(regs) > MAX_SET_BITS {
+    if too_large(n, regs) {
         return one_each(&named, nregs);
     }
     let mut pending_in = Sets::new(n, regs);
@@ -112,7 +112,7 @@ fn warp_order_predecessors(insts: &[Inst], budget: usize) -> Option<Vec<Vec<u32>
     let mut seen = vec![u32::MAX; n];
     let mut stack = Vec::new();
     for (b, x) in insts.iter().enumerate() {
-        if x.op != Op::Bra || x.guard == crate::ir::Opnd::None {
+        if x.op != Op::Bra || x.guard == Opnd::None {
             continue;
         }
         let r = x.reconv as usize;

@@ -62,10 +62,10 @@ impl Deps {
         let mut start = Vec::with_capacity(prog.insts.len() + 1);
         let mut regs = Vec::new();
         let mut steps = Vec::with_capacity(prog.insts.len());
+        let slot = |r: u32| prog.slot_of[r as usize];
         for x in &prog.insts {
             start.push(regs.len() as u32);
             let first = regs.len();
-            let slot = |r: u32| prog.slot_of[r as usize];
             regs.extend(x.reads().map(slot));
             let reads = regs.len() - first;
             regs.extend(x.writes().map(slot));

@@ -253,7 +253,7 @@ fn the_report_reads_each_probe_beside_the_true_access_time() {
     ]);
     let csv = std::fs::read_to_string(sweep.join("sweep.csv")).unwrap();
     assert!(csv.lines().next().unwrap().ends_with(
-        ",probe_error,probe_bias_cycles,truth_shift,achieved_occupancy,achieved_occupancy_bare"
+        ",probe_error,probe_bias_cycles,truth_shift,achieved_occupancy,achieved_occupancy_bare,load_shift"
     ));
     ok(&["analyze", sweep.to_str().unwrap()]);
     let sites = std::fs::read_to_string(sweep.join("report/truth_sites.csv")).unwrap();

@@ -276,19 +276,16 @@ pub fn launch_probed(
         probe,
         (dev.clock_mhz(), dev.backend().name(), &dev.name()),
     )?;
-    // The timed warps' loads, on a device that knows when their data arrives: the ground truth
-    // beside their records and statistics, and in the bare run (whose log times nothing) beside
-    // the same loads. Only the traced warps' windows name the timed loads, so without a traced
-    // warp nothing could be paired and nothing is recorded.
+    // Every warp's loads, on a device that knows when their data arrives: the ground truth
+    // beside the timed warps' records and statistics, and in the bare run (whose log times
+    // nothing) beside the same loads; the untimed warps' loads too, so that the whole run's
+    // figure covers the memory system as a whole. Only the traced warps' windows name the timed
+    // loads, so without a traced warp nothing could be paired and nothing is recorded.
     let shape = plan.shape();
-    let timed = if probe.trace_warps.select(shape.n_warps).is_empty() {
+    let recorded = if probe.trace_warps.select(shape.n_warps).is_empty() {
         LoadWarps::default()
     } else {
-        LoadWarps::new(
-            (0..shape.n_warps)
-                .filter(|&w| shape.untimed.binary_search(&(w as u32)).is_err())
-                .collect(),
-        )
+        LoadWarps::new((0..shape.n_warps).collect())
     };
     let blocks_without_log = dev.occupancy(module, kernel, cfg)?;
     // The arguments as the device takes them, with the log's bytes put in place below.
@@ -303,7 +300,7 @@ pub fn launch_probed(
     if probe.mode == ProbeMode::Off {
         let outcome = launch_recording(
             dev,
-            &timed,
+            &recorded,
             (module, kernel, cfg),
             &with_log(plan.log_arg(0)),
         )?;
@@ -360,7 +357,7 @@ pub fn launch_probed(
     dev.upload(&buf, &bytes)?;
     let launched = launch_recording(
         dev,
-        &timed,
+        &recorded,
         (module, kernel, &run_cfg),
         &with_log(plan.log_arg(buf.addr)),
     )

@@ -16,6 +16,10 @@
 //! readings' sum; a site whose counts differ (a load the traced warps never timed) is left out
 //! and counted.
 //!
+//! Every recorded load, timed or not, also goes into one figure per run: its mean true time
+//! beside the bare run's (`load_shift`), which says whether measuring moved the whole memory
+//! system or only the accesses it timed.
+//!
 //! The bare build runs the same loads in the same order (the probes add none: their state lives
 //! in shared memory and their log stores are stores), so the k-th load of a warp in the bare run
 //! is the k-th of the probed run; a warp whose two runs issued different numbers of loads is
@@ -75,6 +79,12 @@ fn by_warp(loads: &[LoadEvent]) -> BTreeMap<u64, &[LoadEvent]> {
         .chunk_by(|a, b| a.warp == b.warp)
         .map(|c| (c[0].warp, c))
         .collect()
+}
+
+/// The mean true time of `loads`, each on its own; `None` without loads.
+fn mean_time(loads: &[LoadEvent]) -> Option<f64> {
+    let sum: f64 = loads.iter().map(|e| e.cycles() as f64).sum();
+    (!loads.is_empty()).then(|| sum / loads.len() as f64)
 }
 
 /// The true time of loads `window`: the last data return minus the first issue.
@@ -208,6 +218,10 @@ pub fn ground_truth(
     probed: &[LoadEvent],
     bare: Option<&[LoadEvent]>,
 ) -> Option<ProbeTruth> {
+    let load_shift = match (mean_time(probed), bare.and_then(mean_time)) {
+        (Some(here), Some(there)) if there > 0.0 => Some(here / there - 1.0),
+        _ => None,
+    };
     let probed = by_warp(probed);
     let bare = bare.map(by_warp);
     let mut p = Pairing::default();
@@ -242,6 +256,7 @@ pub fn ground_truth(
         unpaired: p.unpaired,
         unpaired_statistics: p.unpaired_statistics,
         unmatched_warps: p.unmatched_warps,
+        load_shift,
     })
 }
 
@@ -323,6 +338,12 @@ mod tests {
         assert_eq!(g.run.true_mean_cycles, (300.0 + 200.0) / 2.0);
         assert_eq!(g.run.bare_true_mean_cycles, Some((250.0 + 150.0) / 2.0));
         assert!((g.run.truth_shift.unwrap() - (500.0 / 400.0 - 1.0)).abs() < 1e-12);
+        // Every load counts in the whole run's figure, the untimed one at pc 11 included.
+        let (here, there) = (
+            (10.0 + 300.0 + 10.0 + 190.0 + 198.0) / 5.0,
+            (250.0 + 10.0 + 140.0 + 148.0) / 4.0,
+        );
+        assert!((g.load_shift.unwrap() - (here / there - 1.0)).abs() < 1e-12);
         let s1 = &g.sites[1];
         assert_eq!((s1.site, s1.stats.probe_bias_cycles), (1, 5.0));
     }
@@ -355,6 +376,7 @@ mod tests {
         ];
         let g = ground_truth(&t, &probed, None).unwrap();
         assert_eq!((g.warps, g.unpaired_statistics), (Some(2), 1));
+        assert_eq!(g.load_shift, None, "no bare run to compare with");
         let (s0, s1) = (&g.sites[0].stats, &g.sites[1].stats);
         assert_eq!((s0.accesses, s1.accesses), (3, 2));
         assert_eq!(s0.probe_mean_cycles, (310.0 + 620.0) / 3.0);

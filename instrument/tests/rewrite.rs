@@ -382,6 +382,38 @@ fn with_sampled_timing_only_the_selected_warps_time_and_outputs_stay_bare() {
     );
 }
 
+/// Where a traced warp lets the truth be paired, every warp's loads are recorded, not only the
+/// timed warps': the run's `load_shift` is the memory system's as a whole. With no warp traced,
+/// nothing can be paired and nothing is recorded.
+#[test]
+fn every_warp_records_its_loads_whichever_warps_time() {
+    let c = kernels::find_corpus("histogram_global").expect("corpus kernel");
+    let kernel = "histogram_global";
+    let sampled = RewriteOptions {
+        sampled: true,
+        ..RewriteOptions::default()
+    };
+    let inst = instrument_ptx(c.ptx, &sampled).unwrap();
+    let recorded = |trace_warps: &str| {
+        let probe = Probe {
+            mode: ProbeMode::Fence,
+            trace_warps: trace_warps.parse().unwrap(),
+            time_warps: "every:4".parse().unwrap(),
+            access_period: AccessPeriod::new(1).unwrap(),
+            slots_per_warp: 8,
+            sites: inst.kernel(kernel).unwrap().site_infos(),
+        };
+        let (probed, _) = probed_run(c.ptx, &inst.ptx, kernel, 0, &probe);
+        assert_eq!(probed.timed_warps, 8, "8 of 32 warps timed");
+        let warps: std::collections::BTreeSet<u64> = (probed.outcome.loads.iter().flatten())
+            .map(|e| e.warp)
+            .collect();
+        warps.len()
+    };
+    assert_eq!(recorded("every:8"), 32, "the untimed warps' loads too");
+    assert_eq!(recorded("none"), 0);
+}
+
 /// The rewriter's access sampling: with `--time-accesses every:4` every corpus kernel's outputs
 /// are the bare run's, no kernel times more than with every access timed, and the corpus as a
 /// whole times at least a quarter as many and well under half. Not exactly a quarter: each lane

@@ -76,6 +76,7 @@ fn row_from_metrics(run: &str, m: &RunMetrics) -> SweepRow {
             ProbeMode::Off => m.achieved_occupancy,
             _ => bare.and_then(|b| b.achieved_occupancy),
         },
+        load_shift: m.truth.as_ref().and_then(|t| t.load_shift),
     }
 }
 

@@ -126,6 +126,7 @@ fn each_probe_is_read_beside_the_true_access_time() {
         );
         assert_eq!(t.run.bare_accesses, t.run.accesses, "{mode}");
         assert!(t.run.truth_shift.is_some_and(f64::is_finite), "{mode}");
+        assert!(t.load_shift.is_some_and(f64::is_finite), "{mode}");
         assert_eq!(t.sites.len(), 2, "{mode}: both texture sites");
         let e = t.run.probe_error;
         match mode {

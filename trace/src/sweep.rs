@@ -86,6 +86,11 @@ pub struct SweepRow {
     pub achieved_occupancy: Option<f64>,
     /// The bare build's achieved occupancy, 0–1.
     pub achieved_occupancy_bare: Option<f64>,
+    /// How much measuring changed every load's time, timed or not: (mean true time of the
+    /// probed run's loads − the bare run's) ÷ the latter (run.json's `truth.load_shift`;
+    /// emulator only). Near 0 where `truth_shift` is not, the probes moved only the accesses
+    /// they timed.
+    pub load_shift: Option<f64>,
 }
 
 impl SweepRow {
@@ -182,7 +187,7 @@ impl SweepRow {
 
     /// Every column with the field its cells go to, in the writer's column order; the one place
     /// the reader names columns (a test holds it to the writer's header).
-    fn cells(&mut self) -> [(&'static str, Cell<'_>); 27] {
+    fn cells(&mut self) -> [(&'static str, Cell<'_>); 28] {
         [
             ("run", Cell::Text(&mut self.run)),
             ("backend", Cell::Text(&mut self.backend)),
@@ -229,6 +234,7 @@ impl SweepRow {
                 "achieved_occupancy_bare",
                 Cell::Number(&mut self.achieved_occupancy_bare),
             ),
+            ("load_shift", Cell::Signed(&mut self.load_shift)),
         ]
     }
 }
@@ -336,6 +342,7 @@ mod tests {
             probe_error: Some(-0.875),
             probe_bias_cycles: Some(-350.0),
             truth_shift: None,
+            load_shift: None,
             achieved_occupancy: Some(0.375),
             achieved_occupancy_bare: None,
         }
@@ -352,7 +359,7 @@ mod tests {
         SweepRow::write_csv(&p, &rows).unwrap();
         let text = std::fs::read_to_string(&p).unwrap();
         assert!(text.starts_with(
-            "run,backend,preset,shape,view,mode,cycles,kernel_ms,frame_rate,tex_hit_rate,dropped_records,overhead,occupancy_bare,occupancy_probed,tex_hit_rate_bare,warp_instructions,records,image_matches_bare,l2_hit_rate,dram_bytes,l2_hit_rate_bare,dram_bytes_bare,probe_error,probe_bias_cycles,truth_shift,achieved_occupancy,achieved_occupancy_bare\n"
+            "run,backend,preset,shape,view,mode,cycles,kernel_ms,frame_rate,tex_hit_rate,dropped_records,overhead,occupancy_bare,occupancy_probed,tex_hit_rate_bare,warp_instructions,records,image_matches_bare,l2_hit_rate,dram_bytes,l2_hit_rate_bare,dram_bytes_bare,probe_error,probe_bias_cycles,truth_shift,achieved_occupancy,achieved_occupancy_bare,load_shift\n"
         ), "{text}");
         assert!(text.contains("\"90,0,90\""), "{text}");
         assert_eq!(SweepRow::read_csv(&p).unwrap(), rows);

@@ -5,7 +5,8 @@
 //! (data return − issue; for a window that holds several loads, the last return − the first
 //! issue), and with the true time of the same access in the bare run. Two questions, two
 //! figures: `probe_error` is what the probe adds or misses; `truth_shift` is how much measuring
-//! changed the memory system itself. A GPU run has no ground truth and no `truth` section.
+//! changed the timed accesses' own time, and `load_shift` how much it changed every load's. A
+//! GPU run has no ground truth and no `truth` section.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -96,6 +97,13 @@ pub struct ProbeTruth {
     /// Timed warps whose bare run issued a different number of loads: their accesses have no
     /// bare counterpart.
     pub unmatched_warps: u64,
+    /// How much measuring changed the memory system as a whole: (mean true time of every
+    /// recorded load of the probed run, timed or not − the same of the bare run) ÷ the latter.
+    /// Beside `run.truth_shift`, which is over the timed accesses alone, it tells a probe that
+    /// moved the whole run from one that moved only the accesses it timed (`null` without a
+    /// bare run, and in a run.json written before it was kept).
+    #[serde(default)]
+    pub load_shift: Option<f64>,
 }
 
 #[cfg(test)]

@@ -98,6 +98,10 @@ pub(crate) fn assess(rows: &[&SweepRow], runs: &[Run]) -> Perturbation {
         "truth_shift",
         Col::F64(rows.iter().map(|r| r.truth_shift).collect()),
     );
+    table.push(
+        "load_shift",
+        Col::F64(rows.iter().map(|r| r.load_shift).collect()),
+    );
 
     let mut verdict = Vec::new();
     let known: Vec<_> = rows
@@ -328,19 +332,22 @@ fn truth_verdict(rows: &[&SweepRow], runs: &[Run], modes: &[&str]) -> Vec<String
                 errors.len()
             ));
         }
-        let shifts = of(|r| r.truth_shift);
-        if let (Some(med), Some(worst)) = (
-            median(&shifts),
-            shifts
+        let median_and_largest = |xs: &[f64]| {
+            let worst = xs
                 .iter()
                 .copied()
-                .max_by(|a, b| a.abs().total_cmp(&b.abs())),
-        ) {
-            shift.push(format!(
-                "{m} {} (largest {})",
-                signed_pct(med),
-                signed_pct(worst)
-            ));
+                .max_by(|a, b| a.abs().total_cmp(&b.abs()));
+            Some(format!(
+                "{} (largest {})",
+                signed_pct(median(xs)?),
+                signed_pct(worst?)
+            ))
+        };
+        if let Some(timed) = median_and_largest(&of(|r| r.truth_shift)) {
+            let every = median_and_largest(&of(|r| r.load_shift))
+                .map(|l| format!(" and {l} for every load, timed or not"))
+                .unwrap_or_default();
+            shift.push(format!("{m} {timed} for the timed accesses{every}"));
         }
     }
     let mut v = Vec::new();
@@ -352,7 +359,7 @@ fn truth_verdict(rows: &[&SweepRow], runs: &[Run], modes: &[&str]) -> Vec<String
     }
     if !shift.is_empty() {
         v.push(format!(
-            "What measuring did to the accesses themselves (their true time, probed ÷ bare build − 1), median: {}.",
+            "What measuring did to the accesses' true time (probed ÷ bare build − 1, the median over the runs): {}.",
             shift.join("; ")
         ));
     }

@@ -94,7 +94,9 @@ pub struct ProbeArgs {
     /// access in N, all sites together, traced warps included; warp g times its k-th access when
     /// g + k is a multiple of N).
     /// Where a frame's one wave ends with its slowest warp, this, not --time-warps, lowers what
-    /// fenced probes cost. Anything but `all` renders with the sampled build, as --time-warps does.
+    /// fenced probes cost. At the paper's geometry on the h100 preset every:8 is both cheaper
+    /// and truer than all (docs/PERFORMANCE.md, sampled timing). Anything but `all` renders with
+    /// the sampled build, as --time-warps does.
     #[arg(long, default_value_t = AccessPeriod::ALL)]
     pub time_accesses: AccessPeriod,
     /// Records each traced warp can keep (a ray of 500 steps makes up to 1000).

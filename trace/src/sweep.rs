@@ -342,7 +342,7 @@ mod tests {
             probe_error: Some(-0.875),
             probe_bias_cycles: Some(-350.0),
             truth_shift: None,
-            load_shift: None,
+            load_shift: Some(-0.0625),
             achieved_occupancy: Some(0.375),
             achieved_occupancy_bare: None,
         }

@@ -3,8 +3,8 @@
 //! On the emulator every load's issue cycle and the cycle its data reaches the register are
 //! known, so each timed access's probe reading can be compared with the access's true time
 //! (data return − issue; for a window that holds several loads, the last return − the first
-//! issue), and with the true time of the same access in the bare run. Two questions, two
-//! figures: `probe_error` is what the probe adds or misses; `truth_shift` is how much measuring
+//! issue), and with the true time of the same access in the bare run. Three figures:
+//! `probe_error` is what the probe adds or misses; `truth_shift` is how much measuring
 //! changed the timed accesses' own time, and `load_shift` how much it changed every load's. A
 //! GPU run has no ground truth and no `truth` section.
 

@@ -3,7 +3,8 @@
 //! at run time, so the binary also runs where there is none). Checked with binutils on every
 //! warpscope binary built in this target folder (the test's own build, the release build) and on
 //! the bundle's stripped copy when `dist/` holds one. And `gpu-check`, cut off by its budget,
-//! still leaves a report that says so.
+//! still leaves a report that says so. Every microbenchmark under `docs/gpu` is packed, named by
+//! the bundle's `experiments/run` and compiles as the GPU machine compiles it.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -194,4 +195,55 @@ fn gpu_check_on_the_emulator_passes_every_step() {
         "the verdict leads"
     );
     assert!(report.contains("the fence waits for the load"), "{report}");
+}
+
+/// The names `experiments/run` knows: the bundle script's `all="..."` list.
+fn experiment_names(script: &str) -> Vec<&str> {
+    let start = script
+        .find("\nall=\"")
+        .expect("the experiments' all=\"...\" list")
+        + 6;
+    let len = script[start..].find('"').expect("the list's closing quote");
+    script[start..start + len].split_whitespace().collect()
+}
+
+/// A GPU session is minutes long: a microbenchmark that does not compile, or that the bundle
+/// leaves out, should fail here rather than there. Built as `experiments/run` builds it (nvcc
+/// -O3, host code included), for sm_90, the GPU machines' architecture.
+#[test]
+fn every_microbenchmark_is_packed_named_and_compiles_for_sm_90() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let script = std::fs::read_to_string(root.join("scripts/gpu-bundle")).unwrap();
+    let names = experiment_names(&script);
+    let nvcc = kernels::nvcc_path().expect("nvcc (run scripts/setup-cuda)");
+    let scratch = tempfile::tempdir().unwrap();
+    let mut sources: Vec<PathBuf> = std::fs::read_dir(root.join("docs/gpu"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "cu"))
+        .collect();
+    sources.sort();
+    assert!(sources.len() >= 12, "{sources:?}");
+    for src in sources {
+        let stem = src.file_stem().unwrap().to_str().unwrap();
+        assert!(
+            script.contains(&format!("docs/gpu/{stem}.cu")),
+            "scripts/gpu-bundle does not pack docs/gpu/{stem}.cu"
+        );
+        assert!(
+            names.contains(&stem),
+            "experiments/run has no experiment named {stem}: {names:?}"
+        );
+        let out = Command::new(&nvcc)
+            .args(["-arch=sm_90", "-O3", "-c", "-o"])
+            .arg(scratch.path().join(format!("{stem}.o")))
+            .arg(&src)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "nvcc {stem}.cu: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }

@@ -140,15 +140,25 @@ pub struct SmConfig {
     pub cta_sc_fence_waits_for_loads: bool,
     /// The least time, in cycles, a GPU-scope fence (`membar.gl`, `fence.sc.gpu`,
     /// `fence.acq_rel.gpu`) takes from reaching the head of its warp to retiring, whatever the
-    /// warp has outstanding; it still waits for that too. On sm_90 such a fence is MEMBAR.SC.GPU,
-    /// ERRBAR, CGAERRBAR and CCTL.IVALL, and it took ~560 cycles more than no fence after a
-    /// store or an L1 hit on an H200 (a CTA fence: 15–22); see docs/gpu/2026-11-27-findings.md.
+    /// warp has outstanding; it still waits for that too (and `wide_fence_drain_cycles` more).
+    /// On sm_90 such a fence is MEMBAR.SC.GPU, ERRBAR, CGAERRBAR and CCTL.IVALL, and it took
+    /// ~560 cycles more than no fence after a store or an L1 hit on an H200 (a CTA fence:
+    /// 15–22); see docs/gpu/2026-11-27-findings.md.
     /// 0 (the default): only the wait for outstanding operations, for presets not measured.
     #[serde(default)]
     pub gpu_fence_cycles: u32,
     /// The same for a system-scope fence (`membar.sys`, `fence.*.sys`).
     #[serde(default)]
     pub sys_fence_cycles: u32,
+    /// Cycles a GPU- or system-scope fence takes after the last operation it waits for has
+    /// completed: it retires at the later of that and its own least time (`gpu_fence_cycles`,
+    /// `sys_fence_cycles`). After a load that missed to DRAM, `membar.gl` and
+    /// `fence.acq_rel.gpu` retired 130 and 138 cycles after `fence.acq_rel.cta`, which waits for
+    /// the load alone, on an H200 (104 and 125 on an H100); after an L1 hit their own time
+    /// decided (docs/gpu/fence-variants-2026-11-27.txt). 0 (the default): the fence retires
+    /// when the last operation completes.
+    #[serde(default)]
+    pub wide_fence_drain_cycles: u32,
     /// Cycles after its L1 lookup slot at which a global store is done for its warp: visible to
     /// the CTA, which is what a CTA-scope fence waits for (its write goes on to the L2 either
     /// way). Unset: `l1.latency_cycles`, the whole L1 stage. An H200 and an H100 both retired a

@@ -204,6 +204,39 @@ fn wide_fences_take_their_own_time_where_the_preset_says_so() {
     assert!(h100.sm.gpu_fence_cycles > 500 && h100.sm.sys_fence_cycles > 1000);
 }
 
+/// After a load that missed to DRAM, a GPU-scope fence retired 130–138 cycles after the CTA
+/// fence, which waits for the load alone, on an H200 (`sm.wide_fence_drain_cycles` of the h100
+/// preset); its own least time is shorter than that wait, so the drain decides. Presets without
+/// a drain retire it with the load, as the CTA fence.
+#[test]
+fn a_wide_fence_retires_its_drain_after_the_load_it_waits_for() {
+    for preset in ["h100", "v100"] {
+        let cfg = emulator::GpuConfig::preset(preset).unwrap();
+        let drain = u64::from(cfg.sm.wide_fence_drain_cycles);
+        assert_eq!(drain > 100, preset == "h100", "{preset}: drain {drain}");
+        let cta = measure("fence.acq_rel.cta;", false, preset);
+        for wide in [
+            "membar.gl;",
+            "fence.acq_rel.gpu;",
+            "fence.sc.gpu;",
+            "membar.sys;",
+        ] {
+            let own = u64::from(if wide == "membar.sys;" {
+                cfg.sm.sys_fence_cycles
+            } else {
+                cfg.sm.gpu_fence_cycles
+            });
+            let t = measure(wide, false, preset);
+            // The later of the load's data plus the drain and the fence's own time.
+            let expect = (cta + drain).max(own);
+            assert!(
+                t >= expect && t <= expect + 10,
+                "{preset}: {wide} {t} vs CTA fence {cta} + drain {drain}, own {own}"
+            );
+        }
+    }
+}
+
 #[test]
 fn same_launch_twice_is_identical() {
     let run = || {

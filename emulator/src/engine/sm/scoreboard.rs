@@ -6,6 +6,7 @@
 use super::{Stall, TWarp, WState};
 use crate::config::GpuConfig;
 use crate::ir::{Class, FENCE_GPU, FENCE_SC_CTA, FENCE_SYS, Op, Program};
+use crate::memory::is_token;
 
 /// Scoreboard registers an instruction's [`Step`] holds.
 const SHORT: usize = 4;
@@ -40,6 +41,9 @@ pub(in crate::engine) struct Step {
     /// A fence that waits for the warp's stores and atomics but not its loads (a `membar.cta`
     /// on a preset whose `sm.cta_sc_fence_waits_for_loads` is false).
     writes_only: bool,
+    /// A GPU- or system-scope fence: it retires [`Deps`]' `wide_drain` cycles after what it
+    /// waits for.
+    wide: bool,
     /// Floating-point operations per active lane (2 for an FMA; 1 for an add, subtract,
     /// multiply or divide; else 0): a table rather than a match at every issue, whose branches
     /// on the operation mispredicted.
@@ -53,6 +57,8 @@ pub(in crate::engine) struct Deps {
     steps: Vec<Step>,
     start: Vec<u32>,
     regs: Vec<u32>,
+    /// `sm.wide_fence_drain_cycles`.
+    wide_drain: u64,
 }
 
 impl Deps {
@@ -91,6 +97,7 @@ impl Deps {
                 writes: writes as u8,
                 long,
                 writes_only: skip_loads && x.op == Op::Membar && x.sub == FENCE_SC_CTA,
+                wide: x.op == Op::Membar && matches!(x.sub, FENCE_GPU | FENCE_SYS),
                 flops: match (x.class, x.op) {
                     (Class::Fp32 | Class::Fp64, Op::Fma) => 2,
                     (Class::Fp32 | Class::Fp64, Op::Add | Op::Sub | Op::Mul | Op::Div) => 1,
@@ -99,7 +106,12 @@ impl Deps {
             });
         }
         start.push(regs.len() as u32);
-        Deps { steps, start, regs }
+        Deps {
+            steps,
+            start,
+            regs,
+            wide_drain: u64::from(cfg.sm.wide_fence_drain_cycles),
+        }
     }
 
     /// The slot that pads short entries: one past the program's own, never written, so its
@@ -168,11 +180,16 @@ pub(super) fn refresh(w: &mut TWarp, deps: &Deps) {
         Stall::Scoreboard
     };
     if step.op == Op::Membar {
-        let drained = if step.writes_only {
+        let mut drained = if step.writes_only {
             w.outstanding_writes
         } else {
             w.outstanding
         };
+        // A wide fence's own work after the wait (0: nothing outstanding yet). A token stays
+        // as it is: `take_in` refreshes the warp once its value is known.
+        if step.wide && drained > 0 && !is_token(drained) {
+            drained += deps.wide_drain;
+        }
         // The fence reached the head of the warp when its predecessor let the next instruction
         // issue (`next_ok`); its own cost runs from there, beside the wait for what it orders.
         let waits_for = if step.fence_cycles > 0 {

@@ -155,10 +155,10 @@ pub struct SmConfig {
     /// `sys_fence_cycles`). After a load that missed to DRAM, `membar.gl` and
     /// `fence.acq_rel.gpu` retired 130 and 138 cycles after `fence.acq_rel.cta`, which waits for
     /// the load alone, on an H200 (104 and 125 on an H100); after an L1 hit their own time
-    /// decided (docs/gpu/fence-variants-2026-11-27.txt). 0 (the default): the fence retires
-    /// when the last operation completes.
-    #[serde(default)]
-    pub wide_fence_drain_cycles: u32,
+    /// decided (docs/gpu/fence-variants-2026-11-27.txt). Unset: the fence retires when the last
+    /// operation completes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wide_fence_drain_cycles: Option<u32>,
     /// Cycles after its L1 lookup slot at which a global store is done for its warp: visible to
     /// the CTA, which is what a CTA-scope fence waits for (its write goes on to the L2 either
     /// way). Unset: `l1.latency_cycles`, the whole L1 stage. An H200 and an H100 both retired a

@@ -212,7 +212,7 @@ fn wide_fences_take_their_own_time_where_the_preset_says_so() {
 fn a_wide_fence_retires_its_drain_after_the_load_it_waits_for() {
     for preset in ["h100", "v100"] {
         let cfg = emulator::GpuConfig::preset(preset).unwrap();
-        let drain = u64::from(cfg.sm.wide_fence_drain_cycles);
+        let drain = u64::from(cfg.sm.wide_fence_drain_cycles.unwrap_or(0));
         assert_eq!(drain > 100, preset == "h100", "{preset}: drain {drain}");
         let cta = measure("fence.acq_rel.cta;", false, preset);
         for wide in [

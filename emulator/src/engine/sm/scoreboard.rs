@@ -110,7 +110,7 @@ impl Deps {
             steps,
             start,
             regs,
-            wide_drain: u64::from(cfg.sm.wide_fence_drain_cycles),
+            wide_drain: u64::from(cfg.sm.wide_fence_drain_cycles.unwrap_or(0)),
         }
     }
 

@@ -269,9 +269,20 @@ fn the_report_reads_each_probe_beside_the_true_access_time() {
     let header: Vec<&str> = sites.lines().next().unwrap().split(',').collect();
     let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
     let (accesses, timed, thin) = (col("accesses"), col("timed_accesses"), col("thin"));
+    let (probe, bare, vs) = (
+        col("probe_mean_cycles"),
+        col("bare_true_mean_cycles"),
+        col("probe_vs_bare"),
+    );
     let mut thin_rows = 0;
     for line in sites.lines().skip(1) {
         let f: Vec<&str> = line.split(',').collect();
+        // The reading against the bare build's true time of the same accesses.
+        let num = |i: usize| f[i].parse::<f64>().unwrap();
+        assert!(
+            (num(vs) - (num(probe) / num(bare) - 1.0)).abs() < 1e-9,
+            "{line}"
+        );
         let n: u64 = f[timed].parse().unwrap();
         // Every warp is traced here, so every timed access is compared.
         assert_eq!(f[accesses].parse::<f64>().unwrap(), n as f64, "{line}");
@@ -281,6 +292,11 @@ fn the_report_reads_each_probe_beside_the_true_access_time() {
     assert!(thin_rows > 0, "a 32×32 image gives thin sites: {sites}");
     let md = std::fs::read_to_string(sweep.join("report/report.md")).unwrap();
     assert!(md.contains("Probe against the true access time"), "{md}");
+    assert!(
+        md.contains("Each site's mean reading against the bare build's true time")
+            && md.contains("of 2 within 5 %"),
+        "{md}"
+    );
     assert!(
         md.contains(&format!("Thinly sampled: {thin_rows} of 4 sites")),
         "{md}"

@@ -62,6 +62,14 @@ impl TruthStats {
             truth_shift: bare_mean.map(|_| here / there - 1.0),
         })
     }
+
+    /// (probe mean − bare true mean) ÷ bare true mean: the reading against what the same
+    /// accesses take without probes, the probe's error and measuring's shift together. `None`
+    /// when the bare run had none of them.
+    pub fn probe_vs_bare(&self) -> Option<f64> {
+        let bare = self.bare_true_mean_cycles.filter(|&b| b > 0.0)?;
+        Some(self.probe_mean_cycles / bare - 1.0)
+    }
 }
 
 /// One probe site's [`TruthStats`].
@@ -124,5 +132,8 @@ mod tests {
         assert!(TruthStats::from_sums(0, 0.0, 0.0, (0, 0.0, 0.0)).is_none());
         let alone = TruthStats::from_sums(1, 5.0, 50.0, (0, 0.0, 0.0)).unwrap();
         assert_eq!((alone.truth_shift, alone.probe_error), (None, -0.9));
+        // The reading, 110 cycles, against the bare run's 106.7.
+        assert!((s.probe_vs_bare().unwrap() - (110.0 * 3.0 / 320.0 - 1.0)).abs() < 1e-12);
+        assert_eq!(alone.probe_vs_bare(), None);
     }
 }

@@ -22,6 +22,10 @@ pub(crate) const HIT_RATE_TOLERANCE: f64 = 0.02;
 /// sampled. Over 1,000 accesses the standard error of a mean is 3 % of the accesses' spread.
 pub(crate) const THIN_ACCESSES: u64 = 1_000;
 
+/// How far a site's mean reading may be from the bare build's true time and still count as
+/// true: the bound the sampling default is chosen against.
+const SITE_TOLERANCE: f64 = 0.05;
+
 /// The verdict lines, the per-run table, and the per-site ground truth (empty without one).
 pub(crate) struct Perturbation {
     pub verdict: Vec<String>,
@@ -243,6 +247,7 @@ fn site_truth(runs: &[Run]) -> Table {
     table.push("probe_bias_cycles", num(&|t| Some(t.probe_bias_cycles)));
     table.push("bare_true_mean_cycles", num(&|t| t.bare_true_mean_cycles));
     table.push("truth_shift", num(&|t| t.truth_shift));
+    table.push("probe_vs_bare", num(&TruthStats::probe_vs_bare));
     let timed: Vec<u64> = rows
         .iter()
         .map(|(r, s)| timed_accesses(r, s.site))
@@ -299,6 +304,7 @@ fn truth_verdict(rows: &[&SweepRow], runs: &[Run], modes: &[&str]) -> Vec<String
     let signed_pct = |x: f64| format!("{:+.1} %", x * 100.0);
     let mut reading = Vec::new();
     let mut shift = Vec::new();
+    let mut against_bare = Vec::new();
     for &m in modes {
         let of = |f: fn(&SweepRow) -> Option<f64>| -> Vec<f64> {
             rows.iter()
@@ -349,6 +355,22 @@ fn truth_verdict(rows: &[&SweepRow], runs: &[Run], modes: &[&str]) -> Vec<String
                 .unwrap_or_default();
             shift.push(format!("{m} {timed} for the timed accesses{every}"));
         }
+        let sites: Vec<f64> = runs
+            .iter()
+            .filter(|r| r.files.row.mode == m)
+            .filter_map(|r| r.files.truth.as_ref())
+            .flat_map(|t| t.sites.iter().filter_map(|s| s.stats.probe_vs_bare()))
+            .collect();
+        if let Some((lo, hi)) = range(sites.iter().copied()) {
+            let within = sites.iter().filter(|x| x.abs() <= SITE_TOLERANCE).count();
+            against_bare.push(format!(
+                "{m} {} to {} ({within} of {} within {})",
+                signed_pct(lo),
+                signed_pct(hi),
+                sites.len(),
+                pct(SITE_TOLERANCE, 0)
+            ));
+        }
     }
     let mut v = Vec::new();
     if !reading.is_empty() {
@@ -361,6 +383,12 @@ fn truth_verdict(rows: &[&SweepRow], runs: &[Run], modes: &[&str]) -> Vec<String
         v.push(format!(
             "What measuring did to the accesses' true time (probed ÷ bare build − 1, the median over the runs): {}.",
             shift.join("; ")
+        ));
+    }
+    if !against_bare.is_empty() {
+        v.push(format!(
+            "Each site's mean reading against the bare build's true time of the same accesses (`probe_vs_bare` in truth_sites.csv: the probe's error and measuring's shift together), over the runs' sites: {}.",
+            against_bare.join("; ")
         ));
     }
     v

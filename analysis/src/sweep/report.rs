@@ -193,7 +193,7 @@ pub(crate) fn document(a: &Analysis) -> Doc {
     b.push(Block::Table(a.perturbation.table.text_rows(None)));
     if a.perturbation.sites.height() > 0 {
         b.push(Block::para(
-            format!("Per site (`truth_sites.csv`): the probe's mean reading beside the true mean time of the same accesses (the emulator's issue and data-return cycles), and that time in the bare build; `accesses` counts the accesses compared, `timed_accesses` every timed warp's, and `thin` marks a site with fewer than {} of those.", crate::sweep::perturbation::THIN_ACCESSES),
+            format!("Per site (`truth_sites.csv`): the probe's mean reading beside the true mean time of the same accesses (the emulator's issue and data-return cycles), and that time in the bare build; `probe_vs_bare` is the reading against the bare time, what a user reads against what the unprobed kernel does; `accesses` counts the accesses compared, `timed_accesses` every timed warp's, and `thin` marks a site with fewer than {} of those.", crate::sweep::perturbation::THIN_ACCESSES),
         ));
         b.push(Block::Table(a.perturbation.sites.text_rows(None)));
     }

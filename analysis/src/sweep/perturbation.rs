@@ -387,7 +387,7 @@ fn truth_verdict(rows: &[&SweepRow], runs: &[Run], modes: &[&str]) -> Vec<String
     }
     if !against_bare.is_empty() {
         v.push(format!(
-            "Each site's mean reading against the bare build's true time of the same accesses (`probe_vs_bare` in truth_sites.csv: the probe's error and measuring's shift together), over the runs' sites: {}.",
+            "Each site's mean reading against the bare build's true time of the same accesses (probe_vs_bare in truth_sites.csv: the probe's error and measuring's shift together), over the runs' sites: {}.",
             against_bare.join("; ")
         ));
     }

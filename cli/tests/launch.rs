@@ -41,8 +41,12 @@ fn counting_nvcc(dir: &Path) -> (PathBuf, PathBuf) {
     let real = kernels::nvcc_path().expect("nvcc (scripts/setup-cuda)");
     let log = dir.join("calls.log");
     let script = dir.join("nvcc");
+    // `cp` writes the script, not this process: a child that another test's thread forks while
+    // this process holds the file open for writing keeps it open until it execs, and running
+    // the script then fails with ETXTBSY.
+    let draft = dir.join("nvcc.draft");
     std::fs::write(
-        &script,
+        &draft,
         format!(
             "#!/bin/sh\necho \"$@\" >> '{}'\nexec '{}' \"$@\"\n",
             log.display(),
@@ -50,7 +54,15 @@ fn counting_nvcc(dir: &Path) -> (PathBuf, PathBuf) {
         ),
     )
     .unwrap();
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&draft, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let cp = std::process::Command::new("cp")
+        .arg(&draft)
+        .arg(&script)
+        .status();
+    assert!(
+        cp.as_ref().is_ok_and(|s| s.success()),
+        "cp {draft:?}: {cp:?}"
+    );
     (script, log)
 }
 

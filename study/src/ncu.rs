@@ -504,12 +504,24 @@ mod tests {
     }
 
     /// An executable shell script `name` in `dir` with `body` after the shebang: a stand-in ncu.
+    /// `cp` writes it from a draft, not this process: a child that another test's thread forks
+    /// while this process holds the file open for writing keeps it open until it execs, and
+    /// running the script then fails with ETXTBSY (which `run_ncu` takes for an old ncu).
     #[cfg(unix)]
     fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
         use std::os::unix::fs::PermissionsExt;
+        let draft = dir.join(format!("{name}.draft"));
+        std::fs::write(&draft, format!("#!/bin/sh\n{body}")).unwrap();
+        std::fs::set_permissions(&draft, std::fs::Permissions::from_mode(0o755)).unwrap();
         let p = dir.join(name);
-        std::fs::write(&p, format!("#!/bin/sh\n{body}")).unwrap();
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let cp = std::process::Command::new("cp")
+            .arg(&draft)
+            .arg(&p)
+            .status();
+        assert!(
+            cp.as_ref().is_ok_and(|s| s.success()),
+            "cp {draft:?} {p:?}: {cp:?}"
+        );
         p
     }
 

@@ -82,10 +82,11 @@ __global__ void pair(const unsigned* p, unsigned long long* start, int follower,
   const uint64_t issued = gtime();
   const long long c0 = clock64();
   const unsigned v = load_cg(a);
-  // The clock waits for the value: a use of it that the compiler cannot drop.
-  unsigned w;
-  asm volatile("add.u32 %0, %1, 0;" : "=r"(w) : "r"(v) : "memory");
+  // The clock waits for the load: a CTA fence waits for the loads before it (fence-variants.cu).
+  // A use of the value does not do it: ptxas folded an `add 0` away, and the clock then read 2.
+  asm volatile("fence.acq_rel.cta;" ::: "memory");
   const long long c1 = clock64();
+  const unsigned w = v;
   atomicAdd(reinterpret_cast<unsigned long long*>(&out[6]), (unsigned long long)w);
   if (lane == 0) {
     if (lead) {

@@ -8,7 +8,7 @@ use emulator::GpuConfig;
 use trace::{ProbeMode, SweepRow};
 
 use crate::error::CalibrationError;
-use crate::experiments::{self, DramRun, FenceRig, SharedRig};
+use crate::experiments::{self, ContentionRig, DramRun, DummyClosingRig, FenceRig, SharedRig};
 use crate::table::{DramPattern, Extreme, Measure, PaperShape, PaperView, Table, round_model};
 
 /// Which rows to compute.
@@ -60,6 +60,8 @@ struct Lab {
     frames_dir: PathBuf,
     fence: Option<FenceRig>,
     shared: Option<SharedRig>,
+    dummy: Option<DummyClosingRig>,
+    contention: Option<ContentionRig>,
     /// Keyed by pattern and blocks per SM (none: the whole grid at once).
     dram: BTreeMap<(DramPattern, Option<u32>), DramRun>,
     frames: Option<Vec<SweepRow>>,
@@ -74,6 +76,8 @@ impl Lab {
             frames_dir,
             fence: None,
             shared: None,
+            dummy: None,
+            contention: None,
             dram: BTreeMap::new(),
             frames: None,
             done: BTreeMap::new(),
@@ -125,6 +129,20 @@ impl Lab {
                     None => self.shared.insert(SharedRig::new(&self.root, &self.cfg)?),
                 };
                 rig.step(*op, *lanes)
+            }
+            Measure::DummyClosing { closing } => {
+                let rig = match &mut self.dummy {
+                    Some(r) => r,
+                    None => self
+                        .dummy
+                        .insert(DummyClosingRig::new(&self.root, &self.cfg)?),
+                };
+                rig.l1_window(*closing)
+            }
+            Measure::DivergentLoad { mode } => self.contention()?.divergent_window(*mode),
+            Measure::Reduce7Sum => self.contention()?.reduce7_sum(),
+            Measure::AtomicRate { pattern, words } => {
+                self.contention()?.atomic_rate(*pattern, *words)
             }
             Measure::CorpusOutputs => {
                 let mut matching = 0usize;
@@ -203,6 +221,14 @@ impl Lab {
                 })
             }
         }
+    }
+
+    fn contention(&mut self) -> Result<&mut ContentionRig, CalibrationError> {
+        let rig = match self.contention.take() {
+            Some(r) => r,
+            None => ContentionRig::new(&self.root, &self.cfg)?,
+        };
+        Ok(self.contention.insert(rig))
     }
 
     /// `field` of the bare build's run of one paper-scale frame.

@@ -25,13 +25,17 @@ enum Section {
     HitRates,
     Occupancy,
     ProbeCost,
+    Dummies,
+    Contention,
 }
 
 impl Section {
-    const ALL: [Section; 9] = [
+    const ALL: [Section; 11] = [
         Section::Latency,
         Section::Fences,
+        Section::Dummies,
         Section::Shared,
+        Section::Contention,
         Section::Dram,
         Section::Corpus,
         Section::Frames,
@@ -51,6 +55,10 @@ impl Section {
             Measure::TexHitRate { .. } | Measure::L2HitRate { .. } => Section::HitRates,
             Measure::AchievedOccupancy { .. } => Section::Occupancy,
             Measure::Overhead { .. } => Section::ProbeCost,
+            Measure::DummyClosing { .. } => Section::Dummies,
+            Measure::DivergentLoad { .. } | Measure::Reduce7Sum | Measure::AtomicRate { .. } => {
+                Section::Contention
+            }
         }
     }
 
@@ -65,6 +73,8 @@ impl Section {
             Section::HitRates => "Texture and L2 hit rates of the study's frames",
             Section::Occupancy => "Achieved occupancy of the study's frames",
             Section::ProbeCost => "The probes' cost",
+            Section::Dummies => "Dummy closings",
+            Section::Contention => "Contended atomics, divergent loads and shuffles",
         }
     }
 
@@ -82,6 +92,22 @@ impl Section {
                  the mean of the 31 warm ones. Its L2-hit case and its stores to lines in L2 are \
                  not here: on the GPU a first launch puts the lines in L2, and every emulator \
                  launch starts with cold caches."
+            }
+            Section::Dummies => {
+                "`docs/gpu/dummy-closing.cu`'s kernels on the emulator, one thread, 32 windows \
+                 `t0 = clock; load; closing; t1 = clock` around an L1 hit (the same word each \
+                 time), the mean of the 31 warm ones: the fence, fence-variants.cu's dummy (a \
+                 predicated-off global store to the `sink` parameter), the same dummy with the \
+                 address in a register, and warpscope's own dummy. Its L2-hit case is not here, \
+                 for the reason the fences' is not."
+            }
+            Section::Contention => {
+                "`docs/gpu/contention.cu`'s kernels on the emulator, launched as its `main` \
+                 launches them: contended global atomics per SM clock (2,048 blocks of 1,024 \
+                 threads, 16 `atomicAdd` each; recorded with `--expensive`), lane 0's window \
+                 around one warp's 32 loads of cold lines 4 KiB apart (one launch: each starts \
+                 with cold caches), and the sum reduce7's last step gives lane 0 when its \
+                 shuffles read lanes that have exited."
             }
             Section::Shared => {
                 "`docs/gpu/shared-latency.cu`'s chases on the emulator: cycles per step over 256 \

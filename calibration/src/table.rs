@@ -98,6 +98,10 @@ pub enum Unit {
     Percent,
     /// A count of corpus files.
     Files,
+    /// Operations per SM clock cycle.
+    OpsPerClock,
+    /// A value a kernel computes.
+    Value,
 }
 
 impl Unit {
@@ -110,6 +114,8 @@ impl Unit {
             Unit::Ratio => "×",
             Unit::Percent => "%",
             Unit::Files => "files",
+            Unit::OpsPerClock => "ops/clock",
+            Unit::Value => "",
         }
     }
 }
@@ -247,6 +253,17 @@ pub enum Measure {
     /// The probes' cost over the study's 16 paper-scale frames: probed ÷ bare kernel time of
     /// `mode`, the lowest or the highest.
     Overhead { mode: ProbeMode, extreme: Extreme },
+    /// `docs/gpu/dummy-closing.cu`: mean cycles of a window around an L1 hit closed by `closing`.
+    DummyClosing { closing: DummyClose },
+    /// `docs/gpu/contention.cu`: lane 0's cycles of one warp's window around its 32 lanes' loads
+    /// of 32 cold lines, closed as `mode` closes it (naive, dummy or fence).
+    DivergentLoad { mode: ProbeMode },
+    /// `docs/gpu/contention.cu`: the sum lane 0 gets from reduce7's last step, whose shuffles
+    /// read lanes that have exited.
+    Reduce7Sum,
+    /// `docs/gpu/contention.cu`: contended global atomics per SM clock, `pattern` over `words`
+    /// words in all.
+    AtomicRate { pattern: AtomicPattern, words: u32 },
 }
 
 impl Measure {
@@ -262,6 +279,7 @@ impl Measure {
                 | Measure::L2HitRate { .. }
                 | Measure::AchievedOccupancy { .. }
                 | Measure::Overhead { .. }
+                | Measure::AtomicRate { .. }
         )
     }
 
@@ -321,6 +339,21 @@ impl Measure {
                 extreme.word(),
                 mode.name()
             ),
+            Measure::DummyClosing { closing } => format!(
+                "`docs/gpu/dummy-closing.cu`'s L1-hit window closed by {} on the emulator",
+                closing.label()
+            ),
+            Measure::DivergentLoad { mode } => format!(
+                "`docs/gpu/contention.cu`'s window around 32 lanes' cold loads ({}) on the emulator",
+                mode.name()
+            ),
+            Measure::Reduce7Sum => {
+                "`docs/gpu/contention.cu`'s reduce7 step on the emulator, lane 0's sum".into()
+            }
+            Measure::AtomicRate { pattern, words } => format!(
+                "`docs/gpu/contention.cu`'s atomics, {} over {words} words, on the emulator (--expensive)",
+                pattern.label()
+            ),
         }
     }
 
@@ -376,6 +409,27 @@ impl Measure {
                         mode.name()
                     )
                 }),
+            Measure::DivergentLoad { mode } => {
+                matches!(mode, ProbeMode::Naive | ProbeMode::Dummy | ProbeMode::Fence)
+                    .then_some(())
+                    .ok_or_else(|| {
+                        format!(
+                            "contention.cu closes its window naive, dummy or fence, not {}",
+                            mode.name()
+                        )
+                    })
+            }
+            Measure::AtomicRate { pattern, words } => pattern
+                .words()
+                .contains(words)
+                .then_some(())
+                .ok_or_else(|| {
+                    format!(
+                        "contention.cu runs {} over other words than {words}",
+                        pattern.label()
+                    )
+                }),
+            Measure::DummyClosing { .. } | Measure::Reduce7Sum => Ok(()),
             // Typed: a shape or view the paper does not have is refused when the table is read.
             Measure::PaperFrame { .. }
             | Measure::TexHitRate { .. }
@@ -506,6 +560,72 @@ impl Closing {
             Closing::FenceAcqRelGpu => "fence.acq_rel.gpu",
             Closing::MembarSys => "membar.sys",
             Closing::Dummy => "dummy",
+        }
+    }
+}
+
+/// The closing of `dummy-closing.cu`'s window (its template argument `V`, in this order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DummyClose {
+    /// `fence.acq_rel.cta`.
+    Fence,
+    /// fence-variants.cu's dummy: a predicated-off global store to the `sink` parameter.
+    DummyParam,
+    /// The same store to an address loaded into a register before the loop.
+    DummyRegister,
+    /// warpscope's own dummy: a predicated-off shared store, its predicate a run-time zero.
+    DummyWarpscope,
+}
+
+impl DummyClose {
+    pub fn variant(self) -> u32 {
+        self as u32
+    }
+
+    /// The name the experiment prints.
+    pub fn label(self) -> &'static str {
+        match self {
+            DummyClose::Fence => "fence",
+            DummyClose::DummyParam => "dummy-c",
+            DummyClose::DummyRegister => "dummy-r",
+            DummyClose::DummyWarpscope => "dummy-ws",
+        }
+    }
+}
+
+/// The contended atomics of `contention.cu` (its template argument `MODE`, in this order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AtomicPattern {
+    /// Every lane of a warp adds to the warp's one word.
+    LanesOnOneWord,
+    /// Each lane adds to a word of its own, 32 consecutive words per warp.
+    #[serde(rename = "lanes_on_32_words")]
+    LanesOn32Words,
+    /// Lane 0 alone adds (a warp-aggregated counter).
+    OneLanePerWarp,
+}
+
+impl AtomicPattern {
+    pub fn mode(self) -> u32 {
+        self as u32
+    }
+
+    /// The words in all that the experiment runs the pattern over.
+    pub fn words(self) -> &'static [u32] {
+        match self {
+            AtomicPattern::LanesOnOneWord => &[1, 32, 1024],
+            AtomicPattern::LanesOn32Words => &[32, 1024],
+            AtomicPattern::OneLanePerWarp => &[1],
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            AtomicPattern::LanesOnOneWord => "a warp's lanes on one word",
+            AtomicPattern::LanesOn32Words => "a warp's lanes on 32 words",
+            AtomicPattern::OneLanePerWarp => "one lane per warp",
         }
     }
 }

@@ -388,6 +388,22 @@ pub struct L2Config {
     /// twice the time of reading them all; set to 32, it took 1.1x (docs/gpu/dram-granularity.cu).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fetch_bytes: Option<u32>,
+    /// Each slice's atomic unit, which serves the read-modify-writes of global atomics one request
+    /// after another, per L2 line a request touches: `same_address_cycles` per operation on its
+    /// most contended word, plus `address_cycles` per further word. Unset: a request's lanes on
+    /// one word add a cycle each and requests of different warps are not serialised. On an H200
+    /// atomics to one word ran at 0.69 per SM clock whether one lane of each warp or all 32 sent
+    /// them, and a warp's 32 lanes on 32 words of one line at 6.9 (docs/gpu/contention.cu).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub atomic_unit: Option<AtomicUnit>,
+}
+
+/// The L2 slice's atomic unit (`l2.atomic_unit`); cycles are SM cycles, fractions allowed.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AtomicUnit {
+    pub same_address_cycles: f64,
+    pub address_cycles: f64,
 }
 
 /// Device memory: a latency and a bandwidth shared by all slices, and optionally its rows.
@@ -712,6 +728,11 @@ impl GpuConfig {
                 ("line_bytes", l2.line_bytes),
             )
             .map_err(|m| err("l2.fetch_bytes", m))?;
+        }
+        if let Some(u) = l2.atomic_unit {
+            positive_f64(u.same_address_cycles)
+                .map_err(|m| err("l2.atomic_unit.same_address_cycles", m))?;
+            positive_f64(u.address_cycles).map_err(|m| err("l2.atomic_unit.address_cycles", m))?;
         }
         positive_f64(self.dram.bandwidth_bytes_per_cycle)
             .map_err(|m| err("dram.bandwidth_bytes_per_cycle", m))?;

@@ -217,15 +217,16 @@ mod tests {
 
     #[test]
     fn paths_too_many_to_follow_leave_each_register_a_slot_of_its_own() {
-        // 2,100 branches to the end, each path spanning all the code after it: about 4.4
-        // million steps of path, past the budget for these 2,101 registers (about 2 million).
+        // 2,100 branches to the end (a last instruction before `ret`, so that they stay
+        // branches), each path spanning all the code after it: about 4.4 million steps of path,
+        // past the budget for these 2,101 registers (about 2 million).
         let n = 2100;
         let mut body = format!("  .reg .pred %p<{n}>;\n  .reg .b32 %r<2>;\n");
         body += "  ld.param.u32 %r1, [k_p1];\n";
         for k in 0..n {
             body += &format!("  setp.eq.s32 %p{k}, %r1, {k};\n  @%p{k} bra $END;\n");
         }
-        body += "$END:\n  ret;";
+        body += "$END:\n  add.s32 %r1, %r1, 1;\n  ret;";
         let p = crate::decode::test_kernel(&body);
         let (_, slots) = super::pack(&p.insts, p.slot_of.len() as u32);
         assert_eq!(slots, n + 1);

@@ -260,3 +260,8 @@ pub(crate) fn dram_run(
         useful_gb_s: useful / o.kernel_ms / 1e6,
     })
 }
+
+mod contention;
+mod dummy_closing;
+pub(crate) use contention::ContentionRig;
+pub(crate) use dummy_closing::DummyClosingRig;

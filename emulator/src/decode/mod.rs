@@ -249,6 +249,7 @@ fn decode_kernel<'m>(
             None => return perr(line, 1, format!("unknown label '{label}'")),
         }
     }
+    branches_to_exit_exit(&mut k.insts);
     // Dynamic shared memory starts after the static variables, 16-byte aligned.
     let dyn_off = align_up(k.shared_bytes, 16) as u32;
     for name in std::mem::take(&mut k.dyn_shared) {
@@ -541,6 +542,28 @@ const MAX_LOCAL_BYTES: u64 = 512 * 1024;
 pub(crate) const DYN_SHARED_SYM: u32 = u32::MAX;
 
 /// Kernel `k(.param .u64 k_p0, .param .u32 k_p1)` with `body`, decoded: for tests.
+/// A branch whose target ends the thread (an unguarded `exit`, or `ret` in a kernel, possibly
+/// through unguarded branches) becomes that exit, guarded as the branch was: ptxas emits such a
+/// branch as `@p EXIT`, so on silicon its lanes have exited, where they would otherwise wait at the
+/// reconvergence point. A shuffle that reads them sees the difference (an exited lane reads 0).
+fn branches_to_exit_exit(insts: &mut [Inst]) {
+    let ends = |insts: &[Inst], mut t: usize| {
+        for _ in 0..insts.len() {
+            match insts.get(t) {
+                Some(x) if x.guard == Opnd::None && x.op == Op::Exit => return true,
+                Some(x) if x.guard == Opnd::None && x.op == Op::Bra => t = x.target as usize,
+                _ => return false,
+            }
+        }
+        false
+    };
+    for k in 0..insts.len() {
+        if insts[k].op == Op::Bra && ends(insts, insts[k].target as usize) {
+            insts[k].op = Op::Exit;
+        }
+    }
+}
+
 #[cfg(test)]
 pub(crate) fn test_kernel(body: &str) -> Program {
     let src = format!(

@@ -156,7 +156,9 @@ fn run_rounds(
             }
         }
     }
-    Ok(output(&mut sms))
+    // A grid is done when its atomics are performed, not when its last warp exits: a warp does
+    // not wait for an atomic whose value it never reads.
+    Ok(output(&mut sms, below.atomics_done))
 }
 
 /// The SMs and their memory sides between rounds (all present) and during one (those handed to
@@ -566,7 +568,7 @@ fn look_out<'a>(
     }
 }
 
-fn output(sms: &mut [Sm]) -> LaunchOutput {
+fn output(sms: &mut [Sm], atomics_done: u64) -> LaunchOutput {
     let sm_cycles: Vec<u64> = sms.iter().map(|s| s.cycle).collect();
     let mut class_counts = [0u64; NCLASS];
     let mut stalls = [0u64; 6];
@@ -603,7 +605,12 @@ fn output(sms: &mut [Sm]) -> LaunchOutput {
     loads.sort_unstable_by_key(|e| (e.warp, e.issue));
     LaunchOutput {
         loads,
-        cycles: sm_cycles.iter().copied().max().unwrap_or(0),
+        cycles: sm_cycles
+            .iter()
+            .copied()
+            .max()
+            .unwrap_or(0)
+            .max(atomics_done),
         sm_cycles,
         warp_instructions,
         thread_instructions,

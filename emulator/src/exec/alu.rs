@@ -600,6 +600,9 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
         Op::Shfl => {
             let mut mm = [0u64; 32];
             c.fetch(x.s[3], w, &mut mm);
+            // PTX leaves a value read from an exited lane undefined; on an H200 it reads 0
+            // (docs/gpu/contention.cu), which is what makes cuda-samples' reduce7 sum right.
+            let live = w.stack.iter().fold(0u32, |m, e| m | e.mask);
             let mut p = [0u64; 32];
             for l in 0..32usize {
                 let bval = (b[l] & 31) as i32;
@@ -618,7 +621,7 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
                     }
                 };
                 let j = if ok && (0..32).contains(&j) { j } else { lane };
-                r[l] = a[j as usize];
+                r[l] = if live >> j & 1 == 1 { a[j as usize] } else { 0 };
                 p[l] = ok as u64;
             }
             put(&mut w.regs, x.d[0], m, &r, 0xFFFF_FFFF);

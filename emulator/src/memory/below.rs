@@ -246,6 +246,8 @@ impl Rows {
 pub(super) struct Slice {
     cache: Cache,
     port: BandwidthQueue,
+    /// When the atomic unit is next free, in hundredths of a cycle.
+    atomic_free_centi: u64,
 }
 
 /// Everything below the SMs: L2 slices and DRAM.
@@ -268,6 +270,8 @@ pub(crate) struct Below {
     pend: Pend,
     /// The issue cycle of the request answered last: no later request arrives before it.
     floor: u64,
+    /// The latest cycle an atomic was performed at its slice: a launch ends no earlier.
+    pub(crate) atomics_done: u64,
 }
 
 /// How an L2 line is used by a request from above.
@@ -275,8 +279,12 @@ pub(crate) struct Below {
 pub(super) enum L2Op {
     Read,
     Write,
-    /// Read-modify-write at L2; the extra cycles the slice spends on same-word serialization.
-    Atomic(u64),
+    /// Read-modify-write at L2: the extra cycles the slice spends on same-word serialization,
+    /// or, with an atomic unit, the hundredths of a cycle the request holds it.
+    Atomic {
+        extra: u64,
+        unit_centi: u64,
+    },
 }
 
 impl Below {
@@ -295,6 +303,7 @@ impl Below {
         let slice = Slice {
             cache: Cache::new(&slice_cfg),
             port: BandwidthQueue::new(cfg.l2.bandwidth_bytes_per_cycle),
+            atomic_free_centi: 0,
         };
         Below {
             line_shift: slice.cache.line_shift(),
@@ -316,6 +325,7 @@ impl Below {
             dram_bytes_written: 0,
             pend: Pend::default(),
             floor: 0,
+            atomics_done: 0,
         }
     }
 
@@ -379,6 +389,7 @@ impl Below {
             dram_bytes_written,
             pend,
             floor,
+            atomics_done,
             ..
         } = self;
         let Some(slice) = slices.get_mut(slice_idx) else {
@@ -407,7 +418,7 @@ impl Below {
             l2.evictions += evicted(ev, start, dram);
             return hit_done;
         }
-        if let L2Op::Atomic(extra) = op {
+        if let L2Op::Atomic { extra, .. } = op {
             slice.port.extend(extra);
         }
         let lk = slice.cache.lookup(local, mask, start, pend);
@@ -436,8 +447,14 @@ impl Below {
             l2.evictions += evicted(ev, start, dram);
             done = done.max(ready);
         }
-        if let L2Op::Atomic(extra) = op {
+        if let L2Op::Atomic { extra, unit_centi } = op {
             done += extra;
+            if unit_centi > 0 {
+                let begin = (done * 100).max(slice.atomic_free_centi);
+                slice.atomic_free_centi = begin + unit_centi;
+                done = slice.atomic_free_centi.div_ceil(100);
+            }
+            *atomics_done = (*atomics_done).max(done);
             // The read-modify-write result stays dirty in L2.
             let ev = slice.cache.fill(local, mask, done, start, true, pend);
             l2.evictions += evicted(ev, start, dram);

@@ -64,7 +64,7 @@ mod coalesce;
 mod pending;
 mod record;
 
-use crate::config::GpuConfig;
+use crate::config::{AtomicUnit, GpuConfig};
 pub(crate) use below::Below;
 use below::L2Op;
 use cache::{Cache, Mshrs};
@@ -170,6 +170,7 @@ struct Lat {
     shared_bank_width: u32,
     /// Cycles per further lane of a warp's atomic on one shared word.
     shared_same_word_atomic: f64,
+    atomic_unit: Option<AtomicUnit>,
     l2_line_shift: u32,
     l2_sector_shift: u32,
 }
@@ -469,8 +470,48 @@ impl SmMem {
     /// Atomics run at the L2: done when the last line's read-modify-write is acknowledged.
     fn atomic(&mut self, now: u64, req: &MemRequest) -> u64 {
         self.counters.atomics += 1;
-        let serial = u64::from(max_same_address(req.lanes, &mut self.addrs).saturating_sub(1));
-        self.through_l1(now, req, L2Op::Atomic(serial))
+        let extra = if self.lat.atomic_unit.is_some() {
+            0
+        } else {
+            u64::from(max_same_address(req.lanes, &mut self.addrs).saturating_sub(1))
+        };
+        self.through_l1(
+            now,
+            req,
+            L2Op::Atomic {
+                extra,
+                unit_centi: 0,
+            },
+        )
+    }
+
+    /// Hundredths of a cycle an atomic request's lanes in `line` hold the slice's atomic unit.
+    fn atomic_unit_centi(&mut self, req: &MemRequest, line: u64) -> u64 {
+        let Some(u) = self.lat.atomic_unit else {
+            return 0;
+        };
+        let shift = self.lat.l2_line_shift;
+        self.addrs.clear();
+        self.addrs.extend(
+            req.lanes
+                .iter()
+                .filter(|&&(_, a)| a >> shift == line)
+                .map(|&(_, a)| a),
+        );
+        self.addrs.sort_unstable();
+        let (mut distinct, mut most, mut run) = (0u32, 0u32, 0u32);
+        for (i, &a) in self.addrs.iter().enumerate() {
+            if i > 0 && self.addrs[i - 1] == a {
+                run += 1;
+            } else {
+                distinct += 1;
+                run = 1;
+            }
+            most = most.max(run);
+        }
+        let cycles = u.same_address_cycles * f64::from(most)
+            + u.address_cycles * f64::from(distinct.saturating_sub(1));
+        (cycles * 100.0).round() as u64
     }
 
     /// A store's or atomic's lanes, coalesced in L2 sectors, sent to the L2 one line per L1
@@ -488,6 +529,16 @@ impl SmMem {
             &mut self.lines,
         );
         let start = reserve_port(&mut self.l1_port, now, self.lines.len() as u64);
+        let unit: Vec<u64> = if matches!(op, L2Op::Atomic { .. }) && self.lat.atomic_unit.is_some()
+        {
+            let lines: Vec<u64> = self.lines.iter().map(|lr| lr.line).collect();
+            lines
+                .into_iter()
+                .map(|l| self.atomic_unit_centi(req, l))
+                .collect()
+        } else {
+            Vec::new()
+        };
         let mut link = Link {
             queue: &mut self.queue,
             seq: &mut self.seq,
@@ -502,10 +553,24 @@ impl SmMem {
                 self.counters.l1.write_sectors += u64::from(lr.mask.count_ones());
             }
             let line_addr = lr.line << lat.l2_line_shift;
+            // An atomic unit is held once per line, by the line's first run of sectors.
+            let mut op = op;
+            if let L2Op::Atomic { extra, .. } = op {
+                op = L2Op::Atomic {
+                    extra,
+                    unit_centi: unit.get(i).copied().unwrap_or(0),
+                };
+            }
             for (first, count) in runs(lr.mask) {
                 let addr = line_addr + u64::from(first) * sector_bytes;
                 let len = u64::from(count) * sector_bytes;
                 let ack = link.send(t, addr, len, lat.l1, op, wait);
+                if let L2Op::Atomic { extra, .. } = op {
+                    op = L2Op::Atomic {
+                        extra,
+                        unit_centi: 0,
+                    };
+                }
                 if wait {
                     done = link.pend.max(done, ack);
                 }
@@ -701,6 +766,7 @@ impl MemorySystem {
             shared_banks: cfg.shared.banks,
             shared_bank_width: cfg.shared.bank_width_bytes,
             shared_same_word_atomic: cfg.shared.same_word_atomic_cycles.unwrap_or(1.0),
+            atomic_unit: cfg.l2.atomic_unit,
             l2_line_shift: below.line_shift,
             l2_sector_shift: below.sector_shift,
         };

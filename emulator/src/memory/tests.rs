@@ -1,6 +1,6 @@
 use super::below::BandwidthQueue;
 use super::*;
-use crate::config::DramRows;
+use crate::config::{AtomicUnit, DramRows};
 
 fn load<'a>(lanes: &'a [(u8, u64)], bytes: u32) -> MemRequest<'a> {
     MemRequest {
@@ -351,6 +351,35 @@ fn atomics_to_one_word_serialize_at_l2() {
     assert_eq!(t0, cfg.unloaded_latencies().dram + 31);
     assert_eq!(t1, cfg.unloaded_latencies().l2_hit);
     assert_eq!(mem.counters().atomics, 2);
+}
+
+#[test]
+fn an_atomic_unit_serializes_requests_of_every_warp_on_a_line() {
+    let mut cfg = GpuConfig::preset("a100").unwrap();
+    cfg.l2.atomic_unit = Some(AtomicUnit {
+        same_address_cycles: 3.0,
+        address_cycles: 0.25,
+    });
+    let mut mem = MemorySystem::new(&cfg);
+    let one = [(0u8, 0x100u64)];
+    let mut r = load(&one, 4);
+    r.kind = AccessKind::Atomic;
+    // Bring the line into L2, then let the unit go idle.
+    mem.access(0, &r);
+    let t = 100_000;
+    let hit = cfg.unloaded_latencies().l2_hit;
+    // One lane: the hit plus its operation.
+    assert_eq!(mem.access(t, &r) - t, hit + 3);
+    // Thirty-two requests from other warps at the same cycle queue behind each other: 3 each.
+    let later = t + 1000;
+    let last = (0..32).map(|_| mem.access(later, &r)).max().unwrap();
+    assert_eq!(last - later, hit + 96);
+    // Eight lanes on eight words of the sector in L2: 3 + 7 × 0.25 = 4.75 cycles, not 8 × 3.
+    let words: Vec<(u8, u64)> = (0..8u8).map(|l| (l, 0x100 + 4 * u64::from(l))).collect();
+    let mut w = load(&words, 4);
+    w.kind = AccessKind::Atomic;
+    let t2 = t + 5000;
+    assert_eq!(mem.access(t2, &w) - t2, hit + 5);
 }
 
 #[test]

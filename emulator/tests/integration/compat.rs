@@ -153,14 +153,32 @@ fn shfl_outside_the_member_mask_reads_that_lanes_register() {
         32,
     );
     assert!(got.iter().all(|&v| v == 100), "{got:?}");
-    // Lanes 0..15 read lanes 16..31, which do not execute the shuffle: they get those lanes'
-    // registers as they are (set before the branch).
+    // Lanes 0..15 read lanes 16..31, which skip the shuffle and wait to store after it: they
+    // get those lanes' registers as they are (set before the branch).
     let got = run32(
-        " add.s32 %r1, %r15, 100;\n setp.lt.u32 %p1, %r15, 16;\n @!%p1 bra $END;\n add.s32 %r3, %r15, 16;\n shfl.sync.idx.b32 %r2, %r1, %r3, 31, 65535;\n st.global.u32 [%rd3], %r2;\n$END:",
+        " add.s32 %r1, %r15, 100;\n mov.u32 %r2, 0;\n setp.lt.u32 %p1, %r15, 16;\n @!%p1 bra $END;\n add.s32 %r3, %r15, 16;\n shfl.sync.idx.b32 %r2, %r1, %r3, 31, 65535;\n$END:\n st.global.u32 [%rd3], %r2;",
         32,
     );
     for (l, &v) in got.iter().enumerate() {
         let want = if l < 16 { l as u32 + 16 + 100 } else { 0 };
+        assert_eq!(v, want, "lane {l}");
+    }
+}
+
+#[test]
+fn shfl_from_an_exited_lane_reads_zero() {
+    // cuda-samples' reduce7: lanes 0..7 shuffle down from lanes that have left the kernel. An
+    // H200 gives them 0 (docs/gpu/contention-h200-2026-11-29.txt), so the sum is right; the lanes
+    // still alive keep their registers' values.
+    let got = run32(
+        " add.s32 %r1, %r15, 100;\n setp.lt.u32 %p1, %r15, 8;\n @!%p1 exit;\n shfl.sync.down.b32 %r2, %r1, 16, 31, 255;\n shfl.sync.down.b32 %r4, %r1, 4, 31, 255;\n mul.lo.s32 %r4, %r4, 1000;\n add.s32 %r2, %r2, %r4;\n st.global.u32 [%rd3], %r2;",
+        32,
+    );
+    for (l, &v) in got.iter().enumerate() {
+        let want = match l {
+            0..4 => 1000 * (l as u32 + 4 + 100),
+            _ => 0,
+        };
         assert_eq!(v, want, "lane {l}");
     }
 }

@@ -1,0 +1,81 @@
+// sm-inflight.cu — how much can one SM read from DRAM at once?
+//
+// Standalone (not part of the build): nvcc -arch=native -O3 -o sminflight sm-inflight.cu && ./sminflight
+// loaded-latency.cu found a DRAM miss's latency within 8 % of its unloaded 704 cycles while one
+// 256-thread block per SM streamed at 3.1 TB/s, where DRAM's ceiling is 4.6: what holds one block
+// per SM back is the SM (the misses it keeps in flight), not DRAM's queues. The h100 preset has
+// no such limit. This measures one SM's own rate and, by Little's law, its bytes in flight:
+//   one block on one SM (the grid is one block), 32 … 1024 threads, each keeping UNROLL
+//   independent 16-byte ld.global.cg in flight over a stream no launch has read; and the same
+//   with one block on every SM (the grid is the SM count), for the device's rate beside it.
+// Printed per case: the block's bytes over its own span (clock64, SM cycles), bytes per cycle
+// per SM, and bytes in flight per SM at the unloaded latency the chase measured (704 cycles).
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+#define CHECK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
+  fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); return 1; } } while (0)
+
+constexpr int UNROLL = 4;
+constexpr int PASSES = 16;          // loop trips per thread
+constexpr double UNLOADED = 704.0;  // loaded-latency-h200-2026-11-29.txt, no background
+
+// Block b reads its own region: PASSES trips of UNROLL loads per thread, consecutive threads on
+// consecutive 16-byte words, each trip's loads a block's width apart.
+__global__ void stream(const uint4* buf, size_t region, long long* cycles, unsigned* sink) {
+  const uint4* p = buf + size_t(blockIdx.x) * region + threadIdx.x;
+  unsigned x = 0;
+  __syncthreads();
+  const long long c0 = clock64();
+  for (int k = 0; k < PASSES; ++k) {
+    uint4 v[UNROLL];
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) v[u] = __ldcg(p + size_t(k * UNROLL + u) * blockDim.x);
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) x ^= v[u].x ^ v[u].w;
+  }
+  __syncthreads();
+  const long long c1 = clock64();
+  if (threadIdx.x == 0) cycles[blockIdx.x] = c1 - c0;
+  if (x == 0x12345678u) sink[0] = x;
+}
+
+int main() {
+  cudaDeviceProp prop;
+  CHECK(cudaGetDeviceProperties(&prop, 0));
+  const int sms = prop.multiProcessorCount;
+  printf("%s, %d SMs\n", prop.name, sms);
+  const size_t region = size_t(PASSES) * UNROLL * 1024;  // uint4 per block at 1024 threads
+  const size_t total = region * sms * 8;                 // 8 fresh regions per SM and case set
+  uint4* buf;
+  CHECK(cudaMalloc(&buf, total * sizeof(uint4)));
+  CHECK(cudaMemset(buf, 1, total * sizeof(uint4)));
+  long long* d;
+  unsigned* sink;
+  CHECK(cudaMalloc(&d, sms * sizeof(long long)));
+  CHECK(cudaMalloc(&sink, 4));
+  unsigned* flush;
+  const size_t flush_bytes = size_t(256) << 20;
+  CHECK(cudaMalloc(&flush, flush_bytes));
+  printf("%-6s %8s %12s %12s %16s\n", "grid", "threads", "cycles", "B/cycle/SM", "B in flight/SM");
+  int slot = 0;
+  for (int all = 0; all < 2; ++all) {
+    for (int threads = 32; threads <= 1024; threads *= 2) {
+      const int grid = all ? sms : 1;
+      CHECK(cudaMemset(flush, slot, flush_bytes));  // evict the L2
+      const uint4* base = buf + size_t(slot % 8) * region * sms;
+      ++slot;
+      stream<<<grid, threads>>>(base, region, d, sink);
+      CHECK(cudaDeviceSynchronize());
+      std::vector<long long> c(grid);
+      CHECK(cudaMemcpy(c.data(), d, grid * sizeof(long long), cudaMemcpyDeviceToHost));
+      std::sort(c.begin(), c.end());
+      const double cyc = double(c[c.size() / 2]);
+      const double bytes = double(threads) * PASSES * UNROLL * 16;
+      const double rate = bytes / cyc;
+      printf("%-6d %8d %12.0f %12.2f %16.0f\n", grid, threads, cyc, rate, rate * UNLOADED);
+    }
+  }
+  return 0;
+}

@@ -8,7 +8,9 @@ use emulator::GpuConfig;
 use trace::{ProbeMode, SweepRow};
 
 use crate::error::CalibrationError;
-use crate::experiments::{self, ContentionRig, DramRun, DummyClosingRig, FenceRig, SharedRig};
+use crate::experiments::{
+    self, ContentionRig, DramRun, DummyClosingRig, FenceRig, IntDivisionRig, SharedRig,
+};
 use crate::table::{DramPattern, Extreme, Measure, PaperShape, PaperView, Table, round_model};
 
 /// Which rows to compute.
@@ -62,6 +64,7 @@ struct Lab {
     shared: Option<SharedRig>,
     dummy: Option<DummyClosingRig>,
     contention: Option<ContentionRig>,
+    division: Option<IntDivisionRig>,
     /// Keyed by pattern and blocks per SM (none: the whole grid at once).
     dram: BTreeMap<(DramPattern, Option<u32>), DramRun>,
     frames: Option<Vec<SweepRow>>,
@@ -78,6 +81,7 @@ impl Lab {
             shared: None,
             dummy: None,
             contention: None,
+            division: None,
             dram: BTreeMap::new(),
             frames: None,
             done: BTreeMap::new(),
@@ -144,6 +148,8 @@ impl Lab {
             Measure::AtomicRate { pattern, words } => {
                 self.contention()?.atomic_rate(*pattern, *words)
             }
+            Measure::DivisionLatency { chain } => self.division()?.latency(*chain),
+            Measure::DivisionIssue { chain } => self.division()?.issue(*chain),
             Measure::CorpusOutputs => {
                 let mut matching = 0usize;
                 for case in check::corpus::cases() {
@@ -229,6 +235,14 @@ impl Lab {
             None => ContentionRig::new(&self.root, &self.cfg)?,
         };
         Ok(self.contention.insert(rig))
+    }
+
+    fn division(&mut self) -> Result<&mut IntDivisionRig, CalibrationError> {
+        let rig = match self.division.take() {
+            Some(r) => r,
+            None => IntDivisionRig::new(&self.root, &self.cfg)?,
+        };
+        Ok(self.division.insert(rig))
     }
 
     /// `field` of the bare build's run of one paper-scale frame.

@@ -27,15 +27,17 @@ enum Section {
     ProbeCost,
     Dummies,
     Contention,
+    Division,
 }
 
 impl Section {
-    const ALL: [Section; 11] = [
+    const ALL: [Section; 12] = [
         Section::Latency,
         Section::Fences,
         Section::Dummies,
         Section::Shared,
         Section::Contention,
+        Section::Division,
         Section::Dram,
         Section::Corpus,
         Section::Frames,
@@ -59,6 +61,7 @@ impl Section {
             Measure::DivergentLoad { .. } | Measure::Reduce7Sum | Measure::AtomicRate { .. } => {
                 Section::Contention
             }
+            Measure::DivisionLatency { .. } | Measure::DivisionIssue { .. } => Section::Division,
         }
     }
 
@@ -75,6 +78,7 @@ impl Section {
             Section::ProbeCost => "The probes' cost",
             Section::Dummies => "Dummy closings",
             Section::Contention => "Contended atomics, divergent loads and shuffles",
+            Section::Division => "Integer division",
         }
     }
 
@@ -108,6 +112,14 @@ impl Section {
                  around one warp's 32 loads of cold lines 4 KiB apart (one launch: each starts \
                  with cold caches), and the sum reduce7's last step gives lane 0 when its \
                  shuffles read lanes that have exited."
+            }
+            Section::Division => {
+                "`docs/gpu/int-division.cu`'s chains on the emulator: one warp's dependent chain \
+                 of 256 steps (a division, or a subtraction in its place, between two ALU \
+                 operations that make its operands depend on the step before), cycles per step; \
+                 and 32 warps on one SM with 8 independent chains each, cycles per warp step per \
+                 scheduler, where issue is the limit (silicon's launch runs a block on every SM \
+                 and takes the slowest)."
             }
             Section::Shared => {
                 "`docs/gpu/shared-latency.cu`'s chases on the emulator: cycles per step over 256 \

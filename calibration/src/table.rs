@@ -264,6 +264,11 @@ pub enum Measure {
     /// `docs/gpu/contention.cu`: contended global atomics per SM clock, `pattern` over `words`
     /// words in all.
     AtomicRate { pattern: AtomicPattern, words: u32 },
+    /// `docs/gpu/int-division.cu`: cycles per step of one warp's dependent chain.
+    DivisionLatency { chain: DivisionChain },
+    /// `docs/gpu/int-division.cu`: cycles per warp step per scheduler, 32 warps on the SM with
+    /// 8 independent chains each.
+    DivisionIssue { chain: DivisionChain },
 }
 
 impl Measure {
@@ -354,6 +359,14 @@ impl Measure {
                 "`docs/gpu/contention.cu`'s atomics, {} over {words} words, on the emulator (--expensive)",
                 pattern.label()
             ),
+            Measure::DivisionLatency { chain } => format!(
+                "`docs/gpu/int-division.cu`'s latency chain, {}, on the emulator",
+                chain.label()
+            ),
+            Measure::DivisionIssue { chain } => format!(
+                "`docs/gpu/int-division.cu`'s throughput chains, {}, one SM on the emulator",
+                chain.label()
+            ),
         }
     }
 
@@ -429,7 +442,10 @@ impl Measure {
                         pattern.label()
                     )
                 }),
-            Measure::DummyClosing { .. } | Measure::Reduce7Sum => Ok(()),
+            Measure::DummyClosing { .. }
+            | Measure::Reduce7Sum
+            | Measure::DivisionLatency { .. }
+            | Measure::DivisionIssue { .. } => Ok(()),
             // Typed: a shape or view the paper does not have is refused when the table is read.
             Measure::PaperFrame { .. }
             | Measure::TexHitRate { .. }
@@ -590,6 +606,70 @@ impl DummyClose {
             DummyClose::DummyParam => "dummy-c",
             DummyClose::DummyRegister => "dummy-r",
             DummyClose::DummyWarpscope => "dummy-ws",
+        }
+    }
+}
+
+/// A chain of `int-division.cu` (a row of its `main`, in its order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DivisionChain {
+    U32Subtract,
+    U32Divide,
+    S32Subtract,
+    S32Divide,
+    U64Subtract,
+    U64DivideNarrow,
+    U64DivideWide,
+    S64Subtract,
+    S64DivideNarrow,
+    S64DivideWide,
+}
+
+impl DivisionChain {
+    /// The C++ type of its template instance, and whether it is 64 bits wide.
+    pub fn ty(self) -> (&'static str, bool) {
+        use DivisionChain::*;
+        match self {
+            U32Subtract | U32Divide => ("unsigned int", false),
+            S32Subtract | S32Divide => ("int", false),
+            U64Subtract | U64DivideNarrow | U64DivideWide => ("unsigned long", true),
+            S64Subtract | S64DivideNarrow | S64DivideWide => ("long", true),
+        }
+    }
+
+    /// Whether the chain divides (its template's `DIVIDE`).
+    pub fn divides(self) -> bool {
+        use DivisionChain::*;
+        !matches!(self, U32Subtract | S32Subtract | U64Subtract | S64Subtract)
+    }
+
+    /// The seed `main` passes: narrow below 2^32, wide with bit 40 set; the signed 32-bit one
+    /// halved.
+    pub fn seed(self) -> u64 {
+        use DivisionChain::*;
+        let narrow = 0x9e37_79b9u64;
+        match self {
+            S32Subtract | S32Divide => narrow >> 1,
+            U64DivideWide | S64DivideWide => narrow | (1 << 40),
+            _ => narrow,
+        }
+    }
+
+    /// The row's name as `main` prints it.
+    pub fn label(self) -> &'static str {
+        use DivisionChain::*;
+        match self {
+            U32Subtract => "u32 subtract",
+            U32Divide => "u32 divide",
+            S32Subtract => "s32 subtract",
+            S32Divide => "s32 divide",
+            U64Subtract => "u64 subtract",
+            U64DivideNarrow => "u64 divide, narrow",
+            U64DivideWide => "u64 divide, wide",
+            S64Subtract => "s64 subtract",
+            S64DivideNarrow => "s64 divide, narrow",
+            S64DivideWide => "s64 divide, wide",
         }
     }
 }

@@ -402,7 +402,9 @@ pub struct L2Config {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AtomicUnit {
+    /// Cycles per operation on the request's most contended word.
     pub same_address_cycles: f64,
+    /// Cycles per further word the request touches in the line.
     pub address_cycles: f64,
 }
 

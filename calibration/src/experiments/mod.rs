@@ -263,5 +263,7 @@ pub(crate) fn dram_run(
 
 mod contention;
 mod dummy_closing;
+mod int_division;
 pub(crate) use contention::ContentionRig;
 pub(crate) use dummy_closing::DummyClosingRig;
+pub(crate) use int_division::IntDivisionRig;

@@ -449,14 +449,19 @@ impl Below {
         }
         if let L2Op::Atomic { extra, unit_centi } = op {
             done += extra;
+            // The line is ready for the next request when this one's operation ends; the next
+            // one's wait rounds that down, so that the unit, not the whole cycles of the line's
+            // readiness, spaces a queue of requests.
+            let mut ready = done;
             if unit_centi > 0 {
                 let begin = (done * 100).max(slice.atomic_free_centi);
                 slice.atomic_free_centi = begin + unit_centi;
+                ready = slice.atomic_free_centi / 100;
                 done = slice.atomic_free_centi.div_ceil(100);
             }
             *atomics_done = (*atomics_done).max(done);
             // The read-modify-write result stays dirty in L2.
-            let ev = slice.cache.fill(local, mask, done, start, true, pend);
+            let ev = slice.cache.fill(local, mask, ready, start, true, pend);
             l2.evictions += evicted(ev, start, dram);
         }
         done

@@ -357,7 +357,7 @@ fn atomics_to_one_word_serialize_at_l2() {
 fn an_atomic_unit_serializes_requests_of_every_warp_on_a_line() {
     let mut cfg = GpuConfig::preset("a100").unwrap();
     cfg.l2.atomic_unit = Some(AtomicUnit {
-        same_address_cycles: 3.0,
+        same_address_cycles: 1.5,
         address_cycles: 0.25,
     });
     let mut mem = MemorySystem::new(&cfg);
@@ -368,18 +368,19 @@ fn an_atomic_unit_serializes_requests_of_every_warp_on_a_line() {
     mem.access(0, &r);
     let t = 100_000;
     let hit = cfg.unloaded_latencies().l2_hit;
-    // One lane: the hit plus its operation.
-    assert_eq!(mem.access(t, &r) - t, hit + 3);
-    // Thirty-two requests from other warps at the same cycle queue behind each other: 3 each.
+    // One lane: the hit plus its operation, rounded up to a whole cycle.
+    assert_eq!(mem.access(t, &r) - t, hit + 2);
+    // Thirty-two requests from other warps at the same cycle queue behind each other, 1.5
+    // cycles each: the fractions add up, not the whole cycles each one is answered at.
     let later = t + 1000;
     let last = (0..32).map(|_| mem.access(later, &r)).max().unwrap();
-    assert_eq!(last - later, hit + 96);
-    // Eight lanes on eight words of the sector in L2: 3 + 7 × 0.25 = 4.75 cycles, not 8 × 3.
+    assert_eq!(last - later, hit + 48);
+    // Eight lanes on eight words of the sector in L2: 1.5 + 7 × 0.25 = 3.25 cycles, not 8 × 1.5.
     let words: Vec<(u8, u64)> = (0..8u8).map(|l| (l, 0x100 + 4 * u64::from(l))).collect();
     let mut w = load(&words, 4);
     w.kind = AccessKind::Atomic;
     let t2 = t + 5000;
-    assert_eq!(mem.access(t2, &w) - t2, hit + 5);
+    assert_eq!(mem.access(t2, &w) - t2, hit + 4);
 }
 
 #[test]

@@ -30,7 +30,9 @@ pub struct LaunchArgs {
     /// at every probe (the plain load alone). Same grammar as --trace-warps; every traced warp is
     /// timed too, so sampling needs --trace-warps to select fewer than all. Anything but `all`
     /// needs probes with the bare path: a .cu is then compiled with -DWS_SAMPLED=1, and
-    /// --instrument adds it; a .ptx must have been instrumented with --sampled.
+    /// --instrument adds it; a .ptx must have been instrumented with --sampled. `every:N` picks
+    /// warp g when N divides g, so an N that divides a row of the grid's warps picks the same
+    /// columns in every row.
     #[arg(long, default_value = "all")]
     pub time_warps: WarpSelection,
     /// Which of its accesses a timed warp times: `all`, or `every:N` with N 1, 2, 4 or 8 (one

@@ -87,7 +87,9 @@ pub struct ProbeArgs {
     /// others run the bare path at every probe (the plain load, no clock read, fence or update),
     /// which lowers what probing costs the kernel. Same grammar as --trace-warps; every traced
     /// warp is timed too, selected here or not. Anything but `all` renders with the kernel's
-    /// sampled build (-DWS_SAMPLED=1), whose extra code costs the timed warps too.
+    /// sampled build (-DWS_SAMPLED=1), whose extra code costs the timed warps too. `every:N`
+    /// picks warp g when N divides g, so an N that divides a row of the image's warps picks the
+    /// same columns in every row (every:16 with 128x1 blocks at 512 pixels: the left edge).
     #[arg(long, default_value_t = WarpSelection::all())]
     pub time_warps: WarpSelection,
     /// Which of its accesses a timed warp times: `all`, or `every:N` with N 1, 2, 4 or 8 (one

@@ -1,4 +1,4 @@
-//! The plan: its configuration, the six steps run in priority order under the budget, the
+//! The plan: its configuration, the seven steps run in priority order under the budget, the
 //! files rewritten after every step, and the watchdog at the deadline.
 //!
 //! Why a budget and a watchdog: the GPU machines this project can use are lent for minutes, with

@@ -82,15 +82,7 @@ impl ContentionRig {
             Arg::Buf(self.out),
         ];
         self.exp.launch(&format!("divergent<{m}>"), 1, 32, &args)?;
-        let b = self.exp.download(&self.out)?;
-        let cycles = b
-            .first_chunk::<8>()
-            .map(|c| i64::from_le_bytes(*c))
-            .ok_or_else(|| CalibrationError::Result {
-                what: "contention.cu".into(),
-                reason: "its window is not 8 bytes".into(),
-            })?;
-        Ok(cycles as f64)
+        Ok(self.exp.read_i64(&self.out)? as f64)
     }
 
     /// What lane 0 of `shuffles` gets from reduce7's last step.

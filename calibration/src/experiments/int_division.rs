@@ -45,15 +45,7 @@ impl IntDivisionRig {
         };
         let args = [seed, b, Arg::Buf(self.cycles), Arg::Buf(self.sink)];
         self.exp.launch(&name, 1, threads, &args)?;
-        let bytes = self.exp.download(&self.cycles)?;
-        let cycles = bytes
-            .first_chunk::<8>()
-            .map(|b| i64::from_le_bytes(*b))
-            .ok_or_else(|| CalibrationError::Result {
-                what: "int-division.cu".into(),
-                reason: "its cycles are not 8 bytes".into(),
-            })?;
-        Ok(cycles as f64)
+        Ok(self.exp.read_i64(&self.cycles)? as f64)
     }
 
     /// Lane 0's cycles per step of one warp's chain.

@@ -101,6 +101,29 @@ impl Experiment {
             })
     }
 
+    /// A kernel's `long long` result: the first 8 bytes of `buf`.
+    fn read_i64(&mut self, buf: &DevBuf) -> Result<i64, CalibrationError> {
+        let b = self.download(buf)?;
+        b.first_chunk::<8>()
+            .map(|c| i64::from_le_bytes(*c))
+            .ok_or_else(|| CalibrationError::Result {
+                what: self.file.into(),
+                reason: "its result is shorter than 8 bytes".into(),
+            })
+    }
+
+    /// The mean of the 32-bit windows in `buf`, the first (cold) one left out, as the
+    /// experiments' `report` prints it.
+    fn warm_mean(&mut self, buf: &DevBuf) -> Result<f64, CalibrationError> {
+        let bytes = self.download(buf)?;
+        let windows: Vec<f64> = bytes
+            .chunks_exact(4)
+            .skip(1)
+            .map(|c| f64::from(u32::from_le_bytes([c[0], c[1], c[2], c[3]])))
+            .collect();
+        Ok(windows.iter().sum::<f64>() / windows.len() as f64)
+    }
+
     fn download(&mut self, buf: &DevBuf) -> Result<Vec<u8>, CalibrationError> {
         let mut bytes = vec![0u8; buf.bytes as usize];
         let file = self.file;
@@ -159,13 +182,7 @@ impl FenceRig {
             Arg::Buf(self.out),
         ];
         self.exp.launch(&format!("{kernel}<{v}>"), 1, 1, &args)?;
-        let bytes = self.exp.download(&self.out)?;
-        let windows: Vec<f64> = bytes
-            .chunks_exact(4)
-            .skip(1)
-            .map(|c| f64::from(u32::from_le_bytes([c[0], c[1], c[2], c[3]])))
-            .collect();
-        Ok(windows.iter().sum::<f64>() / windows.len() as f64)
+        self.exp.warm_mean(&self.out)
     }
 }
 
@@ -193,15 +210,7 @@ impl SharedRig {
         let args = [Arg::Buf(self.out), Arg::Buf(self.sink)];
         self.exp
             .launch(&format!("chase<{}>", op.mode()), 1, lanes, &args)?;
-        let b = self.exp.download(&self.out)?;
-        let cycles = b
-            .first_chunk::<8>()
-            .map(|c| i64::from_le_bytes(*c))
-            .ok_or_else(|| CalibrationError::Result {
-                what: "shared-latency.cu".into(),
-                reason: "its result is not 8 bytes".into(),
-            })?;
-        Ok(cycles as f64 / SHARED_STEPS)
+        Ok(self.exp.read_i64(&self.out)? as f64 / SHARED_STEPS)
     }
 }
 

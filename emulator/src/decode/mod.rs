@@ -249,7 +249,7 @@ fn decode_kernel<'m>(
             None => return perr(line, 1, format!("unknown label '{label}'")),
         }
     }
-    branches_to_exit_exit(&mut k.insts);
+    exits_for_branches_to_exit(&mut k.insts);
     // Dynamic shared memory starts after the static variables, 16-byte aligned.
     let dyn_off = align_up(k.shared_bytes, 16) as u32;
     for name in std::mem::take(&mut k.dyn_shared) {
@@ -541,12 +541,11 @@ const MAX_LOCAL_BYTES: u64 = 512 * 1024;
 /// Marker symbol index for extern dynamic shared memory (patched per kernel).
 pub(crate) const DYN_SHARED_SYM: u32 = u32::MAX;
 
-/// Kernel `k(.param .u64 k_p0, .param .u32 k_p1)` with `body`, decoded: for tests.
 /// A branch whose target ends the thread (an unguarded `exit`, or `ret` in a kernel, possibly
 /// through unguarded branches) becomes that exit, guarded as the branch was: ptxas emits such a
 /// branch as `@p EXIT`, so on silicon its lanes have exited, where they would otherwise wait at the
 /// reconvergence point. A shuffle that reads them sees the difference (an exited lane reads 0).
-fn branches_to_exit_exit(insts: &mut [Inst]) {
+fn exits_for_branches_to_exit(insts: &mut [Inst]) {
     let ends = |insts: &[Inst], mut t: usize| {
         for _ in 0..insts.len() {
             match insts.get(t) {
@@ -564,6 +563,7 @@ fn branches_to_exit_exit(insts: &mut [Inst]) {
     }
 }
 
+/// Kernel `k(.param .u64 k_p0, .param .u32 k_p1)` with `body`, decoded: for tests.
 #[cfg(test)]
 pub(crate) fn test_kernel(body: &str) -> Program {
     let src = format!(

@@ -323,22 +323,30 @@ pub(crate) fn distinct_addresses(lanes: &[(u8, u64)], out: &mut Vec<u64>) {
 
 /// The most lanes sharing one address (atomics to one word serialize).
 pub(crate) fn max_same_address(lanes: &[(u8, u64)], scratch: &mut Vec<u64>) -> u32 {
+    address_counts(lanes.iter().map(|&(_, a)| a), scratch).1
+}
+
+/// How many distinct addresses `addrs` holds, and the most of them that are one address.
+pub(crate) fn address_counts(
+    addrs: impl Iterator<Item = u64>,
+    scratch: &mut Vec<u64>,
+) -> (u32, u32) {
     scratch.clear();
-    scratch.extend(lanes.iter().map(|&(_, a)| a));
+    scratch.extend(addrs);
     scratch.sort_unstable();
-    let mut best = 0u32;
-    let mut run = 0u32;
+    let (mut distinct, mut most, mut run) = (0u32, 0u32, 0u32);
     let mut prev = None;
     for &a in scratch.iter() {
         if prev == Some(a) {
             run += 1;
         } else {
             prev = Some(a);
+            distinct += 1;
             run = 1;
         }
-        best = best.max(run);
+        most = most.max(run);
     }
-    best
+    (distinct, most)
 }
 
 #[cfg(test)]

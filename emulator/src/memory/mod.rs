@@ -69,7 +69,8 @@ pub(crate) use below::Below;
 use below::L2Op;
 use cache::{Cache, Mshrs};
 use coalesce::{
-    Lines, bank_conflict_ways, coalesce, distinct_addresses, lookup_sectors, max_same_address,
+    Lines, address_counts, bank_conflict_ways, coalesce, distinct_addresses, lookup_sectors,
+    max_same_address,
 };
 pub(crate) use pending::{Pend, is_token};
 use record::AddressRecorder;
@@ -147,6 +148,24 @@ fn add_sm(c: &mut MemCounters, o: &MemCounters) {
     c.shared_bank_conflict_replays += o.shared_bank_conflict_replays;
     c.constant_serialization_replays += o.constant_serialization_replays;
     c.atomics += o.atomics;
+}
+
+/// Hundredths of a cycle an atomic request's lanes in `line` hold the slice's atomic unit `u`.
+fn unit_hold_centi(
+    u: AtomicUnit,
+    lanes: &[(u8, u64)],
+    line: u64,
+    line_shift: u32,
+    scratch: &mut Vec<u64>,
+) -> u64 {
+    let in_line = lanes
+        .iter()
+        .map(|&(_, a)| a)
+        .filter(|a| a >> line_shift == line);
+    let (distinct, most) = address_counts(in_line, scratch);
+    let cycles = u.same_address_cycles * f64::from(most)
+        + u.address_cycles * f64::from(distinct.saturating_sub(1));
+    (cycles * 100.0).round() as u64
 }
 
 /// A port that handles one unit of work per cycle; returns when this request's first unit starts.
@@ -485,35 +504,6 @@ impl SmMem {
         )
     }
 
-    /// Hundredths of a cycle an atomic request's lanes in `line` hold the slice's atomic unit.
-    fn atomic_unit_centi(&mut self, req: &MemRequest, line: u64) -> u64 {
-        let Some(u) = self.lat.atomic_unit else {
-            return 0;
-        };
-        let shift = self.lat.l2_line_shift;
-        self.addrs.clear();
-        self.addrs.extend(
-            req.lanes
-                .iter()
-                .filter(|&&(_, a)| a >> shift == line)
-                .map(|&(_, a)| a),
-        );
-        self.addrs.sort_unstable();
-        let (mut distinct, mut most, mut run) = (0u32, 0u32, 0u32);
-        for (i, &a) in self.addrs.iter().enumerate() {
-            if i > 0 && self.addrs[i - 1] == a {
-                run += 1;
-            } else {
-                distinct += 1;
-                run = 1;
-            }
-            most = most.max(run);
-        }
-        let cycles = u.same_address_cycles * f64::from(most)
-            + u.address_cycles * f64::from(distinct.saturating_sub(1));
-        (cycles * 100.0).round() as u64
-    }
-
     /// A store's or atomic's lanes, coalesced in L2 sectors, sent to the L2 one line per L1
     /// lookup slot. A store is done when its last line is visible to the CTA (the L2 write still
     /// happens — slice bandwidth, dirty data — but nobody waits for it); an atomic when its last
@@ -529,16 +519,6 @@ impl SmMem {
             &mut self.lines,
         );
         let start = reserve_port(&mut self.l1_port, now, self.lines.len() as u64);
-        let unit: Vec<u64> = if matches!(op, L2Op::Atomic { .. }) && self.lat.atomic_unit.is_some()
-        {
-            let lines: Vec<u64> = self.lines.iter().map(|lr| lr.line).collect();
-            lines
-                .into_iter()
-                .map(|l| self.atomic_unit_centi(req, l))
-                .collect()
-        } else {
-            Vec::new()
-        };
         let mut link = Link {
             queue: &mut self.queue,
             seq: &mut self.seq,
@@ -554,23 +534,23 @@ impl SmMem {
             }
             let line_addr = lr.line << lat.l2_line_shift;
             // An atomic unit is held once per line, by the line's first run of sectors.
-            let mut op = op;
-            if let L2Op::Atomic { extra, .. } = op {
-                op = L2Op::Atomic {
-                    extra,
-                    unit_centi: unit.get(i).copied().unwrap_or(0),
-                };
-            }
+            let mut unit_centi = match (op, lat.atomic_unit) {
+                (L2Op::Atomic { .. }, Some(u)) => {
+                    unit_hold_centi(u, req.lanes, lr.line, lat.l2_line_shift, &mut self.addrs)
+                }
+                _ => 0,
+            };
             for (first, count) in runs(lr.mask) {
                 let addr = line_addr + u64::from(first) * sector_bytes;
                 let len = u64::from(count) * sector_bytes;
-                let ack = link.send(t, addr, len, lat.l1, op, wait);
-                if let L2Op::Atomic { extra, .. } = op {
-                    op = L2Op::Atomic {
+                let op = match op {
+                    L2Op::Atomic { extra, .. } => L2Op::Atomic {
                         extra,
-                        unit_centi: 0,
-                    };
-                }
+                        unit_centi: std::mem::take(&mut unit_centi),
+                    },
+                    other => other,
+                };
+                let ack = link.send(t, addr, len, lat.l1, op, wait);
                 if wait {
                     done = link.pend.max(done, ack);
                 }

@@ -121,35 +121,29 @@ impl Lab {
                     .map_err(check_err(format!("{} ({})", case.label(), mode.name())))
             }
             Measure::FenceWindow { access, closing } => {
-                let rig = match &mut self.fence {
-                    Some(r) => r,
-                    None => self.fence.insert(FenceRig::new(&self.root, &self.cfg)?),
-                };
-                rig.window(*access, *closing)
+                rig(&mut self.fence, || FenceRig::new(&self.root, &self.cfg))?
+                    .window(*access, *closing)
             }
             Measure::SharedChase { op, lanes } => {
-                let rig = match &mut self.shared {
-                    Some(r) => r,
-                    None => self.shared.insert(SharedRig::new(&self.root, &self.cfg)?),
-                };
-                rig.step(*op, *lanes)
+                rig(&mut self.shared, || SharedRig::new(&self.root, &self.cfg))?.step(*op, *lanes)
             }
-            Measure::DummyClosing { closing } => {
-                let rig = match &mut self.dummy {
-                    Some(r) => r,
-                    None => self
-                        .dummy
-                        .insert(DummyClosingRig::new(&self.root, &self.cfg)?),
-                };
-                rig.l1_window(*closing)
-            }
+            Measure::DummyClosing { closing } => rig(&mut self.dummy, || {
+                DummyClosingRig::new(&self.root, &self.cfg)
+            })?
+            .l1_window(*closing),
             Measure::DivergentLoad { mode } => self.contention()?.divergent_window(*mode),
             Measure::Reduce7Sum => self.contention()?.reduce7_sum(),
             Measure::AtomicRate { pattern, words } => {
                 self.contention()?.atomic_rate(*pattern, *words)
             }
-            Measure::DivisionLatency { chain } => self.division()?.latency(*chain),
-            Measure::DivisionIssue { chain } => self.division()?.issue(*chain),
+            Measure::DivisionLatency { chain } => rig(&mut self.division, || {
+                IntDivisionRig::new(&self.root, &self.cfg)
+            })?
+            .latency(*chain),
+            Measure::DivisionIssue { chain } => rig(&mut self.division, || {
+                IntDivisionRig::new(&self.root, &self.cfg)
+            })?
+            .issue(*chain),
             Measure::CorpusOutputs => {
                 let mut matching = 0usize;
                 for case in check::corpus::cases() {
@@ -230,19 +224,9 @@ impl Lab {
     }
 
     fn contention(&mut self) -> Result<&mut ContentionRig, CalibrationError> {
-        let rig = match self.contention.take() {
-            Some(r) => r,
-            None => ContentionRig::new(&self.root, &self.cfg)?,
-        };
-        Ok(self.contention.insert(rig))
-    }
-
-    fn division(&mut self) -> Result<&mut IntDivisionRig, CalibrationError> {
-        let rig = match self.division.take() {
-            Some(r) => r,
-            None => IntDivisionRig::new(&self.root, &self.cfg)?,
-        };
-        Ok(self.division.insert(rig))
+        rig(&mut self.contention, || {
+            ContentionRig::new(&self.root, &self.cfg)
+        })
     }
 
     /// `field` of the bare build's run of one paper-scale frame.
@@ -308,6 +292,19 @@ impl Lab {
         }
         Ok(self.frames.as_deref().unwrap_or_default())
     }
+}
+
+/// The experiment rig in `slot`, made by `make` the first time a row asks for it: one device and
+/// one compiled experiment serve all its rows.
+fn rig<R>(
+    slot: &mut Option<R>,
+    make: impl FnOnce() -> Result<R, CalibrationError>,
+) -> Result<&mut R, CalibrationError> {
+    let r = match slot.take() {
+        Some(r) => r,
+        None => make()?,
+    };
+    Ok(slot.insert(r))
 }
 
 fn frame_of<'a>(

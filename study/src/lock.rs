@@ -15,8 +15,17 @@ pub const LOCK_FILE: &str = "sweep.lock";
 /// A held folder lock; dropping it releases the lock (the file stays, harmlessly).
 #[derive(Debug)]
 pub struct FolderLock {
-    _file: File,
+    file: File,
     pub path: PathBuf,
+}
+
+impl Drop for FolderLock {
+    /// Unlocks explicitly rather than by closing: a child that another thread of this process
+    /// forks holds a copy of the descriptor until its exec, and while any copy is open a close
+    /// alone would leave the folder locked.
+    fn drop(&mut self) {
+        let _ = self.file.unlock();
+    }
 }
 
 impl FolderLock {
@@ -55,7 +64,7 @@ impl FolderLock {
             .and_then(|_| file.rewind())
             .and_then(|_| file.write_all(note.as_bytes()))
             .map_err(|e| StudyError::io(&path, e))?;
-        Ok(FolderLock { _file: file, path })
+        Ok(FolderLock { file, path })
     }
 
     /// A reader's lock on `dir` (shared, so readers do not exclude each other): refuses while a
@@ -69,7 +78,7 @@ impl FolderLock {
             Err(e) => return Err(StudyError::io(&path, e)),
         };
         match file.try_lock_shared() {
-            Ok(()) => Ok(Some(FolderLock { _file: file, path })),
+            Ok(()) => Ok(Some(FolderLock { file, path })),
             Err(TryLockError::WouldBlock) => {
                 let mut holder = String::new();
                 let _ = file.read_to_string(&mut holder);
@@ -110,6 +119,17 @@ mod tests {
         );
         drop(reader);
         FolderLock::acquire(dir.path(), "merge").unwrap();
+    }
+
+    #[test]
+    fn dropping_the_lock_releases_it_while_a_copy_of_the_descriptor_is_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = FolderLock::acquire(dir.path(), "sweep").unwrap();
+        // What a child forked by another thread holds until its exec.
+        let copy = first.file.try_clone().unwrap();
+        drop(first);
+        FolderLock::acquire(dir.path(), "merge").unwrap();
+        drop(copy);
     }
 
     #[test]

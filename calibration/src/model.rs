@@ -9,7 +9,8 @@ use trace::{ProbeMode, SweepRow};
 
 use crate::error::CalibrationError;
 use crate::experiments::{
-    self, ContentionRig, DramRun, DummyClosingRig, FenceRig, IntDivisionRig, SharedRig,
+    self, AtomicUnitsRig, ContentionRig, DivergentClosingRig, DramRun, DummyClosingRig, FenceRig,
+    IntDivisionRig, SharedRig, SmInflightRig,
 };
 use crate::table::{DramPattern, Extreme, Measure, PaperShape, PaperView, Table, round_model};
 
@@ -65,6 +66,9 @@ struct Lab {
     dummy: Option<DummyClosingRig>,
     contention: Option<ContentionRig>,
     division: Option<IntDivisionRig>,
+    atomic_units: Option<AtomicUnitsRig>,
+    divergent: Option<DivergentClosingRig>,
+    sm_inflight: Option<SmInflightRig>,
     /// Keyed by pattern and blocks per SM (none: the whole grid at once).
     dram: BTreeMap<(DramPattern, Option<u32>), DramRun>,
     frames: Option<Vec<SweepRow>>,
@@ -82,6 +86,9 @@ impl Lab {
             dummy: None,
             contention: None,
             division: None,
+            atomic_units: None,
+            divergent: None,
+            sm_inflight: None,
             dram: BTreeMap::new(),
             frames: None,
             done: BTreeMap::new(),
@@ -136,6 +143,22 @@ impl Lab {
             Measure::AtomicRate { pattern, words } => {
                 self.contention()?.atomic_rate(*pattern, *words)
             }
+            Measure::AtomicSpread { gap, lines } => rig(&mut self.atomic_units, || {
+                AtomicUnitsRig::new(&self.root, &self.cfg)
+            })?
+            .spread(*gap, *lines),
+            Measure::ChainStep { op } => rig(&mut self.atomic_units, || {
+                AtomicUnitsRig::new(&self.root, &self.cfg)
+            })?
+            .chain(*op),
+            Measure::DivergentClosing { closing, lanes } => rig(&mut self.divergent, || {
+                DivergentClosingRig::new(&self.root, &self.cfg)
+            })?
+            .window(*closing, *lanes),
+            Measure::SmStream { threads, every_sm } => rig(&mut self.sm_inflight, || {
+                SmInflightRig::new(&self.root, &self.cfg)
+            })?
+            .rate(*threads, *every_sm),
             Measure::DivisionLatency { chain } => rig(&mut self.division, || {
                 IntDivisionRig::new(&self.root, &self.cfg)
             })?

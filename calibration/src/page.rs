@@ -51,16 +51,21 @@ impl Section {
             Measure::Micro { .. } => Section::Latency,
             Measure::FenceWindow { .. } => Section::Fences,
             Measure::SharedChase { .. } => Section::Shared,
-            Measure::DramBytes { .. } | Measure::DramRate { .. } => Section::Dram,
+            Measure::DramBytes { .. } | Measure::DramRate { .. } | Measure::SmStream { .. } => {
+                Section::Dram
+            }
             Measure::CorpusOutputs | Measure::CorpusTime { .. } => Section::Corpus,
             Measure::PaperFrame { .. } => Section::Frames,
             Measure::TexHitRate { .. } | Measure::L2HitRate { .. } => Section::HitRates,
             Measure::AchievedOccupancy { .. } => Section::Occupancy,
             Measure::Overhead { .. } => Section::ProbeCost,
             Measure::DummyClosing { .. } => Section::Dummies,
-            Measure::DivergentLoad { .. } | Measure::Reduce7Sum | Measure::AtomicRate { .. } => {
-                Section::Contention
-            }
+            Measure::DivergentLoad { .. }
+            | Measure::Reduce7Sum
+            | Measure::AtomicRate { .. }
+            | Measure::AtomicSpread { .. }
+            | Measure::ChainStep { .. }
+            | Measure::DivergentClosing { .. } => Section::Contention,
             Measure::DivisionLatency { .. } | Measure::DivisionIssue { .. } => Section::Division,
         }
     }
@@ -111,7 +116,13 @@ impl Section {
                  threads, 16 `atomicAdd` each; recorded with `--expensive`), lane 0's window \
                  around one warp's 32 loads of cold lines 4 KiB apart (one launch: each starts \
                  with cold caches), and the sum reduce7's last step gives lane 0 when its \
-                 shuffles read lanes that have exited."
+                 shuffles read lanes that have exited. `docs/gpu/atomic-units.cu`'s kernels the \
+                 same way: lane 0 of each of 65,536 warps adding 16 times to one of 1 to 512 lines \
+                 (recorded with `--expensive`), and one thread's chain of returned atomics or \
+                 loads. `docs/gpu/divergent-closing.cu`'s window around 1 to 32 lanes' loads of a \
+                 cold line each, one launch per row. Silicon's rates come from CUDA events, which \
+                 include the 5.5–6.3 µs a launch adds (`launch-overhead.cu`); the model's from \
+                 the launch's cycles."
             }
             Section::Division => {
                 "`docs/gpu/int-division.cu`'s chains on the emulator: one warp's dependent chain \
@@ -132,7 +143,9 @@ impl Section {
                  parallelism section, fewer loads in flight): DRAM bytes read over the bytes \
                  asked for (what ncu's `dram__bytes_read.sum` says on silicon), and 1 GiB over \
                  the kernel time. Recorded with `--expensive` (2²⁶ loads, up to 8 GiB of \
-                 buffer)."
+                 buffer). `docs/gpu/sm-inflight.cu`'s stream, one block of 32 to 1,024 threads on \
+                 one SM or on every SM (recorded with `--expensive`), each thread 16 trips of four \
+                 16-byte loads: bytes per cycle per SM over the median block's own cycles."
             }
             Section::Corpus => {
                 "The GPU check's corpus (`check::corpus`) on the emulator: how many of its files \

@@ -100,6 +100,8 @@ pub enum Unit {
     Files,
     /// Operations per SM clock cycle.
     OpsPerClock,
+    /// Bytes per SM clock cycle, per SM.
+    BytesPerClock,
     /// A value a kernel computes.
     Value,
 }
@@ -115,6 +117,7 @@ impl Unit {
             Unit::Percent => "%",
             Unit::Files => "files",
             Unit::OpsPerClock => "ops/clock",
+            Unit::BytesPerClock => "B/clock",
             Unit::Value => "",
         }
     }
@@ -269,6 +272,17 @@ pub enum Measure {
     /// `docs/gpu/int-division.cu`: cycles per warp step per scheduler, 32 warps on the SM with
     /// 8 independent chains each.
     DivisionIssue { chain: DivisionChain },
+    /// `docs/gpu/atomic-units.cu`: contended global atomics per SM clock, lane 0 of every warp
+    /// adding to word 0 of one of `lines` lines `gap` bytes apart.
+    AtomicSpread { gap: u32, lines: u32 },
+    /// `docs/gpu/atomic-units.cu`: cycles per step of one thread's dependent chain.
+    ChainStep { op: ChainOp },
+    /// `docs/gpu/divergent-closing.cu`: lane 0's cycles of one warp's window around `lanes`
+    /// lanes' loads of a cold line each, closed by `closing`.
+    DivergentClosing { closing: DivergentClose, lanes: u32 },
+    /// `docs/gpu/sm-inflight.cu`: DRAM bytes per cycle per SM while `threads` threads stream on
+    /// one SM or, with `every_sm`, on every SM.
+    SmStream { threads: u32, every_sm: bool },
 }
 
 impl Measure {
@@ -285,6 +299,8 @@ impl Measure {
                 | Measure::AchievedOccupancy { .. }
                 | Measure::Overhead { .. }
                 | Measure::AtomicRate { .. }
+                | Measure::AtomicSpread { .. }
+                | Measure::SmStream { every_sm: true, .. }
         )
     }
 
@@ -367,6 +383,23 @@ impl Measure {
                 "`docs/gpu/int-division.cu`'s throughput chains, {}, one SM on the emulator",
                 chain.label()
             ),
+            Measure::AtomicSpread { gap, lines } => format!(
+                "`docs/gpu/atomic-units.cu`'s atomics on {lines} line{} {gap} B apart on the emulator (--expensive)",
+                if *lines == 1 { "" } else { "s" }
+            ),
+            Measure::ChainStep { op } => format!(
+                "`docs/gpu/atomic-units.cu`'s chain of {} on the emulator",
+                op.label()
+            ),
+            Measure::DivergentClosing { closing, lanes } => format!(
+                "`docs/gpu/divergent-closing.cu`'s window around {lanes} lanes' cold loads, {}, on the emulator",
+                closing.label()
+            ),
+            Measure::SmStream { threads, every_sm } => format!(
+                "`docs/gpu/sm-inflight.cu`'s stream of {threads} threads on {} on the emulator{}",
+                if *every_sm { "every SM" } else { "one SM" },
+                if *every_sm { " (--expensive)" } else { "" }
+            ),
         }
     }
 
@@ -442,7 +475,31 @@ impl Measure {
                         pattern.label()
                     )
                 }),
-            Measure::DummyClosing { .. }
+            Measure::AtomicSpread { gap, lines } => ([128, 4096].contains(gap)
+                && lines.is_power_of_two()
+                && *lines <= 512)
+                .then_some(())
+                .ok_or_else(|| {
+                    format!(
+                        "atomic-units.cu spreads over 1 to 512 lines (powers of two) 128 or 4096 B apart, not {lines} lines {gap} B apart"
+                    )
+                }),
+            Measure::DivergentClosing { lanes, .. } => (lanes.is_power_of_two() && *lanes <= 32)
+                .then_some(())
+                .ok_or_else(|| {
+                    format!("divergent-closing.cu loads from 1, 2, 4, ... 32 lanes, not {lanes}")
+                }),
+            Measure::SmStream { threads, .. } => {
+                (threads.is_power_of_two() && (32..=1024).contains(threads))
+                    .then_some(())
+                    .ok_or_else(|| {
+                        format!(
+                            "sm-inflight.cu streams with 32, 64, ... 1024 threads, not {threads}"
+                        )
+                    })
+            }
+            Measure::ChainStep { .. }
+            | Measure::DummyClosing { .. }
             | Measure::Reduce7Sum
             | Measure::DivisionLatency { .. }
             | Measure::DivisionIssue { .. } => Ok(()),
@@ -670,6 +727,52 @@ impl DivisionChain {
             S64Subtract => "s64 subtract",
             S64DivideNarrow => "s64 divide, narrow",
             S64DivideWide => "s64 divide, wide",
+        }
+    }
+}
+
+/// The chains of `atomic-units.cu` (its template argument `ATOMIC`: true, false).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChainOp {
+    /// `atomicAdd` of 0 whose returned value makes the next address.
+    Atomic,
+    /// `ld.global.cg` whose value makes the next address.
+    Load,
+}
+
+impl ChainOp {
+    pub fn label(self) -> &'static str {
+        match self {
+            ChainOp::Atomic => "returned atomicAdd",
+            ChainOp::Load => "ld.global.cg",
+        }
+    }
+}
+
+/// The closings of `divergent-closing.cu` (its template argument `MODE`, in this order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DivergentClose {
+    Naive,
+    Dummy,
+    /// `fence.acq_rel.cta`.
+    Fence,
+    /// The dummy, then the fence.
+    DummyFence,
+}
+
+impl DivergentClose {
+    pub fn mode(self) -> u32 {
+        self as u32
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            DivergentClose::Naive => "naive",
+            DivergentClose::Dummy => "closed by a dummy",
+            DivergentClose::Fence => "closed by fence.acq_rel.cta",
+            DivergentClose::DummyFence => "closed by a dummy and then the fence",
         }
     }
 }

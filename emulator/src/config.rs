@@ -406,6 +406,11 @@ pub struct AtomicUnit {
     pub same_address_cycles: f64,
     /// Cycles per further word the request touches in the line.
     pub address_cycles: f64,
+    /// Consecutive bytes one unit serves before the hash moves on: the units, one per slice,
+    /// are picked by the same XOR fold as the slices but of the address over this granule.
+    /// Unset: a line's unit is its slice's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub granule_bytes: Option<u32>,
 }
 
 /// Device memory: a latency and a bandwidth shared by all slices, and optionally its rows.
@@ -735,6 +740,17 @@ impl GpuConfig {
             positive_f64(u.same_address_cycles)
                 .map_err(|m| err("l2.atomic_unit.same_address_cycles", m))?;
             positive_f64(u.address_cycles).map_err(|m| err("l2.atomic_unit.address_cycles", m))?;
+            if let Some(g) = u.granule_bytes
+                && (!g.is_power_of_two() || g < l2.line_bytes)
+            {
+                return Err(err(
+                    "l2.atomic_unit.granule_bytes",
+                    format!(
+                        "must be a power of two of at least line_bytes ({}), got {g}",
+                        l2.line_bytes
+                    ),
+                ));
+            }
         }
         positive_f64(self.dram.bandwidth_bytes_per_cycle)
             .map_err(|m| err("dram.bandwidth_bytes_per_cycle", m))?;
@@ -941,6 +957,25 @@ mod tests {
             assert_eq!(r.is_ok(), ok, "{fetch}: {r:?}");
             if let Err(e) = r {
                 assert!(e.to_string().starts_with("f.toml: l2.fetch_bytes:"), "{e}");
+            }
+        }
+    }
+
+    #[test]
+    fn an_atomic_granule_must_be_a_power_of_two_of_at_least_a_line() {
+        for (granule, ok) in [(128, true), (512, true), (64, false), (384, false)] {
+            let mut cfg = GpuConfig::preset("h100").unwrap();
+            if let Some(u) = &mut cfg.l2.atomic_unit {
+                u.granule_bytes = Some(granule);
+            }
+            let r = cfg.validate("f.toml");
+            assert_eq!(r.is_ok(), ok, "{granule}: {r:?}");
+            if let Err(e) = r {
+                assert!(
+                    e.to_string()
+                        .starts_with("f.toml: l2.atomic_unit.granule_bytes:"),
+                    "{e}"
+                );
             }
         }
     }

@@ -270,9 +270,15 @@ pub(crate) fn dram_run(
     })
 }
 
+mod atomic_units;
 mod contention;
+mod divergent_closing;
 mod dummy_closing;
 mod int_division;
+mod sm_inflight;
+pub(crate) use atomic_units::AtomicUnitsRig;
 pub(crate) use contention::ContentionRig;
+pub(crate) use divergent_closing::DivergentClosingRig;
 pub(crate) use dummy_closing::DummyClosingRig;
 pub(crate) use int_division::IntDivisionRig;
+pub(crate) use sm_inflight::SmInflightRig;

@@ -246,8 +246,6 @@ impl Rows {
 pub(super) struct Slice {
     cache: Cache,
     port: BandwidthQueue,
-    /// When the atomic unit is next free, in hundredths of a cycle.
-    atomic_free_centi: u64,
 }
 
 /// Everything below the SMs: L2 slices and DRAM.
@@ -255,6 +253,10 @@ pub(super) struct Slice {
 pub(crate) struct Below {
     pub(super) slices: Vec<Slice>,
     slice_bits: u32,
+    /// When each slice's atomic unit is next free, in hundredths of a cycle.
+    atomic_free_centi: Vec<u64>,
+    /// Lines per atomic unit granule, as a shift (`l2.atomic_unit.granule_bytes`).
+    atomic_granule_shift: u32,
     pub(super) line_shift: u32,
     pub(super) sector_shift: u32,
     /// Sectors the L2 reads from DRAM together (`l2.fetch_bytes`), a power of two.
@@ -303,8 +305,8 @@ impl Below {
         let slice = Slice {
             cache: Cache::new(&slice_cfg),
             port: BandwidthQueue::new(cfg.l2.bandwidth_bytes_per_cycle),
-            atomic_free_centi: 0,
         };
+        let granule = cfg.l2.atomic_unit.and_then(|u| u.granule_bytes);
         Below {
             line_shift: slice.cache.line_shift(),
             sector_shift: slice.cache.sector_shift(),
@@ -315,6 +317,8 @@ impl Below {
                 .max(1),
             slices: vec![slice; slices as usize],
             slice_bits: slices.trailing_zeros(),
+            atomic_free_centi: vec![0; slices as usize],
+            atomic_granule_shift: granule.map_or(0, |g| (g / cfg.l2.line_bytes).trailing_zeros()),
             l2_latency: u64::from(cfg.l2.latency_cycles),
             dram: BandwidthQueue::new(cfg.dram.bandwidth_bytes_per_cycle),
             dram_rows: (cfg.dram.rows.as_ref())
@@ -329,23 +333,14 @@ impl Below {
         }
     }
 
-    /// XOR-folds the line number in `slice_bits`-wide chunks; (slice, line >> slice_bits) is
-    /// unique per line because the low chunk enters the fold once.
+    /// The slice holding `line`: its number folded over the slices.
     pub(super) fn slice_of(&self, line: u64) -> usize {
-        if self.slice_bits == 0 {
-            return 0;
-        }
-        // Every chunk of the 64 bits, zero ones included: a loop that stopped at the line
-        // number's highest chunk ran a different count from one line to the next, and its exit
-        // mispredicted.
-        let mask = (1u64 << self.slice_bits) - 1;
-        let mut h = 0;
-        let mut x = line;
-        for _ in 0..u64::BITS.div_ceil(self.slice_bits) {
-            h ^= x & mask;
-            x >>= self.slice_bits;
-        }
-        h as usize
+        fold(line, self.slice_bits)
+    }
+
+    /// The atomic unit serving `line`: the slices' fold of its granule number.
+    pub(super) fn atomic_unit_of(&self, line: u64) -> usize {
+        fold(line >> self.atomic_granule_shift, self.slice_bits)
     }
 
     /// Serves the bytes `[addr, addr + len)` for a requester whose own path latency is `base`.
@@ -373,6 +368,7 @@ impl Below {
 
     fn line(&mut self, t: u64, line: u64, mask: u8, base: u64, op: L2Op) -> u64 {
         let slice_idx = self.slice_of(line);
+        let unit_idx = self.atomic_unit_of(line);
         let local = line >> self.slice_bits;
         let sector_shift = self.sector_shift;
         let sector_bytes = 1u64 << sector_shift;
@@ -390,6 +386,7 @@ impl Below {
             pend,
             floor,
             atomics_done,
+            atomic_free_centi,
             ..
         } = self;
         let Some(slice) = slices.get_mut(slice_idx) else {
@@ -453,11 +450,14 @@ impl Below {
             // one's wait rounds that down, so that the unit, not the whole cycles of the line's
             // readiness, spaces a queue of requests.
             let mut ready = done;
-            if unit_centi > 0 {
-                let begin = (done * 100).max(slice.atomic_free_centi);
-                slice.atomic_free_centi = begin + unit_centi;
-                ready = slice.atomic_free_centi / 100;
-                done = slice.atomic_free_centi.div_ceil(100);
+            if let Some(free) = atomic_free_centi
+                .get_mut(unit_idx)
+                .filter(|_| unit_centi > 0)
+            {
+                let begin = (done * 100).max(*free);
+                *free = begin + unit_centi;
+                ready = *free / 100;
+                done = free.div_ceil(100);
             }
             *atomics_done = (*atomics_done).max(done);
             // The read-modify-write result stays dirty in L2.
@@ -479,6 +479,24 @@ impl Below {
         self.floor = r.now;
         self.access(r.sent, r.addr, r.len, r.base, r.op)
     }
+}
+
+/// XOR-folds `x` in `bits`-wide chunks: (fold, x >> bits) is unique per x because the low chunk
+/// enters the fold once.
+fn fold(x: u64, bits: u32) -> usize {
+    if bits == 0 {
+        return 0;
+    }
+    // Every chunk of the 64 bits, zero ones included: a loop that stopped at the number's
+    // highest chunk ran a different count from one line to the next, and its exit mispredicted.
+    let mask = (1u64 << bits) - 1;
+    let mut h = 0;
+    let mut x = x;
+    for _ in 0..u64::BITS.div_ceil(bits) {
+        h ^= x & mask;
+        x >>= bits;
+    }
+    h as usize
 }
 
 #[cfg(test)]

@@ -359,6 +359,7 @@ fn an_atomic_unit_serializes_requests_of_every_warp_on_a_line() {
     cfg.l2.atomic_unit = Some(AtomicUnit {
         same_address_cycles: 1.5,
         address_cycles: 0.25,
+        granule_bytes: None,
     });
     let mut mem = MemorySystem::new(&cfg);
     let one = [(0u8, 0x100u64)];
@@ -381,6 +382,39 @@ fn an_atomic_unit_serializes_requests_of_every_warp_on_a_line() {
     w.kind = AccessKind::Atomic;
     let t2 = t + 5000;
     assert_eq!(mem.access(t2, &w) - t2, hit + 4);
+}
+
+#[test]
+fn consecutive_lines_of_a_granule_share_one_atomic_unit() {
+    // Sixteen one-lane atomics of 8 cycles each on word 0 of four consecutive lines, issued at
+    // one cycle after the lines are in L2; the L1 sends one a cycle. With a unit per line, each
+    // unit's four requests queue (the fourth line's last starts at 3 + 24, done at 35); with one
+    // unit per 512 B (four lines) all sixteen queue behind each other (16 × 8).
+    let last_of = |granule_bytes| {
+        let mut cfg = GpuConfig::preset("a100").unwrap();
+        cfg.l2.atomic_unit = Some(AtomicUnit {
+            same_address_cycles: 8.0,
+            address_cycles: 0.25,
+            granule_bytes,
+        });
+        let mut mem = MemorySystem::new(&cfg);
+        let reqs: Vec<[(u8, u64); 1]> = (0..4u64).map(|l| [(0u8, 0x10_0000 + 128 * l)]).collect();
+        let atomic = |lanes| MemRequest {
+            kind: AccessKind::Atomic,
+            ..load(lanes, 4)
+        };
+        for r in &reqs {
+            mem.access(0, &atomic(r));
+        }
+        let t = 100_000;
+        let last = (0..16)
+            .map(|i| mem.access(t, &atomic(&reqs[i % 4])))
+            .max()
+            .unwrap();
+        last - t - cfg.unloaded_latencies().l2_hit
+    };
+    assert_eq!(last_of(None), 35, "four lines, four units");
+    assert_eq!(last_of(Some(512)), 128, "one unit");
 }
 
 #[test]

@@ -413,6 +413,8 @@ pub(crate) struct Inst {
     pub sub: u8,
     pub atom: AtomOp,
     pub nc: bool,
+    /// A load the L1 does not serve ([`crate::memory::LoadPath::L2Only`]).
+    pub l2_only: bool,
     pub nd: u8,
     pub ns: u8,
     pub d: [Opnd; 4],
@@ -447,6 +449,7 @@ impl Inst {
             sub: 0,
             atom: AtomOp::Add,
             nc: false,
+            l2_only: false,
             nd: 0,
             ns: 0,
             d: [Opnd::None; 4],

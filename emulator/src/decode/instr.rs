@@ -357,6 +357,14 @@ impl<'m> KDec<'_, 'm> {
                 x.op = if is_ld { Op::Ld } else { Op::St };
                 x.class = Class::Mem;
                 x.nc = m.has("nc") || base == "ldu";
+                // What sm_90 compiles to a strong or last-use LDG, which skips the L1.
+                x.l2_only = is_ld
+                    && base == "ld"
+                    && (m.has("cg")
+                        || m.has("cv")
+                        || m.has("lu")
+                        || m.has("volatile")
+                        || ((m.has("relaxed") || m.has("acquire")) && !m.has("cta")));
                 let (vals, adr) = if is_ld {
                     (&ops[0], &ops[1])
                 } else {

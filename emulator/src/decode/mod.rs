@@ -652,4 +652,31 @@ mod tests {
         assert_eq!(p.insts[ret].target as usize, ret + 1);
         assert_eq!(p.local_bytes, 8);
     }
+
+    #[test]
+    fn strong_and_l2_cached_loads_skip_the_l1_and_weak_or_cta_ones_do_not() {
+        let forms = [
+            ("ld.global.u32", false),
+            ("ld.global.ca.u32", false),
+            ("ld.global.cs.u32", false),
+            ("ld.relaxed.cta.global.u32", false),
+            ("ld.global.cg.u32", true),
+            ("ld.global.cv.u32", true),
+            ("ld.global.lu.u32", true),
+            ("ld.volatile.global.u32", true),
+            ("ld.relaxed.gpu.global.u32", true),
+            ("ld.acquire.sys.global.u32", true),
+        ];
+        for (form, skips) in forms {
+            let p = test_kernel_with_regs(&format!(
+                "  ld.param.u64 %rd1, [k_p0];\n  {form} %r1, [%rd1];\n  ret;"
+            ));
+            let ld = p
+                .insts
+                .iter()
+                .find(|x| x.op == Op::Ld && x.space == Sp::Global)
+                .unwrap();
+            assert_eq!(ld.l2_only, skips, "{form}");
+        }
+    }
 }

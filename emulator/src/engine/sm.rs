@@ -802,7 +802,7 @@ impl Sm {
                 space,
                 kind,
                 bytes_per_lane,
-                readonly,
+                path,
                 lookup_lanes,
             } => {
                 if !self.lanes.is_empty() {
@@ -811,7 +811,7 @@ impl Sm {
                         kind,
                         bytes_per_lane,
                         lanes: &self.lanes,
-                        readonly_path: readonly,
+                        path,
                         lookup_lanes,
                     };
                     let t = mem.access(now, &req);

@@ -5,7 +5,7 @@ use super::{Ctx, FULL, Faulty, Flow, Warp, fault, put};
 use crate::bits::set_bits;
 use crate::devmem::{LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, WINDOW_BYTES, WriteKind, le_bytes};
 use crate::ir::*;
-use crate::memory::{AccessKind, QUAD, Space};
+use crate::memory::{AccessKind, LoadPath, QUAD, Space};
 use crate::numeric::{float_op, float_to_f64};
 
 /// Where one lane's access lands.
@@ -396,7 +396,7 @@ fn load_lanes(
             space: Space::Shared,
             kind: AccessKind::Load,
             bytes_per_lane: eb as u32,
-            readonly: false,
+            path: LoadPath::Cached,
             lookup_lanes: QUAD,
         });
     }
@@ -412,7 +412,13 @@ fn load_lanes(
         }
     }
     let sp = space.unwrap_or(Space::Global);
-    let readonly = x.nc || x.space == Sp::Const || sp == Space::Param;
+    let path = if x.nc || x.space == Sp::Const || sp == Space::Param {
+        LoadPath::ReadOnly
+    } else if x.l2_only {
+        LoadPath::L2Only
+    } else {
+        LoadPath::Cached
+    };
     let sp = if x.space == Sp::Const {
         Space::Const
     } else {
@@ -422,7 +428,7 @@ fn load_lanes(
         space: sp,
         kind: AccessKind::Load,
         bytes_per_lane: total as u32,
-        readonly,
+        path,
         lookup_lanes: QUAD,
     })
 }
@@ -485,7 +491,7 @@ fn store(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow> {
             space: Space::Shared,
             kind: AccessKind::Store,
             bytes_per_lane: total as u32,
-            readonly: false,
+            path: LoadPath::Cached,
             lookup_lanes: QUAD,
         });
     }
@@ -507,7 +513,7 @@ fn store(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow> {
         space: space.unwrap_or(Space::Global),
         kind: AccessKind::Store,
         bytes_per_lane: total as u32,
-        readonly: false,
+        path: LoadPath::Cached,
         lookup_lanes: QUAD,
     })
 }
@@ -566,7 +572,7 @@ fn atomic(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow> {
         space: space.unwrap_or(Space::Global),
         kind: AccessKind::Atomic,
         bytes_per_lane: eb as u32,
-        readonly: false,
+        path: LoadPath::Cached,
         lookup_lanes: QUAD,
     })
 }

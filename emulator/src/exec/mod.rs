@@ -61,7 +61,7 @@ mod tex;
 use crate::bits::set_bits;
 use crate::devmem::{DeviceMemory, WriteLog};
 use crate::ir::*;
-use crate::memory::{AccessKind, Space};
+use crate::memory::{AccessKind, LoadPath, Space};
 use crate::texture::Texture;
 
 use alu::compute;
@@ -113,7 +113,7 @@ pub(crate) enum Flow {
         space: Space,
         kind: AccessKind,
         bytes_per_lane: u32,
-        readonly: bool,
+        path: LoadPath,
         /// Lanes whose texels one texture-cache lookup serves ([`MemRequest::lookup_lanes`]).
         lookup_lanes: u8,
     },

@@ -5,7 +5,7 @@ use super::{Ctx, Fault, Faulty, Flow, Warp, ZERO_LANES, fault, put, put_lanes};
 use crate::bits::set_bits;
 use crate::hostcpu::HostWork;
 use crate::ir::*;
-use crate::memory::{AccessKind, LANE, PAIR, QUAD, Space};
+use crate::memory::{AccessKind, LANE, LoadPath, PAIR, QUAD, Space};
 use crate::numeric::{b32, f32v};
 use crate::texture::{HANDLE_BASE, Sampler, WarpSamples, unmapped};
 
@@ -64,7 +64,7 @@ fn texture(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow> {
         space: Space::Texture,
         kind: AccessKind::Load,
         bytes_per_lane: texel_bytes,
-        readonly: true,
+        path: LoadPath::ReadOnly,
         lookup_lanes: lookup_lanes(texel_bytes, filtered),
     })
 }

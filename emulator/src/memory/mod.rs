@@ -53,7 +53,7 @@
 //! let mut mem = MemorySystem::new(&cfg);
 //! let lanes = [(0u8, 0x1000u64)];
 //! let req = MemRequest { space: Space::Global, kind: AccessKind::Load,
-//!                        bytes_per_lane: 8, lanes: &lanes, readonly_path: false,
+//!                        bytes_per_lane: 8, lanes: &lanes, path: LoadPath::Cached,
 //!                        lookup_lanes: 4 };
 //! assert_eq!(mem.access(0, &req), 650); // cold: DRAM
 //! ```
@@ -90,6 +90,21 @@ pub(crate) enum Space {
     Texture,
 }
 
+/// Which caches a load may be served from, as its instruction says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LoadPath {
+    /// The L1 and below: a plain, `.ca`, `.cs` or CTA-scoped load (and every store or atomic,
+    /// which this does not steer).
+    Cached,
+    /// `ld.global.nc` / `__ldg` / `tex`: the read-only (texture) cache path.
+    ReadOnly,
+    /// The L2 and below: `.cg`, `.cv`, `.lu`, `ld.volatile` and loads of GPU or system scope.
+    /// On an H200 each of these read an L2 hit's 278 cycles a step where a plain load of the
+    /// same word read the L1's 48 (docs/gpu/cache-operators.cu); sm_90's SASS makes them
+    /// `LDG.E.STRONG.GPU`, `.STRONG.SYS` or `.LU`.
+    L2Only,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum AccessKind {
     Load,
@@ -106,8 +121,8 @@ pub(crate) struct MemRequest<'a> {
     pub bytes_per_lane: u32,
     /// (lane, byte address) per active lane; textures: one entry per texel fetched.
     pub lanes: &'a [(u8, u64)],
-    /// `ld.global.nc` / `__ldg` / `tex`: the read-only (texture) cache path.
-    pub readonly_path: bool,
+    /// Which caches a load may be served from.
+    pub path: LoadPath,
     /// Texture path: how many consecutive lanes' texels one lookup serves, as Nsight Compute
     /// counts the lookups its texture hit rate divides by ([`QUAD`], [`PAIR`] or [`LANE`]).
     pub lookup_lanes: u8,
@@ -376,12 +391,13 @@ impl SmMem {
             (Space::Global | Space::Local, AccessKind::Load) => {
                 // Read-only loads take the texture path on Fermi-style GPUs; from Volta on the
                 // same L1 serves them at L1 latency (LDG.CONSTANT), counted as L1 traffic.
-                let path = if req.readonly_path && self.tex.is_some() {
-                    Path::TexSeparate
-                } else {
-                    Path::L1
-                };
-                self.cached_load(now, req, path)
+                match req.path {
+                    LoadPath::ReadOnly if self.tex.is_some() => {
+                        self.cached_load(now, req, Path::TexSeparate)
+                    }
+                    LoadPath::L2Only => self.through_l1(now, req, L2Op::Read),
+                    _ => self.cached_load(now, req, Path::L1),
+                }
             }
             (Space::Global | Space::Local, AccessKind::Store) => self.store(now, req),
             (Space::Global | Space::Local, AccessKind::Atomic) => self.atomic(now, req),
@@ -504,10 +520,10 @@ impl SmMem {
         )
     }
 
-    /// A store's or atomic's lanes, coalesced in L2 sectors, sent to the L2 one line per L1
-    /// lookup slot. A store is done when its last line is visible to the CTA (the L2 write still
-    /// happens — slice bandwidth, dirty data — but nobody waits for it); an atomic when its last
-    /// line is acknowledged.
+    /// A store's, atomic's or L1-skipping load's lanes, coalesced in L2 sectors, sent to the L2
+    /// one line per L1 lookup slot. A store is done when its last line is visible to the CTA (the
+    /// L2 write still happens — slice bandwidth, dirty data — but nobody waits for it); an atomic
+    /// or a load when its last line is answered.
     fn through_l1(&mut self, now: u64, req: &MemRequest, op: L2Op) -> u64 {
         let lat = self.lat;
         let wait = op != L2Op::Write;

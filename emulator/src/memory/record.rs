@@ -17,7 +17,7 @@
 //! ```
 
 use super::coalesce::{Lines, coalesce};
-use super::{AccessKind, MemRequest, Space};
+use super::{AccessKind, LoadPath, MemRequest, Space};
 use serde::Serialize;
 
 /// The sector unit the recorder reports: 32 bytes.
@@ -59,7 +59,7 @@ impl AddressRecorder {
     pub(crate) fn record(&mut self, now: u64, req: &MemRequest) {
         let kind = match (req.space, req.kind) {
             (Space::Texture, _) => AddressKind::Texture,
-            (Space::Global | Space::Local, AccessKind::Load) if req.readonly_path => {
+            (Space::Global | Space::Local, AccessKind::Load) if req.path == LoadPath::ReadOnly => {
                 AddressKind::ReadOnlyLoad
             }
             (Space::Global | Space::Local, AccessKind::Load) => AddressKind::Load,
@@ -97,7 +97,7 @@ mod tests {
             kind,
             bytes_per_lane: 4,
             lanes,
-            readonly_path: false,
+            path: LoadPath::Cached,
             lookup_lanes: QUAD,
         }
     }

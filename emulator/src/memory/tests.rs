@@ -8,7 +8,7 @@ fn load<'a>(lanes: &'a [(u8, u64)], bytes: u32) -> MemRequest<'a> {
         kind: AccessKind::Load,
         bytes_per_lane: bytes,
         lanes,
-        readonly_path: false,
+        path: LoadPath::Cached,
         lookup_lanes: QUAD,
     }
 }
@@ -418,13 +418,34 @@ fn consecutive_lines_of_a_granule_share_one_atomic_unit() {
 }
 
 #[test]
+fn an_l2_only_load_skips_a_line_the_l1_holds() {
+    let cfg = GpuConfig::preset("h100").unwrap();
+    let lat = cfg.unloaded_latencies();
+    let mut mem = MemorySystem::new(&cfg);
+    let lanes = [(0u8, 0x4000u64)];
+    let plain = load(&lanes, 4);
+    mem.access(0, &plain);
+    let t = 100_000;
+    assert_eq!(
+        mem.access(t, &plain) - t,
+        lat.l1_hit,
+        "the L1 holds the line"
+    );
+    let strong = MemRequest {
+        path: LoadPath::L2Only,
+        ..plain
+    };
+    assert_eq!(mem.access(t + 1000, &strong) - t - 1000, lat.l2_hit);
+}
+
+#[test]
 fn fermi_readonly_loads_use_the_texture_cache_volta_loads_use_l1() {
     let lanes = warp(|l| 4 * l);
     for (name, tex_path) in [("gtx480", true), ("v100", false)] {
         let cfg = GpuConfig::preset(name).unwrap();
         let mut mem = MemorySystem::new(&cfg);
         let mut r = load(&lanes, 4);
-        r.readonly_path = true;
+        r.path = LoadPath::ReadOnly;
         mem.access(0, &r);
         let c = mem.counters();
         assert_eq!(c.texture.requests > 0, tex_path, "{name}");
@@ -682,7 +703,7 @@ proptest::proptest! {
                 .map(|l| (l, (base + u64::from(l) * stride) & !u64::from(bytes - 1)))
                 .collect();
             let req = MemRequest { space, kind, bytes_per_lane: bytes,
-                lanes: &lanes, readonly_path: false, lookup_lanes: QUAD };
+                lanes: &lanes, path: LoadPath::Cached, lookup_lanes: QUAD };
             let t = now;
             let done = mem.access_on(sm as usize, t, &req);
             proptest::prop_assert!(done >= t);

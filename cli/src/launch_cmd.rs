@@ -27,8 +27,10 @@ pub struct LaunchArgs {
     #[arg(long, default_value = "all")]
     pub trace_warps: WarpSelection,
     /// Warps that time their accesses and keep per-site statistics; the others run the bare path
-    /// at every probe (the plain load alone). Same grammar as --trace-warps; every traced warp is
-    /// timed too, so sampling needs --trace-warps to select fewer than all. Anything but `all`
+    /// at every probe (the plain load alone). A kernel of one wave ends with its slowest timed
+    /// warp, so there this lowers little of the cost; --time-accesses lowers it. Same grammar as
+    /// --trace-warps; every traced warp is timed too, so sampling needs --trace-warps to select
+    /// fewer than all. Anything but `all`
     /// needs probes with the bare path: a .cu is then compiled with -DWS_SAMPLED=1, and
     /// --instrument adds it; a .ptx must have been instrumented with --sampled. `every:N` picks
     /// warp g when N divides g, so an N that divides a row of the grid's warps picks the same

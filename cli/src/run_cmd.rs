@@ -35,10 +35,12 @@ pub struct RunArgs {
     #[arg(long, default_value = "none")]
     pub trace_warps: String,
     /// Warps that time their accesses and keep per-site statistics; the others run the bare path
-    /// at every probe (the plain load alone). Same grammar as --trace-warps; every traced warp is
-    /// timed too. Anything but `all` gives every probe the bare path, which the probes timing all
-    /// warps do without. `every:N` picks warp g when N divides g, so an N that divides a row of
-    /// the grid's warps picks the same columns in every row.
+    /// at every probe (the plain load alone). A kernel of one wave ends with its slowest timed
+    /// warp, so there this lowers little of the cost; --time-accesses lowers it. Same grammar as
+    /// --trace-warps; every traced warp is timed too. Anything but `all` gives every probe the
+    /// bare path, which the probes timing all warps do without. `every:N` picks warp g when N
+    /// divides g, so an N that divides a row of the grid's warps picks the same columns in every
+    /// row.
     #[arg(long, default_value = "all")]
     pub time_warps: String,
     /// Which of its accesses a timed warp times: `all`, or `every:N` with N 1, 2, 4 or 8 (one

@@ -84,8 +84,10 @@ pub struct ProbeArgs {
     #[arg(long, default_value_t = study::default_trace_warps())]
     pub trace_warps: WarpSelection,
     /// Warps that time their accesses and keep per-site statistics (count, sum, min, max); the
-    /// others run the bare path at every probe (the plain load, no clock read, fence or update),
-    /// which lowers what probing costs the kernel. Same grammar as --trace-warps; every traced
+    /// others run the bare path at every probe (the plain load, no clock read, fence or update).
+    /// A frame of one wave, as at paper scale, ends with its slowest timed warp, so this lowers
+    /// little of the fenced cost (an H200: 1.20-1.26x timing every 17th warp against 1.18-1.23x
+    /// timing all); --time-accesses lowers it. Same grammar as --trace-warps; every traced
     /// warp is timed too, selected here or not. Anything but `all` renders with the kernel's
     /// sampled build (-DWS_SAMPLED=1), whose extra code costs the timed warps too. `every:N`
     /// picks warp g when N divides g, so an N that divides a row of the image's warps picks the

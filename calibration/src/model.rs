@@ -10,7 +10,7 @@ use trace::{ProbeMode, SweepRow};
 use crate::error::CalibrationError;
 use crate::experiments::{
     self, AtomicUnitsRig, ContentionRig, DivergentClosingRig, DramRun, DummyClosingRig, FenceRig,
-    IntDivisionRig, SharedRig, SmInflightRig,
+    IntDivisionRig, IssueRatesRig, SharedRig, SmInflightRig,
 };
 use crate::table::{DramPattern, Extreme, Measure, PaperShape, PaperView, Table, round_model};
 
@@ -69,6 +69,7 @@ struct Lab {
     atomic_units: Option<AtomicUnitsRig>,
     divergent: Option<DivergentClosingRig>,
     sm_inflight: Option<SmInflightRig>,
+    issue: Option<IssueRatesRig>,
     /// Keyed by pattern and blocks per SM (none: the whole grid at once).
     dram: BTreeMap<(DramPattern, Option<u32>), DramRun>,
     frames: Option<Vec<SweepRow>>,
@@ -89,6 +90,7 @@ impl Lab {
             atomic_units: None,
             divergent: None,
             sm_inflight: None,
+            issue: None,
             dram: BTreeMap::new(),
             frames: None,
             done: BTreeMap::new(),
@@ -155,6 +157,10 @@ impl Lab {
                 DivergentClosingRig::new(&self.root, &self.cfg)
             })?
             .window(*closing, *lanes),
+            Measure::IssueRate { op } => rig(&mut self.issue, || {
+                IssueRatesRig::new(&self.root, &self.cfg)
+            })?
+            .rate(*op),
             Measure::SmStream { threads, every_sm } => rig(&mut self.sm_inflight, || {
                 SmInflightRig::new(&self.root, &self.cfg)
             })?

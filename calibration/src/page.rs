@@ -28,16 +28,18 @@ enum Section {
     Dummies,
     Contention,
     Division,
+    Issue,
 }
 
 impl Section {
-    const ALL: [Section; 12] = [
+    const ALL: [Section; 13] = [
         Section::Latency,
         Section::Fences,
         Section::Dummies,
         Section::Shared,
         Section::Contention,
         Section::Division,
+        Section::Issue,
         Section::Dram,
         Section::Corpus,
         Section::Frames,
@@ -67,6 +69,7 @@ impl Section {
             | Measure::ChainStep { .. }
             | Measure::DivergentClosing { .. } => Section::Contention,
             Measure::DivisionLatency { .. } | Measure::DivisionIssue { .. } => Section::Division,
+            Measure::IssueRate { .. } => Section::Issue,
         }
     }
 
@@ -84,6 +87,7 @@ impl Section {
             Section::Dummies => "Dummy closings",
             Section::Contention => "Contended atomics, divergent loads and shuffles",
             Section::Division => "Integer division",
+            Section::Issue => "Arithmetic issue rates",
         }
     }
 
@@ -131,6 +135,12 @@ impl Section {
                  and 32 warps on one SM with 8 independent chains each, cycles per warp step per \
                  scheduler, where issue is the limit (silicon's launch runs a block on every SM \
                  and takes the slowest)."
+            }
+            Section::Issue => {
+                "`docs/gpu/issue-rates.cu`'s kernel on the emulator, one block of 1,024 threads \
+                 (silicon's launch runs one on every SM; the rate is each SM's own), each thread \
+                 8 independent chains of one operation, 64 steps: the block's cycles per PTX \
+                 warp instruction per scheduler."
             }
             Section::Shared => {
                 "`docs/gpu/shared-latency.cu`'s chases on the emulator: cycles per step over 256 \

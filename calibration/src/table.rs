@@ -283,6 +283,9 @@ pub enum Measure {
     /// `docs/gpu/sm-inflight.cu`: DRAM bytes per cycle per SM while `threads` threads stream on
     /// one SM or, with `every_sm`, on every SM.
     SmStream { threads: u32, every_sm: bool },
+    /// `docs/gpu/issue-rates.cu`: cycles per PTX warp instruction per scheduler of `op`, 8 warps
+    /// per scheduler with 8 independent chains each.
+    IssueRate { op: IssueOp },
 }
 
 impl Measure {
@@ -389,6 +392,10 @@ impl Measure {
             ),
             Measure::ChainStep { op } => format!(
                 "`docs/gpu/atomic-units.cu`'s chain of {} on the emulator",
+                op.label()
+            ),
+            Measure::IssueRate { op } => format!(
+                "`docs/gpu/issue-rates.cu`'s chains of {} on one SM of the emulator",
                 op.label()
             ),
             Measure::DivergentClosing { closing, lanes } => format!(
@@ -499,6 +506,7 @@ impl Measure {
                     })
             }
             Measure::ChainStep { .. }
+            | Measure::IssueRate { .. }
             | Measure::DummyClosing { .. }
             | Measure::Reduce7Sum
             | Measure::DivisionLatency { .. }
@@ -746,6 +754,45 @@ impl ChainOp {
         match self {
             ChainOp::Atomic => "returned atomicAdd",
             ChainOp::Load => "ld.global.cg",
+        }
+    }
+}
+
+/// The operations of `issue-rates.cu` (its template argument `OP`, in this order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IssueOp {
+    FmaF32,
+    AddF32,
+    AddU32,
+    XorB32,
+    MadLoU32,
+    ShlB32,
+    AddU64,
+    /// A `xor.b32` and a `sub.u32` per step.
+    XorSubU32,
+}
+
+impl IssueOp {
+    pub fn template(self) -> u32 {
+        self as u32
+    }
+
+    /// PTX instructions per step of a chain.
+    pub fn per_step(self) -> u32 {
+        if self == IssueOp::XorSubU32 { 2 } else { 1 }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            IssueOp::FmaF32 => "fma.rn.f32",
+            IssueOp::AddF32 => "add.f32",
+            IssueOp::AddU32 => "add.u32",
+            IssueOp::XorB32 => "xor.b32",
+            IssueOp::MadLoU32 => "mad.lo.u32",
+            IssueOp::ShlB32 => "shl.b32",
+            IssueOp::AddU64 => "add.u64",
+            IssueOp::XorSubU32 => "xor then sub (u32)",
         }
     }
 }

@@ -771,6 +771,14 @@ pub enum IssueOp {
     AddU64,
     /// A `xor.b32` and a `sub.u32` per step.
     XorSubU32,
+    ShrU32,
+    MulWideU32,
+    MinU32,
+    PrmtB32,
+    /// A `xor.b32` and a `popc.b32` of it per step.
+    XorPopcB32,
+    /// A `xor.b32` and a `cvt.rn.f32.u32` of it per step.
+    XorCvtF32U32,
 }
 
 impl IssueOp {
@@ -780,7 +788,10 @@ impl IssueOp {
 
     /// PTX instructions per step of a chain.
     pub fn per_step(self) -> u32 {
-        if self == IssueOp::XorSubU32 { 2 } else { 1 }
+        match self {
+            IssueOp::XorSubU32 | IssueOp::XorPopcB32 | IssueOp::XorCvtF32U32 => 2,
+            _ => 1,
+        }
     }
 
     pub fn label(self) -> &'static str {
@@ -793,6 +804,12 @@ impl IssueOp {
             IssueOp::ShlB32 => "shl.b32",
             IssueOp::AddU64 => "add.u64",
             IssueOp::XorSubU32 => "xor then sub (u32)",
+            IssueOp::ShrU32 => "shr.u32",
+            IssueOp::MulWideU32 => "mul.wide.u32",
+            IssueOp::MinU32 => "min.u32",
+            IssueOp::PrmtB32 => "prmt.b32",
+            IssueOp::XorPopcB32 => "popc.b32 (of a xor)",
+            IssueOp::XorCvtF32U32 => "cvt.rn.f32.u32 (of a xor)",
         }
     }
 }

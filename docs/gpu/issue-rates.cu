@@ -9,7 +9,8 @@
 // clock64 span and the cycles per PTX warp instruction per scheduler (that span over 8 warps ×
 // 8 chains × 64 steps × the step's PTX instructions), so 1.0 is one a cycle and 2.0 one every
 // other cycle. Which SASS ptxas chose (IADD3 or IMAD.IADD, LOP3, two instructions for add.u64)
-// cuobjdump -sass tells.
+// cuobjdump -sass tells. Operations 8-13 (shr, mul.wide, min, prmt, popc and cvt, each of the
+// last two after a xor) were added after the first run.
 #include <algorithm>
 #include <cstdio>
 #include <vector>
@@ -34,12 +35,20 @@ __device__ __forceinline__ void step(unsigned& x, unsigned y, float& f, float g,
   if (OP == 5) asm volatile("shl.b32 %0, %0, %1;" : "+r"(x) : "r"(y));
   if (OP == 6) asm volatile("add.u64 %0, %0, %1;" : "+l"(w) : "l"(v));
   if (OP == 7) asm volatile("{ .reg .u32 t; xor.b32 t, %0, %1; sub.u32 %0, t, %1; }" : "+r"(x) : "r"(y));
+  if (OP == 8) asm volatile("shr.u32 %0, %0, %1;" : "+r"(x) : "r"(y));
+  if (OP == 9) asm volatile("mul.wide.u32 %0, %1, %2;" : "=l"(w) : "r"(unsigned(w)), "r"(unsigned(v)));
+  if (OP == 10) asm volatile("min.u32 %0, %0, %1;" : "+r"(x) : "r"(y));
+  if (OP == 11) asm volatile("prmt.b32 %0, %0, %1, 0x5140;" : "+r"(x) : "r"(y));
+  if (OP == 12) asm volatile("popc.b32 %0, %1;" : "=r"(x) : "r"(x ^ y));
+  if (OP == 13) asm volatile("cvt.rn.f32.u32 %0, %1;" : "=f"(f) : "r"(__float_as_uint(f) ^ __float_as_uint(g)));
 }
-constexpr int OPS = 8;
+constexpr int OPS = 14;
 const char* const NAMES[OPS] = {"fma.rn.f32", "add.f32",  "add.u32", "xor.b32",
-                                "mad.lo.u32", "shl.b32",  "add.u64", "xor then sub (u32)"};
+                                "mad.lo.u32", "shl.b32",  "add.u64", "xor then sub (u32)",
+                                "shr.u32",    "mul.wide.u32", "min.u32", "prmt.b32",
+                                "popc.b32 (of a xor)", "cvt.rn.f32.u32 (of a xor)"};
 // PTX instructions per step of a chain.
-constexpr int PER_STEP[OPS] = {1, 1, 1, 1, 1, 1, 1, 2};
+constexpr int PER_STEP[OPS] = {1, 1, 1, 1, 1, 1, 1, 2, 1, 1, 1, 1, 2, 2};
 
 template <int OP>
 __global__ void run(unsigned k, long long* cycles, unsigned* sink) {
@@ -102,7 +111,9 @@ int main() {
   CHECK(cudaMalloc(&sink, 4));
   if (row<0>(sms, d, sink) || row<1>(sms, d, sink) || row<2>(sms, d, sink) ||
       row<3>(sms, d, sink) || row<4>(sms, d, sink) || row<5>(sms, d, sink) ||
-      row<6>(sms, d, sink) || row<7>(sms, d, sink))
+      row<6>(sms, d, sink) || row<7>(sms, d, sink) || row<8>(sms, d, sink) ||
+      row<9>(sms, d, sink) || row<10>(sms, d, sink) || row<11>(sms, d, sink) ||
+      row<12>(sms, d, sink) || row<13>(sms, d, sink))
     return 1;
   return 0;
 }

@@ -62,7 +62,6 @@ pub struct Tools {
     /// Where the PyPI toolchain keeps cudart (`lib/` beside `bin/`), which nvcc's own profile
     /// does not search; also a folder with the `libcudart.so` link `--cudart shared` needs.
     lib_dirs: Vec<PathBuf>,
-    _links: Option<tempfile::TempDir>,
 }
 
 fn find_tools() -> Result<Tools, String> {
@@ -74,22 +73,26 @@ fn find_tools() -> Result<Tools, String> {
         return Err(format!("cuobjdump not found beside {}", nvcc.display()));
     }
     let mut lib_dirs = Vec::new();
-    let mut links = None;
     let lib = bin.join("../lib");
     lib_dirs.extend(kernels::cudart_lib_dir(&nvcc));
     let soname = lib.join("libcudart.so.13");
     if !lib.join("libcudart.so").exists() && soname.is_file() {
-        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-        std::os::unix::fs::symlink(&soname, dir.path().join("libcudart.so"))
-            .map_err(|e| e.to_string())?;
-        lib_dirs.push(dir.path().to_path_buf());
-        links = Some(dir);
+        // Under the target folder, not a temporary one: the tools live in a static, which is
+        // never dropped, so a temporary folder outlived every test run in /tmp.
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cudart-link");
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        let link = dir.join("libcudart.so");
+        if std::fs::read_link(&link).ok().as_deref() != Some(soname.as_path()) {
+            // A link left by another toolchain's path is replaced; a missing one is made.
+            let _ = std::fs::remove_file(&link);
+            std::os::unix::fs::symlink(&soname, &link).map_err(|e| e.to_string())?;
+        }
+        lib_dirs.push(dir);
     }
     Ok(Tools {
         nvcc,
         cuobjdump,
         lib_dirs,
-        _links: links,
     })
 }
 

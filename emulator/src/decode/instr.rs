@@ -358,8 +358,7 @@ impl<'m> KDec<'_, 'm> {
                 x.class = Class::Mem;
                 x.nc = m.has("nc") || base == "ldu";
                 // What sm_90 compiles to a strong or last-use LDG, which skips the L1.
-                x.l2_only = is_ld
-                    && base == "ld"
+                x.l2_only = base == "ld"
                     && (m.has("cg")
                         || m.has("cv")
                         || m.has("lu")

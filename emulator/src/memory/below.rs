@@ -338,11 +338,6 @@ impl Below {
         fold(line, self.slice_bits)
     }
 
-    /// The atomic unit serving `line`: the slices' fold of its granule number.
-    pub(super) fn atomic_unit_of(&self, line: u64) -> usize {
-        fold(line >> self.atomic_granule_shift, self.slice_bits)
-    }
-
     /// Serves the bytes `[addr, addr + len)` for a requester whose own path latency is `base`.
     /// Returns the cycle the requester has its data (or acknowledgement).
     fn access(&mut self, t: u64, addr: u64, len: u64, base: u64, op: L2Op) -> u64 {
@@ -368,7 +363,6 @@ impl Below {
 
     fn line(&mut self, t: u64, line: u64, mask: u8, base: u64, op: L2Op) -> u64 {
         let slice_idx = self.slice_of(line);
-        let unit_idx = self.atomic_unit_of(line);
         let local = line >> self.slice_bits;
         let sector_shift = self.sector_shift;
         let sector_bytes = 1u64 << sector_shift;
@@ -387,6 +381,8 @@ impl Below {
             floor,
             atomics_done,
             atomic_free_centi,
+            atomic_granule_shift,
+            slice_bits,
             ..
         } = self;
         let Some(slice) = slices.get_mut(slice_idx) else {
@@ -450,10 +446,9 @@ impl Below {
             // one's wait rounds that down, so that the unit, not the whole cycles of the line's
             // readiness, spaces a queue of requests.
             let mut ready = done;
-            if let Some(free) = atomic_free_centi
-                .get_mut(unit_idx)
-                .filter(|_| unit_centi > 0)
-            {
+            // The unit serving the line: the slices' fold of its granule number.
+            let unit = fold(line >> *atomic_granule_shift, *slice_bits);
+            if let Some(free) = atomic_free_centi.get_mut(unit).filter(|_| unit_centi > 0) {
                 let begin = (done * 100).max(*free);
                 *free = begin + unit_centi;
                 ready = *free / 100;

@@ -190,7 +190,9 @@ pub struct PipelineConfig {
     pub special_reg_latency_cycles: u32,
     /// Warp shuffles (`shfl.sync`).
     pub shuffle_latency_cycles: u32,
-    /// Cycles the integer unit is busy per warp instruction.
+    /// Cycles the integer unit is busy per warp instruction. Where `int_split` is set, the
+    /// unit of the integer operations it does not name: multiplies, shifts, `min`/`max`,
+    /// `prmt`, bit-field operations.
     pub int_issue_cycles: u32,
     /// Cycles the FP32 unit is busy per warp instruction.
     pub fp32_issue_cycles: u32,
@@ -204,6 +206,47 @@ pub struct PipelineConfig {
     /// Unset, one integer instruction.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub int_division: Option<IntDivision>,
+    /// Integer operations that issue at other rates than `int_issue_cycles`, each group on a
+    /// unit of its own beside it. Unset, every integer instruction issues on one unit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub int_split: Option<IntSplit>,
+    /// Moves that take no issue slot and no time, as ptxas allocates registers so that they
+    /// vanish from the SASS: an unguarded `mov` from a register (a float's bits included) and
+    /// a `cvt` that narrows an integer. The next instruction may issue in the same cycle, and
+    /// the moved value is ready when its source is. Unset, every PTX instruction issues.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub free_register_moves: bool,
+}
+
+impl PipelineConfig {
+    /// The fewest cycles an integer warp instruction holds its unit: the integer unit's, or
+    /// where integer issue is split, the fastest group's. A scheduler issues one instruction a
+    /// cycle, so this bounds its integer rate.
+    pub fn int_peak_issue_cycles(&self) -> u32 {
+        self.int_split.map_or(self.int_issue_cycles, |x| {
+            self.int_issue_cycles.min(x.logic_add_issue_cycles)
+        })
+    }
+}
+
+/// The integer operations a GPU issues on units of their own, at their own rates. Each group
+/// has its unit, so a warp instruction of one group and one of another issue on consecutive
+/// cycles. An operation of the first group on 64-bit operands (an add, subtract, logic
+/// operation, compare or select) takes two of its scheduler's issue slots, as the GPU runs it
+/// as two 32-bit instructions (a low and a high half: IADD3 and IADD3.X, two LOP3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct IntSplit {
+    /// Cycles the unit is busy per warp instruction of logic operations (`and`, `or`, `xor`,
+    /// `not`, `lop3`), adds and subtractions (with carry, and `neg`), integer compares and
+    /// selects, moves, and conversions between integer types.
+    pub logic_add_issue_cycles: u32,
+    /// Cycles the unit is busy per warp instruction of `popc`, `clz` and `bfind`.
+    pub bit_count_issue_cycles: u32,
+    /// Cycles the unit is busy per warp instruction of a conversion between an integer and
+    /// a single- or half-precision float (`cvt` both ways; double-precision conversions stay
+    /// on the FP64 unit).
+    pub conversion_issue_cycles: u32,
 }
 
 /// Integer division as a GPU runs it. No GPU divides integers in one instruction: ptxas turns
@@ -615,6 +658,24 @@ impl GpuConfig {
         ] {
             positive(v).map_err(|m| err(field, m))?;
         }
+        if let Some(x) = &p.int_split {
+            for (field, v) in [
+                (
+                    "pipeline.int_split.logic_add_issue_cycles",
+                    x.logic_add_issue_cycles,
+                ),
+                (
+                    "pipeline.int_split.bit_count_issue_cycles",
+                    x.bit_count_issue_cycles,
+                ),
+                (
+                    "pipeline.int_split.conversion_issue_cycles",
+                    x.conversion_issue_cycles,
+                ),
+            ] {
+                positive(v).map_err(|m| err(field, m))?;
+            }
+        }
         if let Some(d) = &p.int_division {
             for (field, q) in [
                 ("pipeline.int_division.u32", d.u32),
@@ -939,6 +1000,22 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_split_integer_unit_must_take_a_cycle() {
+        let mut cfg = GpuConfig::preset("h100").unwrap();
+        let split = cfg
+            .pipeline
+            .int_split
+            .as_mut()
+            .expect("h100 splits integer issue");
+        split.bit_count_issue_cycles = 0;
+        let e = cfg.validate("f.toml").expect_err("refused").to_string();
+        assert!(
+            e.starts_with("f.toml: pipeline.int_split.bit_count_issue_cycles:"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -25,7 +25,8 @@
 //!   binding level is the one with the lowest attainable A (the tightest roof).
 //! - Theoretical ceilings ([`Ceilings::theoretical`]): π = SMs × FP32 lanes per SM × 2 × clock,
 //!   lanes per SM = warp schedulers × 32 / `fp32_issue_cycles` (the emulator's issue model);
-//!   integer π = SMs × schedulers × 32 / `int_issue_cycles` × clock (one op per lane);
+//!   integer π = SMs × schedulers × 32 / `int_peak_issue_cycles()` × clock (one op per lane;
+//!   the fastest integer unit where the preset splits integer issue);
 //!   β(L1) = SMs × `l1.line_bytes` per cycle (one tag lookup per cycle per SM), β(L2) = slices ×
 //!   `l2.bandwidth_bytes_per_cycle`, β(DRAM) = `dram.bandwidth_bytes_per_cycle`, × clock.
 //!
@@ -154,7 +155,7 @@ impl PerCycle {
         PerCycle {
             // An FMA is two flops; an integer op is one.
             flops: sms * lanes(cfg.pipeline.fp32_issue_cycles) * 2.0,
-            int_ops: sms * lanes(cfg.pipeline.int_issue_cycles),
+            int_ops: sms * lanes(cfg.pipeline.int_peak_issue_cycles()),
             // One L1 tag lookup (one line) per cycle per SM.
             l1_bytes: sms * f64::from(cfg.l1.line_bytes),
             l2_bytes: f64::from(cfg.l2.slices) * cfg.l2.bandwidth_bytes_per_cycle,

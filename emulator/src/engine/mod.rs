@@ -43,7 +43,7 @@ use crate::memory::{
 use crate::texture::Texture;
 use crate::watch::{Progress, WATCH_INTERVAL, Watch};
 
-use sm::{Deps, NCLASS, Park, Shared, Sm, Stall};
+use sm::{Deps, NCLASS, NPIPE, Park, Shared, Sm, Stall};
 
 mod loads;
 pub use loads::{LoadEvent, LoadSpace, LoadWarps};
@@ -120,7 +120,7 @@ fn run_rounds(
         textures,
         deps: &deps,
         lat: Class::ALL.map(|c| sm::lat(inp.cfg, c)),
-        interval: Class::ALL.map(|c| sm::issue_interval(inp.cfg, c)),
+        interval: sm::intervals(inp.cfg),
         dev: &dev,
         round: Round::default(),
     };
@@ -322,9 +322,9 @@ struct Crew<'s, 'd> {
     inp: &'s LaunchInput<'s>,
     textures: &'s [Texture],
     deps: &'s Deps,
-    /// `lat` and `issue_interval` of every class, looked up once per launch.
+    /// `lat` of every class and the busy cycles of every unit, looked up once per launch.
     lat: [u64; NCLASS],
-    interval: [u64; NCLASS],
+    interval: [u64; NPIPE],
     dev: &'s RwLock<&'d mut DeviceMemory>,
     round: Round<'s>,
 }

@@ -35,9 +35,12 @@ use crate::memory::{AccessKind, Key, MemRequest, SmMem, Space, is_token};
 use super::LaunchInput;
 use super::loads::{LoadEvent, LoadLog, LoadSpace};
 
+mod pipe;
 mod sched;
 mod scoreboard;
 
+use pipe::Pipe;
+pub(super) use pipe::{NPIPE, intervals};
 use sched::{Hot, HotTable, Near};
 pub(super) use scoreboard::Deps;
 use scoreboard::refresh;
@@ -105,7 +108,8 @@ pub(super) struct TWarp {
     next_ok: u64,
     wake: u64,
     reason: Stall,
-    class: Class,
+    /// The unit its next instruction issues to.
+    pipe: Pipe,
     /// A barrier reduction's destination: its scoreboard slot and its row.
     bar_dst: Option<(u32, u32)>,
     /// The warp's index in the grid when its loads are recorded (`loads.rs`).
@@ -196,7 +200,7 @@ pub(super) struct Sm {
     /// Mirrors `warps` for the schedulers, by scheduler.
     hot: HotTable,
     blocks: Vec<Option<TBlock>>,
-    pipe: Vec<[u64; NCLASS]>,
+    pipe: Vec<[u64; NPIPE]>,
     /// Per scheduler: the warp it issued last (its index among the scheduler's warps), which
     /// it keeps issuing while it can (greedy-then-oldest).
     last: Vec<Option<u32>>,
@@ -240,9 +244,9 @@ pub(super) struct Shared<'a> {
     /// What the instructions read (device memory, textures, launch shape).
     pub fixed: Fixed<'a>,
     pub deps: &'a Deps,
-    /// `lat` and `issue_interval` of every class, looked up once per launch.
+    /// `lat` of every class and the busy cycles of every unit, looked up once per launch.
     pub lat: [u64; NCLASS],
-    pub interval: [u64; NCLASS],
+    pub interval: [u64; NPIPE],
     /// Whether the grid still has blocks to hand out (fixed during a round).
     pub blocks_left: bool,
 }
@@ -274,19 +278,6 @@ fn sequence(t: &IntDivision, d: Division) -> Option<InstructionSequence> {
     }
 }
 
-pub(super) fn issue_interval(cfg: &GpuConfig, c: Class) -> u64 {
-    let p = &cfg.pipeline;
-    (match c {
-        Class::Int => p.int_issue_cycles,
-        Class::Fp32 => p.fp32_issue_cycles,
-        Class::Fp64 => p.fp64_issue_cycles,
-        Class::Sfu => p.sfu_issue_cycles,
-        Class::Mem | Class::Tex => p.mem_issue_cycles,
-        _ => 1,
-    })
-    .max(1) as u64
-}
-
 impl Sm {
     pub(super) fn new(id: u32, nsched: usize) -> Sm {
         Sm {
@@ -295,7 +286,7 @@ impl Sm {
             warps: Vec::new(),
             hot: HotTable::new(nsched),
             blocks: Vec::new(),
-            pipe: vec![[0; NCLASS]; nsched],
+            pipe: vec![[0; NPIPE]; nsched],
             last: vec![None; nsched],
             live_blocks: 0,
             sched_next: vec![0; nsched],
@@ -356,7 +347,7 @@ impl Sm {
                         next_ok: 0,
                         wake: 0,
                         reason: Stall::Scoreboard,
-                        class: Class::Int,
+                        pipe: Pipe::of_class(Class::Int),
                         bar_dst: None,
                         record: None,
                     });
@@ -365,7 +356,7 @@ impl Sm {
                         ws,
                         Hot {
                             ready: u64::MAX,
-                            class: Class::Int,
+                            pipe: Pipe::of_class(Class::Int),
                         },
                     );
                     ws
@@ -629,9 +620,12 @@ impl Sm {
                             self.park = Park::Retry;
                             return Ok(());
                         }
-                        self.issue(sh, mem, s, k, now)?;
+                        let took_slot = self.issue(sh, mem, s, k, now)?;
                         self.last[s] = Some(k as u32);
-                        issued += 1;
+                        issued += u32::from(took_slot);
+                        // The cached pick was for the cycle before this instruction: after one
+                        // that took no slot, the scheduler picks afresh in the same cycle.
+                        self.sched_then[s] = NONE;
                     }
                     Err(wait) => {
                         self.sched_near[s] = wait.near;
@@ -719,7 +713,8 @@ impl Sm {
             .is_some_and(|x| matches!(x.op, Op::Bar | Op::Exit))
     }
 
-    /// Issues scheduler `s`'s `k`-th warp at `now`.
+    /// Issues scheduler `s`'s `k`-th warp at `now`; whether that took an issue slot (a move
+    /// that vanishes takes none, and the scheduler may issue again in the same cycle).
     fn issue(
         &mut self,
         sh: &Shared,
@@ -727,19 +722,19 @@ impl Sm {
         s: usize,
         k: usize,
         now: u64,
-    ) -> Result<(), EmuError> {
+    ) -> Result<bool, EmuError> {
         let ws = k * self.pipe.len() + s;
         let prog = sh.inp.prog;
         let w = &mut self.warps[ws];
         let Some(pc) = w.arch.pc() else {
             w.state = WState::Done;
             self.hot.set(ws, Hot::of(w));
-            return Ok(());
+            return Ok(true);
         };
         let Some(x) = sh.deps.step(pc) else {
             w.state = WState::Done;
             self.hot.set(ws, Hot::of(w));
-            return Ok(());
+            return Ok(true);
         };
         if x.op == Op::Invalid {
             let what = prog
@@ -792,9 +787,15 @@ impl Sm {
         c.class_counts[x.class as usize] += 1;
         c.flops += sh.deps.flops_per_lane(pc) * lanes;
         self.last_issue = Some((block.id, w.arch.wib, pc, x.line));
-        let mut done_at = now + sh.lat[x.class as usize];
-        // Issue slots the instruction takes from its scheduler: more than one for a sequence.
-        let mut slots = 1;
+        let free = x.slots == 0;
+        let mut done_at = if free {
+            now
+        } else {
+            now + sh.lat[x.class as usize]
+        };
+        // Issue slots the instruction takes from its scheduler: more than one for a sequence,
+        // or for an operation the GPU runs as two instructions.
+        let mut slots = u64::from(x.slots);
         let mut from_mem = false;
         let mut flow_bar = None;
         match flow {
@@ -869,12 +870,15 @@ impl Sm {
                 w.tokens.push(r);
             }
         }
-        self.pipe[s][x.class as usize] = now + sh.interval[x.class as usize];
+        let unit = x.pipe.index();
+        if !free {
+            self.pipe[s][unit] = now + sh.interval[unit] * u64::from(x.slots);
+        }
         w.next_ok = now
             + if x.op == Op::Bra {
                 sh.lat[Class::Branch as usize].max(1)
             } else {
-                1
+                u64::from(!free)
             };
         if slots > 1 {
             // The scheduler issues the sequence's instructions one per cycle: nothing else
@@ -944,7 +948,7 @@ impl Sm {
             }
         }
         let Some(block) = self.blocks[bslot].as_mut() else {
-            return Ok(());
+            return Ok(!free);
         };
         if block.live == 0 {
             self.counts
@@ -965,7 +969,7 @@ impl Sm {
                 }
             }
         }
-        Ok(())
+        Ok(!free)
     }
 
     /// Writes an atomic's old value into lane `lane` of register `reg` of warp slot `ws` (the

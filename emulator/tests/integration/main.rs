@@ -9,6 +9,7 @@ mod coverage;
 mod division;
 mod errors;
 mod golden;
+mod issue;
 mod micro;
 mod mutate;
 mod probes;

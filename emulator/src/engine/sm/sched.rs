@@ -1,17 +1,17 @@
 //! The warp schedulers' choice: which warp issues, or when one can and why not before.
 
+use super::pipe::Pipe;
 use super::{NONE, Sm, Stall, TWarp, WState};
 use crate::bits::set_bits;
-use crate::ir::Class;
 
 /// What the warp schedulers scan, per warp slot and apart from the warp's other state, so a
 /// scan walks one small array: the cycle from which the warp can issue as far as it alone
 /// decides (`max(wake, next_ok)`; `u64::MAX` when not running) and its next instruction's
-/// class (for the pipe). Kept in step with the warp by [`Hot::of`] after every change.
+/// unit (`pipe.rs`). Kept in step with the warp by [`Hot::of`] after every change.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Hot {
     pub(super) ready: u64,
-    pub(super) class: Class,
+    pub(super) pipe: Pipe,
 }
 
 impl Hot {
@@ -22,7 +22,7 @@ impl Hot {
             } else {
                 u64::MAX
             },
-            class: w.class,
+            pipe: w.pipe,
         }
     }
 }
@@ -152,7 +152,7 @@ impl Sm {
         self.hot
             .of_scheduler(s)
             .get(k)
-            .is_some_and(|h| h.ready <= now && self.pipe[s][h.class as usize] <= now)
+            .is_some_and(|h| h.ready <= now && self.pipe[s][h.pipe.index()] <= now)
     }
 
     /// The warp scheduler `s` issues at `now` (greedy-then-oldest; its `k`-th warp, slot
@@ -186,7 +186,7 @@ impl Sm {
         let pipes = &self.pipe[s];
         let hot = self.hot.of_scheduler(s);
         let rank = self.hot.rank(s);
-        let when = |k: usize| hot[k].ready.max(pipes[hot[k].class as usize]);
+        let when = |k: usize| hot[k].ready.max(pipes[hot[k].pipe.index()]);
         // Branch-free minima of packed keys (a near warp's index is below 64, so it takes the
         // low 8 bits): the oldest warp that can issue now, by (rank, index); the soonest cycle
         // with the oldest warp then, by (cycle, rank, index); and with the first in slot order
@@ -220,7 +220,7 @@ impl Sm {
         let hot = self.hot.of_scheduler(s);
         let can_then = |k: u32| {
             let h = &hot[k as usize];
-            h.ready.max(self.pipe[s][h.class as usize]) == at
+            h.ready.max(self.pipe[s][h.pipe.index()]) == at
         };
         let then = match self.last[s] {
             Some(k) if can_then(k) => k,
@@ -239,7 +239,7 @@ impl Sm {
     fn reason(&self, s: usize, k: usize) -> Stall {
         let nsched = self.pipe.len();
         let w = &self.warps[k * nsched + s];
-        let pipe = self.pipe[s][self.hot.of_scheduler(s)[k].class as usize];
+        let pipe = self.pipe[s][self.hot.of_scheduler(s)[k].pipe.index()];
         if w.wake >= w.next_ok && w.wake >= pipe {
             w.reason
         } else if pipe >= w.next_ok {
@@ -260,7 +260,7 @@ impl Sm {
         // every warp unpredictably (one thread, wall time: 3-9 % slower on every workload).
         let pipes = &self.pipe[s];
         let hot = self.hot.of_scheduler(s);
-        let when = |h: &Hot| h.ready.max(pipes[h.class as usize]);
+        let when = |h: &Hot| h.ready.max(pipes[h.pipe.index()]);
         let mut best_t = u64::MAX;
         for &k in self.hot.by_age(s) {
             let k = k as usize;
@@ -352,6 +352,7 @@ fn first_at_by_search(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ir::Class;
 
     proptest::proptest! {
         /// The masks find the warps the searches find, for any cycles (few distinct ones, so
@@ -364,7 +365,7 @@ mod tests {
         ) {
             let hot: Vec<Hot> = cycles
                 .iter()
-                .map(|&ready| Hot { ready, class: Class::Int })
+                .map(|&ready| Hot { ready, pipe: Pipe::of_class(Class::Int) })
                 .collect();
             // An age order: the slots shuffled by the seed.
             let mut by_age: Vec<u32> = (0..hot.len() as u32).collect();
@@ -391,7 +392,7 @@ mod tests {
         ) {
             let hot: Vec<Hot> = cycles
                 .iter()
-                .map(|c| Hot { ready: c.unwrap_or(u64::MAX), class: Class::Int })
+                .map(|c| Hot { ready: c.unwrap_or(u64::MAX), pipe: Pipe::of_class(Class::Int) })
                 .collect();
             let by_age: Vec<u32> = (0..hot.len() as u32).rev().collect();
             let soonest = hot.iter().map(|h| h.ready).min().unwrap_or(u64::MAX);

@@ -3,6 +3,7 @@
 //! wait on each other share one, and every register an instruction names is read through its
 //! slot.
 
+use super::pipe::{self, Pipe};
 use super::{Stall, TWarp, WState};
 use crate::config::GpuConfig;
 use crate::ir::{Class, FENCE_GPU, FENCE_SC_CTA, FENCE_SYS, Op, Program};
@@ -22,7 +23,7 @@ const SHORT: usize = 4;
 pub(in crate::engine) struct Step {
     /// Its scoreboard registers, reads then writes (the order decides which register names
     /// the stall reason on a tie), padded with [`Deps::pad`], when there are at most `SHORT`
-    /// (`long` is false); else [`Deps`]' flat list holds them. Why: a loop over each
+    /// (`long()` is false); else [`Deps`]' flat list holds them. Why: a loop over each
     /// instruction's own count ends at a different trip every issue, and its mispredicted
     /// exit, with the mispredicted comparison inside, cost more than four fixed, branch-free
     /// steps (one thread, demo runs: 9 % and 4 % faster).
@@ -34,20 +35,40 @@ pub(in crate::engine) struct Step {
     pub(in crate::engine) line: u32,
     pub(in crate::engine) op: Op,
     pub(in crate::engine) class: Class,
+    /// The unit it issues to, and the issue slots it takes from its scheduler.
+    pub(in crate::engine) pipe: Pipe,
+    pub(in crate::engine) slots: u8,
     /// How many of its scoreboard registers it reads, and how many after those it writes.
     reads: u8,
     writes: u8,
-    long: bool,
-    /// A fence that waits for the warp's stores and atomics but not its loads (a `membar.cta`
-    /// on a preset whose `sm.cta_sc_fence_waits_for_loads` is false).
-    writes_only: bool,
-    /// A GPU- or system-scope fence: it retires [`Deps`]' `wide_drain` cycles after what it
-    /// waits for.
-    wide: bool,
+    /// What a fence waits for; `Drain::All` for any other instruction.
+    drain: Drain,
     /// Floating-point operations per active lane (2 for an FMA; 1 for an add, subtract,
     /// multiply or divide; else 0): a table rather than a match at every issue, whose branches
     /// on the operation mispredicted.
     flops: u8,
+}
+
+/// What a fence waits for before it retires.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Drain {
+    /// Every memory operation of its warp.
+    All,
+    /// Its warp's stores and atomics but not its loads (a `membar.cta` on a preset whose
+    /// `sm.cta_sc_fence_waits_for_loads` is false).
+    Writes,
+    /// Every memory operation, and then [`Deps`]' `wide_drain` cycles (a GPU- or system-scope
+    /// fence).
+    Wide,
+}
+
+impl Step {
+    /// Whether [`Deps`]' flat list holds its scoreboard registers (more than `SHORT`), not
+    /// `short`. Derived, not stored, to keep the record at 32 bytes.
+    #[inline]
+    fn long(&self) -> bool {
+        usize::from(self.reads) + usize::from(self.writes) > SHORT
+    }
 }
 
 /// Every instruction's [`Step`], built once per launch, and the scoreboard registers of those
@@ -70,6 +91,7 @@ impl Deps {
         let mut steps = Vec::with_capacity(prog.insts.len());
         let slot = |r: u32| prog.slot_of[r as usize];
         for x in &prog.insts {
+            let (pipe, slots) = pipe::of(x, &cfg.pipeline);
             start.push(regs.len() as u32);
             let first = regs.len();
             regs.extend(x.reads().map(slot));
@@ -78,8 +100,7 @@ impl Deps {
             let writes = regs.len() - first - reads;
             let own = &regs[first..];
             let mut short = [pad; SHORT];
-            let long = own.len() > SHORT;
-            if !long {
+            if own.len() <= SHORT {
                 short[..own.len()].copy_from_slice(own);
             }
             steps.push(Step {
@@ -92,12 +113,16 @@ impl Deps {
                 line: x.line,
                 op: x.op,
                 class: x.class,
+                pipe,
+                slots,
                 // At most four sources, an address and a guard; at most four destinations.
                 reads: reads as u8,
                 writes: writes as u8,
-                long,
-                writes_only: skip_loads && x.op == Op::Membar && x.sub == FENCE_SC_CTA,
-                wide: x.op == Op::Membar && matches!(x.sub, FENCE_GPU | FENCE_SYS),
+                drain: match (x.op, x.sub) {
+                    (Op::Membar, FENCE_SC_CTA) if skip_loads => Drain::Writes,
+                    (Op::Membar, FENCE_GPU | FENCE_SYS) => Drain::Wide,
+                    _ => Drain::All,
+                },
                 flops: match (x.class, x.op) {
                     (Class::Fp32 | Class::Fp64, Op::Fma) => 2,
                     (Class::Fp32 | Class::Fp64, Op::Add | Op::Sub | Op::Mul | Op::Div) => 1,
@@ -138,7 +163,7 @@ impl Deps {
         let Some(step) = self.step(pc) else {
             return &[];
         };
-        let own = if step.long {
+        let own = if step.long() {
             self.of(pc)
         } else {
             &step.short[..]
@@ -169,7 +194,7 @@ pub(super) fn refresh(w: &mut TWarp, deps: &Deps) {
         w.state = WState::Done;
         return;
     };
-    let (mut t, mem) = if step.long {
+    let (mut t, mem) = if step.long() {
         latest(deps.of(pc), &w.ready, &w.from_mem)
     } else {
         latest_short(&step.short, &w.ready, &w.from_mem)
@@ -180,14 +205,14 @@ pub(super) fn refresh(w: &mut TWarp, deps: &Deps) {
         Stall::Scoreboard
     };
     if step.op == Op::Membar {
-        let mut drained = if step.writes_only {
+        let mut drained = if step.drain == Drain::Writes {
             w.outstanding_writes
         } else {
             w.outstanding
         };
         // A wide fence's own work after the wait (0: nothing outstanding yet). A token stays
         // as it is: `take_in` refreshes the warp once its value is known.
-        if step.wide && drained > 0 && !is_token(drained) {
+        if step.drain == Drain::Wide && drained > 0 && !is_token(drained) {
             drained += deps.wide_drain;
         }
         // The fence reached the head of the warp when its predecessor let the next instruction
@@ -204,7 +229,7 @@ pub(super) fn refresh(w: &mut TWarp, deps: &Deps) {
     }
     w.wake = t;
     w.reason = reason;
-    w.class = step.class;
+    w.pipe = step.pipe;
 }
 
 /// The latest ready cycle among `regs` (0 for none) and whether the first register that has

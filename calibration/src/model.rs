@@ -307,6 +307,8 @@ impl Lab {
                 study::demo_config(&self.frames_dir, study::Scale::Paper).map_err(study_err)?;
             cfg.emu_config = self.cfg.clone();
             cfg.modes = vec![ProbeMode::Off, ProbeMode::Naive, ProbeMode::Fence];
+            // The silicon rows were measured timing every access of every warp.
+            cfg.time_accesses = instrument::AccessPeriod::ALL;
             cfg.frames = 1;
             let total = cfg.runs().len();
             progress(&format!(

@@ -96,13 +96,15 @@ pub struct ProbeArgs {
     pub time_warps: WarpSelection,
     /// Which of its accesses a timed warp times: `all`, or `every:N` with N 1, 2, 4 or 8 (one
     /// access in N, all sites together, traced warps included; warp g times its k-th access when
-    /// g + k is a multiple of N).
+    /// g + k is a multiple of N) [default: every:8 with --scale paper, all with quick].
     /// Where a frame's one wave ends with its slowest warp, this, not --time-warps, lowers what
-    /// fenced probes cost. At the paper's geometry on the h100 preset every:8 is both cheaper
-    /// and truer than all (docs/PERFORMANCE.md, sampled timing). Anything but `all` renders with
+    /// fenced probes cost: every:8 costs 1.03-1.05x fenced on an H200 at the paper's geometry
+    /// (all: 1.18-1.23x) and there, on the h100 preset, keeps every fenced site within 2.3 % of
+    /// the bare run's truth (all: 8.9 %). At the quick geometry on gtx480 `all` reads truer, at up
+    /// to 1.44x the cost (docs/PERFORMANCE.md, sampled timing). Anything but `all` renders with
     /// the sampled build, as --time-warps does.
-    #[arg(long, default_value_t = AccessPeriod::ALL)]
-    pub time_accesses: AccessPeriod,
+    #[arg(long)]
+    pub time_accesses: Option<AccessPeriod>,
     /// Records each traced warp can keep (a ray of 500 steps makes up to 1000).
     #[arg(long, default_value_t = 1024)]
     pub slots: u32,
@@ -243,7 +245,10 @@ pub fn render(args: &RenderArgs) -> Result<()> {
         mode: args.mode,
         trace_warps: args.probe.trace_warps.clone(),
         time_warps: args.probe.time_warps.clone(),
-        time_accesses: args.probe.time_accesses,
+        time_accesses: args
+            .probe
+            .time_accesses
+            .unwrap_or(args.scene.scale.time_accesses()),
         slots_per_warp: args.probe.slots,
         frames: args.probe.frames,
         measure_overhead: !args.probe.no_overhead,
@@ -338,7 +343,10 @@ pub fn sweep(args: &SweepArgs) -> Result<()> {
         modes: or_default(&args.modes, &[ProbeMode::Naive, ProbeMode::Fence]),
         trace_warps: args.probe.trace_warps.clone(),
         time_warps: args.probe.time_warps.clone(),
-        time_accesses: args.probe.time_accesses,
+        time_accesses: args
+            .probe
+            .time_accesses
+            .unwrap_or(args.scene.scale.time_accesses()),
         slots_per_warp: args.probe.slots,
         frames: args.probe.frames,
         measure_overhead: !args.probe.no_overhead,

@@ -138,6 +138,8 @@ pub struct AccessPeriod(u32);
 impl AccessPeriod {
     /// Every access.
     pub const ALL: AccessPeriod = AccessPeriod(1);
+    /// One access in 8, the longest period the probes keep.
+    pub const EVERY_8: AccessPeriod = AccessPeriod(kernels::layout::WS_MAX_ACCESS_PERIOD);
 
     /// The period `n`, where the probes can keep it.
     pub fn new(n: u32) -> Option<AccessPeriod> {
@@ -243,6 +245,7 @@ mod tests {
             assert_eq!(p.to_string().parse::<AccessPeriod>().unwrap(), p);
         }
         assert_eq!(AccessPeriod::ALL.flag_bits(), 0);
+        assert_eq!(AccessPeriod::new(8), Some(AccessPeriod::EVERY_8));
         let step = |spec: &str| spec.parse::<AccessPeriod>().unwrap().flag_bits() >> 8;
         assert_eq!(
             (step("every:2"), step("every:4"), step("every:8")),

@@ -60,7 +60,7 @@ pub fn demo_config(out_dir: &Path, scale: Scale) -> Result<SweepConfig, StudyErr
         modes: vec![ProbeMode::Naive, ProbeMode::Fence],
         trace_warps: crate::render::default_trace_warps(),
         time_warps: WarpSelection::all(),
-        time_accesses: AccessPeriod::ALL,
+        time_accesses: scale.time_accesses(),
         slots_per_warp: 1024,
         frames: 10,
         measure_overhead: true,

@@ -169,6 +169,11 @@ impl ProbeArgs {
     fn formats(&self) -> Vec<RunLog> {
         self.formats.iter().flatten().copied().collect()
     }
+
+    /// `--time-accesses`, or the default of the study at `scale`.
+    fn time_accesses(&self, scale: study::Scale) -> AccessPeriod {
+        self.time_accesses.unwrap_or(scale.time_accesses())
+    }
 }
 
 #[derive(Args, Debug)]
@@ -245,10 +250,7 @@ pub fn render(args: &RenderArgs) -> Result<()> {
         mode: args.mode,
         trace_warps: args.probe.trace_warps.clone(),
         time_warps: args.probe.time_warps.clone(),
-        time_accesses: args
-            .probe
-            .time_accesses
-            .unwrap_or(args.scene.scale.time_accesses()),
+        time_accesses: args.probe.time_accesses(args.scene.scale),
         slots_per_warp: args.probe.slots,
         frames: args.probe.frames,
         measure_overhead: !args.probe.no_overhead,
@@ -343,10 +345,7 @@ pub fn sweep(args: &SweepArgs) -> Result<()> {
         modes: or_default(&args.modes, &[ProbeMode::Naive, ProbeMode::Fence]),
         trace_warps: args.probe.trace_warps.clone(),
         time_warps: args.probe.time_warps.clone(),
-        time_accesses: args
-            .probe
-            .time_accesses
-            .unwrap_or(args.scene.scale.time_accesses()),
+        time_accesses: args.probe.time_accesses(args.scene.scale),
         slots_per_warp: args.probe.slots,
         frames: args.probe.frames,
         measure_overhead: !args.probe.no_overhead,

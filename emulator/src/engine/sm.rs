@@ -623,9 +623,11 @@ impl Sm {
                         let took_slot = self.issue(sh, mem, s, k, now)?;
                         self.last[s] = Some(k as u32);
                         issued += u32::from(took_slot);
-                        // The cached pick was for the cycle before this instruction: after one
-                        // that took no slot, the scheduler picks afresh in the same cycle.
-                        self.sched_then[s] = NONE;
+                        if !took_slot {
+                            // The cached pick was for the cycle before this instruction: the
+                            // scheduler picks afresh in the same cycle.
+                            self.sched_then[s] = NONE;
+                        }
                     }
                     Err(wait) => {
                         self.sched_near[s] = wait.near;

@@ -114,13 +114,15 @@ fn wide(x: &Inst) -> bool {
 fn vanishes(x: &Inst) -> bool {
     let unguarded = matches!(x.guard, Opnd::None);
     let from_reg = matches!(x.s[0], Opnd::Reg(_));
-    let int = |t: crate::ir::Ty| !t.is_float() && t.bits() > 1;
     unguarded
         && from_reg
         && match x.op {
             Op::Mov => x.class == Class::Int,
             Op::Cvt => {
-                int(x.ty) && int(x.ty2) && (32..=x.ty2.bits()).contains(&x.ty.bits()) && !x.sat
+                !x.ty.is_float()
+                    && !x.ty2.is_float()
+                    && (32..=x.ty2.bits()).contains(&x.ty.bits())
+                    && !x.sat
             }
             _ => false,
         }

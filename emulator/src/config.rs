@@ -324,6 +324,11 @@ pub struct CacheConfig {
     pub replacement: Replacement,
     /// Outstanding line misses; a miss with none free waits for the earliest to return.
     pub mshrs: u32,
+    /// Cycles of the cache's port that a line with a sector to fetch takes; a line whose
+    /// sectors all hit, or merge with sectors in flight, takes one. How fast the cache sends
+    /// its misses on to the L2 (1 when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub miss_line_cycles: Option<u32>,
 }
 
 /// The texture path: a fixed pipeline latency on top of a cache.
@@ -741,6 +746,7 @@ impl GpuConfig {
             latency_cycles: l2.latency_cycles,
             replacement: l2.replacement,
             mshrs: 1,
+            miss_line_cycles: None,
         };
         if !l2.size_bytes.is_multiple_of(u64::from(l2.slices)) {
             return Err(err(
@@ -883,6 +889,14 @@ fn validate_cache(c: &CacheConfig, prefix: &str) -> Result<(), (String, String)>
     }
     positive(c.ways).map_err(|m| (f("ways"), m))?;
     positive(c.mshrs).map_err(|m| (f("mshrs"), m))?;
+    if let Some(m) = c.miss_line_cycles
+        && !(1..=1000).contains(&m)
+    {
+        return Err((
+            f("miss_line_cycles"),
+            format!("{m} is not a number of cycles in 1–1000"),
+        ));
+    }
     let set_bytes = u64::from(c.line_bytes) * u64::from(c.ways);
     let size = u64::from(c.size_bytes);
     if size == 0 || !size.is_multiple_of(set_bytes) {
@@ -1016,6 +1030,34 @@ mod tests {
             e.starts_with("f.toml: pipeline.int_split.bit_count_issue_cycles:"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_line_that_fetches_holds_a_cache_port_from_1_to_1000_cycles() {
+        for (cycles, ok) in [
+            (None, true),
+            (Some(1), true),
+            (Some(1000), true),
+            (Some(0), false),
+            (Some(1001), false),
+        ] {
+            let mut cfg = GpuConfig::preset("gtx480").unwrap();
+            cfg.texture
+                .cache
+                .as_mut()
+                .expect("fermi's texture cache")
+                .miss_line_cycles = cycles;
+            let r = cfg.validate("f.toml");
+            if ok {
+                assert!(r.is_ok(), "{cycles:?}: {r:?}");
+            } else {
+                let e = r.expect_err("refused").to_string();
+                assert!(
+                    e.starts_with("f.toml: texture.cache.miss_line_cycles:"),
+                    "{e}"
+                );
+            }
+        }
     }
 
     #[test]

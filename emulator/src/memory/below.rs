@@ -301,6 +301,7 @@ impl Below {
             latency_cycles: cfg.l2.latency_cycles,
             replacement: cfg.l2.replacement,
             mshrs: 1,
+            miss_line_cycles: None,
         };
         let slice = Slice {
             cache: Cache::new(&slice_cfg),

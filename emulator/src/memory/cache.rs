@@ -45,6 +45,8 @@ pub(crate) struct Cache {
     sector_shift: u32,
     sectors: usize,
     replacement: Replacement,
+    /// Port cycles of a line with a sector to fetch (`CacheConfig::miss_line_cycles`).
+    miss_line_cycles: u64,
     /// Line number + 1 per slot; 0 = invalid.
     tags: Vec<u64>,
     /// LRU: last-use stamp; FIFO: fill stamp.
@@ -79,6 +81,7 @@ impl Cache {
             sector_shift: c.sector_bytes.max(1).trailing_zeros(),
             sectors,
             replacement: c.replacement,
+            miss_line_cycles: u64::from(c.miss_line_cycles.unwrap_or(1)),
             tags: vec![0; slots],
             stamps: vec![0; slots],
             valid: vec![0; slots],
@@ -96,6 +99,11 @@ impl Cache {
 
     pub(crate) fn sector_shift(&self) -> u32 {
         self.sector_shift
+    }
+
+    /// Port cycles a line takes: one, or `miss_line_cycles` when it fetches a sector.
+    pub(crate) fn port_cycles(&self, fetched: bool) -> u64 {
+        if fetched { self.miss_line_cycles } else { 1 }
     }
 
     fn set_range(&self, line: u64) -> std::ops::Range<usize> {
@@ -414,6 +422,7 @@ mod tests {
             latency_cycles: 1,
             replacement,
             mshrs: 4,
+            miss_line_cycles: None,
         }
     }
 

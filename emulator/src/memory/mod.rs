@@ -18,7 +18,9 @@
 //! # The model
 //! - **Coalescing**: a warp's lane addresses become cache lines with a mask of sectors (32 B,
 //!   or the line for unsectored caches). The L1 tag stage handles one line per cycle, so an
-//!   instruction touching *n* lines occupies the SM's L1 port for *n* cycles.
+//!   instruction touching *n* lines occupies the SM's L1 port for *n* cycles; a line that
+//!   fetches a sector from the L2 holds the port `miss_line_cycles` (the preset's; 1 when
+//!   absent), which bounds the rate at which one SM reads from the L2.
 //! - **Per-SM caches**: L1 data (global and local loads), texture (a separate cache on Fermi,
 //!   the L1 itself from Volta on — `texture.unified_with_l1`), constant (also `ld.param`). Sets
 //!   are flat arrays of tags; LRU or FIFO replacement; sectored lines; a miss allocates its sectors
@@ -293,7 +295,7 @@ impl Link<'_> {
     /// `mask`'s sectors of `line` in an SM-level cache at cycle `t`: hits, merges with sectors
     /// in flight, and the missing sectors fetched from the L2 through an MSHR (waiting for one
     /// when all are busy) and allocated to arrive with the answer. Returns when the line's data
-    /// is there.
+    /// is there, and the port cycles the line took (`Cache::port_cycles`).
     #[allow(clippy::too_many_arguments)] // the cache, its MSHRs and counters, and the lookup
     fn read_line(
         &mut self,
@@ -304,7 +306,7 @@ impl Link<'_> {
         line: u64,
         mask: u8,
         base: u64,
-    ) -> u64 {
+    ) -> (u64, u64) {
         let lk = cache.lookup(line, mask, t, self.pend);
         count(counters, lk.hit, lk.pending, lk.miss);
         let mut done = t + base;
@@ -337,7 +339,7 @@ impl Link<'_> {
                 ready
             };
         }
-        done
+        (done, cache.port_cycles(lk.miss != 0))
     }
 }
 
@@ -473,19 +475,22 @@ impl SmMem {
                 req.lookup_lanes,
             );
         }
-        let start = reserve_port(port, now, lines.len() as u64);
         let mut link = Link {
             queue,
             seq,
             pend,
             now,
         };
+        // The port takes the lines one after another, a line that fetches for longer.
+        let mut t = now.max(*port);
         let mut done = now;
-        for (i, lr) in lines.iter().enumerate() {
-            let t = start + i as u64;
-            let line_done = link.read_line(cache, mshrs, counters, t, lr.line, lr.mask, base);
+        for lr in lines.iter() {
+            let (line_done, took) =
+                link.read_line(cache, mshrs, counters, t, lr.line, lr.mask, base);
             done = link.pend.max(done, line_done);
+            t += took;
         }
+        *port = t;
         done
     }
 
@@ -521,7 +526,7 @@ impl SmMem {
     }
 
     /// A store's, atomic's or L1-skipping load's lanes, coalesced in L2 sectors, sent to the L2
-    /// one line per L1 lookup slot. A store is done when its last line is visible to the CTA (the
+    /// one line per L1 lookup slot (a load's line holds the slot as a miss does). A store is done when its last line is visible to the CTA (the
     /// L2 write still happens — slice bandwidth, dirty data — but nobody waits for it); an atomic
     /// or a load when its last line is answered.
     fn through_l1(&mut self, now: u64, req: &MemRequest, op: L2Op) -> u64 {
@@ -534,7 +539,9 @@ impl SmMem {
             lat.l2_sector_shift,
             &mut self.lines,
         );
-        let start = reserve_port(&mut self.l1_port, now, self.lines.len() as u64);
+        // A read fetches every line it sends; a store or an atomic fetches nothing for the L1.
+        let per_line = self.l1.port_cycles(op == L2Op::Read);
+        let start = reserve_port(&mut self.l1_port, now, self.lines.len() as u64 * per_line);
         let mut link = Link {
             queue: &mut self.queue,
             seq: &mut self.seq,
@@ -544,7 +551,7 @@ impl SmMem {
         let mut done = now;
         let sector_bytes = 1u64 << lat.l2_sector_shift;
         for (i, lr) in self.lines.iter().enumerate() {
-            let t = start + i as u64;
+            let t = start + i as u64 * per_line;
             if !wait {
                 self.counters.l1.write_sectors += u64::from(lr.mask.count_ones());
             }
@@ -619,7 +626,6 @@ impl SmMem {
             ..
         } = self;
         counters.constant_serialization_replays += addrs.len().saturating_sub(1) as u64;
-        let start = reserve_port(constant_port, now, addrs.len() as u64);
         let line_shift = constant.line_shift();
         let sector_shift = constant.sector_shift();
         let mut link = Link {
@@ -628,11 +634,11 @@ impl SmMem {
             pend,
             now,
         };
+        let mut t = now.max(*constant_port);
         let mut done = now;
-        for (i, &addr) in addrs.iter().enumerate() {
-            let t = start + i as u64;
+        for &addr in addrs.iter() {
             let sector = (addr >> sector_shift) & ((1 << (line_shift - sector_shift)) - 1);
-            let d = link.read_line(
+            let (d, took) = link.read_line(
                 constant,
                 constant_mshrs,
                 &mut counters.constant,
@@ -642,7 +648,9 @@ impl SmMem {
                 lat.constant,
             );
             done = link.pend.max(done, d);
+            t += took;
         }
+        *constant_port = t;
         done
     }
 }

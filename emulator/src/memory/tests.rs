@@ -96,6 +96,32 @@ fn strided_warp_occupies_the_l1_port_one_cycle_per_line() {
 }
 
 #[test]
+fn a_line_that_fetches_holds_the_l1_port_for_its_miss_cycles_and_a_hit_for_one() {
+    let hit = [(0u8, 0x40_0000u64)];
+    let cold = warp(|l| 0x10_0000 + 4096 * l);
+    for per_miss in [None, Some(1), Some(3)] {
+        let mut cfg = GpuConfig::preset("h100").unwrap();
+        cfg.l1.miss_line_cycles = per_miss;
+        let l1_hit = cfg.unloaded_latencies().l1_hit;
+        let mut mem = MemorySystem::new(&cfg);
+        let t = mem.access(0, &load(&hit, 4)) + 1000;
+        // A hit behind 32 lines that each fetch waits until the port has sent them all.
+        mem.access(t, &load(&cold, 4));
+        let behind_misses = mem.access(t, &load(&hit, 4)) - t;
+        assert_eq!(
+            behind_misses,
+            32 * u64::from(per_miss.unwrap_or(1)) + l1_hit,
+            "{per_miss:?}"
+        );
+        // The same 32 lines again, all in L1 now: a cycle each.
+        let t = t + 100_000;
+        mem.access(t, &load(&cold, 4));
+        let behind_hits = mem.access(t, &load(&hit, 4)) - t;
+        assert_eq!(behind_hits, 32 + l1_hit, "{per_miss:?}");
+    }
+}
+
+#[test]
 fn second_miss_to_a_line_in_flight_merges_and_completes_with_the_first() {
     let cfg = GpuConfig::preset("a100").unwrap();
     let mut mem = MemorySystem::new(&cfg);

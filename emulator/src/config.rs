@@ -915,6 +915,19 @@ fn validate_cache(c: &CacheConfig, prefix: &str) -> Result<(), (String, String)>
 mod tests {
     use super::*;
 
+    /// Validates `cfg` as `f.toml`: it must pass when `refused` is `None`, and otherwise fail
+    /// naming that field.
+    fn assert_validates(cfg: &GpuConfig, refused: Option<&str>, case: &str) {
+        let r = cfg.validate("f.toml");
+        match refused {
+            None => assert!(r.is_ok(), "{case}: {r:?}"),
+            Some(f) => {
+                let e = r.expect_err("refused").to_string();
+                assert!(e.starts_with(&format!("f.toml: {f}:")), "{case}: {e}");
+            }
+        }
+    }
+
     #[test]
     fn every_preset_validates_and_round_trips() {
         for name in GpuConfig::preset_names() {
@@ -973,15 +986,9 @@ mod tests {
                     row_miss_bytes: 36,
                     reorder_rows: reorder,
                 });
-                let r = cfg.validate("f.toml");
                 let field = field.or(refused.then_some("dram.rows.reorder_rows"));
-                match field {
-                    None => assert!(r.is_ok(), "{banks} {page} {chunk:?} {reorder:?}: {r:?}"),
-                    Some(f) => {
-                        let e = r.expect_err("refused").to_string();
-                        assert!(e.starts_with(&format!("f.toml: {f}:")), "{e}");
-                    }
-                }
+                let case = format!("{banks} {page} {chunk:?} {reorder:?}");
+                assert_validates(&cfg, field, &case);
             }
         }
     }
@@ -1004,15 +1011,9 @@ mod tests {
                 instructions,
                 latency_cycles,
             };
-            let r = cfg.validate("f.toml");
-            match refused {
-                None => assert!(r.is_ok(), "{instructions} {latency_cycles}: {r:?}"),
-                Some(f) => {
-                    let e = r.expect_err("refused").to_string();
-                    let want = format!("f.toml: pipeline.int_division.s64.{f}:");
-                    assert!(e.starts_with(&want), "{e}");
-                }
-            }
+            let field = refused.map(|f| format!("pipeline.int_division.s64.{f}"));
+            let case = format!("{instructions} {latency_cycles}");
+            assert_validates(&cfg, field.as_deref(), &case);
         }
     }
 
@@ -1025,11 +1026,8 @@ mod tests {
             .as_mut()
             .expect("h100 splits integer issue");
         split.bit_count_issue_cycles = 0;
-        let e = cfg.validate("f.toml").expect_err("refused").to_string();
-        assert!(
-            e.starts_with("f.toml: pipeline.int_split.bit_count_issue_cycles:"),
-            "{e}"
-        );
+        let field = "pipeline.int_split.bit_count_issue_cycles";
+        assert_validates(&cfg, Some(field), "a unit of 0 cycles");
     }
 
     #[test]
@@ -1047,16 +1045,8 @@ mod tests {
                 .as_mut()
                 .expect("fermi's texture cache")
                 .miss_line_cycles = cycles;
-            let r = cfg.validate("f.toml");
-            if ok {
-                assert!(r.is_ok(), "{cycles:?}: {r:?}");
-            } else {
-                let e = r.expect_err("refused").to_string();
-                assert!(
-                    e.starts_with("f.toml: texture.cache.miss_line_cycles:"),
-                    "{e}"
-                );
-            }
+            let field = (!ok).then_some("texture.cache.miss_line_cycles");
+            assert_validates(&cfg, field, &format!("{cycles:?}"));
         }
     }
 
@@ -1072,11 +1062,8 @@ mod tests {
         ] {
             let mut cfg = GpuConfig::preset("h100").unwrap();
             cfg.l2.fetch_bytes = Some(fetch);
-            let r = cfg.validate("f.toml");
-            assert_eq!(r.is_ok(), ok, "{fetch}: {r:?}");
-            if let Err(e) = r {
-                assert!(e.to_string().starts_with("f.toml: l2.fetch_bytes:"), "{e}");
-            }
+            let field = (!ok).then_some("l2.fetch_bytes");
+            assert_validates(&cfg, field, &fetch.to_string());
         }
     }
 
@@ -1087,15 +1074,8 @@ mod tests {
             if let Some(u) = &mut cfg.l2.atomic_unit {
                 u.granule_bytes = Some(granule);
             }
-            let r = cfg.validate("f.toml");
-            assert_eq!(r.is_ok(), ok, "{granule}: {r:?}");
-            if let Err(e) = r {
-                assert!(
-                    e.to_string()
-                        .starts_with("f.toml: l2.atomic_unit.granule_bytes:"),
-                    "{e}"
-                );
-            }
+            let field = (!ok).then_some("l2.atomic_unit.granule_bytes");
+            assert_validates(&cfg, field, &granule.to_string());
         }
     }
 

@@ -36,6 +36,12 @@ pub enum CalibrationError {
     },
     #[error(transparent)]
     Write(trace::TraceError),
+    #[error("reading the trace of {what}")]
+    Trace {
+        what: String,
+        #[source]
+        source: trace::TraceError,
+    },
     #[error(transparent)]
     Preset(#[from] emulator::ConfigError),
     #[error("compiling {path} for the emulator")]

@@ -230,6 +230,12 @@ impl Lab {
                     progress,
                 )
                 .map(|f| f * 100.0),
+            Measure::SiteMean {
+                shape,
+                view,
+                mode,
+                site,
+            } => self.site_mean(*shape, *view, *mode, *site, progress),
             Measure::Overhead { mode, extreme } => {
                 let rows = self.frames(progress)?;
                 let overheads = rows
@@ -275,6 +281,59 @@ impl Lab {
                 what: format!("the bare paper-scale frame {shape} at ({view})"),
                 reason: format!("the sweep did not produce its {what}"),
             })
+    }
+
+    /// The mean probe reading of `site` in the paper-scale frame probed in `mode`: over every
+    /// timed warp's accesses of the site, from its per-site statistics, or from its records
+    /// where a warp kept no statistics.
+    fn site_mean(
+        &mut self,
+        shape: PaperShape,
+        view: PaperView,
+        mode: ProbeMode,
+        site: u16,
+        progress: &(dyn Fn(&str) + Sync),
+    ) -> Result<f64, CalibrationError> {
+        let (shape, view) = (shape.to_string(), view.to_string());
+        let what = || {
+            format!(
+                "site {site} of the paper-scale frame {shape} at ({view}), {}",
+                mode.name()
+            )
+        };
+        let rows = self.frames(progress)?;
+        let run = frame_of(rows, &shape, &view, mode)
+            .ok_or_else(|| missing_frame(&shape, &view, mode))?
+            .run
+            .clone();
+        let path = self.frames_dir.join(run).join(trace::TRACE_FILE_NAME);
+        let trace_err = |source| CalibrationError::Trace {
+            what: what(),
+            source,
+        };
+        let reader = trace::TraceReader::open(&path).map_err(trace_err)?;
+        let (mut count, mut sum) = (0u64, 0u64);
+        for w in reader.warps().map_err(trace_err)? {
+            let w = w.map_err(trace_err)?;
+            if w.summaries.is_empty() {
+                for r in w.records.iter().filter(|r| r.site == site) {
+                    count += 1;
+                    sum += r.duration().0;
+                }
+            } else {
+                for s in w.summaries.iter().filter(|s| s.site == site) {
+                    count += s.count;
+                    sum += s.sum.0;
+                }
+            }
+        }
+        if count == 0 {
+            return Err(CalibrationError::Result {
+                what: what(),
+                reason: format!("{} holds no timed access of it", path.display()),
+            });
+        }
+        Ok(sum as f64 / count as f64)
     }
 
     fn dram(

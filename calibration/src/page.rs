@@ -24,6 +24,7 @@ enum Section {
     Frames,
     HitRates,
     Occupancy,
+    Sites,
     ProbeCost,
     Dummies,
     Contention,
@@ -32,7 +33,7 @@ enum Section {
 }
 
 impl Section {
-    const ALL: [Section; 13] = [
+    const ALL: [Section; 14] = [
         Section::Latency,
         Section::Fences,
         Section::Dummies,
@@ -45,6 +46,7 @@ impl Section {
         Section::Frames,
         Section::HitRates,
         Section::Occupancy,
+        Section::Sites,
         Section::ProbeCost,
     ];
 
@@ -60,6 +62,7 @@ impl Section {
             Measure::PaperFrame { .. } => Section::Frames,
             Measure::TexHitRate { .. } | Measure::L2HitRate { .. } => Section::HitRates,
             Measure::AchievedOccupancy { .. } => Section::Occupancy,
+            Measure::SiteMean { .. } => Section::Sites,
             Measure::Overhead { .. } => Section::ProbeCost,
             Measure::DummyClosing { .. } => Section::Dummies,
             Measure::DivergentLoad { .. }
@@ -83,6 +86,7 @@ impl Section {
             Section::Frames => "The study's paper-scale frames",
             Section::HitRates => "Texture and L2 hit rates of the study's frames",
             Section::Occupancy => "Achieved occupancy of the study's frames",
+            Section::Sites => "The probes' readings per site of the study's frames",
             Section::ProbeCost => "The probes' cost",
             Section::Dummies => "Dummy closings",
             Section::Contention => "Contended atomics, divergent loads and shuffles",
@@ -180,6 +184,12 @@ impl Section {
                  its 64 warp slots, as Nsight Compute's \
                  `sm__warps_active.avg.pct_of_peak_sustained_active` counts them (a warp from its \
                  block's launch until it exits), beside ncu's on silicon. Recorded with \
+                 `--expensive`, from the same sweep."
+            }
+            Section::Sites => {
+                "The same sweep's probed builds: per site, the mean reading over every access the \
+                 frame's warps timed (every access of every warp), as `warpscope analyze` gives \
+                 it in `hotspots.csv`, beside the same from a sweep on silicon. Recorded with \
                  `--expensive`, from the same sweep."
             }
             Section::ProbeCost => {

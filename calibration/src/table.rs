@@ -256,6 +256,15 @@ pub enum Measure {
     /// The probes' cost over the study's 16 paper-scale frames: probed ÷ bare kernel time of
     /// `mode`, the lowest or the highest.
     Overhead { mode: ProbeMode, extreme: Extreme },
+    /// The mean probe reading of one site (`site`: its `WS_LOAD` id) over every access the
+    /// frame's warps timed, in the same sweep's frame probed in `mode`, cycles: the figure
+    /// `warpscope analyze` gives per site in `hotspots.csv`.
+    SiteMean {
+        shape: PaperShape,
+        view: PaperView,
+        mode: ProbeMode,
+        site: u16,
+    },
     /// `docs/gpu/dummy-closing.cu`: mean cycles of a window around an L1 hit closed by `closing`.
     DummyClosing { closing: DummyClose },
     /// `docs/gpu/contention.cu`: lane 0's cycles of one warp's window around its 32 lanes' loads
@@ -301,6 +310,7 @@ impl Measure {
                 | Measure::L2HitRate { .. }
                 | Measure::AchievedOccupancy { .. }
                 | Measure::Overhead { .. }
+                | Measure::SiteMean { .. }
                 | Measure::AtomicRate { .. }
                 | Measure::AtomicSpread { .. }
                 | Measure::SmStream { every_sm: true, .. }
@@ -361,6 +371,15 @@ impl Measure {
             Measure::Overhead { mode, extreme } => format!(
                 "the {} of the 16 paper-scale frames' {} ÷ bare kernel times on the emulator (--expensive)",
                 extreme.word(),
+                mode.name()
+            ),
+            Measure::SiteMean {
+                shape,
+                view,
+                mode,
+                site,
+            } => format!(
+                "the mean reading of site {site} in the study's {} {shape} frame at ({view}), paper scale, every access timed, on the emulator (--expensive)",
                 mode.name()
             ),
             Measure::DummyClosing { closing } => format!(
@@ -426,7 +445,7 @@ impl Measure {
             Measure::SharedChase { op, lanes } => {
                 let ok = match op {
                     SharedOp::Load => *lanes == 1 || *lanes == 32,
-                    SharedOp::Atomic => *lanes == 1,
+                    SharedOp::Atomic | SharedOp::LoadReady => *lanes == 1,
                     SharedOp::AtomicWarp | SharedOp::AtomicSameWord => *lanes == 32,
                 };
                 ok.then_some(()).ok_or_else(|| {
@@ -462,6 +481,20 @@ impl Measure {
                         mode.name()
                     )
                 }),
+            Measure::SiteMean { mode, site, .. } => {
+                if !matches!(mode, ProbeMode::Naive | ProbeMode::Fence) {
+                    Err(format!(
+                        "the study's sweep probes in naive and fence, not {}",
+                        mode.name()
+                    ))
+                } else if *site > 1 {
+                    Err(format!(
+                        "the volume renderer has sites 0 (volume sample) and 1 (transfer function), not {site}"
+                    ))
+                } else {
+                    Ok(())
+                }
+            }
             Measure::DivergentLoad { mode } => {
                 matches!(mode, ProbeMode::Naive | ProbeMode::Dummy | ProbeMode::Fence)
                     .then_some(())
@@ -889,6 +922,9 @@ pub enum SharedOp {
     AtomicWarp,
     /// 32 lanes adding to one word (a serialised atomic).
     AtomicSameWord,
+    /// `ld.shared` of a word that holds the next word's shared address: the access alone, no
+    /// address arithmetic between steps.
+    LoadReady,
 }
 
 impl SharedOp {
@@ -902,6 +938,7 @@ impl SharedOp {
             SharedOp::Atomic => "atom.shared.add",
             SharedOp::AtomicWarp => "atom, warp",
             SharedOp::AtomicSameWord => "atom, same word",
+            SharedOp::LoadReady => "ld.shared, ready",
         }
     }
 }

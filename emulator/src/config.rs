@@ -344,6 +344,12 @@ pub struct TextureConfig {
     /// Required when `unified_with_l1 = false`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache: Option<CacheConfig>,
+    /// Texture fetches return their data to the warps in the order the SM issued them, so a
+    /// fetch whose texels all hit waits for the misses of every fetch before it: the in-order
+    /// texture cache of Igehy et al. (1998), which GPGPU-Sim models. Off: each fetch completes
+    /// when its own texels are there.
+    #[serde(default)]
+    pub in_order: bool,
     /// How 2D and 3D textures (cudaArrays) are laid out in device memory, which decides the
     /// addresses, and so the cache lines and sets, a texture fetch touches. 1D textures are
     /// always linear.

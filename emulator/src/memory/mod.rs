@@ -200,6 +200,8 @@ struct Lat {
     store_visible: u64,
     tex: u64,
     tex_pipeline: u64,
+    /// Texture fetches complete in issue order (`texture.in_order`).
+    tex_in_order: bool,
     constant: u64,
     shared: u64,
     shared_banks: u32,
@@ -237,6 +239,9 @@ pub(crate) struct SmMem {
     /// Separate texture cache (Fermi); `None` when the L1 serves textures.
     tex: Option<(Cache, Mshrs)>,
     tex_port: u64,
+    /// When the last texture fetch issued completes (a cycle or token): with
+    /// `texture.in_order`, no later fetch completes before it.
+    tex_done: u64,
     constant: Cache,
     constant_mshrs: Mshrs,
     constant_port: u64,
@@ -354,6 +359,7 @@ impl SmMem {
                 _ => None,
             },
             tex_port: 0,
+            tex_done: 0,
             constant: Cache::new(&cfg.constant),
             constant_mshrs: Mshrs::new(cfg.constant.mshrs, 2),
             constant_port: 0,
@@ -421,6 +427,7 @@ impl SmMem {
         }
         self.constant.patch(pend);
         self.constant_mshrs.patch(pend);
+        self.tex_done = pend.settled(self.tex_done);
         // A miss that waited for a free MSHR is sent at a token's cycle.
         for r in self.queue.iter_mut() {
             r.sent = pend.settled(r.sent);
@@ -445,6 +452,7 @@ impl SmMem {
             l1_port,
             tex,
             tex_port,
+            tex_done,
             pend,
             queue,
             seq,
@@ -491,6 +499,10 @@ impl SmMem {
             t += took;
         }
         *port = t;
+        if path != Path::L1 && lat.tex_in_order {
+            done = link.pend.max(done, *tex_done);
+            *tex_done = done;
+        }
         done
     }
 
@@ -765,6 +777,7 @@ impl MemorySystem {
             store_visible: cfg.unloaded_latencies().store_visible,
             tex,
             tex_pipeline: u64::from(cfg.texture.pipeline_latency_cycles),
+            tex_in_order: cfg.texture.in_order,
             constant: u64::from(cfg.constant.latency_cycles),
             shared: u64::from(cfg.shared.latency_cycles),
             shared_banks: cfg.shared.banks,

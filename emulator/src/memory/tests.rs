@@ -537,6 +537,38 @@ fn texture_hits_count_per_lookup_of_a_quad_or_a_pair_and_per_request() {
 }
 
 #[test]
+fn an_in_order_texture_path_holds_a_hit_until_the_fetches_before_it_complete() {
+    let fetch = |lanes| MemRequest {
+        space: Space::Texture,
+        ..load(lanes, 4)
+    };
+    let hot = [(0u8, 0x40_0000u64)];
+    let cold = [(0u8, 0x80_0000u64)];
+    for in_order in [false, true] {
+        let mut cfg = GpuConfig::preset("h100").unwrap();
+        cfg.texture.in_order = in_order;
+        let hit = cfg.unloaded_latencies().texture_hit;
+        let mut mem = MemorySystem::new(&cfg);
+        let t = mem.access(0, &fetch(&hot)) + 1000;
+        let miss_done = mem.access(t, &fetch(&cold));
+        assert!(
+            miss_done > t + 2 * hit,
+            "{in_order}: the cold texel is a miss"
+        );
+        let hit_done = mem.access(t + 10, &fetch(&hot));
+        let want = if in_order { miss_done } else { t + 10 + hit };
+        assert_eq!(hit_done, want, "in_order = {in_order}");
+        // Loads through the L1 are not texture fetches: a hit is never held for them.
+        let global_hit = mem.access(t + 20, &load(&hot, 4));
+        assert_eq!(
+            global_hit,
+            t + 20 + cfg.unloaded_latencies().l1_hit,
+            "{in_order}"
+        );
+    }
+}
+
+#[test]
 fn a_bigger_cache_never_hits_less_on_a_reuse_pattern() {
     let mut rates = Vec::new();
     for kb in [16u32, 32, 64, 128] {

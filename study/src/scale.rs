@@ -70,13 +70,14 @@ impl Scale {
     }
 
     /// Which accesses a study at this scale times by default: the sampling that keeps the fenced
-    /// sites nearest the bare run's truth at least cost, as measured.
+    /// runs nearest the bare run's truth at least cost, as measured.
     /// - `paper`: one access in 8. A frame is about one wave of blocks and ends with its slowest
     ///   timed warp, so only timing fewer accesses per warp lowers what fenced probes cost. On an
     ///   H200 fenced probes cost 1.03-1.05x the bare kernel's time timing every 8th access
     ///   against 1.18-1.23x timing all, and the volume sample's mean stays within 2.4 % of the
-    ///   one timing all gives; on the emulator's h100 preset every fenced site's mean stays
-    ///   within 2.3 % of the bare run's truth, where timing all reads up to 8.9 % short.
+    ///   one timing all gives; on the emulator's h100 preset every run's timed accesses stay
+    ///   within 7.4 % of the bare run's, where timing all reads up to 13.0 % short (no rule keeps
+    ///   its sites: its texture fetches return in order, and a probe changes what each waits for).
     /// - `quick`: every access. On the emulator's gtx480 preset timing all reads truer (its
     ///   worst run's timed accesses 12 % off the bare run's against 22 %, the fenced memory
     ///   shares within 10 points of the paper's where every 8th access over-reads them by up to

@@ -284,8 +284,8 @@ impl Lab {
     }
 
     /// The mean probe reading of `site` in the paper-scale frame probed in `mode`: over every
-    /// timed warp's accesses of the site, from its per-site statistics, or from its records
-    /// where a warp kept no statistics.
+    /// timed warp's accesses of the site, from the per-site statistics every timed warp of the
+    /// sweep's summary logs keeps (a traced warp's records repeat the same accesses).
     fn site_mean(
         &mut self,
         shape: PaperShape,
@@ -314,17 +314,14 @@ impl Lab {
         let reader = trace::TraceReader::open(&path).map_err(trace_err)?;
         let (mut count, mut sum) = (0u64, 0u64);
         for w in reader.warps().map_err(trace_err)? {
-            let w = w.map_err(trace_err)?;
-            if w.summaries.is_empty() {
-                for r in w.records.iter().filter(|r| r.site == site) {
-                    count += 1;
-                    sum += r.duration().0;
-                }
-            } else {
-                for s in w.summaries.iter().filter(|s| s.site == site) {
-                    count += s.count;
-                    sum += s.sum.0;
-                }
+            for s in w
+                .map_err(trace_err)?
+                .summaries
+                .iter()
+                .filter(|s| s.site == site)
+            {
+                count += s.count;
+                sum += s.sum.0;
             }
         }
         if count == 0 {

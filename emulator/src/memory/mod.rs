@@ -26,6 +26,8 @@
 //!   are flat arrays of tags; LRU or FIFO replacement; sectored lines; a miss allocates its sectors
 //!   with their arrival cycle, so a later request to a sector in flight is an **MSHR merge** that
 //!   completes when the first does. A miss with no free MSHR waits for the earliest to return.
+//!   With `texture.in_order` an SM's texture fetches complete in the order it issued them: a
+//!   fetch never completes before the one issued before it.
 //! - **Stores** are write-through and no-allocate in L1 (a resident line stays valid: the write
 //!   updates it); they complete for the warp when the CTA sees them (`sm.store_visible_cycles`
 //!   after their L1 slot: the whole L1 stage unless a preset measured less), which is what a

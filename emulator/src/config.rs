@@ -350,6 +350,12 @@ pub struct TextureConfig {
     /// when its own texels are there.
     #[serde(default)]
     pub in_order: bool,
+    /// Sector lookups the texture unit's tag stage makes a cycle (Nsight Compute's texture
+    /// lookups: a warp's trilinear fetch looks up each pair of lanes' distinct sectors). A
+    /// texture fetch holds the cache's port for its lookups at this rate, or for its lines if
+    /// those take longer. Absent: only the lines count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lookups_per_cycle: Option<u32>,
     /// How 2D and 3D textures (cudaArrays) are laid out in device memory, which decides the
     /// addresses, and so the cache lines and sets, a texture fetch touches. 1D textures are
     /// always linear.
@@ -726,6 +732,14 @@ impl GpuConfig {
             }
             (None, true) => {}
         }
+        if let Some(r) = self.texture.lookups_per_cycle
+            && !(1..=64).contains(&r)
+        {
+            return Err(err(
+                "texture.lookups_per_cycle",
+                format!("{r} is not a number of lookups a cycle in 1–64"),
+            ));
+        }
         let sh = &self.shared;
         positive(sh.banks).map_err(|m| err("shared.banks", m))?;
         power_of_two(sh.bank_width_bytes).map_err(|m| err("shared.bank_width_bytes", m))?;
@@ -1053,6 +1067,22 @@ mod tests {
                 .miss_line_cycles = cycles;
             let field = (!ok).then_some("texture.cache.miss_line_cycles");
             assert_validates(&cfg, field, &format!("{cycles:?}"));
+        }
+    }
+
+    #[test]
+    fn texture_lookups_per_cycle_must_be_from_1_to_64() {
+        for (rate, ok) in [
+            (None, true),
+            (Some(1), true),
+            (Some(64), true),
+            (Some(0), false),
+            (Some(65), false),
+        ] {
+            let mut cfg = GpuConfig::preset("h100").unwrap();
+            cfg.texture.lookups_per_cycle = rate;
+            let field = (!ok).then_some("texture.lookups_per_cycle");
+            assert_validates(&cfg, field, &format!("{rate:?}"));
         }
     }
 

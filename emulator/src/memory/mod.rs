@@ -20,7 +20,8 @@
 //!   or the line for unsectored caches). The L1 tag stage handles one line per cycle, so an
 //!   instruction touching *n* lines occupies the SM's L1 port for *n* cycles; a line that
 //!   fetches a sector from the L2 holds the port `miss_line_cycles` (the preset's; 1 when
-//!   absent), which bounds the rate at which one SM reads from the L2.
+//!   absent), which bounds the rate at which one SM reads from the L2. A texture fetch holds
+//!   the port for its sector lookups at `texture.lookups_per_cycle` when that takes longer.
 //! - **Per-SM caches**: L1 data (global and local loads), texture (a separate cache on Fermi,
 //!   the L1 itself from Volta on — `texture.unified_with_l1`), constant (also `ld.param`). Sets
 //!   are flat arrays of tags; LRU or FIFO replacement; sectored lines; a miss allocates its sectors
@@ -204,6 +205,9 @@ struct Lat {
     tex_pipeline: u64,
     /// Texture fetches complete in issue order (`texture.in_order`).
     tex_in_order: bool,
+    /// The texture tag stage's sector lookups a cycle (`texture.lookups_per_cycle`; 0: not
+    /// modelled).
+    tex_lookups_per_cycle: u64,
     constant: u64,
     shared: u64,
     shared_banks: u32,
@@ -477,14 +481,17 @@ impl SmMem {
             cache.sector_shift(),
             lines,
         );
-        if path != Path::L1 {
-            counters.tex_lookups += lookup_sectors(
+        let lookups = if path == Path::L1 {
+            0
+        } else {
+            lookup_sectors(
                 req.lanes,
                 req.bytes_per_lane,
                 cache.sector_shift(),
                 req.lookup_lanes,
-            );
-        }
+            )
+        };
+        counters.tex_lookups += lookups;
         let mut link = Link {
             queue,
             seq,
@@ -492,13 +499,23 @@ impl SmMem {
             now,
         };
         // The port takes the lines one after another, a line that fetches for longer.
-        let mut t = now.max(*port);
+        let start = now.max(*port);
+        let mut t = start;
         let mut done = now;
         for lr in lines.iter() {
             let (line_done, took) =
                 link.read_line(cache, mshrs, counters, t, lr.line, lr.mask, base);
             done = link.pend.max(done, line_done);
             t += took;
+        }
+        // A texture fetch's tag stage may take longer than its lines: its last lookup's data
+        // follows a hit's latency after it.
+        if lat.tex_lookups_per_cycle != 0 && lookups != 0 {
+            let tagged = start + lookups.div_ceil(lat.tex_lookups_per_cycle);
+            if tagged > t {
+                t = tagged;
+                done = link.pend.max(done, tagged - 1 + base);
+            }
         }
         *port = t;
         if path != Path::L1 && lat.tex_in_order {
@@ -780,6 +797,7 @@ impl MemorySystem {
             tex,
             tex_pipeline: u64::from(cfg.texture.pipeline_latency_cycles),
             tex_in_order: cfg.texture.in_order,
+            tex_lookups_per_cycle: cfg.texture.lookups_per_cycle.map_or(0, u64::from),
             constant: u64::from(cfg.constant.latency_cycles),
             shared: u64::from(cfg.shared.latency_cycles),
             shared_banks: cfg.shared.banks,

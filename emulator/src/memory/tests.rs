@@ -569,6 +569,33 @@ fn an_in_order_texture_path_holds_a_hit_until_the_fetches_before_it_complete() {
 }
 
 #[test]
+fn a_texture_fetch_holds_the_port_for_its_lookups_at_the_tag_stages_rate() {
+    // Every lane looks up its own sector of one resident line: 32 lookups, 1 line.
+    let lanes = warp(|l| 0x40_0000 + 32 * (l % 4));
+    let fetch = MemRequest {
+        space: Space::Texture,
+        lookup_lanes: 1,
+        ..load(&lanes, 4)
+    };
+    for rate in [None, Some(2), Some(64)] {
+        let mut cfg = GpuConfig::preset("h100").unwrap();
+        cfg.texture.in_order = false;
+        cfg.texture.lookups_per_cycle = rate;
+        let hit = cfg.unloaded_latencies().texture_hit;
+        let mut mem = MemorySystem::new(&cfg);
+        let t = mem.access(0, &fetch) + 1000;
+        let tag_cycles = rate.map_or(1, |r| 32u64.div_ceil(u64::from(r)));
+        assert_eq!(mem.access(t, &fetch), t + tag_cycles - 1 + hit, "{rate:?}");
+        // The next fetch waits for the port: its own lookups start after the first's.
+        assert_eq!(
+            mem.access(t, &fetch),
+            t + 2 * tag_cycles - 1 + hit,
+            "{rate:?}"
+        );
+    }
+}
+
+#[test]
 fn a_bigger_cache_never_hits_less_on_a_reuse_pattern() {
     let mut rates = Vec::new();
     for kb in [16u32, 32, 64, 128] {

@@ -1,0 +1,159 @@
+// l1-port.cu — what one SM's L1/texture unit can take a cycle: lines, sectors or lookups?
+//
+// Standalone (not part of the build): nvcc -arch=native -O3 -o l1port l1-port.cu && ./l1port
+// The h100 preset charges the SM's L1 port a cycle per line a request touches, and
+// `l1.miss_line_cycles` (2) per line that fetches from the L2, whatever number of its sectors it
+// fetches; sm-inflight.cu, which set that value, read whole lines only. A texture fetch holds the
+// port for its sector lookups at `texture.lookups_per_cycle` (2), derived from one frame's
+// L1/TEX throughput under ncu. The paper frames at (90,0,90) read 1.13-1.28x their head-on time
+// on silicon where they make 1.35x the lookups, which a rate near one lookup a cycle would
+// explain. Two sweeps decide, one block of 1,024 threads on one SM, each thread keeping UNROLL
+// independent accesses in flight, cycles per warp-level instruction from clock64:
+//   fill: loads whose 32 lanes touch 8 lines, k = 1, 2 or 4 sectors of each (lanes 4i..4i+3 on
+//     line i), from lines the L2 holds and the L1 does not (ld.global and ld.global.nc). Per
+//     line: the same cycles for every k; per sector (the fill's bytes): cycles growing with k;
+//   lookups: point fetches (tex1D of a float cudaArray) that all hit, each quad of lanes on q = 1,
+//     2 or 4 distinct sectors: 8, 16 or 32 lookups per instruction. A tag stage of r lookups a
+//     cycle takes 8/r, 16/r, 32/r cycles an instruction.
+#include <cstdio>
+#include <vector>
+
+#define CHECK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
+  fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); return 1; } } while (0)
+
+constexpr int UNROLL = 8;
+constexpr int TRIPS = 32;
+constexpr int THREADS = 1024;
+constexpr int WARPS = THREADS / 32;
+
+// Word index (4-byte words) of lane `lane`'s access in its warp's group of 8 lines: lanes
+// 4i..4i+3 on line i, the quad's lanes on `k` sectors of it (the others share a sector's words).
+__device__ __forceinline__ unsigned lane_word(unsigned lane, int k) {
+  const unsigned line = lane / 4, j = lane % 4;
+  const unsigned sector = j % k;
+  return line * 32 + sector * 8 + j;  // 32 words a line, 8 a sector
+}
+
+// Each access a fresh group of 8 lines: warp w's u-th access of trip t reads group
+// (t * UNROLL + u) * WARPS + w, so no line is read twice and every line misses the L1.
+template <bool NC>
+__global__ void fill(const unsigned* buf, int k, long long* cycles, unsigned* sink) {
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const unsigned off = lane_word(lane, k);
+  unsigned x = 0;
+  __syncthreads();
+  const long long c0 = clock64();
+  for (int t = 0; t < TRIPS; ++t) {
+    unsigned v[UNROLL];
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+      const size_t group = size_t(t * UNROLL + u) * WARPS + warp;
+      const unsigned* p = buf + group * 256 + off;
+      v[u] = NC ? __ldg(p) : *p;  // ld.global: the L1 serves it (cache-operators.cu)
+    }
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) x ^= v[u];
+  }
+  __syncthreads();
+  const long long c1 = clock64();
+  if (threadIdx.x == 0) cycles[0] = c1 - c0;
+  if (x == 0x12345678u) sink[0] = x;
+}
+
+// Reads the buffer once so that the L2 holds it (it is far smaller than the L2).
+__global__ void warm(const unsigned* buf, size_t words, unsigned* sink) {
+  unsigned x = 0;
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < words; i += gridDim.x * blockDim.x)
+    x ^= __ldcg(buf + i);
+  if (x == 0x12345678u) sink[0] = x;
+}
+
+// Point fetches that hit: a warp's quads each on q sectors of one line, the lines within a
+// texture small enough to stay in the L1 (8 KiB). Each fetch's index depends on the trip, not on
+// an earlier fetch, so UNROLL of them are in flight.
+__global__ void lookups(cudaTextureObject_t tex, int q, long long* cycles, unsigned* sink) {
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const unsigned quad = lane / 4, j = lane % 4;
+  const unsigned base = quad * 32 + (j % q) * 8 + j;  // 8 lines of 32 texels, as lane_word
+  unsigned x = 0;
+  __syncthreads();
+  const long long c0 = clock64();
+  for (int t = 0; t < TRIPS; ++t) {
+    unsigned v[UNROLL];
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u)
+      v[u] = __float_as_uint(
+          tex1D<float>(tex, float((base + 256 * ((t * UNROLL + u + warp) % 8)) % 2048) + 0.5f));
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) x ^= v[u];
+  }
+  __syncthreads();
+  const long long c1 = clock64();
+  if (threadIdx.x == 0) cycles[0] = c1 - c0;
+  if (x == 0x12345678u) sink[0] = x;
+}
+
+int main() {
+  cudaDeviceProp prop;
+  CHECK(cudaGetDeviceProperties(&prop, 0));
+  printf("%s, %d SMs, one block of %d threads on one SM, %d accesses per thread\n", prop.name,
+         prop.multiProcessorCount, THREADS, TRIPS * UNROLL);
+  const size_t groups = size_t(TRIPS) * UNROLL * WARPS;
+  const size_t words = groups * 256;  // 8 lines of 128 B per group: 8 MiB
+  unsigned* buf;
+  long long* d;
+  unsigned* sink;
+  CHECK(cudaMalloc(&buf, words * 4));
+  CHECK(cudaMemset(buf, 1, words * 4));
+  CHECK(cudaMalloc(&d, sizeof(long long)));
+  CHECK(cudaMalloc(&sink, 4));
+  const double instr = double(WARPS) * TRIPS * UNROLL;  // warp-level accesses
+  printf("%-8s %4s %6s %8s %12s %12s %12s\n", "case", "k/q", "lines", "sectors", "cycles",
+         "cyc/instr", "cyc/line");
+  for (int nc = 0; nc < 2; ++nc) {
+    for (int k : {1, 2, 4}) {
+      for (int rep = 0; rep < 2; ++rep) {
+        warm<<<prop.multiProcessorCount * 4, 256>>>(buf, words, sink);
+        CHECK(cudaDeviceSynchronize());
+        if (nc) fill<true><<<1, THREADS>>>(buf, k, d, sink);
+        else fill<false><<<1, THREADS>>>(buf, k, d, sink);
+        CHECK(cudaDeviceSynchronize());
+        long long c;
+        CHECK(cudaMemcpy(&c, d, sizeof c, cudaMemcpyDeviceToHost));
+        if (rep == 1)  // the second, with the code and the TLB warm
+          printf("%-8s %4d %6d %8d %12lld %12.2f %12.2f\n", nc ? "fill.nc" : "fill", k, 8,
+                 8 * k, c, c / instr, c / (instr * 8));
+      }
+    }
+  }
+  // The texture: a 1D cudaArray of 2,048 floats (8 KiB), point-sampled as the renderer's
+  // tex3D is sampled (a TEX instruction; tex1Dfetch from linear memory compiles to TLD).
+  cudaArray_t arr;
+  cudaChannelFormatDesc fd = cudaCreateChannelDesc<float>();
+  CHECK(cudaMallocArray(&arr, &fd, 2048));
+  std::vector<float> host(2048, 1.0f);
+  CHECK(cudaMemcpy2DToArray(arr, 0, 0, host.data(), 2048 * 4, 2048 * 4, 1, cudaMemcpyHostToDevice));
+  cudaResourceDesc res = {};
+  res.resType = cudaResourceTypeArray;
+  res.res.array.array = arr;
+  cudaTextureDesc td = {};
+  td.readMode = cudaReadModeElementType;
+  td.filterMode = cudaFilterModePoint;
+  td.addressMode[0] = cudaAddressModeClamp;
+  td.normalizedCoords = 0;
+  cudaTextureObject_t tex;
+  CHECK(cudaCreateTextureObject(&tex, &res, &td, nullptr));
+  for (int q : {1, 2, 4}) {
+    for (int rep = 0; rep < 2; ++rep) {
+      lookups<<<1, THREADS>>>(tex, q, d, sink);
+      CHECK(cudaDeviceSynchronize());
+      long long c;
+      CHECK(cudaMemcpy(&c, d, sizeof c, cudaMemcpyDeviceToHost));
+      if (rep == 1)
+        printf("%-8s %4d %6d %8d %12lld %12.2f %12.2f\n", "lookups", q, 8, 8 * q, c, c / instr,
+               c / (instr * 8 * q));
+    }
+  }
+  printf("(lookups: the last column is cycles per lookup, 8q lookups an instruction)\n");
+  return 0;
+}

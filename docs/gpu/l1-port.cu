@@ -34,23 +34,17 @@ __device__ __forceinline__ unsigned lane_word(unsigned lane, int k) {
   return line * 32 + sector * 8 + j;  // 32 words a line, 8 a sector
 }
 
-// Each access a fresh group of 8 lines: warp w's u-th access of trip t reads group
-// (t * UNROLL + u) * WARPS + w, so no line is read twice and every line misses the L1.
-template <bool NC>
-__global__ void fill(const unsigned* buf, int k, long long* cycles, unsigned* sink) {
-  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const unsigned off = lane_word(lane, k);
+// Runs TRIPS trips of UNROLL independent accesses per thread, `access(t, u)` the u-th of trip
+// t, and stores the block's span in clock64 cycles.
+template <class Access>
+__device__ __forceinline__ void timed(Access access, long long* cycles, unsigned* sink) {
   unsigned x = 0;
   __syncthreads();
   const long long c0 = clock64();
   for (int t = 0; t < TRIPS; ++t) {
     unsigned v[UNROLL];
 #pragma unroll
-    for (int u = 0; u < UNROLL; ++u) {
-      const size_t group = size_t(t * UNROLL + u) * WARPS + warp;
-      const unsigned* p = buf + group * 256 + off;
-      v[u] = NC ? __ldg(p) : *p;  // ld.global: the L1 serves it (cache-operators.cu)
-    }
+    for (int u = 0; u < UNROLL; ++u) v[u] = access(t, u);
 #pragma unroll
     for (int u = 0; u < UNROLL; ++u) x ^= v[u];
   }
@@ -58,6 +52,21 @@ __global__ void fill(const unsigned* buf, int k, long long* cycles, unsigned* si
   const long long c1 = clock64();
   if (threadIdx.x == 0) cycles[0] = c1 - c0;
   if (x == 0x12345678u) sink[0] = x;
+}
+
+// Each access a fresh group of 8 lines: warp w's u-th access of trip t reads group
+// (t * UNROLL + u) * WARPS + w, so no line is read twice and every line misses the L1.
+template <bool NC>
+__global__ void fill(const unsigned* buf, int k, long long* cycles, unsigned* sink) {
+  const unsigned warp = threadIdx.x / 32;
+  const unsigned off = lane_word(threadIdx.x % 32, k);
+  timed(
+      [&](int t, int u) {
+        const size_t group = size_t(t * UNROLL + u) * WARPS + warp;
+        const unsigned* p = buf + group * 256 + off;
+        return NC ? __ldg(p) : *p;  // ld.global: the L1 serves it (cache-operators.cu)
+      },
+      cycles, sink);
 }
 
 // Reads the buffer once so that the L2 holds it (it is far smaller than the L2).
@@ -75,22 +84,12 @@ __global__ void lookups(cudaTextureObject_t tex, int q, long long* cycles, unsig
   const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const unsigned quad = lane / 4, j = lane % 4;
   const unsigned base = quad * 32 + (j % q) * 8 + j;  // 8 lines of 32 texels, as lane_word
-  unsigned x = 0;
-  __syncthreads();
-  const long long c0 = clock64();
-  for (int t = 0; t < TRIPS; ++t) {
-    unsigned v[UNROLL];
-#pragma unroll
-    for (int u = 0; u < UNROLL; ++u)
-      v[u] = __float_as_uint(
-          tex1D<float>(tex, float((base + 256 * ((t * UNROLL + u + warp) % 8)) % 2048) + 0.5f));
-#pragma unroll
-    for (int u = 0; u < UNROLL; ++u) x ^= v[u];
-  }
-  __syncthreads();
-  const long long c1 = clock64();
-  if (threadIdx.x == 0) cycles[0] = c1 - c0;
-  if (x == 0x12345678u) sink[0] = x;
+  timed(
+      [&](int t, int u) {
+        const unsigned i = (base + 256 * ((t * UNROLL + u + warp) % 8)) % 2048;
+        return __float_as_uint(tex1D<float>(tex, float(i) + 0.5f));
+      },
+      cycles, sink);
 }
 
 int main() {

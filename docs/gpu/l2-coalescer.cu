@@ -3,8 +3,9 @@
 //
 // Standalone (not part of the build), for a GPU session with ncu:
 //   nvcc -arch=native -O3 -o l2coal l2-coalescer.cu && ./l2coal
-//   ncu --csv --print-units base --kernel-name pair \
-//     --metrics lts__t_sectors_srcunit_tex_op_read.sum,lts__t_requests_srcunit_tex_op_read.sum ./l2coal
+//   ncu --csv --print-units base --kernel-name pair --metrics \
+//     lts__t_sectors_srcunit_tex_op_read.sum,lts__t_requests_srcunit_tex_op_read.sum,lts__t_sector_op_read_hit_rate.pct \
+//     ./l2coal
 // One launch per case, in the order printed; ncu flushes the caches before each.
 //
 // Why: on an H100, two SMs that miss the same sector at once send it to the L2 once, on one TPC
@@ -25,6 +26,10 @@
 // Under ncu: lts__t_sectors_srcunit_tex_op_read.sum is 64 + polls when each SM sends its own
 // sectors, 32 + polls when every follower read joined the leader's.
 // Baselines: the leader alone (32 + 0), and a follower reading other sectors (64 + polls).
+// The L2's read hit rate tells what Nsight Compute counts for a follower that reaches the L2
+// while the leader's miss is still in flight: about half the reads hit if such a read counts
+// as a hit, none if it counts as a miss (the polls, which hit, move either by a few points).
+// The emulator merges such reads in the L2's MSHRs and counts them as hits.
 #include <cstdio>
 #include <cstdint>
 

@@ -76,7 +76,7 @@ impl Scale {
     ///   H200 fenced probes cost 1.03-1.05x the bare kernel's time timing every 8th access
     ///   against 1.18-1.23x timing all, and the volume sample's mean stays within 2.4 % of the
     ///   one timing all gives; on the emulator's h100 preset every run's timed accesses stay
-    ///   within 7.4 % of the bare run's, where timing all reads up to 13.0 % short (no rule keeps
+    ///   within 7.7 % of the bare run's, where timing all reads up to 9.9 % short (no rule keeps
     ///   its sites: its texture fetches return in order, and a probe changes what each waits for).
     /// - `quick`: every access. On the emulator's gtx480 preset timing all reads truer (its
     ///   worst run's timed accesses 12 % off the bare run's against 22 %, the fenced memory

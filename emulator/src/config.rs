@@ -732,14 +732,8 @@ impl GpuConfig {
             }
             (None, true) => {}
         }
-        if let Some(r) = self.texture.lookups_per_cycle
-            && !(1..=64).contains(&r)
-        {
-            return Err(err(
-                "texture.lookups_per_cycle",
-                format!("{r} is not a number of lookups a cycle in 1–64"),
-            ));
-        }
+        within(self.texture.lookups_per_cycle, 1, 64)
+            .map_err(|m| err("texture.lookups_per_cycle", m))?;
         let sh = &self.shared;
         positive(sh.banks).map_err(|m| err("shared.banks", m))?;
         power_of_two(sh.bank_width_bytes).map_err(|m| err("shared.bank_width_bytes", m))?;
@@ -806,14 +800,7 @@ impl GpuConfig {
                 )
                 .map_err(|m| err("dram.rows.interleave_bytes", m))?;
             }
-            if let Some(n) = rows.reorder_rows
-                && !(1..=64).contains(&n)
-            {
-                return Err(err(
-                    "dram.rows.reorder_rows",
-                    format!("must be from 1 to 64, got {n}"),
-                ));
-            }
+            within(rows.reorder_rows, 1, 64).map_err(|m| err("dram.rows.reorder_rows", m))?;
         }
         if let Some(fetch) = l2.fetch_bytes {
             power_of_two_within(
@@ -870,6 +857,14 @@ fn power_of_two(v: u32) -> Result<(), String> {
     }
 }
 
+/// Absent, or from `lo` to `hi`.
+fn within(v: Option<u32>, lo: u32, hi: u32) -> Result<(), String> {
+    match v {
+        Some(v) if !(lo..=hi).contains(&v) => Err(format!("must be from {lo} to {hi}, got {v}")),
+        _ => Ok(()),
+    }
+}
+
 /// A power of two from `lo` to `hi`, each given with the field it comes from.
 fn power_of_two_within(v: u32, lo: (&str, u32), hi: (&str, u32)) -> Result<(), String> {
     power_of_two(v)?;
@@ -909,14 +904,7 @@ fn validate_cache(c: &CacheConfig, prefix: &str) -> Result<(), (String, String)>
     }
     positive(c.ways).map_err(|m| (f("ways"), m))?;
     positive(c.mshrs).map_err(|m| (f("mshrs"), m))?;
-    if let Some(m) = c.miss_line_cycles
-        && !(1..=1000).contains(&m)
-    {
-        return Err((
-            f("miss_line_cycles"),
-            format!("{m} is not a number of cycles in 1–1000"),
-        ));
-    }
+    within(c.miss_line_cycles, 1, 1000).map_err(|m| (f("miss_line_cycles"), m))?;
     let set_bytes = u64::from(c.line_bytes) * u64::from(c.ways);
     let size = u64::from(c.size_bytes);
     if size == 0 || !size.is_multiple_of(set_bytes) {

@@ -42,6 +42,20 @@ __global__ void write_all(uint4* p, size_t n) {
 constexpr int THREADS = 256, ROUNDS = 9;
 constexpr size_t FLUSH_BYTES = size_t(512) << 20;
 
+// One read of the n vectors at buf between two events; its microseconds appended to us.
+static int timed_read(const uint4* buf, size_t n, unsigned int* sink, int blocks, cudaEvent_t a,
+                      cudaEvent_t b, std::vector<double>& us) {
+  float ms = 0.0f;
+  CHECK(cudaEventRecord(a));
+  read_all<<<blocks, THREADS>>>(buf, n, sink);
+  CHECK(cudaEventRecord(b));
+  CHECK(cudaEventSynchronize(b));
+  CHECK(cudaGetLastError());
+  CHECK(cudaEventElapsedTime(&ms, a, b));
+  us.push_back(1e3 * ms);
+  return 0;
+}
+
 static double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -72,35 +86,16 @@ int main() {
     CHECK(cudaMemcpy(buf, host.data(), bytes, cudaMemcpyHostToDevice));
     std::vector<double> cold, uploaded, warm;
     for (int r = 0; r < ROUNDS; ++r) {
-      float ms = 0.0f;
       // Cold: the L2 holds the flush's lines.
       write_all<<<blocks, THREADS>>>(flush, FLUSH_BYTES / sizeof(uint4));
-      CHECK(cudaEventRecord(a));
-      read_all<<<blocks, THREADS>>>(buf, n, sink);
-      CHECK(cudaEventRecord(b));
-      CHECK(cudaEventSynchronize(b));
-      CHECK(cudaGetLastError());
-      CHECK(cudaEventElapsedTime(&ms, a, b));
-      cold.push_back(1e3 * ms);
+      if (timed_read(buf, n, sink, blocks, a, b, cold)) return 1;
       // Uploaded: a flush, then the buffer's upload, then the read.
       write_all<<<blocks, THREADS>>>(flush, FLUSH_BYTES / sizeof(uint4));
       CHECK(cudaDeviceSynchronize());
       CHECK(cudaMemcpy(buf, host.data(), bytes, cudaMemcpyHostToDevice));
-      CHECK(cudaEventRecord(a));
-      read_all<<<blocks, THREADS>>>(buf, n, sink);
-      CHECK(cudaEventRecord(b));
-      CHECK(cudaEventSynchronize(b));
-      CHECK(cudaGetLastError());
-      CHECK(cudaEventElapsedTime(&ms, a, b));
-      uploaded.push_back(1e3 * ms);
+      if (timed_read(buf, n, sink, blocks, a, b, uploaded)) return 1;
       // Warm: the read again, right after the one before.
-      CHECK(cudaEventRecord(a));
-      read_all<<<blocks, THREADS>>>(buf, n, sink);
-      CHECK(cudaEventRecord(b));
-      CHECK(cudaEventSynchronize(b));
-      CHECK(cudaGetLastError());
-      CHECK(cudaEventElapsedTime(&ms, a, b));
-      warm.push_back(1e3 * ms);
+      if (timed_read(buf, n, sink, blocks, a, b, warm)) return 1;
     }
     printf("%zu\t%.2f\t%.2f\t%.2f\n", mb, median(cold), median(uploaded), median(warm));
     CHECK(cudaFree(buf));

@@ -136,10 +136,10 @@ impl Lab {
             Measure::SharedChase { op, lanes } => {
                 rig(&mut self.shared, || SharedRig::new(&self.root, &self.cfg))?.step(*op, *lanes)
             }
-            Measure::DummyClosing { closing } => rig(&mut self.dummy, || {
+            Measure::DummyClosing { closing, access } => rig(&mut self.dummy, || {
                 DummyClosingRig::new(&self.root, &self.cfg)
             })?
-            .l1_window(*closing),
+            .window(*closing, *access),
             Measure::DivergentLoad { mode } => self.contention()?.divergent_window(*mode),
             Measure::Reduce7Sum => self.contention()?.reduce7_sum(),
             Measure::AtomicRate { pattern, words } => {

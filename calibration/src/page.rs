@@ -106,17 +106,20 @@ impl Section {
             Section::Fences => {
                 "`docs/gpu/fence-variants.cu`'s kernels on the emulator, launched as its `main` \
                  launches them: one thread, 32 windows `t0 = clock; access; closing; t1 = clock`, \
-                 the mean of the 31 warm ones. Its L2-hit case and its stores to lines in L2 are \
-                 not here: on the GPU a first launch puts the lines in L2, and every emulator \
-                 launch starts with cold caches."
+                 the mean of the 31 warm ones. As its `main` does, each case starts with the L2 \
+                 flushed (there a 256 MiB memset, here `EmuDevice::flush_l2`), and the L2-hit, \
+                 L1-hit and stores-in-L2 cases run a first launch that brings their lines in: the \
+                 emulator's L2, like a GPU's, keeps them for the next launch, and every launch's \
+                 L1 starts empty."
             }
             Section::Dummies => {
                 "`docs/gpu/dummy-closing.cu`'s kernels on the emulator, one thread, 32 windows \
                  `t0 = clock; load; closing; t1 = clock` around an L1 hit (the same word each \
-                 time), the mean of the 31 warm ones: the fence, fence-variants.cu's dummy (a \
-                 predicated-off global store to the `sink` parameter), the same dummy with the \
-                 address in a register, and warpscope's own dummy. Its L2-hit case is not here, \
-                 for the reason the fences' is not."
+                 time) or an L2 hit (lines 8 MiB apart that a first launch read), the mean of the \
+                 31 warm ones: the fence, fence-variants.cu's dummy (a predicated-off global \
+                 store to the `sink` parameter), the same dummy with the address in a register, \
+                 and warpscope's own dummy. Each case starts with the L2 flushed and a first \
+                 launch, as the fences' do."
             }
             Section::Contention => {
                 "`docs/gpu/contention.cu`'s kernels on the emulator, launched as its `main` \

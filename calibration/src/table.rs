@@ -265,8 +265,14 @@ pub enum Measure {
         mode: ProbeMode,
         site: u16,
     },
-    /// `docs/gpu/dummy-closing.cu`: mean cycles of a window around an L1 hit closed by `closing`.
-    DummyClosing { closing: DummyClose },
+    /// `docs/gpu/dummy-closing.cu`: mean cycles of a window around a load that hits L1 or L2,
+    /// closed by `closing`.
+    DummyClosing {
+        closing: DummyClose,
+        /// The load's hit: `l1_hit` (the default) or `l2_hit`.
+        #[serde(default = "l1_hit", skip_serializing_if = "is_l1_hit")]
+        access: FenceAccess,
+    },
     /// `docs/gpu/contention.cu`: lane 0's cycles of one warp's window around its 32 lanes' loads
     /// of 32 cold lines, closed as `mode` closes it (naive, dummy or fence).
     DivergentLoad { mode: ProbeMode },
@@ -382,8 +388,9 @@ impl Measure {
                 "the mean reading of site {site} in the study's {} {shape} frame at ({view}), paper scale, every access timed, on the emulator (--expensive)",
                 mode.name()
             ),
-            Measure::DummyClosing { closing } => format!(
-                "`docs/gpu/dummy-closing.cu`'s L1-hit window closed by {} on the emulator",
+            Measure::DummyClosing { closing, access } => format!(
+                "`docs/gpu/dummy-closing.cu`'s window around an {} closed by {} on the emulator",
+                access.label(),
                 closing.label()
             ),
             Measure::DivergentLoad { mode } => format!(
@@ -436,7 +443,7 @@ impl Measure {
                 .contains(&(*case, *mode))
                 .then_some(())
                 .ok_or_else(|| format!("the GPU check does not run {case:?} in {}", mode.name())),
-            Measure::FenceWindow { access, closing } => (!(*access == FenceAccess::StoreNotInL2
+            Measure::FenceWindow { access, closing } => (!(access.is_store()
                 && *closing == Closing::Dummy))
                 .then_some(())
                 .ok_or_else(|| {
@@ -538,9 +545,18 @@ impl Measure {
                         )
                     })
             }
+            Measure::DummyClosing { access, .. } => {
+                matches!(access, FenceAccess::L1Hit | FenceAccess::L2Hit)
+                    .then_some(())
+                    .ok_or_else(|| {
+                        format!(
+                            "dummy-closing.cu times L1 and L2 hits, not a {}",
+                            access.label()
+                        )
+                    })
+            }
             Measure::ChainStep { .. }
             | Measure::IssueRate { .. }
-            | Measure::DummyClosing { .. }
             | Measure::Reduce7Sum
             | Measure::DivisionLatency { .. }
             | Measure::DivisionIssue { .. } => Ok(()),
@@ -621,28 +637,46 @@ impl fmt::Display for PaperView {
     }
 }
 
-/// What precedes the closing in a window of `fence-variants.cu`. Its L2-hit case is not here:
-/// the host warms the L2 with a launch before the timed one, and the emulator starts every
-/// launch with cold caches; for the same reason only the stores to lines not in L2.
+/// What precedes the closing in a window of `fence-variants.cu`, in its `main`'s order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FenceAccess {
-    /// A load of a line no launch touched: a DRAM miss.
+    /// A load of a line no launch touched since the L2 was flushed: a DRAM miss.
     DramMiss,
+    /// A load of a line a first launch read: an L2 hit (every launch's L1 starts empty).
+    L2Hit,
     /// The same word loaded again: an L1 hit.
     L1Hit,
     /// A store to a line not in L2.
     StoreNotInL2,
+    /// A store to a line a first launch stored to.
+    StoreInL2,
 }
 
 impl FenceAccess {
+    /// Whether the window times a store rather than a load.
+    pub fn is_store(self) -> bool {
+        matches!(self, FenceAccess::StoreNotInL2 | FenceAccess::StoreInL2)
+    }
+
     pub fn label(self) -> &'static str {
         match self {
             FenceAccess::DramMiss => "DRAM miss",
+            FenceAccess::L2Hit => "L2 hit",
             FenceAccess::L1Hit => "L1 hit",
             FenceAccess::StoreNotInL2 => "store, not in L2",
+            FenceAccess::StoreInL2 => "store, in L2",
         }
     }
+}
+
+/// `dummy-closing.cu`'s default case, which its rows written before its L2 case leave out.
+fn l1_hit() -> FenceAccess {
+    FenceAccess::L1Hit
+}
+
+fn is_l1_hit(a: &FenceAccess) -> bool {
+    *a == FenceAccess::L1Hit
 }
 
 /// The closing construct of a window, in `fence-variants.cu`'s order (its template argument).

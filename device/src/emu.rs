@@ -70,6 +70,12 @@ impl EmuDevice {
         self.emu.take_address_streams()
     }
 
+    /// Empties the L2, as writing a buffer larger than it does on a GPU (see
+    /// `emulator::Emulator::flush_l2`); later launches find none of the lines earlier ones left.
+    pub fn flush_l2(&mut self) {
+        self.emu.flush_l2();
+    }
+
     fn module(&self, m: ModuleId) -> Result<&(Module, emulator::ModuleId), DeviceError> {
         self.modules.get(m.0).ok_or_else(|| DeviceError::Launch {
             what: format!("module {}", m.0),

@@ -11,7 +11,7 @@ use crate::devmem::DeviceMemory;
 use crate::engine::{LaunchInput, LoadEvent, LoadWarps, run};
 use crate::error::EmuError;
 use crate::ir::{EntrySignature, Opnd, Program};
-use crate::memory::{AddressEvent, MemorySystem};
+use crate::memory::{AddressEvent, L2Lines, MemorySystem};
 use crate::occupancy::{fit_registers, occupancy};
 use crate::ptx;
 use crate::texture::{HANDLE_BASE, Storage, Texture, TextureDesc};
@@ -128,6 +128,9 @@ pub struct Emulator {
     /// The last launch's recorded loads; `None` when it recorded none.
     loads: Option<Vec<LoadEvent>>,
     watch: Watch,
+    /// The L2 as the last launch left it: a GPU's L2 keeps its lines from one launch to the
+    /// next. `None` after a reset, a flush or a failed launch (the next one starts cold).
+    l2: Option<L2Lines>,
 }
 
 impl Emulator {
@@ -142,19 +145,28 @@ impl Emulator {
             record_loads: None,
             loads: None,
             watch: Watch::default(),
+            l2: None,
         }
     }
 
     /// Returns to the state of a new emulator with the same configuration and settings: no
     /// allocations, modules or textures, so the next allocations get the same addresses as on a
-    /// new emulator. (Caches are cold at every launch anyway.) Makes a launch's result independent
-    /// of what ran before it.
+    /// new emulator, and an empty L2. Makes a launch's result independent of what ran before it.
     pub fn reset(&mut self) {
         self.dev = DeviceMemory::default();
         self.modules.clear();
         self.textures.clear();
         self.addresses.clear();
         self.loads = None;
+        self.l2 = None;
+    }
+
+    /// Empties the L2, as writing a buffer several times its size does on a GPU (the
+    /// experiments under `docs/gpu` flush it that way). Every launch's SM caches start empty;
+    /// the L2 keeps what earlier launches left in it until this, [`Emulator::reset`] or a failed
+    /// launch. Device memory already holds every write, so nothing is lost.
+    pub fn flush_l2(&mut self) {
+        self.l2 = None;
     }
 
     /// Sets the time limit and progress callback of later launches (none by default).
@@ -399,7 +411,7 @@ impl Emulator {
                 fitting_presets(&self.config.name, threads, p.regs_per_thread, shared)
             ))
         })?;
-        let mut mem = MemorySystem::new(&self.config);
+        let mut mem = MemorySystem::after(&self.config, self.l2.take());
         self.addresses.clear();
         if self.record_addresses {
             mem.record_addresses();
@@ -419,7 +431,7 @@ impl Emulator {
         let out = run(&inp, &mut self.dev, &self.textures, &mut mem)?;
         self.addresses = mem.take_addresses();
         self.loads = self.record_loads.is_some().then_some(out.loads);
-        Ok(LaunchStats {
+        let stats = LaunchStats {
             cycles: out.cycles,
             sm_cycles: out.sm_cycles,
             warp_instructions: out.warp_instructions,
@@ -434,7 +446,9 @@ impl Emulator {
             blocks_per_sm: occ.blocks_per_sm,
             registers_per_thread: regs,
             spilled_registers_per_thread: p.regs_per_thread.saturating_sub(regs),
-        })
+        };
+        self.l2 = Some(mem.into_l2());
+        Ok(stats)
     }
 }
 
@@ -532,6 +546,37 @@ mod tests {
         };
         let stats = e.launch(id, kernel, &p).unwrap();
         (e, stats, src, dst)
+    }
+
+    #[test]
+    fn the_l2_keeps_a_launchs_lines_for_the_next_until_a_flush_or_reset() {
+        // 64 threads copy 256 bytes: 8 sectors read, 8 written.
+        let m = two_buffer_kernel(
+            "copy",
+            "ld.global.u32 %r2, [%rd4];\nst.global.u32 [%rd5], %r2;",
+        );
+        let (mut e, first, src, dst) = launch_on_two_buffers(&m, "copy", |_| {});
+        let id = e.load(&m).unwrap();
+        let p = LaunchParams {
+            grid: [1, 1, 1],
+            block: [64, 1, 1],
+            dynamic_shared_bytes: 0,
+            regs_per_thread: 16,
+            args: vec![src.to_le_bytes().to_vec(), dst.to_le_bytes().to_vec()],
+            max_warp_instructions: 1_000_000,
+        };
+        let mut again = || e.launch(id, "copy", &p).unwrap();
+        let second = again();
+        assert!(first.mem.dram_bytes_read > 0, "{:?}", first.mem);
+        // The second finds the source in the L2; its L1 starts cold, so it asks the L2.
+        assert_eq!(second.mem.dram_bytes_read, 0, "{:?}", second.mem);
+        assert_eq!(second.mem.l2.requests, first.mem.l2.requests);
+        assert!(second.cycles < first.cycles, "{second:?} {first:?}");
+        assert_eq!(again(), second, "a warm launch is repeatable");
+        e.flush_l2();
+        let flushed = e.launch(id, "copy", &p).unwrap();
+        assert_eq!(flushed.mem.dram_bytes_read, first.mem.dram_bytes_read);
+        assert_eq!(flushed.cycles, first.cycles);
     }
 
     #[test]

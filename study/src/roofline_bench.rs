@@ -16,7 +16,8 @@
 //! - `read`, `write` (kind `write_only`, see below), `copy`, `triad`: grid-stride streams over buffers of
 //!   [`BenchOptions::buffer_bytes`] each (default 8 × the L2 size, so every byte comes from DRAM
 //!   and written lines leave L2): the DRAM ceiling is the best of read, copy and triad. Each
-//!   launch starts with cold caches. The emulator retires a store at the L1 and its DRAM
+//!   launch starts with an empty L2 (flushed, so that no benchmark writes back another's
+//!   lines) and empty SM caches. The emulator retires a store at the L1 and its DRAM
 //!   write-back does not hold the kernel up, so a write-only stream reaches several times the
 //!   configured DRAM bandwidth; it is reported (kind `write_only`) but not used as a ceiling.
 //! - `sweep_n<N>`: load → N flops (four chains of FMAs, N = 8·steps + 6) → store per element:
@@ -110,7 +111,8 @@ struct Rig {
 
 impl Rig {
     /// Launches `kernel` on exactly one full wave: SMs × resident blocks at its ptxas register
-    /// count, so no SM idles in a tail wave (which would pull every ceiling down).
+    /// count, so no SM idles in a tail wave (which would pull every ceiling down); the L2
+    /// flushed first.
     fn launch(&mut self, kernel: &str, args: Vec<Vec<u8>>) -> Result<LaunchStats, StudyError> {
         let regs = self
             .entries
@@ -128,6 +130,7 @@ impl Rig {
             args,
             max_warp_instructions: self.max_warp_instructions,
         };
+        self.emu.flush_l2();
         self.emu
             .launch(self.m, kernel, &p)
             .map_err(|e| err(kernel, e))

@@ -47,7 +47,9 @@ impl AtomicUnitsRig {
     }
 
     /// Cycles per step of one thread's chain of `op`, over the zeroed buffer `main` gives it
-    /// (the spreads leave counts in it, which would send the chain outside).
+    /// (the spreads leave counts in it, which would send the chain outside). `main` takes the
+    /// median of the launches after the first, whose word the first left in the L2: so the
+    /// second launch here.
     pub(crate) fn chain(&mut self, op: ChainOp) -> Result<f64, CalibrationError> {
         self.exp
             .dev
@@ -60,8 +62,10 @@ impl AtomicUnitsRig {
             ChainOp::Atomic => "chain<true>",
             ChainOp::Load => "chain<false>",
         };
-        self.exp
-            .launch(name, 1, 1, &[Arg::Buf(self.buf), Arg::Buf(self.out)])?;
+        let args = [Arg::Buf(self.buf), Arg::Buf(self.out)];
+        for _ in 0..2 {
+            self.exp.launch(name, 1, 1, &args)?;
+        }
         Ok(self.exp.read_i64(&self.out)? as f64 / CHAIN)
     }
 }

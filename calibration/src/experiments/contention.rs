@@ -72,11 +72,12 @@ impl ContentionRig {
             ProbeMode::Dummy => 1,
             _ => 2,
         };
-        // Every launch starts with cold caches on the emulator: one launch is the GPU's median.
+        // One launch is the GPU's median; `main`'s second launch of the mode, whose 32 lines no
+        // earlier launch read (the L2 keeps a launch's lines).
         let sink = Arg::U64(self.out.addr + 8);
         let args = [
             Arg::Buf(self.cold),
-            Arg::U32(0),
+            Arg::U32((m * 10 + 1) * 32),
             Arg::I32(0),
             sink,
             Arg::Buf(self.out),

@@ -10,8 +10,11 @@ use super::Experiment;
 use crate::error::CalibrationError;
 use crate::table::DivergentClose;
 
-/// The lines a launch reads: 32, 4 KiB apart.
-const BYTES: u64 = 32 * 4096;
+/// Lines a launch reads, 4 KiB apart, and the launches a rig can make: four closings at six
+/// lane counts, each on fresh lines as `main` gives them (the L2 keeps a launch's lines).
+const LINES: u32 = 32;
+const LAUNCHES: u32 = 4 * 6;
+const BYTES: u64 = (LAUNCHES * LINES) as u64 * 4096;
 
 pub(crate) struct DivergentClosingRig {
     exp: Experiment,
@@ -28,20 +31,24 @@ impl DivergentClosingRig {
         Ok(DivergentClosingRig { exp, p, out })
     }
 
-    /// Lane 0's cycles of the window around `lanes` lanes' cold loads closed by `closing`. Every
-    /// launch starts with cold caches on the emulator: one launch is the GPU's median.
+    /// Lane 0's cycles of the window around `lanes` lanes' cold loads closed by `closing`: one
+    /// launch, the GPU's median, on lines no other launch of the rig reads.
     pub(crate) fn window(
         &mut self,
         closing: DivergentClose,
         lanes: u32,
     ) -> Result<f64, CalibrationError> {
-        let lanes = i32::try_from(lanes).map_err(|_| CalibrationError::Result {
-            what: "divergent-closing.cu".into(),
-            reason: format!("{lanes} lanes do not fit its argument"),
-        })?;
+        let launch = closing.mode() * 6 + lanes.trailing_zeros();
+        let lanes = i32::try_from(lanes)
+            .ok()
+            .filter(|&l| l > 0 && l <= 32 && l.count_ones() == 1 && launch < LAUNCHES)
+            .ok_or_else(|| CalibrationError::Result {
+                what: "divergent-closing.cu".into(),
+                reason: format!("it times 1, 2, 4, ... 32 lanes, not {lanes}"),
+            })?;
         let args = [
             Arg::Buf(self.p),
-            Arg::U32(0),
+            Arg::U32(launch * LINES),
             Arg::I32(lanes),
             Arg::I32(0),
             Arg::U64(self.out.addr + 8),

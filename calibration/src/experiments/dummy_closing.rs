@@ -1,5 +1,5 @@
-//! `dummy-closing.cu` on the emulator: its L1-hit windows, closed by the fence and by three
-//! dummies.
+//! `dummy-closing.cu` on the emulator: its windows around an L1 or an L2 hit, closed by the
+//! fence and by three dummies.
 
 use std::path::Path;
 
@@ -8,10 +8,12 @@ use emulator::GpuConfig;
 
 use super::Experiment;
 use crate::error::CalibrationError;
-use crate::table::DummyClose;
+use crate::table::{DummyClose, FenceAccess};
 
 /// Windows per launch; the first (cold) one is left out of the mean.
 const REPS: usize = 32;
+/// `main`'s buffer, 256 MiB: the L2 case's loads go to lines `BIG / 4 / REPS` words apart.
+const BIG: u64 = 1 << 28;
 
 pub(crate) struct DummyClosingRig {
     exp: Experiment,
@@ -24,8 +26,7 @@ pub(crate) struct DummyClosingRig {
 impl DummyClosingRig {
     pub(crate) fn new(root: &Path, cfg: &GpuConfig) -> Result<Self, CalibrationError> {
         let mut exp = Experiment::load(root, "dummy-closing.cu", cfg)?;
-        // main's buffers: the L1 case reads 4 closings × 64 words from its start.
-        let p = exp.alloc(4 * 64 * 4)?;
+        let p = exp.alloc(BIG)?;
         let sink = exp.alloc(64)?;
         let sinkp = exp.alloc(8)?;
         let out = exp.alloc(REPS as u64 * 4)?;
@@ -44,17 +45,30 @@ impl DummyClosingRig {
         })
     }
 
-    /// The mean cycles of the warm L1-hit windows closed by `closing`, as `report` prints them.
-    pub(crate) fn l1_window(&mut self, closing: DummyClose) -> Result<f64, CalibrationError> {
+    /// The mean cycles of the warm windows around `access` (an L1 or an L2 hit) closed by
+    /// `closing`, as `report` prints them. As `main` does: the L2 flushed (its 256 MiB memset),
+    /// a first launch closed by the fence to bring the lines into the L2, then the timed launch.
+    pub(crate) fn window(
+        &mut self,
+        closing: DummyClose,
+        access: FenceAccess,
+    ) -> Result<f64, CalibrationError> {
         let v = closing.variant();
+        // main's case index: its lines and stride.
+        let (case, stride) = match access {
+            FenceAccess::L2Hit => (1, (BIG / 4 / REPS as u64) as i64),
+            _ => (0, 0),
+        };
         let args = [
-            Arg::U64(self.p.addr + u64::from(v) * 64 * 4),
-            Arg::I64(0),
+            Arg::U64(self.p.addr + (case * 4 + u64::from(v)) * 64 * 4),
+            Arg::I64(stride),
             Arg::Buf(self.sink),
             Arg::Buf(self.sinkp),
             Arg::I32(0),
             Arg::Buf(self.out),
         ];
+        self.exp.dev.flush_l2();
+        self.exp.launch("k<0>", 1, 1, &args)?;
         self.exp.launch(&format!("k<{v}>"), 1, 1, &args)?;
         self.exp.warm_mean(&self.out)
     }

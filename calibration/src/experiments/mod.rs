@@ -142,8 +142,7 @@ const FENCE_REPS: usize = 32;
 /// Its buffer, 1 GiB: a window's loads or stores go to lines `BIG / 4 / REPS` words apart.
 const FENCE_BIG: u64 = 1 << 30;
 
-/// `fence-variants.cu`'s windows on one device: every launch starts with cold caches on the
-/// emulator, so one buffer serves every window, as one serves them on the GPU.
+/// `fence-variants.cu`'s windows on one device, with its buffers.
 pub(crate) struct FenceRig {
     exp: Experiment,
     p: DevBuf,
@@ -161,7 +160,8 @@ impl FenceRig {
     }
 
     /// The mean cycles of the warm windows of `access` closed by `closing`, as the experiment's
-    /// `report` prints them.
+    /// `report` prints them. As `main` does: the L2 flushed (its 256 MiB memset), a first launch
+    /// of the unclosed kernel where the case needs its lines in the L2, then the timed launch.
     pub(crate) fn window(
         &mut self,
         access: FenceAccess,
@@ -169,18 +169,24 @@ impl FenceRig {
     ) -> Result<f64, CalibrationError> {
         let v = closing.variant();
         let far = (FENCE_BIG / 4 / FENCE_REPS as u64) as i64;
-        // main's base offsets in words: each case and closing its own lines.
-        let (kernel, stride, base_words) = match access {
-            FenceAccess::DramMiss => ("k", far, u64::from(v) * 64),
-            FenceAccess::L1Hit => ("k", 0, u64::from(2 * 7 + v) * 64),
-            FenceAccess::StoreNotInL2 => ("kst", far, u64::from(32 + v) * 64),
+        // main's base offsets in lines of 64 words: each case and closing its own lines.
+        let (kernel, stride, base_lines, warm) = match access {
+            FenceAccess::DramMiss => ("k", far, v, false),
+            FenceAccess::L2Hit => ("k", far, 7 + v, true),
+            FenceAccess::L1Hit => ("k", 0, 2 * 7 + v, true),
+            FenceAccess::StoreNotInL2 => ("kst", far, 32 + v, false),
+            FenceAccess::StoreInL2 => ("kst", far, 32 + 6 + v, true),
         };
         let args = [
-            Arg::U64(self.p.addr + base_words * 4),
+            Arg::U64(self.p.addr + u64::from(base_lines) * 64 * 4),
             Arg::I64(stride),
             Arg::Buf(self.sink),
             Arg::Buf(self.out),
         ];
+        self.exp.dev.flush_l2();
+        if warm {
+            self.exp.launch(&format!("{kernel}<0>"), 1, 1, &args)?;
+        }
         self.exp.launch(&format!("{kernel}<{v}>"), 1, 1, &args)?;
         self.exp.warm_mean(&self.out)
     }

@@ -39,7 +39,8 @@ impl SmInflightRig {
     }
 
     /// Bytes per cycle per SM of `threads` threads streaming, on one SM or on every SM: a block's
-    /// bytes over the median block's cycles, as `main` prints it.
+    /// bytes over the median block's cycles, as `main` prints it. The L2 flushed first, as
+    /// `main` flushes it before every launch.
     pub(crate) fn rate(&mut self, threads: u32, every_sm: bool) -> Result<f64, CalibrationError> {
         let grid = if every_sm { self.sms } else { 1 };
         let args = [
@@ -48,6 +49,7 @@ impl SmInflightRig {
             Arg::Buf(self.cycles),
             Arg::Buf(self.sink),
         ];
+        self.exp.dev.flush_l2();
         self.exp.launch("stream", grid, threads, &args)?;
         let bytes = self.exp.download(&self.cycles)?;
         let mut c: Vec<i64> = bytes

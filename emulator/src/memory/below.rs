@@ -289,9 +289,29 @@ pub(super) enum L2Op {
     },
 }
 
+/// The L2's lines as a launch left them: each slice's tags, replacement order and dirty
+/// sectors, every sector arrived. A GPU keeps its L2 from one launch to the next; its SMs'
+/// caches and every queue start empty.
+#[derive(Debug)]
+pub(crate) struct L2Lines(Vec<Cache>);
+
 impl Below {
-    /// Cold L2 slices and an idle DRAM queue for a validated config.
-    pub(super) fn new(cfg: &GpuConfig) -> Below {
+    /// The L2 this launch leaves for the next one on the same device.
+    pub(super) fn into_lines(self) -> L2Lines {
+        L2Lines(
+            self.slices
+                .into_iter()
+                .map(|mut s| {
+                    s.cache.arrived();
+                    s.cache
+                })
+                .collect(),
+        )
+    }
+
+    /// L2 slices holding `lines` (cold without), and an idle DRAM queue, for a validated
+    /// config; `lines` must come from a launch with the same config.
+    pub(super) fn new(cfg: &GpuConfig, lines: Option<L2Lines>) -> Below {
         let slices = cfg.l2.slices.max(1);
         let slice_cfg = CacheConfig {
             size_bytes: u32::try_from(cfg.l2.size_bytes / u64::from(slices)).unwrap_or(u32::MAX),
@@ -316,7 +336,16 @@ impl Below {
                 .fetch_bytes
                 .map_or(1, |f| f / cfg.l2.sector_bytes)
                 .max(1),
-            slices: vec![slice; slices as usize],
+            slices: match lines {
+                Some(L2Lines(caches)) if caches.len() == slices as usize => caches
+                    .into_iter()
+                    .map(|cache| Slice {
+                        cache,
+                        port: slice.port.clone(),
+                    })
+                    .collect(),
+                _ => vec![slice; slices as usize],
+            },
             slice_bits: slices.trailing_zeros(),
             atomic_free_centi: vec![0; slices as usize],
             atomic_granule_shift: granule.map_or(0, |g| (g / cfg.l2.line_bytes).trailing_zeros()),

@@ -93,6 +93,14 @@ impl Cache {
         }
     }
 
+    /// Every valid sector's data as arrived: what a launch leaves for the next one, which
+    /// starts its clock at 0 with nothing in flight. Tags, replacement order and dirty sectors
+    /// stay.
+    pub(crate) fn arrived(&mut self) {
+        self.ready.fill(0);
+        self.latest.fill(0);
+    }
+
     pub(crate) fn line_shift(&self) -> u32 {
         self.line_shift
     }

@@ -70,8 +70,8 @@ mod pending;
 mod record;
 
 use crate::config::{AtomicUnit, GpuConfig};
-pub(crate) use below::Below;
 use below::L2Op;
+pub(crate) use below::{Below, L2Lines};
 use cache::{Cache, Mshrs};
 use coalesce::{
     Lines, address_counts, bank_conflict_ways, coalesce, distinct_addresses, lookup_sectors,
@@ -784,9 +784,16 @@ pub(crate) struct MemorySystem {
 }
 
 impl MemorySystem {
-    /// Cold caches and idle queues for a validated config.
+    /// Cold caches and idle queues for a validated config (unit tests).
+    #[cfg(test)]
     pub(crate) fn new(cfg: &GpuConfig) -> Self {
-        let below = Below::new(cfg);
+        Self::after(cfg, None)
+    }
+
+    /// Cold SM caches, an L2 holding `lines` (what the previous launch on the device left;
+    /// cold without) and idle queues, for a validated config.
+    pub(crate) fn after(cfg: &GpuConfig, lines: Option<L2Lines>) -> Self {
+        let below = Below::new(cfg, lines);
         let tex = match (&cfg.texture.cache, cfg.texture.unified_with_l1) {
             (Some(c), false) => u64::from(c.latency_cycles),
             _ => u64::from(cfg.l1.latency_cycles),
@@ -812,6 +819,11 @@ impl MemorySystem {
             sms: vec![sm; cfg.sm.count.max(1) as usize],
             below,
         }
+    }
+
+    /// The L2 this launch leaves for the next one on the same device.
+    pub(crate) fn into_l2(self) -> L2Lines {
+        self.below.into_lines()
     }
 
     /// The shortest time from sending an L2 request to its answer, on any path: no answer to

@@ -533,19 +533,27 @@ mod tests {
     ) -> (Emulator, LaunchStats, u64, u64) {
         let mut e = Emulator::new(GpuConfig::preset("v100").unwrap());
         setup(&mut e);
+        let (id, src, dst) = load_two_buffers(&mut e, m);
+        let stats = e.launch(id, kernel, &two_buffer_launch(src, dst)).unwrap();
+        (e, stats, src, dst)
+    }
+
+    /// Loads `m` and allocates the two 256-byte buffers of [`launch_on_two_buffers`].
+    fn load_two_buffers(e: &mut Emulator, m: &Module) -> (ModuleId, u64, u64) {
         let id = e.load(m).unwrap();
-        let src = e.alloc(256).unwrap();
-        let dst = e.alloc(256).unwrap();
-        let p = LaunchParams {
+        (id, e.alloc(256).unwrap(), e.alloc(256).unwrap())
+    }
+
+    /// One block of 64 threads over the buffers `src` and `dst`.
+    fn two_buffer_launch(src: u64, dst: u64) -> LaunchParams {
+        LaunchParams {
             grid: [1, 1, 1],
             block: [64, 1, 1],
             dynamic_shared_bytes: 0,
             regs_per_thread: 16,
             args: vec![src.to_le_bytes().to_vec(), dst.to_le_bytes().to_vec()],
             max_warp_instructions: 1_000_000,
-        };
-        let stats = e.launch(id, kernel, &p).unwrap();
-        (e, stats, src, dst)
+        }
     }
 
     #[test]
@@ -556,27 +564,30 @@ mod tests {
             "ld.global.u32 %r2, [%rd4];\nst.global.u32 [%rd5], %r2;",
         );
         let (mut e, first, src, dst) = launch_on_two_buffers(&m, "copy", |_| {});
+        let p = two_buffer_launch(src, dst);
         let id = e.load(&m).unwrap();
-        let p = LaunchParams {
-            grid: [1, 1, 1],
-            block: [64, 1, 1],
-            dynamic_shared_bytes: 0,
-            regs_per_thread: 16,
-            args: vec![src.to_le_bytes().to_vec(), dst.to_le_bytes().to_vec()],
-            max_warp_instructions: 1_000_000,
-        };
-        let mut again = || e.launch(id, "copy", &p).unwrap();
-        let second = again();
+        let second = e.launch(id, "copy", &p).unwrap();
         assert!(first.mem.dram_bytes_read > 0, "{:?}", first.mem);
         // The second finds the source in the L2; its L1 starts cold, so it asks the L2.
         assert_eq!(second.mem.dram_bytes_read, 0, "{:?}", second.mem);
         assert_eq!(second.mem.l2.requests, first.mem.l2.requests);
         assert!(second.cycles < first.cycles, "{second:?} {first:?}");
-        assert_eq!(again(), second, "a warm launch is repeatable");
+        assert_eq!(e.launch(id, "copy", &p).unwrap(), second, "repeatable");
         e.flush_l2();
-        let flushed = e.launch(id, "copy", &p).unwrap();
-        assert_eq!(flushed.mem.dram_bytes_read, first.mem.dram_bytes_read);
-        assert_eq!(flushed.cycles, first.cycles);
+        assert_eq!(
+            e.launch(id, "copy", &p).unwrap(),
+            first,
+            "flushed: cold again"
+        );
+        e.launch(id, "copy", &p).unwrap();
+        e.reset();
+        let (id, src2, dst2) = load_two_buffers(&mut e, &m);
+        assert_eq!((src2, dst2), (src, dst));
+        assert_eq!(
+            e.launch(id, "copy", &p).unwrap(),
+            first,
+            "reset: a new machine"
+        );
     }
 
     #[test]

@@ -129,7 +129,8 @@ pub struct Emulator {
     loads: Option<Vec<LoadEvent>>,
     watch: Watch,
     /// The L2 as the last launch left it: a GPU's L2 keeps its lines from one launch to the
-    /// next. `None` after a reset, a flush or a failed launch (the next one starts cold).
+    /// next. `None` after a reset, a flush or a launch that failed while it ran (one refused
+    /// for its arguments leaves it as it was); the next launch then starts with it empty.
     l2: Option<L2Lines>,
 }
 
@@ -163,8 +164,8 @@ impl Emulator {
 
     /// Empties the L2, as writing a buffer several times its size does on a GPU (the
     /// experiments under `docs/gpu` flush it that way). Every launch's SM caches start empty;
-    /// the L2 keeps what earlier launches left in it until this, [`Emulator::reset`] or a failed
-    /// launch. Device memory already holds every write, so nothing is lost.
+    /// the L2 keeps what earlier launches left in it until this, [`Emulator::reset`] or a launch
+    /// that fails while it runs. Device memory already holds every write, so nothing is lost.
     pub fn flush_l2(&mut self) {
         self.l2 = None;
     }

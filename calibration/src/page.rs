@@ -179,8 +179,10 @@ impl Section {
             Section::HitRates => {
                 "The same sweep's bare frames: the texture hit rate as Nsight Compute counts it \
                  (`l1tex__t_sector_pipe_tex_mem_texture_op_tex_hit_rate.pct`: each lane's sectors \
-                 lookups of their own) and the L2's sector hit rate (`lts__t_sector_hit_rate.pct`), \
-                 beside ncu's on silicon. Recorded with `--expensive`, from the same sweep."
+                 lookups of their own) and the L2's hit rate as Nsight Compute counts it \
+                 (`lts__t_sector_hit_rate.pct`: a lookup per sector read and one per block read \
+                 from DRAM), beside ncu's on silicon. Recorded with `--expensive`, from the same \
+                 sweep."
             }
             Section::Occupancy => {
                 "The same sweep's bare frames: the warps resident per active cycle of an SM over \

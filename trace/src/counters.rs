@@ -79,7 +79,9 @@ pub struct MemCounters {
     /// share of the distinct sectors of each fetch served without a fetch from the L2, what
     /// sets the traffic below and what a reuse-distance model predicts.
     pub tex_sector_hit_rate: Option<f64>,
-    /// The L2's hit rate, 0–1, as `l1_hit_rate` counts it; `null` without accesses.
+    /// The L2's hit rate, 0–1, as Nsight Compute's `lts__t_sector_hit_rate` counts it: hits and
+    /// MSHR merges over the sectors read plus one lookup per block fetched from DRAM
+    /// (`CacheCounters::fills`); `null` without accesses.
     pub l2_hit_rate: Option<f64>,
     /// The constant cache's hit rate, 0–1, as `l1_hit_rate` counts it; `null` without accesses.
     pub constant_hit_rate: Option<f64>,
@@ -130,6 +132,12 @@ pub struct CacheCounters {
     pub evictions: u64,
     /// Sectors written (stores and atomics); not part of the hit rate.
     pub write_sectors: u64,
+    /// L2 only: blocks of `l2.fetch_bytes` read from DRAM to fill missed sectors. Nsight
+    /// Compute's L2 counts each as one more sector lookup, never a hit: on an H200 its
+    /// `lts__t_sectors_op_read` is the sectors read plus the DRAM bytes read / 64 in all seven
+    /// read patterns of docs/gpu/dram-granularity.cu, within 0.11 %. Counted among
+    /// [`CacheCounters::hit_rate`]'s lookups, so that the L2's rate is Nsight Compute's.
+    pub fills: u64,
     /// Texture path only: sector lookups as Nsight Compute counts them, each group of lanes'
     /// distinct sectors of a fetch (a quad of four lanes for a point sample, a pair for a
     /// filtered one), so that a sector all 32 lanes of a warp point-sample counts eight times
@@ -139,11 +147,14 @@ pub struct CacheCounters {
 }
 
 impl CacheCounters {
-    /// Fraction of read sectors served without a new fetch from below (hits and MSHR merges);
-    /// `None` when nothing was read.
+    /// Fraction of the sector lookups that were served without a new fetch from below: the
+    /// sectors read that hit or found their sector in flight (MSHR merges), over the sectors
+    /// read plus the fills, which only the L2 counts ([`CacheCounters::fills`]); `None` when
+    /// nothing was read.
     pub fn hit_rate(&self) -> Option<f64> {
         let total = self.read_sectors();
-        (total > 0).then(|| (self.sector_hits + self.mshr_merges) as f64 / total as f64)
+        (total > 0)
+            .then(|| (self.sector_hits + self.mshr_merges) as f64 / (total + self.fills) as f64)
     }
 
     /// Fraction of the sector lookups (`tex_lookups`) that needed no new fetch from below: only
@@ -172,6 +183,7 @@ impl CacheCounters {
         self.mshr_merges += o.mshr_merges;
         self.evictions += o.evictions;
         self.write_sectors += o.write_sectors;
+        self.fills += o.fills;
         self.tex_lookups += o.tex_lookups;
     }
 
@@ -199,12 +211,30 @@ mod tests {
             mshr_merges: 1,
             evictions: 1,
             write_sectors: 1,
+            fills: 0,
             tex_lookups: 0,
         });
         assert_eq!(c.hit_rate(), Some(0.5));
         assert_eq!(c.read_sectors(), 4);
         assert_eq!((c.requests, c.write_sectors, c.sectors()), (2, 10, 14));
         assert_eq!(c.lookup_hit_rate(), None, "no texture lookups");
+    }
+
+    #[test]
+    fn an_l2_fill_is_a_lookup_that_does_not_hit() {
+        // Two sectors read: one hit, one miss whose 64-byte fetch is one more lookup.
+        let mut c = CacheCounters {
+            sector_hits: 1,
+            sector_misses: 1,
+            fills: 1,
+            ..CacheCounters::default()
+        };
+        assert_eq!(c.hit_rate(), Some(1.0 / 3.0));
+        assert_eq!(c.read_sectors(), 2, "a fill is not a sector read");
+        let twice = c;
+        c.add(&twice);
+        assert_eq!(c.fills, 2);
+        assert_eq!(c.hit_rate(), Some(2.0 / 6.0));
     }
 
     #[test]

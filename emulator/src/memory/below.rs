@@ -154,12 +154,23 @@ fn fetch_mask(mask: u8, group: u32) -> u8 {
     if group <= 1 {
         return mask;
     }
-    let ones = u8::MAX >> (8 - group.min(8));
-    (0..u8::BITS)
-        .step_by(group as usize)
-        .map(|i| ones << i)
+    blocks(group)
         .filter(|&m| mask & m != 0)
         .fold(mask, |acc, m| acc | m)
+}
+
+/// How many fetch blocks of `group` sectors `mask` touches: the reads DRAM makes for it.
+fn fetch_blocks(mask: u8, group: u32) -> u64 {
+    blocks(group).filter(|&m| mask & m != 0).count() as u64
+}
+
+/// The sector masks of a line's fetch blocks of `group` sectors.
+fn blocks(group: u32) -> impl Iterator<Item = u8> {
+    let group = group.clamp(1, 8);
+    let ones = u8::MAX >> (8 - group);
+    (0..u8::BITS)
+        .step_by(group as usize)
+        .map(move |i| ones << i)
 }
 
 /// DRAM's banks and their open rows (`dram.rows`). Addresses go to the banks in chunks of
@@ -462,6 +473,9 @@ impl Below {
                 ..lk
             };
             let miss_bytes = u64::from(fetched.miss.count_ones()) * sector_bytes;
+            if op == L2Op::Read {
+                l2.fills += fetch_blocks(fetched.miss, fetch_sectors);
+            }
             let row = dram_rows.as_mut().map_or(0, |r| r.read(line, fetched.miss));
             let dram_start = dram.reserve(start, miss_bytes + row);
             *dram_bytes_read += miss_bytes;

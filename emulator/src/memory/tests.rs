@@ -165,6 +165,13 @@ fn a_missed_sector_brings_its_fetch_block_from_dram() {
             want_sparse + 128 + 32 * (1 - hit),
             "{fetch:?}"
         );
+        // Every DRAM read is one fill of the L2, which Nsight Compute's L2 counts as a lookup:
+        // its sectors looked up are the sectors read plus the DRAM bytes read over the block.
+        assert_eq!(
+            c.l2.fills * u64::from(fetch.unwrap_or(32)),
+            c.dram_bytes_read,
+            "{fetch:?}"
+        );
     }
 }
 

@@ -20,9 +20,10 @@
 //! indirect calls and recursion, texture/surface references (`.texref`; texture *objects* are
 //! supported), `tld4`, surfaces, `mbarrier`/`cp.async`, matrix instructions, mipmaps and layered
 //! textures — [`coverage`] lists every instruction family nvcc emits and whether the decoder
-//! runs it. `printf` prints nothing; `f64` `fma` with a directed rounding mode rounds to nearest. Each launch starts with
-//! cold SM caches and the L2 the previous launch left. The coverage-guided fuzz targets live in `emulator/fuzz` (own workspace:
-//! `cd emulator/fuzz && cargo +nightly fuzz run parse`).
+//! runs it. `printf` prints nothing; `f64` `fma` with a directed rounding mode rounds to
+//! nearest. Each launch starts with cold SM caches and the L2 the previous launch left. The
+//! coverage-guided fuzz targets live in `emulator/fuzz` (own workspace: `cd emulator/fuzz &&
+//! cargo +nightly fuzz run parse`).
 //!
 //! ```
 //! use emulator::{Emulator, GpuConfig, LaunchParams, Module};

@@ -65,27 +65,18 @@ pub struct Finished {
     pub report: PathBuf,
 }
 
-/// The preset that models `gpu_name`, and why. The H200 is the H100's GH100 with more and faster
-/// HBM (141 GB HBM3e at 4.8 TB/s against 80 GB HBM3 at 3.35 TB/s; same 132 SMs and 1.98 GHz
-/// boost, per NVIDIA's H100 and H200 product briefs), so it runs on the h100 preset, although the
-/// H200 reports a 60 MiB L2 to the driver against the preset's 50 MiB: latencies, the subject of
-/// the calibration, are the die's.
+/// The preset that models `gpu_name`, and why.
 pub(crate) fn matching_preset(gpu_name: &str) -> (&'static str, String) {
     let n = gpu_name.to_ascii_lowercase();
     for (key, preset) in [
-        ("h200", "h100"),
+        ("h200", "h200"),
         ("h100", "h100"),
         ("a100", "a100"),
         ("v100", "v100"),
         ("gtx 480", "gtx480"),
     ] {
         if n.contains(key) {
-            let why = if key == "h200" {
-                "the H200 is modelled by the h100 preset (the same GH100 die and 132 SMs; its HBM is faster and its L2 is 60 MiB, not 50)".to_string()
-            } else {
-                format!("matches the GPU's name ({gpu_name})")
-            };
-            return (preset, why);
+            return (preset, format!("matches the GPU's name ({gpu_name})"));
         }
     }
     (
@@ -335,7 +326,7 @@ mod tests {
     fn presets_follow_the_gpu_name() {
         assert_eq!(matching_preset("NVIDIA H100 80GB HBM3").0, "h100");
         let (p, why) = matching_preset("NVIDIA H200");
-        assert_eq!(p, "h100");
+        assert_eq!(p, "h200");
         assert!(why.contains("H200"), "{why}");
         assert_eq!(matching_preset("Tesla V100-SXM2-16GB").0, "v100");
         let (p, why) = matching_preset("NVIDIA L4");

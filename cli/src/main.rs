@@ -90,10 +90,11 @@ pub struct EmuArgs {
     /// gpu, emu, or auto (the GPU when one is usable).
     #[arg(long, default_value = "auto")]
     pub backend: device::BackendChoice,
-    /// Emulator preset: gtx480, v100, a100, h100.
+    /// Emulator preset: gtx480, v100, a100, h100, h200.
     #[arg(long, default_value = "gtx480", conflicts_with = "config")]
     pub preset: String,
-    /// Emulator configuration file (TOML), instead of a preset.
+    /// Emulator configuration file (TOML), instead of a preset: a whole one, or a preset's
+    /// values changed (`base = "h100"` and the keys that differ).
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// Emulator: end a launch with an error after this many warp instructions (a runaway

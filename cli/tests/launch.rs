@@ -308,7 +308,7 @@ fn register_spill_is_recorded_and_a_refusal_suggests_presets() {
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        err.contains("49152") && err.contains("it fits on: v100, a100, h100"),
+        err.contains("49152") && err.contains("it fits on: v100, a100, h100, h200"),
         "{err}"
     );
 }

@@ -1,5 +1,5 @@
 //! Typed GPU configuration for the emulator's timing model, loaded from TOML with named fields
-//! and units in the names, and the built-in presets (`gtx480`, `v100`, `a100`, `h100`).
+//! and units in the names, and the built-in presets (`gtx480`, `v100`, `a100`, `h100`, `h200`).
 //!
 //! Why typed TOML: a GPGPU-Sim config is a positional mini-language (`S:4:128:64,L:T:m:L:L,…`)
 //! where a swapped number silently builds another GPU. Here every number has a name with its unit
@@ -7,6 +7,11 @@
 //! rejected, and [`GpuConfig::validate`] names the offending field
 //! (`l2.slices: must be a power of two, got 12`). The effective config ([`GpuConfig::to_toml`]) is
 //! written next to every result, so a run can always be reproduced.
+//!
+//! A file may start from a built-in preset and give only what differs: `base = "h100"` at its
+//! top takes that preset's values, and the file's own replace them key by key (`h200` is the
+//! `h100` preset with the H200's memory and fences). Its `name` is "custom" unless it gives
+//! one. The effective config is always complete.
 //!
 //! Main types: [`GpuConfig`] (the whole GPU), [`SmConfig`] (occupancy limits and schedulers),
 //! [`PipelineConfig`] (functional-unit latencies and issue intervals), [`CacheConfig`] (one
@@ -49,7 +54,58 @@ const PRESETS: &[(&str, &str)] = &[
     ("v100", include_str!("presets/v100.toml")),
     ("a100", include_str!("presets/a100.toml")),
     ("h100", include_str!("presets/h100.toml")),
+    ("h200", include_str!("presets/h200.toml")),
 ];
+
+/// A built-in preset's TOML text.
+fn preset_text(name: &str) -> Result<&'static str, ConfigError> {
+    PRESETS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, t)| *t)
+        .ok_or_else(|| ConfigError::UnknownPreset {
+            name: name.to_string(),
+            known: GpuConfig::preset_names().join(", "),
+        })
+}
+
+/// The keys of a configuration that names a `base` preset, over that preset's (and its own
+/// base's); `None` where the text names no base.
+fn with_base(text: &str, origin: &str) -> Result<Option<toml::Table>, ConfigError> {
+    let parse = |message: String| ConfigError::Parse {
+        origin: origin.to_string(),
+        message: message.trim_end().to_string(),
+    };
+    let mut top: toml::Table = toml::from_str(text).map_err(|e| parse(e.to_string()))?;
+    let Some(base) = top.remove("base") else {
+        return Ok(None);
+    };
+    let name = base
+        .as_str()
+        .ok_or_else(|| parse("base: must be a preset's name".to_string()))?;
+    let base_text = preset_text(name)?;
+    let base_origin = format!("preset {name}");
+    let mut merged = match with_base(base_text, &base_origin)? {
+        Some(merged) => merged,
+        None => toml::from_str(base_text).map_err(|e| parse(format!("{base_origin}: {e}")))?,
+    };
+    // Values of its own make it another GPU than its base, whatever it leaves out.
+    merged.insert("name".to_string(), "custom".into());
+    overlay(&mut merged, top);
+    Ok(Some(merged))
+}
+
+/// Puts `top`'s values over `base`'s: tables merge key by key, anything else replaces.
+fn overlay(base: &mut toml::Table, top: toml::Table) {
+    for (key, value) in top {
+        match (base.get_mut(&key), value) {
+            (Some(toml::Value::Table(b)), toml::Value::Table(t)) => overlay(b, t),
+            (_, value) => {
+                base.insert(key, value);
+            }
+        }
+    }
+}
 
 /// Errors loading or validating a configuration. `origin` is the file path or `preset NAME`.
 #[derive(Debug, thiserror::Error)]
@@ -76,7 +132,8 @@ pub enum ConfigError {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GpuConfig {
-    /// Preset name or "custom".
+    /// Preset name, or a configuration file's own ("custom" where it names a `base` and no
+    /// name of its own).
     pub name: String,
     /// SM clock; turns cycles into seconds. `%clock` counts cycles of this clock.
     pub clock_mhz: f64,
@@ -543,25 +600,24 @@ impl GpuConfig {
         PRESETS.iter().map(|(n, _)| *n).collect()
     }
 
-    /// A built-in preset by name (`gtx480`, `v100`, `a100`, `h100`).
+    /// A built-in preset by name (`gtx480`, `v100`, `a100`, `h100`, `h200`).
     pub fn preset(name: &str) -> Result<Self, ConfigError> {
-        let text = PRESETS
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, t)| *t)
-            .ok_or_else(|| ConfigError::UnknownPreset {
-                name: name.to_string(),
-                known: Self::preset_names().join(", "),
-            })?;
-        Self::from_toml_str(text, &format!("preset {name}"))
+        Self::from_toml_str(preset_text(name)?, &format!("preset {name}"))
     }
 
-    /// Parses and validates TOML; `origin` (a path or `preset NAME`) prefixes every error.
+    /// Parses and validates TOML; `origin` (a path or `preset NAME`) prefixes every error. A
+    /// `base = "PRESET"` key takes that built-in preset's values for every key the text leaves
+    /// out.
     pub fn from_toml_str(text: &str, origin: &str) -> Result<Self, ConfigError> {
-        let cfg: GpuConfig = toml::from_str(text).map_err(|e| ConfigError::Parse {
+        let parse = |e: toml::de::Error| ConfigError::Parse {
             origin: origin.to_string(),
             message: e.to_string().trim_end().to_string(),
-        })?;
+        };
+        let cfg: GpuConfig = match with_base(text, origin)? {
+            // Parsed from the text itself, so that an error gives its line.
+            None => toml::from_str(text).map_err(parse)?,
+            Some(merged) => toml::Value::Table(merged).try_into().map_err(parse)?,
+        };
         cfg.validate(origin)?;
         Ok(cfg)
     }
@@ -944,6 +1000,47 @@ mod tests {
             let text = cfg.to_toml();
             let again = GpuConfig::from_toml_str(&text, "round-trip").unwrap();
             assert_eq!(again, cfg, "{name}");
+        }
+    }
+
+    #[test]
+    fn h200_is_h100_with_its_memory_and_fences() {
+        let mut want = GpuConfig::preset("h100").unwrap();
+        want.name = "h200".into();
+        want.sm.gpu_fence_cycles = 563;
+        want.sm.sys_fence_cycles = 1014;
+        want.sm.wide_fence_drain_cycles = Some(134);
+        want.l2.size_bytes = 60 << 20;
+        want.l2.latency_cycles = 247;
+        want.dram.latency_cycles = 391;
+        want.dram.bandwidth_bytes_per_cycle = 2424.2;
+        assert_eq!(GpuConfig::preset("h200").unwrap(), want);
+    }
+
+    #[test]
+    fn a_base_gives_what_the_file_leaves_out() {
+        let text = "base = \"h200\"\n[l2]\nways = 16\n";
+        let cfg = GpuConfig::from_toml_str(text, "mine.toml").unwrap();
+        let mut want = GpuConfig::preset("h200").unwrap();
+        want.name = "custom".into();
+        want.l2.ways = 16;
+        assert_eq!(cfg, want);
+        let named = GpuConfig::from_toml_str("base = \"v100\"\nname = \"v\"", "n.toml").unwrap();
+        assert_eq!(named.name, "v");
+        assert_eq!(named.l2, GpuConfig::preset("v100").unwrap().l2);
+        for (text, says) in [
+            ("base = \"gtx9000\"", "unknown preset \"gtx9000\""),
+            ("base = 3", "mine.toml: base: must be a preset's name"),
+            ("base = \"h100\"\n[l2]\nwayz = 16", "unknown field `wayz`"),
+            (
+                "base = \"h100\"\n[l2]\nslices = 12",
+                "mine.toml: l2.slices: must be a power",
+            ),
+        ] {
+            let e = GpuConfig::from_toml_str(text, "mine.toml")
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(says), "{text}: {e}");
         }
     }
 

@@ -65,8 +65,10 @@ pub fn page() -> Result<Page, ReferenceError> {
     }
     let body = format!(
         "`--preset NAME` picks one; `--config FILE` reads a configuration of your own in the \
-         same TOML, every key required unless it has a default. `warpscope presets NAME` prints \
-         a preset's whole configuration, a good start for your own. Each preset's file cites \
+         same TOML, every key required unless it has a default, or only the keys that differ \
+         from a preset named by `base = \"NAME\"` at the top (its `name` is `custom` unless it \
+         gives one). `warpscope presets NAME` prints a preset's whole configuration, a good \
+         start for your own. Each preset's file cites \
          the source of every number (`emulator/src/presets/`).\n\n\
          ## The presets\n\n{}\n\
          The unloaded latencies, in cycles from issue, are what a dependent pointer chase sees \

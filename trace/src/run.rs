@@ -193,7 +193,8 @@ pub struct RunMetrics {
     pub backend: String,
     /// The kernel's name, as in the PTX (mangled where the source is C++).
     pub kernel: String,
-    /// Emulator preset name (`gtx480`, `v100`, `a100`, `h100`, or `custom` for `--config`).
+    /// Emulator preset name (`gtx480`, `v100`, `a100`, `h100`, `h200`, or a `--config` file's
+    /// `name`).
     pub preset: Option<String>,
     /// GPU name or emulator description.
     pub device: String,

@@ -30,8 +30,8 @@ pub struct SweepRow {
     pub run: String,
     /// Where the run ran: `emu` or `gpu`.
     pub backend: String,
-    /// The emulator preset (`gtx480`, `v100`, `a100`, `h100`, `custom`); empty where the run's
-    /// run.json names none.
+    /// The emulator preset (`gtx480`, `v100`, `a100`, `h100`, `h200`, or a `--config` file's
+    /// `name`); empty where the run's run.json names none.
     pub preset: String,
     /// Block shape, `WIDTHxHEIGHT` (`16x8`).
     pub shape: String,

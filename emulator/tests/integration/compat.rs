@@ -231,7 +231,7 @@ fn a_launch_that_fits_no_way_names_the_limit_and_the_presets_it_fits() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("49152") && e.contains("gtx480"), "{e}");
-    assert!(e.contains("it fits on: v100, a100, h100"), "{e}");
+    assert!(e.contains("it fits on: v100, a100, h100, h200"), "{e}");
     Rig::with_preset(&src, "v100").launch("k", [1, 1, 1], [32, 1, 1], vec![]);
 }
 

@@ -69,30 +69,25 @@ fn preset_text(name: &str) -> Result<&'static str, ConfigError> {
         })
 }
 
-/// The keys of a configuration that names a `base` preset, over that preset's (and its own
-/// base's); `None` where the text names no base.
-fn with_base(text: &str, origin: &str) -> Result<Option<toml::Table>, ConfigError> {
+/// A configuration's keys, over those of the preset its `base` names (and that preset's own
+/// base), and whether it names one.
+fn with_base(text: &str, origin: &str) -> Result<(toml::Table, bool), ConfigError> {
     let parse = |message: String| ConfigError::Parse {
         origin: origin.to_string(),
         message: message.trim_end().to_string(),
     };
     let mut top: toml::Table = toml::from_str(text).map_err(|e| parse(e.to_string()))?;
     let Some(base) = top.remove("base") else {
-        return Ok(None);
+        return Ok((top, false));
     };
     let name = base
         .as_str()
         .ok_or_else(|| parse("base: must be a preset's name".to_string()))?;
-    let base_text = preset_text(name)?;
-    let base_origin = format!("preset {name}");
-    let mut merged = match with_base(base_text, &base_origin)? {
-        Some(merged) => merged,
-        None => toml::from_str(base_text).map_err(|e| parse(format!("{base_origin}: {e}")))?,
-    };
+    let (mut merged, _) = with_base(preset_text(name)?, &format!("preset {name}"))?;
     // Values of its own make it another GPU than its base, whatever it leaves out.
     merged.insert("name".to_string(), "custom".into());
     overlay(&mut merged, top);
-    Ok(Some(merged))
+    Ok((merged, true))
 }
 
 /// Puts `top`'s values over `base`'s: tables merge key by key, anything else replaces.
@@ -614,9 +609,9 @@ impl GpuConfig {
             message: e.to_string().trim_end().to_string(),
         };
         let cfg: GpuConfig = match with_base(text, origin)? {
+            (merged, true) => toml::Value::Table(merged).try_into().map_err(parse)?,
             // Parsed from the text itself, so that an error gives its line.
-            None => toml::from_str(text).map_err(parse)?,
-            Some(merged) => toml::Value::Table(merged).try_into().map_err(parse)?,
+            (_, false) => toml::from_str(text).map_err(parse)?,
         };
         cfg.validate(origin)?;
         Ok(cfg)

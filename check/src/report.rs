@@ -254,8 +254,13 @@ fn section(s: &mut String, d: &StepData) {
                 "tex hit rate (probed)",
                 "image = bare",
             ]];
+            // A GPU's measured clock, where ncu gave one: the frames' cycles at their clock.
+            let clocked = st.rows.iter().any(|r| r.sm_clock_mhz_bare.is_some());
+            if clocked {
+                rows[0].push("SM clock (bare)".into());
+            }
             for r in &st.rows {
-                rows.push(row![
+                let mut cells = row![
                     r.shape,
                     r.view,
                     r.mode,
@@ -270,7 +275,14 @@ fn section(s: &mut String, d: &StepData) {
                     pct(r.tex_hit_rate_bare),
                     pct(r.tex_hit_rate),
                     opt(&r.image_matches_bare),
-                ]);
+                ];
+                if clocked {
+                    cells.push(
+                        r.sm_clock_mhz_bare
+                            .map_or("–".into(), |v| format!("{v:.0} MHz")),
+                    );
+                }
+                rows.push(cells);
             }
             s.push_str(&md_table(&rows));
             if !st.findings.is_empty() {
@@ -358,5 +370,61 @@ fn section(s: &mut String, d: &StepData) {
                 s.push_str(&md_table(&rows));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::{StepResult, StudyStep};
+    use trace::SweepRow;
+
+    fn report(rows: Vec<SweepRow>) -> String {
+        markdown(&GpuResults {
+            warpscope_version: "0".into(),
+            nvcc_version: "13.0".into(),
+            backend: "gpu".into(),
+            preset: "h200".into(),
+            preset_note: String::new(),
+            budget_minutes: 1.0,
+            host: String::new(),
+            started_unix: 0,
+            steps: vec![StepResult {
+                id: 5,
+                title: "study".into(),
+                status: StepStatus::Done,
+                seconds: 1.0,
+                notes: Vec::new(),
+                data: Some(StepData::Study(StudyStep {
+                    scale: "paper".into(),
+                    geometry: String::new(),
+                    frames: 1,
+                    rows,
+                    counters_expected: true,
+                    counters_note: None,
+                    findings: Vec::new(),
+                })),
+            }],
+        })
+    }
+
+    #[test]
+    fn the_study_table_shows_the_sm_clock_only_where_a_gpu_measured_it() {
+        let row = |clock| SweepRow {
+            shape: "32x4".into(),
+            view: "0,0,0".into(),
+            mode: "off".into(),
+            kernel_ms: Some(0.25),
+            sm_clock_mhz_bare: clock,
+            ..SweepRow::default()
+        };
+        let clocked = report(vec![row(Some(1494.66)), row(None)]);
+        assert!(clocked.contains("| SM clock (bare) |"), "{clocked}");
+        assert!(
+            clocked.contains("| 1495 MHz |") && clocked.contains("| – |"),
+            "{clocked}"
+        );
+        let unclocked = report(vec![row(None)]);
+        assert!(!unclocked.contains("SM clock"), "{unclocked}");
     }
 }

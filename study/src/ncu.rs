@@ -1,6 +1,6 @@
 //! Hardware counters of a GPU launch from Nsight Compute (`ncu --csv`): the texture, L1 and L2
 //! hit rates, the DRAM bytes and the achieved occupancy, as the analysis uses them on both backends
-//! ([`trace::HardwareCounters`]).
+//! ([`trace::HardwareCounters`]), and the SM clock the launch ran at.
 //!
 //! Why ncu, not CUPTI from the process itself: ncu is on every GPU machine the project uses, has
 //! profiled warpscope's kernels there, and keeps the profiler out of the measuring process (one
@@ -10,7 +10,7 @@
 //! [`TEX_HIT_RATE_METRIC`]; where a GPU or ncu version has no value for it, the L1TEX sector hit
 //! rate over all pipes ([`L1_HIT_RATE_METRIC`]; on Volta and later L1 and texture cache are one)
 //! stands in, and the launch says so. Values may carry thousands separators (`1,234.5`) or be
-//! `n/a`; byte counts are read in the unit ncu names.
+//! `n/a`; byte counts and the clock are read in the unit ncu names.
 //!
 //! The state the counters describe: ncu is asked neither to flush the caches nor to lock the
 //! clocks (`--cache-control none --clock-control none`), so a launch is profiled warm and at the
@@ -51,6 +51,9 @@ pub const DRAM_BYTES_METRIC: &str = "dram__bytes.sum";
 /// Warps resident per active cycle of an SM over its warp slots (percent): the achieved
 /// occupancy of ncu's occupancy section.
 pub const ACHIEVED_OCCUPANCY_METRIC: &str = "sm__warps_active.avg.pct_of_peak_sustained_active";
+/// SM cycles per second over the launch: the clock it ran at (the "SM Frequency" of ncu's
+/// Speed Of Light section).
+pub const SM_CLOCK_METRIC: &str = "sm__cycles_elapsed.avg.per_second";
 
 /// What ncu says when the driver keeps the counters from the user.
 const PERMISSION_ERROR: &str = "ERR_NVGPUCTRPERM";
@@ -98,6 +101,7 @@ pub fn mean_counters(launches: &[NcuLaunch]) -> Option<NcuLaunch> {
             l2_hit_rate: field(|c| c.l2_hit_rate),
             dram_bytes: field(|c| c.dram_bytes.map(|b| b as f64)).map(|b| b.round() as u64),
             achieved_occupancy: field(|c| c.achieved_occupancy),
+            sm_clock_mhz: field(|c| c.sm_clock_mhz),
         },
         tex_from_l1: launches.iter().any(|l| l.tex_from_l1),
         ..first.clone()
@@ -113,6 +117,18 @@ fn bytes_per_unit(unit: &str) -> Option<f64> {
         "mbyte" | "mb" => Some(1e6),
         "gbyte" | "gb" => Some(1e9),
         "tbyte" | "tb" => Some(1e12),
+        _ => None,
+    }
+}
+
+/// MHz in one `unit` of a frequency as ncu prints it (`hz`, `Mhz`, `Ghz`, or as a rate of
+/// cycles: `cycle/second`, `cycle/usecond`, `cycle/nsecond`); None for any other unit.
+fn mhz_per_unit(unit: &str) -> Option<f64> {
+    match unit.trim().to_ascii_lowercase().as_str() {
+        "hz" | "cycle/second" | "cycle/s" => Some(1e-6),
+        "khz" | "cycle/msecond" | "cycle/ms" => Some(1e-3),
+        "mhz" | "cycle/usecond" | "cycle/us" => Some(1.0),
+        "ghz" | "cycle/nsecond" | "cycle/ns" => Some(1e3),
         _ => None,
     }
 }
@@ -225,6 +241,10 @@ pub fn parse_launches(text: &str, kernel: Option<&str>) -> Result<Vec<NcuLaunch>
                 launch.counters.dram_bytes =
                     bytes_per_unit(unit).map(|b| (value * b).round() as u64);
             }
+            SM_CLOCK_METRIC => {
+                let unit = unit_col.and_then(|c| row.get(c)).unwrap_or("hz");
+                launch.counters.sm_clock_mhz = mhz_per_unit(unit).map(|m| value * m);
+            }
             _ => {}
         }
     }
@@ -256,14 +276,14 @@ pub fn ncu_path() -> Option<PathBuf> {
 }
 
 /// The ncu arguments that profile every launch of `kernel` in `program args…`: the hit-rate
-/// metrics, and with `memory` also the L2 hit rate, the DRAM bytes (in base units) and the
-/// achieved occupancy; caches not flushed and clocks not locked.
+/// metrics, and with `memory` also the L2 hit rate, the DRAM bytes (in base units), the
+/// achieved occupancy and the SM clock; caches not flushed and clocks not locked.
 pub fn ncu_args(kernel: &str, program: &Path, args: &[String], memory: bool) -> Vec<String> {
     let mut metrics = format!("{TEX_HIT_RATE_METRIC},{L1_HIT_RATE_METRIC}");
     let mut v = vec!["--csv".to_string()];
     if memory {
         metrics.push_str(&format!(
-            ",{L2_HIT_RATE_METRIC},{DRAM_BYTES_METRIC},{ACHIEVED_OCCUPANCY_METRIC}"
+            ",{L2_HIT_RATE_METRIC},{DRAM_BYTES_METRIC},{ACHIEVED_OCCUPANCY_METRIC},{SM_CLOCK_METRIC}"
         ));
         v.extend(["--print-units".to_string(), "base".to_string()]);
     }
@@ -394,8 +414,12 @@ mod tests {
     const HEADER: &str = "\"ID\",\"Process ID\",\"Process Name\",\"Host Name\",\"Kernel Name\",\"Context\",\"Stream\",\"Block Size\",\"Grid Size\",\"Device\",\"CC\",\"Section Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"";
 
     fn row(id: u32, kernel: &str, metric: &str, value: &str) -> String {
+        row_in(id, kernel, metric, "%", value)
+    }
+
+    fn row_in(id: u32, kernel: &str, metric: &str, unit: &str, value: &str) -> String {
         format!(
-            "\"{id}\",\"4242\",\"warpscope\",\"127.0.0.1\",\"{kernel}\",\"1\",\"7\",\"(16, 8, 1)\",\"(32, 64, 1)\",\"0\",\"9.0\",\"Command line profiler metrics\",\"{metric}\",\"%\",\"{value}\""
+            "\"{id}\",\"4242\",\"warpscope\",\"127.0.0.1\",\"{kernel}\",\"1\",\"7\",\"(16, 8, 1)\",\"(32, 64, 1)\",\"0\",\"9.0\",\"Command line profiler metrics\",\"{metric}\",\"{unit}\",\"{value}\""
         )
     }
 
@@ -435,6 +459,33 @@ mod tests {
         assert!((occupancy - 0.4042).abs() < 1e-12, "{occupancy}");
         // without a kernel filter the other kernel counts too
         assert_eq!(parse_launches(&text, None).unwrap().len(), 3);
+    }
+
+    #[test]
+    fn the_sm_clock_is_read_in_the_unit_ncu_names() {
+        let text = doc(&[
+            // As an H200's Speed Of Light section printed it for a paper-scale frame.
+            row_in(0, "d_render", SM_CLOCK_METRIC, "hz", "1,494,663,496.73"),
+            row_in(1, "d_render", SM_CLOCK_METRIC, "Ghz", "1.98"),
+            row_in(2, "d_render", SM_CLOCK_METRIC, "cycle/nsecond", "1.755"),
+            row_in(3, "d_render", SM_CLOCK_METRIC, "cycle/furlong", "7"),
+            row_in(3, "d_render", TEX_HIT_RATE_METRIC, "%", "50"),
+        ]);
+        let launches = parse_launches(&text, Some("d_render")).unwrap();
+        let clocks: Vec<Option<f64>> = launches.iter().map(|l| l.counters.sm_clock_mhz).collect();
+        let near = |got: Option<f64>, want: f64| got.is_some_and(|g| (g - want).abs() < 1e-6);
+        assert!(near(clocks[0], 1494.66349673), "{clocks:?}");
+        assert!(
+            near(clocks[1], 1980.0) && near(clocks[2], 1755.0),
+            "{clocks:?}"
+        );
+        // A unit it does not know leaves the clock out rather than misread.
+        assert_eq!(clocks[3], None);
+        let mean = mean_counters(&launches).unwrap().counters.sm_clock_mhz;
+        assert!(
+            near(mean, (1494.66349673 + 1980.0 + 1755.0) / 3.0),
+            "{mean:?}"
+        );
     }
 
     #[test]
@@ -497,7 +548,8 @@ mod tests {
         );
         let m = metrics(&memory);
         assert!(m.contains(L2_HIT_RATE_METRIC) && m.contains(DRAM_BYTES_METRIC));
-        assert!(m.contains(ACHIEVED_OCCUPANCY_METRIC) && !metrics(&plain).contains("sm__"));
+        assert!(m.contains(ACHIEVED_OCCUPANCY_METRIC) && m.contains(SM_CLOCK_METRIC));
+        assert!(!metrics(&plain).contains("sm__"));
         let units = memory.iter().position(|x| x == "--print-units").unwrap();
         assert_eq!(memory[units + 1], "base");
         assert_eq!(memory[memory.len() - 1], "render");

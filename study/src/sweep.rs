@@ -77,6 +77,11 @@ fn row_from_metrics(run: &str, m: &RunMetrics) -> SweepRow {
             _ => bare.and_then(|b| b.achieved_occupancy),
         },
         load_shift: m.truth.as_ref().and_then(|t| t.load_shift),
+        sm_clock_mhz: m.sm_clock_mhz,
+        sm_clock_mhz_bare: match m.mode {
+            ProbeMode::Off => m.sm_clock_mhz,
+            _ => bare.and_then(|b| b.sm_clock_mhz),
+        },
     }
 }
 

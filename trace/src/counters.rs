@@ -98,6 +98,11 @@ pub struct HardwareCounters {
     pub l2_hit_rate: Option<f64>,
     pub dram_bytes: Option<u64>,
     pub achieved_occupancy: Option<f64>,
+    /// The SM clock the launch ran at, MHz, as a GPU measured it (Nsight Compute's
+    /// `sm__cycles_elapsed.avg.per_second`). `None` on the emulator, whose clock is its
+    /// preset's by construction: a GPU's may sit below its maximum for power or heat, and
+    /// kernel time × the maximum clock then overstates the cycles.
+    pub sm_clock_mhz: Option<f64>,
 }
 
 impl HardwareCounters {
@@ -111,6 +116,7 @@ impl HardwareCounters {
             l2_hit_rate: rate(mem.l2_hit_rate),
             dram_bytes: Some(mem.dram_bytes_read + mem.dram_bytes_written),
             achieved_occupancy: rate(c.achieved_occupancy),
+            sm_clock_mhz: None,
         }
     }
 }

@@ -91,6 +91,10 @@ pub struct BareRun {
     /// Achieved occupancy (0–1), counted as the probed run's `achieved_occupancy`.
     #[serde(default)]
     pub achieved_occupancy: Option<f64>,
+    /// The SM clock the bare build's profiled launch ran at, MHz, measured as the probed run's
+    /// `sm_clock_mhz`.
+    #[serde(default)]
+    pub sm_clock_mhz: Option<f64>,
     /// Whether the probed build's output equals the bare build's, byte for byte.
     pub image_matches: Option<bool>,
 }
@@ -103,6 +107,7 @@ impl BareRun {
         self.l2_hit_rate = c.l2_hit_rate;
         self.dram_bytes = c.dram_bytes;
         self.achieved_occupancy = c.achieved_occupancy;
+        self.sm_clock_mhz = c.sm_clock_mhz;
     }
 }
 
@@ -241,6 +246,12 @@ pub struct RunMetrics {
     /// GPU, the emulator's `achieved_occupancy` on the emulator.
     #[serde(default)]
     pub achieved_occupancy: Option<f64>,
+    /// The SM clock the profiled launch ran at, MHz: Nsight Compute's
+    /// `sm__cycles_elapsed.avg.per_second` on a GPU (warm, clocks not locked, as the timed
+    /// launches run); `null` on the emulator, whose clock is `clock_mhz`, and where ncu did not
+    /// run. Beside `clock_mhz` it says whether the GPU ran below the clock its `cycles` assume.
+    #[serde(default)]
+    pub sm_clock_mhz: Option<f64>,
     /// Where the hit rates come from: `emulator counters`, `ncu <metric>`, or why they are
     /// missing.
     pub hit_rate_source: Option<String>,
@@ -310,6 +321,7 @@ impl RunMetrics {
             l2_hit_rate: None,
             dram_bytes: None,
             achieved_occupancy: None,
+            sm_clock_mhz: None,
             hit_rate_source: None,
             occupancy: None,
             registers: None,
@@ -349,6 +361,7 @@ impl RunMetrics {
         self.l2_hit_rate = c.l2_hit_rate;
         self.dram_bytes = c.dram_bytes;
         self.achieved_occupancy = c.achieved_occupancy;
+        self.sm_clock_mhz = c.sm_clock_mhz;
     }
 
     /// The bare build's kernel time, where a bare run measured it.

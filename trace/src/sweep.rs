@@ -91,6 +91,11 @@ pub struct SweepRow {
     /// emulator only). Near 0 where `truth_shift` is not, the probes moved only the accesses
     /// they timed.
     pub load_shift: Option<f64>,
+    /// The SM clock the run's profiled launch ran at, MHz (run.json's `sm_clock_mhz`; Nsight
+    /// Compute's on a GPU, empty on the emulator, whose clock is its preset's).
+    pub sm_clock_mhz: Option<f64>,
+    /// The SM clock the bare build's profiled launch ran at, MHz.
+    pub sm_clock_mhz_bare: Option<f64>,
 }
 
 impl SweepRow {
@@ -187,7 +192,7 @@ impl SweepRow {
 
     /// Every column with the field its cells go to, in the writer's column order; the one place
     /// the reader names columns (a test holds it to the writer's header).
-    fn cells(&mut self) -> [(&'static str, Cell<'_>); 28] {
+    fn cells(&mut self) -> [(&'static str, Cell<'_>); 30] {
         [
             ("run", Cell::Text(&mut self.run)),
             ("backend", Cell::Text(&mut self.backend)),
@@ -235,6 +240,11 @@ impl SweepRow {
                 Cell::Number(&mut self.achieved_occupancy_bare),
             ),
             ("load_shift", Cell::Signed(&mut self.load_shift)),
+            ("sm_clock_mhz", Cell::Number(&mut self.sm_clock_mhz)),
+            (
+                "sm_clock_mhz_bare",
+                Cell::Number(&mut self.sm_clock_mhz_bare),
+            ),
         ]
     }
 }
@@ -345,6 +355,8 @@ mod tests {
             load_shift: Some(-0.0625),
             achieved_occupancy: Some(0.375),
             achieved_occupancy_bare: None,
+            sm_clock_mhz: Some(1755.0),
+            sm_clock_mhz_bare: None,
         }
     }
 
@@ -359,7 +371,7 @@ mod tests {
         SweepRow::write_csv(&p, &rows).unwrap();
         let text = std::fs::read_to_string(&p).unwrap();
         assert!(text.starts_with(
-            "run,backend,preset,shape,view,mode,cycles,kernel_ms,frame_rate,tex_hit_rate,dropped_records,overhead,occupancy_bare,occupancy_probed,tex_hit_rate_bare,warp_instructions,records,image_matches_bare,l2_hit_rate,dram_bytes,l2_hit_rate_bare,dram_bytes_bare,probe_error,probe_bias_cycles,truth_shift,achieved_occupancy,achieved_occupancy_bare,load_shift\n"
+            "run,backend,preset,shape,view,mode,cycles,kernel_ms,frame_rate,tex_hit_rate,dropped_records,overhead,occupancy_bare,occupancy_probed,tex_hit_rate_bare,warp_instructions,records,image_matches_bare,l2_hit_rate,dram_bytes,l2_hit_rate_bare,dram_bytes_bare,probe_error,probe_bias_cycles,truth_shift,achieved_occupancy,achieved_occupancy_bare,load_shift,sm_clock_mhz,sm_clock_mhz_bare\n"
         ), "{text}");
         assert!(text.contains("\"90,0,90\""), "{text}");
         assert_eq!(SweepRow::read_csv(&p).unwrap(), rows);

@@ -38,7 +38,7 @@
 //! ```
 //! use emulator::GpuConfig;
 //! let h100 = GpuConfig::preset("h100").unwrap();
-//! assert_eq!(h100.unloaded_latencies().dram, 650);
+//! assert_eq!(h100.unloaded_latencies().dram, 682);
 //! let text = h100.to_toml();
 //! let again = GpuConfig::from_toml_str(&text, "effective.toml").unwrap();
 //! assert_eq!(again, h100);

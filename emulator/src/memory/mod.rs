@@ -60,7 +60,7 @@
 //! let req = MemRequest { space: Space::Global, kind: AccessKind::Load,
 //!                        bytes_per_lane: 8, lanes: &lanes, path: LoadPath::Cached,
 //!                        lookup_lanes: 4 };
-//! assert_eq!(mem.access(0, &req), 650); // cold: DRAM
+//! assert_eq!(mem.access(0, &req), 682); // cold: DRAM
 //! ```
 
 mod below;

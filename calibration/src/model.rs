@@ -10,7 +10,7 @@ use trace::{ProbeMode, SweepRow};
 use crate::error::CalibrationError;
 use crate::experiments::{
     self, AtomicUnitsRig, ContentionRig, DivergentClosingRig, DramRun, DummyClosingRig, FenceRig,
-    IntDivisionRig, IssueRatesRig, SharedRig, SmInflightRig,
+    IntDivisionRig, IssueRatesRig, LoadedLatencyRig, SharedRig, SmInflightRig,
 };
 use crate::table::{DramPattern, Extreme, Measure, PaperShape, PaperView, Table, round_model};
 
@@ -69,6 +69,7 @@ struct Lab {
     atomic_units: Option<AtomicUnitsRig>,
     divergent: Option<DivergentClosingRig>,
     sm_inflight: Option<SmInflightRig>,
+    loaded: Option<LoadedLatencyRig>,
     issue: Option<IssueRatesRig>,
     /// Keyed by pattern and blocks per SM (none: the whole grid at once).
     dram: BTreeMap<(DramPattern, Option<u32>), DramRun>,
@@ -90,6 +91,7 @@ impl Lab {
             atomic_units: None,
             divergent: None,
             sm_inflight: None,
+            loaded: None,
             issue: None,
             dram: BTreeMap::new(),
             frames: None,
@@ -165,6 +167,13 @@ impl Lab {
                 SmInflightRig::new(&self.root, &self.cfg)
             })?
             .rate(*threads, *every_sm),
+            Measure::LoadedLatency {
+                background,
+                blocks_per_sm,
+            } => rig(&mut self.loaded, || {
+                LoadedLatencyRig::new(&self.root, &self.cfg)
+            })?
+            .step(*background, *blocks_per_sm),
             Measure::DivisionLatency { chain } => rig(&mut self.division, || {
                 IntDivisionRig::new(&self.root, &self.cfg)
             })?

@@ -55,9 +55,10 @@ impl Section {
             Measure::Micro { .. } => Section::Latency,
             Measure::FenceWindow { .. } => Section::Fences,
             Measure::SharedChase { .. } => Section::Shared,
-            Measure::DramBytes { .. } | Measure::DramRate { .. } | Measure::SmStream { .. } => {
-                Section::Dram
-            }
+            Measure::DramBytes { .. }
+            | Measure::DramRate { .. }
+            | Measure::SmStream { .. }
+            | Measure::LoadedLatency { .. } => Section::Dram,
             Measure::CorpusOutputs | Measure::CorpusTime { .. } => Section::Corpus,
             Measure::PaperFrame { .. } => Section::Frames,
             Measure::TexHitRate { .. } | Measure::L2HitRate { .. } => Section::HitRates,
@@ -162,7 +163,11 @@ impl Section {
                  the kernel time. Recorded with `--expensive` (2²⁶ loads, up to 8 GiB of \
                  buffer). `docs/gpu/sm-inflight.cu`'s stream, one block of 32 to 1,024 threads on \
                  one SM or on every SM (recorded with `--expensive`), each thread 16 trips of four \
-                 16-byte loads: bytes per cycle per SM over the median block's own cycles."
+                 16-byte loads: bytes per cycle per SM over the median block's own cycles. \
+                 `docs/gpu/loaded-latency.cu`'s chase, one thread stepping through 1,024 lines \
+                 16 KiB apart from an empty L2, beside 0 to 7 blocks of 256 threads per SM \
+                 reading in the background until it ends (recorded with `--expensive`): cycles \
+                 per step, one launch where silicon's is the median of three."
             }
             Section::Corpus => {
                 "The GPU check's corpus (`check::corpus`) on the emulator: how many of its files \

@@ -298,6 +298,13 @@ pub enum Measure {
     /// `docs/gpu/sm-inflight.cu`: DRAM bytes per cycle per SM while `threads` threads stream on
     /// one SM or, with `every_sm`, on every SM.
     SmStream { threads: u32, every_sm: bool },
+    /// `docs/gpu/loaded-latency.cu`: SM cycles per step of one thread's chase of DRAM misses
+    /// while `blocks_per_sm` blocks of 256 threads on every SM read `background` (0: the chase
+    /// alone).
+    LoadedLatency {
+        background: LoadedBackground,
+        blocks_per_sm: u32,
+    },
     /// `docs/gpu/issue-rates.cu`: cycles per PTX warp instruction per scheduler of `op`, 8 warps
     /// per scheduler with 8 independent chains each.
     IssueRate { op: IssueOp },
@@ -320,7 +327,7 @@ impl Measure {
                 | Measure::AtomicRate { .. }
                 | Measure::AtomicSpread { .. }
                 | Measure::SmStream { every_sm: true, .. }
-        )
+        ) || matches!(self, Measure::LoadedLatency { blocks_per_sm, .. } if *blocks_per_sm > 0)
     }
 
     /// How the model's value is produced, in words (the validation page's note per section).
@@ -432,6 +439,19 @@ impl Measure {
                 "`docs/gpu/sm-inflight.cu`'s stream of {threads} threads on {} on the emulator{}",
                 if *every_sm { "every SM" } else { "one SM" },
                 if *every_sm { " (--expensive)" } else { "" }
+            ),
+            Measure::LoadedLatency {
+                background,
+                blocks_per_sm,
+            } => format!(
+                "`docs/gpu/loaded-latency.cu`'s chase beside {blocks_per_sm} block{} per SM reading {} on the emulator{}",
+                if *blocks_per_sm == 1 { "" } else { "s" },
+                background.label(),
+                if *blocks_per_sm > 0 {
+                    " (--expensive)"
+                } else {
+                    ""
+                }
             ),
         }
     }
@@ -545,6 +565,14 @@ impl Measure {
                         )
                     })
             }
+            Measure::LoadedLatency { blocks_per_sm, .. } => [0, 1, 2, 4, 7]
+                .contains(blocks_per_sm)
+                .then_some(())
+                .ok_or_else(|| {
+                    format!(
+                        "loaded-latency.cu runs 0, 1, 2, 4 or 7 background blocks per SM, not {blocks_per_sm}"
+                    )
+                }),
             Measure::DummyClosing { access, .. } => {
                 matches!(access, FenceAccess::L1Hit | FenceAccess::L2Hit)
                     .then_some(())
@@ -940,6 +968,32 @@ impl AtomicPattern {
             AtomicPattern::LanesOnOneWord => "a warp's lanes on one word",
             AtomicPattern::LanesOn32Words => "a warp's lanes on 32 words",
             AtomicPattern::OneLanePerWarp => "one lane per warp",
+        }
+    }
+}
+
+/// What the background blocks of `loaded-latency.cu` read (its `kind` argument).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LoadedBackground {
+    /// Every sector in order.
+    Stream,
+    /// Random 64-byte pairs of sectors.
+    Random64,
+}
+
+impl LoadedBackground {
+    pub fn kind(self) -> i32 {
+        match self {
+            LoadedBackground::Stream => 0,
+            LoadedBackground::Random64 => 1,
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            LoadedBackground::Stream => "a stream",
+            LoadedBackground::Random64 => "random 64-byte pairs of sectors",
         }
     }
 }

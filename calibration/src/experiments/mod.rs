@@ -124,6 +124,16 @@ impl Experiment {
         Ok(windows.iter().sum::<f64>() / windows.len() as f64)
     }
 
+    fn upload(&mut self, buf: &DevBuf, bytes: &[u8]) -> Result<(), CalibrationError> {
+        let file = self.file;
+        self.dev
+            .upload(buf, bytes)
+            .map_err(|source| CalibrationError::Device {
+                what: format!("{file}: writing its input"),
+                source,
+            })
+    }
+
     fn download(&mut self, buf: &DevBuf) -> Result<Vec<u8>, CalibrationError> {
         let mut bytes = vec![0u8; buf.bytes as usize];
         let file = self.file;
@@ -282,6 +292,7 @@ mod divergent_closing;
 mod dummy_closing;
 mod int_division;
 mod issue_rates;
+mod loaded_latency;
 mod sm_inflight;
 pub(crate) use atomic_units::AtomicUnitsRig;
 pub(crate) use contention::ContentionRig;
@@ -289,4 +300,5 @@ pub(crate) use divergent_closing::DivergentClosingRig;
 pub(crate) use dummy_closing::DummyClosingRig;
 pub(crate) use int_division::IntDivisionRig;
 pub(crate) use issue_rates::IssueRatesRig;
+pub(crate) use loaded_latency::LoadedLatencyRig;
 pub(crate) use sm_inflight::SmInflightRig;

@@ -34,8 +34,8 @@ pub(crate) struct LoadedLatencyRig {
 impl LoadedLatencyRig {
     /// Loads the experiment and writes the links of its chase's first launch, as `main` does:
     /// one random cycle through the lines (Sattolo's shuffle with `main`'s seed), of which a
-    /// launch visits `STEPS` lines. The emulator's buffers start as zeros, which `main`'s fills
-    /// leave as unread by the kernel's result as they are.
+    /// launch visits `STEPS` lines. The background's buffer stays zeros where `main` fills it:
+    /// the kernel's timing and result do not depend on the values it reads.
     pub(crate) fn new(root: &Path, cfg: &GpuConfig) -> Result<Self, CalibrationError> {
         let mut exp = Experiment::load(root, "loaded-latency.cu", cfg)?;
         let buf = exp.alloc(BUF_SECTORS * 32)?;

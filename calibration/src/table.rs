@@ -330,9 +330,10 @@ impl Measure {
         ) || matches!(self, Measure::LoadedLatency { blocks_per_sm, .. } if *blocks_per_sm > 0)
     }
 
-    /// How the model's value is produced, in words (the validation page's note per section).
+    /// How the model's value is produced, in words (the validation page's note per section),
+    /// marked `(--expensive)` where [`Measure::expensive`] says so.
     pub fn how(&self) -> String {
-        match self {
+        let what = match self {
             Measure::Micro { case, mode } => format!(
                 "`check::micro`'s {} ({}) on the emulator",
                 case.label(),
@@ -358,31 +359,31 @@ impl Measure {
                 pattern,
                 blocks_per_sm: None,
             } => format!(
-                "`docs/gpu/dram-granularity.cu`'s {} on the emulator (--expensive)",
+                "`docs/gpu/dram-granularity.cu`'s {} on the emulator",
                 pattern.label()
             ),
             Measure::DramRate {
                 pattern,
                 blocks_per_sm: Some(k),
             } => format!(
-                "`docs/gpu/dram-granularity.cu`'s {} with {k} block{} of 256 threads per SM on the emulator (--expensive)",
+                "`docs/gpu/dram-granularity.cu`'s {} with {k} block{} of 256 threads per SM on the emulator",
                 pattern.label(),
                 if *k == 1 { "" } else { "s" }
             ),
-            Measure::PaperFrame { shape, view } => format!(
-                "the study's bare {shape} frame at ({view}), paper scale, on the emulator (--expensive)"
-            ),
+            Measure::PaperFrame { shape, view } => {
+                format!("the study's bare {shape} frame at ({view}), paper scale, on the emulator")
+            }
             Measure::TexHitRate { shape, view } => format!(
-                "the texture hit rate of the study's bare {shape} frame at ({view}), paper scale, on the emulator (--expensive)"
+                "the texture hit rate of the study's bare {shape} frame at ({view}), paper scale, on the emulator"
             ),
             Measure::L2HitRate { shape, view } => format!(
-                "the L2 hit rate of the study's bare {shape} frame at ({view}), paper scale, on the emulator (--expensive)"
+                "the L2 hit rate of the study's bare {shape} frame at ({view}), paper scale, on the emulator"
             ),
             Measure::AchievedOccupancy { shape, view } => format!(
-                "the achieved occupancy of the study's bare {shape} frame at ({view}), paper scale, on the emulator (--expensive)"
+                "the achieved occupancy of the study's bare {shape} frame at ({view}), paper scale, on the emulator"
             ),
             Measure::Overhead { mode, extreme } => format!(
-                "the {} of the 16 paper-scale frames' {} ÷ bare kernel times on the emulator (--expensive)",
+                "the {} of the 16 paper-scale frames' {} ÷ bare kernel times on the emulator",
                 extreme.word(),
                 mode.name()
             ),
@@ -392,7 +393,7 @@ impl Measure {
                 mode,
                 site,
             } => format!(
-                "the mean reading of site {site} in the study's {} {shape} frame at ({view}), paper scale, every access timed, on the emulator (--expensive)",
+                "the mean reading of site {site} in the study's {} {shape} frame at ({view}), paper scale, every access timed, on the emulator",
                 mode.name()
             ),
             Measure::DummyClosing { closing, access } => format!(
@@ -408,7 +409,7 @@ impl Measure {
                 "`docs/gpu/contention.cu`'s reduce7 step on the emulator, lane 0's sum".into()
             }
             Measure::AtomicRate { pattern, words } => format!(
-                "`docs/gpu/contention.cu`'s atomics, {} over {words} words, on the emulator (--expensive)",
+                "`docs/gpu/contention.cu`'s atomics, {} over {words} words, on the emulator",
                 pattern.label()
             ),
             Measure::DivisionLatency { chain } => format!(
@@ -420,7 +421,7 @@ impl Measure {
                 chain.label()
             ),
             Measure::AtomicSpread { gap, lines } => format!(
-                "`docs/gpu/atomic-units.cu`'s atomics on {lines} line{} {gap} B apart on the emulator (--expensive)",
+                "`docs/gpu/atomic-units.cu`'s atomics on {lines} line{} {gap} B apart on the emulator",
                 if *lines == 1 { "" } else { "s" }
             ),
             Measure::ChainStep { op } => format!(
@@ -436,23 +437,22 @@ impl Measure {
                 closing.label()
             ),
             Measure::SmStream { threads, every_sm } => format!(
-                "`docs/gpu/sm-inflight.cu`'s stream of {threads} threads on {} on the emulator{}",
-                if *every_sm { "every SM" } else { "one SM" },
-                if *every_sm { " (--expensive)" } else { "" }
+                "`docs/gpu/sm-inflight.cu`'s stream of {threads} threads on {} on the emulator",
+                if *every_sm { "every SM" } else { "one SM" }
             ),
             Measure::LoadedLatency {
                 background,
                 blocks_per_sm,
             } => format!(
-                "`docs/gpu/loaded-latency.cu`'s chase beside {blocks_per_sm} block{} per SM reading {} on the emulator{}",
+                "`docs/gpu/loaded-latency.cu`'s chase beside {blocks_per_sm} block{} per SM reading {} on the emulator",
                 if *blocks_per_sm == 1 { "" } else { "s" },
-                background.label(),
-                if *blocks_per_sm > 0 {
-                    " (--expensive)"
-                } else {
-                    ""
-                }
+                background.label()
             ),
+        };
+        if self.expensive() {
+            format!("{what} (--expensive)")
+        } else {
+            what
         }
     }
 

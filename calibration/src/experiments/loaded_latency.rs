@@ -17,9 +17,10 @@ const CHASE_LINES: u32 = 1 << 16;
 const LINE_STRIDE: u64 = 16384 / 4;
 const STEPS: u32 = 1024;
 const BLOCK: u32 = 256;
-/// `struct Result`: bytes, first_ns, last_ns, chase_cycles, chase_ns (8 bytes each), done.
+/// `struct Result`: bytes, first_ns, last_ns, chase_cycles, chase_ns (8 bytes each), done; and
+/// where `chase_cycles` lies in it.
 const RESULT_BYTES: u64 = 48;
-const CHASE_CYCLES_AT: usize = 24;
+const CHASE_CYCLES_AT: u64 = 24;
 
 pub(crate) struct LoadedLatencyRig {
     exp: Experiment,
@@ -92,12 +93,11 @@ impl LoadedLatencyRig {
         ];
         self.exp
             .launch("loaded", 1 + blocks_per_sm * self.sms, BLOCK, &args)?;
-        let result = self.exp.download(&self.out)?;
-        let cycles = result
-            .get(CHASE_CYCLES_AT..CHASE_CYCLES_AT + 8)
-            .and_then(|b| b.first_chunk::<8>())
-            .map(|b| i64::from_le_bytes(*b))
-            .unwrap_or(0);
+        let chase_cycles = DevBuf {
+            addr: self.out.addr + CHASE_CYCLES_AT,
+            bytes: 8,
+        };
+        let cycles = self.exp.read_i64(&chase_cycles)?;
         if cycles <= 0 {
             return Err(CalibrationError::Result {
                 what: "loaded-latency.cu".into(),

@@ -72,22 +72,26 @@ fn preset_text(name: &str) -> Result<&'static str, ConfigError> {
 /// A configuration's keys, over those of the preset its `base` names (and that preset's own
 /// base), and whether it names one.
 fn with_base(text: &str, origin: &str) -> Result<(toml::Table, bool), ConfigError> {
-    let parse = |message: String| ConfigError::Parse {
-        origin: origin.to_string(),
-        message: message.trim_end().to_string(),
-    };
-    let mut top: toml::Table = toml::from_str(text).map_err(|e| parse(e.to_string()))?;
+    let mut top: toml::Table = toml::from_str(text).map_err(|e| parse_error(origin, e))?;
     let Some(base) = top.remove("base") else {
         return Ok((top, false));
     };
     let name = base
         .as_str()
-        .ok_or_else(|| parse("base: must be a preset's name".to_string()))?;
+        .ok_or_else(|| parse_error(origin, "base: must be a preset's name"))?;
     let (mut merged, _) = with_base(preset_text(name)?, &format!("preset {name}"))?;
     // Values of its own make it another GPU than its base, whatever it leaves out.
     merged.insert("name".to_string(), "custom".into());
     overlay(&mut merged, top);
     Ok((merged, true))
+}
+
+/// A TOML text that did not parse, or did not fit the configuration's fields.
+fn parse_error(origin: &str, message: impl std::fmt::Display) -> ConfigError {
+    ConfigError::Parse {
+        origin: origin.to_string(),
+        message: message.to_string().trim_end().to_string(),
+    }
 }
 
 /// Puts `top`'s values over `base`'s: tables merge key by key, anything else replaces.
@@ -604,10 +608,7 @@ impl GpuConfig {
     /// `base = "PRESET"` key takes that built-in preset's values for every key the text leaves
     /// out.
     pub fn from_toml_str(text: &str, origin: &str) -> Result<Self, ConfigError> {
-        let parse = |e: toml::de::Error| ConfigError::Parse {
-            origin: origin.to_string(),
-            message: e.to_string().trim_end().to_string(),
-        };
+        let parse = |e| parse_error(origin, e);
         let cfg: GpuConfig = match with_base(text, origin)? {
             (merged, true) => toml::Value::Table(merged).try_into().map_err(parse)?,
             // Parsed from the text itself, so that an error gives its line.

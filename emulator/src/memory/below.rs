@@ -148,6 +148,15 @@ impl BandwidthQueue {
     }
 }
 
+/// The mask of sectors `first..=last` of one line of `1 << per_line` sectors (at most 8): the
+/// bits from `first`'s place to `last`'s.
+fn sector_range(first: u64, last: u64, per_line: u32) -> u8 {
+    let in_line = (1u64 << per_line) - 1;
+    let (lo, hi) = (first & in_line, last & in_line);
+    let upto = (1u16 << (hi + 1)) - 1;
+    (upto & !((1u16 << lo) - 1)) as u8
+}
+
 /// `mask` with every aligned group of `group` sectors (a power of two) it touches filled in:
 /// what one DRAM read brings for those sectors.
 fn fetch_mask(mask: u8, group: u32) -> u8 {
@@ -162,6 +171,28 @@ fn fetch_mask(mask: u8, group: u32) -> u8 {
 /// How many fetch blocks of `group` sectors `mask` touches: the reads DRAM makes for it.
 fn fetch_blocks(mask: u8, group: u32) -> u64 {
     blocks(group).filter(|&m| mask & m != 0).count() as u64
+}
+
+/// [`fetch_mask`] and [`fetch_blocks`] of one fetch size for every mask of a line's sectors.
+#[derive(Debug, Clone)]
+struct FetchTable {
+    mask: [u8; 256],
+    blocks: [u8; 256],
+}
+
+impl FetchTable {
+    fn new(group: u32) -> FetchTable {
+        let mut t = FetchTable {
+            mask: [0; 256],
+            blocks: [0; 256],
+        };
+        for m in 0..=u8::MAX {
+            t.mask[usize::from(m)] = fetch_mask(m, group);
+            // At most 8 blocks of a line of 8 sectors.
+            t.blocks[usize::from(m)] = fetch_blocks(m, group) as u8;
+        }
+        t
+    }
 }
 
 /// The sector masks of a line's fetch blocks of `group` sectors.
@@ -219,15 +250,22 @@ impl Rows {
         if self.chunk_shift >= self.line_shift {
             return self.chunk(start >> self.chunk_shift);
         }
-        // Validation keeps a chunk at least a sector, so a line holds 2 to 8 chunks here.
+        // Validation keeps a chunk at least a sector, so a line holds 2 to 8 chunks here. Each
+        // chunk's first sector is marked when any of its sectors is in `mask`, by ORs in log
+        // steps; the chunks are then visited in address order, as the banks see them.
         let per = 1u32 << (self.chunk_shift - self.sector_shift);
-        let group = u8::MAX >> (u8::BITS - per);
+        let mut any = mask;
+        let mut step = 1;
+        while step < per {
+            any |= any >> step;
+            step *= 2;
+        }
+        let mut firsts = any & chunk_starts(per);
         let mut extra = 0;
-        for i in (0..u8::BITS).step_by(per as usize) {
-            if mask & (group << i) != 0 {
-                let addr = start + (u64::from(i) << self.sector_shift);
-                extra += self.chunk(addr >> self.chunk_shift);
-            }
+        while firsts != 0 {
+            let i = u64::from(firsts.trailing_zeros());
+            firsts &= firsts - 1;
+            extra += self.chunk((start + (i << self.sector_shift)) >> self.chunk_shift);
         }
         extra
     }
@@ -252,6 +290,16 @@ impl Rows {
     }
 }
 
+/// The sectors that start a chunk of `per` sectors (a power of two up to 8) in a line's mask.
+fn chunk_starts(per: u32) -> u8 {
+    match per {
+        0 | 1 => 0xFF,
+        2 => 0x55,
+        4 => 0x11,
+        _ => 0x01,
+    }
+}
+
 /// One L2 slice.
 #[derive(Debug, Clone)]
 pub(super) struct Slice {
@@ -270,8 +318,9 @@ pub(crate) struct Below {
     atomic_granule_shift: u32,
     pub(super) line_shift: u32,
     pub(super) sector_shift: u32,
-    /// Sectors the L2 reads from DRAM together (`l2.fetch_bytes`), a power of two.
-    fetch_sectors: u32,
+    /// What DRAM reads for a line's missed sectors, by their mask: [`fetch_mask`] and
+    /// [`fetch_blocks`] of `l2.fetch_bytes`, looked up rather than computed per miss.
+    fetch: FetchTable,
     l2_latency: u64,
     dram: BandwidthQueue,
     dram_rows: Option<Rows>,
@@ -342,11 +391,12 @@ impl Below {
         Below {
             line_shift: slice.cache.line_shift(),
             sector_shift: slice.cache.sector_shift(),
-            fetch_sectors: cfg
-                .l2
-                .fetch_bytes
-                .map_or(1, |f| f / cfg.l2.sector_bytes)
-                .max(1),
+            fetch: FetchTable::new(
+                cfg.l2
+                    .fetch_bytes
+                    .map_or(1, |f| f / cfg.l2.sector_bytes)
+                    .max(1),
+            ),
             slices: match lines {
                 Some(L2Lines(caches)) if caches.len() == slices as usize => caches
                     .into_iter()
@@ -392,10 +442,7 @@ impl Below {
             let line = sector >> per_line;
             let line_end = ((line + 1) << per_line) - 1;
             let upto = last.min(line_end);
-            let mut mask = 0u8;
-            for s in sector..=upto {
-                mask |= 1 << (s & ((1 << per_line) - 1));
-            }
+            let mask = sector_range(sector, upto, per_line);
             done = done.max(self.line(t, line, mask, base, op));
             sector = upto + 1;
         }
@@ -410,7 +457,6 @@ impl Below {
         let bytes = u64::from(mask.count_ones()) * sector_bytes;
         let hit_latency = base + self.l2_latency;
         let miss_latency = hit_latency + self.dram_latency;
-        let fetch_sectors = self.fetch_sectors;
         let Below {
             slices,
             dram,
@@ -420,6 +466,7 @@ impl Below {
             dram_bytes_written,
             pend,
             floor,
+            fetch,
             atomics_done,
             atomic_free_centi,
             atomic_granule_shift,
@@ -469,12 +516,12 @@ impl Below {
             // DRAM brings the fetch block around each missed sector; the sectors of it the
             // slice lacks arrive with the missed ones.
             let fetched = Lookup {
-                miss: fetch_mask(lk.miss, fetch_sectors) & !slice.cache.present(&lk),
+                miss: fetch.mask[usize::from(lk.miss)] & !slice.cache.present(&lk),
                 ..lk
             };
             let miss_bytes = u64::from(fetched.miss.count_ones()) * sector_bytes;
             if op == L2Op::Read {
-                l2.fills += fetch_blocks(fetched.miss, fetch_sectors);
+                l2.fills += u64::from(fetch.blocks[usize::from(fetched.miss)]);
             }
             let row = dram_rows.as_mut().map_or(0, |r| r.read(line, fetched.miss));
             let dram_start = dram.reserve(start, miss_bytes + row);
@@ -522,25 +569,90 @@ impl Below {
 
 /// XOR-folds `x` in `bits`-wide chunks: (fold, x >> bits) is unique per x because the low chunk
 /// enters the fold once.
+///
+/// In log steps rather than chunk by chunk: after the steps shifting by `bits`, `2 * bits`,
+/// `4 * bits`…, each of the low `bits` bits holds the XOR of that bit of every chunk, so 64-bit
+/// numbers take 4 steps for 64 slices where the chunks took 11. The count depends on `bits`
+/// alone, so the loop's exit is predicted: one that stopped at the number's highest chunk ran a
+/// different count from one line to the next, and mispredicted. Every L2 request folds its line
+/// on the thread that answers them all.
 fn fold(x: u64, bits: u32) -> usize {
     if bits == 0 {
         return 0;
     }
-    // Every chunk of the 64 bits, zero ones included: a loop that stopped at the number's
-    // highest chunk ran a different count from one line to the next, and its exit mispredicted.
-    let mask = (1u64 << bits) - 1;
-    let mut h = 0;
-    let mut x = x;
-    for _ in 0..u64::BITS.div_ceil(bits) {
-        h ^= x & mask;
-        x >>= bits;
+    let mut h = x;
+    let mut shift = bits;
+    while shift < u64::BITS {
+        h ^= h >> shift;
+        shift *= 2;
     }
-    h as usize
+    (h & (u64::MAX >> (u64::BITS - bits))) as usize
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        /// The fold in log steps is the XOR of every `bits`-wide chunk of the 64 bits.
+        #[test]
+        fn the_fold_is_the_xor_of_every_chunk(x in proptest::num::u64::ANY, bits in 1u32..=64) {
+            let mask = u64::MAX >> (u64::BITS - bits);
+            let chunks = (0..u64::BITS.div_ceil(bits))
+                .map(|k| x.checked_shr(k * bits).unwrap_or(0) & mask)
+                .fold(0, |h, c| h ^ c);
+            proptest::prop_assert_eq!(fold(x, bits) as u64, chunks);
+        }
+    }
+
+    proptest::proptest! {
+        /// A read opens the rows of the chunks its sectors touch, each once, in address order:
+        /// the same rows and costs as visiting the chunks one by one.
+        #[test]
+        fn a_read_visits_the_chunks_its_sectors_touch_in_address_order(
+            reads in proptest::collection::vec((0u64..64, 1u8..=u8::MAX), 1..40),
+            chunk in 0u32..3,
+        ) {
+            let cfg = DramRows {
+                banks: 4,
+                page_bytes: 256,
+                interleave_bytes: Some(32 << chunk),
+                row_miss_bytes: 10,
+                reorder_rows: Some(2),
+            };
+            // Lines of 256 bytes: eight 32-byte sectors, in chunks of 1, 2 or 4 sectors.
+            let (mut rows, mut by_chunk) = (Rows::new(&cfg, 256, 32), Rows::new(&cfg, 256, 32));
+            let per = 1u32 << chunk;
+            for (line, mask) in reads {
+                let mut want = 0;
+                for i in (0u32..8).step_by(per as usize) {
+                    if mask & ((u8::MAX >> (8 - per)) << i) != 0 {
+                        want += by_chunk.chunk(((line << 8) + (u64::from(i) << 5)) >> (5 + chunk));
+                    }
+                }
+                proptest::prop_assert_eq!(rows.read(line, mask), want);
+            }
+        }
+    }
+
+    #[test]
+    fn a_sector_range_sets_the_bits_from_its_first_sector_to_its_last() {
+        for per_line in 0..=3u32 {
+            let n = 1u64 << per_line;
+            for line in [0u64, 5] {
+                for first in 0..n {
+                    for last in first..n {
+                        let mut want = 0u8;
+                        for s in first..=last {
+                            want |= 1 << s;
+                        }
+                        let got = sector_range(line * n + first, line * n + last, per_line);
+                        assert_eq!(got, want, "{per_line} {first} {last}");
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn interleaved_rows_keep_a_stream_in_its_pages_and_open_one_per_chunk_of_a_far_run() {

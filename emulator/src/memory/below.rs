@@ -157,51 +157,32 @@ fn sector_range(first: u64, last: u64, per_line: u32) -> u8 {
     (upto & !((1u16 << lo) - 1)) as u8
 }
 
+/// The first sector of each aligned group of `group` sectors (a power of two up to 8) that
+/// `mask` touches. ORs in log steps gather each group's bits into its first sector; the first
+/// sectors of all groups are `u8::MAX / ones`, `ones` being one group's bits (`0x55` for pairs,
+/// `0x11` for fours).
+fn touched_groups(mask: u8, group: u32) -> u8 {
+    let group = group.clamp(1, 8);
+    let mut any = mask;
+    let mut step = 1;
+    while step < group {
+        any |= any >> step;
+        step *= 2;
+    }
+    any & (u8::MAX / (u8::MAX >> (u8::BITS - group)))
+}
+
 /// `mask` with every aligned group of `group` sectors (a power of two) it touches filled in:
 /// what one DRAM read brings for those sectors.
 fn fetch_mask(mask: u8, group: u32) -> u8 {
-    if group <= 1 {
-        return mask;
-    }
-    blocks(group)
-        .filter(|&m| mask & m != 0)
-        .fold(mask, |acc, m| acc | m)
+    // Each touched group's first bit times the group's bits; groups do not overlap, so no
+    // product carries into the next.
+    touched_groups(mask, group) * (u8::MAX >> (u8::BITS - group.clamp(1, 8)))
 }
 
 /// How many fetch blocks of `group` sectors `mask` touches: the reads DRAM makes for it.
 fn fetch_blocks(mask: u8, group: u32) -> u64 {
-    blocks(group).filter(|&m| mask & m != 0).count() as u64
-}
-
-/// [`fetch_mask`] and [`fetch_blocks`] of one fetch size for every mask of a line's sectors.
-#[derive(Debug, Clone)]
-struct FetchTable {
-    mask: [u8; 256],
-    blocks: [u8; 256],
-}
-
-impl FetchTable {
-    fn new(group: u32) -> FetchTable {
-        let mut t = FetchTable {
-            mask: [0; 256],
-            blocks: [0; 256],
-        };
-        for m in 0..=u8::MAX {
-            t.mask[usize::from(m)] = fetch_mask(m, group);
-            // At most 8 blocks of a line of 8 sectors.
-            t.blocks[usize::from(m)] = fetch_blocks(m, group) as u8;
-        }
-        t
-    }
-}
-
-/// The sector masks of a line's fetch blocks of `group` sectors.
-fn blocks(group: u32) -> impl Iterator<Item = u8> {
-    let group = group.clamp(1, 8);
-    let ones = u8::MAX >> (8 - group);
-    (0..u8::BITS)
-        .step_by(group as usize)
-        .map(move |i| ones << i)
+    u64::from(touched_groups(mask, group).count_ones())
 }
 
 /// DRAM's banks and their open rows (`dram.rows`). Addresses go to the banks in chunks of
@@ -250,17 +231,10 @@ impl Rows {
         if self.chunk_shift >= self.line_shift {
             return self.chunk(start >> self.chunk_shift);
         }
-        // Validation keeps a chunk at least a sector, so a line holds 2 to 8 chunks here. Each
-        // chunk's first sector is marked when any of its sectors is in `mask`, by ORs in log
-        // steps; the chunks are then visited in address order, as the banks see them.
+        // Validation keeps a chunk at least a sector, so a line holds 2 to 8 chunks here. The
+        // chunks are visited in address order, as the banks see them.
         let per = 1u32 << (self.chunk_shift - self.sector_shift);
-        let mut any = mask;
-        let mut step = 1;
-        while step < per {
-            any |= any >> step;
-            step *= 2;
-        }
-        let mut firsts = any & chunk_starts(per);
+        let mut firsts = touched_groups(mask, per);
         let mut extra = 0;
         while firsts != 0 {
             let i = u64::from(firsts.trailing_zeros());
@@ -290,16 +264,6 @@ impl Rows {
     }
 }
 
-/// The sectors that start a chunk of `per` sectors (a power of two up to 8) in a line's mask.
-fn chunk_starts(per: u32) -> u8 {
-    match per {
-        0 | 1 => 0xFF,
-        2 => 0x55,
-        4 => 0x11,
-        _ => 0x01,
-    }
-}
-
 /// One L2 slice.
 #[derive(Debug, Clone)]
 pub(super) struct Slice {
@@ -318,9 +282,8 @@ pub(crate) struct Below {
     atomic_granule_shift: u32,
     pub(super) line_shift: u32,
     pub(super) sector_shift: u32,
-    /// What DRAM reads for a line's missed sectors, by their mask: [`fetch_mask`] and
-    /// [`fetch_blocks`] of `l2.fetch_bytes`, looked up rather than computed per miss.
-    fetch: FetchTable,
+    /// Sectors the L2 reads from DRAM together (`l2.fetch_bytes`), a power of two.
+    fetch_sectors: u32,
     l2_latency: u64,
     dram: BandwidthQueue,
     dram_rows: Option<Rows>,
@@ -391,12 +354,11 @@ impl Below {
         Below {
             line_shift: slice.cache.line_shift(),
             sector_shift: slice.cache.sector_shift(),
-            fetch: FetchTable::new(
-                cfg.l2
-                    .fetch_bytes
-                    .map_or(1, |f| f / cfg.l2.sector_bytes)
-                    .max(1),
-            ),
+            fetch_sectors: cfg
+                .l2
+                .fetch_bytes
+                .map_or(1, |f| f / cfg.l2.sector_bytes)
+                .max(1),
             slices: match lines {
                 Some(L2Lines(caches)) if caches.len() == slices as usize => caches
                     .into_iter()
@@ -457,6 +419,7 @@ impl Below {
         let bytes = u64::from(mask.count_ones()) * sector_bytes;
         let hit_latency = base + self.l2_latency;
         let miss_latency = hit_latency + self.dram_latency;
+        let fetch_sectors = self.fetch_sectors;
         let Below {
             slices,
             dram,
@@ -466,7 +429,6 @@ impl Below {
             dram_bytes_written,
             pend,
             floor,
-            fetch,
             atomics_done,
             atomic_free_centi,
             atomic_granule_shift,
@@ -516,12 +478,12 @@ impl Below {
             // DRAM brings the fetch block around each missed sector; the sectors of it the
             // slice lacks arrive with the missed ones.
             let fetched = Lookup {
-                miss: fetch.mask[usize::from(lk.miss)] & !slice.cache.present(&lk),
+                miss: fetch_mask(lk.miss, fetch_sectors) & !slice.cache.present(&lk),
                 ..lk
             };
             let miss_bytes = u64::from(fetched.miss.count_ones()) * sector_bytes;
             if op == L2Op::Read {
-                l2.fills += u64::from(fetch.blocks[usize::from(fetched.miss)]);
+                l2.fills += fetch_blocks(fetched.miss, fetch_sectors);
             }
             let row = dram_rows.as_mut().map_or(0, |r| r.read(line, fetched.miss));
             let dram_start = dram.reserve(start, miss_bytes + row);
@@ -631,6 +593,24 @@ mod tests {
                     }
                 }
                 proptest::prop_assert_eq!(rows.read(line, mask), want);
+            }
+        }
+    }
+
+    #[test]
+    fn a_fetch_brings_and_counts_every_aligned_group_its_sectors_touch() {
+        for group in [1u32, 2, 4, 8] {
+            let ones = u8::MAX >> (8 - group);
+            for mask in 0..=u8::MAX {
+                let (mut want, mut blocks) = (0u8, 0u64);
+                for i in (0..8).step_by(group as usize) {
+                    if mask & (ones << i) != 0 {
+                        want |= ones << i;
+                        blocks += 1;
+                    }
+                }
+                assert_eq!(fetch_mask(mask, group), want, "{mask:#010b} by {group}");
+                assert_eq!(fetch_blocks(mask, group), blocks, "{mask:#010b} by {group}");
             }
         }
     }

@@ -529,18 +529,28 @@ pub struct AtomicUnit {
     pub granule_bytes: Option<u32>,
 }
 
-/// Device memory: a latency and a bandwidth shared by all slices, and optionally its rows.
+/// Device memory: a latency and a bandwidth shared by all slices, optionally its rows, and
+/// optionally its partitions.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DramConfig {
     /// Added to the L2-hit latency on an L2 miss.
     pub latency_cycles: u32,
-    /// Bytes DRAM moves per SM clock cycle, shared by every L2 slice.
+    /// Bytes DRAM moves per SM clock cycle, shared by every L2 slice (an equal share per
+    /// partition, `partitions`).
     pub bandwidth_bytes_per_cycle: f64,
     /// Row buffers: reads that find their row open cost only their bytes, reads that open a
     /// row cost more. Unset: every read costs its bytes, whatever the pattern.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rows: Option<DramRows>,
+    /// Memory partitions, a power of two up to `l2.slices`: each has its own DRAM channel at
+    /// this share of the bandwidth, its own banks (`dram.rows`' banks, grouped by the top bits
+    /// of their numbers) and the L2 slices in front of them, and shares nothing with the others,
+    /// as a GPU's memory controllers each own their channels and L2 slices. The engine then
+    /// answers each partition's L2 requests on a thread of its own. Unset: one, every slice in
+    /// front of one DRAM queue.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partitions: Option<u32>,
 }
 
 /// DRAM's open rows, which make scattered reads slower than a stream. Addresses go to `banks`
@@ -880,6 +890,59 @@ impl GpuConfig {
         }
         positive_f64(self.dram.bandwidth_bytes_per_cycle)
             .map_err(|m| err("dram.bandwidth_bytes_per_cycle", m))?;
+        self.validate_partitions()
+            .map_err(|m| err("dram.partitions", m))
+    }
+
+    /// A line's partition must hold all of it, and every request the SMs send: the partition is
+    /// the top bits of the line's banks' numbers, so a line's chunks must differ in the low bits
+    /// alone, and a request is one line of an SM-level cache, which must lie within one L2 line.
+    fn validate_partitions(&self) -> Result<(), String> {
+        let Some(n) = self.dram.partitions else {
+            return Ok(());
+        };
+        power_of_two(n)?;
+        let l2 = &self.l2;
+        if n > l2.slices {
+            return Err(format!(
+                "must be at most l2.slices ({}), got {n}",
+                l2.slices
+            ));
+        }
+        if n == 1 {
+            return Ok(());
+        }
+        if let Some(rows) = &self.dram.rows {
+            let chunk = rows.interleave_bytes.unwrap_or(rows.page_bytes);
+            let per_line = (l2.line_bytes / chunk).max(1);
+            if u64::from(n) * u64::from(per_line) > u64::from(rows.banks) {
+                return Err(format!(
+                    "{n} partitions of dram.rows.banks ({}) leave fewer banks than the {per_line} \
+                     chunks of one l2 line",
+                    rows.banks
+                ));
+            }
+        }
+        let tex = self
+            .texture
+            .cache
+            .as_ref()
+            .filter(|_| !self.texture.unified_with_l1);
+        for (name, c) in [
+            ("l1", Some(&self.l1)),
+            ("texture.cache", tex),
+            ("constant", Some(&self.constant)),
+        ] {
+            if let Some(c) = c
+                && c.line_bytes > l2.line_bytes
+            {
+                return Err(format!(
+                    "with several partitions {name}.line_bytes ({}) must be at most \
+                     l2.line_bytes ({})",
+                    c.line_bytes, l2.line_bytes
+                ));
+            }
+        }
         Ok(())
     }
 }
@@ -1193,6 +1256,38 @@ mod tests {
             }
             let field = (!ok).then_some("l2.atomic_unit.granule_bytes");
             assert_validates(&cfg, field, &granule.to_string());
+        }
+    }
+
+    #[test]
+    fn memory_partitions_must_each_hold_whole_lines_and_requests() {
+        // h100: 64 slices, 512 banks, 128-byte lines in 64-byte chunks.
+        let h100 = |parts, l1_line: Option<u32>, banks: Option<u32>| {
+            let mut cfg = GpuConfig::preset("h100").unwrap();
+            cfg.dram.partitions = Some(parts);
+            if let Some(line) = l1_line {
+                cfg.l1.line_bytes = line;
+            }
+            if let (Some(b), Some(rows)) = (banks, &mut cfg.dram.rows) {
+                rows.banks = b;
+            }
+            cfg
+        };
+        for (cfg, ok, why) in [
+            (h100(1, None, None), true, "1"),
+            (h100(8, None, None), true, "8"),
+            (h100(64, None, Some(128)), true, "64 partitions of 2 banks"),
+            (h100(6, None, None), false, "a power of two, got 6"),
+            (h100(128, None, None), false, "at most l2.slices (64)"),
+            (h100(64, None, Some(64)), false, "chunks of one l2 line"),
+            (h100(8, Some(256), None), false, "l1.line_bytes (256)"),
+            (h100(1, Some(256), None), true, "256"),
+        ] {
+            let field = (!ok).then_some("dram.partitions");
+            assert_validates(&cfg, field, why);
+            if let Err(e) = cfg.validate("f.toml") {
+                assert!(e.to_string().contains(why), "{why}: {e}");
+            }
         }
     }
 

@@ -38,7 +38,8 @@ use crate::error::EmuError;
 use crate::exec::{Fixed, atomic_value};
 use crate::ir::{Class, Program};
 use crate::memory::{
-    Below, END, Key, MemorySystem, SmMem, answer_before, answer_releasing, in_global_order,
+    Below, END, Key, MemorySystem, PartJob, SmMem, answer_before, answer_releasing, asks_before,
+    gather, in_global_order, settle,
 };
 use crate::texture::Texture;
 use crate::watch::{Progress, WATCH_INTERVAL, Watch};
@@ -158,7 +159,7 @@ fn run_rounds(
     }
     // A grid is done when its atomics are performed, not when its last warp exits: a warp does
     // not wait for an atomic whose value it never reads.
-    Ok(output(&mut sms, below.atomics_done))
+    Ok(output(&mut sms, below.atomics_done()))
 }
 
 /// The SMs and their memory sides between rounds (all present) and during one (those handed to
@@ -301,14 +302,37 @@ fn answer_and_run<'s>(
         .collect();
     round.begin(horizon, blocks_left, due.iter().filter(|&&d| d).count());
     let Slots { sms, sides } = slots;
-    answer_releasing(below, sides, first, |i, side| {
+    let mut release = |i: usize, side: &mut Option<&'s mut SmMem>| {
         if due[i]
             && let Some(sm) = sms[i].take()
             && let Some(side) = side.take()
         {
             round.push(Job { i, sm, side });
         }
-    });
+    };
+    // With several memory partitions: the SMs with nothing to answer run at once, the
+    // partitions answer the rest in parallel, then those SMs run.
+    let asking: Vec<bool> = (sides.iter().enumerate())
+        .map(|(i, s)| s.as_deref().is_some_and(|s| asks_before(s, i, first)))
+        .collect();
+    let mut waiting = Vec::new();
+    for (i, side) in sides.iter_mut().enumerate() {
+        if asking[i] {
+            waiting.push(i);
+        } else {
+            release(i, side);
+        }
+    }
+    match gather(below, sides, first) {
+        Some(jobs) => {
+            let jobs = crew.answer(jobs);
+            settle(below, sides, jobs);
+            for i in waiting {
+                release(i, &mut sides[i]);
+            }
+        }
+        None => answer_releasing(below, sides, first, release),
+    }
     crew.work_until(|| round.out.load(Ordering::Acquire) == 0);
     for job in round.back().drain(..) {
         sms[job.i] = Some(job.sm);
@@ -348,6 +372,13 @@ struct Round<'s> {
     out: AtomicUsize,
     /// SMs run, for the coordinator to put back.
     back: Mutex<Vec<Job<'s>>>,
+    /// Memory partitions to answer before the SMs that wait for them can run
+    /// (`memory::gather`), taken first.
+    parts: Mutex<Vec<PartJob>>,
+    parts_queued: AtomicUsize,
+    /// Partitions not yet answered.
+    parts_out: AtomicUsize,
+    parts_back: Mutex<Vec<PartJob>>,
     horizon: AtomicU64,
     blocks_left: AtomicBool,
     /// The launch's rounds are over (or a thread failed): helpers return.
@@ -443,6 +474,43 @@ impl<'s, 'd> Crew<'s, 'd> {
         round.out.fetch_sub(1, Ordering::Release);
     }
 
+    /// Answers the memory partitions' jobs on every thread free for it, and returns them.
+    fn answer(&self, jobs: Vec<PartJob>) -> Vec<PartJob> {
+        let round = &self.round;
+        let n = jobs.len();
+        round.parts_out.store(n, Ordering::Relaxed);
+        *lock(&round.parts) = jobs;
+        round.parts_queued.store(n, Ordering::Release);
+        let mut idle = 0u32;
+        while round.parts_out.load(Ordering::Acquire) > 0 && !round.stop.load(Ordering::Acquire) {
+            if !self.answer_part() {
+                if idle < 64 {
+                    idle += 1;
+                    std::hint::spin_loop();
+                } else {
+                    std::thread::yield_now();
+                }
+            }
+        }
+        std::mem::take(&mut *lock(&round.parts_back))
+    }
+
+    /// Answers one memory partition's job if one is queued; whether it did.
+    fn answer_part(&self) -> bool {
+        let round = &self.round;
+        if round.parts_queued.load(Ordering::Acquire) == 0 {
+            return false;
+        }
+        let Some(mut job) = lock(&round.parts).pop() else {
+            return false;
+        };
+        round.parts_queued.fetch_sub(1, Ordering::Relaxed);
+        job.run();
+        lock(&round.parts_back).push(job);
+        round.parts_out.fetch_sub(1, Ordering::Release);
+        true
+    }
+
     /// Runs ready SMs until `done` holds or the launch stops. Waits by spinning, then
     /// yielding: between rounds the wait lasts only while the coordinator applies writes and
     /// starts answering (microseconds), and a thread put to sleep took longer to wake than that.
@@ -450,6 +518,10 @@ impl<'s, 'd> Crew<'s, 'd> {
         let round = &self.round;
         let mut idle = 0u32;
         loop {
+            if self.answer_part() {
+                idle = 0;
+                continue;
+            }
             if round.queued.load(Ordering::Acquire) > 0
                 && let Some(job) = round.take()
             {

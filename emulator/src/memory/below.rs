@@ -244,11 +244,24 @@ impl Rows {
         extra
     }
 
-    fn chunk(&mut self, chunk: u64) -> u64 {
+    /// The row (stripe) and bank of `chunk`.
+    fn place(&self, chunk: u64) -> (u64, usize) {
         let row = chunk >> (self.bank_bits + self.page_chunk_shift);
         // A multiplicative hash of the row number picks the stripe's permutation of the banks.
         let h = row.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
-        let bank = ((chunk ^ h) & ((1 << self.bank_bits) - 1)) as usize;
+        (row, ((chunk ^ h) & ((1 << self.bank_bits) - 1)) as usize)
+    }
+
+    /// The partition of `line` among `1 << bits`: the top bits of its banks' numbers, the same
+    /// for every chunk of the line (validation keeps a line's chunks within one group of
+    /// `banks >> bits` consecutive bank numbers, which differ in the low bits alone).
+    fn partition(&self, line: u64, bits: u32) -> usize {
+        let chunk = (line << self.line_shift) >> self.chunk_shift;
+        self.place(chunk).1 >> (self.bank_bits - bits)
+    }
+
+    fn chunk(&mut self, chunk: u64) -> u64 {
+        let (row, bank) = self.place(chunk);
         let rows = &mut self.open[bank * self.ways..][..self.ways];
         match rows.iter().position(|&r| r == row) {
             Some(i) => {
@@ -271,32 +284,54 @@ pub(super) struct Slice {
     port: BandwidthQueue,
 }
 
-/// Everything below the SMs: L2 slices and DRAM.
+/// Everything below the SMs: the L2 slices and DRAM, in partitions (`dram.partitions`, one
+/// by default) that share nothing, as a GPU's memory controllers each own their DRAM channels
+/// and the L2 slices in front of them. A line's partition is the top bits of its DRAM banks'
+/// numbers (of its slice's number without `dram.rows`); within it, the line's slice and its
+/// atomic unit are folds of its number and of its granule's over the partition's slices.
+/// Independent, the partitions can answer their requests on different threads, each in global
+/// order, and give what one thread answering every request in global order gives.
 #[derive(Debug, Clone)]
 pub(crate) struct Below {
+    pub(super) parts: Vec<Part>,
+    /// Partitions, as a shift.
+    part_bits: u32,
+    /// Slices across the partitions, as a shift.
+    slice_bits: u32,
+    /// The banks' layout, when the partition follows it (its open rows are the partitions').
+    banks: Option<Rows>,
+    pub(super) line_shift: u32,
+    pub(super) sector_shift: u32,
+}
+
+/// One partition: its L2 slices, their atomic units, and its DRAM channel.
+#[derive(Debug, Clone)]
+pub(crate) struct Part {
     pub(super) slices: Vec<Slice>,
+    /// Slices in the partition, as a shift.
     slice_bits: u32,
     /// When each slice's atomic unit is next free, in hundredths of a cycle.
     atomic_free_centi: Vec<u64>,
     /// Lines per atomic unit granule, as a shift (`l2.atomic_unit.granule_bytes`).
     atomic_granule_shift: u32,
-    pub(super) line_shift: u32,
-    pub(super) sector_shift: u32,
+    line_shift: u32,
+    sector_shift: u32,
     /// Sectors the L2 reads from DRAM together (`l2.fetch_bytes`), a power of two.
     fetch_sectors: u32,
     l2_latency: u64,
     dram: BandwidthQueue,
+    /// Every bank's open rows; a partition uses only its own banks.
     dram_rows: Option<Rows>,
     dram_latency: u64,
-    pub(super) l2: CacheCounters,
-    pub(super) dram_bytes_read: u64,
-    pub(super) dram_bytes_written: u64,
+    l2: CacheCounters,
+    dram_bytes_read: u64,
+    dram_bytes_written: u64,
     /// Never holds a token: the L2 only sees answered cycles.
     pend: Pend,
     /// The issue cycle of the request answered last: no later request arrives before it.
     floor: u64,
     /// The latest cycle an atomic was performed at its slice: a launch ends no earlier.
-    pub(crate) atomics_done: u64,
+    atomics_done: u64,
 }
 
 /// How an L2 line is used by a request from above.
@@ -322,8 +357,9 @@ impl Below {
     /// The L2 this launch leaves for the next one on the same device.
     pub(super) fn into_lines(self) -> L2Lines {
         L2Lines(
-            self.slices
+            self.parts
                 .into_iter()
+                .flat_map(|p| p.slices)
                 .map(|mut s| {
                     s.cache.arrived();
                     s.cache
@@ -332,10 +368,12 @@ impl Below {
         )
     }
 
-    /// L2 slices holding `lines` (cold without), and an idle DRAM queue, for a validated
+    /// L2 slices holding `lines` (cold without), and idle DRAM queues, for a validated
     /// config; `lines` must come from a launch with the same config.
     pub(super) fn new(cfg: &GpuConfig, lines: Option<L2Lines>) -> Below {
         let slices = cfg.l2.slices.max(1);
+        let parts = cfg.dram.partitions.unwrap_or(1).clamp(1, slices);
+        let per_part = (slices / parts) as usize;
         let slice_cfg = CacheConfig {
             size_bytes: u32::try_from(cfg.l2.size_bytes / u64::from(slices)).unwrap_or(u32::MAX),
             line_bytes: cfg.l2.line_bytes,
@@ -350,8 +388,26 @@ impl Below {
             cache: Cache::new(&slice_cfg),
             port: BandwidthQueue::new(cfg.l2.bandwidth_bytes_per_cycle),
         };
+        let mut caches = match lines {
+            Some(L2Lines(caches)) if caches.len() == slices as usize => Some(caches.into_iter()),
+            _ => None,
+        };
         let granule = cfg.l2.atomic_unit.and_then(|u| u.granule_bytes);
-        Below {
+        let rows =
+            (cfg.dram.rows.as_ref()).map(|r| Rows::new(r, cfg.l2.line_bytes, cfg.l2.sector_bytes));
+        let part = |caches: &mut Option<std::vec::IntoIter<Cache>>| Part {
+            slices: (0..per_part)
+                .map(|_| Slice {
+                    cache: caches
+                        .as_mut()
+                        .and_then(Iterator::next)
+                        .unwrap_or_else(|| slice.cache.clone()),
+                    port: slice.port.clone(),
+                })
+                .collect(),
+            slice_bits: per_part.trailing_zeros(),
+            atomic_free_centi: vec![0; per_part],
+            atomic_granule_shift: granule.map_or(0, |g| (g / cfg.l2.line_bytes).trailing_zeros()),
             line_shift: slice.cache.line_shift(),
             sector_shift: slice.cache.sector_shift(),
             fetch_sectors: cfg
@@ -359,23 +415,9 @@ impl Below {
                 .fetch_bytes
                 .map_or(1, |f| f / cfg.l2.sector_bytes)
                 .max(1),
-            slices: match lines {
-                Some(L2Lines(caches)) if caches.len() == slices as usize => caches
-                    .into_iter()
-                    .map(|cache| Slice {
-                        cache,
-                        port: slice.port.clone(),
-                    })
-                    .collect(),
-                _ => vec![slice; slices as usize],
-            },
-            slice_bits: slices.trailing_zeros(),
-            atomic_free_centi: vec![0; slices as usize],
-            atomic_granule_shift: granule.map_or(0, |g| (g / cfg.l2.line_bytes).trailing_zeros()),
             l2_latency: u64::from(cfg.l2.latency_cycles),
-            dram: BandwidthQueue::new(cfg.dram.bandwidth_bytes_per_cycle),
-            dram_rows: (cfg.dram.rows.as_ref())
-                .map(|r| Rows::new(r, cfg.l2.line_bytes, cfg.l2.sector_bytes)),
+            dram: BandwidthQueue::new(cfg.dram.bandwidth_bytes_per_cycle / f64::from(parts)),
+            dram_rows: rows.clone(),
             dram_latency: u64::from(cfg.dram.latency_cycles),
             l2: CacheCounters::default(),
             dram_bytes_read: 0,
@@ -383,14 +425,81 @@ impl Below {
             pend: Pend::default(),
             floor: 0,
             atomics_done: 0,
+        };
+        Below {
+            parts: (0..parts).map(|_| part(&mut caches)).collect(),
+            part_bits: parts.trailing_zeros(),
+            slice_bits: slices.trailing_zeros(),
+            banks: rows.filter(|_| parts > 1),
+            line_shift: slice.cache.line_shift(),
+            sector_shift: slice.cache.sector_shift(),
         }
     }
 
-    /// The slice holding `line`: its number folded over the slices.
-    pub(super) fn slice_of(&self, line: u64) -> usize {
-        fold(line, self.slice_bits)
+    /// The partition holding `line`.
+    pub(super) fn partition_of(&self, line: u64) -> usize {
+        if self.part_bits == 0 {
+            return 0;
+        }
+        match &self.banks {
+            Some(rows) => rows.partition(line, self.part_bits),
+            None => fold(line, self.slice_bits) >> (self.slice_bits - self.part_bits),
+        }
     }
 
+    /// The slice holding `line`, numbered across the partitions.
+    #[cfg(test)]
+    pub(super) fn slice_of(&self, line: u64) -> usize {
+        let local = self.slice_bits - self.part_bits;
+        (self.partition_of(line) << local) | fold(line, local)
+    }
+
+    /// The partition answering `r`: its line's (a request stays in one line of the L2, and
+    /// validation keeps every SM-level cache's lines within the L2's when there are several).
+    pub(crate) fn route(&self, r: &L2Req) -> usize {
+        self.partition_of(r.addr >> self.line_shift)
+    }
+
+    /// Answers one queued request (see [`Part::answer`]) in its partition.
+    pub(crate) fn answer(&mut self, r: &L2Req) -> u64 {
+        let k = self.route(r);
+        self.parts[k].answer(r)
+    }
+
+    /// The partitions.
+    pub(crate) fn partitions(&self) -> usize {
+        self.parts.len()
+    }
+
+    /// Moves the partitions out, to be answered elsewhere ([`Below::put_parts`] returns them).
+    pub(super) fn take_parts(&mut self) -> Vec<Part> {
+        std::mem::take(&mut self.parts)
+    }
+
+    /// Returns the partitions [`Below::take_parts`] took, in their order.
+    pub(super) fn put_parts(&mut self, parts: Vec<Part>) {
+        self.parts = parts;
+    }
+
+    /// The L2's counts and DRAM's bytes read and written, over every partition.
+    pub(super) fn counters(&self) -> (CacheCounters, u64, u64) {
+        let mut l2 = CacheCounters::default();
+        let (mut read, mut written) = (0, 0);
+        for p in &self.parts {
+            l2.add(&p.l2);
+            read += p.dram_bytes_read;
+            written += p.dram_bytes_written;
+        }
+        (l2, read, written)
+    }
+
+    /// The latest cycle an atomic was performed: a launch ends no earlier.
+    pub(crate) fn atomics_done(&self) -> u64 {
+        self.parts.iter().map(|p| p.atomics_done).max().unwrap_or(0)
+    }
+}
+
+impl Part {
     /// Serves the bytes `[addr, addr + len)` for a requester whose own path latency is `base`.
     /// Returns the cycle the requester has its data (or acknowledgement).
     fn access(&mut self, t: u64, addr: u64, len: u64, base: u64, op: L2Op) -> u64 {
@@ -412,7 +521,9 @@ impl Below {
     }
 
     fn line(&mut self, t: u64, line: u64, mask: u8, base: u64, op: L2Op) -> u64 {
-        let slice_idx = self.slice_of(line);
+        // The slice within the partition and the line's number in it: unique per line, as the
+        // fold is (see `fold`).
+        let slice_idx = fold(line, self.slice_bits);
         let local = line >> self.slice_bits;
         let sector_shift = self.sector_shift;
         let sector_bytes = 1u64 << sector_shift;
@@ -420,7 +531,7 @@ impl Below {
         let hit_latency = base + self.l2_latency;
         let miss_latency = hit_latency + self.dram_latency;
         let fetch_sectors = self.fetch_sectors;
-        let Below {
+        let Part {
             slices,
             dram,
             dram_rows,

@@ -275,7 +275,7 @@ fn a_transfer_answered_late_takes_the_free_time_at_its_arrival() {
 fn l2_slice_hash_spreads_consecutive_and_power_of_two_strides() {
     let cfg = GpuConfig::preset("v100").unwrap();
     let mem = MemorySystem::new(&cfg);
-    let n = mem.below.slices.len();
+    let n = mem.below.parts.iter().map(|p| p.slices.len()).sum();
     for stride in [1u64, 2, 64, 4096] {
         let mut hits = vec![0u32; n];
         for i in 0..(n as u64 * 8) {
@@ -819,4 +819,111 @@ proptest::proptest! {
             proptest::prop_assert!((0.0..=1.0).contains(&r));
         }
     }
+}
+
+/// The h100 preset with its L2 and DRAM in `parts` memory partitions.
+fn partitioned(parts: u32) -> GpuConfig {
+    let mut cfg = GpuConfig::preset("h100").unwrap();
+    cfg.dram.partitions = Some(parts);
+    cfg.validate("test").unwrap();
+    cfg
+}
+
+#[test]
+fn partitions_answered_apart_give_the_answers_of_one_global_order() {
+    let cfg = partitioned(8);
+    let mut mem = MemorySystem::new(&cfg);
+    let mut rng = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    // Loads, stores and atomics of 16 SMs, scattered over 64 MiB and crowded in 64 KiB, sent
+    // over 2,000 cycles: misses, hits on lines in flight, write-backs and atomic units.
+    let mut tokens = Vec::new();
+    for i in 0..1500u64 {
+        let sm = (next() % 16) as usize;
+        let span = if i % 3 == 0 { 1 << 16 } else { 1 << 26 };
+        let base = (next() % span) & !3;
+        let step = (next() % 4) * 4;
+        let lanes = warp(|l| base + step * l);
+        let mut req = load(&lanes, 4);
+        req.kind = match i % 7 {
+            0 => AccessKind::Store,
+            1 => AccessKind::Atomic,
+            _ => AccessKind::Load,
+        };
+        let t = mem.sms[sm].access(i * 4 / 3, &req);
+        tokens.push((sm, t));
+    }
+    let mut twin = mem.clone();
+    let bound = (1000, 0, 0);
+    let mut sides: Vec<Option<&mut SmMem>> = mem.sms.iter_mut().map(Some).collect();
+    let mut jobs = gather(&mut mem.below, &mut sides, bound).expect("every send cycle known");
+    assert_eq!(jobs.len(), 8);
+    assert!(
+        jobs.iter().all(|j| !j.items.is_empty()),
+        "every partition answers"
+    );
+    // In any order, as threads would.
+    for job in jobs.iter_mut().rev() {
+        job.run();
+    }
+    settle(&mut mem.below, &mut sides, jobs);
+    twin.answer_before(bound);
+    let values = |m: &mut MemorySystem| -> Vec<Option<u64>> {
+        (tokens.iter())
+            .map(|&(sm, t)| m.sms[sm].pend.value(t))
+            .collect()
+    };
+    let (ours, theirs) = (values(&mut mem), values(&mut twin));
+    assert!(ours.iter().filter(|v| v.is_some()).count() > 500);
+    assert_eq!(ours, theirs);
+    assert_eq!(mem.counters(), twin.counters());
+    assert_eq!(mem.below.atomics_done(), twin.below.atomics_done());
+    assert!(mem.below.atomics_done() > 0);
+}
+
+#[test]
+fn sends_that_wait_for_answers_leave_the_requests_to_one_global_order() {
+    let mut mem = MemorySystem::new(&partitioned(8));
+    // One SM's loads of 32 lines each, all at once: its MSHRs fill, and the later misses are
+    // sent when earlier ones are answered.
+    for i in 0..64u64 {
+        let lanes = warp(|l| (i * 32 + l) * 4096);
+        mem.sms[0].access(0, &load(&lanes, 4));
+    }
+    let queued = mem.sms[0].queue.len();
+    let mut sides: Vec<Option<&mut SmMem>> = mem.sms.iter_mut().map(Some).collect();
+    assert!(gather(&mut mem.below, &mut sides, END).is_none());
+    assert_eq!(mem.sms[0].queue.len(), queued, "nothing taken");
+    assert_eq!(mem.below.partitions(), 8, "every partition still there");
+}
+
+#[test]
+fn one_partition_answers_in_one_global_order() {
+    let mut mem = MemorySystem::new(&GpuConfig::preset("h100").unwrap());
+    mem.sms[0].access(20, &load(&[(0, 0x1000)], 4));
+    let mut sides: Vec<Option<&mut SmMem>> = mem.sms.iter_mut().map(Some).collect();
+    assert!(gather(&mut mem.below, &mut sides, END).is_none());
+    assert_eq!(mem.sms[0].queue.len(), 1, "nothing taken");
+}
+
+#[test]
+fn a_line_and_its_slice_are_in_one_partition() {
+    let cfg = partitioned(8);
+    let mem = MemorySystem::new(&cfg);
+    let below = &mem.below;
+    let per_part = cfg.l2.slices as usize / 8;
+    let mut count = [0u32; 8];
+    for line in (0..1u64 << 16).map(|l| l * 977) {
+        let k = below.partition_of(line);
+        assert_eq!(below.slice_of(line) / per_part, k, "line {line}");
+        count[k] += 1;
+    }
+    // The banks' hash spreads lines over the partitions.
+    let (lo, hi) = (count.iter().min().unwrap(), count.iter().max().unwrap());
+    assert!(f64::from(*hi) < 1.1 * f64::from(*lo), "{count:?}");
 }

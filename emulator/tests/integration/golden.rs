@@ -33,8 +33,21 @@ fn entry(stats: &emulator::LaunchStats, outputs: &[Vec<u8>]) -> serde_json::Valu
     })
 }
 
+/// A rig on `preset`, or on `NAME+N`: preset NAME with its L2 and DRAM in N memory partitions
+/// (`dram.partitions`).
+fn rig(ptx: &str, preset: &str) -> Rig {
+    match preset.split_once('+') {
+        Some((name, parts)) => {
+            let mut cfg = emulator::GpuConfig::preset(name).unwrap();
+            cfg.dram.partitions = Some(parts.parse().unwrap());
+            Rig::with_config(ptx, cfg)
+        }
+        None => Rig::with_preset(ptx, preset),
+    }
+}
+
 fn matmul(preset: &str, n: usize) -> serde_json::Value {
-    let mut r = Rig::with_preset(corpus_ptx("matmul"), preset);
+    let mut r = rig(corpus_ptx("matmul"), preset);
     let a: Vec<f32> = (0..n * n).map(|i| (i % 13) as f32).collect();
     let b: Vec<f32> = (0..n * n).map(|i| (i % 7) as f32 - 3.0).collect();
     let (da, db) = (r.buf(&a), r.buf(&b));
@@ -56,7 +69,7 @@ fn matmul(preset: &str, n: usize) -> serde_json::Value {
 }
 
 fn collatz(preset: &str, n: usize) -> serde_json::Value {
-    let mut r = Rig::with_preset(corpus_ptx("collatz"), preset);
+    let mut r = rig(corpus_ptx("collatz"), preset);
     let start: Vec<u32> = (1..=n as u32).collect();
     let ds = r.buf(&start);
     let o = r.zeros(n * 4);
@@ -73,7 +86,7 @@ fn reductions(preset: &str) -> serde_json::Value {
     let mut rng = Rng(11);
     let n = 20_000usize;
     let input: Vec<u32> = (0..n).map(|_| rng.next() as u32 >> 8).collect();
-    let mut r = Rig::with_preset(corpus_ptx("reduce_shared"), preset);
+    let mut r = rig(corpus_ptx("reduce_shared"), preset);
     let i = r.buf(&input);
     let blocks = (n as u32).div_ceil(256);
     let o = r.zeros(blocks as usize * 4);
@@ -84,7 +97,7 @@ fn reductions(preset: &str) -> serde_json::Value {
         vec![a64(i), a64(o), a32(n as i32)],
     );
     let out1 = read(&r, o, blocks as usize * 4);
-    let mut r = Rig::with_preset(corpus_ptx("reduce_shuffle"), preset);
+    let mut r = rig(corpus_ptx("reduce_shuffle"), preset);
     let i = r.buf(&input);
     let t = r.zeros(4);
     let s2 = r.launch(
@@ -98,7 +111,7 @@ fn reductions(preset: &str) -> serde_json::Value {
 
 fn probe(preset: &str, mode: u32, traced: bool) -> Option<serde_json::Value> {
     let b = kernels::find("probe_test", mode)?;
-    let mut r = Rig::with_preset(b.ptx, preset);
+    let mut r = rig(b.ptx, preset);
     let n = 1000usize;
     let (block, grid) = (128u32, 8u32);
     let p: Vec<f32> = (0..n).map(|i| i as f32 * 0.5 - 7.0).collect();
@@ -133,7 +146,7 @@ fn volume_in(
     block: [u32; 2],
 ) -> Option<serde_json::Value> {
     let b = kernels::find("volume_render", mode)?;
-    let mut r = Rig::with_preset(b.ptx, preset);
+    let mut r = rig(b.ptx, preset);
     let (vt, tt) = volume_scene(&mut r, vw, |x, y, z, _| {
         ((x * x + y * y + z * z).sqrt() * 4.0) as u8
     });
@@ -239,4 +252,33 @@ fn golden_set_is_the_same_on_one_thread_and_on_four() {
     for (k, v) in &one {
         assert_eq!(Some(v), four.get(k), "{k}");
     }
+}
+
+/// Memory partitions answered on several threads (engine/mod.rs) change nothing either: the
+/// h100 preset's in 8 partitions by its DRAM banks, gtx480's in 4 by its slices, whose texture
+/// fetches fill their MSHRs so that some rounds are answered in one global order instead.
+#[test]
+fn partitioned_launches_are_the_same_on_one_thread_and_on_four() {
+    let set = || {
+        let mut g = BTreeMap::new();
+        for preset in ["h100+8", "gtx480+4"] {
+            g.insert(format!("matmul_{preset}"), matmul(preset, 64));
+            g.insert(format!("reductions_{preset}"), reductions(preset));
+            if let Some(v) = volume_in(preset, L::WS_FENCE, 256, 128, [16, 8]) {
+                g.insert(format!("volume_{preset}"), v);
+            }
+        }
+        g
+    };
+    let on = |threads: usize| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap()
+            .install(set)
+    };
+    let one = on(1);
+    assert_eq!(one, on(4));
+    // Not the unpartitioned model: each partition's DRAM has its share of the bandwidth.
+    assert_ne!(one["matmul_h100+8"], matmul("h100", 64));
 }

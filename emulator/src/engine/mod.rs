@@ -283,7 +283,9 @@ fn not_back(inp: &LaunchInput, i: usize) -> EmuError {
 /// SM that takes part, on one thread or many alike. On several threads the two overlap: an SM
 /// is handed to the threads as soon as nothing of its own is left to answer (at once when it
 /// sent nothing), while the coordinating thread answers the others' requests and then joins
-/// in; the round ends when every SM handed over is back. Neither the order of answers nor what
+/// in; with memory partitions the threads answer the partitions first, and the SMs that sent
+/// requests are handed over once all are answered. The round ends when every SM handed over
+/// is back. Neither the order of answers nor what
 /// an SM's round sees depends on this: answers touch only their own SM's memory side, and a
 /// round depends only on its SM's state and the horizon.
 fn answer_and_run<'s>(
@@ -310,8 +312,9 @@ fn answer_and_run<'s>(
             round.push(Job { i, sm, side });
         }
     };
-    // With several memory partitions: the SMs with nothing to answer run at once, the
-    // partitions answer the rest in parallel, then those SMs run.
+    // The SMs with nothing to answer run at once. With several memory partitions the threads
+    // answer the rest partition by partition, then those SMs run; else the coordinator answers
+    // in global order, handing each SM over once its requests are answered.
     let asking: Vec<bool> = (sides.iter().enumerate())
         .map(|(i, s)| s.as_deref().is_some_and(|s| asks_before(s, i, first)))
         .collect();

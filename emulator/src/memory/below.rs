@@ -708,6 +708,32 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// Every chunk of a line is in a bank of the line's partition: the partitions' banks
+        /// hold whole lines, as validation promises for chunks no more than `banks >> bits`.
+        #[test]
+        fn a_lines_chunks_are_in_its_partitions_banks(
+            line in 0u64..1 << 40,
+            chunk in 0u32..3,
+            bits in 0u32..=4,
+        ) {
+            // 64 banks, 256-byte lines of 1, 2 or 4 chunks, up to 16 partitions of 4 banks.
+            let cfg = DramRows {
+                banks: 64,
+                page_bytes: 1024,
+                interleave_bytes: Some(64 << chunk),
+                row_miss_bytes: 10,
+                reorder_rows: None,
+            };
+            let rows = Rows::new(&cfg, 256, 32);
+            let k = rows.partition(line, bits);
+            for c in 0..(4u64 >> chunk) {
+                let (_, bank) = rows.place(((line << 8) >> (6 + chunk)) + c);
+                proptest::prop_assert_eq!(bank >> (6 - bits), k);
+            }
+        }
+    }
+
     #[test]
     fn a_fetch_brings_and_counts_every_aligned_group_its_sectors_touch() {
         for group in [1u32, 2, 4, 8] {

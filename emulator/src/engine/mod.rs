@@ -29,7 +29,7 @@ mod sm;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Instant;
 
 use crate::config::GpuConfig;
@@ -38,8 +38,8 @@ use crate::error::EmuError;
 use crate::exec::{Fixed, atomic_value};
 use crate::ir::{Class, Program};
 use crate::memory::{
-    Below, END, Key, MemorySystem, PartJob, SmMem, answer_before, answer_releasing, asks_before,
-    gather, in_global_order, settle,
+    Answering, Below, END, Key, MemorySystem, SmMem, answer_before, answer_releasing,
+    begin_in_parts, finish_in_parts, in_global_order,
 };
 use crate::texture::Texture;
 use crate::watch::{Progress, WATCH_INTERVAL, Watch};
@@ -312,27 +312,23 @@ fn answer_and_run<'s>(
             round.push(Job { i, sm, side });
         }
     };
-    // The SMs with nothing to answer run at once. With several memory partitions the threads
-    // answer the rest partition by partition, then those SMs run; else the coordinator answers
-    // in global order, handing each SM over once its requests are answered.
-    let asking: Vec<bool> = (sides.iter().enumerate())
-        .map(|(i, s)| s.as_deref().is_some_and(|s| asks_before(s, i, first)))
-        .collect();
-    let mut waiting = Vec::new();
-    for (i, side) in sides.iter_mut().enumerate() {
-        if asking[i] {
-            waiting.push(i);
-        } else {
-            release(i, side);
-        }
-    }
-    match gather(below, sides, first) {
-        Some(jobs) => {
-            let jobs = crew.answer(jobs);
-            settle(below, sides, jobs);
-            for i in waiting {
-                release(i, &mut sides[i]);
+    // With several memory partitions every thread answers them while the coordinator gives the
+    // answers back in global order (memory/parts.rs); else the coordinator answers alone.
+    match begin_in_parts(below, sides, first) {
+        Some((answering, asks)) => {
+            let mut asking = vec![false; sides.len()];
+            for a in &asks {
+                asking[a.sm()] = true;
             }
+            for (i, side) in sides.iter_mut().enumerate() {
+                if !asking[i] {
+                    release(i, side);
+                }
+            }
+            let answering = Arc::new(answering);
+            crew.open(&answering);
+            finish_in_parts(below, sides, &answering, asks, release);
+            crew.close();
         }
         None => answer_releasing(below, sides, first, release),
     }
@@ -375,13 +371,10 @@ struct Round<'s> {
     out: AtomicUsize,
     /// SMs run, for the coordinator to put back.
     back: Mutex<Vec<Job<'s>>>,
-    /// Memory partitions to answer before the SMs that wait for them can run
-    /// (`memory::gather`), taken first.
-    parts: Mutex<Vec<PartJob>>,
-    parts_queued: AtomicUsize,
-    /// Partitions not yet answered.
-    parts_out: AtomicUsize,
-    parts_back: Mutex<Vec<PartJob>>,
+    /// The memory partitions' answering in progress (memory/parts.rs), which the threads help
+    /// with before they run SMs; `answering_open` says whether there is one without the lock.
+    answering: Mutex<Option<Arc<Answering>>>,
+    answering_open: AtomicBool,
     horizon: AtomicU64,
     blocks_left: AtomicBool,
     /// The launch's rounds are over (or a thread failed): helpers return.
@@ -477,41 +470,28 @@ impl<'s, 'd> Crew<'s, 'd> {
         round.out.fetch_sub(1, Ordering::Release);
     }
 
-    /// Answers the memory partitions' jobs on every thread free for it, and returns them.
-    fn answer(&self, jobs: Vec<PartJob>) -> Vec<PartJob> {
-        let round = &self.round;
-        let n = jobs.len();
-        round.parts_out.store(n, Ordering::Relaxed);
-        *lock(&round.parts) = jobs;
-        round.parts_queued.store(n, Ordering::Release);
-        let mut idle = 0u32;
-        while round.parts_out.load(Ordering::Acquire) > 0 && !round.stop.load(Ordering::Acquire) {
-            if !self.answer_part() {
-                if idle < 64 {
-                    idle += 1;
-                    std::hint::spin_loop();
-                } else {
-                    std::thread::yield_now();
-                }
-            }
-        }
-        std::mem::take(&mut *lock(&round.parts_back))
+    /// Lets the threads help with `answering` until [`Crew::close`].
+    fn open(&self, answering: &Arc<Answering>) {
+        *lock(&self.round.answering) = Some(Arc::clone(answering));
+        self.round.answering_open.store(true, Ordering::Release);
     }
 
-    /// Answers one memory partition's job if one is queued; whether it did.
-    fn answer_part(&self) -> bool {
+    fn close(&self) {
+        self.round.answering_open.store(false, Ordering::Release);
+        *lock(&self.round.answering) = None;
+    }
+
+    /// Answers what this thread can of the memory partitions' answering in progress; whether
+    /// it answered any.
+    fn help(&self) -> bool {
         let round = &self.round;
-        if round.parts_queued.load(Ordering::Acquire) == 0 {
+        if !round.answering_open.load(Ordering::Acquire) {
             return false;
         }
-        let Some(mut job) = lock(&round.parts).pop() else {
+        let Some(answering) = lock(&round.answering).clone() else {
             return false;
         };
-        round.parts_queued.fetch_sub(1, Ordering::Relaxed);
-        job.run();
-        lock(&round.parts_back).push(job);
-        round.parts_out.fetch_sub(1, Ordering::Release);
-        true
+        !answering.done() && answering.help()
     }
 
     /// Runs ready SMs until `done` holds or the launch stops. Waits by spinning, then
@@ -521,7 +501,7 @@ impl<'s, 'd> Crew<'s, 'd> {
         let round = &self.round;
         let mut idle = 0u32;
         loop {
-            if self.answer_part() {
+            if self.help() {
                 idle = 0;
                 continue;
             }

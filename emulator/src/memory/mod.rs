@@ -66,17 +66,19 @@
 mod below;
 mod cache;
 mod coalesce;
+mod parts;
 mod pending;
 mod record;
 
 use crate::config::{AtomicUnit, GpuConfig};
 use below::L2Op;
-pub(crate) use below::{Below, L2Lines, Part};
+pub(crate) use below::{Below, L2Lines};
 use cache::{Cache, Mshrs};
 use coalesce::{
     Lines, address_counts, bank_conflict_ways, coalesce, distinct_addresses, lookup_sectors,
     max_same_address,
 };
+pub(crate) use parts::{Answering, begin_in_parts, finish_in_parts};
 pub(crate) use pending::{Pend, is_token};
 use record::AddressRecorder;
 pub use record::{AddressEvent, AddressKind};
@@ -773,109 +775,6 @@ pub(crate) fn answer_releasing<'a>(
         }
         next
     })
-}
-
-/// One memory partition's share of the requests before a bound, answered on any thread: the
-/// partition, taken out of [`Below`] meanwhile, its requests in global order with their SMs,
-/// and then their answers.
-#[derive(Debug)]
-pub(crate) struct PartJob {
-    k: usize,
-    part: Part,
-    items: Vec<(u32, L2Req)>,
-    answers: Vec<u64>,
-}
-
-impl PartJob {
-    /// Answers the partition's requests in order.
-    pub(crate) fn run(&mut self) {
-        let PartJob {
-            part,
-            items,
-            answers,
-            ..
-        } = self;
-        answers.extend(items.iter().map(|(_, r)| part.answer(r)));
-    }
-}
-
-/// Whether the SM side `sm` (SM `i`) has a request queued before `bound`.
-pub(crate) fn asks_before(sm: &SmMem, i: usize, bound: Key) -> bool {
-    sm.queue
-        .front()
-        .is_some_and(|r| (r.now, i as u32, r.seq) < bound)
-}
-
-/// Takes the requests of `sms` before `bound` off their queues, in global order, into one job
-/// per partition of `below`, the partitions moved into them; `None`, with nothing taken, when
-/// `below` has one partition or a request's send cycle waits on an answer not given yet (a miss
-/// that waited for an MSHR is sent when an earlier request is answered). Each partition then
-/// answers its share in global order, on any thread, and since the partitions share nothing
-/// the answers are those of [`answer_before`], which answers every request in global order.
-pub(crate) fn gather(
-    below: &mut Below,
-    sms: &mut [Option<&mut SmMem>],
-    bound: Key,
-) -> Option<Vec<PartJob>> {
-    if below.partitions() < 2 {
-        return None;
-    }
-    let mut heads = Vec::new();
-    for (i, sm) in sms.iter_mut().enumerate() {
-        let Some(sm) = sm.as_deref_mut() else {
-            continue;
-        };
-        let SmMem { queue, pend, .. } = sm;
-        for r in queue.iter() {
-            let key = (r.now, i as u32, r.seq);
-            if key >= bound {
-                break;
-            }
-            if r.seq == queue[0].seq {
-                heads.push(key);
-            }
-            pend.value(r.sent)?;
-        }
-    }
-    let mut items: Vec<Vec<(u32, L2Req)>> = vec![Vec::new(); below.partitions()];
-    in_global_order(heads, bound, |i| {
-        let sm = sms[i].as_deref_mut()?;
-        let r = sm.queue.pop_front()?;
-        let sent = sm.pend.value(r.sent).unwrap_or(r.now);
-        items[below.route(&r)].push((i as u32, L2Req { sent, ..r }));
-        sm.queue.front().map(|n| (n.now, n.seq))
-    });
-    Some(
-        below
-            .take_parts()
-            .into_iter()
-            .zip(items)
-            .enumerate()
-            .map(|(k, (part, items))| PartJob {
-                k,
-                part,
-                answers: Vec::with_capacity(items.len()),
-                items,
-            })
-            .collect(),
-    )
-}
-
-/// Puts [`gather`]'s partitions back into `below`, in any order, and gives each answer to the
-/// token of its SM.
-pub(crate) fn settle(below: &mut Below, sms: &mut [Option<&mut SmMem>], mut jobs: Vec<PartJob>) {
-    jobs.sort_unstable_by_key(|j| j.k);
-    for job in &jobs {
-        for ((i, r), &v) in job.items.iter().zip(&job.answers) {
-            debug_assert!(v >= r.sent + r.base, "an answer comes after its request");
-            if r.token != 0
-                && let Some(sm) = sms[*i as usize].as_deref_mut()
-            {
-                sm.pend.give(r.token, v);
-            }
-        }
-    }
-    below.put_parts(jobs.into_iter().map(|j| j.part).collect());
 }
 
 /// The timing state of the whole memory hierarchy for one launch: every SM's side and what is

@@ -829,6 +829,23 @@ fn partitioned(parts: u32) -> GpuConfig {
     cfg
 }
 
+/// Answers `mem`'s requests before `bound` partition by partition, `helper` answering what it
+/// can before the coordinator's walk; returns the SMs in the order they were released.
+fn answer_in_parts(mem: &mut MemorySystem, bound: Key, helper: bool) -> Vec<usize> {
+    let mut sides: Vec<Option<&mut SmMem>> = mem.sms.iter_mut().map(Some).collect();
+    let (answering, asks) =
+        begin_in_parts(&mut mem.below, &mut sides, bound).expect("several partitions");
+    if helper {
+        while answering.help() {}
+    }
+    let mut released = Vec::new();
+    finish_in_parts(&mut mem.below, &mut sides, &answering, asks, |i, _| {
+        released.push(i)
+    });
+    assert!(answering.done());
+    released
+}
+
 #[test]
 fn partitions_answered_apart_give_the_answers_of_one_global_order() {
     let cfg = partitioned(8);
@@ -841,13 +858,14 @@ fn partitions_answered_apart_give_the_answers_of_one_global_order() {
         rng
     };
     // Loads, stores and atomics of 16 SMs, scattered over 64 MiB and crowded in 64 KiB, sent
-    // over 2,000 cycles: misses, hits on lines in flight, write-backs and atomic units.
+    // over 4,000 cycles, some of 32 lines: misses, hits on lines in flight, write-backs,
+    // atomic units, and misses that wait for an MSHR and are sent at an earlier answer.
     let mut tokens = Vec::new();
-    for i in 0..1500u64 {
+    for i in 0..3000u64 {
         let sm = (next() % 16) as usize;
         let span = if i % 3 == 0 { 1 << 16 } else { 1 << 26 };
         let base = (next() % span) & !3;
-        let step = (next() % 4) * 4;
+        let step = if i % 5 == 0 { 4096 } else { (next() % 4) * 4 };
         let lanes = warp(|l| base + step * l);
         let mut req = load(&lanes, 4);
         req.kind = match i % 7 {
@@ -858,48 +876,51 @@ fn partitions_answered_apart_give_the_answers_of_one_global_order() {
         let t = mem.sms[sm].access(i * 4 / 3, &req);
         tokens.push((sm, t));
     }
-    let mut twin = mem.clone();
-    let bound = (1000, 0, 0);
-    let mut sides: Vec<Option<&mut SmMem>> = mem.sms.iter_mut().map(Some).collect();
-    let mut jobs = gather(&mut mem.below, &mut sides, bound).expect("every send cycle known");
-    assert_eq!(jobs.len(), 8);
-    assert!(
-        jobs.iter().all(|j| !j.items.is_empty()),
-        "every partition answers"
-    );
-    // In any order, as threads would.
-    for job in jobs.iter_mut().rev() {
-        job.run();
-    }
-    settle(&mut mem.below, &mut sides, jobs);
-    twin.answer_before(bound);
+    let bound = (2000, 0, 0);
+    let mut serial = mem.clone();
+    serial.answer_before(bound);
     let values = |m: &mut MemorySystem| -> Vec<Option<u64>> {
         (tokens.iter())
             .map(|&(sm, t)| m.sms[sm].pend.value(t))
             .collect()
     };
-    let (ours, theirs) = (values(&mut mem), values(&mut twin));
-    assert!(ours.iter().filter(|v| v.is_some()).count() > 500);
-    assert_eq!(ours, theirs);
-    assert_eq!(mem.counters(), twin.counters());
-    assert_eq!(mem.below.atomics_done(), twin.below.atomics_done());
-    assert!(mem.below.atomics_done() > 0);
+    let want = values(&mut serial);
+    assert!(want.iter().filter(|v| v.is_some()).count() > 1000);
+    for helper in [false, true] {
+        let mut mem = mem.clone();
+        let released = answer_in_parts(&mut mem, bound, helper);
+        assert_eq!(values(&mut mem), want, "helper {helper}");
+        assert_eq!(mem.counters(), serial.counters());
+        assert_eq!(mem.below.atomics_done(), serial.below.atomics_done());
+        assert_eq!(mem.below.partitions(), 8, "every partition back");
+        assert!(mem.below.atomics_done() > 0);
+        let mut sorted = released.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), released.len(), "each SM released once");
+    }
 }
 
 #[test]
-fn sends_that_wait_for_answers_leave_the_requests_to_one_global_order() {
+fn sends_that_wait_for_answers_are_answered_as_in_one_global_order() {
     let mut mem = MemorySystem::new(&partitioned(8));
     // One SM's loads of 32 lines each, all at once: its MSHRs fill, and the later misses are
-    // sent when earlier ones are answered.
+    // sent when earlier ones, in any partition, are answered.
+    let mut tokens = Vec::new();
     for i in 0..64u64 {
         let lanes = warp(|l| (i * 32 + l) * 4096);
-        mem.sms[0].access(0, &load(&lanes, 4));
+        tokens.push(mem.sms[0].access(0, &load(&lanes, 4)));
     }
-    let queued = mem.sms[0].queue.len();
-    let mut sides: Vec<Option<&mut SmMem>> = mem.sms.iter_mut().map(Some).collect();
-    assert!(gather(&mut mem.below, &mut sides, END).is_none());
-    assert_eq!(mem.sms[0].queue.len(), queued, "nothing taken");
-    assert_eq!(mem.below.partitions(), 8, "every partition still there");
+    let waiting = mem.sms[0].queue.iter().filter(|r| is_token(r.sent)).count();
+    assert!(waiting > 100, "{waiting} sends wait");
+    let mut serial = mem.clone();
+    serial.answer_before(END);
+    answer_in_parts(&mut mem, END, true);
+    let values = |m: &mut MemorySystem| -> Vec<Option<u64>> {
+        tokens.iter().map(|&t| m.sms[0].pend.value(t)).collect()
+    };
+    assert_eq!(values(&mut mem), values(&mut serial));
+    assert!(values(&mut mem).iter().all(Option::is_some));
 }
 
 #[test]
@@ -907,7 +928,7 @@ fn one_partition_answers_in_one_global_order() {
     let mut mem = MemorySystem::new(&GpuConfig::preset("h100").unwrap());
     mem.sms[0].access(20, &load(&[(0, 0x1000)], 4));
     let mut sides: Vec<Option<&mut SmMem>> = mem.sms.iter_mut().map(Some).collect();
-    assert!(gather(&mut mem.below, &mut sides, END).is_none());
+    assert!(begin_in_parts(&mut mem.below, &mut sides, END).is_none());
     assert_eq!(mem.sms[0].queue.len(), 1, "nothing taken");
 }
 

@@ -1,0 +1,215 @@
+//! Answering the L2 requests of a round partition by partition, on every thread free for it.
+//!
+//! The memory partitions (`dram.partitions`, [`Below`]) share nothing, so each can answer its
+//! share of the requests in global order on its own, and the answers are those of one thread
+//! answering every request in global order. One thing ties them: a miss that waited for one
+//! of its SM's MSHRs is sent when an earlier request of that SM is answered, possibly in
+//! another partition, and its send cycle is an expression in that SM's pending cycles. So the
+//! coordinating thread walks the requests in global order: it publishes each send cycle that
+//! waits on answers once every earlier answer is given, gives each answer to its SM's token as
+//! it comes, and hands an SM over once its last request is answered. Meanwhile every thread
+//! answers what it can: a partition no other thread holds, as far as its requests' send cycles
+//! are published. The coordinator drives the partition it waits for itself when no thread
+//! holds it, so one thread alone answers everything. Nothing waits in a cycle: the earliest
+//! unpublished send depends only on earlier requests, whose own sends are published.
+
+use super::below::Part;
+use super::{Below, Key, L2Req, SmMem, in_global_order};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+/// Not known yet (an answer or a send cycle); real cycles stay far below it.
+const NONE: u64 = u64::MAX;
+
+/// One partition taken out of [`Below`] for a round, with its requests (their global index and
+/// the request) and how many it has answered.
+#[derive(Debug)]
+struct Work {
+    part: Option<Part>,
+    items: Vec<(u32, L2Req)>,
+    next: usize,
+}
+
+/// A round's requests being answered partition by partition; shared by the threads.
+#[derive(Debug)]
+pub(crate) struct Answering {
+    works: Vec<Mutex<Work>>,
+    /// By global index: the answer, and the send cycle (published when it waits on answers).
+    answers: Vec<AtomicU64>,
+    sends: Vec<AtomicU64>,
+    /// Requests not answered yet.
+    left: AtomicUsize,
+}
+
+/// The coordinator's record of one request, in global order.
+#[derive(Debug)]
+pub(crate) struct Ask {
+    sm: u32,
+    part: u32,
+    token: u64,
+    /// The send cycle as queued: a cycle, or a token of the SM's to evaluate.
+    sent: u64,
+    now: u64,
+    /// The SM's last request before the bound: the SM can be handed over once it is answered.
+    last: bool,
+}
+
+impl Ask {
+    /// The SM that sent it.
+    pub(crate) fn sm(&self) -> usize {
+        self.sm as usize
+    }
+}
+
+fn lock(m: &Mutex<Work>) -> MutexGuard<'_, Work> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Answering {
+    /// Whether every request is answered.
+    pub(crate) fn done(&self) -> bool {
+        self.left.load(Ordering::Acquire) == 0
+    }
+
+    /// Answers what this thread can now: every partition no other thread holds, as far as
+    /// its send cycles are known. Whether it answered any.
+    pub(crate) fn help(&self) -> bool {
+        let mut any = false;
+        for w in &self.works {
+            if let Ok(mut w) = w.try_lock() {
+                any |= self.advance(&mut w, u32::MAX);
+            }
+        }
+        any
+    }
+
+    /// Answers `w`'s requests in order up to global index `upto`, while their send cycles are
+    /// known. Whether it answered any.
+    fn advance(&self, w: &mut Work, upto: u32) -> bool {
+        let Work { part, items, next } = w;
+        let Some(part) = part.as_mut() else {
+            return false;
+        };
+        let start = *next;
+        while let Some(&(g, r)) = items.get(*next) {
+            let sent = self.sends[g as usize].load(Ordering::Acquire);
+            if g > upto || sent == NONE {
+                break;
+            }
+            let v = part.answer(&L2Req { sent, ..r });
+            debug_assert!(v >= sent + r.base, "an answer comes after its request");
+            self.answers[g as usize].store(v, Ordering::Release);
+            self.left.fetch_sub(1, Ordering::Release);
+            *next += 1;
+        }
+        *next > start
+    }
+}
+
+/// Takes the SMs' requests before `bound` off their queues in global order and moves `below`'s
+/// partitions out to answer them; `None`, with nothing taken, when `below` has one partition.
+/// The send cycles already known are published; the rest wait for [`finish_in_parts`].
+pub(crate) fn begin_in_parts(
+    below: &mut Below,
+    sms: &mut [Option<&mut SmMem>],
+    bound: Key,
+) -> Option<(Answering, Vec<Ask>)> {
+    if below.partitions() < 2 {
+        return None;
+    }
+    let heads = (sms.iter().enumerate())
+        .filter_map(|(i, s)| {
+            let r = s.as_deref()?.queue.front()?;
+            Some((r.now, i as u32, r.seq)).filter(|&k| k < bound)
+        })
+        .collect();
+    let mut items: Vec<Vec<(u32, L2Req)>> = vec![Vec::new(); below.partitions()];
+    let (mut asks, mut sends) = (Vec::new(), Vec::new());
+    in_global_order(heads, bound, |i| {
+        let sm = sms[i].as_deref_mut()?;
+        let r = sm.queue.pop_front()?;
+        let g = asks.len() as u32;
+        let part = below.route(&r);
+        items[part].push((g, r));
+        sends.push(AtomicU64::new(sm.pend.value(r.sent).unwrap_or(NONE)));
+        let next = sm.queue.front().map(|n| (n.now, n.seq));
+        asks.push(Ask {
+            sm: i as u32,
+            part: part as u32,
+            token: r.token,
+            sent: r.sent,
+            now: r.now,
+            last: next.is_none_or(|(now, seq)| (now, i as u32, seq) >= bound),
+        });
+        next
+    });
+    let works = (below.take_parts().into_iter().zip(items))
+        .map(|(part, items)| {
+            Mutex::new(Work {
+                part: Some(part),
+                items,
+                next: 0,
+            })
+        })
+        .collect();
+    let n = asks.len();
+    Some((
+        Answering {
+            works,
+            answers: (0..n).map(|_| AtomicU64::new(NONE)).collect(),
+            sends,
+            left: AtomicUsize::new(n),
+        },
+        asks,
+    ))
+}
+
+/// The coordinator's walk (see the module doc): publishes the send cycles that wait on
+/// answers, gives every answer to its SM and calls `release(sm, side)` once an SM's last
+/// request is answered; then puts the partitions back into `below`.
+pub(crate) fn finish_in_parts<'a>(
+    below: &mut Below,
+    sms: &mut [Option<&'a mut SmMem>],
+    answering: &Answering,
+    asks: Vec<Ask>,
+    mut release: impl FnMut(usize, &mut Option<&'a mut SmMem>),
+) {
+    for (g, ask) in asks.iter().enumerate() {
+        let i = ask.sm as usize;
+        if answering.sends[g].load(Ordering::Acquire) == NONE {
+            // Every earlier answer is given: the send cycle is known, as when one thread
+            // answers everything in global order.
+            let sent = sms[i].as_deref_mut().and_then(|s| s.pend.value(ask.sent));
+            debug_assert!(
+                sent.is_some(),
+                "a waiting miss is sent after answers that came first"
+            );
+            let sent = sent.unwrap_or(ask.now);
+            answering.sends[g].store(sent, Ordering::Release);
+        }
+        let v = loop {
+            let v = answering.answers[g].load(Ordering::Acquire);
+            if v != NONE {
+                break v;
+            }
+            if let Ok(mut w) = answering.works[ask.part as usize].try_lock() {
+                answering.advance(&mut w, g as u32);
+            } else {
+                std::hint::spin_loop();
+            }
+        };
+        if let Some(sm) = sms[i].as_deref_mut() {
+            if ask.token != 0 {
+                sm.pend.give(ask.token, v);
+            }
+            if ask.last {
+                release(i, &mut sms[i]);
+            }
+        }
+    }
+    below.put_parts(
+        (answering.works.iter())
+            .filter_map(|w| lock(w).part.take())
+            .collect(),
+    );
+}

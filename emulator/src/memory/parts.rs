@@ -77,15 +77,15 @@ impl Answering {
         let mut any = false;
         for w in &self.works {
             if let Ok(mut w) = w.try_lock() {
-                any |= self.advance(&mut w, u32::MAX);
+                any |= self.advance(&mut w);
             }
         }
         any
     }
 
-    /// Answers `w`'s requests in order up to global index `upto`, while their send cycles are
-    /// known. Whether it answered any.
-    fn advance(&self, w: &mut Work, upto: u32) -> bool {
+    /// Answers `w`'s requests in order while their send cycles are known. Whether it answered
+    /// any.
+    fn advance(&self, w: &mut Work) -> bool {
         let Work { part, items, next } = w;
         let Some(part) = part.as_mut() else {
             return false;
@@ -93,7 +93,7 @@ impl Answering {
         let start = *next;
         while let Some(&(g, r)) = items.get(*next) {
             let sent = self.sends[g as usize].load(Ordering::Acquire);
-            if g > upto || sent == NONE {
+            if sent == NONE {
                 break;
             }
             let v = part.answer(&L2Req { sent, ..r });
@@ -192,8 +192,10 @@ pub(crate) fn finish_in_parts<'a>(
             if v != NONE {
                 break v;
             }
+            // As far as it goes, not only to this request: the walk then finds the next ones
+            // answered instead of driving each.
             if let Ok(mut w) = answering.works[ask.part as usize].try_lock() {
-                answering.advance(&mut w, g as u32);
+                answering.advance(&mut w);
             } else {
                 std::hint::spin_loop();
             }

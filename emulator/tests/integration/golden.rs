@@ -235,28 +235,30 @@ fn golden_stats_and_outputs_are_unchanged() {
     }
 }
 
+/// `f` run in a pool of `threads` threads.
+fn on_threads<T: Send>(threads: usize, f: impl FnOnce() -> T + Send) -> T {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap()
+        .install(f)
+}
+
 /// SMs run their rounds in parallel (engine/mod.rs); the thread count must not change a bit of
 /// any launch, counters, timing or output.
 #[test]
 fn golden_set_is_the_same_on_one_thread_and_on_four() {
-    let on = |threads: usize| {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .unwrap()
-            .install(golden_set)
-    };
-    let one = on(1);
-    let four = on(4);
+    let one = on_threads(1, golden_set);
+    let four = on_threads(4, golden_set);
     assert!(one.len() >= 6);
     for (k, v) in &one {
         assert_eq!(Some(v), four.get(k), "{k}");
     }
 }
 
-/// Memory partitions answered on several threads (engine/mod.rs) change nothing either: the
+/// Memory partitions answered on several threads (memory/parts.rs) change nothing either: the
 /// h100 preset's in 8 partitions by its DRAM banks, gtx480's in 4 by its slices, whose texture
-/// fetches fill their MSHRs so that some rounds are answered in one global order instead.
+/// fetches fill their MSHRs, so that misses are sent at earlier answers of other partitions.
 #[test]
 fn partitioned_launches_are_the_same_on_one_thread_and_on_four() {
     let set = || {
@@ -270,15 +272,8 @@ fn partitioned_launches_are_the_same_on_one_thread_and_on_four() {
         }
         g
     };
-    let on = |threads: usize| {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .unwrap()
-            .install(set)
-    };
-    let one = on(1);
-    assert_eq!(one, on(4));
+    let one = on_threads(1, set);
+    assert_eq!(one, on_threads(4, set));
     // Not the unpartitioned model: each partition's DRAM has its share of the bandwidth.
     assert_ne!(one["matmul_h100+8"], matmul("h100", 64));
 }

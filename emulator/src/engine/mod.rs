@@ -283,9 +283,10 @@ fn not_back(inp: &LaunchInput, i: usize) -> EmuError {
 /// SM that takes part, on one thread or many alike. On several threads the two overlap: an SM
 /// is handed to the threads as soon as nothing of its own is left to answer (at once when it
 /// sent nothing), while the coordinating thread answers the others' requests and then joins
-/// in; with memory partitions the threads answer the partitions first, and the SMs that sent
-/// requests are handed over once all are answered. The round ends when every SM handed over
-/// is back. Neither the order of answers nor what
+/// in; with memory partitions every thread answers the partitions, ahead of running SMs,
+/// while the coordinator gives the answers back and hands each SM over after its last
+/// (memory/parts.rs). The round ends when every SM handed over is back. Neither the order of
+/// answers nor what
 /// an SM's round sees depends on this: answers touch only their own SM's memory side, and a
 /// round depends only on its SM's state and the horizon.
 fn answer_and_run<'s>(

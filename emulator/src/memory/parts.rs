@@ -16,7 +16,7 @@
 use super::below::Part;
 use super::{Below, Key, L2Req, SmMem, in_global_order};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError, TryLockError};
 
 /// Not known yet (an answer or a send cycle); real cycles stay far below it.
 const NONE: u64 = u64::MAX;
@@ -65,6 +65,17 @@ fn lock(m: &Mutex<Work>) -> MutexGuard<'_, Work> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// The partition if no other thread holds it. One that a panicking thread left is taken over,
+/// so that the walk does not wait for it forever; the panic ends the launch when its scope
+/// closes.
+fn try_take(m: &Mutex<Work>) -> Option<MutexGuard<'_, Work>> {
+    match m.try_lock() {
+        Ok(w) => Some(w),
+        Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
+        Err(TryLockError::WouldBlock) => None,
+    }
+}
+
 impl Answering {
     /// Whether every request is answered.
     pub(crate) fn done(&self) -> bool {
@@ -76,7 +87,7 @@ impl Answering {
     pub(crate) fn help(&self) -> bool {
         let mut any = false;
         for w in &self.works {
-            if let Ok(mut w) = w.try_lock() {
+            if let Some(mut w) = try_take(w) {
                 any |= self.advance(&mut w);
             }
         }
@@ -194,7 +205,7 @@ pub(crate) fn finish_in_parts<'a>(
             }
             // As far as it goes, not only to this request: the walk then finds the next ones
             // answered instead of driving each.
-            if let Ok(mut w) = answering.works[ask.part as usize].try_lock() {
+            if let Some(mut w) = try_take(&answering.works[ask.part as usize]) {
                 answering.advance(&mut w);
             } else {
                 std::hint::spin_loop();

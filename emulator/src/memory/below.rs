@@ -648,7 +648,7 @@ impl Part {
 /// numbers take 4 steps for 64 slices where the chunks took 11. The count depends on `bits`
 /// alone, so the loop's exit is predicted: one that stopped at the number's highest chunk ran a
 /// different count from one line to the next, and mispredicted. Every L2 request folds its line
-/// on the thread that answers them all.
+/// on the answering's critical path (one thread, or a partition's).
 fn fold(x: u64, bits: u32) -> usize {
     if bits == 0 {
         return 0;

@@ -24,17 +24,26 @@ const KEYS: &[&str] = &[
     "l2.bandwidth_bytes_per_cycle",
     "dram.latency_cycles",
     "dram.bandwidth_bytes_per_cycle",
+    "dram.partitions",
 ];
+
+/// What a key of `KEYS` that a preset leaves unset amounts to.
+const UNSET: &[(&str, &str)] = &[("dram.partitions", "1")];
 
 /// The end-to-end latencies the components add up to (`GpuConfig::unloaded_latencies`).
 const UNLOADED: &[&str] = &["l1_hit", "l2_hit", "dram", "texture_hit", "shared"];
 
-/// The value at a dotted key of a serialized configuration.
+/// The value at a dotted key of a serialized configuration, or what leaving it unset means.
 fn at(value: &serde_json::Value, key: &str) -> Result<String, ReferenceError> {
     let pointer = format!("/{}", key.replace('.', "/"));
+    let unset = UNSET
+        .iter()
+        .find(|(k, _)| *k == key)
+        .map(|(_, v)| v.to_string());
     value
         .pointer(&pointer)
         .map(ToString::to_string)
+        .or(unset)
         .ok_or_else(|| ReferenceError::Mismatch {
             what: "the presets table",
             why: format!("a preset has no key `{key}`"),

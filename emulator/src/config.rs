@@ -1143,6 +1143,8 @@ mod tests {
                 (Some(65), true),
             ] {
                 let mut cfg = GpuConfig::preset("h100").unwrap();
+                // The rows alone, in one partition: its 8 would refuse a single bank.
+                cfg.dram.partitions = None;
                 cfg.dram.rows = Some(DramRows {
                     banks,
                     page_bytes: page,

@@ -553,6 +553,13 @@ pub struct DramConfig {
     pub partitions: Option<u32>,
 }
 
+impl DramConfig {
+    /// The memory partitions' count: `partitions`, or one when unset.
+    pub fn partition_count(&self) -> u32 {
+        self.partitions.unwrap_or(1)
+    }
+}
+
 /// DRAM's open rows, which make scattered reads slower than a stream. Addresses go to `banks`
 /// banks in chunks of `interleave_bytes`, one chunk per bank in turn, so each bank's page of
 /// `page_bytes` holds chunks `banks × interleave_bytes` apart (the order of the banks is

@@ -24,26 +24,17 @@ const KEYS: &[&str] = &[
     "l2.bandwidth_bytes_per_cycle",
     "dram.latency_cycles",
     "dram.bandwidth_bytes_per_cycle",
-    "dram.partitions",
 ];
-
-/// What a key of `KEYS` that a preset leaves unset amounts to.
-const UNSET: &[(&str, &str)] = &[("dram.partitions", "1")];
 
 /// The end-to-end latencies the components add up to (`GpuConfig::unloaded_latencies`).
 const UNLOADED: &[&str] = &["l1_hit", "l2_hit", "dram", "texture_hit", "shared"];
 
-/// The value at a dotted key of a serialized configuration, or what leaving it unset means.
+/// The value at a dotted key of a serialized configuration.
 fn at(value: &serde_json::Value, key: &str) -> Result<String, ReferenceError> {
     let pointer = format!("/{}", key.replace('.', "/"));
-    let unset = UNSET
-        .iter()
-        .find(|(k, _)| *k == key)
-        .map(|(_, v)| v.to_string());
     value
         .pointer(&pointer)
         .map(ToString::to_string)
-        .or(unset)
         .ok_or_else(|| ReferenceError::Mismatch {
             what: "the presets table",
             why: format!("a preset has no key `{key}`"),
@@ -72,6 +63,14 @@ pub fn page() -> Result<Page, ReferenceError> {
             rows.push(row);
         }
     }
+    // Unset in most presets: the count the model then uses, after the other keys.
+    let partitions = presets.iter().map(|c| c.dram.partition_count().to_string());
+    rows.insert(
+        KEYS.len(),
+        std::iter::once("`dram.partitions`".to_owned())
+            .chain(partitions)
+            .collect(),
+    );
     let body = format!(
         "`--preset NAME` picks one; `--config FILE` reads a configuration of your own in the \
          same TOML, every key required unless it has a default, or only the keys that differ \

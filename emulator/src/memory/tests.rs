@@ -925,9 +925,7 @@ fn sends_that_wait_for_answers_are_answered_as_in_one_global_order() {
 
 #[test]
 fn one_partition_answers_in_one_global_order() {
-    let mut cfg = GpuConfig::preset("h100").unwrap();
-    cfg.dram.partitions = None;
-    let mut mem = MemorySystem::new(&cfg);
+    let mut mem = MemorySystem::new(&partitioned(1));
     mem.sms[0].access(20, &load(&[(0, 0x1000)], 4));
     let mut sides: Vec<Option<&mut SmMem>> = mem.sms.iter_mut().map(Some).collect();
     assert!(begin_in_parts(&mut mem.below, &mut sides, END).is_none());

@@ -39,7 +39,7 @@ use crate::exec::{Fixed, atomic_value};
 use crate::ir::{Class, Program};
 use crate::memory::{
     Answering, Below, END, Key, MemorySystem, SmMem, answer_before, answer_releasing,
-    begin_in_parts, finish_in_parts, in_global_order,
+    begin_in_parts, finish_in_parts, in_global_order, lock,
 };
 use crate::texture::Texture;
 use crate::watch::{Progress, WATCH_INTERVAL, Watch};
@@ -389,12 +389,6 @@ impl Drop for Stop<'_, '_> {
     fn drop(&mut self) {
         self.0.stop.store(true, Ordering::Release);
     }
-}
-
-/// A list behind a lock that a panic in a round may have poisoned: a panic ends the launch, and
-/// the list is only read to put SMs back.
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl<'s> Round<'s> {

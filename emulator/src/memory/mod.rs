@@ -78,7 +78,7 @@ use coalesce::{
     Lines, address_counts, bank_conflict_ways, coalesce, distinct_addresses, lookup_sectors,
     max_same_address,
 };
-pub(crate) use parts::{Answering, begin_in_parts, finish_in_parts};
+pub(crate) use parts::{Answering, begin_in_parts, finish_in_parts, lock};
 pub(crate) use pending::{Pend, is_token};
 use record::AddressRecorder;
 pub use record::{AddressEvent, AddressKind};

@@ -61,7 +61,9 @@ impl Ask {
     }
 }
 
-fn lock(m: &Mutex<Work>) -> MutexGuard<'_, Work> {
+/// `m`'s lock, also when a panicking thread poisoned it: the panic ends the launch, and what
+/// the lock holds is only read to put partitions and SMs back.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 

@@ -79,6 +79,14 @@ pub(crate) struct LaunchOutput {
     pub loads: Vec<LoadEvent>,
 }
 
+/// The fewest threads on which a launch's memory partitions answer apart (memory/parts.rs).
+/// Below it the coordinator answers in global order while the helpers run SMs, which gives the
+/// same answers. On the h100 preset's quick frames answering apart took 1.07-1.16 times as
+/// long on two threads and up to 1.03 on one (`scripts/speed-ab`); from one-thread rounds it
+/// lifts the bound of 4 threads from 2.6× to 4.0× on the frame whose answering is the largest
+/// share (docs/PERFORMANCE.md).
+const PARTS_FROM_THREADS: usize = 4;
+
 /// Runs a whole grid.
 pub(crate) fn run(
     inp: &LaunchInput,
@@ -124,12 +132,12 @@ fn run_rounds(
         interval: sm::intervals(inp.cfg),
         dev: &dev,
         round: Round::default(),
+        // No more helpers than SMs: each may run one while the coordinator still answers.
+        helpers: (rayon::current_num_threads().max(1) - 1).min(nsm as usize),
     };
-    // No more helpers than SMs: each may run one while the coordinator still answers.
-    let helpers = (rayon::current_num_threads().max(1) - 1).min(nsm as usize);
     let MemorySystem { sms: sides, below } = mem;
     rayon::scope(|sc| {
-        for _ in 0..helpers {
+        for _ in 0..crew.helpers {
             sc.spawn(|_| crew.serve());
         }
         // Stopped however the rounds end, so that no helper waits for a round that never
@@ -313,9 +321,16 @@ fn answer_and_run<'s>(
             round.push(Job { i, sm, side });
         }
     };
-    // With several memory partitions every thread answers them while the coordinator gives the
-    // answers back in global order (memory/parts.rs); else the coordinator answers alone.
-    match begin_in_parts(below, sides, first) {
+    // With several memory partitions and enough threads, every thread answers them while the
+    // coordinator gives the answers back in global order (memory/parts.rs); else the
+    // coordinator answers alone, in that order, which gives the same answers while the helpers
+    // run the SMs it has released.
+    let in_parts = if crew.helpers + 1 >= PARTS_FROM_THREADS {
+        begin_in_parts(below, sides, first)
+    } else {
+        None
+    };
+    match in_parts {
         Some((answering, asks)) => {
             let mut asking = vec![false; sides.len()];
             for a in &asks {
@@ -351,6 +366,8 @@ struct Crew<'s, 'd> {
     interval: [u64; NPIPE],
     dev: &'s RwLock<&'d mut DeviceMemory>,
     round: Round<'s>,
+    /// Threads that help the coordinator run SMs and answer partitions.
+    helpers: usize,
 }
 
 /// An SM handed to the threads for one round, with its place in the launch.

@@ -12,6 +12,9 @@
 //! are published. The coordinator drives the partition it waits for itself when no thread
 //! holds it, so one thread alone answers everything. Nothing waits in a cycle: the earliest
 //! unpublished send depends only on earlier requests, whose own sends are published.
+//!
+//! Taking the requests apart costs more than it gains on few threads, where the engine answers
+//! in global order instead (`PARTS_FROM_THREADS` in engine/mod.rs).
 
 use super::below::Part;
 use super::{Below, Key, L2Req, SmMem, in_global_order};

@@ -294,6 +294,9 @@ pub(super) struct Slice {
 #[derive(Debug, Clone)]
 pub(crate) struct Below {
     pub(super) parts: Vec<Part>,
+    /// Per partition, room for a round's requests answered apart (parts.rs), kept from round
+    /// to round: grown anew each round, the vectors' copies were a third of the gathering.
+    pub(super) asked: Vec<Vec<(u32, L2Req)>>,
     /// Partitions, as a shift.
     part_bits: u32,
     /// Slices across the partitions, as a shift.
@@ -428,6 +431,7 @@ impl Below {
         };
         Below {
             parts: (0..parts).map(|_| part(&mut caches)).collect(),
+            asked: Vec::new(),
             part_bits: parts.trailing_zeros(),
             slice_bits: slices.trailing_zeros(),
             banks: rows.filter(|_| parts > 1),

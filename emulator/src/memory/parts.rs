@@ -139,8 +139,11 @@ pub(crate) fn begin_in_parts(
             Some((r.now, i as u32, r.seq)).filter(|&k| k < bound)
         })
         .collect();
-    let mut items: Vec<Vec<(u32, L2Req)>> = vec![Vec::new(); below.partitions()];
-    let (mut asks, mut sends) = (Vec::new(), Vec::new());
+    let mut items = std::mem::take(&mut below.asked);
+    items.resize_with(below.partitions(), Vec::new);
+    items.iter_mut().for_each(Vec::clear);
+    let most: usize = sms.iter().flatten().map(|s| s.queue.len()).sum();
+    let (mut asks, mut sends) = (Vec::with_capacity(most), Vec::with_capacity(most));
     in_global_order(heads, bound, |i| {
         let sm = sms[i].as_deref_mut()?;
         let r = sm.queue.pop_front()?;
@@ -225,9 +228,12 @@ pub(crate) fn finish_in_parts<'a>(
             }
         }
     }
-    below.put_parts(
-        (answering.works.iter())
-            .filter_map(|w| lock(w).part.take())
-            .collect(),
-    );
+    let (mut parts, mut asked) = (Vec::new(), Vec::new());
+    for w in &answering.works {
+        let mut w = lock(w);
+        parts.extend(w.part.take());
+        asked.push(std::mem::take(&mut w.items));
+    }
+    below.put_parts(parts);
+    below.asked = asked;
 }

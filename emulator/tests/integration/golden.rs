@@ -258,8 +258,8 @@ fn golden_set_is_the_same_on_one_thread_and_on_four() {
 
 /// Memory partitions answered apart on several threads (memory/parts.rs; on one thread they
 /// are answered in global order) change nothing either: the h100 preset's 8 partitions by its
-/// DRAM banks, gtx480's in 4 by its slices, whose texture
-/// fetches fill their MSHRs, so that misses are sent at earlier answers of other partitions.
+/// DRAM banks, gtx480's in 4 by its slices, whose texture fetches fill their MSHRs, so that
+/// misses are sent at earlier answers of other partitions.
 #[test]
 fn partitioned_launches_are_the_same_on_one_thread_and_on_four() {
     let set = || {

@@ -141,7 +141,6 @@ pub(crate) fn begin_in_parts(
         .collect();
     let mut items = std::mem::take(&mut below.asked);
     items.resize_with(below.partitions(), Vec::new);
-    items.iter_mut().for_each(Vec::clear);
     let most: usize = sms.iter().flatten().map(|s| s.queue.len()).sum();
     let (mut asks, mut sends) = (Vec::with_capacity(most), Vec::with_capacity(most));
     in_global_order(heads, bound, |i| {
@@ -232,7 +231,9 @@ pub(crate) fn finish_in_parts<'a>(
     for w in &answering.works {
         let mut w = lock(w);
         parts.extend(w.part.take());
-        asked.push(std::mem::take(&mut w.items));
+        let mut room = std::mem::take(&mut w.items);
+        room.clear();
+        asked.push(room);
     }
     below.put_parts(parts);
     below.asked = asked;

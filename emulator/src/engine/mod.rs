@@ -390,9 +390,12 @@ struct Round<'s> {
     /// SMs run, for the coordinator to put back.
     back: Mutex<Vec<Job<'s>>>,
     /// The memory partitions' answering in progress (memory/parts.rs), which the threads help
-    /// with before they run SMs; `answering_open` says whether there is one without the lock.
+    /// with before they run SMs.
     answering: Mutex<Option<Arc<Answering>>>,
-    answering_open: AtomicBool,
+    /// Odd while an answering is open, and one more at each opening and closing: a thread
+    /// takes the answering from the lock once per opening and then polls only this, so that
+    /// idle threads write nothing the working ones read.
+    openings: AtomicU64,
     horizon: AtomicU64,
     blocks_left: AtomicBool,
     /// The launch's rounds are over (or a thread failed): helpers return.
@@ -485,25 +488,28 @@ impl<'s, 'd> Crew<'s, 'd> {
     /// Lets the threads help with `answering` until [`Crew::close`].
     fn open(&self, answering: &Arc<Answering>) {
         *lock(&self.round.answering) = Some(Arc::clone(answering));
-        self.round.answering_open.store(true, Ordering::Release);
+        self.round.openings.fetch_add(1, Ordering::Release);
     }
 
     fn close(&self) {
-        self.round.answering_open.store(false, Ordering::Release);
+        self.round.openings.fetch_add(1, Ordering::Release);
         *lock(&self.round.answering) = None;
     }
 
     /// Answers what this thread can of the memory partitions' answering in progress; whether
-    /// it answered any.
-    fn help(&self) -> bool {
+    /// it answered any. `taken` is this thread's copy of the answering and the opening it
+    /// belongs to. A copy of an answering closed since only finds nothing left to answer.
+    fn help(&self, taken: &mut Option<(u64, Arc<Answering>)>) -> bool {
         let round = &self.round;
-        if !round.answering_open.load(Ordering::Acquire) {
+        let opening = round.openings.load(Ordering::Acquire);
+        if opening.is_multiple_of(2) {
+            *taken = None;
             return false;
         }
-        let Some(answering) = lock(&round.answering).clone() else {
-            return false;
-        };
-        !answering.done() && answering.help()
+        if taken.as_ref().is_none_or(|(o, _)| *o != opening) {
+            *taken = lock(&round.answering).clone().map(|a| (opening, a));
+        }
+        taken.as_ref().is_some_and(|(_, a)| a.help())
     }
 
     /// Runs ready SMs until `done` holds or the launch stops. Waits by spinning, then
@@ -512,8 +518,9 @@ impl<'s, 'd> Crew<'s, 'd> {
     fn work_until(&self, done: impl Fn() -> bool) {
         let round = &self.round;
         let mut idle = 0u32;
+        let mut taken = None;
         loop {
-            if self.help() {
+            if self.help(&mut taken) {
                 idle = 0;
                 continue;
             }

@@ -18,11 +18,15 @@
 
 use super::below::Part;
 use super::{Below, Key, L2Req, SmMem, in_global_order};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use crossbeam_utils::CachePadded;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError, TryLockError};
 
 /// Not known yet (an answer or a send cycle); real cycles stay far below it.
 const NONE: u64 = u64::MAX;
+
+/// No request left (in [`Hint::next`]).
+const DONE: u32 = u32::MAX;
 
 /// One partition taken out of [`Below`] for a round, with its requests (their global index and
 /// the request) and how many it has answered.
@@ -33,15 +37,36 @@ struct Work {
     next: usize,
 }
 
+/// What a thread reads to decide whether to take a partition, without its lock.
+#[derive(Debug)]
+struct Hint {
+    /// Whether a thread holds it.
+    busy: AtomicBool,
+    /// The global index of its next request to answer; `DONE` when all are answered.
+    next: AtomicU32,
+}
+
+/// One partition's share of the answering. Its parts sit on cache lines apart because the
+/// threads use them differently: every idle thread polls the hint, the holder writes the
+/// lock's line and the partition's state at every answer, and the coordinator reads the
+/// answers. A thread that tried the lock of a partition held elsewhere would take the line
+/// from its holder at each try, whether or not it got the lock; reading the hint first
+/// leaves the holder's lines alone.
+#[derive(Debug)]
+struct Share {
+    hint: CachePadded<Hint>,
+    /// The answers, by the request's place among the partition's (written by its holder in
+    /// order, one line after another; read by the coordinator's walk).
+    answers: CachePadded<Vec<AtomicU64>>,
+    work: CachePadded<Mutex<Work>>,
+}
+
 /// A round's requests being answered partition by partition; shared by the threads.
 #[derive(Debug)]
 pub(crate) struct Answering {
-    works: Vec<Mutex<Work>>,
-    /// By global index: the answer, and the send cycle (published when it waits on answers).
-    answers: Vec<AtomicU64>,
+    shares: Vec<Share>,
+    /// By global index, the send cycle (published when it waits on answers).
     sends: Vec<AtomicU64>,
-    /// Requests not answered yet.
-    left: AtomicUsize,
 }
 
 /// The coordinator's record of one request, in global order.
@@ -49,6 +74,8 @@ pub(crate) struct Answering {
 pub(crate) struct Ask {
     sm: u32,
     part: u32,
+    /// Its place among the partition's requests.
+    pos: u32,
     token: u64,
     /// The send cycle as queued: a cycle, or a token of the SM's to evaluate.
     sent: u64,
@@ -83,41 +110,51 @@ fn try_take(m: &Mutex<Work>) -> Option<MutexGuard<'_, Work>> {
 
 impl Answering {
     /// Whether every request is answered.
+    #[cfg(test)]
     pub(crate) fn done(&self) -> bool {
-        self.left.load(Ordering::Acquire) == 0
+        (self.shares.iter()).all(|s| s.hint.next.load(Ordering::Acquire) == DONE)
     }
 
     /// Answers what this thread can now: every partition no other thread holds, as far as
     /// its send cycles are known. Whether it answered any.
     pub(crate) fn help(&self) -> bool {
         let mut any = false;
-        for w in &self.works {
-            if let Some(mut w) = try_take(w) {
-                any |= self.advance(&mut w);
+        for s in &self.shares {
+            let next = s.hint.next.load(Ordering::Acquire);
+            let can = next != DONE
+                && !s.hint.busy.load(Ordering::Relaxed)
+                && self.sends[next as usize].load(Ordering::Acquire) != NONE;
+            if can {
+                any |= self.drive(s);
             }
         }
         any
     }
 
-    /// Answers `w`'s requests in order while their send cycles are known. Whether it answered
-    /// any.
-    fn advance(&self, w: &mut Work) -> bool {
-        let Work { part, items, next } = w;
-        let Some(part) = part.as_mut() else {
+    /// Answers partition `s`'s requests in order while their send cycles are known, unless
+    /// another thread holds it. Whether it answered any.
+    fn drive(&self, s: &Share) -> bool {
+        let Some(mut w) = try_take(&s.work) else {
             return false;
         };
+        s.hint.busy.store(true, Ordering::Relaxed);
+        let Work { part, items, next } = &mut *w;
         let start = *next;
-        while let Some(&(g, r)) = items.get(*next) {
-            let sent = self.sends[g as usize].load(Ordering::Acquire);
-            if sent == NONE {
-                break;
+        if let Some(part) = part.as_mut() {
+            while let Some(&(g, r)) = items.get(*next) {
+                let sent = self.sends[g as usize].load(Ordering::Acquire);
+                if sent == NONE {
+                    break;
+                }
+                let v = part.answer(&L2Req { sent, ..r });
+                debug_assert!(v >= sent + r.base, "an answer comes after its request");
+                s.answers[*next].store(v, Ordering::Release);
+                *next += 1;
             }
-            let v = part.answer(&L2Req { sent, ..r });
-            debug_assert!(v >= sent + r.base, "an answer comes after its request");
-            self.answers[g as usize].store(v, Ordering::Release);
-            self.left.fetch_sub(1, Ordering::Release);
-            *next += 1;
         }
+        let waiting = items.get(*next).map_or(DONE, |&(g, _)| g);
+        s.hint.next.store(waiting, Ordering::Release);
+        s.hint.busy.store(false, Ordering::Relaxed);
         *next > start
     }
 }
@@ -148,12 +185,14 @@ pub(crate) fn begin_in_parts(
         let r = sm.queue.pop_front()?;
         let g = asks.len() as u32;
         let part = below.route(&r);
+        let pos = items[part].len() as u32;
         items[part].push((g, r));
         sends.push(AtomicU64::new(sm.pend.value(r.sent).unwrap_or(NONE)));
         let next = sm.queue.front().map(|n| (n.now, n.seq));
         asks.push(Ask {
             sm: i as u32,
             part: part as u32,
+            pos,
             token: r.token,
             sent: r.sent,
             now: r.now,
@@ -161,25 +200,21 @@ pub(crate) fn begin_in_parts(
         });
         next
     });
-    let works = (below.take_parts().into_iter().zip(items))
-        .map(|(part, items)| {
-            Mutex::new(Work {
+    let shares = (below.take_parts().into_iter().zip(items))
+        .map(|(part, items)| Share {
+            hint: CachePadded::new(Hint {
+                busy: AtomicBool::new(false),
+                next: AtomicU32::new(items.first().map_or(DONE, |&(g, _)| g)),
+            }),
+            answers: CachePadded::new(items.iter().map(|_| AtomicU64::new(NONE)).collect()),
+            work: CachePadded::new(Mutex::new(Work {
                 part: Some(part),
                 items,
                 next: 0,
-            })
+            })),
         })
         .collect();
-    let n = asks.len();
-    Some((
-        Answering {
-            works,
-            answers: (0..n).map(|_| AtomicU64::new(NONE)).collect(),
-            sends,
-            left: AtomicUsize::new(n),
-        },
-        asks,
-    ))
+    Some((Answering { shares, sends }, asks))
 }
 
 /// The coordinator's walk (see the module doc): publishes the send cycles that wait on
@@ -205,16 +240,15 @@ pub(crate) fn finish_in_parts<'a>(
             let sent = sent.unwrap_or(ask.now);
             answering.sends[g].store(sent, Ordering::Release);
         }
+        let share = &answering.shares[ask.part as usize];
         let v = loop {
-            let v = answering.answers[g].load(Ordering::Acquire);
+            let v = share.answers[ask.pos as usize].load(Ordering::Acquire);
             if v != NONE {
                 break v;
             }
             // As far as it goes, not only to this request: the walk then finds the next ones
             // answered instead of driving each.
-            if let Some(mut w) = try_take(&answering.works[ask.part as usize]) {
-                answering.advance(&mut w);
-            } else {
+            if share.hint.busy.load(Ordering::Relaxed) || !answering.drive(share) {
                 std::hint::spin_loop();
             }
         };
@@ -228,8 +262,8 @@ pub(crate) fn finish_in_parts<'a>(
         }
     }
     let (mut parts, mut asked) = (Vec::new(), Vec::new());
-    for w in &answering.works {
-        let mut w = lock(w);
+    for s in &answering.shares {
+        let mut w = lock(&s.work);
         parts.extend(w.part.take());
         let mut room = std::mem::take(&mut w.items);
         room.clear();

@@ -61,6 +61,23 @@ struct Share {
     work: CachePadded<Mutex<Work>>,
 }
 
+/// A partition's `busy` hint while a thread holds it. Cleared when dropped, also by a panic
+/// in the answering, so that the walk still takes the partition over (see [`try_take`]).
+struct Held<'a>(&'a AtomicBool);
+
+impl<'a> Held<'a> {
+    fn new(busy: &'a AtomicBool) -> Held<'a> {
+        busy.store(true, Ordering::Relaxed);
+        Held(busy)
+    }
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Relaxed);
+    }
+}
+
 /// A round's requests being answered partition by partition; shared by the threads.
 #[derive(Debug)]
 pub(crate) struct Answering {
@@ -137,7 +154,7 @@ impl Answering {
         let Some(mut w) = try_take(&s.work) else {
             return false;
         };
-        s.hint.busy.store(true, Ordering::Relaxed);
+        let _held = Held::new(&s.hint.busy);
         let Work { part, items, next } = &mut *w;
         let start = *next;
         if let Some(part) = part.as_mut() {
@@ -154,7 +171,6 @@ impl Answering {
         }
         let waiting = items.get(*next).map_or(DONE, |&(g, _)| g);
         s.hint.next.store(waiting, Ordering::Release);
-        s.hint.busy.store(false, Ordering::Relaxed);
         *next > start
     }
 }

@@ -295,8 +295,8 @@ pub(super) struct Slice {
 pub(crate) struct Below {
     pub(super) parts: Vec<Part>,
     /// Per partition, an empty vector with room for a round's requests answered apart
-    /// (parts.rs), kept from round to round: grown anew each round, the vectors' copies were over a third of the
-    /// gathering's host instructions.
+    /// (parts.rs), kept from round to round: grown anew each round, the vectors' copies were
+    /// over a third of the gathering's host instructions.
     pub(super) asked: Vec<Vec<(u32, L2Req)>>,
     /// Partitions, as a shift.
     part_bits: u32,

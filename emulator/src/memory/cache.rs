@@ -120,7 +120,8 @@ pub(crate) struct Cache {
     /// costly part of a texture miss.
     latest: Vec<u64>,
     /// The slots whose `latest` became a token (may repeat, may be stale): what `patch` visits
-    /// instead of every slot, 1,792 in a Hopper L1 against a few tens holding a token.
+    /// instead of every slot, 1,792 in a Hopper L1, of which about a hundred hold a token in a
+    /// memory-bound frame.
     tokened: Vec<u32>,
     stamp: u64,
     /// Each set's ways in stamp order, in a set of at least [`AGES_FROM_WAYS`] ways.

@@ -448,21 +448,24 @@ impl Cache {
     /// Replaces resolved tokens among the arrival cycles by their values.
     pub(crate) fn patch(&mut self, pend: &Pend) {
         let mut tokened = std::mem::take(&mut self.tokened);
-        tokened.retain(|&slot| {
-            let slot = slot as usize;
-            if !is_token(self.latest[slot]) {
-                return false;
-            }
-            let base = slot * self.sectors;
-            for r in &mut self.ready[base..base + self.sectors] {
-                if is_token(*r) {
-                    *r = pend.settled(*r);
-                }
-            }
-            self.latest[slot] = self.latest_of(slot);
-            is_token(self.latest[slot])
-        });
+        tokened.retain(|&slot| self.settle(slot as usize, pend));
         self.tokened = tokened;
+    }
+
+    /// Replaces the resolved tokens among `slot`'s arrivals, if its latest is a token; whether
+    /// it still waits for one.
+    fn settle(&mut self, slot: usize, pend: &Pend) -> bool {
+        if !is_token(self.latest[slot]) {
+            return false;
+        }
+        let base = slot * self.sectors;
+        for r in &mut self.ready[base..base + self.sectors] {
+            if is_token(*r) {
+                *r = pend.settled(*r);
+            }
+        }
+        self.latest[slot] = self.latest_of(slot);
+        is_token(self.latest[slot])
     }
 
     /// Whether `line` is resident (any sector), for tests.
@@ -657,14 +660,7 @@ mod tests {
                     listed.patch(&p);
                     // Every slot, as the patch visited them before it kept its list.
                     for slot in 0..every.latest.len() {
-                        if !is_token(every.latest[slot]) {
-                            continue;
-                        }
-                        let base = slot * every.sectors;
-                        for r in &mut every.ready[base..base + every.sectors] {
-                            *r = p.settled(*r);
-                        }
-                        every.latest[slot] = every.latest_of(slot);
+                        every.settle(slot, &p);
                     }
                     // Each cache's fills made their own tokens of `max`, so the sectors no
                     // longer valid may hold different, stale ones: the valid ones are compared.

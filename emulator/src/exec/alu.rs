@@ -138,7 +138,8 @@ fn combine(bop: BoolOp, p: bool, c: bool) -> bool {
 
 #[allow(clippy::needless_range_loop)]
 pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow> {
-    let mut r = [0u64; 32];
+    // Each operation writes every lane of `r` as a whole (`fill!`), so it is never zeroed first.
+    let mut r: [u64; 32];
     let ty = x.ty;
     let tm = ty.mask();
     let bits = ty.bits();
@@ -176,7 +177,7 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
             for k in 0..x.ns as usize {
                 c.fetch(x.s[k], w, &mut parts[k]);
             }
-            map!(r, |l| {
+            fill!(r, |l| {
                 let mut v = 0u64;
                 for k in 0..x.ns as usize {
                     v |= (parts[k][l] & em) << (k as u32 * eb);
@@ -189,16 +190,18 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
             let eb = x.ty2.bits();
             let em = x.ty2.mask();
             for k in 0..x.nd as usize {
-                map!(r, |l| (a[l] >> (k as u32 * eb)) & em);
+                fill!(r, |l| (a[l] >> (k as u32 * eb)) & em);
                 put(&mut w.regs, x.d[k], m, &r, em);
             }
             return Ok(Flow::Done);
         }
-        Op::Add if plain_f32 => map!(r, |l| b32(f32v(a[l]) + f32v(b[l]))),
-        Op::Sub if plain_f32 => map!(r, |l| b32(f32v(a[l]) - f32v(b[l]))),
-        Op::Mul if plain_f32 => map!(r, |l| b32(f32v(a[l]) * f32v(b[l]))),
+        Op::Add if plain_f32 => fill!(r, |l| b32(f32v(a[l]) + f32v(b[l]))),
+        Op::Sub if plain_f32 => fill!(r, |l| b32(f32v(a[l]) - f32v(b[l]))),
+        Op::Mul if plain_f32 => fill!(r, |l| b32(f32v(a[l]) * f32v(b[l]))),
         Op::Fma if plain_f32 && x.sub == 0 => {
-            with_host_features(|| map!(r, |l| b32(f32v(a[l]).mul_add(f32v(b[l]), f32v(cc[l])))))
+            r = with_host_features(|| {
+                std::array::from_fn(|l| b32(f32v(a[l]).mul_add(f32v(b[l]), f32v(cc[l]))))
+            })
         }
         Op::Add
         | Op::Sub
@@ -220,26 +223,26 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
         | Op::Copysign
             if fl =>
         {
-            map!(r, |l| float_op(x, a[l], b[l], cc[l]))
+            fill!(r, |l| float_op(x, a[l], b[l], cc[l]))
         }
         Op::Add => {
             if x.sat && ty == Ty::S32 {
-                map!(
+                fill!(
                     r,
                     |l| (a[l] as u32 as i32).saturating_add(b[l] as u32 as i32) as u32 as u64
                 )
             } else {
-                map!(r, |l| a[l].wrapping_add(b[l]))
+                fill!(r, |l| a[l].wrapping_add(b[l]))
             }
         }
         Op::Sub => {
             if x.sat && ty == Ty::S32 {
-                map!(
+                fill!(
                     r,
                     |l| (a[l] as u32 as i32).saturating_sub(b[l] as u32 as i32) as u32 as u64
                 )
             } else {
-                map!(r, |l| a[l].wrapping_sub(b[l]))
+                fill!(r, |l| a[l].wrapping_sub(b[l]))
             }
         }
         Op::AddCc
@@ -251,6 +254,7 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
         | Op::MadHiCc
         | Op::MadCHi => {
             let mut carry = w.carry;
+            r = [0u64; 32];
             let use_in = matches!(x.op, Op::AddC | Op::SubC | Op::MadCLo | Op::MadCHi);
             for l in 0..32 {
                 let cin = if use_in {
@@ -282,31 +286,31 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
             }
             w.carry = (w.carry & !m) | (carry & m);
         }
-        Op::MulLo => map!(r, |l| a[l].wrapping_mul(b[l])),
-        Op::MadLo => map!(r, |l| a[l].wrapping_mul(b[l]).wrapping_add(cc[l])),
+        Op::MulLo => fill!(r, |l| a[l].wrapping_mul(b[l])),
+        Op::MadLo => fill!(r, |l| a[l].wrapping_mul(b[l]).wrapping_add(cc[l])),
         Op::MulHi | Op::MadHi => {
             if ty.is_signed() {
-                map!(
+                fill!(
                     r,
                     |l| ((ext(a[l]) as i64 as i128 * ext(b[l]) as i64 as i128) >> bits) as u64
                 )
             } else {
-                map!(r, |l| (((a[l] & tm) as u128 * (b[l] & tm) as u128) >> bits)
+                fill!(r, |l| (((a[l] & tm) as u128 * (b[l] & tm) as u128) >> bits)
                     as u64)
             }
             if x.op == Op::MadHi {
-                map!(r, |l| r[l].wrapping_add(cc[l]));
+                fill!(r, |l| r[l].wrapping_add(cc[l]));
             }
         }
         Op::MulWide | Op::MadWide => {
             if ty.is_signed() {
-                map!(r, |l| (ext(a[l]) as i64).wrapping_mul(ext(b[l]) as i64)
+                fill!(r, |l| (ext(a[l]) as i64).wrapping_mul(ext(b[l]) as i64)
                     as u64)
             } else {
-                map!(r, |l| (a[l] & tm).wrapping_mul(b[l] & tm))
+                fill!(r, |l| (a[l] & tm).wrapping_mul(b[l] & tm))
             }
             if x.op == Op::MadWide {
-                map!(r, |l| r[l].wrapping_add(cc[l]));
+                fill!(r, |l| r[l].wrapping_add(cc[l]));
             }
             let wm = if bits >= 32 {
                 u64::MAX
@@ -324,7 +328,7 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
                     (v & 0xFF_FFFF) as i64
                 }
             };
-            map!(r, |l| {
+            fill!(r, |l| {
                 let p = e24(a[l]).wrapping_mul(e24(b[l]));
                 match x.op {
                     Op::Mul24Hi => (p >> 16) as u64,
@@ -333,7 +337,7 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
                 }
             });
         }
-        Op::Sad => map!(r, |l| {
+        Op::Sad => fill!(r, |l| {
             let (p, q) = if ty.is_signed() {
                 (ext(a[l]) as i64 as i128, ext(b[l]) as i64 as i128)
             } else {
@@ -358,7 +362,7 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
                 wide: wide > 0,
                 narrow: wide < m.count_ones(),
             });
-            map!(r, |l| {
+            fill!(r, |l| {
                 if signed {
                     let (p, q) = (ext(a[l]) as i64, ext(b[l]) as i64);
                     if q == 0 {
@@ -380,45 +384,45 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
                 }
             });
         }
-        Op::Abs => map!(r, |l| (ext(a[l]) as i64).wrapping_abs() as u64),
-        Op::Neg => map!(r, |l| (a[l] as i64).wrapping_neg() as u64),
+        Op::Abs => fill!(r, |l| (ext(a[l]) as i64).wrapping_abs() as u64),
+        Op::Neg => fill!(r, |l| (a[l] as i64).wrapping_neg() as u64),
         Op::Min | Op::Max => {
             let max = x.op == Op::Max;
             if ty.is_signed() {
-                map!(r, |l| {
+                fill!(r, |l| {
                     let (p, q) = (ext(a[l]) as i64, ext(b[l]) as i64);
                     (if max { p.max(q) } else { p.min(q) }) as u64
                 })
             } else {
-                map!(r, |l| {
+                fill!(r, |l| {
                     let (p, q) = (a[l] & tm, b[l] & tm);
                     if max { p.max(q) } else { p.min(q) }
                 })
             }
         }
-        Op::And => map!(r, |l| a[l] & b[l]),
-        Op::Or => map!(r, |l| a[l] | b[l]),
-        Op::Xor => map!(r, |l| a[l] ^ b[l]),
-        Op::Not => map!(r, |l| !a[l]),
-        Op::Cnot => map!(r, |l| ((a[l] & tm) == 0) as u64),
-        Op::Shl => map!(r, |l| {
+        Op::And => fill!(r, |l| a[l] & b[l]),
+        Op::Or => fill!(r, |l| a[l] | b[l]),
+        Op::Xor => fill!(r, |l| a[l] ^ b[l]),
+        Op::Not => fill!(r, |l| !a[l]),
+        Op::Cnot => fill!(r, |l| ((a[l] & tm) == 0) as u64),
+        Op::Shl => fill!(r, |l| {
             let s = b[l] as u32;
             if s >= bits { 0 } else { a[l] << s }
         }),
         Op::Shr => {
             if ty.is_signed() {
-                map!(r, |l| ((ext(a[l]) as i64) >> (b[l] as u32).min(63)) as u64)
+                fill!(r, |l| ((ext(a[l]) as i64) >> (b[l] as u32).min(63)) as u64)
             } else {
-                map!(r, |l| {
+                fill!(r, |l| {
                     let s = b[l] as u32;
                     if s >= bits { 0 } else { (a[l] & tm) >> s }
                 })
             }
         }
-        Op::Popc => map!(r, |l| (a[l] & tm).count_ones() as u64),
-        Op::Clz => map!(r, |l| ((a[l] & tm).leading_zeros() - (64 - bits)) as u64),
-        Op::Brev => map!(r, |l| (a[l] & tm).reverse_bits() >> (64 - bits)),
-        Op::Bfind | Op::BfindShift => map!(r, |l| {
+        Op::Popc => fill!(r, |l| (a[l] & tm).count_ones() as u64),
+        Op::Clz => fill!(r, |l| ((a[l] & tm).leading_zeros() - (64 - bits)) as u64),
+        Op::Brev => fill!(r, |l| (a[l] & tm).reverse_bits() >> (64 - bits)),
+        Op::Bfind | Op::BfindShift => fill!(r, |l| {
             let v = if ty.is_signed() && (ext(a[l]) as i64) < 0 {
                 !a[l] & tm
             } else {
@@ -435,7 +439,7 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
                 }
             }
         }),
-        Op::Bfe => map!(r, |l| {
+        Op::Bfe => fill!(r, |l| {
             let pos = (b[l] & 0xFF) as u32;
             let len = (cc[l] & 0xFF) as u32;
             let v = a[l] & tm;
@@ -469,7 +473,7 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
             let mut dd = [0u64; 32];
             c.fetch(x.s[3], w, &mut dd);
             // bfi d, f(a), b, pos(cc), len(dd)
-            map!(r, |l| {
+            fill!(r, |l| {
                 let pos = (cc[l] & 0xFF) as u32;
                 let len = (dd[l] & 0xFF) as u32;
                 if len == 0 || pos >= bits {
@@ -485,8 +489,8 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
                 }
             });
         }
-        Op::Prmt => map!(r, |l| numeric::prmt(x.sub, a[l], b[l], cc[l])),
-        Op::Shf => map!(r, |l| {
+        Op::Prmt => fill!(r, |l| numeric::prmt(x.sub, a[l], b[l], cc[l])),
+        Op::Shf => fill!(r, |l| {
             let n = if x.sub & 2 != 0 {
                 (cc[l] as u32).min(32)
             } else {
@@ -500,12 +504,13 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
             }
         }),
         Op::Testp => {
-            map!(r, |l| numeric::testp(ty, x.sub, a[l]) as u64);
+            fill!(r, |l| numeric::testp(ty, x.sub, a[l]) as u64);
             put(&mut w.regs, x.d[0], m, &r, 1);
             return Ok(Flow::Done);
         }
         Op::Setp => {
             let mut q = [0u64; 32];
+            r = [0u64; 32];
             if !compare_fast(x.ty2, x.cmp, a, b, &mut r) {
                 for l in 0..32 {
                     r[l] = compare(x.ty2, x.cmp, a[l], b[l]) as u64;
@@ -528,6 +533,7 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
             return Ok(Flow::Done);
         }
         Op::Set => {
+            r = [0u64; 32];
             for l in 0..32 {
                 let res = combine(x.bop, compare(x.ty2, x.cmp, a[l], b[l]), cc[l] & 1 == 1);
                 r[l] = match ty {
@@ -542,12 +548,12 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
                 };
             }
         }
-        Op::Selp => map!(r, |l| if cc[l] & 1 == 1 { a[l] } else { b[l] }),
+        Op::Selp => fill!(r, |l| if cc[l] & 1 == 1 { a[l] } else { b[l] }),
         Op::Slct => {
             if x.ty2 == Ty::F32 {
-                map!(r, |l| if f32v(cc[l]) >= 0.0 { a[l] } else { b[l] })
+                fill!(r, |l| if f32v(cc[l]) >= 0.0 { a[l] } else { b[l] })
             } else {
-                map!(r, |l| if (cc[l] as u32 as i32) >= 0 {
+                fill!(r, |l| if (cc[l] as u32 as i32) >= 0 {
                     a[l]
                 } else {
                     b[l]
@@ -557,34 +563,34 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
         Op::Cvt => {
             if !fl && !x.ty2.is_float() && !x.sat {
                 let (src, dst) = (x.ty2, ty);
-                map!(r, |l| dst.extend(src.extend(a[l])));
+                fill!(r, |l| dst.extend(src.extend(a[l])));
                 put(&mut w.regs, x.d[0], m, &r, u64::MAX);
                 return Ok(Flow::Done);
             }
-            map!(r, |l| numeric::cvt(x, a[l]));
+            fill!(r, |l| numeric::cvt(x, a[l]));
             put(&mut w.regs, x.d[0], m, &r, if fl { tm } else { u64::MAX });
             return Ok(Flow::Done);
         }
         Op::CvtPack => {
             let mut h = *x;
             h.ty = if ty == Ty::BF16x2 { Ty::BF16 } else { Ty::F16 };
-            map!(r, |l| (numeric::cvt(&h, a[l]) << 16)
+            fill!(r, |l| (numeric::cvt(&h, a[l]) << 16)
                 | numeric::cvt(&h, b[l]));
         }
-        Op::Cvta => map!(r, |l| match x.space {
+        Op::Cvta => fill!(r, |l| match x.space {
             Sp::Shared => a[l].wrapping_add(SHARED_WINDOW),
             Sp::Local => a[l].wrapping_add(LOCAL_WINDOW),
             Sp::Param => a[l].wrapping_add(PARAM_WINDOW),
             _ => a[l],
         }),
-        Op::CvtaTo => map!(r, |l| match x.space {
+        Op::CvtaTo => fill!(r, |l| match x.space {
             Sp::Shared => a[l].wrapping_sub(SHARED_WINDOW),
             Sp::Local => a[l].wrapping_sub(LOCAL_WINDOW),
             Sp::Param => a[l].wrapping_sub(PARAM_WINDOW),
             _ => a[l],
         }),
         Op::Isspacep => {
-            map!(r, |l| {
+            fill!(r, |l| {
                 let v = a[l];
                 let sh = (SHARED_WINDOW..SHARED_WINDOW + WINDOW_BYTES).contains(&v);
                 let lo = (LOCAL_WINDOW..LOCAL_WINDOW + WINDOW_BYTES).contains(&v);
@@ -604,6 +610,7 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
             // (docs/gpu/contention.cu), which is what makes cuda-samples' reduce7 sum right.
             let live = w.stack.iter().fold(0u32, |m, e| m | e.mask);
             let mut p = [0u64; 32];
+            r = [0u64; 32];
             for l in 0..32usize {
                 let bval = (b[l] & 31) as i32;
                 let cval = (cc[l] & 31) as i32;
@@ -641,7 +648,7 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
                 2 => (ballot == m || ballot == 0) as u64,
                 _ => ballot as u64,
             };
-            r.fill(v);
+            r = [v; 32];
             put(
                 &mut w.regs,
                 x.d[0],
@@ -651,7 +658,7 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
             );
             return Ok(Flow::Done);
         }
-        Op::Activemask => r.fill(m as u64),
+        Op::Activemask => r = [m as u64; 32],
         Op::Redux => {
             // Member lanes that execute it; every one of them gets the same result.
             let members = (b[m.trailing_zeros() as usize] as u32) & m;
@@ -673,12 +680,12 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
                     },
                 });
             }
-            r.fill(acc.unwrap_or(0));
+            r = [acc.unwrap_or(0); 32];
         }
         Op::Elect => {
             let members = (a[m.trailing_zeros() as usize] as u32) & m;
             let leader = members.trailing_zeros();
-            r.fill(u64::from(leader));
+            r = [u64::from(leader); 32];
             put(&mut w.regs, x.d[0], m, &r, 0xFFFF_FFFF);
             if x.nd > 1 {
                 let mut p = [0u64; 32];
@@ -693,7 +700,7 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
             let mut lut = [0u64; 32];
             c.fetch(x.s[3], w, &mut lut);
             // Bit i of the table is F(a, b, c) for a = i>>2 & 1, b = i>>1 & 1, c = i & 1.
-            map!(r, |l| {
+            fill!(r, |l| {
                 let (p, q, s3) = (a[l], b[l], cc[l]);
                 let mut v = 0u64;
                 for i in 0..8 {
@@ -709,7 +716,7 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
         }
         Op::Dp => {
             let (sa, sb) = (x.ty.is_signed(), x.ty2.is_signed());
-            map!(r, |l| {
+            fill!(r, |l| {
                 let byte = |v: u64, k: u32, s: bool| {
                     let b8 = (v >> (8 * k)) as u8;
                     if s { b8 as i8 as i64 } else { b8 as i64 }
@@ -734,6 +741,7 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
             // members that do not execute the instruction undefined, so they are not counted.
             let vm = |v: u64| if bits >= 64 { v } else { v & tm };
             let mut p = [0u64; 32];
+            r = [0u64; 32];
             for l in set_bits(m) {
                 let members = (b[l] as u32) & m;
                 let mut same = 0u32;

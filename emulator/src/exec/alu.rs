@@ -509,7 +509,6 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
             return Ok(Flow::Done);
         }
         Op::Setp => {
-            let mut q = [0u64; 32];
             r = [0u64; 32];
             if !compare_fast(x.ty2, x.cmp, a, b, &mut r) {
                 for l in 0..32 {
@@ -520,6 +519,7 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
                 put(&mut w.regs, x.d[0], m, &r, 1);
                 return Ok(Flow::Done);
             }
+            let mut q = [0u64; 32];
             for l in 0..32 {
                 let res = r[l] == 1;
                 let cv = cc[l] & 1 == 1;

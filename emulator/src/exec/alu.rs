@@ -138,8 +138,7 @@ fn combine(bop: BoolOp, p: bool, c: bool) -> bool {
 
 #[allow(clippy::needless_range_loop)]
 pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow> {
-    // Each operation writes every lane of `r` as a whole (`fill!`), so it is never zeroed first.
-    let mut r: [u64; 32];
+    let mut r = [0u64; 32];
     let ty = x.ty;
     let tm = ty.mask();
     let bits = ty.bits();
@@ -177,7 +176,7 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
             for k in 0..x.ns as usize {
                 c.fetch(x.s[k], w, &mut parts[k]);
             }
-            fill!(r, |l| {
+            map!(r, |l| {
                 let mut v = 0u64;
                 for k in 0..x.ns as usize {
                     v |= (parts[k][l] & em) << (k as u32 * eb);
@@ -190,18 +189,16 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
             let eb = x.ty2.bits();
             let em = x.ty2.mask();
             for k in 0..x.nd as usize {
-                fill!(r, |l| (a[l] >> (k as u32 * eb)) & em);
+                map!(r, |l| (a[l] >> (k as u32 * eb)) & em);
                 put(&mut w.regs, x.d[k], m, &r, em);
             }
             return Ok(Flow::Done);
         }
-        Op::Add if plain_f32 => fill!(r, |l| b32(f32v(a[l]) + f32v(b[l]))),
-        Op::Sub if plain_f32 => fill!(r, |l| b32(f32v(a[l]) - f32v(b[l]))),
-        Op::Mul if plain_f32 => fill!(r, |l| b32(f32v(a[l]) * f32v(b[l]))),
+        Op::Add if plain_f32 => map!(r, |l| b32(f32v(a[l]) + f32v(b[l]))),
+        Op::Sub if plain_f32 => map!(r, |l| b32(f32v(a[l]) - f32v(b[l]))),
+        Op::Mul if plain_f32 => map!(r, |l| b32(f32v(a[l]) * f32v(b[l]))),
         Op::Fma if plain_f32 && x.sub == 0 => {
-            r = with_host_features(|| {
-                std::array::from_fn(|l| b32(f32v(a[l]).mul_add(f32v(b[l]), f32v(cc[l]))))
-            })
+            with_host_features(|| map!(r, |l| b32(f32v(a[l]).mul_add(f32v(b[l]), f32v(cc[l])))))
         }
         Op::Add
         | Op::Sub
@@ -223,26 +220,26 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
         | Op::Copysign
             if fl =>
         {
-            fill!(r, |l| float_op(x, a[l], b[l], cc[l]))
+            map!(r, |l| float_op(x, a[l], b[l], cc[l]))
         }
         Op::Add => {
             if x.sat && ty == Ty::S32 {
-                fill!(
+                map!(
                     r,
                     |l| (a[l] as u32 as i32).saturating_add(b[l] as u32 as i32) as u32 as u64
                 )
             } else {
-                fill!(r, |l| a[l].wrapping_add(b[l]))
+                map!(r, |l| a[l].wrapping_add(b[l]))
             }
         }
         Op::Sub => {
             if x.sat && ty == Ty::S32 {
-                fill!(
+                map!(
                     r,
                     |l| (a[l] as u32 as i32).saturating_sub(b[l] as u32 as i32) as u32 as u64
                 )
             } else {
-                fill!(r, |l| a[l].wrapping_sub(b[l]))
+                map!(r, |l| a[l].wrapping_sub(b[l]))
             }
         }
         Op::AddCc
@@ -254,7 +251,6 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
         | Op::MadHiCc
         | Op::MadCHi => {
             let mut carry = w.carry;
-            r = [0u64; 32];
             let use_in = matches!(x.op, Op::AddC | Op::SubC | Op::MadCLo | Op::MadCHi);
             for l in 0..32 {
                 let cin = if use_in {
@@ -286,31 +282,31 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
             }
             w.carry = (w.carry & !m) | (carry & m);
         }
-        Op::MulLo => fill!(r, |l| a[l].wrapping_mul(b[l])),
-        Op::MadLo => fill!(r, |l| a[l].wrapping_mul(b[l]).wrapping_add(cc[l])),
+        Op::MulLo => map!(r, |l| a[l].wrapping_mul(b[l])),
+        Op::MadLo => map!(r, |l| a[l].wrapping_mul(b[l]).wrapping_add(cc[l])),
         Op::MulHi | Op::MadHi => {
             if ty.is_signed() {
-                fill!(
+                map!(
                     r,
                     |l| ((ext(a[l]) as i64 as i128 * ext(b[l]) as i64 as i128) >> bits) as u64
                 )
             } else {
-                fill!(r, |l| (((a[l] & tm) as u128 * (b[l] & tm) as u128) >> bits)
+                map!(r, |l| (((a[l] & tm) as u128 * (b[l] & tm) as u128) >> bits)
                     as u64)
             }
             if x.op == Op::MadHi {
-                fill!(r, |l| r[l].wrapping_add(cc[l]));
+                map!(r, |l| r[l].wrapping_add(cc[l]));
             }
         }
         Op::MulWide | Op::MadWide => {
             if ty.is_signed() {
-                fill!(r, |l| (ext(a[l]) as i64).wrapping_mul(ext(b[l]) as i64)
+                map!(r, |l| (ext(a[l]) as i64).wrapping_mul(ext(b[l]) as i64)
                     as u64)
             } else {
-                fill!(r, |l| (a[l] & tm).wrapping_mul(b[l] & tm))
+                map!(r, |l| (a[l] & tm).wrapping_mul(b[l] & tm))
             }
             if x.op == Op::MadWide {
-                fill!(r, |l| r[l].wrapping_add(cc[l]));
+                map!(r, |l| r[l].wrapping_add(cc[l]));
             }
             let wm = if bits >= 32 {
                 u64::MAX
@@ -328,7 +324,7 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
                     (v & 0xFF_FFFF) as i64
                 }
             };
-            fill!(r, |l| {
+            map!(r, |l| {
                 let p = e24(a[l]).wrapping_mul(e24(b[l]));
                 match x.op {
                     Op::Mul24Hi => (p >> 16) as u64,
@@ -337,7 +333,7 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
                 }
             });
         }
-        Op::Sad => fill!(r, |l| {
+        Op::Sad => map!(r, |l| {
             let (p, q) = if ty.is_signed() {
                 (ext(a[l]) as i64 as i128, ext(b[l]) as i64 as i128)
             } else {
@@ -362,7 +358,7 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
                 wide: wide > 0,
                 narrow: wide < m.count_ones(),
             });
-            fill!(r, |l| {
+            map!(r, |l| {
                 if signed {
                     let (p, q) = (ext(a[l]) as i64, ext(b[l]) as i64);
                     if q == 0 {
@@ -384,45 +380,45 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
                 }
             });
         }
-        Op::Abs => fill!(r, |l| (ext(a[l]) as i64).wrapping_abs() as u64),
-        Op::Neg => fill!(r, |l| (a[l] as i64).wrapping_neg() as u64),
+        Op::Abs => map!(r, |l| (ext(a[l]) as i64).wrapping_abs() as u64),
+        Op::Neg => map!(r, |l| (a[l] as i64).wrapping_neg() as u64),
         Op::Min | Op::Max => {
             let max = x.op == Op::Max;
             if ty.is_signed() {
-                fill!(r, |l| {
+                map!(r, |l| {
                     let (p, q) = (ext(a[l]) as i64, ext(b[l]) as i64);
                     (if max { p.max(q) } else { p.min(q) }) as u64
                 })
             } else {
-                fill!(r, |l| {
+                map!(r, |l| {
                     let (p, q) = (a[l] & tm, b[l] & tm);
                     if max { p.max(q) } else { p.min(q) }
                 })
             }
         }
-        Op::And => fill!(r, |l| a[l] & b[l]),
-        Op::Or => fill!(r, |l| a[l] | b[l]),
-        Op::Xor => fill!(r, |l| a[l] ^ b[l]),
-        Op::Not => fill!(r, |l| !a[l]),
-        Op::Cnot => fill!(r, |l| ((a[l] & tm) == 0) as u64),
-        Op::Shl => fill!(r, |l| {
+        Op::And => map!(r, |l| a[l] & b[l]),
+        Op::Or => map!(r, |l| a[l] | b[l]),
+        Op::Xor => map!(r, |l| a[l] ^ b[l]),
+        Op::Not => map!(r, |l| !a[l]),
+        Op::Cnot => map!(r, |l| ((a[l] & tm) == 0) as u64),
+        Op::Shl => map!(r, |l| {
             let s = b[l] as u32;
             if s >= bits { 0 } else { a[l] << s }
         }),
         Op::Shr => {
             if ty.is_signed() {
-                fill!(r, |l| ((ext(a[l]) as i64) >> (b[l] as u32).min(63)) as u64)
+                map!(r, |l| ((ext(a[l]) as i64) >> (b[l] as u32).min(63)) as u64)
             } else {
-                fill!(r, |l| {
+                map!(r, |l| {
                     let s = b[l] as u32;
                     if s >= bits { 0 } else { (a[l] & tm) >> s }
                 })
             }
         }
-        Op::Popc => fill!(r, |l| (a[l] & tm).count_ones() as u64),
-        Op::Clz => fill!(r, |l| ((a[l] & tm).leading_zeros() - (64 - bits)) as u64),
-        Op::Brev => fill!(r, |l| (a[l] & tm).reverse_bits() >> (64 - bits)),
-        Op::Bfind | Op::BfindShift => fill!(r, |l| {
+        Op::Popc => map!(r, |l| (a[l] & tm).count_ones() as u64),
+        Op::Clz => map!(r, |l| ((a[l] & tm).leading_zeros() - (64 - bits)) as u64),
+        Op::Brev => map!(r, |l| (a[l] & tm).reverse_bits() >> (64 - bits)),
+        Op::Bfind | Op::BfindShift => map!(r, |l| {
             let v = if ty.is_signed() && (ext(a[l]) as i64) < 0 {
                 !a[l] & tm
             } else {
@@ -439,7 +435,7 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
                 }
             }
         }),
-        Op::Bfe => fill!(r, |l| {
+        Op::Bfe => map!(r, |l| {
             let pos = (b[l] & 0xFF) as u32;
             let len = (cc[l] & 0xFF) as u32;
             let v = a[l] & tm;
@@ -473,7 +469,7 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
             let mut dd = [0u64; 32];
             c.fetch(x.s[3], w, &mut dd);
             // bfi d, f(a), b, pos(cc), len(dd)
-            fill!(r, |l| {
+            map!(r, |l| {
                 let pos = (cc[l] & 0xFF) as u32;
                 let len = (dd[l] & 0xFF) as u32;
                 if len == 0 || pos >= bits {
@@ -489,8 +485,8 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
                 }
             });
         }
-        Op::Prmt => fill!(r, |l| numeric::prmt(x.sub, a[l], b[l], cc[l])),
-        Op::Shf => fill!(r, |l| {
+        Op::Prmt => map!(r, |l| numeric::prmt(x.sub, a[l], b[l], cc[l])),
+        Op::Shf => map!(r, |l| {
             let n = if x.sub & 2 != 0 {
                 (cc[l] as u32).min(32)
             } else {
@@ -504,12 +500,11 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
             }
         }),
         Op::Testp => {
-            fill!(r, |l| numeric::testp(ty, x.sub, a[l]) as u64);
+            map!(r, |l| numeric::testp(ty, x.sub, a[l]) as u64);
             put(&mut w.regs, x.d[0], m, &r, 1);
             return Ok(Flow::Done);
         }
         Op::Setp => {
-            r = [0u64; 32];
             if !compare_fast(x.ty2, x.cmp, a, b, &mut r) {
                 for l in 0..32 {
                     r[l] = compare(x.ty2, x.cmp, a[l], b[l]) as u64;
@@ -533,7 +528,6 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
             return Ok(Flow::Done);
         }
         Op::Set => {
-            r = [0u64; 32];
             for l in 0..32 {
                 let res = combine(x.bop, compare(x.ty2, x.cmp, a[l], b[l]), cc[l] & 1 == 1);
                 r[l] = match ty {
@@ -548,12 +542,12 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
                 };
             }
         }
-        Op::Selp => fill!(r, |l| if cc[l] & 1 == 1 { a[l] } else { b[l] }),
+        Op::Selp => map!(r, |l| if cc[l] & 1 == 1 { a[l] } else { b[l] }),
         Op::Slct => {
             if x.ty2 == Ty::F32 {
-                fill!(r, |l| if f32v(cc[l]) >= 0.0 { a[l] } else { b[l] })
+                map!(r, |l| if f32v(cc[l]) >= 0.0 { a[l] } else { b[l] })
             } else {
-                fill!(r, |l| if (cc[l] as u32 as i32) >= 0 {
+                map!(r, |l| if (cc[l] as u32 as i32) >= 0 {
                     a[l]
                 } else {
                     b[l]
@@ -563,34 +557,34 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
         Op::Cvt => {
             if !fl && !x.ty2.is_float() && !x.sat {
                 let (src, dst) = (x.ty2, ty);
-                fill!(r, |l| dst.extend(src.extend(a[l])));
+                map!(r, |l| dst.extend(src.extend(a[l])));
                 put(&mut w.regs, x.d[0], m, &r, u64::MAX);
                 return Ok(Flow::Done);
             }
-            fill!(r, |l| numeric::cvt(x, a[l]));
+            map!(r, |l| numeric::cvt(x, a[l]));
             put(&mut w.regs, x.d[0], m, &r, if fl { tm } else { u64::MAX });
             return Ok(Flow::Done);
         }
         Op::CvtPack => {
             let mut h = *x;
             h.ty = if ty == Ty::BF16x2 { Ty::BF16 } else { Ty::F16 };
-            fill!(r, |l| (numeric::cvt(&h, a[l]) << 16)
+            map!(r, |l| (numeric::cvt(&h, a[l]) << 16)
                 | numeric::cvt(&h, b[l]));
         }
-        Op::Cvta => fill!(r, |l| match x.space {
+        Op::Cvta => map!(r, |l| match x.space {
             Sp::Shared => a[l].wrapping_add(SHARED_WINDOW),
             Sp::Local => a[l].wrapping_add(LOCAL_WINDOW),
             Sp::Param => a[l].wrapping_add(PARAM_WINDOW),
             _ => a[l],
         }),
-        Op::CvtaTo => fill!(r, |l| match x.space {
+        Op::CvtaTo => map!(r, |l| match x.space {
             Sp::Shared => a[l].wrapping_sub(SHARED_WINDOW),
             Sp::Local => a[l].wrapping_sub(LOCAL_WINDOW),
             Sp::Param => a[l].wrapping_sub(PARAM_WINDOW),
             _ => a[l],
         }),
         Op::Isspacep => {
-            fill!(r, |l| {
+            map!(r, |l| {
                 let v = a[l];
                 let sh = (SHARED_WINDOW..SHARED_WINDOW + WINDOW_BYTES).contains(&v);
                 let lo = (LOCAL_WINDOW..LOCAL_WINDOW + WINDOW_BYTES).contains(&v);
@@ -610,7 +604,6 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
             // (docs/gpu/contention.cu), which is what makes cuda-samples' reduce7 sum right.
             let live = w.stack.iter().fold(0u32, |m, e| m | e.mask);
             let mut p = [0u64; 32];
-            r = [0u64; 32];
             for l in 0..32usize {
                 let bval = (b[l] & 31) as i32;
                 let cval = (cc[l] & 31) as i32;
@@ -648,7 +641,7 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
                 2 => (ballot == m || ballot == 0) as u64,
                 _ => ballot as u64,
             };
-            r = [v; 32];
+            r.fill(v);
             put(
                 &mut w.regs,
                 x.d[0],
@@ -658,7 +651,7 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
             );
             return Ok(Flow::Done);
         }
-        Op::Activemask => r = [m as u64; 32],
+        Op::Activemask => r.fill(m as u64),
         Op::Redux => {
             // Member lanes that execute it; every one of them gets the same result.
             let members = (b[m.trailing_zeros() as usize] as u32) & m;
@@ -680,12 +673,12 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
                     },
                 });
             }
-            r = [acc.unwrap_or(0); 32];
+            r.fill(acc.unwrap_or(0));
         }
         Op::Elect => {
             let members = (a[m.trailing_zeros() as usize] as u32) & m;
             let leader = members.trailing_zeros();
-            r = [u64::from(leader); 32];
+            r.fill(u64::from(leader));
             put(&mut w.regs, x.d[0], m, &r, 0xFFFF_FFFF);
             if x.nd > 1 {
                 let mut p = [0u64; 32];
@@ -700,7 +693,7 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
             let mut lut = [0u64; 32];
             c.fetch(x.s[3], w, &mut lut);
             // Bit i of the table is F(a, b, c) for a = i>>2 & 1, b = i>>1 & 1, c = i & 1.
-            fill!(r, |l| {
+            map!(r, |l| {
                 let (p, q, s3) = (a[l], b[l], cc[l]);
                 let mut v = 0u64;
                 for i in 0..8 {
@@ -716,7 +709,7 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
         }
         Op::Dp => {
             let (sa, sb) = (x.ty.is_signed(), x.ty2.is_signed());
-            fill!(r, |l| {
+            map!(r, |l| {
                 let byte = |v: u64, k: u32, s: bool| {
                     let b8 = (v >> (8 * k)) as u8;
                     if s { b8 as i8 as i64 } else { b8 as i64 }
@@ -741,7 +734,6 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
             // members that do not execute the instruction undefined, so they are not counted.
             let vm = |v: u64| if bits >= 64 { v } else { v & tm };
             let mut p = [0u64; 32];
-            r = [0u64; 32];
             for l in set_bits(m) {
                 let members = (b[l] as u32) & m;
                 let mut same = 0u32;

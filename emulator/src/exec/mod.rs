@@ -27,14 +27,6 @@ macro_rules! map {
     };
 }
 
-/// `$r = [$e for each lane $l]`, the row assigned as a whole: a row that every path assigns
-/// this way needs no zeroing beforehand, which the compiler cannot see of lane-by-lane writes.
-macro_rules! fill {
-    ($r:ident, |$l:ident| $e:expr) => {
-        $r = std::array::from_fn(|$l| $e)
-    };
-}
-
 /// Operand `$o` of an instruction as a row of 32 lane values: a register's row borrowed in
 /// place (no 256-byte copy), any other operand filled into `$tmp`, a declared but uninitialised
 /// `[u64; 32]` of the caller's, so that no buffer is zeroed when the operand is a register.

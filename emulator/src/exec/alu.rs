@@ -514,6 +514,9 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
                 put(&mut w.regs, x.d[0], m, &r, 1);
                 return Ok(Flow::Done);
             }
+            // Declared here, after the early return: declared at the top of this arm, it led
+            // the compiler to zero `r` on entry to `compute`, for every warp instruction
+            // (docs/PERFORMANCE.md).
             let mut q = [0u64; 32];
             for l in 0..32 {
                 let res = r[l] == 1;

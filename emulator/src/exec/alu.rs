@@ -138,16 +138,19 @@ fn combine(bop: BoolOp, p: bool, c: bool) -> bool {
 
 #[allow(clippy::needless_range_loop)]
 pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow> {
-    let mut r = [0u64; 32];
-    let ty = x.ty;
-    let tm = ty.mask();
-    let bits = ty.bits();
-    let fl = ty.is_float();
     match x.op {
         Op::Ld | Op::St | Op::Atom | Op::Red => return memory(x, w, c, m),
         Op::Tex => return with_host_features(Fetch { x, w, c, m }),
         _ => {}
     }
+    // The result row is declared after the memory instructions' return, so that no path
+    // that never writes it can pay to zero it, whatever the compiler chooses (it had zeroed
+    // it on entry for every warp instruction: docs/PERFORMANCE.md).
+    let mut r = [0u64; 32];
+    let ty = x.ty;
+    let tm = ty.mask();
+    let bits = ty.bits();
+    let fl = ty.is_float();
     // Sources as lane rows (`operand_row!`): registers borrowed in place.
     let (mut ta, mut tb, mut tc): ([u64; 32], [u64; 32], [u64; 32]);
     let ns = x.ns as usize;
@@ -514,9 +517,8 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
                 put(&mut w.regs, x.d[0], m, &r, 1);
                 return Ok(Flow::Done);
             }
-            // Declared here, after the early return: declared at the top of this arm, it led
-            // the compiler to zero `r` on entry to `compute`, for every warp instruction
-            // (docs/PERFORMANCE.md).
+            // Made after the early return, where it is written: made at the arm's top it cost
+            // 4 % more mispredicted branches over the quick frames (docs/PERFORMANCE.md).
             let mut q = [0u64; 32];
             for l in 0..32 {
                 let res = r[l] == 1;

@@ -144,8 +144,8 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
         _ => {}
     }
     // The result row is declared after the memory instructions' return, so that no path
-    // that never writes it can pay to zero it, whatever the compiler chooses (it had zeroed
-    // it on entry for every warp instruction: docs/PERFORMANCE.md).
+    // that never writes it can pay to zero it, whatever the compiler chooses (one build
+    // zeroed it on entry for every warp instruction: docs/PERFORMANCE.md).
     let mut r = [0u64; 32];
     let ty = x.ty;
     let tm = ty.mask();

@@ -100,19 +100,87 @@ pub(crate) fn coalesce(
     sector_shift: u32,
     out: &mut Lines,
 ) {
+    coalesce_pass::<false>(lanes, bytes, line_shift, sector_shift, 1, out);
+}
+
+/// [`coalesce`] of a texture fetch, which also returns its sector lookups as Nsight Compute's
+/// texture hit rate counts them (`CacheCounters::tex_lookups`): the distinct sectors of each
+/// group of `group` consecutive lanes (4 for a point sample, 2 for a filtered one:
+/// `memory::QUAD`, `memory::PAIR`), summed over groups. A lane's entries are consecutive in
+/// `lanes` and lanes come in ascending order, as the texture unit records a sample's texels.
+pub(crate) fn coalesce_counting_lookups(
+    lanes: &[(u8, u64)],
+    bytes: u32,
+    line_shift: u32,
+    sector_shift: u32,
+    group: u8,
+    out: &mut Lines,
+) -> u64 {
+    coalesce_pass::<true>(lanes, bytes, line_shift, sector_shift, group, out)
+}
+
+/// Both of the above in one pass over the entries, with the lookups counted when `LOOKUPS`.
+///
+/// Why one pass: a filtered texture fetch is up to 256 entries (32 lanes × 8 texels; 128 on
+/// average on the reuse render), and two passes over them, one for the lines and one for the
+/// lookups, cost about 80 host instructions an entry, a fifth of the reuse render's count.
+/// More than half of a sample's texels lie in the sector of the texel before, which changes
+/// neither the lines nor the lookups: such an entry is skipped after one comparison, and one
+/// pass costs about 52 an entry (docs/PERFORMANCE.md).
+///
+/// A group reads at most 32 sectors (a pair's trilinear samples read 16, a quad's 16-byte
+/// loads 8), so its sectors so far sit in a 32-entry array searched up to its count; past it a
+/// new sector is counted but not remembered (a repeat of it would count again).
+#[inline(always)]
+fn coalesce_pass<const LOOKUPS: bool>(
+    lanes: &[(u8, u64)],
+    bytes: u32,
+    line_shift: u32,
+    sector_shift: u32,
+    group: u8,
+    out: &mut Lines,
+) -> u64 {
+    const NONE: u64 = u64::MAX;
     out.clear();
     let per_line = line_shift - sector_shift;
     let sector_index_mask = (1u64 << per_line) - 1;
     let len = u64::from(bytes.max(1));
+    let group_shift = group.max(1).trailing_zeros();
     // The line being accumulated: consecutive lanes often stay in it, so the index is only
     // probed when the line changes.
-    let mut cur_line = u64::MAX;
+    let mut cur_line = NONE;
     let mut cur_mask = 0u8;
-    for &(_, addr) in lanes {
+    // No sector is `NONE`: an address that high faults before it reaches the memory model.
+    // The sector seen last (in this group, when counting lookups), and the group's sectors.
+    let mut last = NONE;
+    let mut current = u32::MAX;
+    let mut seen = [NONE; 32];
+    let mut n = 0usize;
+    let mut lookups = 0u64;
+    for &(l, addr) in lanes {
+        if LOOKUPS {
+            let g = u32::from(l >> group_shift);
+            if g != current {
+                current = g;
+                n = 0;
+                last = NONE;
+            }
+        }
         let first = addr >> sector_shift;
-        let last = addr.saturating_add(len - 1) >> sector_shift;
+        let end = addr.saturating_add(len - 1) >> sector_shift;
+        if first == last && end == last {
+            continue;
+        }
         let mut sector = first;
         loop {
+            if LOOKUPS && sector != last && !seen[..n].contains(&sector) {
+                if n < seen.len() {
+                    seen[n] = sector;
+                    n += 1;
+                }
+                lookups += 1;
+            }
+            last = sector;
             let line = sector >> per_line;
             let bit = 1u8 << (sector & sector_index_mask);
             if line == cur_line {
@@ -122,55 +190,14 @@ pub(crate) fn coalesce(
                 cur_line = line;
                 cur_mask = bit;
             }
-            if sector >= last {
+            if sector >= end {
                 break;
             }
             sector += 1;
         }
     }
     out.merge(cur_line, cur_mask);
-}
-
-/// Sector lookups of one access as Nsight Compute's texture hit rate counts them
-/// (`CacheCounters::tex_lookups`): the distinct sectors of each group of `group` consecutive
-/// lanes (4 for a point sample, 2 for a filtered one: `memory::QUAD`, `memory::PAIR`), summed
-/// over groups. A lane's entries are consecutive in `lanes` and lanes come in ascending order,
-/// as the texture unit records a sample's texels. A group reads at most 32 sectors (a pair's
-/// trilinear samples read 16, a quad's 16-byte loads 8), so its sectors so far sit in a
-/// 32-entry array searched up to its count; a repeat of the sector just seen, the common case
-/// of neighbouring texels, skips even that.
-#[inline]
-pub(crate) fn lookup_sectors(lanes: &[(u8, u64)], bytes: u32, sector_shift: u32, group: u8) -> u64 {
-    let group_shift = group.max(1).trailing_zeros();
-    const NONE: u64 = u64::MAX;
-    let len = u64::from(bytes.max(1));
-    let mut total = 0u64;
-    let mut current = None;
-    let mut seen = [NONE; 32];
-    let mut n = 0usize;
-    let mut last = NONE;
-    for &(l, addr) in lanes {
-        if current != Some(l >> group_shift) {
-            current = Some(l >> group_shift);
-            n = 0;
-            last = NONE;
-        }
-        let first = addr >> sector_shift;
-        let end = addr.saturating_add(len - 1) >> sector_shift;
-        for sector in first..=end {
-            if sector != last && !seen[..n].contains(&sector) {
-                // Texels of at most 32 bytes cannot fill the array; past it a new sector is
-                // counted but not remembered (a repeat of it would count again).
-                if n < seen.len() {
-                    seen[n] = sector;
-                    n += 1;
-                }
-                total += 1;
-            }
-            last = sector;
-        }
-    }
-    total
+    lookups
 }
 
 /// Bank-conflict degree of a shared-memory access: the largest number of *distinct* words any
@@ -354,6 +381,17 @@ mod tests {
     use super::*;
     use std::collections::{BTreeMap, BTreeSet};
 
+    /// The lookups [`coalesce_counting_lookups`] counts, after checking that its lines are
+    /// [`coalesce`]'s.
+    fn lookup_sectors(lanes: &[(u8, u64)], bytes: u32, sector_shift: u32, group: u8) -> u64 {
+        let line_shift = sector_shift + 2;
+        let (mut with, mut without) = (Lines::default(), Lines::default());
+        let n = coalesce_counting_lookups(lanes, bytes, line_shift, sector_shift, group, &mut with);
+        coalesce(lanes, bytes, line_shift, sector_shift, &mut without);
+        assert_eq!(&*with, &*without);
+        n
+    }
+
     fn lanes(f: impl Fn(u64) -> u64) -> Vec<(u8, u64)> {
         (0..32u8).map(|l| (l, f(u64::from(l)))).collect()
     }
@@ -464,9 +502,15 @@ mod tests {
                 proptest::collection::vec(0u64..1 << 16, 0..257), 1..6),
             bytes in proptest::sample::select(vec![1u32, 4, 16]),
             sector_shift in 2u32..6,
+            // Narrow: neighbouring entries often share a sector, which the pass skips.
+            spread in proptest::sample::select(vec![1u64 << 6, 1 << 16]),
         ) {
             let line_shift = sector_shift + 2;
             let mut out = Lines::default();
+            let accesses: Vec<Vec<u64>> = accesses
+                .iter()
+                .map(|a| a.iter().map(|&x| x % spread).collect())
+                .collect();
             for addrs in &accesses {
                 let l: Vec<(u8, u64)> = addrs.iter().map(|&a| (0, a)).collect();
                 coalesce(&l, bytes, line_shift, sector_shift, &mut out);

@@ -75,8 +75,8 @@ use below::L2Op;
 pub(crate) use below::{Below, L2Lines};
 use cache::{Cache, Mshrs};
 use coalesce::{
-    Lines, address_counts, bank_conflict_ways, coalesce, distinct_addresses, lookup_sectors,
-    max_same_address,
+    Lines, address_counts, bank_conflict_ways, coalesce, coalesce_counting_lookups,
+    distinct_addresses, max_same_address,
 };
 pub(crate) use parts::{Answering, begin_in_parts, finish_in_parts, lock};
 pub(crate) use pending::{Pend, is_token};
@@ -476,21 +476,24 @@ impl SmMem {
                 None => (l1, l1_mshrs, l1_port, &mut counters.texture),
             },
         };
-        coalesce(
-            req.lanes,
-            req.bytes_per_lane,
-            cache.line_shift(),
-            cache.sector_shift(),
-            lines,
-        );
+        let (line_shift, sector_shift) = (cache.line_shift(), cache.sector_shift());
         let lookups = if path == Path::L1 {
-            0
-        } else {
-            lookup_sectors(
+            coalesce(
                 req.lanes,
                 req.bytes_per_lane,
-                cache.sector_shift(),
+                line_shift,
+                sector_shift,
+                lines,
+            );
+            0
+        } else {
+            coalesce_counting_lookups(
+                req.lanes,
+                req.bytes_per_lane,
+                line_shift,
+                sector_shift,
                 req.lookup_lanes,
+                lines,
             )
         };
         counters.tex_lookups += lookups;

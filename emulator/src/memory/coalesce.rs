@@ -146,10 +146,14 @@ fn coalesce_pass<const LOOKUPS: bool>(
     let sector_index_mask = (1u64 << per_line) - 1;
     let len = u64::from(bytes.max(1));
     let group_shift = group.max(1).trailing_zeros();
-    // The line being accumulated: consecutive lanes often stay in it, so the index is only
-    // probed when the line changes.
+    // The line being accumulated, and the one before it: the index is only probed when a
+    // sector is in neither. Two, because a trilinear sample's texels alternate between the
+    // lines of its two slices. The line before is always in `out` already (or `NONE`), so
+    // only the current one can be new there, and lines still enter `out` in first-touch order.
     let mut cur_line = NONE;
     let mut cur_mask = 0u8;
+    let mut prev_line = NONE;
+    let mut prev_mask = 0u8;
     // No sector is `NONE`: an address that high faults before it reaches the memory model.
     // The sector seen last (in this group, when counting lookups), and the group's sectors.
     let mut last = NONE;
@@ -185,10 +189,13 @@ fn coalesce_pass<const LOOKUPS: bool>(
             let bit = 1u8 << (sector & sector_index_mask);
             if line == cur_line {
                 cur_mask |= bit;
+            } else if line == prev_line {
+                prev_mask |= bit;
             } else {
+                out.merge(prev_line, prev_mask);
                 out.merge(cur_line, cur_mask);
-                cur_line = line;
-                cur_mask = bit;
+                (prev_line, prev_mask) = (cur_line, 0);
+                (cur_line, cur_mask) = (line, bit);
             }
             if sector >= end {
                 break;
@@ -196,6 +203,7 @@ fn coalesce_pass<const LOOKUPS: bool>(
             sector += 1;
         }
     }
+    out.merge(prev_line, prev_mask);
     out.merge(cur_line, cur_mask);
     lookups
 }

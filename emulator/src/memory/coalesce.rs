@@ -100,26 +100,15 @@ pub(crate) fn coalesce(
     sector_shift: u32,
     out: &mut Lines,
 ) {
-    coalesce_pass::<false>(lanes, bytes, line_shift, sector_shift, 1, out);
+    coalesce_counting::<false>(lanes, bytes, line_shift, sector_shift, 1, out);
 }
 
-/// [`coalesce`] of a texture fetch, which also returns its sector lookups as Nsight Compute's
-/// texture hit rate counts them (`CacheCounters::tex_lookups`): the distinct sectors of each
-/// group of `group` consecutive lanes (4 for a point sample, 2 for a filtered one:
-/// `memory::QUAD`, `memory::PAIR`), summed over groups. A lane's entries are consecutive in
-/// `lanes` and lanes come in ascending order, as the texture unit records a sample's texels.
-pub(crate) fn coalesce_counting_lookups(
-    lanes: &[(u8, u64)],
-    bytes: u32,
-    line_shift: u32,
-    sector_shift: u32,
-    group: u8,
-    out: &mut Lines,
-) -> u64 {
-    coalesce_pass::<true>(lanes, bytes, line_shift, sector_shift, group, out)
-}
-
-/// Both of the above in one pass over the entries, with the lookups counted when `LOOKUPS`.
+/// [`coalesce`], and with `LOOKUPS` (a texture fetch) also the access's sector lookups as
+/// Nsight Compute's texture hit rate counts them (`CacheCounters::tex_lookups`): the distinct
+/// sectors of each group of `group` consecutive lanes (4 for a point sample, 2 for a filtered
+/// one: `memory::QUAD`, `memory::PAIR`), summed over groups. A lane's entries are consecutive
+/// in `lanes` and lanes come in ascending order, as the texture unit records a sample's
+/// texels. Without `LOOKUPS`, returns 0.
 ///
 /// Why one pass: a filtered texture fetch is up to 256 entries (32 lanes × 8 texels; 128 on
 /// average on the reuse render), and two passes over them, one for the lines and one for the
@@ -131,8 +120,7 @@ pub(crate) fn coalesce_counting_lookups(
 /// A group reads at most 32 sectors (a pair's trilinear samples read 16, a quad's 16-byte
 /// loads 8), so its sectors so far sit in a 32-entry array searched up to its count; past it a
 /// new sector is counted but not remembered (a repeat of it would count again).
-#[inline(always)]
-fn coalesce_pass<const LOOKUPS: bool>(
+pub(crate) fn coalesce_counting<const LOOKUPS: bool>(
     lanes: &[(u8, u64)],
     bytes: u32,
     line_shift: u32,
@@ -389,12 +377,12 @@ mod tests {
     use super::*;
     use std::collections::{BTreeMap, BTreeSet};
 
-    /// The lookups [`coalesce_counting_lookups`] counts, after checking that its lines are
+    /// The lookups [`coalesce_counting`] counts, after checking that its lines are
     /// [`coalesce`]'s.
     fn lookup_sectors(lanes: &[(u8, u64)], bytes: u32, sector_shift: u32, group: u8) -> u64 {
         let line_shift = sector_shift + 2;
         let (mut with, mut without) = (Lines::default(), Lines::default());
-        let n = coalesce_counting_lookups(lanes, bytes, line_shift, sector_shift, group, &mut with);
+        let n = coalesce_counting::<true>(lanes, bytes, line_shift, sector_shift, group, &mut with);
         coalesce(lanes, bytes, line_shift, sector_shift, &mut without);
         assert_eq!(&*with, &*without);
         n

@@ -75,8 +75,8 @@ use below::L2Op;
 pub(crate) use below::{Below, L2Lines};
 use cache::{Cache, Mshrs};
 use coalesce::{
-    Lines, address_counts, bank_conflict_ways, coalesce, coalesce_counting_lookups,
-    distinct_addresses, max_same_address,
+    Lines, address_counts, bank_conflict_ways, coalesce, coalesce_counting, distinct_addresses,
+    max_same_address,
 };
 pub(crate) use parts::{Answering, begin_in_parts, finish_in_parts, lock};
 pub(crate) use pending::{Pend, is_token};
@@ -487,7 +487,7 @@ impl SmMem {
             );
             0
         } else {
-            coalesce_counting_lookups(
+            coalesce_counting::<true>(
                 req.lanes,
                 req.bytes_per_lane,
                 line_shift,

@@ -214,6 +214,9 @@ pub(super) struct Sm {
     /// warp comes first, and the reason, are decided when they resolve; the stalled cycles
     /// are owed to that reason meanwhile.
     sched_unsure: Vec<bool>,
+    /// How many of `sched_unsure` hold, so that an issue asks one question of a count that is
+    /// nearly always 0, not one per scheduler (`set_unsure` keeps it in step).
+    unsure_count: u32,
     sched_owed: Vec<u64>,
     /// Per scheduler: the warp that issues at its cached cycle (its index among the
     /// scheduler's warps; `NONE` when no scan cached one): nothing that could change which one
@@ -292,6 +295,7 @@ impl Sm {
             sched_next: vec![0; nsched],
             sched_reason: vec![Stall::Idle; nsched],
             sched_unsure: vec![false; nsched],
+            unsure_count: 0,
             sched_owed: vec![0; nsched],
             sched_then: vec![NONE; nsched],
             sched_near: vec![Near::NONE; nsched],
@@ -435,7 +439,7 @@ impl Sm {
             return;
         }
         if matches!(self.park, Park::Retry) {
-            if self.sched_unsure.iter().any(|&u| u) {
+            if self.unsure_count > 0 {
                 return;
             }
             self.park = Park::Run;
@@ -568,10 +572,16 @@ impl Sm {
             self.sched_reason[s] = r;
             self.sched_then[s] = then;
             if !self.unsure(mem, t) {
-                self.sched_unsure[s] = false;
+                self.set_unsure(s, false);
                 self.counts.stalls[r as usize] += std::mem::take(&mut self.sched_owed[s]);
             }
         }
+    }
+
+    /// Marks scheduler `s`'s cached cycle as waiting for token values, or not.
+    fn set_unsure(&mut self, s: usize, unsure: bool) {
+        let was = std::mem::replace(&mut self.sched_unsure[s], unsure);
+        self.unsure_count = self.unsure_count + u32::from(unsure) - u32::from(was);
     }
 
     fn unsure(&self, mem: &SmMem, t: u64) -> bool {
@@ -635,7 +645,8 @@ impl Sm {
                             self.sched_next[s] = wait.at;
                             self.sched_reason[s] = wait.reason;
                             self.sched_then[s] = wait.then;
-                            self.sched_unsure[s] = self.unsure(mem, wait.at);
+                            let unsure = self.unsure(mem, wait.at);
+                            self.set_unsure(s, unsure);
                             self.stall(s, 1);
                         }
                         break;
@@ -646,7 +657,7 @@ impl Sm {
                 issued_any = true;
                 self.sched_next[s] = 0;
                 self.sched_then[s] = NONE;
-                self.sched_unsure[s] = false;
+                self.set_unsure(s, false);
             }
         }
         if issued_any {
@@ -702,12 +713,7 @@ impl Sm {
     /// Whether issuing `ws` now could change a scheduler whose stall reason still waits for
     /// token values (a barrier release or a block's end resets every scheduler's scan).
     fn must_wait_before(&self, sh: &Shared, ws: usize, s: usize) -> bool {
-        if !self
-            .sched_unsure
-            .iter()
-            .enumerate()
-            .any(|(k, &u)| u && k != s)
-        {
+        if self.unsure_count == u32::from(self.sched_unsure[s]) {
             return false;
         }
         let pc = self.warps[ws].arch.pc();
@@ -925,7 +931,9 @@ impl Sm {
         } else {
             block.live
         };
-        if block.arrived > 0 && block.arrived >= need {
+        // One comparison for `arrived > 0 && arrived >= need`, taken only at a release: the
+        // two branched on `arrived > 0`, which holds whenever one of the block's warps waits.
+        if block.arrived >= need.max(1) {
             self.sched_next.fill(0);
             self.sched_then.fill(NONE);
             self.sched_near.fill(Near::NONE);

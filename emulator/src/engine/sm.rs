@@ -713,6 +713,11 @@ impl Sm {
     /// Whether issuing `ws` now could change a scheduler whose stall reason still waits for
     /// token values (a barrier release or a block's end resets every scheduler's scan).
     fn must_wait_before(&self, sh: &Shared, ws: usize, s: usize) -> bool {
+        debug_assert_eq!(
+            self.unsure_count as usize,
+            self.sched_unsure.iter().filter(|&&u| u).count(),
+            "the count of unsure schedulers is stale"
+        );
         if self.unsure_count == u32::from(self.sched_unsure[s]) {
             return false;
         }

@@ -9,8 +9,9 @@ use trace::{ProbeMode, SweepRow};
 
 use crate::error::CalibrationError;
 use crate::experiments::{
-    self, AtomicUnitsRig, ContentionRig, DivergentClosingRig, DramRun, DummyClosingRig, FenceRig,
-    IntDivisionRig, IssueRatesRig, LoadedLatencyRig, SharedRig, SmInflightRig,
+    self, AtomicUnitsRig, CacheOperatorsRig, ContentionRig, DivergentClosingRig, DramRun,
+    DummyClosingRig, FenceRig, IntDivisionRig, IssueRatesRig, LoadedLatencyRig, SharedRig,
+    SmInflightRig, TexFootprintRig,
 };
 use crate::table::{DramPattern, Extreme, Measure, PaperShape, PaperView, Table, round_model};
 
@@ -71,6 +72,8 @@ struct Lab {
     sm_inflight: Option<SmInflightRig>,
     loaded: Option<LoadedLatencyRig>,
     issue: Option<IssueRatesRig>,
+    cache_operators: Option<CacheOperatorsRig>,
+    tex_footprint: Option<TexFootprintRig>,
     /// Keyed by pattern and blocks per SM (none: the whole grid at once).
     dram: BTreeMap<(DramPattern, Option<u32>), DramRun>,
     frames: Option<Vec<SweepRow>>,
@@ -93,6 +96,8 @@ impl Lab {
             sm_inflight: None,
             loaded: None,
             issue: None,
+            cache_operators: None,
+            tex_footprint: None,
             dram: BTreeMap::new(),
             frames: None,
             done: BTreeMap::new(),
@@ -163,6 +168,14 @@ impl Lab {
                 IssueRatesRig::new(&self.root, &self.cfg)
             })?
             .rate(*op),
+            Measure::CacheOperator { form, lanes } => rig(&mut self.cache_operators, || {
+                CacheOperatorsRig::new(&self.root, &self.cfg)
+            })?
+            .step(*form, *lanes),
+            Measure::TexFootprint { case, count } => rig(&mut self.tex_footprint, || {
+                TexFootprintRig::new(&self.root, &self.cfg)
+            })?
+            .count(*case, *count),
             Measure::SmStream { threads, every_sm } => rig(&mut self.sm_inflight, || {
                 SmInflightRig::new(&self.root, &self.cfg)
             })?

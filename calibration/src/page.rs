@@ -30,11 +30,15 @@ enum Section {
     Contention,
     Division,
     Issue,
+    CacheOperators,
+    TexFootprints,
 }
 
 impl Section {
-    const ALL: [Section; 14] = [
+    const ALL: [Section; 16] = [
         Section::Latency,
+        Section::CacheOperators,
+        Section::TexFootprints,
         Section::Fences,
         Section::Dummies,
         Section::Shared,
@@ -74,6 +78,8 @@ impl Section {
             | Measure::DivergentClosing { .. } => Section::Contention,
             Measure::DivisionLatency { .. } | Measure::DivisionIssue { .. } => Section::Division,
             Measure::IssueRate { .. } => Section::Issue,
+            Measure::CacheOperator { .. } => Section::CacheOperators,
+            Measure::TexFootprint { .. } => Section::TexFootprints,
         }
     }
 
@@ -93,6 +99,8 @@ impl Section {
             Section::Contention => "Contended atomics, divergent loads and shuffles",
             Section::Division => "Integer division",
             Section::Issue => "Arithmetic issue rates",
+            Section::CacheOperators => "Which loads the L1 serves",
+            Section::TexFootprints => "Texture lookups per footprint",
         }
     }
 
@@ -149,6 +157,28 @@ impl Section {
                  (silicon's launch runs one on every SM; the rate is each SM's own), each thread \
                  8 independent chains of one operation, 64 steps: the block's cycles per PTX \
                  warp instruction per scheduler."
+            }
+            Section::CacheOperators => {
+                "`docs/gpu/cache-operators.cu`'s chains on the emulator: one thread's, or one \
+                 warp's, 256 dependent loads of one word (a warp's lanes each their own word of \
+                 one line), each load form in turn, cycles per step. As on silicon each chain's \
+                 timed launch finds its words in the L2, which the launch before it read, and an \
+                 empty L1: a form the L1 serves reads the L1's latency after its first step, one \
+                 it does not the L2's."
+            }
+            Section::TexFootprints => {
+                "`docs/gpu/tex-footprint.cu`'s kernels on the emulator, one launch per case after \
+                 the L2 is flushed, as Nsight Compute flushes the caches before each kernel it \
+                 measures: the texture's sector lookups as Nsight Compute counts them \
+                 (`l1tex__t_sectors_pipe_tex_mem_texture_op_tex.sum`, each group of lanes' \
+                 distinct sectors of a fetch) and the sectors the texture path read from the L2 \
+                 (`lts__t_sectors_srcunit_tex_op_read.sum`; the emulator's texture misses, which \
+                 go to the L2 one for one). Cases 0–13: 256 warps, one block each, sampling a \
+                 3D u8 texture trilinearly in footprints that share sectors between lanes or \
+                 not and straddle sectors and GOBs or not; 14–16: 264 warps point-sampling 32 \
+                 sectors each, their own, shared by blocks 2k and 2k+1, or by blocks two apart; \
+                 17–21: one warp sampling one point of a small 1D or 2D texture of float4, u8 \
+                 or float, filtered or not."
             }
             Section::Shared => {
                 "`docs/gpu/shared-latency.cu`'s chases on the emulator: cycles per step over 256 \

@@ -104,6 +104,8 @@ pub enum Unit {
     BytesPerClock,
     /// A value a kernel computes.
     Value,
+    /// A count of 32-byte sectors (or of lookups of them).
+    Sectors,
 }
 
 impl Unit {
@@ -119,6 +121,7 @@ impl Unit {
             Unit::OpsPerClock => "ops/clock",
             Unit::BytesPerClock => "B/clock",
             Unit::Value => "",
+            Unit::Sectors => "sectors",
         }
     }
 }
@@ -308,6 +311,12 @@ pub enum Measure {
     /// `docs/gpu/issue-rates.cu`: cycles per PTX warp instruction per scheduler of `op`, 8 warps
     /// per scheduler with 8 independent chains each.
     IssueRate { op: IssueOp },
+    /// `docs/gpu/cache-operators.cu`: cycles per step of a dependent chain of `form` loads over
+    /// one word, by one thread or by a warp's 32 lanes (each its own word of one line).
+    CacheOperator { form: LoadForm, lanes: u32 },
+    /// `docs/gpu/tex-footprint.cu`: one case's texture counts over its launch, as Nsight
+    /// Compute counts them.
+    TexFootprint { case: u32, count: TexCount },
 }
 
 impl Measure {
@@ -431,6 +440,15 @@ impl Measure {
             Measure::IssueRate { op } => format!(
                 "`docs/gpu/issue-rates.cu`'s chains of {} on one SM of the emulator",
                 op.label()
+            ),
+            Measure::TexFootprint { case, count } => format!(
+                "`docs/gpu/tex-footprint.cu`'s case {case} on the emulator, its {}",
+                count.label()
+            ),
+            Measure::CacheOperator { form, lanes } => format!(
+                "`docs/gpu/cache-operators.cu`'s chain of `{}` with {lanes} lane{} on the emulator",
+                form.label(),
+                if *lanes == 1 { "" } else { "s" }
             ),
             Measure::DivergentClosing { closing, lanes } => format!(
                 "`docs/gpu/divergent-closing.cu`'s window around {lanes} lanes' cold loads, {}, on the emulator",
@@ -572,6 +590,19 @@ impl Measure {
                     format!(
                         "loaded-latency.cu runs 0, 1, 2, 4 or 7 background blocks per SM, not {blocks_per_sm}"
                     )
+                }),
+            Measure::TexFootprint { case, .. } => (*case <= TEX_FOOTPRINT_LAST_CASE)
+                .then_some(())
+                .ok_or_else(|| {
+                    format!(
+                        "tex-footprint.cu has cases 0 to {TEX_FOOTPRINT_LAST_CASE}, not {case}"
+                    )
+                }),
+            Measure::CacheOperator { lanes, .. } => [1, 32]
+                .contains(lanes)
+                .then_some(())
+                .ok_or_else(|| {
+                    format!("cache-operators.cu runs its chains on 1 or 32 lanes, not {lanes}")
                 }),
             Measure::DummyClosing { access, .. } => {
                 matches!(access, FenceAccess::L1Hit | FenceAccess::L2Hit)
@@ -905,6 +936,72 @@ impl IssueOp {
             IssueOp::PrmtB32 => "prmt.b32",
             IssueOp::XorPopcB32 => "popc.b32 (of a xor)",
             IssueOp::XorCvtF32U32 => "cvt.rn.f32.u32 (of a xor)",
+        }
+    }
+}
+
+/// The last case of `tex-footprint.cu`.
+pub const TEX_FOOTPRINT_LAST_CASE: u32 = 21;
+
+/// What a row of `tex-footprint.cu` counts, as Nsight Compute names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TexCount {
+    /// `l1tex__t_sectors_pipe_tex_mem_texture_op_tex.sum`: the texture's sector lookups.
+    Lookups,
+    /// `lts__t_sectors_srcunit_tex_op_read.sum`: sectors the L2 read for the texture path.
+    L2Sectors,
+}
+
+impl TexCount {
+    pub fn label(self) -> &'static str {
+        match self {
+            TexCount::Lookups => "texture sector lookups",
+            TexCount::L2Sectors => "sectors the texture path read from the L2",
+        }
+    }
+}
+
+/// The load forms of `cache-operators.cu` (its template argument `K`, in this order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LoadForm {
+    /// `ld.global`, whose default operator is `.ca`.
+    Ca,
+    Cg,
+    Cs,
+    Lu,
+    Cv,
+    /// `ld.volatile.global`.
+    Volatile,
+    /// `ld.relaxed.gpu.global`.
+    RelaxedGpu,
+    /// `ld.acquire.gpu.global`.
+    AcquireGpu,
+    /// `ld.relaxed.cta.global`.
+    RelaxedCta,
+    /// `ld.global.nc`.
+    Nc,
+}
+
+impl LoadForm {
+    pub fn template(self) -> u32 {
+        self as u32
+    }
+
+    /// The load as the experiment prints it.
+    pub fn label(self) -> &'static str {
+        match self {
+            LoadForm::Ca => "ld.global",
+            LoadForm::Cg => "ld.global.cg",
+            LoadForm::Cs => "ld.global.cs",
+            LoadForm::Lu => "ld.global.lu",
+            LoadForm::Cv => "ld.global.cv",
+            LoadForm::Volatile => "ld.volatile.global",
+            LoadForm::RelaxedGpu => "ld.relaxed.gpu",
+            LoadForm::AcquireGpu => "ld.acquire.gpu",
+            LoadForm::RelaxedCta => "ld.relaxed.cta",
+            LoadForm::Nc => "ld.global.nc",
         }
     }
 }

@@ -124,6 +124,21 @@ impl Experiment {
         Ok(windows.iter().sum::<f64>() / windows.len() as f64)
     }
 
+    /// A texture object over `data`, as `cudaCreateTextureObject` gives `main` one.
+    fn texture(
+        &mut self,
+        desc: &emulator::TextureDesc,
+        data: &[u8],
+    ) -> Result<u64, CalibrationError> {
+        let file = self.file;
+        self.dev
+            .create_texture(desc, data)
+            .map_err(|source| CalibrationError::Device {
+                what: format!("{file}: creating a texture"),
+                source,
+            })
+    }
+
     fn upload(&mut self, buf: &DevBuf, bytes: &[u8]) -> Result<(), CalibrationError> {
         let file = self.file;
         self.dev
@@ -287,6 +302,7 @@ pub(crate) fn dram_run(
 }
 
 mod atomic_units;
+mod cache_operators;
 mod contention;
 mod divergent_closing;
 mod dummy_closing;
@@ -294,7 +310,9 @@ mod int_division;
 mod issue_rates;
 mod loaded_latency;
 mod sm_inflight;
+mod tex_footprint;
 pub(crate) use atomic_units::AtomicUnitsRig;
+pub(crate) use cache_operators::CacheOperatorsRig;
 pub(crate) use contention::ContentionRig;
 pub(crate) use divergent_closing::DivergentClosingRig;
 pub(crate) use dummy_closing::DummyClosingRig;
@@ -302,3 +320,4 @@ pub(crate) use int_division::IntDivisionRig;
 pub(crate) use issue_rates::IssueRatesRig;
 pub(crate) use loaded_latency::LoadedLatencyRig;
 pub(crate) use sm_inflight::SmInflightRig;
+pub(crate) use tex_footprint::TexFootprintRig;

@@ -65,17 +65,21 @@ fn texture(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow> {
         kind: AccessKind::Load,
         bytes_per_lane: texel_bytes,
         path: LoadPath::ReadOnly,
-        lookup_lanes: lookup_lanes(texel_bytes, filtered),
+        lookup_lanes: lookup_lanes(texel_bytes, filtered, x.sub),
     })
 }
 
-/// Lanes whose texels one texture lookup serves, as Nsight Compute counts them: a 16-byte texel
-/// is looked up lane by lane, a filtered sample of a smaller one pair by pair, a point sample
-/// quad by quad (the constants give the measurements).
-fn lookup_lanes(texel_bytes: u32, filtered: bool) -> u8 {
-    if texel_bytes >= 16 {
+/// Lanes whose texels one texture lookup serves, as Nsight Compute counts them, for a fetch of
+/// `dims` coordinates: a point sample quad by quad whatever its texel, a filtered 16-byte
+/// (float4) texel lane by lane, a trilinear sample of a smaller one pair by pair, and a filtered
+/// 1D or 2D sample of a smaller one quad by quad (the constants give the measurements). A
+/// trilinear float4 sample was not measured; it is taken lane by lane, as the other float4 ones.
+fn lookup_lanes(texel_bytes: u32, filtered: bool, dims: u8) -> u8 {
+    if !filtered {
+        QUAD
+    } else if texel_bytes >= 16 {
         LANE
-    } else if filtered {
+    } else if dims >= 3 {
         PAIR
     } else {
         QUAD
@@ -202,15 +206,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn lookups_serve_a_lane_a_pair_or_a_quad_by_texel_size_and_filter() {
-        // float4 transfer functions, filtered or not: each lane its own lookup.
-        assert_eq!(lookup_lanes(16, true), 1);
-        assert_eq!(lookup_lanes(16, false), 1);
-        // A trilinear sample of a u8 volume, or a bilinear one of a float image: pairs.
-        assert_eq!(lookup_lanes(1, true), 2);
-        assert_eq!(lookup_lanes(4, true), 2);
-        // Point samples: quads.
-        assert_eq!(lookup_lanes(1, false), 4);
-        assert_eq!(lookup_lanes(8, false), 4);
+    fn lookups_serve_a_lane_a_pair_or_a_quad_by_filter_texel_and_dimensions() {
+        // Filtered float4 (a transfer function, a 2D float4 image): each lane its own lookup.
+        assert_eq!(lookup_lanes(16, true, 1), 1);
+        assert_eq!(lookup_lanes(16, true, 2), 1);
+        // A trilinear sample of a u8 or float volume: pairs.
+        assert_eq!(lookup_lanes(1, true, 3), 2);
+        assert_eq!(lookup_lanes(4, true, 3), 2);
+        // A bilinear u8 image, a linear 1D float: quads.
+        assert_eq!(lookup_lanes(1, true, 2), 4);
+        assert_eq!(lookup_lanes(4, true, 1), 4);
+        // Point samples, float4 too: quads.
+        assert_eq!(lookup_lanes(1, false, 3), 4);
+        assert_eq!(lookup_lanes(16, false, 1), 4);
+        assert_eq!(lookup_lanes(16, false, 2), 4);
     }
 }

@@ -135,22 +135,25 @@ pub(crate) struct MemRequest<'a> {
     pub lookup_lanes: u8,
 }
 
-/// Lanes per texture lookup of a point sample (and of every load): on an H100, 32 lanes
-/// fetching one texel of a cold 2D or 3D texture made 8 sector lookups, one a miss (87.5 %).
+/// Lanes per texture lookup of a point sample (and of every load), and of a filtered 1D or 2D
+/// sample of a texel under 16 bytes: on an H100, 32 lanes fetching one texel of a cold 2D or 3D
+/// texture made 8 sector lookups, one a miss (87.5 %) (docs/gpu/tex-lookup-count.cu); on an
+/// H200 so did 32 lanes point-sampling a 1D float4 texture, sampling a 2D u8 one bilinearly and
+/// a 1D float one linearly (docs/gpu/tex-footprint.cu, cases 18, 20 and 21).
 pub(crate) const QUAD: u8 = 4;
-/// Lanes per texture lookup of a filtered sample: 32 lanes sampling one point of a 3D texture
-/// trilinearly (two sectors, one per slice) made 32 lookups, two misses (93.75 %); lanes with
-/// their own sectors in pairs of lanes counted both lanes' sectors once per pair
-/// (docs/gpu/tex-lookup-count.cu); 14 trilinear footprints of docs/gpu/tex-footprint.cu, lanes
-/// sharing sectors or not, straddling sectors and GOBs or not, read as pairs count them. Bilinear
-/// 2D samples were not measured: assumed the same.
+/// Lanes per texture lookup of a trilinear sample of a texel under 16 bytes: 32 lanes sampling
+/// one point of a 3D texture trilinearly (two sectors, one per slice) made 32 lookups, two
+/// misses (93.75 %); lanes with their own sectors in pairs of lanes counted both lanes' sectors
+/// once per pair (docs/gpu/tex-lookup-count.cu); the 14 trilinear footprints of
+/// docs/gpu/tex-footprint.cu, lanes sharing sectors or not, straddling sectors and GOBs or not,
+/// read as pairs count them on an H100 and an H200.
 pub(crate) const PAIR: u8 = 2;
-/// Lanes per texture lookup of a 16-byte texel (float4), filtered or not: each lane its own.
-/// Inferred, not microbenchmarked: on the paper's geometry an H100 counted 0.8-0.9 M more
-/// lookups per frame than pairs give, the same in 15 of 16 block shapes and views, and a 1D
-/// float4 transfer-function fetch looked up lane by lane accounts for them (the emulator's
-/// lookups then 0.96-0.99 of silicon's, docs/gpu/2026-11-27-ncu-findings.md). Which property
-/// decides it (the texel's 16 bytes, the 1D texture, the filter) is open.
+/// Lanes per texture lookup of a filtered 16-byte texel (float4): each lane its own. On an
+/// H200, 32 lanes sampling one point of a 1D or a 2D float4 texture linearly made 64 lookups of
+/// two sectors (docs/gpu/tex-footprint.cu, cases 17 and 19), where a point sample of the same
+/// texture made 8 (case 18). On the paper's geometry it accounts for the 0.8-0.9 M lookups per
+/// frame an H100 counted beyond pairs: the transfer function is a filtered 1D float4 texture
+/// (docs/gpu/2026-11-27-ncu-findings.md).
 pub(crate) const LANE: u8 = 1;
 
 /// Counts one lookup of `hit`, `pending` (MSHR merges) and `miss` sector masks.

@@ -412,14 +412,14 @@ pub struct TextureConfig {
     /// those take longer. Absent: only the lines count.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lookups_per_cycle: Option<u32>,
-    /// How 2D and 3D textures (cudaArrays) are laid out in device memory, which decides the
-    /// addresses, and so the cache lines and sets, a texture fetch touches. 1D textures are
-    /// always linear.
+    /// How textures (cudaArrays) are laid out in device memory, which decides the addresses, and
+    /// so the cache lines and sets, a texture fetch touches. A 1D array is laid out as a 2D one
+    /// of one row; a texture over linear memory (`tex1Dfetch`) is always linear.
     #[serde(default)]
     pub layout: TextureLayout,
 }
 
-/// Storage layout of 2D and 3D textures; the texture module's docs give the address functions.
+/// Storage layout of textures (cudaArrays); the texture module's docs give the address functions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum TextureLayout {
@@ -427,7 +427,7 @@ pub enum TextureLayout {
     /// height and depth in GOBs the driver picks from the extent (the default: what a GPU does).
     #[default]
     BlockLinear,
-    /// 3D textures in symmetric 8×8×8-texel bricks, 2D textures row-major: the emulator's
+    /// 3D textures in symmetric 8×8×8-texel bricks, 1D and 2D ones row-major: the emulator's
     /// layout before block-linear, kept to compare against.
     Bricks,
     /// Row-major (x fastest, then y, then z): the untiled baseline.

@@ -151,9 +151,10 @@ pub(crate) const PAIR: u8 = 2;
 /// Lanes per texture lookup of a filtered 16-byte texel (float4): each lane its own. On an
 /// H200, 32 lanes sampling one point of a 1D or a 2D float4 texture linearly made 64 lookups of
 /// two sectors (docs/gpu/tex-footprint.cu, cases 17 and 19), where a point sample of the same
-/// texture made 8 (case 18). On the paper's geometry it accounts for the 0.8-0.9 M lookups per
-/// frame an H100 counted beyond pairs: the transfer function is a filtered 1D float4 texture
-/// (docs/gpu/2026-11-27-ncu-findings.md).
+/// texture made 8 (case 18). On the paper's geometry, whose transfer function is a filtered 1D
+/// float4 texture, pairs left the model's lookups 8 M short of an H100's per frame; lanes, with
+/// 1D arrays block-linear, bring them to 0.997-0.999 of silicon's in 14 of the 16 frames
+/// (docs/gpu/2026-12-02-texture-lookups.md).
 pub(crate) const LANE: u8 = 1;
 
 /// Counts one lookup of `hit`, `pending` (MSHR merges) and `miss` sector masks.

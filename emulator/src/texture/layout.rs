@@ -140,11 +140,15 @@ pub(crate) enum Storage {
 }
 
 impl Storage {
-    /// The storage of a texture described by `desc` under `layout` (1D is always linear).
+    /// The storage of a texture described by `desc` under `layout`. A 1D array is block-linear
+    /// as a 2D one of one row, so that a 32-byte sector holds 16 bytes of it: on an H200 a
+    /// filtered sample of texels 0 and 1 of a 1D float4 array read two sectors, as in a 2D one
+    /// (docs/gpu/tex-footprint.cu, cases 17 and 19). A texture over linear memory stays linear.
     pub(crate) fn new(desc: &TextureDesc, layout: TextureLayout) -> Self {
         let [w, h, d] = desc.extent().map(u64::from);
         match (layout, desc.dims) {
-            (_, 1) | (TextureLayout::Linear, _) | (TextureLayout::Bricks, 2) => Storage::Linear,
+            _ if desc.linear_buffer.is_some() => Storage::Linear,
+            (TextureLayout::Linear, _) | (TextureLayout::Bricks, 1 | 2) => Storage::Linear,
             (TextureLayout::Bricks, _) => Storage::Bricks {
                 bricks_x: w.div_ceil(8),
                 bricks_y: h.div_ceil(8),

@@ -4,7 +4,8 @@
 //!
 //! Layout in the emulator's device memory (the addresses the memory model gets), chosen by
 //! `[texture] layout` ([`TextureLayout`](crate::config::TextureLayout)) and computed in
-//! `layout.rs`; 1D textures and `tex1Dfetch` buffers are always linear, `x * texel_bytes`.
+//! `layout.rs`; a 1D array is laid out as a 2D one of one row, and a `tex1Dfetch` buffer (a
+//! texture over linear memory) is always linear, `x * texel_bytes`.
 //! - `block-linear` (default): NVIDIA's cudaArray layout, as Mesa's NVK driver lays images out
 //!   (`src/nouveau/nil/tiling.rs`, `Tiling::choose`/`Tiling::clamp`/`GOBType`, and
 //!   `src/nouveau/nil/copy.rs`, `CopyGOBFermi`; cited where it is used below). Rows are

@@ -213,6 +213,25 @@ fn block_linear_sectors_are_16_bytes_by_2_rows_and_lines_32_by_4() {
     }
 }
 
+#[test]
+fn a_1d_array_is_block_linear_and_a_texture_over_linear_memory_is_not() {
+    // float4 texels 0 and 1: two 32-byte sectors, as silicon read them (tex-footprint.cu
+    // case 17), where row-major storage puts both in one.
+    let array = at(texels(1, [64, 1, 1], 16), TextureLayout::BlockLinear);
+    assert!(matches!(array.storage, Storage::BlockLinear(_)));
+    assert_ne!(
+        array.texel_offset(0, 0, 0) / 32,
+        array.texel_offset(1, 0, 0) / 32
+    );
+    let over_memory = TextureDesc {
+        linear_buffer: Some(0x1000),
+        ..texels(1, [64, 1, 1], 16)
+    };
+    let fetch = at(over_memory, TextureLayout::BlockLinear);
+    assert_eq!(fetch.storage, Storage::Linear);
+    assert_eq!(fetch.texel_offset(1, 0, 0), 16);
+}
+
 proptest::proptest! {
     /// A warp's volume samples are each lane's sample by the general path, bit for bit, with
     /// the same texel addresses in the same order, for any set of lanes and coordinates
@@ -301,7 +320,7 @@ fn rounding_halves_away_from_trunc_is_std_round() {
 #[test]
 fn upload_then_sample_round_trips_in_every_layout() {
     for layout in TextureLayout::ALL {
-        for (dims, [w, h, d]) in [(3u8, [19u32, 13, 11]), (2, [37, 21, 1])] {
+        for (dims, [w, h, d]) in [(3u8, [19u32, 13, 11]), (2, [37, 21, 1]), (1, [45, 1, 1])] {
             let n = (w * h * d) as usize;
             let vals: Vec<f32> = (0..n).map(|i| i as f32).collect();
             let (dev, t) = make_in(desc(dims, w, h, d, TexFilter::Point), &vals, layout);
@@ -314,6 +333,8 @@ fn upload_then_sample_round_trips_in_every_layout() {
                         &mut a,
                     )
                     .unwrap();
+                // A 1D texture reads row 0 whatever its y: clamped, as a GPU does.
+                let (y, z) = (y.min(h - 1), z.min(d - 1));
                 assert_eq!(
                     v[0],
                     ((z * h + y) * w + x) as f32,

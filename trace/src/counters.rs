@@ -147,8 +147,9 @@ pub struct CacheCounters {
     /// Texture path only: sector lookups as Nsight Compute counts them, each group of lanes'
     /// distinct sectors of a fetch (a quad of four lanes for a point sample or a filtered 1D or
     /// 2D one, a pair for a trilinear one, each lane for a filtered float4), so that a sector all
-    /// 32 lanes of a warp point-sample counts eight times where `read_sectors` counts it once. Nsight Compute's texture hit rate divides by this
-    /// count ([`CacheCounters::lookup_hit_rate`]).
+    /// 32 lanes of a warp point-sample counts eight times where `read_sectors` counts it once.
+    /// Nsight Compute's texture hit rate divides by this count
+    /// ([`CacheCounters::lookup_hit_rate`]).
     pub tex_lookups: u64,
 }
 

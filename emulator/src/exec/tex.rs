@@ -74,6 +74,8 @@ fn texture(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow> {
 /// (float4) texel lane by lane, a trilinear sample of a smaller one pair by pair, and a filtered
 /// 1D or 2D sample of a smaller one quad by quad (the constants give the measurements). A
 /// trilinear float4 sample was not measured; it is taken lane by lane, as the other float4 ones.
+/// A `tex1Dfetch`, which Nsight Compute's texture-op metrics do not count on silicon
+/// (docs/gpu/tex-lookup-count.cu), is counted as the point sample it is.
 fn lookup_lanes(texel_bytes: u32, filtered: bool, dims: u8) -> u8 {
     if !filtered {
         QUAD

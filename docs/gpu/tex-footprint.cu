@@ -51,6 +51,14 @@
 //   19  2D float4, linear, (1, 1)
 //   20  2D u8, linear (bilinear), (1, 1)                     32 / 16 / 8
 //   21  1D float, linear, x = 1                              32 / 16 / 8
+// Cases 22-23 (added after every run below, not yet run) ask whether the pairing follows the
+// block's shape: at (90,0,90) the study's 2x64 frame counted on an H100 as if each quad of
+// lanes (2 x 2 pixels there) were paired by columns, where case 8's row of lanes was paired by
+// rows (docs/gpu/2026-12-02-quad-pairs.md). Each is a trilinear case run again with every lane
+// at the same coordinates, in 256 blocks of 2 x 16 threads instead of 32 x 1: lookups per warp
+// if pairs are lanes (2i, 2i+1) / (4q, 4q+2):
+//   22  case 8's coordinates                               64 / 32
+//   23  case 7's coordinates                               32 / 64
 //
 // Run on an H100 on 2026-11-27 (tex-footprint-h100-2026-11-27.csv, cases 0-16): pairs of lanes
 // 2i, 2i+1, each pair's distinct sectors, in every trilinear case (0-13, e.g. 7 and 8: 32 and
@@ -86,6 +94,13 @@ __device__ float2 coords(int c, int l) {
 __global__ void trilinear(cudaTextureObject_t t, int c, float* out) {
   const int l = threadIdx.x;
   const float2 p = coords(c, l);
+  out[blockIdx.x * 32 + l] = tex3D<float>(t, p.x, p.y, 8.0f * blockIdx.x + 1.0f);
+}
+
+// Cases 22-23: case 8's or case 7's coordinates per lane, in a block of 2 x 16 threads.
+__global__ void trilinear2d(cudaTextureObject_t t, int c, float* out) {
+  const int l = threadIdx.y * blockDim.x + threadIdx.x;
+  const float2 p = coords(c == 22 ? 8 : 7, l);
   out[blockIdx.x * 32 + l] = tex3D<float>(t, p.x, p.y, 8.0f * blockIdx.x + 1.0f);
 }
 
@@ -179,6 +194,7 @@ int main() {
   single<<<1, 32>>>(texture(f4_2d, cudaFilterModeLinear, el), 19, out);
   single<<<1, 32>>>(texture(u8_2d, cudaFilterModeLinear), 20, out);
   single<<<1, 32>>>(texture(f1_1d, cudaFilterModeLinear, el), 21, out);
+  for (int c = 22; c <= 23; c++) trilinear2d<<<TRI_BLOCKS, dim3(2, 16)>>>(lin, c, out);
   const cudaError_t e = cudaDeviceSynchronize();
   printf("%s\n", cudaGetErrorString(e));
   return e != cudaSuccess;

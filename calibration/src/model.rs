@@ -11,7 +11,7 @@ use crate::error::CalibrationError;
 use crate::experiments::{
     self, AtomicUnitsRig, CacheOperatorsRig, ContentionRig, DivergentClosingRig, DramRun,
     DummyClosingRig, FenceRig, IntDivisionRig, IssueRatesRig, LoadedLatencyRig, SharedRig,
-    SmInflightRig, TexFootprintRig,
+    SmInflightRig, TexFootprintRig, TexLookupCountRig,
 };
 use crate::table::{DramPattern, Extreme, Measure, PaperShape, PaperView, Table, round_model};
 
@@ -74,6 +74,7 @@ struct Lab {
     issue: Option<IssueRatesRig>,
     cache_operators: Option<CacheOperatorsRig>,
     tex_footprint: Option<TexFootprintRig>,
+    tex_lookup_count: Option<TexLookupCountRig>,
     /// Keyed by pattern and blocks per SM (none: the whole grid at once).
     dram: BTreeMap<(DramPattern, Option<u32>), DramRun>,
     frames: Option<Vec<SweepRow>>,
@@ -98,6 +99,7 @@ impl Lab {
             issue: None,
             cache_operators: None,
             tex_footprint: None,
+            tex_lookup_count: None,
             dram: BTreeMap::new(),
             frames: None,
             done: BTreeMap::new(),
@@ -174,6 +176,10 @@ impl Lab {
             .step(*form, *lanes),
             Measure::TexFootprint { case, count } => rig(&mut self.tex_footprint, || {
                 TexFootprintRig::new(&self.root, &self.cfg)
+            })?
+            .count(*case, *count),
+            Measure::TexLookupCount { case, count } => rig(&mut self.tex_lookup_count, || {
+                TexLookupCountRig::new(&self.root, &self.cfg)
             })?
             .count(*case, *count),
             Measure::SmStream { threads, every_sm } => rig(&mut self.sm_inflight, || {

@@ -79,7 +79,7 @@ impl Section {
             Measure::DivisionLatency { .. } | Measure::DivisionIssue { .. } => Section::Division,
             Measure::IssueRate { .. } => Section::Issue,
             Measure::CacheOperator { .. } => Section::CacheOperators,
-            Measure::TexFootprint { .. } => Section::TexFootprints,
+            Measure::TexFootprint { .. } | Measure::TexLookupCount { .. } => Section::TexFootprints,
         }
     }
 
@@ -178,7 +178,12 @@ impl Section {
                  not and straddle sectors and GOBs or not; 14–16: 264 warps point-sampling 32 \
                  sectors each, their own, shared by blocks 2k and 2k+1, or by blocks two apart; \
                  17–21: one warp sampling one point of a small 1D or 2D texture of float4, u8 \
-                 or float, filtered or not."
+                 or float, filtered or not. `docs/gpu/tex-lookup-count.cu`'s kernel the same \
+                 way, one launch of 1,024 warps per case, each warp its own rows of a cold \
+                 texture: the lookups and Nsight Compute's hit rate per lookup \
+                 (`l1tex__t_sector_pipe_tex_mem_texture_op_tex_hit_rate.pct`), only the first \
+                 lookup of a missing sector a miss. Cases 0–3 point-sample a 2D u8 texture; \
+                 4–7 sample a 3D one, trilinearly but case 5."
             }
             Section::Shared => {
                 "`docs/gpu/shared-latency.cu`'s chases on the emulator: cycles per step over 256 \

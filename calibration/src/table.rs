@@ -317,6 +317,9 @@ pub enum Measure {
     /// `docs/gpu/tex-footprint.cu`: one case's texture counts over its launch, as Nsight
     /// Compute counts them.
     TexFootprint { case: u32, count: TexCount },
+    /// `docs/gpu/tex-lookup-count.cu`: one case's texture counts over its launch, as Nsight
+    /// Compute counts them.
+    TexLookupCount { case: u32, count: TexCount },
 }
 
 impl Measure {
@@ -443,6 +446,10 @@ impl Measure {
             ),
             Measure::TexFootprint { case, count } => format!(
                 "`docs/gpu/tex-footprint.cu`'s case {case} on the emulator, its {}",
+                count.label()
+            ),
+            Measure::TexLookupCount { case, count } => format!(
+                "`docs/gpu/tex-lookup-count.cu`'s case {case} on the emulator, its {}",
                 count.label()
             ),
             Measure::CacheOperator { form, lanes } => format!(
@@ -596,6 +603,13 @@ impl Measure {
                 .ok_or_else(|| {
                     format!(
                         "tex-footprint.cu has cases 0 to {TEX_FOOTPRINT_LAST_CASE}, not {case}"
+                    )
+                }),
+            Measure::TexLookupCount { case, .. } => (*case <= TEX_LOOKUP_COUNT_LAST_CASE)
+                .then_some(())
+                .ok_or_else(|| {
+                    format!(
+                        "tex-lookup-count.cu has cases 0 to {TEX_LOOKUP_COUNT_LAST_CASE}, not {case}"
                     )
                 }),
             Measure::CacheOperator { lanes, .. } => [1, 32]
@@ -943,7 +957,10 @@ impl IssueOp {
 /// The last case of `tex-footprint.cu`.
 pub const TEX_FOOTPRINT_LAST_CASE: u32 = 21;
 
-/// What a row of `tex-footprint.cu` counts, as Nsight Compute names it.
+/// The last case of `tex-lookup-count.cu`.
+pub const TEX_LOOKUP_COUNT_LAST_CASE: u32 = 7;
+
+/// What a row of `tex-footprint.cu` or `tex-lookup-count.cu` counts, as Nsight Compute names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TexCount {
@@ -951,6 +968,9 @@ pub enum TexCount {
     Lookups,
     /// `lts__t_sectors_srcunit_tex_op_read.sum`: sectors the L2 read for the texture path.
     L2Sectors,
+    /// `l1tex__t_sector_pipe_tex_mem_texture_op_tex_hit_rate.pct`: the lookups that needed no
+    /// new fetch, per cent.
+    HitRate,
 }
 
 impl TexCount {
@@ -958,6 +978,17 @@ impl TexCount {
         match self {
             TexCount::Lookups => "texture sector lookups",
             TexCount::L2Sectors => "sectors the texture path read from the L2",
+            TexCount::HitRate => "texture hit rate per sector lookup",
+        }
+    }
+
+    /// The count in a launch's texture counters; `None` for a hit rate when nothing was looked
+    /// up. The emulator's texture misses go to the L2 one for one, so they are the L2's sectors.
+    pub fn of(self, c: &trace::CacheCounters) -> Option<f64> {
+        match self {
+            TexCount::Lookups => Some(c.tex_lookups as f64),
+            TexCount::L2Sectors => Some(c.sector_misses as f64),
+            TexCount::HitRate => c.lookup_hit_rate().map(|r| 100.0 * r),
         }
     }
 }

@@ -104,10 +104,10 @@ impl TexFootprintRig {
                 c
             }
         };
-        Ok(match count {
-            TexCount::Lookups => c.tex_lookups,
-            TexCount::L2Sectors => c.sector_misses,
-        } as f64)
+        count.of(&c).ok_or_else(|| CalibrationError::Result {
+            what: "tex-footprint.cu".into(),
+            reason: format!("case {case} looked nothing up"),
+        })
     }
 
     fn launch(&mut self, case: u32) -> Result<CacheCounters, CalibrationError> {

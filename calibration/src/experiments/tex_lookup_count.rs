@@ -1,0 +1,116 @@
+//! `tex-lookup-count.cu` on the emulator: one launch per case, each after an L2 flush, and the
+//! texture's counts over it.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use device::{Arg, DevBuf};
+use emulator::{GpuConfig, TexAddress, TexFilter, TexFormat, TextureDesc};
+use trace::CacheCounters;
+
+use super::Experiment;
+use crate::error::CalibrationError;
+use crate::table::{TEX_LOOKUP_COUNT_LAST_CASE, TexCount};
+
+/// `main`'s grid: one warp per block.
+const BLOCKS: u32 = 1024;
+/// The 2D array of cases 0–3 (`PLANE_W` × 8 rows per block) and the 3D one of cases 4–7
+/// (`VOL_W` × `VOL_W` × 8 slices per block).
+const PLANE_W: u32 = 4096;
+const VOL_W: u32 = 64;
+
+pub(crate) struct TexLookupCountRig {
+    exp: Experiment,
+    /// The 2D array point-sampled as bytes (cases 0–3), and the 3D one filtered (4, 6, 7) and
+    /// point-sampled (5), read as normalised floats.
+    plane: u64,
+    volume_linear: u64,
+    volume_point: u64,
+    out: DevBuf,
+    /// Each case's texture counters, from its one launch.
+    counted: BTreeMap<u32, CacheCounters>,
+}
+
+fn desc(dims: u8, extent: [u32; 3], normalized_read: bool, linear: bool) -> TextureDesc {
+    TextureDesc {
+        dims,
+        width: extent[0],
+        height: extent[1],
+        depth: extent[2],
+        format: TexFormat::U8,
+        channels: 1,
+        normalized_read,
+        filter: if linear {
+            TexFilter::Linear
+        } else {
+            TexFilter::Point
+        },
+        address: [TexAddress::Clamp; 3],
+        normalized_coords: false,
+        linear_buffer: None,
+    }
+}
+
+impl TexLookupCountRig {
+    pub(crate) fn new(root: &Path, cfg: &GpuConfig) -> Result<Self, CalibrationError> {
+        let mut exp = Experiment::load(root, "tex-lookup-count.cu", cfg)?;
+        // `main` fills both arrays with ones.
+        let plane_extent = [PLANE_W, 8 * BLOCKS, 1];
+        let ones = vec![1u8; (PLANE_W * 8 * BLOCKS) as usize];
+        let plane = exp.texture(&desc(2, plane_extent, false, false), &ones)?;
+        let vol_extent = [VOL_W, VOL_W, 8 * BLOCKS];
+        let ones = &ones[..(VOL_W * VOL_W * 8 * BLOCKS) as usize];
+        let volume_linear = exp.texture(&desc(3, vol_extent, true, true), ones)?;
+        let volume_point = exp.texture(&desc(3, vol_extent, true, false), ones)?;
+        let out = exp.alloc(u64::from(BLOCKS) * 32 * 4)?;
+        Ok(TexLookupCountRig {
+            exp,
+            plane,
+            volume_linear,
+            volume_point,
+            out,
+            counted: BTreeMap::new(),
+        })
+    }
+
+    /// `count` of case `case`'s launch.
+    pub(crate) fn count(&mut self, case: u32, count: TexCount) -> Result<f64, CalibrationError> {
+        let c = match self.counted.get(&case) {
+            Some(c) => *c,
+            None => {
+                let c = self.launch(case)?;
+                self.counted.insert(case, c);
+                c
+            }
+        };
+        count.of(&c).ok_or_else(|| CalibrationError::Result {
+            what: "tex-lookup-count.cu".into(),
+            reason: format!("case {case} looked nothing up"),
+        })
+    }
+
+    fn launch(&mut self, case: u32) -> Result<CacheCounters, CalibrationError> {
+        let texture = match case {
+            0..=3 => self.plane,
+            5 => self.volume_point,
+            4..=TEX_LOOKUP_COUNT_LAST_CASE => self.volume_linear,
+            _ => {
+                return Err(CalibrationError::Result {
+                    what: "tex-lookup-count.cu".into(),
+                    reason: format!("it has no case {case}"),
+                });
+            }
+        };
+        let c = i32::try_from(case).unwrap_or(i32::MAX);
+        let args = [Arg::U64(texture), Arg::I32(c), Arg::Buf(self.out)];
+        // Nsight Compute, which counted these on silicon, flushes the caches before the kernel.
+        self.exp.dev.flush_l2();
+        let o = self.exp.launch("fetch", BLOCKS, 32, &args)?;
+        o.stats
+            .map(|s| s.mem.texture)
+            .ok_or_else(|| CalibrationError::Result {
+                what: "tex-lookup-count.cu".into(),
+                reason: "the emulator returned no counters".into(),
+            })
+    }
+}

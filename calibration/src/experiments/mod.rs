@@ -6,11 +6,11 @@
 use std::path::{Path, PathBuf};
 
 use device::{Arg, DevBuf, Device, EmuDevice, LaunchConfig, LaunchOutcome, ModuleId};
-use emulator::GpuConfig;
-use trace::Dim3;
+use emulator::{GpuConfig, TexAddress, TexFilter, TexFormat, TextureDesc};
+use trace::{CacheCounters, Dim3};
 
 use crate::error::CalibrationError;
-use crate::table::{Closing, DramPattern, FenceAccess, RECORDS_DIR, SharedOp};
+use crate::table::{Closing, DramPattern, FenceAccess, RECORDS_DIR, SharedOp, TexCount};
 
 /// An experiment's kernels, compiled and loaded on an emulator device.
 struct Experiment {
@@ -139,6 +139,24 @@ impl Experiment {
             })
     }
 
+    /// The texture counters of one launch of `kernel` after the L2 is flushed, as Nsight
+    /// Compute, which counts them on silicon, flushes the caches before each kernel.
+    fn texture_counters(
+        &mut self,
+        kernel: &str,
+        grid: u32,
+        args: &[Arg],
+    ) -> Result<CacheCounters, CalibrationError> {
+        self.dev.flush_l2();
+        let o = self.launch(kernel, grid, 32, args)?;
+        o.stats
+            .map(|s| s.mem.texture)
+            .ok_or_else(|| CalibrationError::Result {
+                what: self.file.into(),
+                reason: "the emulator returned no counters".into(),
+            })
+    }
+
     fn upload(&mut self, buf: &DevBuf, bytes: &[u8]) -> Result<(), CalibrationError> {
         let file = self.file;
         self.dev
@@ -160,6 +178,47 @@ impl Experiment {
             })?;
         Ok(bytes)
     }
+}
+
+/// A texture of `main`'s: clamped, unnormalised coordinates, filtered or point-sampled.
+fn texture_desc(
+    dims: u8,
+    extent: [u32; 3],
+    format: TexFormat,
+    channels: u8,
+    normalized_read: bool,
+    linear: bool,
+) -> TextureDesc {
+    TextureDesc {
+        dims,
+        width: extent[0],
+        height: extent[1],
+        depth: extent[2],
+        format,
+        channels,
+        normalized_read,
+        filter: if linear {
+            TexFilter::Linear
+        } else {
+            TexFilter::Point
+        },
+        address: [TexAddress::Clamp; 3],
+        normalized_coords: false,
+        linear_buffer: None,
+    }
+}
+
+/// `count` of a texture experiment's case from its launch's counters.
+fn texture_count(
+    file: &str,
+    case: u32,
+    count: TexCount,
+    c: &CacheCounters,
+) -> Result<f64, CalibrationError> {
+    count.of(c).ok_or_else(|| CalibrationError::Result {
+        what: file.into(),
+        reason: format!("case {case} looked nothing up"),
+    })
 }
 
 /// `fence-variants.cu`: `REPS` windows per launch, the first (cold) one left out of the mean.

@@ -5,10 +5,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use device::{Arg, DevBuf};
-use emulator::{GpuConfig, TexAddress, TexFilter, TexFormat, TextureDesc};
+use emulator::{GpuConfig, TexFormat, TextureDesc};
 use trace::CacheCounters;
 
-use super::Experiment;
+use super::{Experiment, texture_count, texture_desc};
 use crate::error::CalibrationError;
 use crate::table::{TEX_FOOTPRINT_LAST_CASE, TexCount};
 
@@ -34,25 +34,16 @@ pub(crate) struct TexFootprintRig {
     counted: BTreeMap<u32, CacheCounters>,
 }
 
+/// `main` reads u8 texels as normalised floats and float ones as they are.
 fn desc(dims: u8, extent: [u32; 3], format: TexFormat, channels: u8, linear: bool) -> TextureDesc {
-    TextureDesc {
+    texture_desc(
         dims,
-        width: extent[0],
-        height: extent[1],
-        depth: extent[2],
+        extent,
         format,
         channels,
-        // `main` reads u8 texels as normalised floats and float ones as they are.
-        normalized_read: format == TexFormat::U8,
-        filter: if linear {
-            TexFilter::Linear
-        } else {
-            TexFilter::Point
-        },
-        address: [TexAddress::Clamp; 3],
-        normalized_coords: false,
-        linear_buffer: None,
-    }
+        format == TexFormat::U8,
+        linear,
+    )
 }
 
 impl TexFootprintRig {
@@ -104,10 +95,7 @@ impl TexFootprintRig {
                 c
             }
         };
-        count.of(&c).ok_or_else(|| CalibrationError::Result {
-            what: "tex-footprint.cu".into(),
-            reason: format!("case {case} looked nothing up"),
-        })
+        texture_count("tex-footprint.cu", case, count, &c)
     }
 
     fn launch(&mut self, case: u32) -> Result<CacheCounters, CalibrationError> {
@@ -136,13 +124,6 @@ impl TexFootprintRig {
                 });
             }
         };
-        self.exp.dev.flush_l2();
-        let o = self.exp.launch(kernel, grid, 32, &args)?;
-        o.stats
-            .map(|s| s.mem.texture)
-            .ok_or_else(|| CalibrationError::Result {
-                what: "tex-footprint.cu".into(),
-                reason: "the emulator returned no counters".into(),
-            })
+        self.exp.texture_counters(kernel, grid, &args)
     }
 }

@@ -5,10 +5,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use device::{Arg, DevBuf};
-use emulator::{GpuConfig, TexAddress, TexFilter, TexFormat, TextureDesc};
+use emulator::{GpuConfig, TexFormat, TextureDesc};
 use trace::CacheCounters;
 
-use super::Experiment;
+use super::{Experiment, texture_count, texture_desc};
 use crate::error::CalibrationError;
 use crate::table::{TEX_LOOKUP_COUNT_LAST_CASE, TexCount};
 
@@ -32,23 +32,7 @@ pub(crate) struct TexLookupCountRig {
 }
 
 fn desc(dims: u8, extent: [u32; 3], normalized_read: bool, linear: bool) -> TextureDesc {
-    TextureDesc {
-        dims,
-        width: extent[0],
-        height: extent[1],
-        depth: extent[2],
-        format: TexFormat::U8,
-        channels: 1,
-        normalized_read,
-        filter: if linear {
-            TexFilter::Linear
-        } else {
-            TexFilter::Point
-        },
-        address: [TexAddress::Clamp; 3],
-        normalized_coords: false,
-        linear_buffer: None,
-    }
+    texture_desc(dims, extent, TexFormat::U8, 1, normalized_read, linear)
 }
 
 impl TexLookupCountRig {
@@ -83,10 +67,7 @@ impl TexLookupCountRig {
                 c
             }
         };
-        count.of(&c).ok_or_else(|| CalibrationError::Result {
-            what: "tex-lookup-count.cu".into(),
-            reason: format!("case {case} looked nothing up"),
-        })
+        texture_count("tex-lookup-count.cu", case, count, &c)
     }
 
     fn launch(&mut self, case: u32) -> Result<CacheCounters, CalibrationError> {
@@ -103,14 +84,6 @@ impl TexLookupCountRig {
         };
         let c = i32::try_from(case).unwrap_or(i32::MAX);
         let args = [Arg::U64(texture), Arg::I32(c), Arg::Buf(self.out)];
-        // Nsight Compute, which counted these on silicon, flushes the caches before the kernel.
-        self.exp.dev.flush_l2();
-        let o = self.exp.launch("fetch", BLOCKS, 32, &args)?;
-        o.stats
-            .map(|s| s.mem.texture)
-            .ok_or_else(|| CalibrationError::Result {
-                what: "tex-lookup-count.cu".into(),
-                reason: "the emulator returned no counters".into(),
-            })
+        self.exp.texture_counters("fetch", BLOCKS, &args)
     }
 }

@@ -3,6 +3,7 @@
 //! `main` prints computed from the emulator's results in the same way. The constants here are
 //! the experiments' own, which their host code states beside the kernels.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use device::{Arg, DevBuf, Device, EmuDevice, LaunchConfig, LaunchOutcome, ModuleId};
@@ -139,24 +140,6 @@ impl Experiment {
             })
     }
 
-    /// The texture counters of one launch of `kernel` after the L2 is flushed, as Nsight
-    /// Compute, which counts them on silicon, flushes the caches before each kernel.
-    fn texture_counters(
-        &mut self,
-        kernel: &str,
-        grid: u32,
-        args: &[Arg],
-    ) -> Result<CacheCounters, CalibrationError> {
-        self.dev.flush_l2();
-        let o = self.launch(kernel, grid, 32, args)?;
-        o.stats
-            .map(|s| s.mem.texture)
-            .ok_or_else(|| CalibrationError::Result {
-                what: self.file.into(),
-                reason: "the emulator returned no counters".into(),
-            })
-    }
-
     fn upload(&mut self, buf: &DevBuf, bytes: &[u8]) -> Result<(), CalibrationError> {
         let file = self.file;
         self.dev
@@ -208,17 +191,53 @@ fn texture_desc(
     }
 }
 
-/// `count` of a texture experiment's case from its launch's counters.
-fn texture_count(
-    file: &str,
-    case: u32,
-    count: TexCount,
-    c: &CacheCounters,
-) -> Result<f64, CalibrationError> {
-    count.of(c).ok_or_else(|| CalibrationError::Result {
-        what: file.into(),
-        reason: format!("case {case} looked nothing up"),
-    })
+/// A texture experiment's cases: one launch each, after an L2 flush as Nsight Compute flushes
+/// the caches before each kernel it counts, and that launch's texture counters kept for every
+/// count read of the case.
+struct TexCases {
+    exp: Experiment,
+    counted: BTreeMap<u32, CacheCounters>,
+}
+
+impl TexCases {
+    fn new(exp: Experiment) -> Self {
+        TexCases {
+            exp,
+            counted: BTreeMap::new(),
+        }
+    }
+
+    /// `count` of case `case`, which `kernel` runs on a grid of `grid` one-warp blocks.
+    fn count(
+        &mut self,
+        case: u32,
+        count: TexCount,
+        kernel: &str,
+        grid: u32,
+        args: &[Arg],
+    ) -> Result<f64, CalibrationError> {
+        let file = self.exp.file;
+        let c = match self.counted.get(&case) {
+            Some(c) => *c,
+            None => {
+                self.exp.dev.flush_l2();
+                let o = self.exp.launch(kernel, grid, 32, args)?;
+                let c = o
+                    .stats
+                    .map(|s| s.mem.texture)
+                    .ok_or_else(|| CalibrationError::Result {
+                        what: file.into(),
+                        reason: "the emulator returned no counters".into(),
+                    })?;
+                self.counted.insert(case, c);
+                c
+            }
+        };
+        count.of(&c).ok_or_else(|| CalibrationError::Result {
+            what: file.into(),
+            reason: format!("case {case} looked nothing up"),
+        })
+    }
 }
 
 /// `fence-variants.cu`: `REPS` windows per launch, the first (cold) one left out of the mean.

@@ -1,14 +1,12 @@
 //! `tex-footprint.cu` on the emulator: one launch per case, each after an L2 flush, and the
 //! texture's counts over it.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use device::{Arg, DevBuf};
 use emulator::{GpuConfig, TexFormat, TextureDesc};
-use trace::CacheCounters;
 
-use super::{Experiment, texture_count, texture_desc};
+use super::{Experiment, TexCases, texture_desc};
 use crate::error::CalibrationError;
 use crate::table::{TEX_FOOTPRINT_LAST_CASE, TexCount};
 
@@ -22,7 +20,7 @@ const POINT_BLOCKS: u32 = 264;
 const SMALL: u32 = 64;
 
 pub(crate) struct TexFootprintRig {
-    exp: Experiment,
+    cases: TexCases,
     /// The 3D texture filtered (cases 0–13) and point-sampled (14–16).
     linear: u64,
     point: u64,
@@ -30,8 +28,6 @@ pub(crate) struct TexFootprintRig {
     small: [u64; 5],
     out: DevBuf,
     sm: DevBuf,
-    /// Each case's texture counters, from its one launch.
-    counted: BTreeMap<u32, CacheCounters>,
 }
 
 /// `main` reads u8 texels as normalised floats and float ones as they are.
@@ -75,30 +71,17 @@ impl TexFootprintRig {
         let out = exp.alloc(u64::from(POINT_BLOCKS) * 32 * 4)?;
         let sm = exp.alloc(u64::from(POINT_BLOCKS) * 4)?;
         Ok(TexFootprintRig {
-            exp,
+            cases: TexCases::new(exp),
             linear,
             point,
             small: handles,
             out,
             sm,
-            counted: BTreeMap::new(),
         })
     }
 
     /// `count` of case `case`'s launch.
     pub(crate) fn count(&mut self, case: u32, count: TexCount) -> Result<f64, CalibrationError> {
-        let c = match self.counted.get(&case) {
-            Some(c) => *c,
-            None => {
-                let c = self.launch(case)?;
-                self.counted.insert(case, c);
-                c
-            }
-        };
-        texture_count("tex-footprint.cu", case, count, &c)
-    }
-
-    fn launch(&mut self, case: u32) -> Result<CacheCounters, CalibrationError> {
         let c = i32::try_from(case).unwrap_or(i32::MAX);
         let out = Arg::Buf(self.out);
         let (kernel, grid, args) = match case {
@@ -124,6 +107,6 @@ impl TexFootprintRig {
                 });
             }
         };
-        self.exp.texture_counters(kernel, grid, &args)
+        self.cases.count(case, count, kernel, grid, &args)
     }
 }

@@ -1,14 +1,12 @@
 //! `tex-lookup-count.cu` on the emulator: one launch per case, each after an L2 flush, and the
 //! texture's counts over it.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use device::{Arg, DevBuf};
 use emulator::{GpuConfig, TexFormat, TextureDesc};
-use trace::CacheCounters;
 
-use super::{Experiment, texture_count, texture_desc};
+use super::{Experiment, TexCases, texture_desc};
 use crate::error::CalibrationError;
 use crate::table::{TEX_LOOKUP_COUNT_LAST_CASE, TexCount};
 
@@ -20,15 +18,13 @@ const PLANE_W: u32 = 4096;
 const VOL_W: u32 = 64;
 
 pub(crate) struct TexLookupCountRig {
-    exp: Experiment,
+    cases: TexCases,
     /// The 2D array point-sampled as bytes (cases 0–3), and the 3D one filtered (4, 6, 7) and
     /// point-sampled (5), read as normalised floats.
     plane: u64,
     volume_linear: u64,
     volume_point: u64,
     out: DevBuf,
-    /// Each case's texture counters, from its one launch.
-    counted: BTreeMap<u32, CacheCounters>,
 }
 
 fn desc(dims: u8, extent: [u32; 3], normalized_read: bool, linear: bool) -> TextureDesc {
@@ -48,29 +44,16 @@ impl TexLookupCountRig {
         let volume_point = exp.texture(&desc(3, vol_extent, true, false), ones)?;
         let out = exp.alloc(u64::from(BLOCKS) * 32 * 4)?;
         Ok(TexLookupCountRig {
-            exp,
+            cases: TexCases::new(exp),
             plane,
             volume_linear,
             volume_point,
             out,
-            counted: BTreeMap::new(),
         })
     }
 
     /// `count` of case `case`'s launch.
     pub(crate) fn count(&mut self, case: u32, count: TexCount) -> Result<f64, CalibrationError> {
-        let c = match self.counted.get(&case) {
-            Some(c) => *c,
-            None => {
-                let c = self.launch(case)?;
-                self.counted.insert(case, c);
-                c
-            }
-        };
-        texture_count("tex-lookup-count.cu", case, count, &c)
-    }
-
-    fn launch(&mut self, case: u32) -> Result<CacheCounters, CalibrationError> {
         let texture = match case {
             0..=3 => self.plane,
             5 => self.volume_point,
@@ -84,6 +67,6 @@ impl TexLookupCountRig {
         };
         let c = i32::try_from(case).unwrap_or(i32::MAX);
         let args = [Arg::U64(texture), Arg::I32(c), Arg::Buf(self.out)];
-        self.exp.texture_counters("fetch", BLOCKS, &args)
+        self.cases.count(case, count, "fetch", BLOCKS, &args)
     }
 }

@@ -10,8 +10,8 @@ use trace::{ProbeMode, SweepRow};
 use crate::error::CalibrationError;
 use crate::experiments::{
     self, AtomicUnitsRig, CacheOperatorsRig, ContentionRig, DivergentClosingRig, DramRun,
-    DummyClosingRig, FenceRig, IntDivisionRig, IssueRatesRig, LoadedLatencyRig, SharedRig,
-    SmInflightRig, TexFootprintRig, TexLookupCountRig,
+    DummyClosingRig, FenceRig, IntDivisionRig, IssueRatesRig, LaunchOverheadRig, LoadedLatencyRig,
+    SharedRig, SmInflightRig, TexFootprintRig, TexLookupCountRig,
 };
 use crate::table::{DramPattern, Extreme, Measure, PaperShape, PaperView, Table, round_model};
 
@@ -75,6 +75,7 @@ struct Lab {
     cache_operators: Option<CacheOperatorsRig>,
     tex_footprint: Option<TexFootprintRig>,
     tex_lookup_count: Option<TexLookupCountRig>,
+    launch_overhead: Option<LaunchOverheadRig>,
     /// Keyed by pattern and blocks per SM (none: the whole grid at once).
     dram: BTreeMap<(DramPattern, Option<u32>), DramRun>,
     frames: Option<Vec<SweepRow>>,
@@ -100,6 +101,7 @@ impl Lab {
             cache_operators: None,
             tex_footprint: None,
             tex_lookup_count: None,
+            launch_overhead: None,
             dram: BTreeMap::new(),
             frames: None,
             done: BTreeMap::new(),
@@ -182,6 +184,10 @@ impl Lab {
                 TexLookupCountRig::new(&self.root, &self.cfg)
             })?
             .count(*case, *count),
+            Measure::LaunchSpan { blocks } => rig(&mut self.launch_overhead, || {
+                LaunchOverheadRig::new(&self.root, &self.cfg)
+            })?
+            .span_us(*blocks),
             Measure::SmStream { threads, every_sm } => rig(&mut self.sm_inflight, || {
                 SmInflightRig::new(&self.root, &self.cfg)
             })?

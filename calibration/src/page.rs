@@ -21,6 +21,7 @@ enum Section {
     Shared,
     Dram,
     Corpus,
+    Launch,
     Frames,
     HitRates,
     Occupancy,
@@ -35,7 +36,7 @@ enum Section {
 }
 
 impl Section {
-    const ALL: [Section; 16] = [
+    const ALL: [Section; 17] = [
         Section::Latency,
         Section::CacheOperators,
         Section::TexFootprints,
@@ -47,6 +48,7 @@ impl Section {
         Section::Issue,
         Section::Dram,
         Section::Corpus,
+        Section::Launch,
         Section::Frames,
         Section::HitRates,
         Section::Occupancy,
@@ -80,6 +82,7 @@ impl Section {
             Measure::IssueRate { .. } => Section::Issue,
             Measure::CacheOperator { .. } => Section::CacheOperators,
             Measure::TexFootprint { .. } | Measure::TexLookupCount { .. } => Section::TexFootprints,
+            Measure::LaunchSpan { .. } => Section::Launch,
         }
     }
 
@@ -90,6 +93,7 @@ impl Section {
             Section::Shared => "Shared memory",
             Section::Dram => "DRAM",
             Section::Corpus => "The functional corpus",
+            Section::Launch => "Launching a grid",
             Section::Frames => "The study's paper-scale frames",
             Section::HitRates => "Texture and L2 hit rates of the study's frames",
             Section::Occupancy => "Achieved occupancy of the study's frames",
@@ -184,6 +188,18 @@ impl Section {
                  (`l1tex__t_sector_pipe_tex_mem_texture_op_tex_hit_rate.pct`), only the first \
                  lookup of a missing sector a miss. Cases 0–3 point-sample a 2D u8 texture; \
                  4–7 sample a 3D one, trilinearly but case 5."
+            }
+            Section::Launch => {
+                "`docs/gpu/launch-overhead.cu`'s kernel on the emulator: a grid of one block, and \
+                 of 1, 4, 16 and 64 blocks per SM, of 128 threads that each store one word; \
+                 thread 0 of each block reads `%globaltimer` at its start and after the block's \
+                 barrier and folds both into the grid's span with `atomicMin` and `atomicMax`. \
+                 The span of the second of two launches, µs, where silicon's is the mean of 200 \
+                 launches after 20. The model's `%globaltimer` is its cycle count over its \
+                 clock; silicon's advances in steps of 32 ns (the start times of \
+                 `block-placement.cu`'s records). What CUDA events add around the grid \
+                 (`event_us` − `span_us` in the record, 5.5–13.5 µs on the H200) is not \
+                 modelled: the emulator's kernel time is the span."
             }
             Section::Shared => {
                 "`docs/gpu/shared-latency.cu`'s chases on the emulator: cycles per step over 256 \

@@ -320,6 +320,9 @@ pub enum Measure {
     /// `docs/gpu/tex-lookup-count.cu`: one case's texture counts over its launch, as Nsight
     /// Compute counts them.
     TexLookupCount { case: u32, count: TexCount },
+    /// `docs/gpu/launch-overhead.cu`: a grid of `blocks` blocks of 128 threads, each storing a
+    /// word: its span from the blocks' earliest start to their latest end on `%globaltimer`, µs.
+    LaunchSpan { blocks: u32 },
 }
 
 impl Measure {
@@ -451,6 +454,10 @@ impl Measure {
             Measure::TexLookupCount { case, count } => format!(
                 "`docs/gpu/tex-lookup-count.cu`'s case {case} on the emulator, its {}",
                 count.label()
+            ),
+            Measure::LaunchSpan { blocks } => format!(
+                "`docs/gpu/launch-overhead.cu`'s grid of {blocks} block{} on the emulator, its span",
+                if *blocks == 1 { "" } else { "s" }
             ),
             Measure::CacheOperator { form, lanes } => format!(
                 "`docs/gpu/cache-operators.cu`'s chain of `{}` with {lanes} lane{} on the emulator",
@@ -612,6 +619,9 @@ impl Measure {
                         "tex-lookup-count.cu has cases 0 to {TEX_LOOKUP_COUNT_LAST_CASE}, not {case}"
                     )
                 }),
+            Measure::LaunchSpan { blocks } => (*blocks >= 1)
+                .then_some(())
+                .ok_or_else(|| "launch-overhead.cu launches at least one block".to_string()),
             Measure::CacheOperator { lanes, .. } => [1, 32]
                 .contains(lanes)
                 .then_some(())

@@ -1,20 +1,22 @@
 //! Simulated warp instructions per second of the emulator's speed workloads, one launch each
 //! (release build): `cargo run --release -p warpscope-benches --example speed [NAME [SIZE]]`,
 //! where NAME (collatz, matmul, histogram, volume_render, volume_render_gtx480,
-//! volume_render_gtx480_side) runs one alone, e.g. under `valgrind --tool=callgrind`, and SIZE
+//! volume_render_gtx480_side, volume_render_h100, volume_render_h100_side) runs one alone, e.g. under `valgrind --tool=callgrind`, and SIZE
 //! replaces its default size (collatz's and the histogram's n, matmul's n, the renders' image
 //! side); `RAYON_NUM_THREADS=N` sets the threads. The criterion benchmarks time the same
 //! workloads; `scripts/speed-cost` runs two sizes of one to count what a warp instruction costs.
 
 use std::process::ExitCode;
 
-const NAMES: [&str; 6] = [
+const NAMES: [&str; 8] = [
     "collatz",
     "matmul",
     "histogram",
     "volume_render",
     "volume_render_gtx480",
     "volume_render_gtx480_side",
+    "volume_render_h100",
+    "volume_render_h100_side",
 ];
 
 fn main() -> ExitCode {
@@ -50,7 +52,11 @@ fn main() -> ExitCode {
             "histogram" => warpscope_benches::histogram(or(1 << 20) as usize),
             "volume_render" => warpscope_benches::volume_render(or(128), 64),
             "volume_render_gtx480" => warpscope_benches::volume_render_on("gtx480", or(128), 256),
-            _ => warpscope_benches::volume_render_side("gtx480", or(128), 256),
+            "volume_render_gtx480_side" => {
+                warpscope_benches::volume_render_side("gtx480", or(128), 256)
+            }
+            "volume_render_h100" => warpscope_benches::volume_render_on("h100", or(128), 256),
+            _ => warpscope_benches::volume_render_side("h100", or(128), 256),
         };
         let t = std::time::Instant::now();
         let s = w.launch();

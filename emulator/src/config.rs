@@ -527,6 +527,14 @@ pub struct AtomicUnit {
     /// Unset: a line's unit is its slice's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub granule_bytes: Option<u32>,
+    /// Global atomics an SM may have in flight, sent and not yet acknowledged: a warp whose
+    /// atomic would go past these waits to send it until the oldest is acknowledged. Unset: no
+    /// limit, and no warp waits for an atomic whose result it does not read. On an H200 a grid
+    /// of 64 blocks per SM, each sending two atomics to one line, spanned what the line's unit
+    /// takes for all but about 64 per SM, where 16 blocks per SM waited for none
+    /// (docs/gpu/launch-overhead.cu).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_flight_per_sm: Option<u32>,
 }
 
 /// Device memory: a latency and a bandwidth shared by all slices, optionally its rows, and
@@ -883,6 +891,12 @@ impl GpuConfig {
             positive_f64(u.same_address_cycles)
                 .map_err(|m| err("l2.atomic_unit.same_address_cycles", m))?;
             positive_f64(u.address_cycles).map_err(|m| err("l2.atomic_unit.address_cycles", m))?;
+            if u.in_flight_per_sm == Some(0) {
+                return Err(err(
+                    "l2.atomic_unit.in_flight_per_sm",
+                    "must be at least 1 (leave it out for no limit)".to_string(),
+                ));
+            }
             if let Some(g) = u.granule_bytes
                 && (!g.is_power_of_two() || g < l2.line_bytes)
             {
@@ -1265,6 +1279,23 @@ mod tests {
             }
             let field = (!ok).then_some("l2.atomic_unit.granule_bytes");
             assert_validates(&cfg, field, &granule.to_string());
+        }
+    }
+
+    #[test]
+    fn atomics_in_flight_must_be_at_least_one() {
+        for (limit, ok) in [
+            (None, true),
+            (Some(1), true),
+            (Some(64), true),
+            (Some(0), false),
+        ] {
+            let mut cfg = GpuConfig::preset("h100").unwrap();
+            if let Some(u) = &mut cfg.l2.atomic_unit {
+                u.in_flight_per_sm = limit;
+            }
+            let field = (!ok).then_some("l2.atomic_unit.in_flight_per_sm");
+            assert_validates(&cfg, field, &format!("{limit:?}"));
         }
     }
 

@@ -25,11 +25,13 @@
 //! next instruction is ready as far as its registers and fences say); this file holds the SM's
 //! state, its rounds and the issue of one instruction.
 
+use std::collections::VecDeque;
+
 use crate::config::{GpuConfig, InstructionSequence, IntDivision};
 use crate::devmem::WriteLog;
 use crate::error::EmuError;
 use crate::exec::{Ctx, Division, Entry, FULL, Fixed, Flow, Warp, exec};
-use crate::ir::{Class, Op, Opnd};
+use crate::ir::{Class, Op, Opnd, Sp};
 use crate::memory::{AccessKind, Key, MemRequest, SmMem, Space, is_token};
 
 use super::LaunchInput;
@@ -105,6 +107,10 @@ pub(super) struct TWarp {
     /// atomics alone (what a fence that does not wait for loads waits for).
     outstanding: u64,
     outstanding_writes: u64,
+    /// Before when the warp may not issue: its next instruction is a global atomic past the
+    /// SM's atomics in flight (`l2.atomic_unit.in_flight_per_sm`), which waits for the oldest
+    /// one's acknowledgement (a cycle or a token).
+    gate: u64,
     next_ok: u64,
     wake: u64,
     reason: Stall,
@@ -239,6 +245,9 @@ pub(super) struct Sm {
     pub last_issue: Option<([u32; 3], u32, u32, u32)>,
     /// The recorded warps' loads (`loads.rs`).
     pub loads: LoadLog,
+    /// When the SM's latest global atomics are acknowledged (cycles or tokens), oldest first, at
+    /// most `l2.atomic_unit.in_flight_per_sm` of them.
+    atomics: VecDeque<u64>,
 }
 
 /// What every SM reads while a round runs.
@@ -266,6 +275,12 @@ pub(super) fn lat(cfg: &GpuConfig, c: Class) -> u64 {
         Class::Shuffle => p.shuffle_latency_cycles,
         _ => 1,
     }) as u64
+}
+
+/// The global atomics an SM may have in flight (`l2.atomic_unit.in_flight_per_sm`).
+fn atomics_in_flight(sh: &Shared) -> Option<usize> {
+    let u = sh.inp.cfg.l2.atomic_unit?;
+    u.in_flight_per_sm.map(|n| n as usize)
 }
 
 /// The sequence a GPU runs for division `d`, where its lanes ran any.
@@ -308,6 +323,7 @@ impl Sm {
             last_work: 0,
             last_issue: None,
             loads: LoadLog::default(),
+            atomics: VecDeque::new(),
         }
     }
 
@@ -348,6 +364,7 @@ impl Sm {
                         block: 0,
                         outstanding: 0,
                         outstanding_writes: 0,
+                        gate: 0,
                         next_ok: 0,
                         wake: 0,
                         reason: Stall::Scoreboard,
@@ -395,6 +412,7 @@ impl Sm {
             w.block = slot;
             w.outstanding = self.cycle;
             w.outstanding_writes = self.cycle;
+            w.gate = 0;
             w.next_ok = self.cycle;
             w.bar_dst = None;
             let warp = b * u64::from(warps_per_block) + u64::from(wib);
@@ -526,9 +544,10 @@ impl Sm {
                     tokens,
                     outstanding,
                     outstanding_writes,
+                    gate,
                     ..
                 } = w;
-                for o in [outstanding, outstanding_writes] {
+                for o in [outstanding, outstanding_writes, gate] {
                     if is_token(*o) {
                         let v = mem.pend.settled(*o);
                         changed |= v != *o;
@@ -550,6 +569,9 @@ impl Sm {
                     self.hot.set(ws, Hot::of(w));
                     self.sched_near[ws % nsched] = Near::NONE;
                 }
+            }
+            for a in self.atomics.iter_mut().filter(|a| is_token(**a)) {
+                *a = mem.pend.settled(*a);
             }
             self.loads.take_in(&mem.pend);
             mem.pend.settle();
@@ -760,6 +782,20 @@ impl Sm {
                 what: format!("{what} (kernel {}, pc {pc})", prog.name),
             });
         }
+        // A global atomic past the SM's atomics in flight waits, unissued, for the oldest one's
+        // acknowledgement (a later cycle, or a token: later than any cycle of this round).
+        if matches!(x.op, Op::Atom | Op::Red)
+            && let Some(n) = atomics_in_flight(sh)
+            && self.atomics.len() >= n
+            && prog.exec[pc as usize].space == Sp::Global
+            && let Some(&oldest) = self.atomics.front()
+            && oldest > now
+        {
+            w.gate = oldest;
+            refresh(w, sh.deps);
+            self.hot.set(ws, Hot::of(w));
+            return Ok(false);
+        }
         let active = w.arch.active();
         let bslot = w.block;
         let Some(block) = self.blocks[bslot].as_mut() else {
@@ -835,6 +871,15 @@ impl Sm {
                         w.outstanding_writes = mem.pend.max(w.outstanding_writes, done_at);
                     }
                     from_mem = true;
+                    if kind == AccessKind::Atomic
+                        && space == Space::Global
+                        && let Some(n) = atomics_in_flight(sh)
+                    {
+                        if self.atomics.len() >= n {
+                            self.atomics.pop_front();
+                        }
+                        self.atomics.push_back(done_at);
+                    }
                     if let Some(warp) = w.record {
                         let space = match space {
                             Space::Global if kind == AccessKind::Load => Some(LoadSpace::Global),

@@ -393,6 +393,7 @@ fn an_atomic_unit_serializes_requests_of_every_warp_on_a_line() {
         same_address_cycles: 1.5,
         address_cycles: 0.25,
         granule_bytes: None,
+        in_flight_per_sm: None,
     });
     let mut mem = MemorySystem::new(&cfg);
     let one = [(0u8, 0x100u64)];
@@ -429,6 +430,7 @@ fn consecutive_lines_of_a_granule_share_one_atomic_unit() {
             same_address_cycles: 8.0,
             address_cycles: 0.25,
             granule_bytes,
+            in_flight_per_sm: None,
         });
         let mut mem = MemorySystem::new(&cfg);
         let reqs: Vec<[(u8, u64); 1]> = (0..4u64).map(|l| [(0u8, 0x10_0000 + 128 * l)]).collect();

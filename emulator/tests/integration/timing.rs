@@ -304,3 +304,72 @@ fn achieved_occupancy_counts_the_warps_resident_per_active_cycle() {
     let two = occupancy(64);
     assert!(two > 1.0 / slots && two < 1.05 / slots, "{two}");
 }
+
+/// One thread sends eight `red.global.add` to one word between two `%clock64` reads (the first
+/// after a store that waits for both parameters), on the h100 preset with the SM's atomics in
+/// flight limited to `limit`: its window, and the sum.
+fn reductions_window(limit: Option<u32>) -> (u64, u32) {
+    let ptx = r#".version 8.0
+.target sm_75
+.address_size 64
+.visible .entry probe(.param .u64 p, .param .u64 out)
+{
+ .reg .b64 %rd<8>;
+ ld.param.u64 %rd1, [p];
+ ld.param.u64 %rd2, [out];
+ st.global.u64 [%rd2], %rd1;
+ mov.u64 %rd3, %clock64;
+ red.global.add.u32 [%rd1], 1;
+ red.global.add.u32 [%rd1], 1;
+ red.global.add.u32 [%rd1], 1;
+ red.global.add.u32 [%rd1], 1;
+ red.global.add.u32 [%rd1], 1;
+ red.global.add.u32 [%rd1], 1;
+ red.global.add.u32 [%rd1], 1;
+ red.global.add.u32 [%rd1], 1;
+ mov.u64 %rd4, %clock64;
+ sub.s64 %rd5, %rd4, %rd3;
+ st.global.u64 [%rd2], %rd5;
+ ret;
+}"#;
+    let mut cfg = emulator::GpuConfig::preset("h100").unwrap();
+    let unit = cfg
+        .l2
+        .atomic_unit
+        .as_mut()
+        .expect("the h100 preset has an atomic unit");
+    unit.in_flight_per_sm = limit;
+    let mut r = Rig::with_config(ptx, cfg);
+    let p = r.zeros(128);
+    let o = r.zeros(8);
+    r.launch("probe", [1, 1, 1], [1, 1, 1], vec![a64(p), a64(o)]);
+    let v = r.get_u32(o, 2);
+    (v[0] as u64 | (v[1] as u64) << 32, r.get_u32(p, 1)[0])
+}
+
+/// An SM's atomics in flight (`l2.atomic_unit.in_flight_per_sm`): below the limit a warp does
+/// not wait for atomics whose results it does not read; past it, an atomic waits to be sent
+/// for the oldest one's acknowledgement, an L2 round trip; the sums are the same either way.
+#[test]
+fn a_warp_past_the_atomics_in_flight_waits_for_the_oldest() {
+    let l2 = {
+        let cfg = emulator::GpuConfig::preset("h100").unwrap();
+        u64::from(cfg.l2.latency_cycles)
+    };
+    let (free, sum_free) = reductions_window(None);
+    let (roomy, sum_roomy) = reductions_window(Some(8));
+    let (tight, sum_tight) = reductions_window(Some(2));
+    assert_eq!((sum_free, sum_roomy, sum_tight), (8, 8, 8));
+    assert!(
+        free < l2,
+        "eight reductions issue in {free} cycles without a limit"
+    );
+    assert_eq!(
+        roomy, free,
+        "a limit the warp never reaches changes nothing"
+    );
+    assert!(
+        tight > free + l2,
+        "past two in flight the warp waits for acknowledgements: {tight} against {free}"
+    );
+}

@@ -204,6 +204,10 @@ pub(super) fn refresh(w: &mut TWarp, deps: &Deps) {
     } else {
         Stall::Scoreboard
     };
+    if w.gate > t {
+        t = w.gate;
+        reason = Stall::Memory;
+    }
     if step.op == Op::Membar {
         let mut drained = if step.drain == Drain::Writes {
             w.outstanding_writes

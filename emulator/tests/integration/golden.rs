@@ -68,6 +68,37 @@ fn matmul(preset: &str, n: usize) -> serde_json::Value {
     entry(&s, &[read(&r, dc, n * n * 4)])
 }
 
+/// 264 blocks of 256 threads, each thread sending eight `red.global.add` to one of 32 words: 128
+/// atomics per SM, past the h100 preset's 64 in flight (`l2.atomic_unit.in_flight_per_sm`),
+/// on `cfg`.
+fn atomics_past_the_limit(cfg: emulator::GpuConfig) -> serde_json::Value {
+    let ptx = r#".version 8.0
+.target sm_75
+.address_size 64
+.visible .entry reds(.param .u64 p)
+{
+ .reg .b64 %rd<4>;
+ .reg .b32 %r<4>;
+ .reg .pred %q;
+ ld.param.u64 %rd1, [p];
+ mov.u32 %r1, %tid.x;
+ and.b32 %r2, %r1, 31;
+ mul.wide.u32 %rd2, %r2, 4;
+ add.s64 %rd3, %rd1, %rd2;
+ mov.u32 %r3, 0;
+LOOP:
+ red.global.add.u32 [%rd3], 1;
+ add.u32 %r3, %r3, 1;
+ setp.lt.u32 %q, %r3, 8;
+ @%q bra LOOP;
+ ret;
+}"#;
+    let mut r = Rig::with_config(ptx, cfg);
+    let p = r.zeros(128);
+    let s = r.launch("reds", [264, 1, 1], [256, 1, 1], vec![a64(p)]);
+    entry(&s, &[read(&r, p, 128)])
+}
+
 fn collatz(preset: &str, n: usize) -> serde_json::Value {
     let mut r = rig(corpus_ptx("collatz"), preset);
     let start: Vec<u32> = (1..=n as u32).collect();
@@ -277,4 +308,32 @@ fn partitioned_launches_are_the_same_on_one_thread_and_on_four() {
     assert_eq!(one, on_threads(4, set));
     // Not the unpartitioned model: each partition's DRAM has its share of the bandwidth.
     assert_ne!(one["matmul_h100"], matmul("h100+1", 64));
+}
+
+/// Warps that wait for the SM's atomics in flight wait for tokens of answers from below: the
+/// thread count changes nothing there either, and the wait is there (without the limit the
+/// warps stall less for memory; the launch, which ends when the line's unit has served every
+/// atomic, takes as long) while the sums stay the same.
+#[test]
+fn atomics_past_the_limit_are_the_same_on_one_thread_and_on_four() {
+    let h100 = || emulator::GpuConfig::preset("h100").unwrap();
+    let one = on_threads(1, || atomics_past_the_limit(h100()));
+    assert_eq!(one, on_threads(4, || atomics_past_the_limit(h100())));
+    let mut free = h100();
+    if let Some(u) = &mut free.l2.atomic_unit {
+        u.in_flight_per_sm = None;
+    }
+    let free = atomics_past_the_limit(free);
+    assert_eq!(one["outputs"], free["outputs"]);
+    let waits = |v: &serde_json::Value| {
+        v["stats"]["stall_cycles"]["memory"]
+            .as_u64()
+            .expect("memory stalls")
+    };
+    assert!(
+        waits(&one) > waits(&free),
+        "{} memory stalls with the limit, {} without",
+        waits(&one),
+        waits(&free)
+    );
 }

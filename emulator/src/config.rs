@@ -527,8 +527,9 @@ pub struct AtomicUnit {
     /// Unset: a line's unit is its slice's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub granule_bytes: Option<u32>,
-    /// Global atomics an SM may have in flight, sent and not yet acknowledged: a warp whose
-    /// atomic would go past these waits to send it until the oldest is acknowledged. Unset: no
+    /// Global atomics (`atom` and `red` naming `.global`) an SM may have in flight, sent and
+    /// not yet acknowledged: a warp whose atomic would go past these waits to send it until the
+    /// oldest is acknowledged. Unset: no
     /// limit, and no warp waits for an atomic whose result it does not read. On an H200 a grid
     /// of 64 blocks per SM, each sending two atomics to one line, spanned what the line's unit
     /// takes for all but about 64 per SM, where 16 blocks per SM waited for none

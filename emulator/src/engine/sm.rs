@@ -784,10 +784,14 @@ impl Sm {
         }
         // A global atomic past the SM's atomics in flight waits, unissued, for the oldest one's
         // acknowledgement (a later cycle, or a token: later than any cycle of this round).
-        if matches!(x.op, Op::Atom | Op::Red)
-            && let Some(n) = atomics_in_flight(sh)
+        let limit =
+            if matches!(x.op, Op::Atom | Op::Red) && prog.exec[pc as usize].space == Sp::Global {
+                atomics_in_flight(sh)
+            } else {
+                None
+            };
+        if let Some(n) = limit
             && self.atomics.len() >= n
-            && prog.exec[pc as usize].space == Sp::Global
             && let Some(&oldest) = self.atomics.front()
             && oldest > now
         {
@@ -871,10 +875,7 @@ impl Sm {
                         w.outstanding_writes = mem.pend.max(w.outstanding_writes, done_at);
                     }
                     from_mem = true;
-                    if kind == AccessKind::Atomic
-                        && space == Space::Global
-                        && let Some(n) = atomics_in_flight(sh)
-                    {
+                    if let Some(n) = limit {
                         if self.atomics.len() >= n {
                             self.atomics.pop_front();
                         }

@@ -198,8 +198,9 @@ impl Section {
                  launches after 20. The model's `%globaltimer` is its cycle count over its \
                  clock; silicon's advances in steps of 32 ns (the start times of \
                  `block-placement.cu`'s records). What CUDA events add around the grid \
-                 (`event_us` − `span_us` in the record, 5.5–13.5 µs on the H200) is not \
-                 modelled: the emulator's kernel time is the span."
+                 (`event_us` − `span_us` in the records, 5.5–13.5 µs on the H200) is not \
+                 modelled: the emulator's kernel time runs from the grid's first cycle to its \
+                 last warp's end or its last atomic's, whichever is later."
             }
             Section::Shared => {
                 "`docs/gpu/shared-latency.cu`'s chases on the emulator: cycles per step over 256 \

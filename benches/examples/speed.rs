@@ -1,10 +1,11 @@
 //! Simulated warp instructions per second of the emulator's speed workloads, one launch each
 //! (release build): `cargo run --release -p warpscope-benches --example speed [NAME [SIZE]]`,
 //! where NAME (collatz, matmul, histogram, volume_render, volume_render_gtx480,
-//! volume_render_gtx480_side, volume_render_h100, volume_render_h100_side) runs one alone, e.g. under `valgrind --tool=callgrind`, and SIZE
-//! replaces its default size (collatz's and the histogram's n, matmul's n, the renders' image
-//! side); `RAYON_NUM_THREADS=N` sets the threads. The criterion benchmarks time the same
-//! workloads; `scripts/speed-cost` runs two sizes of one to count what a warp instruction costs.
+//! volume_render_gtx480_side, volume_render_h100, volume_render_h100_side) runs one alone, e.g.
+//! under `valgrind --tool=callgrind`, and SIZE replaces its default size (collatz's and the
+//! histogram's n, matmul's n, the renders' image side); `RAYON_NUM_THREADS=N` sets the threads.
+//! The criterion benchmarks time the same workloads; `scripts/speed-cost` runs two sizes of one
+//! to count what a warp instruction costs.
 
 use std::process::ExitCode;
 

@@ -529,11 +529,10 @@ pub struct AtomicUnit {
     pub granule_bytes: Option<u32>,
     /// Global atomics (`atom` and `red` naming `.global`) an SM may have in flight, sent and
     /// not yet acknowledged: a warp whose atomic would go past these waits to send it until the
-    /// oldest is acknowledged. Unset: no
-    /// limit, and no warp waits for an atomic whose result it does not read. On an H200 a grid
-    /// of 64 blocks per SM, each sending two atomics to one line, spanned what the line's unit
-    /// takes for all but about 64 per SM, where 16 blocks per SM waited for none
-    /// (docs/gpu/launch-overhead.cu).
+    /// oldest is acknowledged. Unset: no limit, and no warp waits for an atomic whose result it
+    /// does not read. On an H200 a grid of 64 blocks per SM, each sending two atomics to one
+    /// line, spanned what the line's unit takes for all but about 64 per SM, where 16 blocks per
+    /// SM waited for none (docs/gpu/launch-overhead.cu).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub in_flight_per_sm: Option<u32>,
 }
@@ -892,11 +891,8 @@ impl GpuConfig {
             positive_f64(u.same_address_cycles)
                 .map_err(|m| err("l2.atomic_unit.same_address_cycles", m))?;
             positive_f64(u.address_cycles).map_err(|m| err("l2.atomic_unit.address_cycles", m))?;
-            if u.in_flight_per_sm == Some(0) {
-                return Err(err(
-                    "l2.atomic_unit.in_flight_per_sm",
-                    "must be at least 1 (leave it out for no limit)".to_string(),
-                ));
+            if let Some(n) = u.in_flight_per_sm {
+                positive(n).map_err(|m| err("l2.atomic_unit.in_flight_per_sm", m))?;
             }
             if let Some(g) = u.granule_bytes
                 && (!g.is_power_of_two() || g < l2.line_bytes)

@@ -797,7 +797,7 @@ impl Sm {
         {
             w.gate = oldest;
             refresh(w, sh.deps);
-            self.hot.set(ws, Hot::of(w));
+            self.hot.set_in(s, k, Hot::of(w));
             return Ok(false);
         }
         let active = w.arch.active();

@@ -522,11 +522,16 @@ pub struct AtomicUnit {
     pub same_address_cycles: f64,
     /// Cycles per further word the request touches in the line.
     pub address_cycles: f64,
-    /// Consecutive bytes one unit serves before the hash moves on: the units, one per slice,
-    /// are picked by the same XOR fold as the slices but of the address over this granule.
-    /// Unset: a line's unit is its slice's.
+    /// The address bits that pick a line's unit among its partition's slices, one list per bit
+    /// of the unit's number: that bit is the XOR of the address bits listed. Address bits above
+    /// the highest listed fold onto the unit's number as the slices' XOR fold folds a line's.
+    /// Unset: a line's unit is its slice's. On an H200 two consecutive lines shared a unit,
+    /// four reached two and eight still two, and lines 4 KiB apart reached a new unit each up to
+    /// 16 (64 KiB) and no more at 32 (docs/gpu/atomic-units.cu): bits 8 and 9 pick alike, 10
+    /// and 11 each add one, and bit 16 folds onto those below it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub granule_bytes: Option<u32>,
+    #[schemars(with = "Option<Vec<Vec<u32>>>")]
+    pub unit_address_bits: Option<UnitBits>,
     /// Global atomics (`atom` and `red` naming `.global`) an SM may have in flight, sent and
     /// not yet acknowledged: a warp whose atomic would go past these waits to send it until the
     /// oldest is acknowledged. Unset: no limit, and no warp waits for an atomic whose result it
@@ -535,6 +540,79 @@ pub struct AtomicUnit {
     /// SM waited for none (docs/gpu/launch-overhead.cu).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub in_flight_per_sm: Option<u32>,
+}
+
+/// Address bits XORed into each bit of a number (`l2.atomic_unit.unit_address_bits`), written
+/// as lists of bit numbers and held as masks, so that the config stays `Copy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "Vec<Vec<u32>>", into = "Vec<Vec<u32>>")]
+pub struct UnitBits {
+    masks: [u64; UnitBits::MOST],
+    len: u8,
+}
+
+impl UnitBits {
+    /// The most bits a number may have: units for 256 slices in a partition.
+    const MOST: usize = 8;
+
+    /// One address mask per bit of the number, lowest first.
+    pub fn masks(&self) -> &[u64] {
+        &self.masks[..usize::from(self.len)]
+    }
+
+    /// The lowest address bit any list names.
+    pub fn lowest(&self) -> u32 {
+        self.masks().iter().fold(0, |a, m| a | m).trailing_zeros()
+    }
+
+    /// The highest address bit any list names.
+    pub fn highest(&self) -> u32 {
+        63 - self.masks().iter().fold(0, |a, m| a | m).leading_zeros()
+    }
+}
+
+impl TryFrom<Vec<Vec<u32>>> for UnitBits {
+    type Error = String;
+
+    fn try_from(lists: Vec<Vec<u32>>) -> Result<Self, String> {
+        if lists.is_empty() || lists.len() > Self::MOST {
+            return Err(format!(
+                "must give 1 to {} lists of address bits, got {}",
+                Self::MOST,
+                lists.len()
+            ));
+        }
+        let mut out = UnitBits {
+            masks: [0; Self::MOST],
+            len: lists.len() as u8,
+        };
+        let mut seen = 0u64;
+        for (mask, list) in out.masks.iter_mut().zip(&lists) {
+            if list.is_empty() {
+                return Err("each list must name at least one address bit".into());
+            }
+            for &b in list {
+                let bit = 1u64
+                    .checked_shl(b)
+                    .ok_or_else(|| format!("address bit {b} is past bit 63"))?;
+                if seen & bit != 0 {
+                    return Err(format!("address bit {b} is listed twice"));
+                }
+                seen |= bit;
+                *mask |= bit;
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl From<UnitBits> for Vec<Vec<u32>> {
+    fn from(u: UnitBits) -> Self {
+        u.masks()
+            .iter()
+            .map(|&m| (0..64).filter(|b| m >> b & 1 == 1).collect())
+            .collect()
+    }
 }
 
 /// Device memory: a latency and a bandwidth shared by all slices, optionally its rows, and
@@ -894,16 +972,29 @@ impl GpuConfig {
             if let Some(n) = u.in_flight_per_sm {
                 positive(n).map_err(|m| err("l2.atomic_unit.in_flight_per_sm", m))?;
             }
-            if let Some(g) = u.granule_bytes
-                && (!g.is_power_of_two() || g < l2.line_bytes)
-            {
-                return Err(err(
-                    "l2.atomic_unit.granule_bytes",
-                    format!(
-                        "must be a power of two of at least line_bytes ({}), got {g}",
-                        l2.line_bytes
-                    ),
-                ));
+            if let Some(bits) = u.unit_address_bits {
+                let per_part = l2.slices / self.dram.partition_count().clamp(1, l2.slices.max(1));
+                let field = "l2.atomic_unit.unit_address_bits";
+                if bits.lowest() < l2.line_bytes.trailing_zeros() {
+                    return Err(err(
+                        field,
+                        format!(
+                            "address bit {} lies within a line (line_bytes {}), whose atomics \
+                             one unit serves",
+                            bits.lowest(),
+                            l2.line_bytes
+                        ),
+                    ));
+                }
+                if 1u64 << bits.masks().len() > u64::from(per_part) {
+                    return Err(err(
+                        field,
+                        format!(
+                            "{} bits number more units than a partition's {per_part} slices",
+                            bits.masks().len()
+                        ),
+                    ));
+                }
             }
         }
         positive_f64(self.dram.bandwidth_bytes_per_cycle)
@@ -1268,15 +1359,41 @@ mod tests {
     }
 
     #[test]
-    fn an_atomic_granule_must_be_a_power_of_two_of_at_least_a_line() {
-        for (granule, ok) in [(128, true), (512, true), (64, false), (384, false)] {
+    fn atomic_unit_bits_lie_above_a_line_and_number_at_most_a_partitions_slices() {
+        // The h100 preset's L2: 128-byte lines, 64 slices in 8 partitions.
+        let lists = |l: &[&[u32]]| l.iter().map(|b| b.to_vec()).collect::<Vec<_>>();
+        for (bits, ok) in [
+            (lists(&[&[7]]), true),
+            (lists(&[&[8, 9, 15, 16], &[10], &[11]]), true),
+            (lists(&[&[6]]), false),
+            (lists(&[&[8], &[9], &[10], &[11]]), false),
+        ] {
             let mut cfg = GpuConfig::preset("h100").unwrap();
             if let Some(u) = &mut cfg.l2.atomic_unit {
-                u.granule_bytes = Some(granule);
+                u.unit_address_bits = Some(UnitBits::try_from(bits.clone()).unwrap());
             }
-            let field = (!ok).then_some("l2.atomic_unit.granule_bytes");
-            assert_validates(&cfg, field, &granule.to_string());
+            let field = (!ok).then_some("l2.atomic_unit.unit_address_bits");
+            assert_validates(&cfg, field, &format!("{bits:?}"));
         }
+    }
+
+    #[test]
+    fn atomic_unit_bits_are_refused_empty_repeated_or_past_bit_63() {
+        for (bits, why) in [
+            (vec![], "1 to 8 lists"),
+            (vec![vec![8], vec![]], "at least one address bit"),
+            (vec![vec![8, 9], vec![9]], "address bit 9 is listed twice"),
+            (vec![vec![64]], "address bit 64 is past bit 63"),
+        ] {
+            let e = UnitBits::try_from(bits.clone()).expect_err("refused");
+            assert!(e.contains(why), "{bits:?}: {e}");
+        }
+        let text = GpuConfig::preset("h100")
+            .unwrap()
+            .to_toml()
+            .replace("[[8, 9, 15, 16], [10], [11]]", "[[8, 9], [9]]");
+        let e = GpuConfig::from_toml_str(&text, "f.toml").expect_err("refused");
+        assert!(e.to_string().contains("listed twice"), "{e}");
     }
 
     #[test]
@@ -1307,6 +1424,10 @@ mod tests {
             }
             if let (Some(b), Some(rows)) = (banks, &mut cfg.dram.rows) {
                 rows.banks = b;
+            }
+            // The preset's atomic units number 8 per partition, more than 64 partitions have.
+            if let Some(u) = cfg.l2.atomic_unit.as_mut().filter(|_| parts > 8) {
+                u.unit_address_bits = None;
             }
             cfg
         };

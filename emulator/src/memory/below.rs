@@ -3,7 +3,7 @@
 
 use super::cache::{self, Cache, Lookup};
 use super::{CacheCounters, L2Req, Pend, count, forget_front};
-use crate::config::{CacheConfig, DramRows, GpuConfig};
+use crate::config::{CacheConfig, DramRows, GpuConfig, UnitBits};
 
 /// Sub-cycle resolution of bandwidth queues: bytes/cycle need not divide the transfer size.
 const TICKS_PER_CYCLE: u64 = 1 << 16;
@@ -287,8 +287,9 @@ pub(super) struct Slice {
 /// Everything below the SMs: the L2 slices and DRAM, in partitions (`dram.partitions`, one
 /// by default) that share nothing, as a GPU's memory controllers each own their DRAM channels
 /// and the L2 slices in front of them. A line's partition is the top bits of its DRAM banks'
-/// numbers (of its slice's number without `dram.rows`); within it, the line's slice and its
-/// atomic unit are folds of its number and of its granule's over the partition's slices.
+/// numbers (of its slice's number without `dram.rows`); within it, the line's slice is a fold
+/// of its number over the partition's slices, and its atomic unit the slice's or the one its
+/// address bits pick (`l2.atomic_unit.unit_address_bits`).
 /// Independent, the partitions can answer their requests on different threads, each in global
 /// order, and give what one thread answering every request in global order gives.
 #[derive(Debug, Clone)]
@@ -316,8 +317,8 @@ pub(crate) struct Part {
     slice_bits: u32,
     /// When each slice's atomic unit is next free, in hundredths of a cycle.
     atomic_free_centi: Vec<u64>,
-    /// Lines per atomic unit granule, as a shift (`l2.atomic_unit.granule_bytes`).
-    atomic_granule_shift: u32,
+    /// The address bits that pick a line's atomic unit (`l2.atomic_unit.unit_address_bits`).
+    atomic_unit_bits: Option<UnitBits>,
     line_shift: u32,
     sector_shift: u32,
     /// Sectors the L2 reads from DRAM together (`l2.fetch_bytes`), a power of two.
@@ -396,7 +397,7 @@ impl Below {
             Some(L2Lines(caches)) if caches.len() == slices as usize => Some(caches.into_iter()),
             _ => None,
         };
-        let granule = cfg.l2.atomic_unit.and_then(|u| u.granule_bytes);
+        let unit_bits = cfg.l2.atomic_unit.and_then(|u| u.unit_address_bits);
         let rows =
             (cfg.dram.rows.as_ref()).map(|r| Rows::new(r, cfg.l2.line_bytes, cfg.l2.sector_bytes));
         let part = |caches: &mut Option<std::vec::IntoIter<Cache>>| Part {
@@ -411,7 +412,7 @@ impl Below {
                 .collect(),
             slice_bits: per_part.trailing_zeros(),
             atomic_free_centi: vec![0; per_part],
-            atomic_granule_shift: granule.map_or(0, |g| (g / cfg.l2.line_bytes).trailing_zeros()),
+            atomic_unit_bits: unit_bits,
             line_shift: slice.cache.line_shift(),
             sector_shift: slice.cache.sector_shift(),
             fetch_sectors: cfg
@@ -547,8 +548,9 @@ impl Part {
             floor,
             atomics_done,
             atomic_free_centi,
-            atomic_granule_shift,
+            atomic_unit_bits,
             slice_bits,
+            line_shift,
             ..
         } = self;
         let Some(slice) = slices.get_mut(slice_idx) else {
@@ -615,8 +617,10 @@ impl Part {
             // one's wait rounds that down, so that the unit, not the whole cycles of the line's
             // readiness, spaces a queue of requests.
             let mut ready = done;
-            // The unit serving the line: the slices' fold of its granule number.
-            let unit = fold(line >> *atomic_granule_shift, *slice_bits);
+            let unit = match atomic_unit_bits {
+                Some(bits) => unit_of(bits, line << *line_shift),
+                None => fold(line, *slice_bits),
+            };
             if let Some(free) = atomic_free_centi.get_mut(unit).filter(|_| unit_centi > 0) {
                 let begin = (done * 100).max(*free);
                 *free = begin + unit_centi;
@@ -643,6 +647,18 @@ impl Part {
         self.floor = r.now;
         self.access(r.sent, r.addr, r.len, r.base, r.op)
     }
+}
+
+/// The atomic unit of the line at `addr` within its partition: bit `i` is the parity of the
+/// address bits of `bits`'s mask `i`, and the address bits above the highest named fold onto
+/// the number as `fold` folds a line's.
+fn unit_of(bits: &UnitBits, addr: u64) -> usize {
+    let masks = bits.masks();
+    let named = masks.iter().enumerate().fold(0, |u, (i, m)| {
+        u | ((addr & m).count_ones() as usize & 1) << i
+    });
+    let above = addr.checked_shr(bits.highest() + 1).unwrap_or(0);
+    named ^ fold(above, masks.len() as u32)
 }
 
 /// XOR-folds `x` in `bits`-wide chunks: (fold, x >> bits) is unique per x because the low chunk

@@ -1,6 +1,6 @@
 use super::below::BandwidthQueue;
 use super::*;
-use crate::config::{AtomicUnit, DramRows};
+use crate::config::{AtomicUnit, DramRows, UnitBits};
 
 fn load<'a>(lanes: &'a [(u8, u64)], bytes: u32) -> MemRequest<'a> {
     MemRequest {
@@ -392,7 +392,7 @@ fn an_atomic_unit_serializes_requests_of_every_warp_on_a_line() {
     cfg.l2.atomic_unit = Some(AtomicUnit {
         same_address_cycles: 1.5,
         address_cycles: 0.25,
-        granule_bytes: None,
+        unit_address_bits: None,
         in_flight_per_sm: None,
     });
     let mut mem = MemorySystem::new(&cfg);
@@ -419,17 +419,15 @@ fn an_atomic_unit_serializes_requests_of_every_warp_on_a_line() {
 }
 
 #[test]
-fn consecutive_lines_of_a_granule_share_one_atomic_unit() {
+fn the_address_bits_named_pick_a_lines_atomic_unit() {
     // Sixteen one-lane atomics of 8 cycles each on word 0 of four consecutive lines, issued at
-    // one cycle after the lines are in L2; the L1 sends one a cycle. With a unit per line, each
-    // unit's four requests queue (the fourth line's last starts at 3 + 24, done at 35); with one
-    // unit per 512 B (four lines) all sixteen queue behind each other (16 × 8).
-    let last_of = |granule_bytes| {
+    // one cycle after the lines are in L2; the L1 sends one a cycle, in turn to lines 0, 1, 2, 3.
+    let last_of = |bits: Option<Vec<Vec<u32>>>| {
         let mut cfg = GpuConfig::preset("a100").unwrap();
         cfg.l2.atomic_unit = Some(AtomicUnit {
             same_address_cycles: 8.0,
             address_cycles: 0.25,
-            granule_bytes,
+            unit_address_bits: bits.map(|b| UnitBits::try_from(b).unwrap()),
             in_flight_per_sm: None,
         });
         let mut mem = MemorySystem::new(&cfg);
@@ -448,8 +446,14 @@ fn consecutive_lines_of_a_granule_share_one_atomic_unit() {
             .unwrap();
         last - t - cfg.unloaded_latencies().l2_hit
     };
+    // Each line its slice's unit: each unit's four requests queue, the fourth line's last
+    // starting at 3 + 24 and done at 35.
     assert_eq!(last_of(None), 35, "four lines, four units");
-    assert_eq!(last_of(Some(512)), 128, "one unit");
+    // Bits 8 and 9 XORed: lines 0 and 1 on one unit, 2 and 3 on another, whose first request
+    // is sent at 2 and whose eight end at 2 + 64.
+    assert_eq!(last_of(Some(vec![vec![8, 9]])), 66, "two units");
+    // Bit 10 alone, which the four lines share, and the bits above folded onto it: one unit.
+    assert_eq!(last_of(Some(vec![vec![10]])), 128, "one unit");
 }
 
 #[test]

@@ -34,9 +34,12 @@ impl AtomicUnitsRig {
     }
 
     /// Atomic operations per SM clock of lane 0 of every warp on word 0 of `lines` lines `gap`
-    /// bytes apart, over the launch's cycles.
+    /// bytes apart, over the second of two launches' cycles: `main` clears the buffer with
+    /// `cudaMemset` before each launch, which leaves its lines in the L2, and the first launch
+    /// here puts them there, whichever cases ran before.
     pub(crate) fn spread(&mut self, gap: u32, lines: u32) -> Result<f64, CalibrationError> {
         let args = [Arg::Buf(self.buf), Arg::U32(lines), Arg::U32(gap / 4)];
+        self.exp.launch("spread", BLOCKS, THREADS, &args)?;
         let o = self.exp.launch("spread", BLOCKS, THREADS, &args)?;
         let cycles = o.cycles.ok_or_else(|| CalibrationError::Result {
             what: "atomic-units.cu".into(),

@@ -697,6 +697,14 @@ mod tests {
                 .fold(0, |h, c| h ^ c);
             proptest::prop_assert_eq!(fold(x, bits) as u64, chunks);
         }
+
+        /// Address bits named one to a unit bit, the bits above folded, are the slices' fold of
+        /// a granule's number: `[[9], [10], [11]]` is a unit per 512 bytes of 128-byte lines.
+        #[test]
+        fn single_bits_named_in_order_fold_as_a_granule(line in 0u64..1 << 50) {
+            let bits = UnitBits::try_from(vec![vec![9], vec![10], vec![11]]).unwrap();
+            proptest::prop_assert_eq!(unit_of(&bits, line << 7), fold(line >> 2, 3));
+        }
     }
 
     proptest::proptest! {

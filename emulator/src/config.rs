@@ -760,6 +760,12 @@ impl GpuConfig {
         }
     }
 
+    /// The memory partitions the memory model builds: `dram.partitions` kept within one and
+    /// `l2.slices`, so that each holds at least one slice.
+    pub fn memory_partitions(&self) -> u32 {
+        self.dram.partition_count().clamp(1, self.l2.slices.max(1))
+    }
+
     /// Checks every field's range and the relations between fields; the error names the field.
     pub fn validate(&self, origin: &str) -> Result<(), ConfigError> {
         let err = |field: &str, message: String| ConfigError::Invalid {
@@ -973,7 +979,7 @@ impl GpuConfig {
                 positive(n).map_err(|m| err("l2.atomic_unit.in_flight_per_sm", m))?;
             }
             if let Some(bits) = u.unit_address_bits {
-                let per_part = l2.slices / self.dram.partition_count().clamp(1, l2.slices.max(1));
+                let per_part = l2.slices / self.memory_partitions();
                 let field = "l2.atomic_unit.unit_address_bits";
                 if bits.lowest() < l2.line_bytes.trailing_zeros() {
                     return Err(err(

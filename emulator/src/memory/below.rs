@@ -377,7 +377,7 @@ impl Below {
     /// config; `lines` must come from a launch with the same config.
     pub(super) fn new(cfg: &GpuConfig, lines: Option<L2Lines>) -> Below {
         let slices = cfg.l2.slices.max(1);
-        let parts = cfg.dram.partition_count().clamp(1, slices);
+        let parts = cfg.memory_partitions();
         let per_part = (slices / parts) as usize;
         let slice_cfg = CacheConfig {
             size_bytes: u32::try_from(cfg.l2.size_bytes / u64::from(slices)).unwrap_or(u32::MAX),

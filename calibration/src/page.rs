@@ -144,8 +144,8 @@ impl Section {
                  same way: lane 0 of each of 65,536 warps adding 16 times to one of 1 to 512 lines \
                  (recorded with `--expensive`; the second of two launches, since `main` clears the \
                  lines with `cudaMemset` before each, which leaves them in the L2), and one \
-                 thread's chain of returned atomics or loads. `docs/gpu/divergent-closing.cu`'s window around 1 to 32 lanes' loads of a \
-                 cold line each, one launch per row. Silicon's rates come from CUDA events, which \
+                 thread's chain of returned atomics or loads. `docs/gpu/divergent-closing.cu`'s \
+                 window around 1 to 32 lanes' loads of a cold line each, one launch per row. Silicon's rates come from CUDA events, which \
                  include the 5.5–6.3 µs a launch adds (`launch-overhead.cu`); the model's from \
                  the launch's cycles."
             }

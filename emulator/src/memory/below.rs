@@ -3,7 +3,7 @@
 
 use super::cache::{self, Cache, Lookup};
 use super::{CacheCounters, L2Req, Pend, count, forget_front};
-use crate::config::{CacheConfig, DramRows, GpuConfig, UnitBits};
+use crate::config::{CacheConfig, DramOrder, DramRows, GpuConfig, UnitBits};
 
 /// Sub-cycle resolution of bandwidth queues: bytes/cycle need not divide the transfer size.
 const TICKS_PER_CYCLE: u64 = 1 << 16;
@@ -328,6 +328,8 @@ pub(crate) struct Part {
     /// Every bank's open rows; a partition uses only its own banks.
     dram_rows: Option<Rows>,
     dram_latency: u64,
+    /// Whether a read waits for a drawn part of the backlog in front of it (`dram.order`).
+    shuffled: bool,
     l2: CacheCounters,
     dram_bytes_read: u64,
     dram_bytes_written: u64,
@@ -424,6 +426,7 @@ impl Below {
             dram: BandwidthQueue::new(cfg.dram.bandwidth_bytes_per_cycle / f64::from(parts)),
             dram_rows: rows.clone(),
             dram_latency: u64::from(cfg.dram.latency_cycles),
+            shuffled: cfg.dram.order == Some(DramOrder::Shuffled),
             l2: CacheCounters::default(),
             dram_bytes_read: 0,
             dram_bytes_written: 0,
@@ -551,6 +554,7 @@ impl Part {
             atomic_unit_bits,
             slice_bits,
             line_shift,
+            shuffled,
             ..
         } = self;
         let Some(slice) = slices.get_mut(slice_idx) else {
@@ -604,7 +608,10 @@ impl Part {
                 l2.fills += fetch_blocks(fetched.miss, fetch_sectors);
             }
             let row = dram_rows.as_mut().map_or(0, |r| r.read(line, fetched.miss));
-            let dram_start = dram.reserve(start, miss_bytes + row);
+            let mut dram_start = dram.reserve(start, miss_bytes + row);
+            if *shuffled {
+                dram_start = start + drawn_part(dram_start - start, line, start);
+            }
             *dram_bytes_read += miss_bytes;
             let ready = dram_start + miss_latency;
             let ev = slice.cache.fill_missed(&fetched, ready, start, pend);
@@ -647,6 +654,18 @@ impl Part {
         self.floor = r.now;
         self.access(r.sent, r.addr, r.len, r.base, r.op)
     }
+}
+
+/// The part of a backlog of `wait` cycles a read of `line` arriving at `at` waits for under
+/// `dram.order = "shuffled"`: from none to all of it, drawn by a hash of both, so the same
+/// requests wait the same on any thread count.
+fn drawn_part(wait: u64, line: u64, at: u64) -> u64 {
+    let mut x = line ^ at.rotate_left(32) ^ 0x9E37_79B9_7F4A_7C15;
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^= x >> 31;
+    let draw = u128::from(x >> 32) * u128::from(wait + 1);
+    u64::try_from(draw >> 32).unwrap_or(wait)
 }
 
 /// The atomic unit of the line at `addr` within its partition: bit `i` is the parity of the

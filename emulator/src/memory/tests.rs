@@ -1,6 +1,6 @@
 use super::below::BandwidthQueue;
 use super::*;
-use crate::config::{AtomicUnit, DramRows, UnitBits};
+use crate::config::{AtomicUnit, DramOrder, DramRows, UnitBits};
 
 fn load<'a>(lanes: &'a [(u8, u64)], bytes: u32) -> MemRequest<'a> {
     MemRequest {
@@ -201,6 +201,40 @@ fn dram_queue_makes_the_second_transfer_wait_bytes_over_bandwidth() {
     let b = mem.access_on(1, 0, &r);
     assert_eq!(a, dram);
     assert_eq!(b, dram + 32 / 16);
+}
+
+#[test]
+fn a_shuffled_dram_read_waits_a_drawn_part_of_the_backlog_in_front_of_it() {
+    // 64 SMs each miss one line at cycle 0, in order: in arrival order the k-th waits for the
+    // k reads before it. Shuffled, each waits for a drawn part of that backlog, never more.
+    let times = |order: Option<DramOrder>| {
+        let mut cfg = GpuConfig::preset("v100").unwrap();
+        cfg.dram.bandwidth_bytes_per_cycle = 16.0;
+        cfg.dram.order = order;
+        let mut mem = MemorySystem::new(&cfg);
+        let done: Vec<u64> = (0..64u64)
+            .map(|sm| mem.access_on(sm as usize, 0, &load(&[(0, sm << 12)], 4)))
+            .collect();
+        (done, mem.counters().dram_bytes_read)
+    };
+    let dram = GpuConfig::preset("v100").unwrap().unloaded_latencies().dram;
+    let (arrival, arrival_bytes) = times(None);
+    let (shuffled, shuffled_bytes) = times(Some(DramOrder::Shuffled));
+    assert!(arrival.windows(2).all(|w| w[0] < w[1]), "{arrival:?}");
+    for (s, a) in shuffled.iter().zip(&arrival) {
+        assert!((dram..=*a).contains(s), "{s} outside {dram}..={a}");
+    }
+    let passed = shuffled.iter().zip(&arrival).filter(|(s, a)| s < a).count();
+    assert!(
+        passed > 32,
+        "only {passed} of 64 reads passed part of the backlog"
+    );
+    assert_eq!(
+        shuffled,
+        times(Some(DramOrder::Shuffled)).0,
+        "the draw is the same"
+    );
+    assert_eq!(shuffled_bytes, arrival_bytes);
 }
 
 #[test]

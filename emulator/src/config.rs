@@ -657,6 +657,10 @@ pub enum DramOrder {
     /// and row, under which a lone read passes most of a backlog and a warp whose reads span
     /// many of them waits for its slowest. The channel's bandwidth is spent as in arrival order.
     Shuffled,
+    /// As `shuffled`, but a read waits for the smaller of two drawn parts: a third of the
+    /// backlog on average where `shuffled` waits half, as a controller that serves the reads
+    /// of an open row first lets most lone reads pass.
+    Front,
 }
 
 impl DramConfig {
@@ -699,6 +703,28 @@ pub struct DramRows {
     /// served last finds it open. From 1 to 64; unset, 1: the row it served last.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reorder_rows: Option<u32>,
+    /// Cycles a bank keeps a row open after its last read: a read of one of its
+    /// `reorder_rows` rows that no read used for longer opens it again, as a controller's queue
+    /// gathers only the reads of a row that wait in it together. From 1 to 1,000,000; unset,
+    /// rows stay open until newer ones push them out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_cycles: Option<u32>,
+    /// What the banks' order is permuted for; unset, `stripe`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permute_per: Option<BankPermutation>,
+}
+
+/// What a new permutation of the banks' order comes with (`dram.rows.permute_per`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum BankPermutation {
+    /// Each stripe of `banks × page_bytes`: chunks a round of the banks apart
+    /// (`banks × interleave_bytes`) go to one bank, the same page.
+    Stripe,
+    /// Each round of the banks, one chunk per bank: the chunks of a bank's page lie at hashed
+    /// places in their stripe, as a GPU's address hash folds the bits above the bank's into
+    /// its choice, so reads a whole number of rounds apart go to different banks.
+    Round,
 }
 
 /// End-to-end unloaded latencies (cycles from issue to data in a register) the configured
@@ -982,6 +1008,7 @@ impl GpuConfig {
                 .map_err(|m| err("dram.rows.interleave_bytes", m))?;
             }
             within(rows.reorder_rows, 1, 64).map_err(|m| err("dram.rows.reorder_rows", m))?;
+            within(rows.open_cycles, 1, 1_000_000).map_err(|m| err("dram.rows.open_cycles", m))?;
         }
         if let Some(fetch) = l2.fetch_bytes {
             power_of_two_within(
@@ -1212,7 +1239,23 @@ mod tests {
     }
 
     #[test]
-    fn a_drams_order_is_arrival_or_shuffled() {
+    fn a_dram_rows_open_time_is_bounded_and_its_permutation_named() {
+        let cfg = |rows: &str| {
+            let text = format!("base = \"h200\"\n[dram.rows]\n{rows}\n");
+            GpuConfig::from_toml_str(&text, "a.toml")
+        };
+        let ok = cfg("open_cycles = 256\npermute_per = \"round\"").unwrap();
+        let rows = ok.dram.rows.unwrap();
+        assert_eq!(rows.open_cycles, Some(256));
+        assert_eq!(rows.permute_per, Some(BankPermutation::Round));
+        let e = cfg("open_cycles = 0").unwrap_err().to_string();
+        assert!(e.contains("dram.rows.open_cycles"), "{e}");
+        let e = cfg("permute_per = \"page\"").unwrap_err().to_string();
+        assert!(e.contains("round") && e.contains("stripe"), "{e}");
+    }
+
+    #[test]
+    fn a_drams_order_is_arrival_shuffled_or_front() {
         let cfg = |order: &str| {
             let text = format!("base = \"h200\"\n[dram]\norder = \"{order}\"\n");
             GpuConfig::from_toml_str(&text, "a.toml")
@@ -1222,6 +1265,7 @@ mod tests {
             Some(DramOrder::Shuffled)
         );
         assert_eq!(cfg("arrival").unwrap().dram.order, Some(DramOrder::Arrival));
+        assert_eq!(cfg("front").unwrap().dram.order, Some(DramOrder::Front));
         assert_eq!(GpuConfig::preset("h200").unwrap().dram.order, None);
         let e = cfg("fifo").unwrap_err().to_string();
         assert!(e.contains("fifo") && e.contains("shuffled"), "{e}");
@@ -1302,6 +1346,8 @@ mod tests {
                     interleave_bytes: chunk,
                     row_miss_bytes: 36,
                     reorder_rows: reorder,
+                    open_cycles: None,
+                    permute_per: None,
                 });
                 let field = field.or(refused.then_some("dram.rows.reorder_rows"));
                 let case = format!("{banks} {page} {chunk:?} {reorder:?}");

@@ -3,7 +3,7 @@
 
 use super::cache::{self, Cache, Lookup};
 use super::{CacheCounters, L2Req, Pend, count, forget_front};
-use crate::config::{CacheConfig, DramOrder, DramRows, GpuConfig, UnitBits};
+use crate::config::{BankPermutation, CacheConfig, DramOrder, DramRows, GpuConfig, UnitBits};
 
 /// Sub-cycle resolution of bandwidth queues: bytes/cycle need not divide the transfer size.
 const TICKS_PER_CYCLE: u64 = 1 << 16;
@@ -191,17 +191,25 @@ fn fetch_blocks(mask: u8, group: u32) -> u64 {
 /// stripe the chunk-to-bank order is permuted by a hash of the stripe number, so strides of a
 /// power of two do not all land in one bank. A bank keeps the rows it served last
 /// (`reorder_rows`, most recent first): a read of one of them is one its controller would have
-/// gathered with that row's other queued reads.
+/// gathered with that row's other queued reads. With `open_cycles`, only if the row's last read
+/// came at most that long before: reads of a row spread further apart do not wait in the
+/// controller's queue together.
 #[derive(Debug, Clone)]
 struct Rows {
-    /// Each bank's `ways` rows (stripes), most recently served first; `u64::MAX` is none.
-    open: Vec<u64>,
+    /// Each bank's `ways` rows (stripes), most recently served first, each with the cycle of
+    /// its last read; `u64::MAX` is no row.
+    open: Vec<(u64, u64)>,
     ways: usize,
+    /// `open_cycles`; `u64::MAX` when unset.
+    open_for: u64,
     bank_bits: u32,
     /// Bytes of a chunk, as a shift of the address.
     chunk_shift: u32,
     /// Chunks of one bank in a page, as a shift.
     page_chunk_shift: u32,
+    /// The chunk number's shift to the number its banks' permutation is drawn from: the
+    /// stripe's (`bank_bits + page_chunk_shift`) or the round's (`bank_bits`).
+    permute_shift: u32,
     line_shift: u32,
     sector_shift: u32,
     row_miss_bytes: u64,
@@ -211,25 +219,32 @@ impl Rows {
     fn new(rows: &DramRows, line_bytes: u32, sector_bytes: u32) -> Rows {
         let chunk = rows.interleave_bytes.unwrap_or(rows.page_bytes).max(1);
         let ways = rows.reorder_rows.unwrap_or(1).max(1) as usize;
+        let bank_bits = rows.banks.max(1).trailing_zeros();
+        let page_chunk_shift = (rows.page_bytes.max(chunk) / chunk).trailing_zeros();
         Rows {
-            open: vec![u64::MAX; rows.banks.max(1) as usize * ways],
+            open: vec![(u64::MAX, 0); rows.banks.max(1) as usize * ways],
             ways,
-            bank_bits: rows.banks.max(1).trailing_zeros(),
+            open_for: rows.open_cycles.map_or(u64::MAX, u64::from),
+            bank_bits,
             chunk_shift: chunk.trailing_zeros(),
-            page_chunk_shift: (rows.page_bytes.max(chunk) / chunk).trailing_zeros(),
+            page_chunk_shift,
+            permute_shift: match rows.permute_per {
+                None | Some(BankPermutation::Stripe) => bank_bits + page_chunk_shift,
+                Some(BankPermutation::Round) => bank_bits,
+            },
             line_shift: line_bytes.max(1).trailing_zeros(),
             sector_shift: sector_bytes.max(1).trailing_zeros(),
             row_miss_bytes: u64::from(rows.row_miss_bytes),
         }
     }
 
-    /// The extra DRAM bytes of a read of the sectors `mask` of `line`: for each chunk they
-    /// touch, none when its bank holds the chunk's row open; else the row is opened and the read
-    /// pays for it.
-    fn read(&mut self, line: u64, mask: u8) -> u64 {
+    /// The extra DRAM bytes of a read of the sectors `mask` of `line` arriving at cycle `at`: for
+    /// each chunk they touch, none when its bank holds the chunk's row open; else the row is
+    /// opened and the read pays for it.
+    fn read(&mut self, line: u64, mask: u8, at: u64) -> u64 {
         let start = line << self.line_shift;
         if self.chunk_shift >= self.line_shift {
-            return self.chunk(start >> self.chunk_shift);
+            return self.chunk(start >> self.chunk_shift, at);
         }
         // Validation keeps a chunk at least a sector, so a line holds 2 to 8 chunks here. The
         // chunks are visited in address order, as the banks see them.
@@ -239,7 +254,7 @@ impl Rows {
         while firsts != 0 {
             let i = u64::from(firsts.trailing_zeros());
             firsts &= firsts - 1;
-            extra += self.chunk((start + (i << self.sector_shift)) >> self.chunk_shift);
+            extra += self.chunk((start + (i << self.sector_shift)) >> self.chunk_shift, at);
         }
         extra
     }
@@ -247,8 +262,9 @@ impl Rows {
     /// The row (stripe) and bank of `chunk`.
     fn place(&self, chunk: u64) -> (u64, usize) {
         let row = chunk >> (self.bank_bits + self.page_chunk_shift);
-        // A multiplicative hash of the row number picks the stripe's permutation of the banks.
-        let h = row.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
+        // A multiplicative hash of the stripe's or the round's number picks its permutation of
+        // the banks: XOR with it permutes the chunk's bank bits.
+        let h = (chunk >> self.permute_shift).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
         (row, ((chunk ^ h) & ((1 << self.bank_bits) - 1)) as usize)
     }
 
@@ -260,20 +276,24 @@ impl Rows {
         self.place(chunk).1 >> (self.bank_bits - bits)
     }
 
-    fn chunk(&mut self, chunk: u64) -> u64 {
+    fn chunk(&mut self, chunk: u64, at: u64) -> u64 {
         let (row, bank) = self.place(chunk);
         let rows = &mut self.open[bank * self.ways..][..self.ways];
-        match rows.iter().position(|&r| r == row) {
-            Some(i) => {
-                rows[..=i].rotate_right(1);
-                0
-            }
-            None => {
-                rows.rotate_right(1);
-                rows[0] = row;
-                self.row_miss_bytes
-            }
-        }
+        // Requests reach the answering in issue order, so a read may arrive before the last
+        // one of its row: that counts as together.
+        let (served, cost) = match rows.iter().position(|&(r, _)| r == row) {
+            Some(i) if at.saturating_sub(rows[i].1) <= self.open_for => (i, 0),
+            Some(i) => (i, self.row_miss_bytes),
+            None => (self.ways - 1, self.row_miss_bytes),
+        };
+        let last = if cost == 0 {
+            rows[served].1.max(at)
+        } else {
+            at
+        };
+        rows[..=served].rotate_right(1);
+        rows[0] = (row, last);
+        cost
     }
 }
 
@@ -328,8 +348,8 @@ pub(crate) struct Part {
     /// Every bank's open rows; a partition uses only its own banks.
     dram_rows: Option<Rows>,
     dram_latency: u64,
-    /// Whether a read waits for a drawn part of the backlog in front of it (`dram.order`).
-    shuffled: bool,
+    /// Whether a read waits for all of the backlog in front of it or a drawn part (`dram.order`).
+    order: DramOrder,
     l2: CacheCounters,
     dram_bytes_read: u64,
     dram_bytes_written: u64,
@@ -426,7 +446,7 @@ impl Below {
             dram: BandwidthQueue::new(cfg.dram.bandwidth_bytes_per_cycle / f64::from(parts)),
             dram_rows: rows.clone(),
             dram_latency: u64::from(cfg.dram.latency_cycles),
-            shuffled: cfg.dram.order == Some(DramOrder::Shuffled),
+            order: cfg.dram.order.unwrap_or(DramOrder::Arrival),
             l2: CacheCounters::default(),
             dram_bytes_read: 0,
             dram_bytes_written: 0,
@@ -554,7 +574,7 @@ impl Part {
             atomic_unit_bits,
             slice_bits,
             line_shift,
-            shuffled,
+            order,
             ..
         } = self;
         let Some(slice) = slices.get_mut(slice_idx) else {
@@ -607,10 +627,12 @@ impl Part {
             if op == L2Op::Read {
                 l2.fills += fetch_blocks(fetched.miss, fetch_sectors);
             }
-            let row = dram_rows.as_mut().map_or(0, |r| r.read(line, fetched.miss));
+            let row = dram_rows
+                .as_mut()
+                .map_or(0, |r| r.read(line, fetched.miss, start));
             let mut dram_start = dram.reserve(start, miss_bytes + row);
-            if *shuffled {
-                dram_start = start + drawn_part(dram_start - start, line, start);
+            if *order != DramOrder::Arrival {
+                dram_start = start + drawn_part(*order, dram_start - start, line, start);
             }
             *dram_bytes_read += miss_bytes;
             let ready = dram_start + miss_latency;
@@ -657,15 +679,21 @@ impl Part {
 }
 
 /// The part of a backlog of `wait` cycles a read of `line` arriving at `at` waits for under
-/// `dram.order = "shuffled"`: from none to all of it, drawn by a hash of both, so the same
-/// requests wait the same on any thread count.
-fn drawn_part(wait: u64, line: u64, at: u64) -> u64 {
+/// `order`: from none to all of it, drawn by a hash of both, so the same requests wait the same
+/// on any thread count. `shuffled` draws once; `front` the smaller of two draws, from the hash's
+/// two halves.
+fn drawn_part(order: DramOrder, wait: u64, line: u64, at: u64) -> u64 {
     let mut x = line ^ at.rotate_left(32) ^ 0x9E37_79B9_7F4A_7C15;
     x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     x ^= x >> 31;
-    let draw = u128::from(x >> 32) * u128::from(wait + 1);
-    u64::try_from(draw >> 32).unwrap_or(wait)
+    let draw = match order {
+        DramOrder::Arrival => return wait,
+        DramOrder::Shuffled => x >> 32,
+        DramOrder::Front => (x >> 32).min(x & u64::from(u32::MAX)),
+    };
+    let part = u128::from(draw) * u128::from(wait + 1);
+    u64::try_from(part >> 32).unwrap_or(wait)
 }
 
 /// The atomic unit of the line at `addr` within its partition: bit `i` is the parity of the
@@ -740,6 +768,8 @@ mod tests {
                 interleave_bytes: Some(32 << chunk),
                 row_miss_bytes: 10,
                 reorder_rows: Some(2),
+                open_cycles: None,
+                permute_per: None,
             };
             // Lines of 256 bytes: eight 32-byte sectors, in chunks of 1, 2 or 4 sectors.
             let (mut rows, mut by_chunk) = (Rows::new(&cfg, 256, 32), Rows::new(&cfg, 256, 32));
@@ -748,10 +778,10 @@ mod tests {
                 let mut want = 0;
                 for i in (0u32..8).step_by(per as usize) {
                     if mask & ((u8::MAX >> (8 - per)) << i) != 0 {
-                        want += by_chunk.chunk(((line << 8) + (u64::from(i) << 5)) >> (5 + chunk));
+                        want += by_chunk.chunk(((line << 8) + (u64::from(i) << 5)) >> (5 + chunk), 0);
                     }
                 }
-                proptest::prop_assert_eq!(rows.read(line, mask), want);
+                proptest::prop_assert_eq!(rows.read(line, mask, 0), want);
             }
         }
     }
@@ -764,6 +794,7 @@ mod tests {
             line in 0u64..1 << 40,
             chunk in 0u32..3,
             bits in 0u32..=4,
+            round in proptest::bool::ANY,
         ) {
             // 64 banks, 256-byte lines of 1, 2 or 4 chunks, up to 16 partitions of 4 banks.
             let cfg = DramRows {
@@ -772,6 +803,8 @@ mod tests {
                 interleave_bytes: Some(64 << chunk),
                 row_miss_bytes: 10,
                 reorder_rows: None,
+                open_cycles: None,
+                permute_per: Some(if round { BankPermutation::Round } else { BankPermutation::Stripe }),
             };
             let rows = Rows::new(&cfg, 256, 32);
             let k = rows.partition(line, bits);
@@ -829,16 +862,18 @@ mod tests {
             interleave_bytes: Some(64),
             row_miss_bytes: 10,
             reorder_rows: None,
+            open_cycles: None,
+            permute_per: None,
         };
         let mut rows = Rows::new(&cfg, 128, 32);
-        let stream = |rows: &mut Rows| (0..8).map(|line| rows.read(line, 0b1111)).sum::<u64>();
+        let stream = |rows: &mut Rows| (0..8).map(|line| rows.read(line, 0b1111, 0)).sum::<u64>();
         assert_eq!(stream(&mut rows), 4 * 10, "each bank opens its page once");
         assert_eq!(stream(&mut rows), 0, "and keeps it open");
         // Two adjacent lines 8 KiB on: four chunks in four banks, each opening its page.
-        assert_eq!(rows.read(64, 0b1111) + rows.read(65, 0b1111), 4 * 10);
+        assert_eq!(rows.read(64, 0b1111, 0) + rows.read(65, 0b1111, 0), 4 * 10);
         // Half a line is one chunk, and the first stripe's pages were closed by the run.
-        assert_eq!(rows.read(0, 0b0011), 10);
-        assert_eq!(rows.read(0, 0b0001), 0);
+        assert_eq!(rows.read(0, 0b0011, 0), 10);
+        assert_eq!(rows.read(0, 0b0001, 0), 0);
 
         // Without interleaving a page goes to one bank: the same run opens one page.
         let whole = DramRows {
@@ -846,7 +881,7 @@ mod tests {
             ..cfg
         };
         let mut rows = Rows::new(&whole, 128, 32);
-        assert_eq!(rows.read(64, 0b1111) + rows.read(65, 0b1111), 10);
+        assert_eq!(rows.read(64, 0b1111, 0) + rows.read(65, 0b1111, 0), 10);
     }
 
     #[test]
@@ -858,11 +893,13 @@ mod tests {
             interleave_bytes: None,
             row_miss_bytes: 10,
             reorder_rows,
+            open_cycles: None,
+            permute_per: None,
         };
         // Three rows in turn, twice: with room for three rows the second round finds them open.
         let rounds = |cfg: DramRows| {
             let mut rows = Rows::new(&cfg, 128, 32);
-            [0, 1, 2, 0, 1, 2].map(|line| rows.read(line, 0b1111))
+            [0, 1, 2, 0, 1, 2].map(|line| rows.read(line, 0b1111, 0))
         };
         assert_eq!(rounds(cfg(None)), [10; 6]);
         assert_eq!(
@@ -873,8 +910,88 @@ mod tests {
         assert_eq!(rounds(cfg(Some(3))), [10, 10, 10, 0, 0, 0]);
         // A hit makes its row the most recent: 0 survives the opening of 3.
         let mut rows = Rows::new(&cfg(Some(2)), 128, 32);
-        let reads = [0, 1, 0, 3, 0].map(|line| rows.read(line, 0b1111));
+        let reads = [0, 1, 0, 3, 0].map(|line| rows.read(line, 0b1111, 0));
         assert_eq!(reads, [10, 10, 0, 10, 0]);
+    }
+
+    #[test]
+    fn a_bank_keeps_a_row_open_only_while_its_reads_come_within_open_cycles() {
+        // One bank, one line per page, room for four rows, open for 100 cycles.
+        let cfg = DramRows {
+            banks: 1,
+            page_bytes: 128,
+            interleave_bytes: None,
+            row_miss_bytes: 10,
+            reorder_rows: Some(4),
+            open_cycles: Some(100),
+            permute_per: None,
+        };
+        let mut rows = Rows::new(&cfg, 128, 32);
+        let reads = [
+            (0, 0),
+            (0, 100),
+            (1, 150),
+            (0, 250),
+            (0, 351),
+            (1, 352),
+            (0, 300),
+        ]
+        .map(|(line, at)| rows.read(line, 0b1111, at));
+        assert_eq!(
+            reads,
+            [10, 0, 10, 10, 10, 10, 0],
+            "a row read 100 cycles after its last read is open, 101 after it is opened again; \
+             a read arriving before the row's last one is gathered with it"
+        );
+        // Unset, the same reads find their rows open but for the first of each.
+        let mut rows = Rows::new(
+            &DramRows {
+                open_cycles: None,
+                ..cfg
+            },
+            128,
+            32,
+        );
+        let reads =
+            [(0, 0), (1, 150), (0, 5_000), (1, 90_000)].map(|(l, at)| rows.read(l, 0b1111, at));
+        assert_eq!(reads, [10, 10, 0, 0]);
+    }
+
+    #[test]
+    fn banks_permuted_per_round_send_chunks_a_round_apart_to_different_banks() {
+        // 4 banks of 256-byte pages in 64-byte chunks: a round is 4 chunks, a stripe 16.
+        let cfg = |permute_per| DramRows {
+            banks: 4,
+            page_bytes: 256,
+            interleave_bytes: Some(64),
+            row_miss_bytes: 10,
+            reorder_rows: None,
+            open_cycles: None,
+            permute_per,
+        };
+        let banks = |rows: &Rows| (0..16).map(|c| rows.place(c).1).collect::<Vec<_>>();
+        let stripe = banks(&Rows::new(&cfg(None), 128, 32));
+        assert_eq!(
+            stripe[..4],
+            stripe[4..8],
+            "per stripe, every round the same"
+        );
+        let round = banks(&Rows::new(&cfg(Some(BankPermutation::Round)), 128, 32));
+        for r in round.chunks(4) {
+            let mut sorted = r.to_vec();
+            sorted.sort_unstable();
+            assert_eq!(
+                sorted,
+                [0, 1, 2, 3],
+                "a round gives each bank one chunk: {round:?}"
+            );
+        }
+        assert_ne!(
+            round[..4],
+            round[4..8],
+            "per round, rounds differ: {round:?}"
+        );
+        assert!((0..16).all(|c| Rows::new(&cfg(None), 128, 32).place(c).0 == 0));
     }
 
     #[test]

@@ -204,7 +204,7 @@ fn dram_queue_makes_the_second_transfer_wait_bytes_over_bandwidth() {
 }
 
 #[test]
-fn a_shuffled_dram_read_waits_a_drawn_part_of_the_backlog_in_front_of_it() {
+fn a_shuffled_or_front_dram_read_waits_a_drawn_part_of_the_backlog_in_front_of_it() {
     // 64 SMs each miss one line at cycle 0, in order: in arrival order the k-th waits for the
     // k reads before it. Shuffled, each waits for a drawn part of that backlog, never more.
     let times = |order: Option<DramOrder>| {
@@ -235,6 +235,17 @@ fn a_shuffled_dram_read_waits_a_drawn_part_of_the_backlog_in_front_of_it() {
         "the draw is the same"
     );
     assert_eq!(shuffled_bytes, arrival_bytes);
+    // `front` waits the smaller of the same draw and another: never longer than `shuffled`,
+    // and a third of the backlog on average rather than half.
+    let (front, front_bytes) = times(Some(DramOrder::Front));
+    assert!(front.iter().zip(&shuffled).all(|(f, s)| f <= s));
+    let waited = |t: &[u64]| t.iter().map(|d| d - dram).sum::<u64>() as f64;
+    let (f, s, a) = (waited(&front), waited(&shuffled), waited(&arrival));
+    assert!(
+        f < 0.8 * s && f < 0.45 * a,
+        "front {f}, shuffled {s}, arrival {a}"
+    );
+    assert_eq!(front_bytes, arrival_bytes);
 }
 
 #[test]
@@ -268,6 +279,8 @@ fn a_read_that_opens_a_dram_page_costs_its_row_miss_bytes_more() {
         interleave_bytes: None,
         row_miss_bytes: 32,
         reorder_rows: None,
+        open_cycles: None,
+        permute_per: None,
     };
     let (paged, paged_bytes) = times(Some(rows));
     let later: Vec<u64> = paged.iter().zip(&flat).map(|(p, f)| p - f).collect();

@@ -9,9 +9,9 @@ use trace::{ProbeMode, SweepRow};
 
 use crate::error::CalibrationError;
 use crate::experiments::{
-    self, AtomicUnitsRig, CacheOperatorsRig, ContentionRig, DivergentClosingRig, DramRun,
-    DummyClosingRig, FenceRig, IntDivisionRig, IssueRatesRig, LaunchOverheadRig, LoadedLatencyRig,
-    SharedRig, SmInflightRig, TexFootprintRig, TexLookupCountRig,
+    self, AtomicUnitsRig, BlockPlacementRig, CacheOperatorsRig, ContentionRig, DivergentClosingRig,
+    DramRun, DummyClosingRig, FenceRig, IntDivisionRig, IssueRatesRig, LaunchOverheadRig,
+    LoadedLatencyRig, SharedRig, SmInflightRig, TexFootprintRig, TexLookupCountRig,
 };
 use crate::table::{DramPattern, Extreme, Measure, PaperShape, PaperView, Table, round_model};
 
@@ -76,6 +76,7 @@ struct Lab {
     tex_footprint: Option<TexFootprintRig>,
     tex_lookup_count: Option<TexLookupCountRig>,
     launch_overhead: Option<LaunchOverheadRig>,
+    block_placement: Option<BlockPlacementRig>,
     /// Keyed by pattern and blocks per SM (none: the whole grid at once).
     dram: BTreeMap<(DramPattern, Option<u32>), DramRun>,
     frames: Option<Vec<SweepRow>>,
@@ -102,6 +103,7 @@ impl Lab {
             tex_footprint: None,
             tex_lookup_count: None,
             launch_overhead: None,
+            block_placement: None,
             dram: BTreeMap::new(),
             frames: None,
             done: BTreeMap::new(),
@@ -184,6 +186,10 @@ impl Lab {
                 TexLookupCountRig::new(&self.root, &self.cfg)
             })?
             .count(*case, *count),
+            Measure::BlockRamp { shape } => rig(&mut self.block_placement, || {
+                BlockPlacementRig::new(&self.root, &self.cfg)
+            })?
+            .ramp_ns(*shape),
             Measure::LaunchSpan { blocks } => rig(&mut self.launch_overhead, || {
                 LaunchOverheadRig::new(&self.root, &self.cfg)
             })?

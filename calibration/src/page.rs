@@ -82,7 +82,7 @@ impl Section {
             Measure::IssueRate { .. } => Section::Issue,
             Measure::CacheOperator { .. } => Section::CacheOperators,
             Measure::TexFootprint { .. } | Measure::TexLookupCount { .. } => Section::TexFootprints,
-            Measure::LaunchSpan { .. } => Section::Launch,
+            Measure::LaunchSpan { .. } | Measure::BlockRamp { .. } => Section::Launch,
         }
     }
 
@@ -201,7 +201,12 @@ impl Section {
                  `block-placement.cu`'s records). What CUDA events add around the grid \
                  (`event_us` − `span_us` in the records, 5.5–13.5 µs on the H200) is not \
                  modelled: the emulator's kernel time runs from the grid's first cycle to its \
-                 last warp's end or its last atomic's, whichever is later."
+                 last warp's end or its last atomic's, whichever is later. \
+                 `docs/gpu/block-placement.cu`'s grids (2,048 blocks of 128 threads in each of \
+                 four paper shapes, up to 16 per SM, each held about 20 µs): how far apart an \
+                 SM's blocks start, ns, the least-squares slope of each block's `%globaltimer` \
+                 at its start over its place in its SM's order of starts; silicon's slopes are \
+                 computed from its records the same way (`block-ramp-*.txt`)."
             }
             Section::Shared => {
                 "`docs/gpu/shared-latency.cu`'s chases on the emulator: cycles per step over 256 \

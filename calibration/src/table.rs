@@ -89,6 +89,7 @@ pub enum Unit {
     Cycles,
     Milliseconds,
     Microseconds,
+    Nanoseconds,
     /// Gigabytes (10⁹ bytes) per second.
     #[serde(rename = "gb_s")]
     GigabytesPerSecond,
@@ -114,6 +115,7 @@ impl Unit {
             Unit::Cycles => "cycles",
             Unit::Milliseconds => "ms",
             Unit::Microseconds => "µs",
+            Unit::Nanoseconds => "ns",
             Unit::GigabytesPerSecond => "GB/s",
             Unit::Ratio => "×",
             Unit::Percent => "%",
@@ -323,6 +325,10 @@ pub enum Measure {
     /// `docs/gpu/launch-overhead.cu`: a grid of `blocks` blocks of 128 threads, each storing a
     /// word: its span from the blocks' earliest start to their latest end on `%globaltimer`, µs.
     LaunchSpan { blocks: u32 },
+    /// `docs/gpu/block-placement.cu`: the grid of `shape` blocks, each held ~20 µs so that all
+    /// are resident at once: ns between consecutive block starts on an SM, the least-squares
+    /// slope of each block's start over its place in its SM's order of starts.
+    BlockRamp { shape: PaperShape },
 }
 
 impl Measure {
@@ -342,6 +348,7 @@ impl Measure {
                 | Measure::AtomicRate { .. }
                 | Measure::AtomicSpread { .. }
                 | Measure::SmStream { every_sm: true, .. }
+                | Measure::BlockRamp { .. }
         ) || matches!(self, Measure::LoadedLatency { blocks_per_sm, .. } if *blocks_per_sm > 0)
     }
 
@@ -458,6 +465,9 @@ impl Measure {
             Measure::LaunchSpan { blocks } => format!(
                 "`docs/gpu/launch-overhead.cu`'s grid of {blocks} block{} on the emulator, its span",
                 if *blocks == 1 { "" } else { "s" }
+            ),
+            Measure::BlockRamp { shape } => format!(
+                "`docs/gpu/block-placement.cu`'s {shape} grid on the emulator, its blocks' starts"
             ),
             Measure::CacheOperator { form, lanes } => format!(
                 "`docs/gpu/cache-operators.cu`'s chain of `{}` with {lanes} lane{} on the emulator",
@@ -618,6 +628,12 @@ impl Measure {
                     format!(
                         "tex-lookup-count.cu has cases 0 to {TEX_LOOKUP_COUNT_LAST_CASE}, not {case}"
                     )
+                }),
+            Measure::BlockRamp { shape } => ["1x128", "16x8", "128x1", "8x16"]
+                .contains(&String::from(*shape).as_str())
+                .then_some(())
+                .ok_or_else(|| {
+                    format!("block-placement.cu runs 1x128, 16x8, 128x1 and 8x16, not {shape}")
                 }),
             Measure::LaunchSpan { blocks } => (*blocks >= 1)
                 .then_some(())

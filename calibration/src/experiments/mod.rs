@@ -87,11 +87,24 @@ impl Experiment {
         block: u32,
         args: &[Arg],
     ) -> Result<LaunchOutcome, CalibrationError> {
+        let (grid, block) = (Dim3::new(grid, 1, 1), Dim3::new(block, 1, 1));
+        self.launch_shaped(name, grid, block, 0, args)
+    }
+
+    /// [`Experiment::launch`] with a grid and block of any shape and dynamic shared memory.
+    fn launch_shaped(
+        &mut self,
+        name: &str,
+        grid: Dim3,
+        block: Dim3,
+        dynamic_shared_bytes: u32,
+        args: &[Arg],
+    ) -> Result<LaunchOutcome, CalibrationError> {
         let (entry, regs) = self.entry(name)?;
         let cfg = LaunchConfig {
-            grid: Dim3::new(grid, 1, 1),
-            block: Dim3::new(block, 1, 1),
-            dynamic_shared_bytes: 0,
+            grid,
+            block,
+            dynamic_shared_bytes,
             regs_per_thread: regs,
         };
         self.dev
@@ -380,6 +393,7 @@ pub(crate) fn dram_run(
 }
 
 mod atomic_units;
+mod block_placement;
 mod cache_operators;
 mod contention;
 mod divergent_closing;
@@ -392,6 +406,7 @@ mod sm_inflight;
 mod tex_footprint;
 mod tex_lookup_count;
 pub(crate) use atomic_units::AtomicUnitsRig;
+pub(crate) use block_placement::BlockPlacementRig;
 pub(crate) use cache_operators::CacheOperatorsRig;
 pub(crate) use contention::ContentionRig;
 pub(crate) use divergent_closing::DivergentClosingRig;

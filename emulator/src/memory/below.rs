@@ -852,11 +852,9 @@ mod tests {
         }
     }
 
-    #[test]
-    fn interleaved_rows_keep_a_stream_in_its_pages_and_open_one_per_chunk_of_a_far_run() {
-        // 4 banks of 256-byte pages in 64-byte chunks: a stripe is 1 KiB, 8 lines of 128 bytes
-        // (four 32-byte sectors each).
-        let cfg = DramRows {
+    /// 4 banks of 256-byte pages in 64-byte chunks, 10 bytes an opened row, one row open.
+    fn four_banks() -> DramRows {
+        DramRows {
             banks: 4,
             page_bytes: 256,
             interleave_bytes: Some(64),
@@ -864,7 +862,13 @@ mod tests {
             reorder_rows: None,
             open_cycles: None,
             permute_per: None,
-        };
+        }
+    }
+
+    #[test]
+    fn interleaved_rows_keep_a_stream_in_its_pages_and_open_one_per_chunk_of_a_far_run() {
+        // A stripe is 1 KiB, 8 lines of 128 bytes (four 32-byte sectors each).
+        let cfg = four_banks();
         let mut rows = Rows::new(&cfg, 128, 32);
         let stream = |rows: &mut Rows| (0..8).map(|line| rows.read(line, 0b1111, 0)).sum::<u64>();
         assert_eq!(stream(&mut rows), 4 * 10, "each bank opens its page once");
@@ -959,15 +963,10 @@ mod tests {
 
     #[test]
     fn banks_permuted_per_round_send_chunks_a_round_apart_to_different_banks() {
-        // 4 banks of 256-byte pages in 64-byte chunks: a round is 4 chunks, a stripe 16.
+        // A round is 4 chunks, a stripe 16.
         let cfg = |permute_per| DramRows {
-            banks: 4,
-            page_bytes: 256,
-            interleave_bytes: Some(64),
-            row_miss_bytes: 10,
-            reorder_rows: None,
-            open_cycles: None,
             permute_per,
+            ..four_banks()
         };
         let banks = |rows: &Rows| (0..16).map(|c| rows.place(c).1).collect::<Vec<_>>();
         let stripe = banks(&Rows::new(&cfg(None), 128, 32));

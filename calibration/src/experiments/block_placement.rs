@@ -42,11 +42,7 @@ impl BlockPlacementRig {
         let args = [Arg::Buf(self.out)];
         self.exp
             .launch_shaped("place", grid, block, SHARED, &args)?;
-        let bytes = self.exp.download(&self.out)?;
-        let words: Vec<u32> = bytes
-            .chunks_exact(4)
-            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect();
+        let words = self.exp.download_u32(&self.out)?;
         let starts: Vec<(u32, u64)> = words
             .chunks_exact(4)
             .take(blocks)
@@ -91,6 +87,15 @@ mod tests {
     use super::*;
     use crate::table::RECORDS_DIR;
 
+    /// A row of `block-placement.cu`'s output (`shape,bx,by,smid,order,start_ns`); the columns
+    /// not read here are left out.
+    #[derive(serde::Deserialize)]
+    struct Placement {
+        shape: String,
+        smid: u32,
+        start_ns: u64,
+    }
+
     #[test]
     fn the_slope_is_the_start_gap_per_place_on_an_sm() {
         // Two SMs, their blocks 10 ns apart, the second SM's 100 ns later: 10 ns per place.
@@ -122,20 +127,18 @@ mod tests {
             .filter(|l| l.starts_with("block-placement-"))
         {
             let cells: Vec<&str> = line.split('\t').collect();
-            let [csv, shape, slope] = cells[..] else {
+            let [record, shape, slope] = cells[..] else {
                 panic!("{line:?}: want record, shape and slope");
             };
-            let text = std::fs::read_to_string(dir.join(csv)).unwrap();
-            let starts: Vec<(u32, u64)> = text
-                .lines()
-                .skip(1)
-                .filter_map(|l| {
-                    let c: Vec<&str> = l.split(',').collect();
-                    (c[0] == shape).then(|| (c[3].parse().unwrap(), c[5].parse().unwrap()))
-                })
+            let starts: Vec<(u32, u64)> = csv::Reader::from_path(dir.join(record))
+                .unwrap()
+                .deserialize::<Placement>()
+                .map(|r| r.unwrap())
+                .filter(|r| r.shape == shape)
+                .map(|r| (r.smid, r.start_ns))
                 .collect();
             let got = start_slope_ns(&starts).unwrap();
-            assert_eq!(format!("{got:.2}"), slope, "{csv} {shape}");
+            assert_eq!(format!("{got:.2}"), slope, "{record} {shape}");
             checked += 1;
         }
         assert_eq!(checked, 8, "two GPUs, four shapes");

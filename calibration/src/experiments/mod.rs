@@ -129,13 +129,22 @@ impl Experiment {
     /// The mean of the 32-bit windows in `buf`, the first (cold) one left out, as the
     /// experiments' `report` prints it.
     fn warm_mean(&mut self, buf: &DevBuf) -> Result<f64, CalibrationError> {
-        let bytes = self.download(buf)?;
-        let windows: Vec<f64> = bytes
-            .chunks_exact(4)
+        let windows: Vec<f64> = self
+            .download_u32(buf)?
+            .into_iter()
             .skip(1)
-            .map(|c| f64::from(u32::from_le_bytes([c[0], c[1], c[2], c[3]])))
+            .map(f64::from)
             .collect();
         Ok(windows.iter().sum::<f64>() / windows.len() as f64)
+    }
+
+    /// `buf` as little-endian 32-bit words.
+    fn download_u32(&mut self, buf: &DevBuf) -> Result<Vec<u32>, CalibrationError> {
+        let bytes = self.download(buf)?;
+        Ok(bytes
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect())
     }
 
     /// A texture object over `data`, as `cudaCreateTextureObject` gives `main` one.

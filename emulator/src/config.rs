@@ -327,11 +327,11 @@ pub struct IntDivision {
 }
 
 /// An instruction sequence the model times as one warp instruction: it takes `instructions`
-/// of its scheduler's issue slots, one per cycle from its issue, and its result is ready
-/// `latency_cycles` after its issue. Taking the slots at once is exact where issue is the
-/// limit; where the sequence's own dependencies are, a GPU issues other warps' instructions
-/// between its instructions, so the model delays those warps by up to `instructions` cycles
-/// more than silicon would.
+/// of its scheduler's issue slots, the first at its issue and the others spread evenly over
+/// its latency, and its result is ready `latency_cycles` after its issue. Other warps, and the
+/// same warp's independent instructions, issue in the cycles between, as a GPU issues them in
+/// the gaps the sequence's own dependencies leave; where issue is the limit, the sequence's
+/// instructions queue and its result waits for the last of them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct InstructionSequence {

@@ -40,12 +40,14 @@ use super::loads::{LoadEvent, LoadLog, LoadSpace};
 mod pipe;
 mod sched;
 mod scoreboard;
+mod sequences;
 
 use pipe::Pipe;
 pub(super) use pipe::{NPIPE, intervals};
 use sched::{Hot, HotTable, Near};
 pub(super) use scoreboard::Deps;
 use scoreboard::refresh;
+use sequences::{PENDING, Sequences};
 
 pub(super) const NCLASS: usize = Class::ALL.len();
 
@@ -207,6 +209,8 @@ pub(super) struct Sm {
     hot: HotTable,
     blocks: Vec<Option<TBlock>>,
     pipe: Vec<[u64; NPIPE]>,
+    /// Per scheduler: its sequences with instructions left to issue (`sequences.rs`).
+    sequences: Vec<Sequences>,
     /// Per scheduler: the warp it issued last (its index among the scheduler's warps), which
     /// it keeps issuing while it can (greedy-then-oldest).
     last: Vec<Option<u32>>,
@@ -305,6 +309,7 @@ impl Sm {
             hot: HotTable::new(nsched),
             blocks: Vec::new(),
             pipe: vec![[0; NPIPE]; nsched],
+            sequences: (0..nsched).map(|_| Sequences::default()).collect(),
             last: vec![None; nsched],
             live_blocks: 0,
             sched_next: vec![0; nsched],
@@ -628,6 +633,10 @@ impl Sm {
         let (first, first_issued, mut issued_any) = self.resume.take().unwrap_or((0, 0, false));
         for s in first..nsched {
             let mut issued = if s == first { first_issued } else { 0 };
+            if issued == 0 && self.sequences[s].any() && self.sequence_issues(sh, s, now) {
+                issued_any = true;
+                continue;
+            }
             if issued == 0 && self.sched_next[s] > now {
                 debug_assert!(
                     self.pick(s, now).is_err(),
@@ -699,7 +708,43 @@ impl Sm {
 
     /// The earliest cycle a scheduler's cache says one of its warps can issue.
     fn next_issue(&self) -> u64 {
-        self.sched_next.iter().copied().min().unwrap_or(u64::MAX)
+        let warps = self.sched_next.iter().copied().min().unwrap_or(u64::MAX);
+        self.sequences
+            .iter()
+            .filter(|q| q.any())
+            .map(Sequences::next_release)
+            .fold(warps, u64::min)
+    }
+
+    /// Whether an instruction of one of scheduler `s`'s sequences takes its cycle `now`
+    /// (`sequences.rs`), issued if so. When that was a sequence's last, its warp's result is
+    /// ready at a known cycle, which may be earlier than the scheduler's cached answer.
+    fn sequence_issues(&mut self, sh: &Shared, s: usize, now: u64) -> bool {
+        if self.sequences[s].due(now, false).is_none() {
+            return false;
+        }
+        let busy = self.sched_next[s] <= now && self.pick(s, now).is_ok();
+        let Some(i) = self.sequences[s].due(now, busy) else {
+            return false;
+        };
+        if let Some((q, ready)) = self.sequences[s].issue(i, now) {
+            let w = &mut self.warps[q.ws as usize];
+            // A slot a warp left (or a new block's warp took) holds no pending result.
+            for &r in sh.deps.writes(q.pc) {
+                if let Some(t) = w.ready.get_mut(r as usize).filter(|t| **t == PENDING) {
+                    *t = ready;
+                }
+            }
+            if matches!(w.state, WState::Run | WState::Bar) {
+                refresh(w, sh.deps);
+                self.hot.set(q.ws as usize, Hot::of(w));
+            }
+            self.sched_next[s] = 0;
+            self.sched_then[s] = NONE;
+            self.sched_near[s] = Near::NONE;
+            self.set_unsure(s, false);
+        }
+        true
     }
 
     /// After a cycle without issue (the SM's cycle already one past it): on to the earliest
@@ -846,9 +891,9 @@ impl Sm {
         } else {
             now + sh.lat[x.class as usize]
         };
-        // Issue slots the instruction takes from its scheduler: more than one for a sequence,
-        // or for an operation the GPU runs as two instructions.
-        let mut slots = u64::from(x.slots);
+        // Issue slots the instruction takes from its scheduler: two for an operation the GPU
+        // runs as two instructions.
+        let slots = u64::from(x.slots);
         let mut from_mem = false;
         let mut flow_bar = None;
         match flow {
@@ -916,8 +961,7 @@ impl Sm {
                     .int_division
                     .and_then(|t| sequence(&t, d))
                 {
-                    done_at = now + u64::from(q.latency_cycles);
-                    slots = u64::from(q.instructions);
+                    done_at = self.sequences[s].start(ws as u32, pc, now, q);
                 }
             }
             Flow::Exited | Flow::Done => {}
@@ -940,9 +984,8 @@ impl Sm {
                 u64::from(!free)
             };
         if slots > 1 {
-            // The scheduler issues the sequence's instructions one per cycle: nothing else
-            // before them. Raising a pipe only delays warps, so no pick's cached answer is
-            // made too late.
+            // The scheduler issues both one after the other: nothing else between them.
+            // Raising a pipe only delays warps, so no pick's cached answer is made too late.
             w.next_ok = now + slots;
             for p in &mut self.pipe[s] {
                 *p = (*p).max(now + slots);

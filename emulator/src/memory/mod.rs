@@ -79,7 +79,7 @@ use coalesce::{
     max_same_address,
 };
 pub(crate) use parts::{Answering, begin_in_parts, finish_in_parts, lock};
-pub(crate) use pending::{Pend, is_token};
+pub(crate) use pending::{Pend, TOKEN, is_token};
 use record::AddressRecorder;
 pub use record::{AddressEvent, AddressKind};
 use std::cmp::Reverse;

@@ -1,6 +1,7 @@
 //! Integer division timed as the sequence a GPU runs for it (`pipeline.int_division`): each
-//! division in a dependent chain adds its sequence's latency, each independent one its issue
-//! slots, and a 64-bit one takes the path its lanes' operands need.
+//! division in a dependent chain adds its sequence's latency; independent ones overlap until
+//! their instructions fill the scheduler's issue slots, and then each adds its instructions;
+//! a 64-bit one takes the path its lanes' operands need.
 
 use crate::common::*;
 use emulator::{GpuConfig, InstructionSequence};
@@ -28,9 +29,9 @@ fn window(cfg: &GpuConfig, ty: &str, n: usize, dependent: bool, a: i64, wide_lan
 .address_size 64
 .visible .entry divs(.param .u64 out, .param .u64 a, .param .u64 b, .param .u32 wide)
 {{
- .reg .b64 %rd<40>;
+ .reg .b64 %rd<80>;
  .reg .b32 %r<4>;
- .reg .b32 %q<40>;
+ .reg .b32 %q<80>;
  .reg .pred %p<2>;
  ld.param.u64 %rd3, [out];
  ld.param.u64 %rd1, [a];
@@ -107,17 +108,31 @@ fn a_dependent_division_adds_its_sequences_latency() {
 }
 
 #[test]
-fn independent_divisions_take_their_sequences_issue_slots() {
+fn independent_divisions_overlap_until_their_instructions_fill_the_issue_slots() {
     let (cfg, t) = h100();
     for (ty, wide_lanes, q) in [
         ("u32", 0, t.u32),
         ("u64", 32, t.u64),
         ("u64", 0, t.narrow64),
     ] {
-        assert_eq!(
-            step(&cfg, ty, false, 1 << 20, wide_lanes),
-            u64::from(q.instructions),
-            "{ty} wide lanes {wide_lanes}"
+        let (n, lat) = (u64::from(q.instructions), u64::from(q.latency_cycles));
+        let more = |k: usize| {
+            window(&cfg, ty, k + 1, false, 1 << 20, wide_lanes)
+                - window(&cfg, ty, k, false, 1 << 20, wide_lanes)
+        };
+        // Two sequences' instructions fit in one latency: the second overlaps the first.
+        assert!(2 * n < lat, "{ty}: the case needs room");
+        let second = more(1);
+        // Enough that their instructions fill the latency many times: each more adds its own.
+        let k = (4 * lat).div_ceil(n) as usize;
+        let late = more(k);
+        assert!(
+            second <= n / 4,
+            "{ty} wide lanes {wide_lanes}: the second added {second}"
+        );
+        assert!(
+            late.abs_diff(n) <= 1,
+            "{ty} wide lanes {wide_lanes}: one more added {late}"
         );
     }
 }

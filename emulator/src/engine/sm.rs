@@ -711,7 +711,6 @@ impl Sm {
         let warps = self.sched_next.iter().copied().min().unwrap_or(u64::MAX);
         self.sequences
             .iter()
-            .filter(|q| q.any())
             .map(Sequences::next_release)
             .fold(warps, u64::min)
     }
@@ -720,13 +719,13 @@ impl Sm {
     /// (`sequences.rs`), issued if so. When that was a sequence's last, its warp's result is
     /// ready at a known cycle, which may be earlier than the scheduler's cached answer.
     fn sequence_issues(&mut self, sh: &Shared, s: usize, now: u64) -> bool {
-        if self.sequences[s].due(now, false).is_none() {
-            return false;
-        }
-        let busy = self.sched_next[s] <= now && self.pick(s, now).is_ok();
-        let Some(i) = self.sequences[s].due(now, busy) else {
+        let Some((i, waited)) = self.sequences[s].due(now) else {
             return false;
         };
+        if !waited && self.sched_next[s] <= now && self.pick(s, now).is_ok() {
+            // A warp can issue, and the sequence has not waited long enough to take its cycle.
+            return false;
+        }
         if let Some((q, ready)) = self.sequences[s].issue(i, now) {
             let w = &mut self.warps[q.ws as usize];
             // A slot a warp left (or a new block's warp took) holds no pending result.

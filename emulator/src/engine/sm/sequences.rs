@@ -59,18 +59,18 @@ impl Sequences {
         PENDING
     }
 
-    /// The sequence whose instruction issues at `now`, if one is released: the one released
-    /// first (the oldest on a tie). `busy`: a warp of the scheduler can issue now, which only
-    /// a sequence that waited a spacing past its release overrides.
+    /// The sequence whose instruction may issue at `now`, if one is released: the one released
+    /// first (the oldest on a tie), and whether it has waited a spacing past its release, which
+    /// lets it take the cycle from a warp that can issue.
     #[inline]
-    pub(super) fn due(&self, now: u64, busy: bool) -> Option<usize> {
+    pub(super) fn due(&self, now: u64) -> Option<(usize, bool)> {
         let (i, s) = self
             .open
             .iter()
             .enumerate()
             .min_by_key(|(i, s)| (s.release, *i))?;
         let waited = now.checked_sub(s.release)?;
-        (!busy || waited >= s.gap).then_some(i)
+        Some((i, waited >= s.gap))
     }
 
     /// Whether any sequence is open (the common case is none).
@@ -79,7 +79,7 @@ impl Sequences {
         !self.open.is_empty()
     }
 
-    /// The earliest cycle one of the instructions is released.
+    /// The earliest cycle one of the instructions is released (`u64::MAX`: none open).
     pub(super) fn next_release(&self) -> u64 {
         self.open
             .iter()
@@ -119,7 +119,9 @@ mod tests {
         let (mut took, mut done) = (Vec::new(), Vec::new());
         let mut now = from;
         while q.any() {
-            if let Some(i) = q.due(now, busy(now)) {
+            if let Some((i, waited)) = q.due(now)
+                && (waited || !busy(now))
+            {
                 took.push(now);
                 done.extend(q.issue(i, now).map(|(_, t)| t));
             }

@@ -62,7 +62,9 @@ pub use embedded::{
     find_corpus, find_micro, micro, nvcc_version, probe_header,
 };
 pub use error::KernelsError;
-pub use nvcc::{CompiledPtx, SAMPLED_FLAG, compile_ptx, compile_ptx_lineinfo, ptx_usage};
+pub use nvcc::{
+    CompiledPtx, SAMPLED_FLAG, compile_ptx, compile_ptx_lineinfo, ptx_usage, ptx_usage_for,
+};
 pub use toolchain::{cudart_lib_dir, nvcc_path, tool_path};
 
 #[cfg(test)]

@@ -174,6 +174,15 @@ pub struct SmConfig {
     pub register_alloc_unit: u32,
     /// Registers a thread may use; more are spilled (flagged in run.json, not modelled).
     pub max_registers_per_thread: u32,
+    /// The SASS target (`sm_90` is 90) a GPU of this kind runs. A kernel the tool compiles at
+    /// run time (`warpscope launch` of a `.cu`, the calibration's experiments) takes its
+    /// registers per thread, and with them its occupancy, from ptxas for this target, as the
+    /// GPU's own build would: the same PTX can take 42 registers on sm_75 and 38 on sm_90
+    /// (docs/gpu/dram-granularity.cu's reader), five 256-thread blocks per H100 SM where silicon
+    /// holds six. Unset: ptxas' count for sm_75 fitted to this SM, as for GPUs today's ptxas no
+    /// longer targets (sm_20, sm_70). The embedded kernels keep sm_75's counts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sass_arch: Option<u32>,
     /// Shared memory per SM, in bytes.
     pub shared_bytes: u32,
     /// Shared memory one block may use, in bytes.
@@ -844,6 +853,12 @@ impl GpuConfig {
         ] {
             positive(v).map_err(|m| err(field, m))?;
         }
+        if let Some(arch) = sm.sass_arch.filter(|a| *a < 75) {
+            return Err(err(
+                "sm.sass_arch",
+                format!("must be 75 or later (today's ptxas targets no older SM), got {arch}"),
+            ));
+        }
         if sm.max_threads_per_block > sm.max_threads {
             return Err(err(
                 "sm.max_threads_per_block",
@@ -1222,6 +1237,16 @@ mod tests {
             let again = GpuConfig::from_toml_str(&text, "round-trip").unwrap();
             assert_eq!(again, cfg, "{name}");
         }
+    }
+
+    #[test]
+    fn a_sass_target_older_than_ptxas_assembles_is_refused() {
+        let mut cfg = GpuConfig::preset("h100").unwrap();
+        assert_eq!(cfg.sm.sass_arch, Some(90));
+        cfg.sm.sass_arch = Some(20);
+        assert_validates(&cfg, Some("sm.sass_arch"), "sm_20");
+        cfg.sm.sass_arch = None;
+        assert_validates(&cfg, None, "unset");
     }
 
     #[test]

@@ -26,10 +26,21 @@ struct Experiment {
 impl Experiment {
     fn load(root: &Path, file: &'static str, cfg: &GpuConfig) -> Result<Self, CalibrationError> {
         let path: PathBuf = root.join(RECORDS_DIR).join(file);
-        let compiled = kernels::compile_ptx(&path, kernels::layout::WS_OFF, false)
-            .map_err(|source| CalibrationError::Compile { path, source })?;
-        let entries = compiled
-            .entries
+        let compiled =
+            kernels::compile_ptx(&path, kernels::layout::WS_OFF, false).map_err(|source| {
+                CalibrationError::Compile {
+                    path: path.clone(),
+                    source,
+                }
+            })?;
+        // Silicon ran the experiment compiled for its own target, whose register counts set
+        // how many blocks fit an SM.
+        let usage = match cfg.sm.sass_arch {
+            Some(arch) => kernels::ptx_usage_for(&compiled.ptx, arch)
+                .map_err(|source| CalibrationError::Compile { path, source })?,
+            None => compiled.entries,
+        };
+        let entries = usage
             .iter()
             .map(|e| {
                 let bare = cpp_demangle::DemangleOptions::new()
@@ -427,3 +438,29 @@ pub(crate) use loaded_latency::LoadedLatencyRig;
 pub(crate) use sm_inflight::SmInflightRig;
 pub(crate) use tex_footprint::TexFootprintRig;
 pub(crate) use tex_lookup_count::TexLookupCountRig;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The experiments count registers as silicon's build did: `dram-granularity.cu`'s reader
+    /// takes 38 registers on sm_90 and 42 on sm_75 (the ptxas `scripts/setup-cuda` installs), so
+    /// an H100 holds six of its 256-thread blocks per SM, not five. A GPU ptxas no longer
+    /// targets (gtx480) keeps sm_75's counts.
+    #[test]
+    fn an_experiment_counts_registers_for_its_gpus_target() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .expect("the calibration crate sits in the workspace");
+        let blocks = |preset: &str| {
+            let cfg = GpuConfig::preset(preset).expect("a preset");
+            let exp = Experiment::load(root, "dram-granularity.cu", &cfg)
+                .unwrap_or_else(|e| panic!("{}", trace::error_chain(&e)));
+            let (_, regs) = exp.entry("read_sectors").expect("the reader");
+            let o = emulator::occupancy(&cfg.sm, DRAM_BLOCK, regs, 0).expect("it fits");
+            (regs, o.blocks_per_sm)
+        };
+        assert_eq!(blocks("h100"), (38, 6));
+        assert_eq!(blocks("gtx480").0, 42);
+    }
+}

@@ -312,3 +312,42 @@ fn register_spill_is_recorded_and_a_refusal_suggests_presets() {
         "{err}"
     );
 }
+
+/// On a preset that names its GPU's SASS target, a compiled source's registers are ptxas's count
+/// for that target, as the GPU's own build would have them: this kernel, whose address takes a
+/// 64-bit remainder, gets 20 registers on sm_90 where sm_75's count is 18 (the toolchain
+/// scripts/setup-cuda installs), and gtx480, whose sm_20 today's ptxas no longer targets, keeps
+/// sm_75's.
+#[test]
+fn a_preset_with_a_sass_target_counts_registers_for_it() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("k.cu"),
+        "extern \"C\" __global__ void k(const uint4* buf, unsigned long long n, unsigned* out) {\n\
+         unsigned long long i = blockIdx.x * blockDim.x + threadIdx.x;\n\
+         uint4 v = buf[((i ^ (i >> 31)) * 0xbf58476d1ce4e5b9ull) % n];\n\
+         out[i] = v.x ^ v.y ^ v.z ^ v.w;\n}\n",
+    )
+    .unwrap();
+    let spec = dir.path().join("k.toml");
+    std::fs::write(
+        &spec,
+        "source = \"k.cu\"\nkernel = \"k\"\ngrid = [1,1,1]\nblock = [64,1,1]\n\
+         [[arg]]\nname = \"buf\"\nbuffer = \"u32\"\nlen = 64\n\
+         [[arg]]\nname = \"n\"\nscalar = \"u64\"\nvalue = 16\n\
+         [[arg]]\nname = \"out\"\nbuffer = \"u32\"\nlen = 64\noutput = \"out.npy\"\n",
+    )
+    .unwrap();
+    let cache = dir.path().join("cache");
+    let registers = |preset: &str| {
+        let out = dir.path().join(preset);
+        let mut args = launch_args(&spec, &out, &cache);
+        args.extend(["--preset", preset]);
+        ok(warpscope(&args, None).output().unwrap(), preset);
+        let run: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
+        run["emulator"]["registers_per_thread"].as_u64().unwrap()
+    };
+    assert_eq!(registers("gtx480"), 18);
+    assert_eq!(registers("h100"), 20);
+}

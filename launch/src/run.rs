@@ -6,7 +6,7 @@
 use crate::error::{Context, LaunchError, Result, invalid};
 use crate::source::{Cache, Compiled, for_launch, load_source};
 use crate::spec::{self, ArgPlan, LaunchPlan, Spec};
-use device::{Arg, BackendChoice, DevBuf, Device, EmuLimits, LaunchConfig};
+use device::{Arg, Backend, BackendChoice, DevBuf, Device, EmuLimits, LaunchConfig};
 use instrument::{AccessPeriod, Probe, ProbedArg, WarpSelection, launch_probed};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -87,6 +87,9 @@ pub fn run(opts: &LaunchOptions, note: &dyn Fn(&str)) -> Result<RunMetrics> {
     })?;
     let (mut dev, why) =
         device::open_device(opts.backend, opts.emu_config.clone(), opts.limits.clone())?;
+    // The instrumented kernel's count was its own entry's; a compiled source's, its largest.
+    let instrumented = opts.instrument.map(|_| spec.launches[0].kernel.as_str());
+    retarget(dev.as_ref(), opts, &mut sources, instrumented, note);
     let kernels: Vec<&str> = spec.launches.iter().map(|l| l.kernel.as_str()).collect();
     note(&format!(
         "launching {} on {} ({why})",
@@ -177,6 +180,25 @@ enum Pass {
 }
 
 /// Runs every launch of `spec` on `dev` and puts what they measured in `metrics`.
+/// On the emulator, each source's registers as ptxas counts them for the GPU the preset models
+/// (`sm.sass_arch`), where it names one; `kernel`: the count is that entry's.
+fn retarget(
+    dev: &dyn Device,
+    opts: &LaunchOptions,
+    sources: &mut BTreeMap<PathBuf, Compiled>,
+    kernel: Option<&str>,
+    note: &dyn Fn(&str),
+) {
+    if dev.backend() != Backend::Emu {
+        return;
+    }
+    if let Some(arch) = opts.emu_config.sm.sass_arch {
+        for c in sources.values_mut() {
+            c.retarget(arch, kernel, note);
+        }
+    }
+}
+
 fn execute(
     dev: &mut dyn Device,
     (sources, modes): (&BTreeMap<PathBuf, Compiled>, &[ProbeMode]),
@@ -356,6 +378,7 @@ fn overhead(
     let off = vec![ProbeMode::Off; written.launches.len()];
     let (mut dev, _) =
         device::open_device(opts.backend, opts.emu_config.clone(), opts.limits.clone())?;
+    retarget(dev.as_ref(), opts, &mut bare, None, note);
     let mut scratch = metrics.clone();
     execute(
         dev.as_mut(),

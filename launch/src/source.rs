@@ -40,6 +40,35 @@ pub(crate) struct Compiled {
     pub sites: Option<Vec<SiteInfo>>,
 }
 
+impl Compiled {
+    /// Counts the registers again as ptxas assembles the PTX for `sm_{arch}`, the GPU the
+    /// emulator models, whose occupancy follows them (a kernel of 42 registers on sm_75 may take
+    /// 38 on sm_90): the most of any entry, or of `kernel`'s where the count was its own. Where
+    /// ptxas cannot, the count stays and a note says so. A `.ptx` read as it is, with no count,
+    /// keeps none.
+    pub(crate) fn retarget(&mut self, arch: u32, kernel: Option<&str>, note: &dyn Fn(&str)) {
+        if self.regs.is_none() {
+            return;
+        }
+        match kernels::ptx_usage_for(&self.ptx, arch) {
+            Ok(usage) => {
+                let regs = usage
+                    .iter()
+                    .filter(|e| kernel.is_none_or(|k| e.name == k))
+                    .map(|e| e.registers)
+                    .max()
+                    .filter(|&r| r > 0);
+                if regs.is_some() {
+                    self.regs = regs;
+                }
+            }
+            Err(e) => note(&format!(
+                "note: registers not counted for sm_{arch} ({e}); the occupancy uses sm_75's"
+            )),
+        }
+    }
+}
+
 fn compile_context(src: &Path) -> String {
     format!(
         "compiling {} (run scripts/setup-cuda if nvcc is missing, or give a .ptx source)",

@@ -179,7 +179,6 @@ enum Pass {
     Bare,
 }
 
-/// Runs every launch of `spec` on `dev` and puts what they measured in `metrics`.
 /// On the emulator, each source's registers as ptxas counts them for the GPU the preset models
 /// (`sm.sass_arch`), where it names one; `kernel`: the count is that entry's.
 fn retarget(
@@ -199,6 +198,7 @@ fn retarget(
     }
 }
 
+/// Runs every launch of `spec` on `dev` and puts what they measured in `metrics`.
 fn execute(
     dev: &mut dyn Device,
     (sources, modes): (&BTreeMap<PathBuf, Compiled>, &[ProbeMode]),

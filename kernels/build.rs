@@ -60,6 +60,8 @@ struct Done {
     ptx_file: String,
     fatbin_file: Option<String>,
     entries: Vec<EntryUsage>,
+    /// Per other SASS target, its entries' usage.
+    by_target: Vec<(u32, Vec<EntryUsage>)>,
     command: String,
 }
 
@@ -467,6 +469,32 @@ fn build_one(job: &Job, nvcc: &Path, root: &Path, out: &Path) -> Result<Done, St
         log
     };
     let entries = parse_entries(&ptx, &log);
+    // The registers on the fatbin's other targets: a GPU runs its own target's SASS, whose
+    // count sets how many blocks fit its SM (42 on sm_75 can be 38 on sm_90).
+    let mut by_target = Vec::new();
+    for arch in SASS_ARCHS.into_iter().filter(|&a| a != PTX_ARCH) {
+        let path = out.join(format!("{base}.sm_{arch}.ptxas.log"));
+        let log = if cached && path.is_file() {
+            std::fs::read_to_string(&path)
+                .map_err(|e| format!("reading {}: {e}", path.display()))?
+        } else {
+            let args: Vec<String> = vec![
+                "-cubin".into(),
+                format!("-arch=sm_{arch}"),
+                "-Xptxas".into(),
+                "-v".into(),
+                ptx_path.to_string_lossy().into_owned(),
+                "-o".into(),
+                out.join(format!("{base}.sm_{arch}.cubin"))
+                    .to_string_lossy()
+                    .into_owned(),
+            ];
+            let log = nvcc_run(nvcc, root, &args, &what)?;
+            std::fs::write(&path, &log).map_err(|e| format!("writing {}: {e}", path.display()))?;
+            log
+        };
+        by_target.push((arch, parse_entries(&ptx, &log)));
+    }
 
     let fatbin_file = if job.corpus {
         None
@@ -504,6 +532,7 @@ fn build_one(job: &Job, nvcc: &Path, root: &Path, out: &Path) -> Result<Done, St
         ptx_file: format!("{base}.ptx"),
         fatbin_file,
         entries,
+        by_target,
         command,
     })
 }
@@ -549,9 +578,17 @@ fn builds_rs(done: &[Done], version: &str) -> String {
     let entries = |d: &Done| {
         let mut e = String::from("&[");
         for u in &d.entries {
+            let targets: String = d
+                .by_target
+                .iter()
+                .filter_map(|(arch, us)| {
+                    let r = us.iter().find(|t| t.name == u.name)?.registers;
+                    Some(format!("({arch}, {r}), "))
+                })
+                .collect();
             let _ = write!(
                 e,
-                "EntryInfo {{ name: {:?}, registers: {}, static_shared_bytes: {}, spill_bytes: {} }}, ",
+                "EntryInfo {{ name: {:?}, registers: {}, registers_by_target: &[{targets}], static_shared_bytes: {}, spill_bytes: {} }}, ",
                 u.name, u.registers, u.static_shared_bytes, u.spill_bytes
             );
         }

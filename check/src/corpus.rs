@@ -112,7 +112,7 @@ impl<'a> Loaded<'a> {
                 .entries
                 .iter()
                 .find(|e| e.name == l.entry)
-                .map_or(32, |e| e.registers);
+                .map_or(32, |e| e.registers_for(self.dev.register_target()));
             let cfg = LaunchConfig {
                 grid: Dim3::new(l.grid[0], l.grid[1], l.grid[2]),
                 block: Dim3::new(l.block[0], l.block[1], l.block[2]),

@@ -243,7 +243,9 @@ pub fn measure(
             ("repeated_loads", args, LOADS, 1)
         }
     };
-    let regs = build.entry(kernel).map_or(32, |e| e.registers);
+    let regs = build
+        .entry(kernel)
+        .map_or(32, |e| e.registers_for(dev.register_target()));
     let launch = LaunchConfig {
         grid: Dim3::new(1, 1, 1),
         block: Dim3::new(32, 1, 1),

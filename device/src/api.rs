@@ -226,6 +226,12 @@ pub trait Device {
     fn start_clean(&mut self) -> bool {
         false
     }
+    /// The SASS target whose ptxas register counts set a kernel's occupancy here: the
+    /// emulator's preset's (`sm.sass_arch`); `None` on a GPU, whose driver runs the kernel's
+    /// own, and on a preset that names none (sm_75's counts then).
+    fn register_target(&self) -> Option<u32> {
+        None
+    }
     /// A second device that gives what this one gives after [`Device::start_clean`], for a
     /// frame that can run beside this device's own: the emulator makes a new emulator with the
     /// same configuration and guards; a GPU is one piece of hardware, and has none.

@@ -99,6 +99,9 @@ impl Device for EmuDevice {
     fn backend(&self) -> Backend {
         Backend::Emu
     }
+    fn register_target(&self) -> Option<u32> {
+        self.config().sm.sass_arch
+    }
 
     fn start_clean(&mut self) -> bool {
         self.emu.reset();

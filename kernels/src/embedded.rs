@@ -11,18 +11,31 @@
 //! assert!(corpus.iter().all(|k| k.ptx.contains(".entry")));
 //! ```
 
-/// One kernel entry of a build, with its ptxas resource usage for sm_75.
+/// One kernel entry of a build, with its ptxas resource usage for sm_75 and its registers on the
+/// other SASS targets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EntryInfo {
     /// The entry name as in the PTX (`extern "C"` names are unmangled).
     pub name: &'static str,
     /// Registers per thread (ptxas `-v`, sm_75).
     pub registers: u32,
+    /// Registers per thread on the fatbin's other SASS targets ([`SASS_ARCHS`]), as (target,
+    /// registers): what a GPU of that target gives the entry ([`EntryInfo::registers_for`]).
+    pub registers_by_target: &'static [(u32, u32)],
     /// Static (`__shared__`) bytes per block; dynamic shared memory is the launcher's.
     pub static_shared_bytes: u32,
     /// Bytes of register spill stores plus loads (ptxas `-v`, sm_75); a probed entry's register
     /// budget can force them.
     pub spill_bytes: u32,
+}
+
+impl EntryInfo {
+    /// Registers per thread as ptxas assembles the entry for `sm_{arch}`; sm_75's where `arch`
+    /// is `None` or a target the build did not assemble.
+    pub fn registers_for(&self, arch: Option<u32>) -> u32 {
+        arch.and_then(|a| self.registers_by_target.iter().find(|(t, _)| *t == a))
+            .map_or(self.registers, |&(_, r)| r)
+    }
 }
 
 /// One source file compiled in one probe configuration.

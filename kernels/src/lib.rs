@@ -88,6 +88,30 @@ mod tests {
         assert!(super::builds().iter().all(|b| b.source != "pointer_chase"));
     }
 
+    /// Every entry carries its registers on each SASS target the fatbin holds, and a GPU of a
+    /// target gets that target's count: corpus matmul takes 39 registers on sm_75 and 32 on
+    /// sm_90 (the ptxas `scripts/setup-cuda` installs). A target not built falls back to sm_75.
+    #[test]
+    fn entries_count_registers_per_sass_target() {
+        let every = super::builds()
+            .iter()
+            .flat_map(|b| b.entries)
+            .chain(super::corpus().iter().flat_map(|k| k.entries));
+        for e in every {
+            let targets: Vec<u32> = e.registers_by_target.iter().map(|t| t.0).collect();
+            let others: Vec<u32> = super::SASS_ARCHS
+                .iter()
+                .copied()
+                .filter(|&a| a != super::PTX_ARCH)
+                .collect();
+            assert_eq!(targets, others, "{}", e.name);
+        }
+        let matmul = &super::find_corpus("matmul").expect("embedded").entries[0];
+        assert_eq!(matmul.registers_for(None), 39);
+        assert_eq!(matmul.registers_for(Some(90)), 32);
+        assert_eq!(matmul.registers_for(Some(100)), 39);
+    }
+
     #[test]
     fn magic_reads_as_ascii_in_a_hex_dump() {
         assert_eq!(&WS_LOG_MAGIC.to_be_bytes(), b"WSLG");

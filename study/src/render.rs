@@ -223,6 +223,8 @@ pub(crate) struct Frame {
     kernel_ms: f64,
     /// The build's ptxas usage (registers, spills) for the kernel entry.
     entry: kernels::EntryInfo,
+    /// The registers per thread it launched with: the entry's on the device's target.
+    registers: u32,
     /// Whether the device started this frame from its freshly opened state (the emulator).
     clean_start: bool,
 }
@@ -549,7 +551,7 @@ impl Session<'_> {
             grid: Dim3::new(gx, gy, 1),
             block: Dim3::new(cfg.shape.x, cfg.shape.y, 1),
             dynamic_shared_bytes: 0,
-            regs_per_thread: entry.registers,
+            regs_per_thread: entry.registers_for(dev.register_target()),
         };
         let args = [
             ProbedArg::Value(Arg::Buf(out)),
@@ -597,6 +599,7 @@ impl Session<'_> {
             launch,
             kernel_ms: total_ms / timed_frames as f64,
             entry,
+            registers: launch_cfg.regs_per_thread,
             clean_start,
         })
     }
@@ -654,7 +657,7 @@ fn run_metrics(
     m.records = trace.record_count();
     m.dropped_records = trace.dropped_count();
     m.occupancy = Some(l.blocks_per_sm);
-    m.registers = Some(frame.entry.registers);
+    m.registers = Some(frame.registers);
     m.spill_bytes = Some(frame.entry.spill_bytes);
     m.hit_rate_source = Some("unavailable".into());
     // The bare frame's counters as the GPU's profiler read them (the emulator's come with it).
@@ -709,7 +712,7 @@ fn run_metrics(
                 kernel_ms: Some(b.kernel_ms),
                 cycles: b.launch.outcome.cycles,
                 occupancy: Some(b.launch.blocks_per_sm),
-                registers: Some(b.entry.registers),
+                registers: Some(b.registers),
                 image_matches: Some(diff.pixels_differing == 0),
                 ..BareRun::default()
             };

@@ -118,7 +118,9 @@ impl Rig {
             .entries
             .iter()
             .find(|e| e.name == kernel)
-            .map_or(32, |e| e.registers.max(1));
+            .map_or(32, |e| {
+                e.registers_for(self.emu.config().sm.sass_arch).max(1)
+            });
         let cfg = self.emu.config();
         let occ = emulator::occupancy(&cfg.sm, self.block, regs, 0).map_err(|e| err(kernel, e))?;
         let grid = cfg.sm.count * occ.blocks_per_sm.max(1);

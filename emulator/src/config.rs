@@ -174,13 +174,14 @@ pub struct SmConfig {
     pub register_alloc_unit: u32,
     /// Registers a thread may use; more are spilled (flagged in run.json, not modelled).
     pub max_registers_per_thread: u32,
-    /// The SASS target (`sm_90` is 90) a GPU of this kind runs. A kernel the tool compiles at
-    /// run time (`warpscope launch` of a `.cu`, the calibration's experiments) takes its
-    /// registers per thread, and with them its occupancy, from ptxas for this target, as the
-    /// GPU's own build would: the same PTX can take 42 registers on sm_75 and 38 on sm_90
-    /// (docs/gpu/dram-granularity.cu's reader), five 256-thread blocks per H100 SM where silicon
-    /// holds six. Unset: ptxas' count for sm_75 fitted to this SM, as for GPUs today's ptxas no
-    /// longer targets (sm_20, sm_70). The embedded kernels keep sm_75's counts.
+    /// The SASS target (`sm_90` is 90) a GPU of this kind runs. A kernel takes its registers
+    /// per thread, and with them its occupancy, from ptxas for this target, as the GPU's own
+    /// build would: the embedded kernels from their build, which counts every target of their
+    /// fatbin, and a kernel compiled at run time (`warpscope launch` of a `.cu`, the
+    /// calibration's experiments) from ptxas then. The same PTX can take 42 registers on sm_75
+    /// and 38 on sm_90 (docs/gpu/dram-granularity.cu's reader), five 256-thread blocks per H100
+    /// SM where silicon holds six. Unset: ptxas' count for sm_75 fitted to this SM, as for GPUs
+    /// today's ptxas no longer targets (sm_20, sm_70).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sass_arch: Option<u32>,
     /// Shared memory per SM, in bytes.

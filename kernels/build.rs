@@ -448,36 +448,15 @@ fn build_one(job: &Job, nvcc: &Path, root: &Path, out: &Path) -> Result<Done, St
         let _ = write!(command, " && .maxnreg per entry ({budget_text})");
     }
 
-    // Resource usage from ptxas for sm_75 alone (a multi-arch run interleaves its -v output).
-    let cubin = out.join(format!("{base}.sm_{PTX_ARCH}.cubin"));
-    let res_args: Vec<String> = vec![
-        "-cubin".into(),
-        format!("-arch=sm_{PTX_ARCH}"),
-        "-Xptxas".into(),
-        "-v".into(),
-        ptx_path.to_string_lossy().into_owned(),
-        "-o".into(),
-        cubin.to_string_lossy().into_owned(),
-    ];
-    let log = if cached {
-        std::fs::read_to_string(&log_path)
-            .map_err(|e| format!("reading {}: {e}", log_path.display()))?
-    } else {
-        let log = nvcc_run(nvcc, root, &res_args, &what)?;
-        std::fs::write(&log_path, &log)
-            .map_err(|e| format!("writing {}: {e}", log_path.display()))?;
-        log
-    };
-    let entries = parse_entries(&ptx, &log);
-    // The registers on the fatbin's other targets: a GPU runs its own target's SASS, whose
-    // count sets how many blocks fit its SM (42 on sm_75 can be 38 on sm_90).
-    let mut by_target = Vec::new();
-    for arch in SASS_ARCHS.into_iter().filter(|&a| a != PTX_ARCH) {
-        let path = out.join(format!("{base}.sm_{arch}.ptxas.log"));
-        let log = if cached && path.is_file() {
-            std::fs::read_to_string(&path)
-                .map_err(|e| format!("reading {}: {e}", path.display()))?
+    // Resource usage from ptxas, one target at a time (a multi-arch run interleaves its -v
+    // output): sm_75's, and the fatbin's other targets', since a GPU runs its own target's SASS,
+    // whose registers set how many blocks fit its SM (42 on sm_75 can be 38 on sm_90).
+    let usage = |arch: u32, log_path: &Path| -> Result<Vec<EntryUsage>, String> {
+        let log = if cached && log_path.is_file() {
+            std::fs::read_to_string(log_path)
+                .map_err(|e| format!("reading {}: {e}", log_path.display()))?
         } else {
+            let cubin = out.join(format!("{base}.sm_{arch}.cubin"));
             let args: Vec<String> = vec![
                 "-cubin".into(),
                 format!("-arch=sm_{arch}"),
@@ -485,16 +464,26 @@ fn build_one(job: &Job, nvcc: &Path, root: &Path, out: &Path) -> Result<Done, St
                 "-v".into(),
                 ptx_path.to_string_lossy().into_owned(),
                 "-o".into(),
-                out.join(format!("{base}.sm_{arch}.cubin"))
-                    .to_string_lossy()
-                    .into_owned(),
+                cubin.to_string_lossy().into_owned(),
             ];
             let log = nvcc_run(nvcc, root, &args, &what)?;
-            std::fs::write(&path, &log).map_err(|e| format!("writing {}: {e}", path.display()))?;
+            std::fs::write(log_path, &log)
+                .map_err(|e| format!("writing {}: {e}", log_path.display()))?;
             log
         };
-        by_target.push((arch, parse_entries(&ptx, &log)));
-    }
+        Ok(parse_entries(&ptx, &log))
+    };
+    let entries = usage(PTX_ARCH, &log_path)?;
+    let by_target = SASS_ARCHS
+        .into_iter()
+        .filter(|&a| a != PTX_ARCH)
+        .map(|arch| {
+            Ok((
+                arch,
+                usage(arch, &out.join(format!("{base}.sm_{arch}.ptxas.log")))?,
+            ))
+        })
+        .collect::<Result<Vec<_>, String>>()?;
 
     let fatbin_file = if job.corpus {
         None

@@ -6,7 +6,7 @@
 use crate::error::{Context, LaunchError, Result, invalid};
 use crate::source::{Cache, Compiled, for_launch, load_source};
 use crate::spec::{self, ArgPlan, LaunchPlan, Spec};
-use device::{Arg, Backend, BackendChoice, DevBuf, Device, EmuLimits, LaunchConfig};
+use device::{Arg, BackendChoice, DevBuf, Device, EmuLimits, LaunchConfig};
 use instrument::{AccessPeriod, Probe, ProbedArg, WarpSelection, launch_probed};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -87,9 +87,13 @@ pub fn run(opts: &LaunchOptions, note: &dyn Fn(&str)) -> Result<RunMetrics> {
     })?;
     let (mut dev, why) =
         device::open_device(opts.backend, opts.emu_config.clone(), opts.limits.clone())?;
-    // The instrumented kernel's count was its own entry's; a compiled source's, its largest.
-    let instrumented = opts.instrument.map(|_| spec.launches[0].kernel.as_str());
-    retarget(dev.as_ref(), opts, &mut sources, instrumented, note);
+    if let Some(arch) = dev.register_target() {
+        // The instrumented kernel's count was its own entry's; a compiled source's, its largest.
+        let instrumented = opts.instrument.map(|_| spec.launches[0].kernel.as_str());
+        for c in sources.values_mut() {
+            c.retarget(arch, instrumented, note);
+        }
+    }
     let kernels: Vec<&str> = spec.launches.iter().map(|l| l.kernel.as_str()).collect();
     note(&format!(
         "launching {} on {} ({why})",
@@ -177,25 +181,6 @@ enum Pass {
     Measured,
     /// The same launches without probes, for their kernel time: writes nothing.
     Bare,
-}
-
-/// On the emulator, each source's registers as ptxas counts them for the GPU the preset models
-/// (`sm.sass_arch`), where it names one; `kernel`: the count is that entry's.
-fn retarget(
-    dev: &dyn Device,
-    opts: &LaunchOptions,
-    sources: &mut BTreeMap<PathBuf, Compiled>,
-    kernel: Option<&str>,
-    note: &dyn Fn(&str),
-) {
-    if dev.backend() != Backend::Emu {
-        return;
-    }
-    if let Some(arch) = opts.emu_config.sm.sass_arch {
-        for c in sources.values_mut() {
-            c.retarget(arch, kernel, note);
-        }
-    }
 }
 
 /// Runs every launch of `spec` on `dev` and puts what they measured in `metrics`.
@@ -353,6 +338,9 @@ fn overhead(
     note: &dyn Fn(&str),
 ) -> Result<()> {
     let mut bare = BTreeMap::new();
+    // The sources built here, whose registers are counted for the device's target below; the
+    // others were counted for it already.
+    let mut fresh = Vec::new();
     for (path, c) in sources {
         let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
         let b = match (
@@ -362,9 +350,13 @@ fn overhead(
         ) {
             (_, _, false) => c.clone(),
             ("cu", false, true) => {
+                fresh.push(path.clone());
                 crate::source::compile_cu(path, &opts.cache, ProbeMode::Off, false, note)?
             }
-            (_, true, true) => load_source(path, &opts.cache, opts.mode, false, note)?,
+            (_, true, true) => {
+                fresh.push(path.clone());
+                load_source(path, &opts.cache, opts.mode, false, note)?
+            }
             _ => {
                 note(&format!(
                     "what the probes cost is not measured: {} is a .ptx built with probes, with no bare build beside it",
@@ -378,7 +370,13 @@ fn overhead(
     let off = vec![ProbeMode::Off; written.launches.len()];
     let (mut dev, _) =
         device::open_device(opts.backend, opts.emu_config.clone(), opts.limits.clone())?;
-    retarget(dev.as_ref(), opts, &mut bare, None, note);
+    if let Some(arch) = dev.register_target() {
+        for path in &fresh {
+            if let Some(c) = bare.get_mut(path) {
+                c.retarget(arch, None, note);
+            }
+        }
+    }
     let mut scratch = metrics.clone();
     execute(
         dev.as_mut(),

@@ -114,14 +114,12 @@ impl Rig {
     /// count, so no SM idles in a tail wave (which would pull every ceiling down); the L2
     /// flushed first.
     fn launch(&mut self, kernel: &str, args: Vec<Vec<u8>>) -> Result<LaunchStats, StudyError> {
+        let cfg = self.emu.config();
         let regs = self
             .entries
             .iter()
             .find(|e| e.name == kernel)
-            .map_or(32, |e| {
-                e.registers_for(self.emu.config().sm.sass_arch).max(1)
-            });
-        let cfg = self.emu.config();
+            .map_or(32, |e| e.registers_for(cfg.sm.sass_arch).max(1));
         let occ = emulator::occupancy(&cfg.sm, self.block, regs, 0).map_err(|e| err(kernel, e))?;
         let grid = cfg.sm.count * occ.blocks_per_sm.max(1);
         let p = LaunchParams {

@@ -316,11 +316,13 @@ pub struct IntSplit {
 }
 
 /// Integer division as a GPU runs it. No GPU divides integers in one instruction: ptxas turns
-/// a PTX `div` or `rem` into a sequence (a reciprocal estimate, refined by integer multiplies
-/// and corrected), and a 64-bit one first tests whether every lane's operands fit in 32 bits,
-/// taking the 32-bit sequence if so and calling a longer 64-bit routine if not. A warp whose
-/// lanes go both ways runs both, one after the other. Each entry is per type; `rem` is charged
-/// as `div` (its sequence is one to six instructions shorter).
+/// a PTX 32-bit `div` or `rem` into an inline sequence (a reciprocal estimate, refined by
+/// integer multiplies and corrected), and a 64-bit one into a call to a longer routine
+/// (`CALL.REL.NOINC`, SASS of ptxas 13.0 for sm_75, sm_80 and sm_90). nvcc's PTX for a 64-bit
+/// division first tests whether every lane's operands fit in 32 bits and divides in 32 bits if
+/// so. The model times a 64-bit division by its lanes' operands, a warp whose lanes go both
+/// ways running both, one after the other. Each entry is per type; `rem` is charged as `div`
+/// (its sequence is one to six instructions shorter).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct IntDivision {
@@ -334,6 +336,12 @@ pub struct IntDivision {
     pub u64: InstructionSequence,
     /// 64-bit signed, where a lane's operands do not.
     pub s64: InstructionSequence,
+    /// Whether a 64-bit division first waits for every register write its warp has pending.
+    /// ptxas makes it a call, and it sets the call to wait on every dependency barrier the
+    /// warp holds: a load that nothing before the division reads holds it back until its
+    /// data is in, and two 64-bit divisions of one warp never overlap. The 32-bit sequences
+    /// are inline code, which waits for its own operands alone.
+    pub call_waits_for_scoreboard: bool,
 }
 
 /// An instruction sequence the model times as one warp instruction: it takes `instructions`

@@ -113,6 +113,10 @@ pub(super) struct TWarp {
     /// SM's atomics in flight (`l2.atomic_unit.in_flight_per_sm`), which waits for the oldest
     /// one's acknowledgement (a cycle or a token).
     gate: u64,
+    /// While the warp runs a 64-bit division's routine, a call (`pipeline.int_division.
+    /// call_waits_for_scoreboard`): the cycle it returns, or [`PENDING`] while its instructions
+    /// have to issue. Nothing after the call issues before it; else 0.
+    call_until: u64,
     next_ok: u64,
     wake: u64,
     reason: Stall,
@@ -370,6 +374,7 @@ impl Sm {
                         outstanding: 0,
                         outstanding_writes: 0,
                         gate: 0,
+                        call_until: 0,
                         next_ok: 0,
                         wake: 0,
                         reason: Stall::Scoreboard,
@@ -418,6 +423,7 @@ impl Sm {
             w.outstanding = self.cycle;
             w.outstanding_writes = self.cycle;
             w.gate = 0;
+            w.call_until = 0;
             w.next_ok = self.cycle;
             w.bar_dst = None;
             let warp = b * u64::from(warps_per_block) + u64::from(wib);
@@ -734,6 +740,9 @@ impl Sm {
                     *t = ready;
                 }
             }
+            if w.call_until == PENDING {
+                w.call_until = ready;
+            }
             if matches!(w.state, WState::Run | WState::Bar) {
                 refresh(w, sh.deps);
                 self.hot.set(q.ws as usize, Hot::of(w));
@@ -953,14 +962,13 @@ impl Sm {
                 dst,
             } => flow_bar = Some((id, expected, red, contrib, dst)),
             Flow::Division(d) => {
-                if let Some(q) = sh
-                    .inp
-                    .cfg
-                    .pipeline
-                    .int_division
-                    .and_then(|t| sequence(&t, d))
+                if let Some(t) = sh.inp.cfg.pipeline.int_division
+                    && let Some(q) = sequence(&t, d)
                 {
                     done_at = self.sequences[s].start(ws as u32, pc, now, q);
+                    if d.bits64 && t.call_waits_for_scoreboard {
+                        w.call_until = done_at;
+                    }
                 }
             }
             Flow::Exited | Flow::Done => {}

@@ -1,7 +1,8 @@
 //! Integer division timed as the sequence a GPU runs for it (`pipeline.int_division`): each
-//! division in a dependent chain adds its sequence's latency; independent ones overlap until
-//! their instructions fill the scheduler's issue slots, and then each adds its instructions;
-//! a 64-bit one takes the path its lanes' operands need.
+//! division in a dependent chain adds its sequence's latency; independent 32-bit ones overlap
+//! until their instructions fill the scheduler's issue slots, and then each adds its
+//! instructions; a 64-bit one takes the path its lanes' operands need, and is a call that waits
+//! for every register write its warp has pending.
 
 use crate::common::*;
 use emulator::{GpuConfig, InstructionSequence};
@@ -109,7 +110,13 @@ fn a_dependent_division_adds_its_sequences_latency() {
 
 #[test]
 fn independent_divisions_overlap_until_their_instructions_fill_the_issue_slots() {
-    let (cfg, t) = h100();
+    let (mut cfg, t) = h100();
+    // 64-bit divisions overlap too where a call does not wait (the next test).
+    cfg.pipeline
+        .int_division
+        .as_mut()
+        .expect("h100 times divisions")
+        .call_waits_for_scoreboard = false;
     for (ty, wide_lanes, q) in [
         ("u32", 0, t.u32),
         ("u64", 32, t.u64),
@@ -135,6 +142,108 @@ fn independent_divisions_overlap_until_their_instructions_fill_the_issue_slots()
             "{ty} wide lanes {wide_lanes}: one more added {late}"
         );
     }
+}
+
+#[test]
+fn independent_64_bit_divisions_are_calls_one_after_another() {
+    let (cfg, t) = h100();
+    assert!(t.call_waits_for_scoreboard, "the h100 preset's calls wait");
+    for (ty, wide_lanes, q) in [
+        ("u64", 32, t.u64),
+        ("s64", 32, t.s64),
+        ("u64", 0, t.narrow64),
+    ] {
+        let lat = u64::from(q.latency_cycles);
+        let independent = step(&cfg, ty, false, 1 << 20, wide_lanes);
+        // The next call waits for the result before; the few cycles over it are the call's
+        // own issue and the register's read.
+        assert!(
+            independent >= lat && independent <= lat + 8,
+            "{ty} wide lanes {wide_lanes}: one more independent division added {independent}, \
+             its latency is {lat}"
+        );
+    }
+}
+
+/// One warp: between two `%clock64` reads, a load of a line no launch has read and a division
+/// of the kernel's parameters that does not read it; then a use of both. Lane 0's window.
+fn load_then_division(cfg: &GpuConfig, ty: &str) -> u64 {
+    let r = if ty.ends_with("32") { "%q" } else { "%rd" };
+    let ptx = format!(
+        r#".version 8.0
+.target sm_75
+.address_size 64
+.visible .entry ld_div(.param .u64 out, .param .u64 src, .param .u64 a, .param .u64 b)
+{{
+ .reg .b64 %rd<20>;
+ .reg .b32 %r<4>;
+ .reg .b32 %q<8>;
+ ld.param.u64 %rd1, [out];
+ ld.param.u64 %rd2, [src];
+ ld.param.u64 %rd3, [a];
+ ld.param.u64 %rd4, [b];
+ cvt.u32.u64 %q1, %rd3;
+ cvt.u32.u64 %q2, %rd4;
+ mov.u32 %r1, %tid.x;
+ mov.u64 %rd5, %clock64;
+ ld.global.u64 %rd6, [%rd2];
+ div.{ty} {r}7, {r}1, {r}2;
+ mov.u64 %rd8, %clock64;
+ sub.s64 %rd9, %rd8, %rd5;
+ mul.wide.u32 %rd10, %r1, 8;
+ add.s64 %rd10, %rd1, %rd10;
+ st.global.u64 [%rd10], %rd9;
+ st.global.u64 [%rd10+256], %rd6;
+ st.global.u32 [%rd10+512], %q7;
+ st.global.u64 [%rd10+1024], %rd7;
+ ret;
+}}"#
+    );
+    let mut r = Rig::with_config(&ptx, cfg.clone());
+    let out = r.zeros(2048);
+    let src = r.zeros(256);
+    r.launch(
+        "ld_div",
+        [1, 1, 1],
+        [32, 1, 1],
+        vec![a64(out), a64(src), a64(1 << 20), a64(3)],
+    );
+    let v = r.get_u32(out, 2);
+    v[0] as u64 | (v[1] as u64) << 32
+}
+
+#[test]
+fn a_64_bit_division_waits_for_a_load_it_does_not_read() {
+    let (cfg, t) = h100();
+    // What the load takes from an empty cache: L1, L2 and DRAM.
+    let miss = u64::from(cfg.l1.latency_cycles + cfg.l2.latency_cycles + cfg.dram.latency_cycles);
+    // The call waits for the load, and the closing clock, which reads nothing either writes,
+    // for the call's return: the warp runs the routine.
+    let call = load_then_division(&cfg, "u64");
+    let routine = u64::from(t.narrow64.latency_cycles);
+    // (The three latencies add up to a few cycles more than a miss takes from its issue.)
+    assert!(
+        call + 8 >= miss + routine,
+        "window {call}: the miss takes {miss} and the routine {routine}"
+    );
+    // Inline code waits for its own operands alone, and the clock not at all.
+    let inline = load_then_division(&cfg, "u32");
+    assert!(
+        inline < miss,
+        "a 32-bit division waited for the load: window {inline}, the miss takes {miss}"
+    );
+    let mut no_wait = cfg.clone();
+    no_wait
+        .pipeline
+        .int_division
+        .as_mut()
+        .expect("h100 times divisions")
+        .call_waits_for_scoreboard = false;
+    let overlapped = load_then_division(&no_wait, "u64");
+    assert!(
+        overlapped < miss,
+        "without the wait the division overlaps the load: window {overlapped}"
+    );
 }
 
 #[test]

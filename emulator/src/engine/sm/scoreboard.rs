@@ -41,7 +41,8 @@ pub(in crate::engine) struct Step {
     /// How many of its scoreboard registers it reads, and how many after those it writes.
     reads: u8,
     writes: u8,
-    /// What a fence waits for; `Drain::All` for any other instruction.
+    /// What it waits for besides its own registers (a fence, a call); `Drain::All` for any
+    /// other instruction, where a fence's wait does not apply.
     drain: Drain,
     /// Floating-point operations per active lane (2 for an FMA; 1 for an add, subtract,
     /// multiply or divide; else 0): a table rather than a match at every issue, whose branches
@@ -49,7 +50,7 @@ pub(in crate::engine) struct Step {
     flops: u8,
 }
 
-/// What a fence waits for before it retires.
+/// What a fence waits for before it retires, or a call before it issues.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Drain {
     /// Every memory operation of its warp.
@@ -60,6 +61,9 @@ enum Drain {
     /// Every memory operation, and then [`Deps`]' `wide_drain` cycles (a GPU- or system-scope
     /// fence).
     Wide,
+    /// Every register write its warp has pending: a 64-bit division, which ptxas makes a call
+    /// that waits on every dependency barrier (`pipeline.int_division.call_waits_for_scoreboard`).
+    Registers,
 }
 
 impl Step {
@@ -86,6 +90,10 @@ impl Deps {
     pub(in crate::engine) fn new(prog: &Program, cfg: &GpuConfig) -> Deps {
         let pad = Deps::pad(prog);
         let skip_loads = !cfg.sm.cta_sc_fence_waits_for_loads;
+        let calls_wait = cfg
+            .pipeline
+            .int_division
+            .is_some_and(|d| d.call_waits_for_scoreboard);
         let mut start = Vec::with_capacity(prog.insts.len() + 1);
         let mut regs = Vec::new();
         let mut steps = Vec::with_capacity(prog.insts.len());
@@ -121,6 +129,11 @@ impl Deps {
                 drain: match (x.op, x.sub) {
                     (Op::Membar, FENCE_SC_CTA) if skip_loads => Drain::Writes,
                     (Op::Membar, FENCE_GPU | FENCE_SYS) => Drain::Wide,
+                    (Op::Div | Op::Rem, _)
+                        if calls_wait && x.ty.bits() == 64 && !x.ty.is_float() =>
+                    {
+                        Drain::Registers
+                    }
                     _ => Drain::All,
                 },
                 flops: match (x.class, x.op) {
@@ -195,7 +208,7 @@ pub(super) fn refresh(w: &mut TWarp, deps: &Deps) {
         return;
     };
     let (mut t, mem) = if step.long() {
-        latest(deps.of(pc), &w.ready, &w.from_mem)
+        latest(deps.of(pc).iter().copied(), &w.ready, &w.from_mem)
     } else {
         latest_short(&step.short, &w.ready, &w.from_mem)
     };
@@ -207,6 +220,23 @@ pub(super) fn refresh(w: &mut TWarp, deps: &Deps) {
     if w.gate > t {
         t = w.gate;
         reason = Stall::Memory;
+    }
+    if w.call_until > t {
+        // The routine's instructions, which the sequence issues, come first.
+        t = w.call_until;
+        reason = Stall::Scoreboard;
+    }
+    if step.drain == Drain::Registers {
+        // Every slot, the pad's (never later than 0) included.
+        let (all, mem) = latest(0..w.ready.len() as u32, &w.ready, &w.from_mem);
+        if all > t {
+            t = all;
+            reason = if mem {
+                Stall::Memory
+            } else {
+                Stall::Scoreboard
+            };
+        }
     }
     if step.op == Op::Membar {
         let mut drained = if step.drain == Drain::Writes {
@@ -238,9 +268,9 @@ pub(super) fn refresh(w: &mut TWarp, deps: &Deps) {
 
 /// The latest ready cycle among `regs` (0 for none) and whether the first register that has
 /// it waits for memory: that register names the stall.
-fn latest(regs: &[u32], ready: &[u64], from_mem: &[bool]) -> (u64, bool) {
+fn latest(regs: impl IntoIterator<Item = u32>, ready: &[u64], from_mem: &[bool]) -> (u64, bool) {
     let (mut t, mut mem) = (0, false);
-    for &r in regs {
+    for r in regs {
         let rt = ready[r as usize];
         if rt > t {
             t = rt;
@@ -289,7 +319,7 @@ mod tests {
             short[..regs.len()].copy_from_slice(&regs);
             proptest::prop_assert_eq!(
                 latest_short(&short, &ready, &from_mem),
-                latest(&regs, &ready, &from_mem)
+                latest(regs.iter().copied(), &ready, &from_mem)
             );
         }
     }

@@ -966,7 +966,7 @@ impl Sm {
                     && let Some(q) = sequence(&t, d)
                 {
                     done_at = self.sequences[s].start(ws as u32, pc, now, q);
-                    if d.bits64 && t.call_waits_for_scoreboard {
+                    if sh.deps.is_call(pc) {
                         w.call_until = done_at;
                     }
                 }

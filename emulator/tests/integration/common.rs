@@ -36,6 +36,11 @@ impl Rig {
             .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
             .collect()
     }
+    /// The little-endian 64-bit word at `addr`.
+    pub fn get_u64(&self, addr: u64) -> u64 {
+        let v = self.get_u32(addr, 2);
+        u64::from(v[0]) | u64::from(v[1]) << 32
+    }
     pub fn get_f32(&self, addr: u64, n: usize) -> Vec<f32> {
         self.get_u32(addr, n)
             .into_iter()

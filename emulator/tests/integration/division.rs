@@ -65,8 +65,7 @@ fn window(cfg: &GpuConfig, ty: &str, n: usize, dependent: bool, a: i64, wide_lan
             a32(wide_lanes as i32),
         ],
     );
-    let v = r.get_u32(out, 2);
-    v[0] as u64 | (v[1] as u64) << 32
+    r.get_u64(out)
 }
 
 /// What one more division adds to the window.
@@ -208,8 +207,7 @@ fn load_then_division(cfg: &GpuConfig, ty: &str) -> u64 {
         [32, 1, 1],
         vec![a64(out), a64(src), a64(1 << 20), a64(3)],
     );
-    let v = r.get_u32(out, 2);
-    v[0] as u64 | (v[1] as u64) << 32
+    r.get_u64(out)
 }
 
 #[test]

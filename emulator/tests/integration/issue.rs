@@ -36,8 +36,7 @@ fn window(cfg: &GpuConfig, op: &dyn Fn(usize) -> String, n: usize) -> u64 {
     let mut r = Rig::with_config(&ptx, cfg.clone());
     let out = r.zeros(256);
     r.launch("ops", [1, 1, 1], [32, 1, 1], vec![a64(out)]);
-    let v = r.get_u32(out, 2);
-    v[0] as u64 | (v[1] as u64) << 32
+    r.get_u64(out)
 }
 
 /// What one more instruction `op` adds to the window: its unit's issue cycles, or its issue

@@ -54,8 +54,7 @@ fn measure_with(close: &str, use_it: bool, store_first: bool, preset: &str) -> u
     let p = r.zeros(32 * 256);
     let o = r.zeros(32 * 8);
     r.launch("probe", [1, 1, 1], [32, 1, 1], vec![a64(p), a64(o)]);
-    let v = r.get_u32(o, 2);
-    v[0] as u64 | (v[1] as u64) << 32
+    r.get_u64(o)
 }
 
 fn measure(close: &str, use_it: bool, preset: &str) -> u64 {
@@ -159,8 +158,7 @@ fn store_window(close: &str, preset: &str) -> u64 {
     let mut r = Rig::with_preset(&ptx, preset);
     let p = r.zeros(512);
     r.launch("probe", [1, 1, 1], [1, 1, 1], vec![a64(p)]);
-    let v = r.get_u32(p, 2);
-    v[0] as u64 | (v[1] as u64) << 32
+    r.get_u64(p)
 }
 
 /// A GPU- or system-scope fence costs hundreds of cycles on an H100/H200 even with only a store
@@ -343,8 +341,7 @@ fn reductions_window(limit: Option<u32>) -> (u64, u32) {
     let p = r.zeros(128);
     let o = r.zeros(8);
     r.launch("probe", [1, 1, 1], [1, 1, 1], vec![a64(p), a64(o)]);
-    let v = r.get_u32(o, 2);
-    (v[0] as u64 | (v[1] as u64) << 32, r.get_u32(p, 1)[0])
+    (r.get_u64(o), r.get_u32(p, 1)[0])
 }
 
 /// An SM's atomics in flight (`l2.atomic_unit.in_flight_per_sm`): below the limit a warp does

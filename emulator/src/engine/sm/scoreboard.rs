@@ -164,6 +164,13 @@ impl Deps {
         self.steps.get(pc as usize)
     }
 
+    /// Whether the instruction at `pc` is a call, which holds its warp until it returns: a
+    /// 64-bit division where `pipeline.int_division.call_waits_for_scoreboard` is set.
+    #[inline]
+    pub(in crate::engine) fn is_call(&self, pc: u32) -> bool {
+        self.step(pc).is_some_and(|s| s.drain == Drain::Registers)
+    }
+
     /// Floating-point operations per active lane of the instruction at `pc`.
     #[inline]
     pub(in crate::engine) fn flops_per_lane(&self, pc: u32) -> u64 {

@@ -135,6 +135,7 @@ int main() {
       printf("%s,%d,%u,%u,%llu,%llu\n", names[kind], b, sm, (unsigned)h[4 * b + 1],
              h[4 * b + 2] - t0, h[4 * b + 3] - t0);
     }
+    fflush(stdout);  // the rows before the summary: both streams may be one file
     int count[64] = {0};
     unsigned long long latest[64] = {0};
     for (int s = 0; s < sms; s++) {

@@ -8,6 +8,10 @@
 //   latency    one warp, a chain of divisions each of whose dividend and divisor depend on the
 //              one before (so nothing is hoisted), cycles per step; beside it the same chain
 //              with a subtraction in place of the division
+//   2 chains   one warp, two such chains, independent of each other, stepped together: cycles
+//              per step of both. Near latency: the two divisions overlap; near twice it: one
+//              waits for the other (nvcc's width test puts each 64-bit division behind its own
+//              branch, so ptxas may not interleave them)
 //   throughput 32 warps per SM, 8 independent chains per thread: cycles per warp step per
 //              scheduler (4 per SM), which is the issue slots where issue is the limit
 // "narrow" keeps every operand below 2^32 (ptxas' test takes its 32-bit path); "wide" sets bit
@@ -51,6 +55,20 @@ __global__ void latency(T seed, T b, long long* cycles, T* sink) {
   sink[threadIdx.x] = x;
 }
 
+// One warp, two independent chains; lane 0's cycles per step of both.
+template <typename T, bool DIVIDE>
+__global__ void latency2(T seed, T b, long long* cycles, T* sink) {
+  T x = seed + threadIdx.x, y = seed + 2 * threadIdx.x + 1;
+  long long t0 = clock64();
+  for (int i = 0; i < STEPS; ++i) {
+    x = step<T, DIVIDE>(x, b, seed);
+    y = step<T, DIVIDE>(y, b, seed);
+  }
+  long long t1 = clock64();
+  if (threadIdx.x == 0) *cycles = t1 - t0;
+  sink[threadIdx.x] = x ^ y;
+}
+
 constexpr int CHAINS = 8, ROUNDS = 64;
 
 template <typename T, bool DIVIDE>
@@ -80,6 +98,10 @@ static int row(const char* name, T seed, int sms, long long* cyc, T* sink) {
   latency<T, DIVIDE><<<1, 32>>>(seed, T(3), cyc, sink);  // the first launch warms up
   CHECK(cudaMemcpy(host, cyc, sizeof(long long), cudaMemcpyDeviceToHost));
   double lat = double(host[0]) / STEPS;
+  for (int r = 0; r < 2; ++r) latency2<T, DIVIDE><<<1, 32>>>(seed, T(3), cyc, sink);
+  CHECK(cudaGetLastError());
+  CHECK(cudaMemcpy(host, cyc, sizeof(long long), cudaMemcpyDeviceToHost));
+  double lat2 = double(host[0]) / STEPS;
   for (int r = 0; r < 2; ++r) throughput<T, DIVIDE><<<sms, 1024>>>(seed, T(3), cyc, sink);
   CHECK(cudaGetLastError());
   CHECK(cudaMemcpy(host, cyc, sizeof(long long) * sms, cudaMemcpyDeviceToHost));
@@ -87,7 +109,7 @@ static int row(const char* name, T seed, int sms, long long* cyc, T* sink) {
   for (int i = 0; i < sms; ++i) worst = host[i] > worst ? host[i] : worst;
   // One block of 32 warps per SM: 8 per scheduler, each CHAINS x ROUNDS steps.
   double thr = double(worst) / (8.0 * CHAINS * ROUNDS);
-  printf("%-26s %10.1f %12.2f\n", name, lat, thr);
+  printf("%-26s %10.1f %10.1f %12.2f\n", name, lat, lat2, thr);
   return 0;
 }
 
@@ -100,7 +122,7 @@ int main() {
   uint64_t* sink;
   CHECK(cudaMalloc(&cyc, sizeof(long long) * 1024));
   CHECK(cudaMalloc(&sink, sizeof(uint64_t) * sms * 1024));
-  printf("%-26s %10s %12s\n", "chain step", "latency", "per warp op");
+  printf("%-26s %10s %10s %12s\n", "chain step", "latency", "2 chains", "per warp op");
   const uint64_t narrow = 0x9e3779b9ull, wide = narrow | (1ull << 40);
   int bad = 0;
   bad |= row<uint32_t, false>("u32 subtract", uint32_t(narrow), sms, cyc, (uint32_t*)sink);

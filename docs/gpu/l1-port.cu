@@ -79,14 +79,17 @@ __global__ void warm(const unsigned* buf, size_t words, unsigned* sink) {
 
 // Point fetches that hit: a warp's quads each on q sectors of one line, the lines within a
 // texture small enough to stay in the L1 (8 KiB). Each fetch's index depends on the trip, not on
-// an earlier fetch, so UNROLL of them are in flight.
+// an earlier fetch, so UNROLL of them are in flight. The group of lines is a hash of the trip and
+// the access: with an index that repeats every trip the compiler hoists the fetches out of the
+// loop, and with one that repeats across trips it merges the repeated fetches.
 __global__ void lookups(cudaTextureObject_t tex, int q, long long* cycles, unsigned* sink) {
   const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const unsigned quad = lane / 4, j = lane % 4;
   const unsigned base = quad * 32 + (j % q) * 8 + j;  // 8 lines of 32 texels, as lane_word
   timed(
       [&](int t, int u) {
-        const unsigned i = (base + 256 * ((t * UNROLL + u + warp) % 8)) % 2048;
+        const unsigned g = (unsigned(t * UNROLL + u) + warp) * 0x9e3779b1u >> 29;
+        const unsigned i = (base + 256 * g) % 2048;
         return __float_as_uint(tex1D<float>(tex, float(i) + 0.5f));
       },
       cycles, sink);

@@ -12,6 +12,9 @@
 //   uploaded_us  after a flush, then the buffer's upload;
 //   warm_us      right after a launch that read the buffer.
 // uploaded_us near warm_us and below cold_us: the upload left the buffer in the L2.
+// Each timed read is queued behind a 20 us spin on one warp, so that the host's launch of the
+// read falls outside its events in all three cases (the read right after a synchronize would
+// otherwise carry the launch's few microseconds, and the read queued behind the flush would not).
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -39,13 +42,24 @@ __global__ void write_all(uint4* p, size_t n) {
   }
 }
 
+// Keeps the stream busy while the host queues what follows.
+__global__ void spin(long long ns) {
+  long long t0, t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (t - t0 < ns);
+}
+
 constexpr int THREADS = 256, ROUNDS = 9;
+constexpr long long SPIN_NS = 20000;
 constexpr size_t FLUSH_BYTES = size_t(512) << 20;
 
 // One read of the n vectors at buf between two events; its microseconds appended to us.
 static int timed_read(const uint4* buf, size_t n, unsigned int* sink, int blocks, cudaEvent_t a,
                       cudaEvent_t b, std::vector<double>& us) {
   float ms = 0.0f;
+  spin<<<1, 32>>>(SPIN_NS);
   CHECK(cudaEventRecord(a));
   read_all<<<blocks, THREADS>>>(buf, n, sink);
   CHECK(cudaEventRecord(b));

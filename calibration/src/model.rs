@@ -9,9 +9,10 @@ use trace::{ProbeMode, SweepRow};
 
 use crate::error::CalibrationError;
 use crate::experiments::{
-    self, AtomicUnitsRig, BlockPlacementRig, CacheOperatorsRig, ContentionRig, DivergentClosingRig,
-    DramRun, DummyClosingRig, FenceRig, IntDivisionRig, IssueRatesRig, LaunchOverheadRig,
-    LoadedLatencyRig, SharedRig, SmInflightRig, TexFootprintRig, TexLookupCountRig,
+    self, AtomicUnitsRig, BlockPlacementRig, CacheOperatorsRig, ConstLatencyRig, ContentionRig,
+    DivergentClosingRig, DramRun, DummyClosingRig, FenceRig, IntDivisionRig, IssueRatesRig,
+    L1PortRig, LaunchOverheadRig, LoadedLatencyRig, SharedRig, SmInflightRig, TexFootprintRig,
+    TexLookupCountRig,
 };
 use crate::table::{DramPattern, Extreme, Measure, PaperShape, PaperView, Table, round_model};
 
@@ -73,6 +74,8 @@ struct Lab {
     loaded: Option<LoadedLatencyRig>,
     issue: Option<IssueRatesRig>,
     cache_operators: Option<CacheOperatorsRig>,
+    l1_port: Option<L1PortRig>,
+    const_latency: Option<ConstLatencyRig>,
     tex_footprint: Option<TexFootprintRig>,
     tex_lookup_count: Option<TexLookupCountRig>,
     launch_overhead: Option<LaunchOverheadRig>,
@@ -100,6 +103,8 @@ impl Lab {
             loaded: None,
             issue: None,
             cache_operators: None,
+            l1_port: None,
+            const_latency: None,
             tex_footprint: None,
             tex_lookup_count: None,
             launch_overhead: None,
@@ -174,6 +179,14 @@ impl Lab {
                 IssueRatesRig::new(&self.root, &self.cfg)
             })?
             .rate(*op),
+            Measure::ConstChase { bytes, pass } => rig(&mut self.const_latency, || {
+                ConstLatencyRig::new(&self.root, &self.cfg)
+            })?
+            .step(*bytes, *pass),
+            Measure::L1Fill { sectors, nc } => {
+                rig(&mut self.l1_port, || L1PortRig::new(&self.root, &self.cfg))?
+                    .fill(*sectors, *nc)
+            }
             Measure::CacheOperator { form, lanes } => rig(&mut self.cache_operators, || {
                 CacheOperatorsRig::new(&self.root, &self.cfg)
             })?
@@ -209,6 +222,10 @@ impl Lab {
                 IntDivisionRig::new(&self.root, &self.cfg)
             })?
             .latency(*chain),
+            Measure::DivisionPair { chain } => rig(&mut self.division, || {
+                IntDivisionRig::new(&self.root, &self.cfg)
+            })?
+            .pair(*chain),
             Measure::DivisionIssue { chain } => rig(&mut self.division, || {
                 IntDivisionRig::new(&self.root, &self.cfg)
             })?

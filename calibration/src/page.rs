@@ -32,13 +32,17 @@ enum Section {
     Division,
     Issue,
     CacheOperators,
+    L1Port,
+    Constant,
     TexFootprints,
 }
 
 impl Section {
-    const ALL: [Section; 17] = [
+    const ALL: [Section; 19] = [
         Section::Latency,
         Section::CacheOperators,
+        Section::L1Port,
+        Section::Constant,
         Section::TexFootprints,
         Section::Fences,
         Section::Dummies,
@@ -78,9 +82,13 @@ impl Section {
             | Measure::AtomicSpread { .. }
             | Measure::ChainStep { .. }
             | Measure::DivergentClosing { .. } => Section::Contention,
-            Measure::DivisionLatency { .. } | Measure::DivisionIssue { .. } => Section::Division,
+            Measure::DivisionLatency { .. }
+            | Measure::DivisionPair { .. }
+            | Measure::DivisionIssue { .. } => Section::Division,
             Measure::IssueRate { .. } => Section::Issue,
             Measure::CacheOperator { .. } => Section::CacheOperators,
+            Measure::L1Fill { .. } => Section::L1Port,
+            Measure::ConstChase { .. } => Section::Constant,
             Measure::TexFootprint { .. } | Measure::TexLookupCount { .. } => Section::TexFootprints,
             Measure::LaunchSpan { .. } | Measure::BlockRamp { .. } => Section::Launch,
         }
@@ -104,6 +112,8 @@ impl Section {
             Section::Division => "Integer division",
             Section::Issue => "Arithmetic issue rates",
             Section::CacheOperators => "Which loads the L1 serves",
+            Section::L1Port => "What the L1 takes a cycle",
+            Section::Constant => "Constant memory",
             Section::TexFootprints => "Texture lookups per footprint",
         }
     }
@@ -170,6 +180,18 @@ impl Section {
                  timed launch finds its words in the L2, which the launch before it read, and an \
                  empty L1: a form the L1 serves reads the L1's latency after its first step, one \
                  it does not the L2's."
+            }
+            Section::L1Port => {
+                "`docs/gpu/l1-port.cu`'s fill on the emulator: its `warm` kernel on every SM \
+                 brings the 8 MiB buffer into the L2, then one block of 1,024 threads on one SM \
+                 makes 256 accesses a thread, 8 in flight, each warp access on 8 fresh lines; \
+                 the block's cycles per warp access."
+            }
+            Section::Constant => {
+                "`docs/gpu/const-latency.cu`'s chase on the emulator: the array uploaded \
+                 (`cudaMemcpyToSymbol`), then one warp's launch makes two passes over the \
+                 working set, each step's index the word it read, and a second launch one more: \
+                 cycles per step of each pass."
             }
             Section::TexFootprints => {
                 "`docs/gpu/tex-footprint.cu`'s kernels on the emulator, one launch per case after \

@@ -289,6 +289,9 @@ pub enum Measure {
     AtomicRate { pattern: AtomicPattern, words: u32 },
     /// `docs/gpu/int-division.cu`: cycles per step of one warp's dependent chain.
     DivisionLatency { chain: DivisionChain },
+    /// `docs/gpu/int-division.cu`: cycles per step of one warp's two independent chains, stepped
+    /// together.
+    DivisionPair { chain: DivisionChain },
     /// `docs/gpu/int-division.cu`: cycles per warp step per scheduler, 32 warps on the SM with
     /// 8 independent chains each.
     DivisionIssue { chain: DivisionChain },
@@ -316,6 +319,13 @@ pub enum Measure {
     /// `docs/gpu/cache-operators.cu`: cycles per step of a dependent chain of `form` loads over
     /// one word, by one thread or by a warp's 32 lanes (each its own word of one line).
     CacheOperator { form: LoadForm, lanes: u32 },
+    /// `docs/gpu/l1-port.cu`: cycles per warp access of one block of 1,024 threads on one SM,
+    /// each access on 8 lines the L2 holds and the L1 does not, `sectors` (1, 2 or 4) of each;
+    /// `nc` for `ld.global.nc`.
+    L1Fill { sectors: u32, nc: bool },
+    /// `docs/gpu/const-latency.cu`: cycles per step of one warp's chase through a
+    /// `__constant__` array over `bytes` (one word per 64-byte line), in `pass`.
+    ConstChase { bytes: u32, pass: ConstPass },
     /// `docs/gpu/tex-footprint.cu`: one case's texture counts over its launch, as Nsight
     /// Compute counts them.
     TexFootprint { case: u32, count: TexCount },
@@ -438,6 +448,10 @@ impl Measure {
                 "`docs/gpu/int-division.cu`'s latency chain, {}, on the emulator",
                 chain.label()
             ),
+            Measure::DivisionPair { chain } => format!(
+                "`docs/gpu/int-division.cu`'s two latency chains in one warp, {}, on the emulator",
+                chain.label()
+            ),
             Measure::DivisionIssue { chain } => format!(
                 "`docs/gpu/int-division.cu`'s throughput chains, {}, one SM on the emulator",
                 chain.label()
@@ -468,6 +482,15 @@ impl Measure {
             ),
             Measure::BlockRamp { shape } => format!(
                 "`docs/gpu/block-placement.cu`'s {shape} grid on the emulator, its blocks' starts"
+            ),
+            Measure::ConstChase { bytes, pass } => format!(
+                "`docs/gpu/const-latency.cu`'s chase over {bytes} B, {}, on the emulator",
+                pass.label()
+            ),
+            Measure::L1Fill { sectors, nc } => format!(
+                "`docs/gpu/l1-port.cu`'s fill, {sectors} sector{} a line{}, on the emulator",
+                if *sectors == 1 { "" } else { "s" },
+                if *nc { ", ld.global.nc" } else { "" }
             ),
             Measure::CacheOperator { form, lanes } => format!(
                 "`docs/gpu/cache-operators.cu`'s chain of `{}` with {lanes} lane{} on the emulator",
@@ -638,6 +661,16 @@ impl Measure {
             Measure::LaunchSpan { blocks } => (*blocks >= 1)
                 .then_some(())
                 .ok_or_else(|| "launch-overhead.cu launches at least one block".to_string()),
+            Measure::ConstChase { bytes, .. } => (bytes.is_power_of_two()
+                && (256..=65536).contains(bytes))
+            .then_some(())
+            .ok_or_else(|| {
+                format!("const-latency.cu chases over 256 B, 512 B, ... 64 KiB, not {bytes} B")
+            }),
+            Measure::L1Fill { sectors, .. } => [1, 2, 4]
+                .contains(sectors)
+                .then_some(())
+                .ok_or_else(|| format!("l1-port.cu fills 1, 2 or 4 sectors a line, not {sectors}")),
             Measure::CacheOperator { lanes, .. } => [1, 32]
                 .contains(lanes)
                 .then_some(())
@@ -658,6 +691,7 @@ impl Measure {
             | Measure::IssueRate { .. }
             | Measure::Reduce7Sum
             | Measure::DivisionLatency { .. }
+            | Measure::DivisionPair { .. }
             | Measure::DivisionIssue { .. } => Ok(()),
             // Typed: a shape or view the paper does not have is refused when the table is read.
             Measure::PaperFrame { .. }
@@ -1015,6 +1049,29 @@ impl TexCount {
             TexCount::Lookups => Some(c.tex_lookups as f64),
             TexCount::L2Sectors => Some(c.sector_misses as f64),
             TexCount::HitRate => c.lookup_hit_rate().map(|r| 100.0 * r),
+        }
+    }
+}
+
+/// The passes of `const-latency.cu`'s chase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConstPass {
+    /// The first pass of the launch right after the array's upload.
+    First,
+    /// The same launch's second pass.
+    Second,
+    /// A second launch's first pass.
+    Again,
+}
+
+impl ConstPass {
+    /// The pass as `main` names its column.
+    pub fn label(self) -> &'static str {
+        match self {
+            ConstPass::First => "first",
+            ConstPass::Second => "second",
+            ConstPass::Again => "again",
         }
     }
 }

@@ -1,5 +1,6 @@
 //! `int-division.cu` on the emulator: a dependent chain of divisions (or of subtractions) per
-//! type and path, its latency per step and its issue cycles per warp step.
+//! type and path, its latency per step, two independent chains' per step, and its issue cycles
+//! per warp step.
 
 use std::path::Path;
 
@@ -51,6 +52,11 @@ impl IntDivisionRig {
     /// Lane 0's cycles per step of one warp's chain.
     pub(crate) fn latency(&mut self, c: DivisionChain) -> Result<f64, CalibrationError> {
         Ok(self.launch("latency", c, 32)? / STEPS)
+    }
+
+    /// Lane 0's cycles per step of one warp's two independent chains.
+    pub(crate) fn pair(&mut self, c: DivisionChain) -> Result<f64, CalibrationError> {
+        Ok(self.launch("latency2", c, 32)? / STEPS)
     }
 
     /// Cycles per warp step per scheduler with 32 warps on the SM: one block, as `main` launches

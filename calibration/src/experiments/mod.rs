@@ -183,6 +183,18 @@ impl Experiment {
             })
     }
 
+    /// Writes `data` to the module's `__constant__` or global variable `name`, as
+    /// `cudaMemcpyToSymbol` does.
+    fn write_symbol(&mut self, name: &str, data: &[u8]) -> Result<(), CalibrationError> {
+        let file = self.file;
+        self.dev
+            .write_symbol(self.module, name, data)
+            .map_err(|source| CalibrationError::Device {
+                what: format!("{file}: writing {name}"),
+                source,
+            })
+    }
+
     fn download(&mut self, buf: &DevBuf) -> Result<Vec<u8>, CalibrationError> {
         let mut bytes = vec![0u8; buf.bytes as usize];
         let file = self.file;
@@ -415,11 +427,13 @@ pub(crate) fn dram_run(
 mod atomic_units;
 mod block_placement;
 mod cache_operators;
+mod const_latency;
 mod contention;
 mod divergent_closing;
 mod dummy_closing;
 mod int_division;
 mod issue_rates;
+mod l1_port;
 mod launch_overhead;
 mod loaded_latency;
 mod sm_inflight;
@@ -428,11 +442,13 @@ mod tex_lookup_count;
 pub(crate) use atomic_units::AtomicUnitsRig;
 pub(crate) use block_placement::BlockPlacementRig;
 pub(crate) use cache_operators::CacheOperatorsRig;
+pub(crate) use const_latency::ConstLatencyRig;
 pub(crate) use contention::ContentionRig;
 pub(crate) use divergent_closing::DivergentClosingRig;
 pub(crate) use dummy_closing::DummyClosingRig;
 pub(crate) use int_division::IntDivisionRig;
 pub(crate) use issue_rates::IssueRatesRig;
+pub(crate) use l1_port::L1PortRig;
 pub(crate) use launch_overhead::LaunchOverheadRig;
 pub(crate) use loaded_latency::LoadedLatencyRig;
 pub(crate) use sm_inflight::SmInflightRig;

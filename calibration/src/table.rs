@@ -1015,7 +1015,7 @@ impl IssueOp {
 }
 
 /// The last case of `tex-footprint.cu`.
-pub const TEX_FOOTPRINT_LAST_CASE: u32 = 21;
+pub const TEX_FOOTPRINT_LAST_CASE: u32 = 23;
 
 /// The last case of `tex-lookup-count.cu`.
 pub const TEX_LOOKUP_COUNT_LAST_CASE: u32 = 7;

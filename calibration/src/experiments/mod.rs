@@ -252,13 +252,14 @@ impl TexCases {
         }
     }
 
-    /// `count` of case `case`, which `kernel` runs on a grid of `grid` one-warp blocks.
+    /// `count` of case `case`, which `kernel` runs on a grid of `grid` one-warp blocks of
+    /// shape `block`.
     fn count(
         &mut self,
         case: u32,
         count: TexCount,
         kernel: &str,
-        grid: u32,
+        (grid, block): (u32, Dim3),
         args: &[Arg],
     ) -> Result<f64, CalibrationError> {
         let file = self.exp.file;
@@ -266,7 +267,9 @@ impl TexCases {
             Some(c) => *c,
             None => {
                 self.exp.dev.flush_l2();
-                let o = self.exp.launch(kernel, grid, 32, args)?;
+                let o = self
+                    .exp
+                    .launch_shaped(kernel, Dim3::new(grid, 1, 1), block, 0, args)?;
                 let c = o
                     .stats
                     .map(|s| s.mem.texture)

@@ -5,6 +5,7 @@ use std::path::Path;
 
 use device::{Arg, DevBuf};
 use emulator::{GpuConfig, TexFormat, TextureDesc};
+use trace::Dim3;
 
 use super::{Experiment, TexCases, texture_desc};
 use crate::error::CalibrationError;
@@ -21,7 +22,7 @@ const SMALL: u32 = 64;
 
 pub(crate) struct TexFootprintRig {
     cases: TexCases,
-    /// The 3D texture filtered (cases 0–13) and point-sampled (14–16).
+    /// The 3D texture filtered (cases 0–13 and 22–23) and point-sampled (14–16).
     linear: u64,
     point: u64,
     /// Cases 17–21's textures, in case order.
@@ -84,21 +85,27 @@ impl TexFootprintRig {
     pub(crate) fn count(&mut self, case: u32, count: TexCount) -> Result<f64, CalibrationError> {
         let c = i32::try_from(case).unwrap_or(i32::MAX);
         let out = Arg::Buf(self.out);
-        let (kernel, grid, args) = match case {
+        let warp = Dim3::new(32, 1, 1);
+        let (kernel, shape, args) = match case {
             0..=13 => (
                 "trilinear",
-                TRI_BLOCKS,
+                (TRI_BLOCKS, warp),
                 vec![Arg::U64(self.linear), Arg::I32(c), out],
             ),
             14..=16 => (
                 "point",
-                POINT_BLOCKS,
+                (POINT_BLOCKS, warp),
                 vec![Arg::U64(self.point), Arg::I32(c), out, Arg::Buf(self.sm)],
             ),
-            17..=TEX_FOOTPRINT_LAST_CASE => (
+            17..=21 => (
                 "single",
-                1,
+                (1, warp),
                 vec![Arg::U64(self.small[(case - 17) as usize]), Arg::I32(c), out],
+            ),
+            22..=TEX_FOOTPRINT_LAST_CASE => (
+                "trilinear2d",
+                (TRI_BLOCKS, Dim3::new(2, 16, 1)),
+                vec![Arg::U64(self.linear), Arg::I32(c), out],
             ),
             _ => {
                 return Err(CalibrationError::Result {
@@ -107,6 +114,6 @@ impl TexFootprintRig {
                 });
             }
         };
-        self.cases.count(case, count, kernel, grid, &args)
+        self.cases.count(case, count, kernel, shape, &args)
     }
 }

@@ -5,6 +5,7 @@ use std::path::Path;
 
 use device::{Arg, DevBuf};
 use emulator::{GpuConfig, TexFormat, TextureDesc};
+use trace::Dim3;
 
 use super::{Experiment, TexCases, texture_desc};
 use crate::error::CalibrationError;
@@ -67,6 +68,7 @@ impl TexLookupCountRig {
         };
         let c = i32::try_from(case).unwrap_or(i32::MAX);
         let args = [Arg::U64(texture), Arg::I32(c), Arg::Buf(self.out)];
-        self.cases.count(case, count, "fetch", BLOCKS, &args)
+        self.cases
+            .count(case, count, "fetch", (BLOCKS, Dim3::new(32, 1, 1)), &args)
     }
 }

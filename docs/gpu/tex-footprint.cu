@@ -51,7 +51,8 @@
 //   19  2D float4, linear, (1, 1)
 //   20  2D u8, linear (bilinear), (1, 1)                     32 / 16 / 8
 //   21  1D float, linear, x = 1                              32 / 16 / 8
-// Cases 22-23 (added after every run below, not yet run) ask whether the pairing follows the
+// Cases 22-23 (first run on an H200, 2026-12-04: 64 and 32, pairs 2i, 2i+1 in this block too;
+// tex-footprint-h200-2026-12-04.csv) ask whether the pairing follows the
 // block's shape: at (90,0,90) the study's 2x64 frame counted on an H100 as if each quad of
 // lanes (2 x 2 pixels there) were paired by columns, where case 8's row of lanes was paired by
 // rows (docs/gpu/2026-12-02-quad-pairs.md). Each is a trilinear case run again with every lane

@@ -45,18 +45,23 @@ impl ConstLatencyRig {
             Arg::Buf(self.sink),
         ];
         self.exp.launch("chase", 1, 32, &args)?;
-        let first = self.exp.download(&self.cycles)?;
-        let word = |b: &[u8], k: usize| {
-            let w: [u8; 8] = b[8 * k..8 * k + 8].try_into().unwrap_or_default();
-            i64::from_le_bytes(w) as f64 / lines as f64
-        };
-        Ok(match pass {
-            ConstPass::First => word(&first, 0),
-            ConstPass::Second => word(&first, 1),
+        let cycles = match pass {
+            ConstPass::First => self.exp.read_i64(&self.cycles)?,
+            ConstPass::Second => {
+                let b = self.exp.download(&self.cycles)?;
+                b.get(8..16)
+                    .and_then(|w| w.try_into().ok())
+                    .map(i64::from_le_bytes)
+                    .ok_or_else(|| CalibrationError::Result {
+                        what: "const-latency.cu".into(),
+                        reason: "its result is shorter than 16 bytes".into(),
+                    })?
+            }
             ConstPass::Again => {
                 self.exp.launch("chase", 1, 32, &args)?;
-                word(&self.exp.download(&self.cycles)?, 0)
+                self.exp.read_i64(&self.cycles)?
             }
-        })
+        };
+        Ok(cycles as f64 / lines as f64)
     }
 }

@@ -47,16 +47,7 @@ impl ConstLatencyRig {
         self.exp.launch("chase", 1, 32, &args)?;
         let cycles = match pass {
             ConstPass::First => self.exp.read_i64(&self.cycles)?,
-            ConstPass::Second => {
-                let b = self.exp.download(&self.cycles)?;
-                b.get(8..16)
-                    .and_then(|w| w.try_into().ok())
-                    .map(i64::from_le_bytes)
-                    .ok_or_else(|| CalibrationError::Result {
-                        what: "const-latency.cu".into(),
-                        reason: "its result is shorter than 16 bytes".into(),
-                    })?
-            }
+            ConstPass::Second => self.exp.read_i64_at(&self.cycles, 1)?,
             ConstPass::Again => {
                 self.exp.launch("chase", 1, 32, &args)?;
                 self.exp.read_i64(&self.cycles)?

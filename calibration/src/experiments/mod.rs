@@ -128,13 +128,27 @@ impl Experiment {
 
     /// A kernel's `long long` result: the first 8 bytes of `buf`.
     fn read_i64(&mut self, buf: &DevBuf) -> Result<i64, CalibrationError> {
-        let b = self.download(buf)?;
-        b.first_chunk::<8>()
-            .map(|c| i64::from_le_bytes(*c))
+        self.read_i64_at(buf, 0)
+    }
+
+    /// The `k`-th `long long` of `buf`.
+    fn read_i64_at(&mut self, buf: &DevBuf, k: usize) -> Result<i64, CalibrationError> {
+        self.download_i64(buf)?
+            .get(k)
+            .copied()
             .ok_or_else(|| CalibrationError::Result {
                 what: self.file.into(),
-                reason: "its result is shorter than 8 bytes".into(),
+                reason: format!("its result is shorter than {} bytes", 8 * (k + 1)),
             })
+    }
+
+    /// `buf` as little-endian 64-bit words.
+    fn download_i64(&mut self, buf: &DevBuf) -> Result<Vec<i64>, CalibrationError> {
+        let bytes = self.download(buf)?;
+        Ok(bytes
+            .chunks_exact(8)
+            .map(|c| i64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
+            .collect())
     }
 
     /// The mean of the 32-bit windows in `buf`, the first (cold) one left out, as the

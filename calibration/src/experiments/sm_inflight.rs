@@ -51,12 +51,8 @@ impl SmInflightRig {
         ];
         self.exp.dev.flush_l2();
         self.exp.launch("stream", grid, threads, &args)?;
-        let bytes = self.exp.download(&self.cycles)?;
-        let mut c: Vec<i64> = bytes
-            .chunks_exact(8)
-            .take(grid as usize)
-            .map(|b| i64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
-            .collect();
+        let mut c = self.exp.download_i64(&self.cycles)?;
+        c.truncate(grid as usize);
         c.sort_unstable();
         let median = c.get(c.len() / 2).copied().unwrap_or(0);
         if median <= 0 {

@@ -15,6 +15,11 @@
 //   lookups: point fetches (tex1D of a float cudaArray) that all hit, each quad of lanes on q = 1,
 //     2 or 4 distinct sectors: 8, 16 or 32 lookups per instruction. A tag stage of r lookups a
 //     cycle takes 8/r, 16/r, 32/r cycles an instruction.
+//   filtered: the renderer's kinds of fetch, all hits: a trilinear tex3D of an 8-bit volume
+//     (lanes 8 x 4 on a plane, s texels apart, s = 1, 2, 4, 8) and a linear tex1D of a float4
+//     table (each lane its own entry). Their lookups a fetch are ncu's to count
+//     (l1tex__t_sectors_pipe_tex_mem_texture_op_tex.sum over the requests, kernel `filtered`):
+//     cycles a fetch over lookups a fetch is the rate for the study's fetches.
 #include <cstdio>
 #include <vector>
 
@@ -95,6 +100,28 @@ __global__ void lookups(cudaTextureObject_t tex, int q, long long* cycles, unsig
       cycles, sink);
 }
 
+// The study's fetches, all hitting in the L1: `kind` 0..3 a trilinear fetch of an 8-bit 3D
+// texture (64 x 64 x 9 texels), its lanes 8 x 4 on the plane the trip's hash picks, 1 << kind
+// texels apart; `kind` 4 a linear fetch of a 1D float4 texture (2,048 entries), each lane its
+// own pair of entries.
+__global__ void filtered(cudaTextureObject_t vol, cudaTextureObject_t tf, int kind,
+                         long long* cycles, unsigned* sink) {
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const float s = float(1 << (kind & 3));
+  timed(
+      [&](int t, int u) {
+        const unsigned g = (unsigned(t * UNROLL + u) + warp) * 0x9e3779b1u >> 29;
+        if (kind == 4) {
+          const float x = float((lane * 2 + 64 * g) % 2047) + 0.75f;
+          const float4 v = tex1D<float4>(tf, x);
+          return __float_as_uint(v.x + v.y + v.z + v.w);
+        }
+        const float x = float(lane % 8) * s + 0.75f, y = float(lane / 8) * s + 0.75f;
+        return __float_as_uint(tex3D<float>(vol, x, y, float(g) + 0.75f));
+      },
+      cycles, sink);
+}
+
 int main() {
   cudaDeviceProp prop;
   CHECK(cudaGetDeviceProperties(&prop, 0));
@@ -157,5 +184,43 @@ int main() {
     }
   }
   printf("(lookups: the last column is cycles per lookup, 8q lookups an instruction)\n");
+  // The filtered fetches' textures: an 8-bit volume read as normalized floats and a float4 table,
+  // both linearly filtered, as the renderer's.
+  cudaArray_t vol_arr, tf_arr;
+  cudaChannelFormatDesc vd = cudaCreateChannelDesc<unsigned char>();
+  const cudaExtent ext = make_cudaExtent(64, 64, 9);
+  CHECK(cudaMalloc3DArray(&vol_arr, &vd, ext));
+  std::vector<unsigned char> vbytes(64 * 64 * 9, 7);
+  cudaMemcpy3DParms cp = {};
+  cp.srcPtr = make_cudaPitchedPtr(vbytes.data(), 64, 64, 64);
+  cp.dstArray = vol_arr;
+  cp.extent = ext;
+  cp.kind = cudaMemcpyHostToDevice;
+  CHECK(cudaMemcpy3D(&cp));
+  cudaChannelFormatDesc fd4 = cudaCreateChannelDesc<float4>();
+  CHECK(cudaMallocArray(&tf_arr, &fd4, 2048));
+  std::vector<float4> tfh(2048, make_float4(1.0f, 1.0f, 1.0f, 1.0f));
+  CHECK(cudaMemcpy2DToArray(tf_arr, 0, 0, tfh.data(), 2048 * 16, 2048 * 16, 1, cudaMemcpyHostToDevice));
+  cudaTextureObject_t vol, tf;
+  res.res.array.array = vol_arr;
+  td.filterMode = cudaFilterModeLinear;
+  td.readMode = cudaReadModeNormalizedFloat;
+  td.addressMode[1] = td.addressMode[2] = cudaAddressModeClamp;
+  CHECK(cudaCreateTextureObject(&vol, &res, &td, nullptr));
+  res.res.array.array = tf_arr;
+  td.readMode = cudaReadModeElementType;
+  CHECK(cudaCreateTextureObject(&tf, &res, &td, nullptr));
+  printf("%-8s %4s %12s %12s\n", "case", "kind", "cycles", "cyc/instr");
+  for (int kind = 0; kind < 5; ++kind) {
+    for (int rep = 0; rep < 2; ++rep) {
+      filtered<<<1, THREADS>>>(vol, tf, kind, d, sink);
+      CHECK(cudaDeviceSynchronize());
+      long long c;
+      CHECK(cudaMemcpy(&c, d, sizeof c, cudaMemcpyDeviceToHost));
+      if (rep == 1)
+        printf("%-8s %4d %12lld %12.2f\n", kind == 4 ? "tf1d4" : "vol3d", kind, c, c / instr);
+    }
+  }
+  printf("(filtered: kind 0-3 trilinear, lanes 1, 2, 4, 8 texels apart; 4 the float4 table)\n");
   return 0;
 }

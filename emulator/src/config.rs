@@ -27,7 +27,8 @@
 //! - DRAM = `l1.latency_cycles + l2.latency_cycles + dram.latency_cycles`
 //! - texture hit = `texture.pipeline_latency_cycles` + the texture cache's latency (the L1's when
 //!   `texture.unified_with_l1`), and a texture miss adds `l2` (and `dram`) like an L1 miss;
-//! - constant hit = `constant.latency_cycles`, a miss adds `l2` (and `dram`);
+//! - constant hit = `constant.latency_cycles`; a miss that hits `constant_second_level` takes
+//!   its `latency_cycles`, one that misses every level adds `l2` (and `dram`) to the first's;
 //! - shared = `shared.latency_cycles`, plus one cycle per extra bank-conflict way, or for an
 //!   atomic whose lanes hit one word `shared.same_word_atomic_cycles` per further lane.
 //!
@@ -144,8 +145,14 @@ pub struct GpuConfig {
     pub l1: CacheConfig,
     /// The texture path: its pipeline and, where it is not the L1, its own cache.
     pub texture: TextureConfig,
-    /// Per-SM constant cache (also serves `ld.param`).
+    /// Per-SM constant cache (also serves `ld.param`): the first level.
     pub constant: CacheConfig,
+    /// A second constant level behind `constant`, one per SM. A first-level miss that hits it
+    /// takes its `latency_cycles` (end to end, as the first level's); one that misses it goes
+    /// on to the L2 as a first-level miss does without it, through its MSHRs. Its hits are not
+    /// counted apart: the constant counters are the first level's. Absent: no second level.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub constant_second_level: Option<CacheConfig>,
     /// Per-SM shared memory: latency and banks.
     pub shared: SharedConfig,
     /// The L2 shared by every SM.
@@ -946,6 +953,30 @@ impl GpuConfig {
         }
         validate_cache(&self.l1, "l1").map_err(|(f, m)| err(&f, m))?;
         validate_cache(&self.constant, "constant").map_err(|(f, m)| err(&f, m))?;
+        if let Some(c) = &self.constant_second_level {
+            validate_cache(c, "constant_second_level").map_err(|(f, m)| err(&f, m))?;
+            // The first level hands its missing line on as it is, and a hit below it is never
+            // sooner than one in it.
+            let first = &self.constant;
+            if (c.line_bytes, c.sector_bytes) != (first.line_bytes, first.sector_bytes) {
+                return Err(err(
+                    "constant_second_level.line_bytes",
+                    format!(
+                        "lines and sectors must be the first level's ({} and {} bytes), got {} and {}",
+                        first.line_bytes, first.sector_bytes, c.line_bytes, c.sector_bytes
+                    ),
+                ));
+            }
+            if c.latency_cycles < first.latency_cycles {
+                return Err(err(
+                    "constant_second_level.latency_cycles",
+                    format!(
+                        "must be at least constant.latency_cycles ({}), got {}",
+                        first.latency_cycles, c.latency_cycles
+                    ),
+                ));
+            }
+        }
         match (&self.texture.cache, self.texture.unified_with_l1) {
             (Some(c), false) => validate_cache(c, "texture.cache").map_err(|(f, m)| err(&f, m))?,
             (None, false) => {
@@ -1118,6 +1149,7 @@ impl GpuConfig {
             ("l1", Some(&self.l1)),
             ("texture.cache", tex),
             ("constant", Some(&self.constant)),
+            ("constant_second_level", self.constant_second_level.as_ref()),
         ] {
             if let Some(c) = c
                 && c.line_bytes > l2.line_bytes
@@ -1460,6 +1492,44 @@ mod tests {
             cfg.texture.lookups_per_cycle = rate;
             let field = (!ok).then_some("texture.lookups_per_cycle");
             assert_validates(&cfg, field, &format!("{rate:?}"));
+        }
+    }
+
+    #[test]
+    fn a_second_constant_level_takes_the_first_levels_lines_and_is_no_faster() {
+        let h100 = GpuConfig::preset("h100").unwrap();
+        let first = h100.constant.clone();
+        let second = h100.constant_second_level.clone().unwrap();
+        let cases = [
+            (second.clone(), None),
+            (
+                CacheConfig {
+                    line_bytes: 128,
+                    sector_bytes: 128,
+                    ..second.clone()
+                },
+                Some("constant_second_level.line_bytes"),
+            ),
+            (
+                CacheConfig {
+                    latency_cycles: first.latency_cycles - 1,
+                    ..second.clone()
+                },
+                Some("constant_second_level.latency_cycles"),
+            ),
+            (
+                CacheConfig {
+                    latency_cycles: first.latency_cycles,
+                    ..second
+                },
+                None,
+            ),
+        ];
+        for (level, field) in cases {
+            let mut cfg = h100.clone();
+            let what = format!("{level:?}");
+            cfg.constant_second_level = Some(level);
+            assert_validates(&cfg, field, &what);
         }
     }
 

@@ -46,7 +46,8 @@
 //!   in the busiest bank; equal words broadcast) on the SM's shared port, plus the latency; an
 //!   atomic's lanes on one word serialize, `shared.same_word_atomic_cycles` each (default 1).
 //! - **Constant cache**: one distinct address per cycle: a uniform address is a broadcast, *k*
-//!   distinct addresses serialize over *k* cycles.
+//!   distinct addresses serialize over *k* cycles. With `constant_second_level` a line the first
+//!   level lacks comes from the SM's second level, and from the L2 when that lacks it too.
 //!
 //! Latencies compose as the config docs describe (L2 hit = L1 latency + L2 latency, …), and the
 //! first request on an idle queue pays no transfer time, so an unloaded pointer chase measures
@@ -215,6 +216,8 @@ struct Lat {
     /// modelled).
     tex_lookups_per_cycle: u64,
     constant: u64,
+    /// The second constant level's hit latency (`constant_second_level`; 0 when absent).
+    constant_second: u64,
     shared: u64,
     shared_banks: u32,
     shared_bank_width: u32,
@@ -255,6 +258,9 @@ pub(crate) struct SmMem {
     /// `texture.in_order`, no later fetch completes before it.
     tex_done: u64,
     constant: Cache,
+    /// The second constant level (`constant_second_level`), if the preset has one.
+    constant_second: Option<Cache>,
+    /// The MSHRs of the constant path's misses to the L2, behind its last level.
     constant_mshrs: Mshrs,
     constant_port: u64,
     shared_port: u64,
@@ -309,46 +315,65 @@ impl Link<'_> {
         token
     }
 
-    /// `mask`'s sectors of `line` in an SM-level cache at cycle `t`: hits, merges with sectors
-    /// in flight, and the missing sectors fetched from the L2 through an MSHR (waiting for one
-    /// when all are busy) and allocated to arrive with the answer. Returns when the line's data
-    /// is there, and the port cycles the line took (`Cache::port_cycles`).
-    #[allow(clippy::too_many_arguments)] // the cache, its MSHRs and counters, and the lookup
+    /// `mask`'s sectors of `line` in an SM-level cache at cycle `t`, its hit latency `hit`:
+    /// hits, merges with sectors in flight, and the missing sectors fetched from `next` and
+    /// allocated to arrive with its answer. Returns when the line's data is there, and the port
+    /// cycles the line took (`Cache::port_cycles`). `counters`, when given, count the lookup.
+    #[allow(clippy::too_many_arguments)] // the cache, its counters and what is below, the lookup
     fn read_line(
         &mut self,
         cache: &mut Cache,
-        mshrs: &mut Mshrs,
-        counters: &mut CacheCounters,
+        mut counters: Option<&mut CacheCounters>,
+        next: Next,
         t: u64,
         line: u64,
         mask: u8,
-        base: u64,
+        hit: u64,
     ) -> (u64, u64) {
         let lk = cache.lookup(line, mask, t, self.pend);
-        count(counters, lk.hit, lk.pending, lk.miss);
-        let mut done = t + base;
+        if let Some(c) = counters.as_deref_mut() {
+            count(c, lk.hit, lk.pending, lk.miss);
+        }
+        let mut done = t + hit;
         if lk.pending != 0 {
             done = self.pend.max(done, lk.pending_ready);
         }
         if lk.miss != 0 {
-            let sent = mshrs.acquire(t, self.pend);
-            let sector_bytes = 1u64 << cache.sector_shift();
-            let line_addr = line << cache.line_shift();
-            // The latest answer: an answer is never before its request's send cycle plus this
-            // path's latency (`Below::access` starts from there), and the send cycle is not
-            // before `t`, so neither that sum nor `t + base` can be later and neither needs an
-            // expression of its own.
-            let mut ready = None;
-            for (first, count) in runs(lk.miss) {
-                let addr = line_addr + u64::from(first) * sector_bytes;
-                let len = u64::from(count) * sector_bytes;
-                let answer = self.send(sent, addr, len, base, L2Op::Read, true);
-                ready = Some(ready.map_or(answer, |r| self.pend.max(r, answer)));
-            }
-            let ready = ready.unwrap_or_else(|| self.pend.add(sent, base));
-            mshrs.occupy(ready, self.pend);
-            if cache.fill_missed(&lk, ready, t, self.pend).is_some() {
-                counters.evictions += 1;
+            // The latest answer: an answer from below is never before `t` plus this level's
+            // hit latency (a level below is no faster, and the L2's answer comes no sooner than
+            // its send cycle, not before `t`, plus the path's latency, which `Below::access`
+            // starts from), so `t + hit` needs no expression of its own.
+            let ready = match next {
+                Next::L2 { mshrs, base } => {
+                    let sent = mshrs.acquire(t, self.pend);
+                    let sector_bytes = 1u64 << cache.sector_shift();
+                    let line_addr = line << cache.line_shift();
+                    let mut ready = None;
+                    for (first, count) in runs(lk.miss) {
+                        let addr = line_addr + u64::from(first) * sector_bytes;
+                        let len = u64::from(count) * sector_bytes;
+                        let answer = self.send(sent, addr, len, base, L2Op::Read, true);
+                        ready = Some(ready.map_or(answer, |r| self.pend.max(r, answer)));
+                    }
+                    let ready = ready.unwrap_or_else(|| self.pend.add(sent, base));
+                    mshrs.occupy(ready, self.pend);
+                    ready
+                }
+                Next::Level {
+                    cache: level,
+                    hit: level_hit,
+                    mshrs,
+                    base,
+                } => {
+                    let below = Next::L2 { mshrs, base };
+                    self.read_line(level, None, below, t, line, lk.miss, level_hit)
+                        .0
+                }
+            };
+            if cache.fill_missed(&lk, ready, t, self.pend).is_some()
+                && let Some(c) = counters
+            {
+                c.evictions += 1;
             }
             done = if lk.pending != 0 {
                 self.pend.max(done, ready)
@@ -358,6 +383,19 @@ impl Link<'_> {
         }
         (done, cache.port_cycles(lk.miss != 0))
     }
+}
+
+/// Where an SM-level cache's missing sectors come from.
+enum Next<'a> {
+    /// The L2, through `mshrs`, by a path of latency `base` (see `Link::send`).
+    L2 { mshrs: &'a mut Mshrs, base: u64 },
+    /// A level of hit latency `hit` (`cache`), and behind it the L2 as in `L2`.
+    Level {
+        cache: &'a mut Cache,
+        hit: u64,
+        mshrs: &'a mut Mshrs,
+        base: u64,
+    },
 }
 
 impl SmMem {
@@ -373,7 +411,14 @@ impl SmMem {
             tex_port: 0,
             tex_done: 0,
             constant: Cache::new(&cfg.constant),
-            constant_mshrs: Mshrs::new(cfg.constant.mshrs, 2),
+            constant_second: cfg.constant_second_level.as_ref().map(Cache::new),
+            constant_mshrs: Mshrs::new(
+                cfg.constant_second_level
+                    .as_ref()
+                    .unwrap_or(&cfg.constant)
+                    .mshrs,
+                2,
+            ),
             constant_port: 0,
             shared_port: 0,
             lat,
@@ -438,6 +483,9 @@ impl SmMem {
             m.patch(pend);
         }
         self.constant.patch(pend);
+        if let Some(c) = &mut self.constant_second {
+            c.patch(pend);
+        }
         self.constant_mshrs.patch(pend);
         self.tex_done = pend.settled(self.tex_done);
         // A miss that waited for a free MSHR is sent at a token's cycle.
@@ -512,8 +560,12 @@ impl SmMem {
         let mut t = start;
         let mut done = now;
         for lr in lines.iter() {
+            let next = Next::L2 {
+                mshrs: &mut *mshrs,
+                base,
+            };
             let (line_done, took) =
-                link.read_line(cache, mshrs, counters, t, lr.line, lr.mask, base);
+                link.read_line(cache, Some(&mut *counters), next, t, lr.line, lr.mask, base);
             done = link.pend.max(done, line_done);
             t += took;
         }
@@ -655,6 +707,7 @@ impl SmMem {
         distinct_addresses(req.lanes, &mut self.addrs);
         let SmMem {
             constant,
+            constant_second,
             constant_mshrs,
             constant_port,
             lat,
@@ -678,10 +731,22 @@ impl SmMem {
         let mut done = now;
         for &addr in addrs.iter() {
             let sector = (addr >> sector_shift) & ((1 << (line_shift - sector_shift)) - 1);
+            let next = match constant_second.as_mut() {
+                Some(level) => Next::Level {
+                    cache: level,
+                    hit: lat.constant_second,
+                    mshrs: &mut *constant_mshrs,
+                    base: lat.constant,
+                },
+                None => Next::L2 {
+                    mshrs: &mut *constant_mshrs,
+                    base: lat.constant,
+                },
+            };
             let (d, took) = link.read_line(
                 constant,
-                constant_mshrs,
-                &mut counters.constant,
+                Some(&mut counters.constant),
+                next,
                 t,
                 addr >> line_shift,
                 1u8 << sector,
@@ -815,6 +880,10 @@ impl MemorySystem {
             tex_in_order: cfg.texture.in_order,
             tex_lookups_per_cycle: cfg.texture.lookups_per_cycle.map_or(0, u64::from),
             constant: u64::from(cfg.constant.latency_cycles),
+            constant_second: cfg
+                .constant_second_level
+                .as_ref()
+                .map_or(0, |c| u64::from(c.latency_cycles)),
             shared: u64::from(cfg.shared.latency_cycles),
             shared_banks: cfg.shared.banks,
             shared_bank_width: cfg.shared.bank_width_bytes,

@@ -372,6 +372,45 @@ fn shared_atomics_on_one_word_serialize_at_the_presets_cost_per_lane() {
 }
 
 #[test]
+fn a_constant_line_the_first_level_lost_comes_from_the_second_and_a_cold_one_from_the_l2() {
+    let cfg = GpuConfig::preset("h100").unwrap();
+    let first = &cfg.constant;
+    let second = cfg.constant_second_level.clone().unwrap();
+    let lines = u64::from(second.size_bytes / second.line_bytes);
+    assert!(first.size_bytes < second.size_bytes);
+    let line = u64::from(first.line_bytes);
+    let read = |mem: &mut MemorySystem, t: u64, l: u64| {
+        let a = [(0u8, 0x4000 + l * line)];
+        let mut r = load(&a, 4);
+        r.space = Space::Const;
+        mem.access(t, &r) - t
+    };
+    let mut mem = MemorySystem::new(&cfg);
+    let mut without = cfg.clone();
+    without.constant_second_level = None;
+    let mut alone = MemorySystem::new(&without);
+    // Cold: the L2's path, the same with or without a second level.
+    let mut t = 1000;
+    for l in 0..lines {
+        let cold = read(&mut mem, t, l);
+        assert_eq!(cold, read(&mut alone, t, l), "line {l}");
+        assert!(cold > u64::from(second.latency_cycles), "line {l}: {cold}");
+        t += cold;
+    }
+    // Every line again, last first: the first level kept the last few, the second all of them.
+    let kept = u64::from(first.size_bytes / first.line_bytes);
+    for l in (0..lines).rev() {
+        let want = if l >= lines - kept {
+            first.latency_cycles
+        } else {
+            second.latency_cycles
+        };
+        assert_eq!(read(&mut mem, t, l), u64::from(want), "line {l}");
+        t += 1000;
+    }
+}
+
+#[test]
 fn constant_broadcast_is_one_pass_distinct_addresses_serialize() {
     let cfg = GpuConfig::preset("h100").unwrap();
     let mut mem = MemorySystem::new(&cfg);

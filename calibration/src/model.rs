@@ -187,6 +187,10 @@ impl Lab {
                 rig(&mut self.l1_port, || L1PortRig::new(&self.root, &self.cfg))?
                     .fill(*sectors, *nc)
             }
+            Measure::L1Lookups { quad_sectors } => {
+                rig(&mut self.l1_port, || L1PortRig::new(&self.root, &self.cfg))?
+                    .lookups(*quad_sectors)
+            }
             Measure::CacheOperator { form, lanes } => rig(&mut self.cache_operators, || {
                 CacheOperatorsRig::new(&self.root, &self.cfg)
             })?

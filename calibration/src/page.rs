@@ -87,7 +87,7 @@ impl Section {
             | Measure::DivisionIssue { .. } => Section::Division,
             Measure::IssueRate { .. } => Section::Issue,
             Measure::CacheOperator { .. } => Section::CacheOperators,
-            Measure::L1Fill { .. } => Section::L1Port,
+            Measure::L1Fill { .. } | Measure::L1Lookups { .. } => Section::L1Port,
             Measure::ConstChase { .. } => Section::Constant,
             Measure::TexFootprint { .. } | Measure::TexLookupCount { .. } => Section::TexFootprints,
             Measure::LaunchSpan { .. } | Measure::BlockRamp { .. } => Section::Launch,
@@ -185,7 +185,9 @@ impl Section {
                 "`docs/gpu/l1-port.cu`'s fill on the emulator: its `warm` kernel on every SM \
                  brings the 8 MiB buffer into the L2, then one block of 1,024 threads on one SM \
                  makes 256 accesses a thread, 8 in flight, each warp access on 8 fresh lines; \
-                 the block's cycles per warp access."
+                 the block's cycles per warp access. Its lookups: the same block's point fetches \
+                 from a 1D texture of 2,048 floats that the L1 holds, a hashed group of 8 lines \
+                 per access, each quad of lanes on 1, 2 or 4 sectors; the second of two launches."
             }
             Section::Constant => {
                 "`docs/gpu/const-latency.cu`'s chase on the emulator: the array uploaded \

@@ -323,6 +323,10 @@ pub enum Measure {
     /// each access on 8 lines the L2 holds and the L1 does not, `sectors` (1, 2 or 4) of each;
     /// `nc` for `ld.global.nc`.
     L1Fill { sectors: u32, nc: bool },
+    /// `docs/gpu/l1-port.cu`: cycles per warp-level point fetch of one block of 1,024 threads on
+    /// one SM from a texture the L1 holds, each quad of lanes on `quad_sectors` (1, 2 or 4)
+    /// sectors: 8, 16 or 32 sector lookups a fetch.
+    L1Lookups { quad_sectors: u32 },
     /// `docs/gpu/const-latency.cu`: cycles per step of one warp's chase through a
     /// `__constant__` array over `bytes` (one word per 64-byte line), in `pass`.
     ConstChase { bytes: u32, pass: ConstPass },
@@ -491,6 +495,10 @@ impl Measure {
                 "`docs/gpu/l1-port.cu`'s fill, {sectors} sector{} a line{}, on the emulator",
                 if *sectors == 1 { "" } else { "s" },
                 if *nc { ", ld.global.nc" } else { "" }
+            ),
+            Measure::L1Lookups { quad_sectors } => format!(
+                "`docs/gpu/l1-port.cu`'s lookups, {quad_sectors} sector{} a quad, on the emulator",
+                if *quad_sectors == 1 { "" } else { "s" }
             ),
             Measure::CacheOperator { form, lanes } => format!(
                 "`docs/gpu/cache-operators.cu`'s chain of `{}` with {lanes} lane{} on the emulator",
@@ -671,6 +679,12 @@ impl Measure {
                 .contains(sectors)
                 .then_some(())
                 .ok_or_else(|| format!("l1-port.cu fills 1, 2 or 4 sectors a line, not {sectors}")),
+            Measure::L1Lookups { quad_sectors } => [1, 2, 4]
+                .contains(quad_sectors)
+                .then_some(())
+                .ok_or_else(|| {
+                    format!("l1-port.cu's quads fetch 1, 2 or 4 sectors, not {quad_sectors}")
+                }),
             Measure::CacheOperator { lanes, .. } => [1, 32]
                 .contains(lanes)
                 .then_some(())

@@ -60,7 +60,7 @@ impl L1PortRig {
         ];
         self.exp
             .launch(&format!("fill<{nc}>"), 1, (WARPS * 32) as u32, &args)?;
-        Ok(self.exp.read_i64(&self.cycles)? as f64 / (WARPS * TRIPS * UNROLL) as f64)
+        self.per_access()
     }
 
     /// Cycles per warp-level fetch of the lookups kernel, each quad of lanes on `q` sectors: the
@@ -75,6 +75,11 @@ impl L1PortRig {
         for _ in 0..2 {
             self.exp.launch("lookups", 1, (WARPS * 32) as u32, &args)?;
         }
+        self.per_access()
+    }
+
+    /// The last launch's span over its warp-level accesses, as `main` divides it.
+    fn per_access(&mut self) -> Result<f64, CalibrationError> {
         Ok(self.exp.read_i64(&self.cycles)? as f64 / (WARPS * TRIPS * UNROLL) as f64)
     }
 }

@@ -57,7 +57,15 @@ pub struct ModuleId(pub u32);
 
 struct Loaded {
     kernels: Vec<Program>,
-    symbols: BTreeMap<String, (u64, u64)>,
+    symbols: BTreeMap<String, Symbol>,
+}
+
+/// A module-level variable: where it lives, its size, and whether it is in constant space.
+#[derive(Debug, Clone, Copy)]
+struct Symbol {
+    addr: u64,
+    size: u64,
+    constant: bool,
 }
 
 /// CUDA's launch limits on every architecture since sm_30, checked before a launch so that a
@@ -231,7 +239,14 @@ impl Emulator {
         for g in &d.globals {
             let a = self.dev.alloc(g.size.max(1))?;
             addrs.push(a);
-            symbols.insert(g.name.clone(), (a, g.size));
+            symbols.insert(
+                g.name.clone(),
+                Symbol {
+                    addr: a,
+                    size: g.size,
+                    constant: g.constant,
+                },
+            );
         }
         for (g, &a) in d.globals.iter().zip(&addrs) {
             let mut bytes = g.init.clone();
@@ -267,7 +282,7 @@ impl Emulator {
         Ok(ModuleId(self.modules.len() as u32 - 1))
     }
 
-    fn symbol(&self, m: ModuleId, name: &str) -> Result<(u64, u64), EmuError> {
+    fn symbol(&self, m: ModuleId, name: &str) -> Result<Symbol, EmuError> {
         let l = self.modules.get(m.0 as usize).ok_or(EmuError::NotFound {
             kind: "module",
             name: m.0.to_string(),
@@ -278,9 +293,15 @@ impl Emulator {
         })
     }
 
-    /// Writes a module-level `.global`/`.const` variable (`cudaMemcpyToSymbol`).
+    /// Writes a module-level `.global`/`.const` variable (`cudaMemcpyToSymbol`). Where
+    /// `l2.holds_constant_uploads` says so, a constant variable's written lines are in the L2
+    /// for the next launch.
     pub fn write_symbol(&mut self, m: ModuleId, name: &str, data: &[u8]) -> Result<(), EmuError> {
-        let (a, size) = self.symbol(m, name)?;
+        let Symbol {
+            addr: a,
+            size,
+            constant,
+        } = self.symbol(m, name)?;
         if data.len() as u64 > size {
             return Err(EmuError::Memory {
                 addr: a,
@@ -290,12 +311,17 @@ impl Emulator {
                 ),
             });
         }
-        self.dev.write(a, data)
+        self.dev.write(a, data)?;
+        if constant && self.config.l2.holds_constant_uploads && !data.is_empty() {
+            let lines = self.l2.take();
+            self.l2 = Some(L2Lines::holding(&self.config, lines, a, data.len() as u64));
+        }
+        Ok(())
     }
 
     /// Reads a module-level variable (`cudaMemcpyFromSymbol`).
     pub fn read_symbol(&self, m: ModuleId, name: &str, out: &mut [u8]) -> Result<(), EmuError> {
-        let (a, size) = self.symbol(m, name)?;
+        let Symbol { addr: a, size, .. } = self.symbol(m, name)?;
         if out.len() as u64 > size {
             return Err(EmuError::Memory {
                 addr: a,
@@ -507,6 +533,23 @@ mod tests {
             e.read_symbol(id, "nope", &mut g),
             Err(EmuError::NotFound { .. })
         ));
+    }
+
+    #[test]
+    fn only_a_constant_upload_stays_in_the_l2_and_only_where_the_preset_says_so() {
+        let ptx = ".version 8.0\n.target sm_75\n.address_size 64\n.const .u32 c[4];\n.global .u32 g[4];\n.visible .entry k() { ret; }\n";
+        let m = Module::parse(ptx).unwrap();
+        for (preset, holds) in [("h100", true), ("v100", false)] {
+            let mut e = Emulator::new(GpuConfig::preset(preset).unwrap());
+            let id = e.load(&m).unwrap();
+            e.write_symbol(id, "g", &[1; 16]).unwrap();
+            assert!(e.l2.is_none(), "{preset}");
+            e.write_symbol(id, "c", &[1; 16]).unwrap();
+            assert_eq!(e.l2.is_some(), holds, "{preset}");
+            let mut c = [0u8; 16];
+            e.read_symbol(id, "c", &mut c).unwrap();
+            assert_eq!(c, [1; 16], "{preset}");
+        }
     }
 
     /// A kernel `name(src, dst)` whose `body` finds thread i's words at `%rd4` (src) and `%rd5`

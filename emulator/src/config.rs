@@ -28,7 +28,8 @@
 //! - texture hit = `texture.pipeline_latency_cycles` + the texture cache's latency (the L1's when
 //!   `texture.unified_with_l1`), and a texture miss adds `l2` (and `dram`) like an L1 miss;
 //! - constant hit = `constant.latency_cycles`; a miss that hits `constant_second_level` takes
-//!   its `latency_cycles`, one that misses every level adds `l2` (and `dram`) to the first's;
+//!   its `latency_cycles`, one that misses every level adds `l2.constant_latency_cycles` (where
+//!   unset `l2.latency_cycles`), and `dram` on an L2 miss, to the first's;
 //! - shared = `shared.latency_cycles`, plus one cycle per extra bank-conflict way, or for an
 //!   atomic whose lanes hit one word `shared.same_word_atomic_cycles` per further lane.
 //!
@@ -517,6 +518,21 @@ pub struct L2Config {
     pub ways: u32,
     /// Added to the requesting L1's latency on an L1 miss that hits in L2.
     pub latency_cycles: u32,
+    /// Added to `constant.latency_cycles` on a constant read that misses every constant level
+    /// and hits in L2, in place of `latency_cycles`: a GPU's constant caches may reach the L2 by
+    /// a way of their own. On an H200 a constant line no SM held took about 150 cycles from the
+    /// L2 where a global load's L2 hit takes 281 (docs/gpu/const-latency.cu). Unset:
+    /// `latency_cycles`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub constant_latency_cycles: Option<u32>,
+    /// A write to a `__constant__` variable (`cudaMemcpyToSymbol`) leaves its lines in the L2
+    /// for the next launch, where a write to global memory leaves the L2 as it was. On an H200
+    /// a constant array that no SM had read took 182-192 cycles a step right after its upload,
+    /// as lines another SM had read took from the L2 (docs/gpu/const-sharing.cu), not a DRAM
+    /// read's 540 or more; uploads of global buffers of 1-16 MB stayed at most in part
+    /// (docs/gpu/upload-warmth.cu), and small ones are not measured.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub holds_constant_uploads: bool,
     /// Which line a full set gives up.
     pub replacement: Replacement,
     /// Bytes each slice moves per cycle.
@@ -761,6 +777,8 @@ pub struct UnloadedLatencies {
     pub dram: u64,
     pub texture_hit: u64,
     pub constant_hit: u64,
+    /// A constant read that misses every constant level and hits in L2.
+    pub constant_l2_hit: u64,
     pub shared: u64,
     /// A global store, from issue until it is done for its warp (the CTA sees it: what a CTA
     /// fence waits for): `sm.store_visible_cycles`, or the whole L1 stage where unset.
@@ -826,6 +844,12 @@ impl GpuConfig {
             dram: l1 + l2 + u64::from(self.dram.latency_cycles),
             texture_hit: u64::from(self.texture.pipeline_latency_cycles) + tex_cache,
             constant_hit: u64::from(self.constant.latency_cycles),
+            constant_l2_hit: u64::from(self.constant.latency_cycles)
+                + u64::from(
+                    self.l2
+                        .constant_latency_cycles
+                        .unwrap_or(self.l2.latency_cycles),
+                ),
             shared: u64::from(self.shared.latency_cycles),
             store_visible: self.sm.store_visible_cycles.map_or(l1, u64::from),
         }
@@ -1042,6 +1066,24 @@ impl GpuConfig {
         })?;
         positive_f64(l2.bandwidth_bytes_per_cycle)
             .map_err(|m| err("l2.bandwidth_bytes_per_cycle", m))?;
+        // An L2 hit is never sooner than a hit in the constant level it answers for.
+        let last = self
+            .constant_second_level
+            .as_ref()
+            .unwrap_or(&self.constant);
+        if let Some(c) = l2.constant_latency_cycles
+            && u64::from(self.constant.latency_cycles) + u64::from(c)
+                < u64::from(last.latency_cycles)
+        {
+            return Err(err(
+                "l2.constant_latency_cycles",
+                format!(
+                    "with constant.latency_cycles ({}) must reach the last constant level's \
+                     latency_cycles ({}), got {c}",
+                    self.constant.latency_cycles, last.latency_cycles
+                ),
+            ));
+        }
         if let Some(rows) = &self.dram.rows {
             power_of_two(rows.banks).map_err(|m| err("dram.rows.banks", m))?;
             power_of_two(rows.page_bytes).map_err(|m| err("dram.rows.page_bytes", m))?;
@@ -1492,6 +1534,27 @@ mod tests {
             cfg.texture.lookups_per_cycle = rate;
             let field = (!ok).then_some("texture.lookups_per_cycle");
             assert_validates(&cfg, field, &format!("{rate:?}"));
+        }
+    }
+
+    #[test]
+    fn the_constant_paths_l2_hit_is_no_sooner_than_its_last_level() {
+        let h100 = GpuConfig::preset("h100").unwrap();
+        let first = h100.constant.latency_cycles;
+        let second = h100.constant_second_level.as_ref().unwrap().latency_cycles;
+        for (latency, with_second, ok) in [
+            (None, true, true),
+            (Some(second - first), true, true),
+            (Some(second - first - 1), true, false),
+            (Some(0), false, true),
+        ] {
+            let mut cfg = h100.clone();
+            cfg.l2.constant_latency_cycles = latency;
+            if !with_second {
+                cfg.constant_second_level = None;
+            }
+            let field = (!ok).then_some("l2.constant_latency_cycles");
+            assert_validates(&cfg, field, &format!("{latency:?} {with_second}"));
         }
     }
 

@@ -35,6 +35,8 @@ type R<T> = Result<T, EmuError>;
 pub(crate) struct GlobalVar {
     pub name: String,
     pub size: u64,
+    /// In constant space (`.const`), not global.
+    pub constant: bool,
     /// Initial bytes (zero-filled to `size`).
     pub init: Vec<u8>,
     /// `(byte offset, index of the variable whose address goes there)` for address initializers.
@@ -90,6 +92,7 @@ pub(crate) fn decode_module(m: &ptx::Module) -> R<DecodedModule> {
             globals.push(GlobalVar {
                 name: v.name.to_string(),
                 size: decl_size(v),
+                constant: v.space == StateSpace::Const,
                 init: Vec::new(),
                 relocs: Vec::new(),
             });

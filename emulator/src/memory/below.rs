@@ -148,6 +148,29 @@ impl BandwidthQueue {
     }
 }
 
+/// Each line the bytes `[addr, addr + len)` touch (the first byte's when `len` is 0), with the
+/// mask of its sectors they touch.
+fn line_sectors(
+    addr: u64,
+    len: u64,
+    line_shift: u32,
+    sector_shift: u32,
+) -> impl Iterator<Item = (u64, u8)> {
+    let per_line = line_shift - sector_shift;
+    let last = (addr + len.max(1) - 1) >> sector_shift;
+    let mut sector = addr >> sector_shift;
+    std::iter::from_fn(move || {
+        if sector > last {
+            return None;
+        }
+        let line = sector >> per_line;
+        let upto = last.min(((line + 1) << per_line) - 1);
+        let mask = sector_range(sector, upto, per_line);
+        sector = upto + 1;
+        Some((line, mask))
+    })
+}
+
 /// The mask of sectors `first..=last` of one line of `1 << per_line` sectors (at most 8): the
 /// bits from `first`'s place to `last`'s.
 fn sector_range(first: u64, last: u64, per_line: u32) -> u8 {
@@ -343,7 +366,6 @@ pub(crate) struct Part {
     sector_shift: u32,
     /// Sectors the L2 reads from DRAM together (`l2.fetch_bytes`), a power of two.
     fetch_sectors: u32,
-    l2_latency: u64,
     dram: BandwidthQueue,
     /// Every bank's open rows; a partition uses only its own banks.
     dram_rows: Option<Rows>,
@@ -379,6 +401,20 @@ pub(super) enum L2Op {
 /// caches and every queue start empty.
 #[derive(Debug)]
 pub(crate) struct L2Lines(Vec<Cache>);
+
+impl L2Lines {
+    /// `lines` (a cold L2 without) with the bytes `[addr, addr + len)` written into it, clean
+    /// and newest, as an upload the L2 keeps leaves them; `lines` must come from a launch with
+    /// the same config, which must be valid.
+    pub(crate) fn holding(cfg: &GpuConfig, lines: Option<L2Lines>, addr: u64, len: u64) -> L2Lines {
+        let mut below = Below::new(cfg, lines);
+        for (line, mask) in line_sectors(addr, len, below.line_shift, below.sector_shift) {
+            let k = below.partition_of(line);
+            below.parts[k].hold(line, mask);
+        }
+        below.into_lines()
+    }
+}
 
 impl Below {
     /// The L2 this launch leaves for the next one on the same device.
@@ -442,7 +478,6 @@ impl Below {
                 .fetch_bytes
                 .map_or(1, |f| f / cfg.l2.sector_bytes)
                 .max(1),
-            l2_latency: u64::from(cfg.l2.latency_cycles),
             dram: BandwidthQueue::new(cfg.dram.bandwidth_bytes_per_cycle / f64::from(parts)),
             dram_rows: rows.clone(),
             dram_latency: u64::from(cfg.dram.latency_cycles),
@@ -529,27 +564,33 @@ impl Below {
 }
 
 impl Part {
-    /// Serves the bytes `[addr, addr + len)` for a requester whose own path latency is `base`.
-    /// Returns the cycle the requester has its data (or acknowledgement).
-    fn access(&mut self, t: u64, addr: u64, len: u64, base: u64, op: L2Op) -> u64 {
-        let len = len.max(1);
-        let per_line = self.line_shift - self.sector_shift;
-        let first = addr >> self.sector_shift;
-        let last = (addr + len - 1) >> self.sector_shift;
-        let mut done = t + base;
-        let mut sector = first;
-        while sector <= last {
-            let line = sector >> per_line;
-            let line_end = ((line + 1) << per_line) - 1;
-            let upto = last.min(line_end);
-            let mask = sector_range(sector, upto, per_line);
-            done = done.max(self.line(t, line, mask, base, op));
-            sector = upto + 1;
+    /// Puts `mask`'s sectors of `line` in its slice, arrived and clean, outside any launch.
+    fn hold(&mut self, line: u64, mask: u8) {
+        let Part {
+            slices,
+            slice_bits,
+            pend,
+            ..
+        } = self;
+        if let Some(slice) = slices.get_mut(fold(line, *slice_bits)) {
+            // What it evicts is in device memory already: nothing to write back.
+            slice
+                .cache
+                .fill(line >> *slice_bits, mask, 0, 0, false, pend);
+        }
+    }
+
+    /// Serves the bytes `[addr, addr + len)` for a requester that has an L2 hit's data `hit`
+    /// cycles after it sends. Returns the cycle the requester has its data (or acknowledgement).
+    fn access(&mut self, t: u64, addr: u64, len: u64, hit: u64, op: L2Op) -> u64 {
+        let mut done = t + hit;
+        for (line, mask) in line_sectors(addr, len, self.line_shift, self.sector_shift) {
+            done = done.max(self.line(t, line, mask, hit, op));
         }
         done
     }
 
-    fn line(&mut self, t: u64, line: u64, mask: u8, base: u64, op: L2Op) -> u64 {
+    fn line(&mut self, t: u64, line: u64, mask: u8, hit_latency: u64, op: L2Op) -> u64 {
         // The slice within the partition and the line's number in it: unique per line, as the
         // fold is (see `fold`).
         let slice_idx = fold(line, self.slice_bits);
@@ -557,7 +598,6 @@ impl Part {
         let sector_shift = self.sector_shift;
         let sector_bytes = 1u64 << sector_shift;
         let bytes = u64::from(mask.count_ones()) * sector_bytes;
-        let hit_latency = base + self.l2_latency;
         let miss_latency = hit_latency + self.dram_latency;
         let fetch_sectors = self.fetch_sectors;
         let Part {
@@ -674,7 +714,7 @@ impl Part {
             "a request is sent after its instruction issued"
         );
         self.floor = r.now;
-        self.access(r.sent, r.addr, r.len, r.base, r.op)
+        self.access(r.sent, r.addr, r.len, r.hit, r.op)
     }
 }
 

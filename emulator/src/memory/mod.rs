@@ -218,12 +218,16 @@ struct Lat {
     constant: u64,
     /// The second constant level's hit latency (`constant_second_level`; 0 when absent).
     constant_second: u64,
+    /// A constant read's data after an L2 hit, from its first-level lookup.
+    constant_l2: u64,
     shared: u64,
     shared_banks: u32,
     shared_bank_width: u32,
     /// Cycles per further lane of a warp's atomic on one shared word.
     shared_same_word_atomic: f64,
     atomic_unit: Option<AtomicUnit>,
+    /// The L2's latency to the L1 and texture paths (`l2.latency_cycles`).
+    l2: u64,
     l2_line_shift: u32,
     l2_sector_shift: u32,
 }
@@ -238,7 +242,9 @@ pub(crate) struct L2Req {
     sent: u64,
     addr: u64,
     len: u64,
-    base: u64,
+    /// Cycles from sending to the data when the L2 hits: the requester's path and the L2's
+    /// latency on it.
+    hit: u64,
     op: L2Op,
     /// The token answered with the completion cycle (0: nobody waits, a store's write).
     token: u64,
@@ -298,8 +304,9 @@ struct Link<'a> {
 
 impl Link<'_> {
     /// Queues a request for `[addr, addr + len)` sent at `sent` (a cycle or token) by a path
-    /// of latency `base`; returns the token its answer will resolve (0 when `answer` is false).
-    fn send(&mut self, sent: u64, addr: u64, len: u64, base: u64, op: L2Op, answer: bool) -> u64 {
+    /// that has an L2 hit's data `hit` cycles after it sends; returns the token its answer will
+    /// resolve (0 when `answer` is false).
+    fn send(&mut self, sent: u64, addr: u64, len: u64, hit: u64, op: L2Op, answer: bool) -> u64 {
         let token = if answer { self.pend.given() } else { 0 };
         self.queue.push_back(L2Req {
             now: self.now,
@@ -307,7 +314,7 @@ impl Link<'_> {
             sent,
             addr,
             len,
-            base,
+            hit,
             op,
             token,
         });
@@ -341,10 +348,11 @@ impl Link<'_> {
         if lk.miss != 0 {
             // The latest answer: an answer from below is never before `t` plus this level's
             // hit latency (a level below is no faster, and the L2's answer comes no sooner than
-            // its send cycle, not before `t`, plus the path's latency, which `Below::access`
-            // starts from), so `t + hit` needs no expression of its own.
+            // its send cycle, not before `t`, plus the path's L2 hit, which `Below::access`
+            // starts from and validation keeps no shorter than the levels above), so `t + hit`
+            // needs no expression of its own.
             let ready = match next {
-                Next::L2 { mshrs, base } => {
+                Next::L2 { mshrs, l2_hit } => {
                     let sent = mshrs.acquire(t, self.pend);
                     let sector_bytes = 1u64 << cache.sector_shift();
                     let line_addr = line << cache.line_shift();
@@ -352,10 +360,10 @@ impl Link<'_> {
                     for (first, count) in runs(lk.miss) {
                         let addr = line_addr + u64::from(first) * sector_bytes;
                         let len = u64::from(count) * sector_bytes;
-                        let answer = self.send(sent, addr, len, base, L2Op::Read, true);
+                        let answer = self.send(sent, addr, len, l2_hit, L2Op::Read, true);
                         ready = Some(ready.map_or(answer, |r| self.pend.max(r, answer)));
                     }
-                    let ready = ready.unwrap_or_else(|| self.pend.add(sent, base));
+                    let ready = ready.unwrap_or_else(|| self.pend.add(sent, l2_hit));
                     mshrs.occupy(ready, self.pend);
                     ready
                 }
@@ -363,9 +371,9 @@ impl Link<'_> {
                     cache: level,
                     hit: level_hit,
                     mshrs,
-                    base,
+                    l2_hit,
                 } => {
-                    let below = Next::L2 { mshrs, base };
+                    let below = Next::L2 { mshrs, l2_hit };
                     self.read_line(level, None, below, t, line, lk.miss, level_hit)
                         .0
                 }
@@ -387,14 +395,15 @@ impl Link<'_> {
 
 /// Where an SM-level cache's missing sectors come from.
 enum Next<'a> {
-    /// The L2, through `mshrs`, by a path of latency `base` (see `Link::send`).
-    L2 { mshrs: &'a mut Mshrs, base: u64 },
+    /// The L2, through `mshrs`, its hit's data `l2_hit` cycles after the send (see
+    /// `Link::send`).
+    L2 { mshrs: &'a mut Mshrs, l2_hit: u64 },
     /// A level of hit latency `hit` (`cache`), and behind it the L2 as in `L2`.
     Level {
         cache: &'a mut Cache,
         hit: u64,
         mshrs: &'a mut Mshrs,
-        base: u64,
+        l2_hit: u64,
     },
 }
 
@@ -562,7 +571,7 @@ impl SmMem {
         for lr in lines.iter() {
             let next = Next::L2 {
                 mshrs: &mut *mshrs,
-                base,
+                l2_hit: base + lat.l2,
             };
             let (line_done, took) =
                 link.read_line(cache, Some(&mut *counters), next, t, lr.line, lr.mask, base);
@@ -665,7 +674,7 @@ impl SmMem {
                     },
                     other => other,
                 };
-                let ack = link.send(t, addr, len, lat.l1, op, wait);
+                let ack = link.send(t, addr, len, lat.l1 + lat.l2, op, wait);
                 if wait {
                     done = link.pend.max(done, ack);
                 }
@@ -736,11 +745,11 @@ impl SmMem {
                     cache: level,
                     hit: lat.constant_second,
                     mshrs: &mut *constant_mshrs,
-                    base: lat.constant,
+                    l2_hit: lat.constant_l2,
                 },
                 None => Next::L2 {
                     mshrs: &mut *constant_mshrs,
-                    base: lat.constant,
+                    l2_hit: lat.constant_l2,
                 },
             };
             let (d, took) = link.read_line(
@@ -835,7 +844,7 @@ pub(crate) fn answer_releasing<'a>(
             );
             let sent = sent.unwrap_or(r.now);
             let v = below.answer(&L2Req { sent, ..r });
-            debug_assert!(v >= sent + r.base, "an answer comes after its request");
+            debug_assert!(v >= sent + r.hit, "an answer comes after its request");
             if r.token != 0 {
                 sm.pend.give(r.token, v);
             }
@@ -884,11 +893,13 @@ impl MemorySystem {
                 .constant_second_level
                 .as_ref()
                 .map_or(0, |c| u64::from(c.latency_cycles)),
+            constant_l2: cfg.unloaded_latencies().constant_l2_hit,
             shared: u64::from(cfg.shared.latency_cycles),
             shared_banks: cfg.shared.banks,
             shared_bank_width: cfg.shared.bank_width_bytes,
             shared_same_word_atomic: cfg.shared.same_word_atomic_cycles.unwrap_or(1.0),
             atomic_unit: cfg.l2.atomic_unit,
+            l2: u64::from(cfg.l2.latency_cycles),
             l2_line_shift: below.line_shift,
             l2_sector_shift: below.sector_shift,
         };
@@ -908,7 +919,8 @@ impl MemorySystem {
     /// a request sent at cycle `c` can be needed before `c` + this.
     pub(crate) fn min_round_trip(cfg: &GpuConfig) -> u64 {
         let u = cfg.unloaded_latencies();
-        u.l1_hit.min(u.texture_hit).min(u.constant_hit) + u64::from(cfg.l2.latency_cycles)
+        let l2 = u64::from(cfg.l2.latency_cycles);
+        (u.l1_hit.min(u.texture_hit) + l2).min(u.constant_l2_hit)
     }
 
     /// Starts recording the L1/texture-level address stream of every SM (record.rs).

@@ -164,7 +164,7 @@ impl Answering {
                     break;
                 }
                 let v = part.answer(&L2Req { sent, ..r });
-                debug_assert!(v >= sent + r.base, "an answer comes after its request");
+                debug_assert!(v >= sent + r.hit, "an answer comes after its request");
                 s.answers[*next].store(v, Ordering::Release);
                 *next += 1;
             }

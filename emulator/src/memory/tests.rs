@@ -411,6 +411,36 @@ fn a_constant_line_the_first_level_lost_comes_from_the_second_and_a_cold_one_fro
 }
 
 #[test]
+fn an_uploaded_constant_line_is_an_l2_hit_by_the_constant_paths_own_way() {
+    let h100 = GpuConfig::preset("h100").unwrap();
+    let mut global_way = h100.clone();
+    global_way.l2.constant_latency_cycles = None;
+    let addr = 0x4000;
+    let a = [(0u8, addr)];
+    for cfg in [&h100, &global_way] {
+        let want = cfg.unloaded_latencies();
+        let held = || Some(L2Lines::holding(cfg, None, addr, 64));
+        let mut r = load(&a, 4);
+        r.space = Space::Const;
+        assert_eq!(
+            MemorySystem::after(cfg, held()).access(0, &r),
+            want.constant_l2_hit
+        );
+        // A cold L2 sends it on to DRAM.
+        let cold = MemorySystem::after(cfg, None).access(0, &r);
+        assert!(cold > want.constant_l2_hit + u64::from(cfg.dram.latency_cycles) / 2);
+        // A global load of the held line is an L2 hit by the L1's way.
+        let g = load(&a, 4);
+        assert_eq!(MemorySystem::after(cfg, held()).access(0, &g), want.l2_hit);
+    }
+    let (fast, slow) = (
+        h100.unloaded_latencies().constant_l2_hit,
+        global_way.unloaded_latencies().constant_l2_hit,
+    );
+    assert!(fast < slow, "{fast} {slow}");
+}
+
+#[test]
 fn constant_broadcast_is_one_pass_distinct_addresses_serialize() {
     let cfg = GpuConfig::preset("h100").unwrap();
     let mut mem = MemorySystem::new(&cfg);

@@ -438,6 +438,16 @@ impl Emulator {
                 fitting_presets(&self.config.name, threads, p.regs_per_thread, shared)
             ))
         })?;
+        // The driver writes a launch's parameters to constant memory, an upload like a
+        // `__constant__` variable's: where the L2 keeps uploads, the launch finds them there.
+        // Parameter reads are timed at their offsets, so the held bytes are `[0, len)` widened
+        // to whole constant lines, as a constant read fills them.
+        if self.config.l2.holds_constant_uploads && !params.is_empty() {
+            let line = u64::from(self.config.constant.line_bytes);
+            let len = (params.len() as u64).next_multiple_of(line);
+            let lines = self.l2.take();
+            self.l2 = Some(L2Lines::holding(&self.config, lines, 0, len));
+        }
         let mut mem = MemorySystem::after(&self.config, self.l2.take());
         self.addresses.clear();
         if self.record_addresses {
@@ -549,6 +559,24 @@ mod tests {
             let mut c = [0u8; 16];
             e.read_symbol(id, "c", &mut c).unwrap();
             assert_eq!(c, [1; 16], "{preset}");
+        }
+    }
+
+    #[test]
+    fn a_launchs_parameters_are_in_the_l2_only_where_the_preset_keeps_uploads() {
+        let m = two_buffer_kernel("params", "");
+        for (preset, holds) in [("h100", true), ("v100", false)] {
+            let mut e = Emulator::new(GpuConfig::preset(preset).unwrap());
+            let (id, src, dst) = load_two_buffers(&mut e, &m);
+            let stats = e
+                .launch(id, "params", &two_buffer_launch(src, dst))
+                .unwrap();
+            assert_eq!(
+                stats.mem.dram_bytes_read == 0,
+                holds,
+                "{preset}: {:?}",
+                stats.mem
+            );
         }
     }
 

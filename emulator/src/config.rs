@@ -530,7 +530,8 @@ pub struct L2Config {
     /// a constant array that no SM had read took 182-192 cycles a step right after its upload,
     /// as lines another SM had read took from the L2 (docs/gpu/const-sharing.cu), not a DRAM
     /// read's 540 or more; uploads of global buffers of 1-16 MB stayed at most in part
-    /// (docs/gpu/upload-warmth.cu), and small ones are not measured.
+    /// (docs/gpu/upload-warmth.cu), and small ones are not measured. A launch's parameters,
+    /// which the driver uploads to constant memory too, are held the same way.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub holds_constant_uploads: bool,
     /// Which line a full set gives up.

@@ -62,7 +62,7 @@ use crate::bits::set_bits;
 use crate::devmem::{DeviceMemory, WriteLog};
 use crate::ir::*;
 use crate::memory::{AccessKind, LoadPath, Space};
-use crate::texture::Texture;
+use crate::texture::{Texture, WarpSamples};
 
 use alu::compute;
 pub(crate) use mem::atomic_value;
@@ -102,6 +102,9 @@ pub(crate) struct Ctx<'a> {
     pub now: u64,
     /// Out: `(lane, address)` of each access, for the memory model.
     pub lanes: &'a mut Vec<(u8, u64)>,
+    /// Scratch for a volume fetch's lanes; every lane a fetch samples is written before it is
+    /// read, so what an earlier fetch left never reaches a result.
+    pub samples: &'a mut WarpSamples,
 }
 
 /// What the engine must do after an instruction.

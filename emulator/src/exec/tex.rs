@@ -7,7 +7,7 @@ use crate::hostcpu::HostWork;
 use crate::ir::*;
 use crate::memory::{AccessKind, LANE, LoadPath, PAIR, QUAD, Space};
 use crate::numeric::{b32, f32v};
-use crate::texture::{HANDLE_BASE, Sampler, WarpSamples, unmapped};
+use crate::texture::{HANDLE_BASE, Sampler, unmapped};
 
 /// A texture fetch, run with the host's features (`hostcpu`), so that the filters' floors and
 /// truncations are instructions rather than calls to `floorf` and `truncf`.
@@ -196,8 +196,7 @@ fn volume_samples(
         }
     }
     let mut vals = [[0.0f32; 32]; 4];
-    let mut scratch = WarpSamples::default();
-    if !tex.sample_volume(&coords, m, &mut scratch, c.lanes, &mut vals) {
+    if !tex.sample_volume(&coords, m, c.samples, c.lanes, &mut vals) {
         return None;
     }
     Some((tex.texel_bytes() as u32, vals))

@@ -438,17 +438,16 @@ impl Emulator {
                 fitting_presets(&self.config.name, threads, p.regs_per_thread, shared)
             ))
         })?;
+        let mut mem = MemorySystem::after(&self.config, self.l2.take());
         // The driver writes a launch's parameters to constant memory, an upload like a
         // `__constant__` variable's: where the L2 keeps uploads, the launch finds them there.
         // Parameter reads are timed at their offsets, so the held bytes are `[0, len)` widened
         // to whole constant lines, as a constant read fills them.
         if self.config.l2.holds_constant_uploads && !params.is_empty() {
             let line = u64::from(self.config.constant.line_bytes);
-            let len = (params.len() as u64).next_multiple_of(line);
-            let lines = self.l2.take();
-            self.l2 = Some(L2Lines::holding(&self.config, lines, 0, len));
+            mem.below
+                .hold(0, (params.len() as u64).next_multiple_of(line));
         }
-        let mut mem = MemorySystem::after(&self.config, self.l2.take());
         self.addresses.clear();
         if self.record_addresses {
             mem.record_addresses();

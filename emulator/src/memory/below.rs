@@ -408,15 +408,21 @@ impl L2Lines {
     /// the same config, which must be valid.
     pub(crate) fn holding(cfg: &GpuConfig, lines: Option<L2Lines>, addr: u64, len: u64) -> L2Lines {
         let mut below = Below::new(cfg, lines);
-        for (line, mask) in line_sectors(addr, len, below.line_shift, below.sector_shift) {
-            let k = below.partition_of(line);
-            below.parts[k].hold(line, mask);
-        }
+        below.hold(addr, len);
         below.into_lines()
     }
 }
 
 impl Below {
+    /// Writes the bytes `[addr, addr + len)` into the L2, clean and newest, as an upload the L2
+    /// keeps leaves them.
+    pub(crate) fn hold(&mut self, addr: u64, len: u64) {
+        for (line, mask) in line_sectors(addr, len, self.line_shift, self.sector_shift) {
+            let k = self.partition_of(line);
+            self.parts[k].hold(line, mask);
+        }
+    }
+
     /// The L2 this launch leaves for the next one on the same device.
     pub(super) fn into_lines(self) -> L2Lines {
         L2Lines(

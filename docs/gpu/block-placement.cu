@@ -2,7 +2,9 @@
 // runs on, and its place in that SM's arrival order. Decides the emulator's block distribution
 // (round-robin over SMs, as GPGPU-Sim does): on a 1x128 block shape, eight blocks in a row of
 // the grid read the same texture sectors, so whether they share an SM's L1 is what its texture
-// hit rate turns on.
+// hit rate turns on; and which of a frame's rows and columns share an SM sets how evenly its
+// work spreads, so the frame's time (2026-12-05-block-placement.md). All eight paper shapes, the
+// four the first records hold first.
 //
 // Each block asks for 13 KiB of dynamic shared memory, so that 16 blocks fit an SM (228 KiB,
 // 1 KiB reserved per block), as the render's registers allow; thread 0 records %smid, the SM's
@@ -36,7 +38,7 @@ __global__ void place(unsigned* out) {
 }
 
 int main() {
-  const int shapes[][2] = {{1, 128}, {16, 8}, {128, 1}, {8, 16}};
+  const int shapes[][2] = {{1, 128}, {16, 8}, {128, 1}, {8, 16}, {64, 2}, {32, 4}, {4, 32}, {2, 64}};
   const int n = 2048;
   unsigned* d;
   cudaMalloc(&d, 4 * n * sizeof(unsigned));

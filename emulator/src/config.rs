@@ -239,10 +239,54 @@ pub struct SmConfig {
     /// CTA fence 14–15 cycles after a store, whether its line was in L2 or not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub store_visible_cycles: Option<u32>,
+    /// The order in which the block dispatcher visits the SMs (their ids, `%smid`) as it places
+    /// a launch's first blocks: block by block, each to the next SM of this list that has room,
+    /// from the list's start again after its end. Every SM must appear; an SM may appear more
+    /// than once, as a GPU's dispatcher comes round to some SMs more often. Blocks after the
+    /// first wave go to whichever SM frees room first, as before. Unset: 0, 1, …, `count` − 1,
+    /// round-robin, so that an SM holds blocks `count` apart. An H100 or H200 visits one GPC at
+    /// a time instead, and its placement of a grid's blocks, read from `%smid`
+    /// (docs/gpu/block-placement.cu), can be given here to run a grid as silicon placed it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dispatch_order: Option<Vec<u32>>,
 }
 
 fn waits_for_loads() -> bool {
     true
+}
+
+/// Why `order` cannot be `sm.dispatch_order` on a GPU of `count` SMs, if it cannot.
+fn check_dispatch_order(order: &[u32], count: u32) -> Result<(), String> {
+    if let Some((i, id)) = order.iter().enumerate().find(|&(_, &id)| id >= count) {
+        return Err(format!(
+            "names SM {id} at place {i}, but sm.count is {count} (SMs 0 to {})",
+            count.saturating_sub(1)
+        ));
+    }
+    // Every SM named needs at least `count` places; checked first so that the marks below
+    // never outnumber the list.
+    if order.len() < count as usize {
+        return Err(format!(
+            "must name every SM, so that none is left without blocks, but has {} places for {count} SMs",
+            order.len()
+        ));
+    }
+    let mut seen = vec![false; count as usize];
+    for &id in order {
+        seen[id as usize] = true;
+    }
+    let missing: Vec<u32> = (0..count).filter(|&id| !seen[id as usize]).collect();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        let shown: Vec<String> = missing.iter().take(8).map(u32::to_string).collect();
+        let more = if missing.len() > 8 { ", …" } else { "" };
+        Err(format!(
+            "must name every SM, so that none is left without blocks; {} of {count} are missing ({}{more})",
+            missing.len(),
+            shown.join(", ")
+        ))
+    }
 }
 
 /// Latencies (cycles from issue until a dependent instruction can issue) and issue intervals
@@ -918,6 +962,9 @@ impl GpuConfig {
                     sm.max_threads
                 ),
             ));
+        }
+        if let Some(order) = &sm.dispatch_order {
+            check_dispatch_order(order, sm.count).map_err(|m| err("sm.dispatch_order", m))?;
         }
         if sm.max_shared_bytes_per_block > sm.shared_bytes {
             return Err(err(

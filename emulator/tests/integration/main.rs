@@ -6,6 +6,7 @@ mod common;
 mod compat;
 mod corpus;
 mod coverage;
+mod dispatch;
 mod division;
 mod errors;
 mod golden;

@@ -10,7 +10,7 @@
 // S2UR at one end, which the stall counts do not give (docs/gpu/2026-12-05-naive-windows.md).
 // One warp times each window REPS times; lane 0 records every reading. ptxas 13.0 for sm_90
 // compiles the variants to these windows (stall counts from the opening read to the closing
-// one, docs/gpu/sass-windows.py):
+// one, from kernels/examples/sass_windows.rs):
 //   V0  nothing between, %clock:               S2UR, NOP, S2UR                      8
 //   V1  nothing between, %clock64:             CS2R, CS2R                           2
 //   V2  one load of a word in L1, %clock:      S2UR, NOP, LDG, S2UR                 8

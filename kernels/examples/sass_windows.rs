@@ -58,10 +58,7 @@ fn run() -> Result<(), String> {
     }
     let mut out = String::new();
     for f in functions.iter().filter(|f| f.name.contains(&want)) {
-        let reads: Vec<usize> = (0..f.instrs.len())
-            .filter(|&i| f.instrs[i].is_clock_read())
-            .collect();
-        for pair in reads.windows(2) {
+        for pair in f.clock_reads().windows(2) {
             let window = &f.instrs[pair[0]..=pair[1]];
             let stalls: u32 = window[..window.len() - 1]
                 .iter()

@@ -58,9 +58,7 @@ pub struct Interval {
 
 /// The timed intervals of a function, or why it is malformed.
 pub fn sass_intervals(f: &SassFunction) -> Result<Vec<Interval>, String> {
-    let clocks: Vec<usize> = (0..f.instrs.len())
-        .filter(|&i| f.instrs[i].is_clock_read())
-        .collect();
+    let clocks = f.clock_reads();
     let bare: Vec<usize> = sass_bare_copies(f).iter().map(|c| c.load).collect();
     let mut out = Vec::new();
     for w in clocks.windows(2) {
@@ -190,9 +188,7 @@ pub fn is_sass_global_store(i: &SassInstr) -> bool {
 /// must be drained by a MEMBAR before the next clock read opens a window: otherwise the next
 /// fenced access would wait for it.
 pub fn check_record_drains(f: &SassFunction) -> Result<(), String> {
-    let clocks: Vec<usize> = (0..f.instrs.len())
-        .filter(|&i| f.instrs[i].is_clock_read())
-        .collect();
+    let clocks = f.clock_reads();
     let (Some(&first), Some(&last)) = (clocks.first(), clocks.last()) else {
         return Ok(());
     };

@@ -196,6 +196,15 @@ pub struct SassFunction {
     pub instrs: Vec<SassInstr>,
 }
 
+impl SassFunction {
+    /// Where its reads of the cycle counter stand, in order (indices into `instrs`).
+    pub fn clock_reads(&self) -> Vec<usize> {
+        (0..self.instrs.len())
+            .filter(|&i| self.instrs[i].is_clock_read())
+            .collect()
+    }
+}
+
 /// Parses `cuobjdump -sass` (or `nvdisasm -hex`) output: functions and instructions with their
 /// control bits. Lines it does not recognise are skipped.
 pub fn parse_sass(text: &str) -> Vec<SassFunction> {

@@ -110,6 +110,12 @@ pub(crate) struct Extender {
 }
 
 impl Extender {
+    /// Whether it extends the sign; zero extension of a value read into zeroed bytes changes
+    /// nothing.
+    pub(crate) fn signed(self) -> bool {
+        self.signed
+    }
+
     /// Both extensions computed and one selected, so that a loop over lanes has no branch.
     #[inline]
     pub(crate) fn apply(self, v: u64) -> u64 {

@@ -293,13 +293,26 @@ fn full_warp_shared_offsets<const N: usize>(
     len: u64,
 ) -> Option<[u64; 32]> {
     let mut offsets = [0u64; 32];
-    let mut bad = false;
+    // Addresses below 2^32 are their own offsets (`space_offset`), and are the rule: nvcc forms
+    // them in 32-bit registers. Their bits and their largest decide alignment and bounds for
+    // every lane at once; a lane of the generic window sends the warp to the full pass.
+    let (mut bits, mut last) = (0u64, 0u64);
     for (l, slot) in offsets.iter_mut().enumerate() {
-        let o = space_offset(addr(l), SHARED_WINDOW);
-        bad |= (o & (N as u64 - 1) != 0) | (o + N as u64 > len);
-        *slot = o;
+        let a = addr(l);
+        bits |= a;
+        last = last.max(a);
+        *slot = a;
     }
-    (!bad).then_some(offsets)
+    if bits >> 32 != 0 {
+        (bits, last) = (0, 0);
+        for slot in &mut offsets {
+            let o = space_offset(*slot, SHARED_WINDOW);
+            bits |= o;
+            last = last.max(o);
+            *slot = o;
+        }
+    }
+    (bits & (N as u64 - 1) == 0 && last + N as u64 <= len).then_some(offsets)
 }
 
 /// `st.shared` of one element from registers, lane by lane like a load:
@@ -454,11 +467,23 @@ fn load_shared<const N: usize>(
             full_warp_shared_offsets::<N>(|l| base(&w.regs, l).wrapping_add(x.off as u64), len)
     {
         if let Some(d) = dst {
-            for (l, &o) in offsets.iter().enumerate() {
+            let shared = &*c.shared;
+            let read = |o: u64| {
                 let o = o as usize;
                 let mut b = [0u8; 8];
-                b[..N].copy_from_slice(&c.shared[o..o + N]);
-                w.regs[d + l] = ext.apply(u64::from_le_bytes(b)) & keep;
+                b[..N].copy_from_slice(&shared[o..o + N]);
+                u64::from_le_bytes(b)
+            };
+            let row = &mut w.regs[d..d + 32];
+            // An unsigned element read into zeroed bytes is already extended.
+            if ext.signed() {
+                for (r, &o) in row.iter_mut().zip(&offsets) {
+                    *r = ext.apply(read(o)) & keep;
+                }
+            } else {
+                for (r, &o) in row.iter_mut().zip(&offsets) {
+                    *r = read(o) & keep;
+                }
             }
         }
         c.lanes

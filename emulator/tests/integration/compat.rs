@@ -40,6 +40,29 @@ fn shared_addresses_in_32_bit_registers_wrap() {
 }
 
 #[test]
+fn a_full_warps_shared_loads_extend_as_their_type_says() {
+    // Each lane stores the byte -(t+1) and reads it back as s8 and u8 through its shared
+    // address, and as s8 through its generic address (`cvta.shared`), all 32 lanes at once.
+    let src = format!(
+        "{HEAD}.visible .entry k(.param .u64 out)\n{{\n .shared .align 4 .b8 s[64];\n .reg .b64 %rd<8>;\n .reg .b32 %r<16>;\n ld.param.u64 %rd1, [out];\n mov.u32 %r15, %tid.x;\n not.b32 %r1, %r15;\n mov.u32 %r2, s;\n add.s32 %r3, %r2, %r15;\n st.shared.u8 [%r3], %r1;\n bar.sync 0;\n ld.shared.s8 %r4, [%r3];\n ld.shared.u8 %r5, [%r3];\n cvta.shared.u64 %rd4, s;\n cvt.u64.u32 %rd5, %r15;\n add.s64 %rd6, %rd4, %rd5;\n ld.shared.s8 %r6, [%rd6];\n mul.wide.u32 %rd2, %r15, 4;\n add.s64 %rd3, %rd1, %rd2;\n st.global.u32 [%rd3], %r4;\n st.global.u32 [%rd3+128], %r5;\n st.global.u32 [%rd3+256], %r6;\n ret;\n}}\n"
+    );
+    let mut r = Rig::new(&src);
+    let out = r.zeros(96 * 4);
+    r.launch("k", [1, 1, 1], [32, 1, 1], vec![a64(out)]);
+    let got = r.get_u32(out, 96);
+    for t in 0..32usize {
+        let byte = !(t as u8);
+        assert_eq!(got[t], byte as i8 as i32 as u32, "s8, thread {t}");
+        assert_eq!(got[32 + t], u32::from(byte), "u8, thread {t}");
+        assert_eq!(
+            got[64 + t],
+            byte as i8 as i32 as u32,
+            "generic s8, thread {t}"
+        );
+    }
+}
+
+#[test]
 fn warp_sz_is_the_warp_size() {
     let got = run32(" mov.u32 %r1, WARP_SZ;\n st.global.u32 [%rd3], %r1;", 32);
     assert!(got.iter().all(|&v| v == 32), "{got:?}");

@@ -302,16 +302,17 @@ fn conflict_free_ways(lanes: &[(u8, u64)], len: u64, banks: &Banks) -> Option<u3
     // shared-memory kernel read so (a row, a column broadcast to the rows): one pass of a
     // minimum and a maximum decides it where the check below writes and reads a table per
     // lane (tiled matmul: about 600 host instructions fewer an access).
-    let shift = banks.width_shift;
-    let (low, high) = lanes.iter().fold((u64::MAX, 0), |(low, high), &(_, a)| {
-        (
-            low.min(a >> shift),
-            high.max(a.saturating_add(len - 1) >> shift),
-        )
+    // The first word of the lowest address and the last of the highest: both maps are
+    // monotonic, so they bound every lane's words.
+    let Some(&(_, first)) = lanes.first() else {
+        return Some(0);
+    };
+    let (low, high) = lanes.iter().fold((first, first), |(low, high), &(_, a)| {
+        (low.min(a), high.max(a))
     });
-    // Without lanes `high - low` wraps to 1.
-    if high.wrapping_sub(low) < banks.count {
-        return Some(u32::from(!lanes.is_empty()));
+    let shift = banks.width_shift;
+    if (high.saturating_add(len - 1) >> shift) - (low >> shift) < banks.count {
+        return Some(1);
     }
     if banks.count > 64 {
         return None;

@@ -287,17 +287,19 @@ fn shared_scalar_offset(addr: u64, l: usize, eb: usize, len: u64, what: &str) ->
 /// lane's access is misaligned or out of bounds (`len` bytes), which the lane loop then names.
 /// Why a pass of its own: checked lane by lane, each access is a chain of branches; here the
 /// lanes' checks are folded into one flag, and a full warp is the common shared access.
+/// The offsets come as the memory model's `(lane, offset)` pairs, so that they reach it in one
+/// copy.
 #[inline(always)]
 fn full_warp_shared_offsets<const N: usize>(
     addr: impl Fn(usize) -> u64,
     len: u64,
-) -> Option<[u64; 32]> {
-    let mut offsets = [0u64; 32];
+) -> Option<[(u8, u64); 32]> {
+    let mut offsets: [(u8, u64); 32] = std::array::from_fn(|l| (l as u8, 0));
     // Addresses below 2^32 are their own offsets (`space_offset`), and are the rule: nvcc forms
     // them in 32-bit registers. Their bits and their largest decide alignment and bounds for
     // every lane at once; a lane of the generic window sends the warp to the full pass.
     let (mut bits, mut last) = (0u64, 0u64);
-    for (l, slot) in offsets.iter_mut().enumerate() {
+    for (l, (_, slot)) in offsets.iter_mut().enumerate() {
         let a = addr(l);
         bits |= a;
         last = last.max(a);
@@ -305,7 +307,7 @@ fn full_warp_shared_offsets<const N: usize>(
     }
     if bits >> 32 != 0 {
         (bits, last) = (0, 0);
-        for slot in &mut offsets {
+        for (_, slot) in &mut offsets {
             let o = space_offset(*slot, SHARED_WINDOW);
             bits |= o;
             last = last.max(o);
@@ -365,29 +367,17 @@ pub(super) fn memory(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow
     }
 }
 
-/// A load's lanes, read lane by lane straight into the destination registers: lane `l`'s
-/// address is `base(regs, l)`, from the register file itself when the address is a register,
-/// so no operand or result array is copied or zeroed. Right even when a destination is the
-/// address register, since a lane reads only its own address, before its own writes; a fault
-/// ends the launch, so lanes written before it do not matter.
+/// A load's lanes, read lane by lane straight into the destination registers, from a copy of
+/// the address row (one 256-byte copy, after which no lane's address needs a bounds check of
+/// its own); so no result array is copied or zeroed. A fault ends the launch, so lanes written
+/// before it do not matter.
 fn load(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow> {
-    if let Opnd::Reg(r) = x.a {
-        let r = r as usize * 32;
-        load_lanes(x, w, c, m, |regs, l| regs[r + l])
-    } else {
-        let mut base = [0u64; 32];
-        c.fetch(x.a, w, &mut base);
-        load_lanes(x, w, c, m, |_, l| base[l])
-    }
+    let mut base = [0u64; 32];
+    c.fetch(x.a, w, &mut base);
+    load_lanes(x, w, c, m, &base)
 }
 
-fn load_lanes(
-    x: &Inst,
-    w: &mut Warp,
-    c: &mut Ctx,
-    m: u32,
-    base: impl Fn(&[u64], usize) -> u64,
-) -> Faulty<Flow> {
+fn load_lanes(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32, base: &[u64; 32]) -> Faulty<Flow> {
     let eb = x.ty.bytes().max(1) as usize;
     let vec = x.vec.max(1) as usize;
     let total = eb * vec;
@@ -400,10 +390,10 @@ fn load_lanes(
     if vec == 1 && x.space == Sp::Shared && eb <= 8 {
         // The element size chosen once: each lane's read is then a fixed-size copy.
         match eb {
-            1 => load_shared::<1>(x, w, c, m, &base, dst[0], ext, keep)?,
-            2 => load_shared::<2>(x, w, c, m, &base, dst[0], ext, keep)?,
-            4 => load_shared::<4>(x, w, c, m, &base, dst[0], ext, keep)?,
-            _ => load_shared::<8>(x, w, c, m, &base, dst[0], ext, keep)?,
+            1 => load_shared::<1>(x, w, c, m, base, dst[0], ext, keep)?,
+            2 => load_shared::<2>(x, w, c, m, base, dst[0], ext, keep)?,
+            4 => load_shared::<4>(x, w, c, m, base, dst[0], ext, keep)?,
+            _ => load_shared::<8>(x, w, c, m, base, dst[0], ext, keep)?,
         }
         return Ok(Flow::Mem {
             space: Space::Shared,
@@ -415,8 +405,7 @@ fn load_lanes(
     }
     let mut space = None;
     for l in set_bits(m) {
-        let addr = base(&w.regs, l);
-        let t = c.lane_target(x, w, addr, l, total.min(16), total, "load", &mut space)?;
+        let t = c.lane_target(x, w, base[l], l, total.min(16), total, "load", &mut space)?;
         for (k, d) in dst.iter().enumerate().take(vec) {
             let v = ext.apply(c.read(w, &t.offset(k * eb), eb, l)?);
             if let Some(d) = d {
@@ -456,7 +445,7 @@ fn load_shared<const N: usize>(
     w: &mut Warp,
     c: &mut Ctx,
     m: u32,
-    base: &impl Fn(&[u64], usize) -> u64,
+    base: &[u64; 32],
     dst: Option<usize>,
     ext: Extender,
     keep: u64,
@@ -464,7 +453,7 @@ fn load_shared<const N: usize>(
     let len = c.shared.len() as u64;
     if m == FULL
         && let Some(offsets) =
-            full_warp_shared_offsets::<N>(|l| base(&w.regs, l).wrapping_add(x.off as u64), len)
+            full_warp_shared_offsets::<N>(|l| base[l].wrapping_add(x.off as u64), len)
     {
         if let Some(d) = dst {
             let shared = &*c.shared;
@@ -477,21 +466,20 @@ fn load_shared<const N: usize>(
             let row = &mut w.regs[d..d + 32];
             // An unsigned element read into zeroed bytes is already extended.
             if ext.signed() {
-                for (r, &o) in row.iter_mut().zip(&offsets) {
+                for (r, &(_, o)) in row.iter_mut().zip(&offsets) {
                     *r = ext.apply(read(o)) & keep;
                 }
             } else {
-                for (r, &o) in row.iter_mut().zip(&offsets) {
+                for (r, &(_, o)) in row.iter_mut().zip(&offsets) {
                     *r = read(o) & keep;
                 }
             }
         }
-        c.lanes
-            .extend(offsets.iter().enumerate().map(|(l, &o)| (l as u8, o)));
+        c.lanes.extend_from_slice(&offsets);
         return Ok(());
     }
     for l in set_bits(m) {
-        let addr = base(&w.regs, l).wrapping_add(x.off as u64);
+        let addr = base[l].wrapping_add(x.off as u64);
         let o = shared_scalar_offset(addr, l, N, len, "load")?;
         if let Some(d) = dst {
             let mut b = [0u8; 8];

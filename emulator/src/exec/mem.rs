@@ -367,17 +367,29 @@ pub(super) fn memory(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow
     }
 }
 
-/// A load's lanes, read lane by lane straight into the destination registers, from a copy of
-/// the address row (one 256-byte copy, after which no lane's address needs a bounds check of
-/// its own); so no result array is copied or zeroed. A fault ends the launch, so lanes written
-/// before it do not matter.
+/// A load's lanes, read lane by lane straight into the destination registers: lane `l`'s
+/// address is `base(regs, l)`, from the register file itself when the address is a register,
+/// so no operand or result array is copied or zeroed. Right even when a destination is the
+/// address register, since a lane reads only its own address, before its own writes; a fault
+/// ends the launch, so lanes written before it do not matter.
 fn load(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow> {
-    let mut base = [0u64; 32];
-    c.fetch(x.a, w, &mut base);
-    load_lanes(x, w, c, m, &base)
+    if let Opnd::Reg(r) = x.a {
+        let r = r as usize * 32;
+        load_lanes(x, w, c, m, |regs, l| regs[r + l])
+    } else {
+        let mut base = [0u64; 32];
+        c.fetch(x.a, w, &mut base);
+        load_lanes(x, w, c, m, |_, l| base[l])
+    }
 }
 
-fn load_lanes(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32, base: &[u64; 32]) -> Faulty<Flow> {
+fn load_lanes(
+    x: &Inst,
+    w: &mut Warp,
+    c: &mut Ctx,
+    m: u32,
+    base: impl Fn(&[u64], usize) -> u64,
+) -> Faulty<Flow> {
     let eb = x.ty.bytes().max(1) as usize;
     let vec = x.vec.max(1) as usize;
     let total = eb * vec;
@@ -390,10 +402,10 @@ fn load_lanes(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32, base: &[u64; 32]) -> 
     if vec == 1 && x.space == Sp::Shared && eb <= 8 {
         // The element size chosen once: each lane's read is then a fixed-size copy.
         match eb {
-            1 => load_shared::<1>(x, w, c, m, base, dst[0], ext, keep)?,
-            2 => load_shared::<2>(x, w, c, m, base, dst[0], ext, keep)?,
-            4 => load_shared::<4>(x, w, c, m, base, dst[0], ext, keep)?,
-            _ => load_shared::<8>(x, w, c, m, base, dst[0], ext, keep)?,
+            1 => load_shared::<1>(x, w, c, m, &base, dst[0], ext, keep)?,
+            2 => load_shared::<2>(x, w, c, m, &base, dst[0], ext, keep)?,
+            4 => load_shared::<4>(x, w, c, m, &base, dst[0], ext, keep)?,
+            _ => load_shared::<8>(x, w, c, m, &base, dst[0], ext, keep)?,
         }
         return Ok(Flow::Mem {
             space: Space::Shared,
@@ -405,7 +417,8 @@ fn load_lanes(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32, base: &[u64; 32]) -> 
     }
     let mut space = None;
     for l in set_bits(m) {
-        let t = c.lane_target(x, w, base[l], l, total.min(16), total, "load", &mut space)?;
+        let addr = base(&w.regs, l);
+        let t = c.lane_target(x, w, addr, l, total.min(16), total, "load", &mut space)?;
         for (k, d) in dst.iter().enumerate().take(vec) {
             let v = ext.apply(c.read(w, &t.offset(k * eb), eb, l)?);
             if let Some(d) = d {
@@ -445,7 +458,7 @@ fn load_shared<const N: usize>(
     w: &mut Warp,
     c: &mut Ctx,
     m: u32,
-    base: &[u64; 32],
+    base: &impl Fn(&[u64], usize) -> u64,
     dst: Option<usize>,
     ext: Extender,
     keep: u64,
@@ -453,7 +466,7 @@ fn load_shared<const N: usize>(
     let len = c.shared.len() as u64;
     if m == FULL
         && let Some(offsets) =
-            full_warp_shared_offsets::<N>(|l| base[l].wrapping_add(x.off as u64), len)
+            full_warp_shared_offsets::<N>(|l| base(&w.regs, l).wrapping_add(x.off as u64), len)
     {
         if let Some(d) = dst {
             let shared = &*c.shared;
@@ -479,7 +492,7 @@ fn load_shared<const N: usize>(
         return Ok(());
     }
     for l in set_bits(m) {
-        let addr = base[l].wrapping_add(x.off as u64);
+        let addr = base(&w.regs, l).wrapping_add(x.off as u64);
         let o = shared_scalar_offset(addr, l, N, len, "load")?;
         if let Some(d) = dst {
             let mut b = [0u8; 8];

@@ -388,13 +388,8 @@ impl Sm {
                         record: None,
                     });
                     let ws = self.warps.len() - 1;
-                    self.hot.set(
-                        ws,
-                        Hot {
-                            ready: u64::MAX,
-                            pipe: Pipe::of_class(Class::Int),
-                        },
-                    );
+                    self.hot
+                        .set(ws, Hot::new(u64::MAX, Pipe::of_class(Class::Int)));
                     ws
                 }
             };

@@ -8,21 +8,36 @@ use crate::bits::set_bits;
 /// scan walks one small array: the cycle from which the warp can issue as far as it alone
 /// decides (`max(wake, next_ok)`; `u64::MAX` when not running) and its next instruction's
 /// unit (`pipe.rs`). Kept in step with the warp by [`Hot::of`] after every change.
+///
+/// `aged` is the warp's age key, kept by [`HotTable`] rather than by the warp: its place in
+/// its scheduler's age order (0: the oldest) above its index among the scheduler's warps in
+/// the low 8 bits. Held here, in what would be padding, so that a pass over the near warps
+/// reads one entry per warp rather than the entry and the age order's.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Hot {
     pub(super) ready: u64,
     pub(super) pipe: Pipe,
+    aged: u32,
 }
 
 impl Hot {
     pub(super) fn of(w: &TWarp) -> Hot {
-        Hot {
-            ready: if w.state == WState::Run {
+        Hot::new(
+            if w.state == WState::Run {
                 w.wake.max(w.next_ok)
             } else {
                 u64::MAX
             },
-            pipe: w.pipe,
+            w.pipe,
+        )
+    }
+
+    /// A warp's entry with the age key unset (the table sets it).
+    pub(super) fn new(ready: u64, pipe: Pipe) -> Hot {
+        Hot {
+            ready,
+            pipe,
+            aged: u32::MAX,
         }
     }
 }
@@ -74,13 +89,12 @@ const NEAR_SPAN: u64 = 32;
 /// [`Hot`] per warp slot, stored by scheduler (slot `ws` is the `ws / n`-th of scheduler
 /// `ws % n`), so that a scheduler's scan walks one contiguous array; `at[ws]` is that place,
 /// looked up rather than divided for. `by_age[s]` lists scheduler `s`'s warps oldest first,
-/// so that a scan for the oldest ready warp stops at the first it finds.
+/// so that a scan for the oldest ready warp stops at the first it finds; each entry's `aged`
+/// says where its warp stands in it.
 pub(super) struct HotTable {
     per: Vec<Vec<Hot>>,
     at: Vec<(u32, u32)>,
     by_age: Vec<Vec<u32>>,
-    /// `rank[s][k]`: where scheduler `s`'s `k`-th warp stands in `by_age[s]`.
-    rank: Vec<Vec<u32>>,
 }
 
 impl HotTable {
@@ -89,7 +103,6 @@ impl HotTable {
             per: vec![Vec::new(); nsched.max(1)],
             at: Vec::new(),
             by_age: vec![Vec::new(); nsched.max(1)],
-            rank: vec![Vec::new(); nsched.max(1)],
         }
     }
 
@@ -101,16 +114,12 @@ impl HotTable {
             order.remove(i);
         }
         order.push(k);
-        let rank = &mut self.rank[s as usize];
-        rank.resize(self.per[s as usize].len(), u32::MAX);
+        let per = &mut self.per[s as usize];
         for (i, &j) in order.iter().enumerate() {
-            rank[j as usize] = i as u32;
+            if let Some(h) = per.get_mut(j as usize) {
+                h.aged = (i as u32) << 8 | j;
+            }
         }
-    }
-
-    /// Where each of scheduler `s`'s warps stands in its age order (0: the oldest).
-    pub(super) fn rank(&self, s: usize) -> &[u32] {
-        &self.rank[s]
     }
 
     /// Scheduler `s`'s warps (their indices among its own), oldest first.
@@ -127,10 +136,13 @@ impl HotTable {
         }
     }
 
-    /// Sets scheduler `s`'s `k`-th warp, for a caller that knows where it is.
+    /// Sets scheduler `s`'s `k`-th warp, for a caller that knows where it is; its age key
+    /// stays.
     #[inline]
     pub(super) fn set_in(&mut self, s: usize, k: usize, h: Hot) {
-        self.per[s][k] = h;
+        let e = &mut self.per[s][k];
+        e.ready = h.ready;
+        e.pipe = h.pipe;
     }
 
     #[cold]
@@ -185,16 +197,15 @@ impl Sm {
     fn pick_near(&self, s: usize, now: u64, near: Near) -> Option<Result<usize, Wait>> {
         let pipes = &self.pipe[s];
         let hot = self.hot.of_scheduler(s);
-        let rank = self.hot.rank(s);
-        let when = |k: usize| hot[k].ready.max(pipes[hot[k].pipe.index()]);
         // Branch-free minima of packed keys (a near warp's index is below 64, so it takes the
-        // low 8 bits): the oldest warp that can issue now, by (rank, index); the soonest cycle
-        // with the oldest warp then, by (cycle, rank, index); and with the first in slot order
-        // then, by (cycle, index). Comparisons that branch on each warp mispredict.
+        // low 8 bits of its age key): the oldest warp that can issue now, by (rank, index); the
+        // soonest cycle with the oldest warp then, by (cycle, rank, index); and with the first
+        // in slot order then, by (cycle, index). Comparisons that branch on each warp mispredict.
         let (mut ready_now, mut by_age, mut by_slot) = (u64::MAX, u128::MAX, u128::MAX);
         for k in set_bits(near.warps) {
-            let t = when(k);
-            let aged = u64::from(rank[k]) << 8 | k as u64;
+            let h = &hot[k];
+            let t = h.ready.max(pipes[h.pipe.index()]);
+            let aged = u64::from(h.aged);
             ready_now = ready_now.min(if t <= now { aged } else { u64::MAX });
             by_age = by_age.min(u128::from(t) << 64 | u128::from(aged));
             by_slot = by_slot.min(u128::from(t) << 64 | k as u128);
@@ -365,7 +376,7 @@ mod tests {
         ) {
             let hot: Vec<Hot> = cycles
                 .iter()
-                .map(|&ready| Hot { ready, pipe: Pipe::of_class(Class::Int) })
+                .map(|&ready| Hot::new(ready, Pipe::of_class(Class::Int)))
                 .collect();
             // An age order: the slots shuffled by the seed.
             let mut by_age: Vec<u32> = (0..hot.len() as u32).collect();
@@ -392,7 +403,7 @@ mod tests {
         ) {
             let hot: Vec<Hot> = cycles
                 .iter()
-                .map(|c| Hot { ready: c.unwrap_or(u64::MAX), pipe: Pipe::of_class(Class::Int) })
+                .map(|c| Hot::new(c.unwrap_or(u64::MAX), Pipe::of_class(Class::Int)))
                 .collect();
             let by_age: Vec<u32> = (0..hot.len() as u32).rev().collect();
             let soonest = hot.iter().map(|h| h.ready).min().unwrap_or(u64::MAX);

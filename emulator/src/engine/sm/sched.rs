@@ -197,27 +197,28 @@ impl Sm {
     fn pick_near(&self, s: usize, now: u64, near: Near) -> Option<Result<usize, Wait>> {
         let pipes = &self.pipe[s];
         let hot = self.hot.of_scheduler(s);
-        // Branch-free minima of packed keys (a near warp's index is below 64, so it takes the
-        // low 8 bits of its age key): the oldest warp that can issue now, by (rank, index); the
-        // soonest cycle with the oldest warp then, by (cycle, rank, index); and with the first
-        // in slot order then, by (cycle, index). Comparisons that branch on each warp mispredict.
-        let (mut ready_now, mut by_age, mut by_slot) = (u64::MAX, u128::MAX, u128::MAX);
+        // Branch-free, since comparisons that branch on each warp mispredict: the least of
+        // (cycle it can issue, no earlier than now; age key) gives the oldest warp that can issue
+        // now or, when none can, the soonest cycle and the oldest warp then (a near warp's index
+        // is below 64, so it takes the low 8 bits of its age key); the first warp in slot order
+        // to reach the soonest cycle is the first whose cycle is below every one before it, the
+        // warps being visited in slot order.
+        let (mut least, mut soonest_t, mut soonest) = (u128::MAX, u64::MAX, 0);
         for k in set_bits(near.warps) {
             let h = &hot[k];
             let t = h.ready.max(pipes[h.pipe.index()]);
-            let aged = u64::from(h.aged);
-            ready_now = ready_now.min(if t <= now { aged } else { u64::MAX });
-            by_age = by_age.min(u128::from(t) << 64 | u128::from(aged));
-            by_slot = by_slot.min(u128::from(t) << 64 | k as u128);
+            least = least.min(u128::from(t.max(now)) << 64 | u128::from(h.aged));
+            soonest = if t < soonest_t { k } else { soonest };
+            soonest_t = soonest_t.min(t);
         }
-        if ready_now != u64::MAX {
-            return Some(Ok((ready_now & 0xff) as usize));
+        let best_t = (least >> 64) as u64;
+        let oldest = (least & 0xff) as u32;
+        if best_t == now {
+            return Some(Ok(oldest as usize));
         }
-        let best_t = (by_age >> 64) as u64;
         if best_t >= near.bound {
             return None;
         }
-        let (oldest, soonest) = ((by_age & 0xff) as u32, (by_slot & 0xff) as usize);
         Some(Err(self.wait(s, best_t, soonest, oldest, near)))
     }
 

@@ -367,6 +367,39 @@ mod tests {
     use crate::ir::Class;
 
     proptest::proptest! {
+        /// Each entry's age key names its place in its scheduler's age order and its index,
+        /// whatever the order of new slots, warps made youngest again and entries set since:
+        /// setting an entry keeps its key.
+        #[test]
+        fn the_age_keys_follow_the_age_order(
+            nsched in 1usize..=4,
+            steps in proptest::collection::vec((0u8..3, 0usize..64, 0u64..1000), 1..200),
+        ) {
+            let mut table = HotTable::new(nsched);
+            let mut slots = 0;
+            for (what, at, ready) in steps {
+                let h = Hot::new(ready, Pipe::of_class(Class::Int));
+                match what {
+                    // A new slot, the youngest, while the schedulers have room for 64 each.
+                    0 if slots < 64 * nsched => {
+                        table.set(slots, h);
+                        table.youngest(slots);
+                        slots += 1;
+                    }
+                    1 if slots > 0 => table.youngest(at % slots),
+                    2 if slots > 0 => table.set(at % slots, h),
+                    _ => {}
+                }
+            }
+            for s in 0..nsched {
+                let hot = table.of_scheduler(s);
+                proptest::prop_assert_eq!(table.by_age(s).len(), hot.len());
+                for (i, &k) in table.by_age(s).iter().enumerate() {
+                    proptest::prop_assert_eq!(hot[k as usize].aged, (i as u32) << 8 | k);
+                }
+            }
+        }
+
         /// The masks find the warps the searches find, for any cycles (few distinct ones, so
         /// that several warps share the soonest) and any age order.
         #[test]

@@ -113,13 +113,23 @@ pub(crate) fn coalesce(
 /// Why one pass: a filtered texture fetch is up to 256 entries (32 lanes × 8 texels; 128 on
 /// average on the reuse render), and two passes over them, one for the lines and one for the
 /// lookups, cost about 80 host instructions an entry, a fifth of the reuse render's count.
-/// More than half of a sample's texels lie in the sector of the texel before, which changes
-/// neither the lines nor the lookups: such an entry is skipped after one comparison, and one
-/// pass costs about 52 an entry (docs/PERFORMANCE.md).
 ///
-/// A group reads at most 32 sectors (a pair's trilinear samples read 16, a quad's 16-byte
-/// loads 8), so its sectors so far sit in a 32-entry array searched up to its count; past it a
-/// new sector is counted but not remembered (a repeat of it would count again).
+/// More than half of a sample's texels lie in the sector of the texel before, which changes
+/// neither the lines nor the lookups: such an entry is skipped after one comparison.
+///
+/// Why so few branches after it: whether a texel lies in the line of its own z slice or in the
+/// other slice's varies from lane to lane as the sample points do, so a branch on it is
+/// mispredicted about as often as taken. An entry therefore ors its sector into the masks of both
+/// lines in view, each under a mask that is all ones only for the line it is in, and branches
+/// only when its line is neither (a new line, a few per fetch). A group's lookups are counted
+/// from the same two lines' masks of the sectors the group has read, with those of lines that
+/// left the view kept aside until the group ends: searching the group's sectors so far, as
+/// before, mispredicted at the end of most searches. On the reuse render this took 0.976 of the
+/// wall time (docs/PERFORMANCE.md).
+///
+/// A group reads at most 32 sectors (a pair's trilinear samples read 16, a quad's 16-byte loads
+/// 8), so at most 32 lines leave the view during one; past that a line's sectors are not kept
+/// aside, and a repeat of one would count again.
 pub(crate) fn coalesce_counting<const LOOKUPS: bool>(
     lanes: &[(u8, u64)],
     bytes: u32,
@@ -128,34 +138,23 @@ pub(crate) fn coalesce_counting<const LOOKUPS: bool>(
     group: u8,
     out: &mut Lines,
 ) -> u64 {
-    const NONE: u64 = u64::MAX;
     out.clear();
     let per_line = line_shift - sector_shift;
     let sector_index_mask = (1u64 << per_line) - 1;
     let len = u64::from(bytes.max(1));
     let group_shift = group.max(1).trailing_zeros();
-    // The line being accumulated, and the one before it: the index is only probed when a
-    // sector is in neither. Two, because a trilinear sample's texels alternate between the
-    // lines of its two slices. The line before is always in `out` already (or `NONE`), so
-    // only the current one can be new there, and lines still enter `out` in first-touch order.
-    let mut cur_line = NONE;
-    let mut cur_mask = 0u8;
-    let mut prev_line = NONE;
-    let mut prev_mask = 0u8;
-    // No sector is `NONE`: an address that high faults before it reaches the memory model.
-    // The sector seen last (in this group, when counting lookups), and the group's sectors.
-    let mut last = NONE;
+    let mut view = View::default();
     let mut current = u32::MAX;
-    let mut seen = [NONE; 32];
-    let mut n = 0usize;
-    let mut lookups = 0u64;
+    // No sector is `u64::MAX` (see `View`). The sector an entry read last, in this group when
+    // counting lookups.
+    let mut last = u64::MAX;
     for &(l, addr) in lanes {
         if LOOKUPS {
             let g = u32::from(l >> group_shift);
             if g != current {
                 current = g;
-                n = 0;
-                last = NONE;
+                last = u64::MAX;
+                view.new_group();
             }
         }
         let first = addr >> sector_shift;
@@ -163,37 +162,113 @@ pub(crate) fn coalesce_counting<const LOOKUPS: bool>(
         if first == last && end == last {
             continue;
         }
-        let mut sector = first;
-        loop {
-            if LOOKUPS && sector != last && !seen[..n].contains(&sector) {
-                if n < seen.len() {
-                    seen[n] = sector;
-                    n += 1;
-                }
-                lookups += 1;
-            }
-            last = sector;
-            let line = sector >> per_line;
-            let bit = 1u8 << (sector & sector_index_mask);
-            if line == cur_line {
-                cur_mask |= bit;
-            } else if line == prev_line {
-                prev_mask |= bit;
-            } else {
-                out.merge(prev_line, prev_mask);
-                out.merge(cur_line, cur_mask);
-                (prev_line, prev_mask) = (cur_line, 0);
-                (cur_line, cur_mask) = (line, bit);
-            }
-            if sector >= end {
-                break;
-            }
-            sector += 1;
+        last = end;
+        for sector in first..=end {
+            view.add::<LOOKUPS>(sector >> per_line, 1u8 << (sector & sector_index_mask), out);
         }
     }
-    out.merge(prev_line, prev_mask);
-    out.merge(cur_line, cur_mask);
-    lookups
+    view.finish(out)
+}
+
+/// One of the two lines in [`View`].
+#[derive(Clone, Copy)]
+struct InView {
+    line: u64,
+    /// Sectors not yet merged into the access's lines.
+    pending: u8,
+    /// Sectors the current group of lanes has read (lookups).
+    read: u8,
+}
+
+/// The two lines an access touched last, and the lookups counted so far.
+struct View {
+    cur: InView,
+    prev: InView,
+    /// The current group's sectors of lines that left the view during it.
+    aside: [(u64, u8); 32],
+    n_aside: usize,
+    lookups: u64,
+}
+
+impl Default for View {
+    fn default() -> Self {
+        // No line is `u64::MAX`: an address that high faults before it reaches the memory model.
+        let none = InView {
+            line: u64::MAX,
+            pending: 0,
+            read: 0,
+        };
+        View {
+            cur: none,
+            prev: none,
+            aside: [(u64::MAX, 0); 32],
+            n_aside: 0,
+            lookups: 0,
+        }
+    }
+}
+
+impl View {
+    fn new_group(&mut self) {
+        self.cur.read = 0;
+        self.prev.read = 0;
+        self.n_aside = 0;
+    }
+
+    #[inline(always)]
+    fn add<const LOOKUPS: bool>(&mut self, line: u64, bit: u8, out: &mut Lines) {
+        // `&`, not `&&`: one branch, rarely taken.
+        if (line != self.cur.line) & (line != self.prev.line) {
+            self.enter::<LOOKUPS>(line, out);
+        }
+        let in_cur = 0u8.wrapping_sub(u8::from(line == self.cur.line));
+        let in_prev = !in_cur;
+        self.cur.pending |= bit & in_cur;
+        self.prev.pending |= bit & in_prev;
+        if LOOKUPS {
+            let read = (self.cur.read & in_cur) | (self.prev.read & in_prev);
+            self.lookups += u64::from(read & bit == 0);
+            self.cur.read |= bit & in_cur;
+            self.prev.read |= bit & in_prev;
+        }
+    }
+
+    /// A line in neither place becomes the current one. Both lines in view go to `out` first,
+    /// the previous one before the current, so lines still enter it in first-touch order; the
+    /// previous line leaves the view, its group's sectors set aside. Out of line: a few
+    /// entries of a fetch's hundred come here.
+    #[cold]
+    fn enter<const LOOKUPS: bool>(&mut self, line: u64, out: &mut Lines) {
+        out.merge(self.prev.line, self.prev.pending);
+        out.merge(self.cur.line, self.cur.pending);
+        let mut read = 0;
+        if LOOKUPS {
+            if self.prev.read != 0 && self.n_aside < self.aside.len() {
+                self.aside[self.n_aside] = (self.prev.line, self.prev.read);
+                self.n_aside += 1;
+            }
+            if let Some(k) = self.aside[..self.n_aside].iter().position(|a| a.0 == line) {
+                read = self.aside[k].1;
+                self.n_aside -= 1;
+                self.aside[k] = self.aside[self.n_aside];
+            }
+        }
+        self.prev = InView {
+            pending: 0,
+            ..self.cur
+        };
+        self.cur = InView {
+            line,
+            pending: 0,
+            read,
+        };
+    }
+
+    fn finish(self, out: &mut Lines) -> u64 {
+        out.merge(self.prev.line, self.prev.pending);
+        out.merge(self.cur.line, self.cur.pending);
+        self.lookups
+    }
 }
 
 /// Bank-conflict degree of a shared-memory access: the largest number of *distinct* words any

@@ -123,9 +123,9 @@ pub(crate) fn coalesce(
 /// lines in view, each under a mask that is all ones only for the line it is in, and branches
 /// only when its line is neither (a new line, a few per fetch). A group's lookups are counted
 /// from the same two lines' masks of the sectors the group has read, with those of lines that
-/// left the view kept aside until the group ends: searching the group's sectors so far, as
-/// before, mispredicted at the end of most searches. On the reuse render this took 0.976 of the
-/// wall time (docs/PERFORMANCE.md).
+/// left the view kept aside until the group ends: searching the group's sectors so far
+/// mispredicts at the end of most searches. On the reuse render the masks take 0.976 of the
+/// wall time the branches and the search took (docs/PERFORMANCE.md).
 ///
 /// A group reads at most 32 sectors (a pair's trilinear samples read 16, a quad's 16-byte loads
 /// 8), so at most 32 lines leave the view during one; past that a line's sectors are not kept
@@ -145,15 +145,14 @@ pub(crate) fn coalesce_counting<const LOOKUPS: bool>(
     let group_shift = group.max(1).trailing_zeros();
     let mut view = View::default();
     let mut current = u32::MAX;
-    // No sector is `u64::MAX` (see `View`). The sector an entry read last, in this group when
-    // counting lookups.
-    let mut last = u64::MAX;
+    // The sector an entry read last, in this group when counting lookups.
+    let mut last = NONE;
     for &(l, addr) in lanes {
         if LOOKUPS {
             let g = u32::from(l >> group_shift);
             if g != current {
                 current = g;
-                last = u64::MAX;
+                last = NONE;
                 view.new_group();
             }
         }
@@ -169,6 +168,9 @@ pub(crate) fn coalesce_counting<const LOOKUPS: bool>(
     }
     view.finish(out)
 }
+
+/// No sector or line: an address that high faults before it reaches the memory model.
+const NONE: u64 = u64::MAX;
 
 /// One of the two lines in [`View`].
 #[derive(Clone, Copy)]
@@ -192,16 +194,15 @@ struct View {
 
 impl Default for View {
     fn default() -> Self {
-        // No line is `u64::MAX`: an address that high faults before it reaches the memory model.
         let none = InView {
-            line: u64::MAX,
+            line: NONE,
             pending: 0,
             read: 0,
         };
         View {
             cur: none,
             prev: none,
-            aside: [(u64::MAX, 0); 32],
+            aside: [(NONE, 0); 32],
             n_aside: 0,
             lookups: 0,
         }

@@ -32,6 +32,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Instant;
 
+use crossbeam_utils::CachePadded;
+
 use crate::config::GpuConfig;
 use crate::devmem::{DeviceMemory, WriteKind};
 use crate::error::EmuError;
@@ -251,7 +253,7 @@ fn coordinate<'s>(
         }
         let horizon = first.0.saturating_add(round);
         answer_and_run(crew, below, slots, first, horizon, blocks_left);
-        if crew.round.stop.load(Ordering::Acquire) {
+        if crew.round.flags.stop.load(Ordering::Acquire) {
             // A helper failed; its panic ends the launch when the scope closes.
             return Ok(());
         }
@@ -387,6 +389,9 @@ struct Crew<'s, 'd> {
     helpers: usize,
 }
 
+/// A thread's read of device memory, which the coordinator writes between rounds.
+type DevRead<'a, 'd> = RwLockReadGuard<'a, &'d mut DeviceMemory>;
+
 /// An SM handed to the threads for one round, with its place in the launch.
 struct Job<'s> {
     i: usize,
@@ -397,18 +402,34 @@ struct Job<'s> {
 /// The round in progress. A waiting thread reads only the atomics, and locks the list when
 /// they say there is something to take, so that many waiting threads do not contend for the
 /// lock the coordinator needs to hand SMs over.
+///
+/// Each field written at every SM's hand-over or return, or by every thread once a round, has
+/// a host cache line of its own, apart from the flags the waiting threads poll (`queued` and
+/// `flags`): a write to a line drops it from every core that reads it, so the list's lock, an
+/// SM's return (`back`, `out`) and each thread taking the answering would otherwise make every
+/// waiting core read its polled line again, and make the writer wait for all of them to let
+/// it go.
 #[derive(Default)]
 struct Round<'s> {
-    ready: Mutex<Vec<Job<'s>>>,
+    ready: CachePadded<Mutex<Vec<Job<'s>>>>,
     /// How many SMs `ready` holds.
-    queued: AtomicUsize,
+    queued: CachePadded<AtomicUsize>,
     /// SMs of the round not yet back.
-    out: AtomicUsize,
+    out: CachePadded<AtomicUsize>,
     /// SMs run, for the coordinator to put back.
-    back: Mutex<Vec<Job<'s>>>,
+    back: CachePadded<Mutex<Vec<Job<'s>>>>,
     /// The memory partitions' answering in progress (memory/parts.rs), which the threads help
     /// with before they run SMs.
-    answering: Mutex<Option<Arc<Answering>>>,
+    answering: CachePadded<Mutex<Option<Arc<Answering>>>>,
+    /// What is written at most a few times a round and read by every thread.
+    flags: CachePadded<RoundFlags>,
+}
+
+/// [`Round`]'s fields that the coordinator writes when a round begins and when its answering
+/// opens and closes (and a failing thread once a launch), which the waiting threads poll and
+/// every SM's round reads.
+#[derive(Default)]
+struct RoundFlags {
     /// Odd while an answering is open, and one more at each opening and closing: a thread
     /// takes the answering from the lock once per opening and then polls only this, so that
     /// idle threads write nothing the working ones read.
@@ -424,14 +445,14 @@ struct Stop<'r, 's>(&'r Round<'s>);
 
 impl Drop for Stop<'_, '_> {
     fn drop(&mut self) {
-        self.0.stop.store(true, Ordering::Release);
+        self.0.flags.stop.store(true, Ordering::Release);
     }
 }
 
 impl<'s> Round<'s> {
     fn begin(&self, horizon: u64, blocks_left: bool, due: usize) {
-        self.horizon.store(horizon, Ordering::Relaxed);
-        self.blocks_left.store(blocks_left, Ordering::Relaxed);
+        self.flags.horizon.store(horizon, Ordering::Relaxed);
+        self.flags.blocks_left.store(blocks_left, Ordering::Relaxed);
         // Released by the first push's lock and count.
         self.out.store(due, Ordering::Release);
     }
@@ -456,7 +477,7 @@ impl<'s> Round<'s> {
 }
 
 impl<'s, 'd> Crew<'s, 'd> {
-    fn read_dev(&self) -> RwLockReadGuard<'_, &'d mut DeviceMemory> {
+    fn read_dev(&self) -> DevRead<'s, 'd> {
         self.dev.read().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -489,27 +510,35 @@ impl<'s, 'd> Crew<'s, 'd> {
         }
     }
 
-    /// Runs one SM's round and hands it back.
-    fn run(&self, job: Job<'s>) {
+    /// Runs one SM's round and hands it back. `dev` is this thread's read of device memory,
+    /// taken if it holds none and kept while more SMs wait to be run, so that a thread running
+    /// SMs back to back takes the lock once rather than once an SM: the lock's word is written
+    /// by every reader, and every thread would otherwise write it twice an SM.
+    fn run(&self, job: Job<'s>, dev: &mut Option<DevRead<'s, 'd>>) {
         let round = &self.round;
         {
-            let dev = self.read_dev();
-            let sh = self.shared(&dev, round.blocks_left.load(Ordering::Relaxed));
+            let dev = dev.get_or_insert_with(|| self.read_dev());
+            let sh = self.shared(dev, round.flags.blocks_left.load(Ordering::Relaxed));
             job.sm
-                .run_round(&sh, job.side, round.horizon.load(Ordering::Relaxed));
+                .run_round(&sh, job.side, round.flags.horizon.load(Ordering::Relaxed));
         }
         round.back().push(job);
+        // Let go before this SM counts as back when none waits: the coordinator writes device
+        // memory once every SM is back, and should not wait for this thread.
+        if round.queued.load(Ordering::Acquire) == 0 {
+            *dev = None;
+        }
         round.out.fetch_sub(1, Ordering::Release);
     }
 
     /// Lets the threads help with `answering` until [`Crew::close`].
     fn open(&self, answering: &Arc<Answering>) {
         *lock(&self.round.answering) = Some(Arc::clone(answering));
-        self.round.openings.fetch_add(1, Ordering::Release);
+        self.round.flags.openings.fetch_add(1, Ordering::Release);
     }
 
     fn close(&self) {
-        self.round.openings.fetch_add(1, Ordering::Release);
+        self.round.flags.openings.fetch_add(1, Ordering::Release);
         *lock(&self.round.answering) = None;
     }
 
@@ -518,7 +547,7 @@ impl<'s, 'd> Crew<'s, 'd> {
     /// belongs to. A copy of an answering closed since only finds nothing left to answer.
     fn help(&self, taken: &mut Option<(u64, Arc<Answering>)>) -> bool {
         let round = &self.round;
-        let opening = round.openings.load(Ordering::Acquire);
+        let opening = round.flags.openings.load(Ordering::Acquire);
         if opening.is_multiple_of(2) {
             *taken = None;
             return false;
@@ -536,6 +565,7 @@ impl<'s, 'd> Crew<'s, 'd> {
         let round = &self.round;
         let mut idle = 0u32;
         let mut taken = None;
+        let mut dev = None;
         loop {
             if self.help(&mut taken) {
                 idle = 0;
@@ -545,10 +575,11 @@ impl<'s, 'd> Crew<'s, 'd> {
                 && let Some(job) = round.take()
             {
                 idle = 0;
-                self.run(job);
+                self.run(job, &mut dev);
                 continue;
             }
-            if done() || round.stop.load(Ordering::Acquire) {
+            dev = None;
+            if done() || round.flags.stop.load(Ordering::Acquire) {
                 return;
             }
             if idle < 64 {
@@ -567,7 +598,7 @@ impl<'s, 'd> Crew<'s, 'd> {
         impl Drop for Fail<'_, '_> {
             fn drop(&mut self) {
                 if std::thread::panicking() {
-                    self.0.stop.store(true, Ordering::Release);
+                    self.0.flags.stop.store(true, Ordering::Release);
                 }
             }
         }

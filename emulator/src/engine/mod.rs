@@ -404,11 +404,11 @@ struct Job<'s> {
 /// lock the coordinator needs to hand SMs over.
 ///
 /// Each field written at every SM's hand-over or return, or by every thread once a round, has
-/// a host cache line of its own, apart from the flags the waiting threads poll (`queued` and
-/// `flags`): a write to a line drops it from every core that reads it, so the list's lock, an
-/// SM's return (`back`, `out`) and each thread taking the answering would otherwise make every
-/// waiting core read its polled line again, and make the writer wait for all of them to let
-/// it go.
+/// a host cache line of its own, and so do the flags the waiting threads poll (`queued` alone,
+/// the rest together in `flags`): a write to a line drops it from every core that reads it, so
+/// the list's lock, an SM's return (`back`, `out`) and each thread taking the answering would
+/// otherwise make every waiting core read its polled line again, and make the writer wait for
+/// all of them to let it go.
 #[derive(Default)]
 struct Round<'s> {
     ready: CachePadded<Mutex<Vec<Job<'s>>>>,

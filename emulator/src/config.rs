@@ -448,7 +448,8 @@ pub struct CacheConfig {
     pub latency_cycles: u32,
     /// Which line a full set gives up.
     pub replacement: Replacement,
-    /// Outstanding line misses; a miss with none free waits for the earliest to return.
+    /// Lines in flight from below: a line that misses, and at the L1 a line an L1-skipping load
+    /// reads, each hold one until answered; with none free a line waits for the earliest.
     pub mshrs: u32,
     /// Cycles of the cache's port that a line with a sector to fetch takes; a line whose
     /// sectors all hit, or merge with sectors in flight, takes one. How fast the cache sends
@@ -482,6 +483,11 @@ pub struct TextureConfig {
     /// those take longer. Absent: only the lines count.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lookups_per_cycle: Option<u32>,
+    /// With `unified_with_l1`: cycles of the L1's port that a texture fetch's line with a sector
+    /// to fetch takes (`l1.miss_line_cycles`, a global load's, when absent). A separate texture
+    /// cache sets its own (`texture.cache.miss_line_cycles`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub miss_line_cycles: Option<u32>,
     /// How textures (cudaArrays) are laid out in device memory, which decides the addresses, and
     /// so the cache lines and sets, a texture fetch touches. A 1D array is laid out as a 2D one
     /// of one row; a texture over linear memory (`tex1Dfetch`) is always linear.
@@ -1068,6 +1074,16 @@ impl GpuConfig {
         }
         within(self.texture.lookups_per_cycle, 1, 64)
             .map_err(|m| err("texture.lookups_per_cycle", m))?;
+        if self.texture.miss_line_cycles.is_some() && !self.texture.unified_with_l1 {
+            return Err(err(
+                "texture.miss_line_cycles",
+                "applies to a texture path unified with the L1; a separate texture cache sets \
+                 texture.cache.miss_line_cycles"
+                    .into(),
+            ));
+        }
+        within(self.texture.miss_line_cycles, 1, 1000)
+            .map_err(|m| err("texture.miss_line_cycles", m))?;
         let sh = &self.shared;
         positive(sh.banks).map_err(|m| err("shared.banks", m))?;
         power_of_two(sh.bank_width_bytes).map_err(|m| err("shared.bank_width_bytes", m))?;
@@ -1566,6 +1582,23 @@ mod tests {
                 .miss_line_cycles = cycles;
             let field = (!ok).then_some("texture.cache.miss_line_cycles");
             assert_validates(&cfg, field, &format!("{cycles:?}"));
+        }
+    }
+
+    #[test]
+    fn a_unified_texture_paths_miss_line_cycles_must_be_from_1_to_1000() {
+        for (preset, cycles, ok) in [
+            ("h100", None, true),
+            ("h100", Some(1), true),
+            ("h100", Some(1000), true),
+            ("h100", Some(0), false),
+            ("h100", Some(1001), false),
+            ("gtx480", Some(2), false),
+        ] {
+            let mut cfg = GpuConfig::preset(preset).unwrap();
+            cfg.texture.miss_line_cycles = cycles;
+            let field = (!ok).then_some("texture.miss_line_cycles");
+            assert_validates(&cfg, field, &format!("{preset} {cycles:?}"));
         }
     }
 

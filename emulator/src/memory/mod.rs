@@ -215,6 +215,9 @@ struct Lat {
     /// The texture tag stage's sector lookups a cycle (`texture.lookups_per_cycle`; 0: not
     /// modelled).
     tex_lookups_per_cycle: u64,
+    /// Port cycles of a texture fetch's line with a sector to fetch in a unified L1
+    /// (`texture.miss_line_cycles`; absent: the L1's own).
+    tex_miss_line: Option<u64>,
     constant: u64,
     /// The second constant level's hit latency (`constant_second_level`; 0 when absent).
     constant_second: u64,
@@ -324,8 +327,9 @@ impl Link<'_> {
 
     /// `mask`'s sectors of `line` in an SM-level cache at cycle `t`, its hit latency `hit`:
     /// hits, merges with sectors in flight, and the missing sectors fetched from `next` and
-    /// allocated to arrive with its answer. Returns when the line's data is there, and the port
-    /// cycles the line took (`Cache::port_cycles`). `counters`, when given, count the lookup.
+    /// allocated to arrive with its answer. Returns when the line's data is there, and whether
+    /// the line fetched a sector (what its port cycles follow, `Cache::port_cycles`).
+    /// `counters`, when given, count the lookup.
     #[allow(clippy::too_many_arguments)] // the cache, its counters and what is below, the lookup
     fn read_line(
         &mut self,
@@ -336,7 +340,7 @@ impl Link<'_> {
         line: u64,
         mask: u8,
         hit: u64,
-    ) -> (u64, u64) {
+    ) -> (u64, bool) {
         let lk = cache.lookup(line, mask, t, self.pend);
         if let Some(c) = counters.as_deref_mut() {
             count(c, lk.hit, lk.pending, lk.miss);
@@ -389,7 +393,7 @@ impl Link<'_> {
                 ready
             };
         }
-        (done, cache.port_cycles(lk.miss != 0))
+        (done, lk.miss != 0)
     }
 }
 
@@ -573,10 +577,13 @@ impl SmMem {
                 mshrs: &mut *mshrs,
                 l2_hit: base + lat.l2,
             };
-            let (line_done, took) =
+            let (line_done, fetched) =
                 link.read_line(cache, Some(&mut *counters), next, t, lr.line, lr.mask, base);
             done = link.pend.max(done, line_done);
-            t += took;
+            t += match lat.tex_miss_line {
+                Some(cycles) if fetched && path == Path::TexUnified => cycles,
+                _ => cache.port_cycles(fetched),
+            };
         }
         // A texture fetch's tag stage may take longer than its lines: its last lookup's data
         // follows a hit's latency after it.
@@ -627,9 +634,16 @@ impl SmMem {
     }
 
     /// A store's, atomic's or L1-skipping load's lanes, coalesced in L2 sectors, sent to the L2
-    /// one line per L1 lookup slot (a load's line holds the slot as a miss does). A store is done when its last line is visible to the CTA (the
-    /// L2 write still happens — slice bandwidth, dirty data — but nobody waits for it); an atomic
-    /// or a load when its last line is answered.
+    /// one line per L1 lookup slot (a load's line holds the slot as a miss does). A store is
+    /// done when its last line is visible to the CTA (the L2 write still happens — slice
+    /// bandwidth, dirty data — but nobody waits for it); an atomic or a load when its last line
+    /// is answered.
+    ///
+    /// An L1-skipping load's line takes one of the L1's MSHRs until its answer, as a miss does:
+    /// the SM tracks every read it has in flight through the L1/TEX unit, cached or not, and on
+    /// silicon one SM's stream of `ld.global.cg` stops at a bound on those reads
+    /// (`h200.sm_stream.*` in the calibration table). Stores and atomics do not wait for an
+    /// answer there; the SM's atomics in flight have their own bound.
     fn through_l1(&mut self, now: u64, req: &MemRequest, op: L2Op) -> u64 {
         let lat = self.lat;
         let wait = op != L2Op::Write;
@@ -651,8 +665,15 @@ impl SmMem {
         };
         let mut done = now;
         let sector_bytes = 1u64 << lat.l2_sector_shift;
+        let read = op == L2Op::Read;
         for (i, lr) in self.lines.iter().enumerate() {
-            let t = start + i as u64 * per_line;
+            let slot = start + i as u64 * per_line;
+            let t = if read {
+                self.l1_mshrs.acquire(slot, link.pend)
+            } else {
+                slot
+            };
+            let mut answered = None;
             if !wait {
                 self.counters.l1.write_sectors += u64::from(lr.mask.count_ones());
             }
@@ -677,7 +698,11 @@ impl SmMem {
                 let ack = link.send(t, addr, len, lat.l1 + lat.l2, op, wait);
                 if wait {
                     done = link.pend.max(done, ack);
+                    answered = Some(answered.map_or(ack, |a| link.pend.max(a, ack)));
                 }
+            }
+            if read && let Some(a) = answered {
+                self.l1_mshrs.occupy(a, link.pend);
             }
             if !wait {
                 done = done.max(t + lat.store_visible);
@@ -752,7 +777,7 @@ impl SmMem {
                     l2_hit: lat.constant_l2,
                 },
             };
-            let (d, took) = link.read_line(
+            let (d, fetched) = link.read_line(
                 constant,
                 Some(&mut counters.constant),
                 next,
@@ -762,7 +787,7 @@ impl SmMem {
                 lat.constant,
             );
             done = link.pend.max(done, d);
-            t += took;
+            t += constant.port_cycles(fetched);
         }
         *constant_port = t;
         done
@@ -888,6 +913,7 @@ impl MemorySystem {
             tex_pipeline: u64::from(cfg.texture.pipeline_latency_cycles),
             tex_in_order: cfg.texture.in_order,
             tex_lookups_per_cycle: cfg.texture.lookups_per_cycle.map_or(0, u64::from),
+            tex_miss_line: cfg.texture.miss_line_cycles.map(u64::from),
             constant: u64::from(cfg.constant.latency_cycles),
             constant_second: cfg
                 .constant_second_level

@@ -188,6 +188,38 @@ fn exhausted_mshrs_delay_the_next_miss() {
 }
 
 #[test]
+fn an_l2_only_load_takes_an_l1_mshr_until_its_answer() {
+    let mut cfg = GpuConfig::preset("h100").unwrap();
+    cfg.l1.mshrs = 1;
+    let mut mem = MemorySystem::new(&cfg);
+    let dram = cfg.unloaded_latencies().dram;
+    let l2_only = |lanes| MemRequest {
+        path: LoadPath::L2Only,
+        ..load(lanes, 4)
+    };
+    let a = mem.access(0, &l2_only(&[(0, 0x1_0000)]));
+    let b = mem.access(1, &l2_only(&[(0, 0x9_0000)]));
+    assert_eq!(a, dram);
+    assert_eq!(
+        b,
+        a + dram,
+        "the second read leaves when the first is answered"
+    );
+    // A cached miss waits for the L1-skipping read's MSHR as well, and a store for none.
+    let c = mem.access(2, &l2_only(&[(0, 0x11_0000)]));
+    let d = mem.access(3, &load(&[(0, 0x19_0000)], 4));
+    assert_eq!(d, c + dram);
+    let store = MemRequest {
+        kind: AccessKind::Store,
+        ..load(&[(0, 0x21_0000)], 4)
+    };
+    assert!(
+        mem.access(4, &store) < c,
+        "a store does not wait for an MSHR"
+    );
+}
+
+#[test]
 fn dram_queue_makes_the_second_transfer_wait_bytes_over_bandwidth() {
     let mut cfg = GpuConfig::preset("v100").unwrap();
     cfg.dram.bandwidth_bytes_per_cycle = 16.0;

@@ -14,6 +14,7 @@ use crate::ir::{EntrySignature, Opnd, Program};
 use crate::memory::{AddressEvent, L2Lines, MemorySystem};
 use crate::occupancy::{fit_registers, occupancy};
 use crate::ptx;
+use crate::schedule;
 use crate::texture::{HANDLE_BASE, Storage, Texture, TextureDesc};
 use crate::watch::Watch;
 
@@ -263,6 +264,9 @@ impl Emulator {
         }
         let mut kernels = d.kernels.clone();
         for k in &mut kernels {
+            if self.config.pipeline.hoist_loads {
+                schedule::hoist_loads(k);
+            }
             let dyn_off = k.dyn_shared_offset as u64;
             for x in k.insts.iter_mut().chain(k.exec.iter_mut()) {
                 let patch = |o: &mut Opnd| {

@@ -334,6 +334,16 @@ pub struct PipelineConfig {
     /// the moved value is ready when its source is. Unset, every PTX instruction issues.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub free_register_moves: bool,
+    /// Loads and texture fetches issue where ptxas schedules them: each moves up its basic
+    /// block past the arithmetic that neither computes its operands nor reads or writes its
+    /// destinations, stopping at any other memory access, barrier, fence, branch, shuffle or
+    /// special-register read (a probe's clock reads included), and at arithmetic the SASS runs
+    /// with a branch or a call (a float division, reciprocal or square root rounded to nearest,
+    /// a 64-bit integer division or remainder). nvcc's PTX often puts each load
+    /// right before its use, where the SASS issues a block's loads back to back and keeps them
+    /// in flight together. Unset, the PTX's order.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hoist_loads: bool,
 }
 
 impl PipelineConfig {

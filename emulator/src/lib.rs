@@ -72,6 +72,7 @@ mod occupancy;
 mod ptx;
 mod reconverge;
 mod regalloc;
+mod schedule;
 mod slots;
 mod texture;
 mod vocab;

@@ -1,7 +1,8 @@
 //! Issue rates by unit: an instruction holds its unit for the unit's issue cycles, and where a
 //! preset splits integer issue (`pipeline.int_split`), logic and adds, bit counts and
 //! int-float conversions each have a unit of their own beside the integer unit. Where it lets
-//! register moves vanish (`pipeline.free_register_moves`), they take no slot.
+//! register moves vanish (`pipeline.free_register_moves`), they take no slot; where it hoists
+//! loads (`pipeline.hoist_loads`), a warp issues a block's loads before their uses.
 
 use crate::common::*;
 use emulator::GpuConfig;
@@ -194,4 +195,56 @@ fn a_vanished_move_carries_its_value() {
     r.launch("moves", [1, 1, 1], [32, 1, 1], vec![a64(out)]);
     let want: Vec<u32> = (0..32).map(|t| t + 7).collect();
     assert_eq!(r.get_u32(out, 32), want);
+}
+
+#[test]
+fn hoisted_loads_compute_the_same_and_keep_a_warps_loads_in_flight_together() {
+    // nvcc's order for a loop of loads each xor-ed in at once (as in `docs/gpu/l1-port.cu`'s
+    // `fill`): in PTX order a warp waits for each load before it issues the next.
+    let ptx = r#".version 8.0
+.target sm_90
+.address_size 64
+.visible .entry chain(.param .u64 buf, .param .u64 out)
+{
+ .reg .b64 %rd<8>;
+ .reg .b32 %r<16>;
+ ld.param.u64 %rd1, [buf];
+ ld.param.u64 %rd2, [out];
+ mov.u32 %r1, %tid.x;
+ mul.wide.u32 %rd3, %r1, 4;
+ add.s64 %rd4, %rd1, %rd3;
+ mov.u32 %r2, 0;
+ ld.global.u32 %r3, [%rd4];
+ xor.b32 %r4, %r3, %r2;
+ ld.global.u32 %r5, [%rd4+4096];
+ xor.b32 %r6, %r5, %r4;
+ ld.global.u32 %r7, [%rd4+8192];
+ xor.b32 %r8, %r7, %r6;
+ ld.global.u32 %r9, [%rd4+12288];
+ xor.b32 %r10, %r9, %r8;
+ add.s64 %rd5, %rd2, %rd3;
+ st.global.u32 [%rd5], %r10;
+ ret;
+}"#;
+    let words: Vec<u32> = (0..4096u32).map(|i| i.wrapping_mul(0x9e37_79b1)).collect();
+    let run = |hoist: bool| {
+        let mut cfg = GpuConfig::preset("h100").unwrap();
+        cfg.pipeline.hoist_loads = hoist;
+        let mut r = Rig::with_config(ptx, cfg);
+        let buf = r.buf(&words);
+        let out = r.zeros(128);
+        let s = r.launch("chain", [1, 1, 1], [32, 1, 1], vec![a64(buf), a64(out)]);
+        (r.get_u32(out, 32), s.cycles)
+    };
+    let (inorder, slow) = run(false);
+    let (hoisted, fast) = run(true);
+    let want: Vec<u32> = (0..32)
+        .map(|t| (0..4).fold(0, |x, k| x ^ words[t + 1024 * k]))
+        .collect();
+    assert_eq!(inorder, want);
+    assert_eq!(hoisted, want);
+    // Four cold misses one after another against four at once: the hoisted warp saves at
+    // least two of the three later misses' DRAM latency.
+    let dram = u64::from(GpuConfig::preset("h100").unwrap().dram.latency_cycles);
+    assert!(slow >= fast + 2 * dram, "in order {slow}, hoisted {fast}");
 }

@@ -489,6 +489,11 @@ impl Inst {
         jump.into_iter().chain(falls.then_some(pc + 1))
     }
 
+    /// A 64-bit integer division or remainder, which ptxas compiles as a call.
+    pub(crate) fn is_division_call(&self) -> bool {
+        matches!(self.op, Op::Div | Op::Rem) && self.ty.bits() == 64 && !self.ty.is_float()
+    }
+
     /// Registers this instruction writes.
     pub(crate) fn writes(&self) -> impl Iterator<Item = u32> + '_ {
         self.d[..self.nd as usize].iter().filter_map(|o| match o {

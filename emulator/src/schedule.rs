@@ -13,6 +13,7 @@
 //! special-register read, so a probe's clock reads keep the loads they time between them. It
 //! stops too at arithmetic that the SASS runs with a branch or a call, since ptxas does not move
 //! a load across those.
+//!
 //! Only registers say what depends on what, so the moved program computes what the PTX does.
 
 use crate::ir::{Class, Inst, Op, Opnd, Program};
@@ -78,11 +79,8 @@ fn passes(load: &Inst, prev: &Inst) -> bool {
 /// matrix after its two divisions' branches), and a 64-bit integer division or remainder (a
 /// call, `pipeline.int_division`).
 fn branches_in_sass(x: &Inst) -> bool {
-    match x.op {
-        Op::Div | Op::Rem if !x.ty.is_float() => x.ty.bits() == 64,
-        Op::Div | Op::Rcp | Op::Sqrt => !x.approx,
-        _ => false,
-    }
+    x.is_division_call()
+        || matches!(x.op, Op::Div | Op::Rcp | Op::Sqrt) && x.ty.is_float() && !x.approx
 }
 
 #[cfg(test)]

@@ -129,11 +129,7 @@ impl Deps {
                 drain: match (x.op, x.sub) {
                     (Op::Membar, FENCE_SC_CTA) if skip_loads => Drain::Writes,
                     (Op::Membar, FENCE_GPU | FENCE_SYS) => Drain::Wide,
-                    (Op::Div | Op::Rem, _)
-                        if calls_wait && x.ty.bits() == 64 && !x.ty.is_float() =>
-                    {
-                        Drain::Registers
-                    }
+                    _ if calls_wait && x.is_division_call() => Drain::Registers,
                     _ => Drain::All,
                 },
                 flops: match (x.class, x.op) {

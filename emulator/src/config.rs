@@ -239,6 +239,17 @@ pub struct SmConfig {
     /// CTA fence 14–15 cycles after a store, whether its line was in L2 or not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub store_visible_cycles: Option<u32>,
+    /// Whether a global or local load or a texture fetch waits unissued while its SM has no
+    /// free miss slot (`l1.mshrs`, or the texture cache's), until the earliest in flight
+    /// returns: Nsight Compute's `lg_throttle` stall, the L1/TEX unit's queue full. A freed slot
+    /// then goes to whichever warp its scheduler issues next, and the SM's schedulers take
+    /// turns, cycle by cycle, at issuing first, as the unit serves its sub-partitions in turn
+    /// (else the first would take every slot freed while all wait). False (the default): the load
+    /// issues, and its miss waits for a slot behind every miss its SM issued before it, so a
+    /// pointer chase beside a stream waits out the stream's backlog at its own SM
+    /// (docs/gpu/2026-12-06-loaded-chase.md).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub lg_throttle: bool,
     /// The order in which the block dispatcher visits the SMs (their ids, `%smid`) as it places
     /// a launch's first blocks: block by block, each to the next SM of this list that has room,
     /// from the list's start again after its end. Every SM must appear; an SM may appear more

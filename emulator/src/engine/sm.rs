@@ -31,7 +31,7 @@ use crate::config::{GpuConfig, InstructionSequence, IntDivision};
 use crate::devmem::WriteLog;
 use crate::error::EmuError;
 use crate::exec::{Ctx, Division, Entry, FULL, Fixed, Flow, Warp, exec};
-use crate::ir::{Class, Op, Opnd, Sp};
+use crate::ir::{Class, Inst, Op, Opnd, Sp};
 use crate::memory::{AccessKind, Key, MemRequest, SmMem, Space, is_token};
 use crate::texture::WarpSamples;
 
@@ -246,7 +246,8 @@ pub(super) struct Sm {
     samples: Box<WarpSamples>,
     pub counts: Counts,
     pub park: Park,
-    /// Where a cycle stopped mid-way resumes: scheduler, issues by it so far, any issue yet.
+    /// Where a cycle stopped mid-way resumes: the scheduler's place in the cycle's order, issues
+    /// by it so far, any issue yet.
     resume: Option<(usize, u32, bool)>,
     /// While parked in `Jump`: no warp issues before this cycle.
     idle_until: u64,
@@ -293,6 +294,17 @@ pub(super) fn lat(cfg: &GpuConfig, c: Class) -> u64 {
 fn atomics_in_flight(sh: &Shared) -> Option<usize> {
     let u = sh.inp.cfg.l2.atomic_unit?;
     u.in_flight_per_sm.map(|n| n as usize)
+}
+
+/// Whether `x` takes one of its SM's miss slots, and from which cache: `Some(false)` for a
+/// global, local or generic load through the L1, `Some(true)` for a texture fetch or a
+/// read-only load (the texture cache's, where it has its own).
+fn miss_path(x: &Inst) -> Option<bool> {
+    match (x.op, x.space) {
+        (Op::Tex, _) => Some(true),
+        (Op::Ld, Sp::Global | Sp::Local | Sp::Generic) => Some(x.nc),
+        _ => None,
+    }
 }
 
 /// The sequence a GPU runs for division `d`, where its lanes ran any.
@@ -637,8 +649,17 @@ impl Sm {
         let nsched = self.pipe.len();
         let per = sh.inp.cfg.sm.issue_per_scheduler.max(1);
         let (first, first_issued, mut issued_any) = self.resume.take().unwrap_or((0, 0, false));
-        for s in first..nsched {
-            let mut issued = if s == first { first_issued } else { 0 };
+        // Where loads wait at issue for a miss slot, the schedulers take turns at going first,
+        // as the L1/TEX unit serves its sub-partitions in turn: otherwise the first scheduler
+        // would take every slot freed while the others wait.
+        let turn = if sh.inp.cfg.sm.lg_throttle {
+            (now % nsched as u64) as usize
+        } else {
+            0
+        };
+        for place in first..nsched {
+            let s = (place + turn) % nsched;
+            let mut issued = if place == first { first_issued } else { 0 };
             if issued == 0 && self.sequences[s].any() && self.sequence_issues(sh, s, now) {
                 issued_any = true;
                 continue;
@@ -663,7 +684,7 @@ impl Sm {
                     Ok(k) => {
                         let ws = k * nsched + s;
                         if self.must_wait_before(sh, ws, s) {
-                            self.resume = Some((s, issued, issued_any));
+                            self.resume = Some((place, issued, issued_any));
                             self.park = Park::Retry;
                             return Ok(());
                         }
@@ -849,6 +870,18 @@ impl Sm {
             && oldest > now
         {
             w.gate = oldest;
+            refresh(w, sh.deps);
+            self.hot.set_in(s, k, Hot::of(w));
+            return Ok(false);
+        }
+        // A load or texture fetch finding every miss slot of its SM busy waits, unissued, for
+        // the earliest to free (or for the values that say when).
+        if sh.inp.cfg.sm.lg_throttle
+            && let Some(texture) = miss_path(&prog.exec[pc as usize])
+            && let Some(until) = mem.miss_slots_full_until(now, texture)
+        {
+            debug_assert!(until > now, "a miss-slot gate at {until}, not after {now}");
+            w.gate = until;
             refresh(w, sh.deps);
             self.hot.set_in(s, k, Hot::of(w));
             return Ok(false);

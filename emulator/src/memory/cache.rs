@@ -528,6 +528,31 @@ impl Mshrs {
         pend.replay_acquire(self.table, now)
     }
 
+    /// Until when a miss at `now` would find every entry busy: `None` while one is free. The
+    /// earliest release where it is known; otherwise the horizon, which no unknown release
+    /// precedes (every token here is an answer from below, and a replay holds only those and
+    /// cycles past the horizon), so the caller asks again once the values are in. Always
+    /// later than `now`, which is before the horizon.
+    pub(crate) fn full_until(&mut self, now: u64, pend: &Pend) -> Option<u64> {
+        if pend.replaying(self.table) {
+            return Some(pend.horizon);
+        }
+        while let Some(&Reverse(t)) = self.busy.peek() {
+            if t <= now {
+                self.busy.pop();
+            } else {
+                break;
+            }
+        }
+        if self.busy.len() < self.capacity {
+            return None;
+        }
+        let known = self.busy.peek().map(|r| r.0).filter(|&m| {
+            !is_token(m) && (m <= pend.horizon || !self.busy.iter().any(|r| is_token(r.0)))
+        });
+        Some(known.unwrap_or(pend.horizon))
+    }
+
     pub(crate) fn occupy(&mut self, until: u64, pend: &mut Pend) {
         if pend.replaying(self.table) {
             pend.replay_push(self.table, until);

@@ -26,7 +26,9 @@
 //!   the L1 itself from Volta on — `texture.unified_with_l1`), constant (also `ld.param`). Sets
 //!   are flat arrays of tags; LRU or FIFO replacement; sectored lines; a miss allocates its sectors
 //!   with their arrival cycle, so a later request to a sector in flight is an **MSHR merge** that
-//!   completes when the first does. A miss with no free MSHR waits for the earliest to return.
+//!   completes when the first does. A miss with no free MSHR waits for the earliest to return;
+//!   with `sm.lg_throttle` the engine asks first ([`SmMem::miss_slots_full_until`]), and a load
+//!   that would find none free waits unissued instead.
 //!   With `texture.in_order` an SM's texture fetches complete in the order it issued them: a
 //!   fetch never completes before the one issued before it.
 //! - **Stores** are write-through and no-allocate in L1 (a resident line stays valid: the write
@@ -505,6 +507,17 @@ impl SmMem {
         for r in self.queue.iter_mut() {
             r.sent = pend.settled(r.sent);
         }
+    }
+
+    /// Until when a global or local load (`texture`: a texture fetch or a read-only load) issued
+    /// at `now` finds no free miss slot in the cache it reads through (see
+    /// `sm.lg_throttle`); `None` while one is free.
+    pub(crate) fn miss_slots_full_until(&mut self, now: u64, texture: bool) -> Option<u64> {
+        let mshrs = match &mut self.tex {
+            Some((_, m)) if texture => m,
+            _ => &mut self.l1_mshrs,
+        };
+        mshrs.full_until(now, &self.pend)
     }
 
     /// Whether no MSHR table owes symbolic pops (see `Mshrs`): only then can the SM run a

@@ -334,3 +334,12 @@ pub fn render_volume_in(
         stats,
     }
 }
+
+/// `f` run in a pool of `threads` threads.
+pub fn on_threads<T: Send>(threads: usize, f: impl FnOnce() -> T + Send) -> T {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap()
+        .install(f)
+}

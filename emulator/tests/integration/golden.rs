@@ -266,15 +266,6 @@ fn golden_stats_and_outputs_are_unchanged() {
     }
 }
 
-/// `f` run in a pool of `threads` threads.
-fn on_threads<T: Send>(threads: usize, f: impl FnOnce() -> T + Send) -> T {
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .unwrap()
-        .install(f)
-}
-
 /// SMs run their rounds in parallel (engine/mod.rs); the thread count must not change a bit of
 /// any launch, counters, timing or output.
 #[test]

@@ -370,3 +370,134 @@ fn a_warp_past_the_atomics_in_flight_waits_for_the_oldest() {
         "past two in flight the warp waits for acknowledgements: {tight} against {free}"
     );
 }
+
+/// Warp `chaser` of each of four blocks follows a chain of 16 cold lines, 256 bytes apart, and
+/// the block's seven other warps stream loads of their own cold lines, four in flight each, on
+/// the h100 preset with eight miss slots per SM and `sm.lg_throttle` as given: per block, the
+/// chase's window and where the chain ended, and every streaming thread's sum.
+fn chase_beside_a_stream(chaser: u32, lg_throttle: bool) -> (Vec<u64>, Vec<u64>, Vec<u32>) {
+    let ptx = r#".version 8.0
+.target sm_75
+.address_size 64
+.visible .entry mix(.param .u64 chain, .param .u64 big, .param .u64 out, .param .u64 sums)
+{
+ .reg .b64 %rd<16>;
+ .reg .b32 %r<16>;
+ .reg .pred %q;
+ ld.param.u64 %rd1, [chain];
+ ld.param.u64 %rd2, [big];
+ ld.param.u64 %rd3, [out];
+ mov.u32 %r1, %tid.x;
+ mov.u32 %r2, %ctaid.x;
+ shr.u32 %r4, %r1, 5;
+ setp.ne.u32 %q, %r4, CHASER;
+ @%q bra STREAM;
+ mul.wide.u32 %rd4, %r2, 4096;
+ mov.u32 %r3, 0;
+ mov.u64 %rd5, %clock64;
+CHASE:
+ add.s64 %rd6, %rd1, %rd4;
+ ld.global.u64 %rd4, [%rd6];
+ add.u32 %r3, %r3, 1;
+ setp.lt.u32 %q, %r3, 16;
+ @%q bra CHASE;
+ mul.wide.u32 %rd7, %r2, 16;
+ add.s64 %rd8, %rd3, %rd7;
+ st.global.u64 [%rd8+8], %rd4;
+ mov.u64 %rd9, %clock64;
+ sub.s64 %rd10, %rd9, %rd5;
+ st.global.u64 [%rd8], %rd10;
+ ret;
+STREAM:
+ and.b32 %r5, %r1, 31;
+ mad.lo.u32 %r6, %r2, 8, %r4;
+ shl.b32 %r6, %r6, 6;
+ mul.wide.u32 %rd11, %r6, 128;
+ add.s64 %rd11, %rd2, %rd11;
+ mul.wide.u32 %rd12, %r5, 4;
+ add.s64 %rd11, %rd11, %rd12;
+ mov.u32 %r7, 0;
+ mov.u32 %r8, 0;
+LOOP:
+ ld.global.u32 %r9, [%rd11];
+ ld.global.u32 %r10, [%rd11+128];
+ ld.global.u32 %r11, [%rd11+256];
+ ld.global.u32 %r12, [%rd11+384];
+ add.u32 %r7, %r7, %r9;
+ add.u32 %r7, %r7, %r10;
+ add.u32 %r7, %r7, %r11;
+ add.u32 %r7, %r7, %r12;
+ add.s64 %rd11, %rd11, 512;
+ add.u32 %r8, %r8, 1;
+ setp.lt.u32 %q, %r8, 16;
+ @%q bra LOOP;
+ ld.param.u64 %rd13, [sums];
+ mad.lo.u32 %r13, %r2, 256, %r1;
+ mul.wide.u32 %rd14, %r13, 4;
+ add.s64 %rd15, %rd13, %rd14;
+ st.global.u32 [%rd15], %r7;
+ ret;
+}"#
+    .replace("CHASER", &chaser.to_string());
+    let mut cfg = emulator::GpuConfig::preset("h100").unwrap();
+    cfg.l1.mshrs = 8;
+    cfg.sm.lg_throttle = lg_throttle;
+    let blocks = 4usize;
+    // Block b's step j reads the offset of its step j + 1.
+    let chain: Vec<u64> = (0..blocks * 4096 / 8)
+        .map(|i| {
+            let off = i as u64 * 8;
+            if off.is_multiple_of(256) {
+                off + 256
+            } else {
+                0
+            }
+        })
+        .collect();
+    let words = blocks * 8 * 64 * 32;
+    let big: Vec<u32> = (0..words as u32)
+        .map(|i| i.wrapping_mul(2_654_435_761))
+        .collect();
+    let mut r = Rig::with_config(&ptx, cfg);
+    let (c, b) = (r.buf(&chain), r.buf(&big));
+    let (o, sums) = (r.zeros(blocks * 16), r.zeros(blocks * 256 * 4));
+    let n = blocks as u32;
+    r.launch(
+        "mix",
+        [n, 1, 1],
+        [256, 1, 1],
+        vec![a64(c), a64(b), a64(o), a64(sums)],
+    );
+    let window = (0..blocks).map(|i| r.get_u64(o + i as u64 * 16)).collect();
+    let end = (0..blocks)
+        .map(|i| r.get_u64(o + i as u64 * 16 + 8))
+        .collect();
+    (window, end, r.get_u32(sums, blocks * 256))
+}
+
+/// `sm.lg_throttle`: with the SM's miss slots full, a load waits unissued for a free one, so
+/// the chase's load takes the next slot its scheduler gives it instead of queueing behind the
+/// stream's misses issued before it. The chase ends sooner, at the same place, whichever
+/// scheduler it is on (warp 0 or 1: the schedulers take turns); every sum is the same; and the
+/// thread count changes nothing.
+#[test]
+fn a_load_waits_at_issue_for_a_miss_slot_where_the_preset_says_so() {
+    for chaser in [0, 1] {
+        let (queued, end_queued, sums_queued) = chase_beside_a_stream(chaser, false);
+        let throttled = on_threads(1, || chase_beside_a_stream(chaser, true));
+        assert_eq!(
+            throttled,
+            on_threads(3, || chase_beside_a_stream(chaser, true))
+        );
+        let (waits, end, sums) = throttled;
+        assert_eq!(end, end_queued);
+        assert_eq!(end, (0..4u64).map(|b| b * 4096 + 4096).collect::<Vec<_>>());
+        assert_eq!(sums, sums_queued);
+        for (w, q) in waits.iter().zip(&queued) {
+            assert!(
+                *w * 5 < *q * 4,
+                "warp {chaser}'s chase took {w} cycles waiting at issue, {q} queued behind the stream"
+            );
+        }
+    }
+}

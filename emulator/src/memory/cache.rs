@@ -504,22 +504,11 @@ impl Mshrs {
     /// calls [`Mshrs::occupy`] with its return cycle.
     pub(crate) fn acquire(&mut self, now: u64, pend: &mut Pend) -> u64 {
         if !pend.replaying(self.table) {
-            while let Some(&Reverse(t)) = self.busy.peek() {
-                if t <= now {
-                    self.busy.pop();
-                } else {
-                    break;
-                }
-            }
+            self.forget_released(now);
             if self.busy.len() < self.capacity {
                 return now;
             }
-            // The smallest cycle is the earliest release when no token is open or it is not
-            // later than the horizon (so before any token's value).
-            if let Some(&Reverse(m)) = self.busy.peek()
-                && !is_token(m)
-                && (m <= pend.horizon || !self.busy.iter().any(|r| is_token(r.0)))
-            {
+            if let Some(m) = self.earliest_known(pend.horizon) {
                 self.busy.pop();
                 return m.max(now);
             }
@@ -537,6 +526,15 @@ impl Mshrs {
         if pend.replaying(self.table) {
             return Some(pend.horizon);
         }
+        self.forget_released(now);
+        if self.busy.len() < self.capacity {
+            return None;
+        }
+        Some(self.earliest_known(pend.horizon).unwrap_or(pend.horizon))
+    }
+
+    /// Drops the entries released by `now`.
+    fn forget_released(&mut self, now: u64) {
         while let Some(&Reverse(t)) = self.busy.peek() {
             if t <= now {
                 self.busy.pop();
@@ -544,13 +542,13 @@ impl Mshrs {
                 break;
             }
         }
-        if self.busy.len() < self.capacity {
-            return None;
-        }
-        let known = self.busy.peek().map(|r| r.0).filter(|&m| {
-            !is_token(m) && (m <= pend.horizon || !self.busy.iter().any(|r| is_token(r.0)))
-        });
-        Some(known.unwrap_or(pend.horizon))
+    }
+
+    /// The earliest release, where it is known: the smallest cycle when no token is open or it
+    /// is not later than the horizon (so before any token's value).
+    fn earliest_known(&self, horizon: u64) -> Option<u64> {
+        let &Reverse(m) = self.busy.peek()?;
+        (!is_token(m) && (m <= horizon || !self.busy.iter().any(|r| is_token(r.0)))).then_some(m)
     }
 
     pub(crate) fn occupy(&mut self, until: u64, pend: &mut Pend) {

@@ -856,31 +856,31 @@ impl Sm {
                 what: format!("{what} (kernel {}, pc {pc})", prog.name),
             });
         }
-        // A global atomic past the SM's atomics in flight waits, unissued, for the oldest one's
-        // acknowledgement (a later cycle, or a token: later than any cycle of this round).
+        // An instruction may wait, unissued, for its SM to free what it needs: a global atomic
+        // past the SM's atomics in flight for the oldest one's acknowledgement, a load or texture
+        // fetch that finds every miss slot busy for the earliest release. Either is a later
+        // cycle, or a token or the horizon where the values are not in yet.
         let limit =
             if matches!(x.op, Op::Atom | Op::Red) && prog.exec[pc as usize].space == Sp::Global {
                 atomics_in_flight(sh)
             } else {
                 None
             };
-        if let Some(n) = limit
-            && self.atomics.len() >= n
-            && let Some(&oldest) = self.atomics.front()
-            && oldest > now
-        {
-            w.gate = oldest;
-            refresh(w, sh.deps);
-            self.hot.set_in(s, k, Hot::of(w));
-            return Ok(false);
+        let held = match limit {
+            Some(n) if self.atomics.len() >= n => {
+                self.atomics.front().copied().filter(|&oldest| oldest > now)
+            }
+            _ => None,
         }
-        // A load or texture fetch finding every miss slot of its SM busy waits, unissued, for
-        // the earliest to free (or for the values that say when).
-        if sh.inp.cfg.sm.lg_throttle
-            && let Some(texture) = miss_path(&prog.exec[pc as usize])
-            && let Some(until) = mem.miss_slots_full_until(now, texture)
-        {
-            debug_assert!(until > now, "a miss-slot gate at {until}, not after {now}");
+        .or_else(|| {
+            if !sh.inp.cfg.sm.lg_throttle {
+                return None;
+            }
+            let texture = miss_path(&prog.exec[pc as usize])?;
+            mem.miss_slots_full_until(now, texture)
+        });
+        if let Some(until) = held {
+            debug_assert!(until > now, "held until {until}, not after {now}");
             w.gate = until;
             refresh(w, sh.deps);
             self.hot.set_in(s, k, Hot::of(w));

@@ -239,15 +239,21 @@ pub struct SmConfig {
     /// CTA fence 14–15 cycles after a store, whether its line was in L2 or not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub store_visible_cycles: Option<u32>,
-    /// Whether a global or local load or a texture fetch waits unissued while its SM has no
-    /// free miss slot (`l1.mshrs`, or the texture cache's), until the earliest in flight
-    /// returns: Nsight Compute's `lg_throttle` stall, the L1/TEX unit's queue full. A freed slot
+    /// Whether a global or local load waits unissued while its SM has no free miss slot
+    /// (`l1.mshrs`, or the texture cache's for a read-only load), until the earliest in flight
+    /// returns: Nsight Compute's `lg_throttle` stall, the L1/TEX unit's queue for local and
+    /// global operations full. A texture fetch does not wait at issue: in the 1×128 frame, whose
+    /// fetches keep the model's miss slots full, an H200's naive window around the renderer's
+    /// fetch reads 6.3 cycles, where holding fetches at issue read 76
+    /// (docs/gpu/2026-12-06-lg-throttle-table.md). A freed slot
     /// then goes to whichever warp its scheduler issues next, and the SM's schedulers take
     /// turns, cycle by cycle, at issuing first, as the unit serves its sub-partitions in turn
     /// (else the first would take every slot freed while all wait). False (the default): the load
     /// issues, and its miss waits for a slot behind every miss its SM issued before it, so a
     /// pointer chase beside a stream waits out the stream's backlog at its own SM
-    /// (docs/gpu/2026-12-06-loaded-chase.md).
+    /// (docs/gpu/2026-12-06-loaded-chase.md). No preset sets it: a stream's misses then reach
+    /// DRAM in another order, and with the h100 preset's DRAM row model 62 % of its DRAM chunks
+    /// open a row (4 % without), so that it reads 2.48 TB/s (3.26 without; an H100 3.13).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub lg_throttle: bool,
     /// The order in which the block dispatcher visits the SMs (their ids, `%smid`) as it places

@@ -509,7 +509,7 @@ impl SmMem {
         }
     }
 
-    /// Until when a global or local load (`texture`: a texture fetch or a read-only load) issued
+    /// Until when a global or local load (`texture`: a read-only load) issued
     /// at `now` finds no free miss slot in the cache it reads through (see
     /// `sm.lg_throttle`); `None` while one is free.
     pub(crate) fn miss_slots_full_until(&mut self, now: u64, texture: bool) -> Option<u64> {

@@ -17,7 +17,7 @@
 
 use crate::error::CheckError;
 use device::{Arg, Device, LaunchConfig};
-use emulator::{TexAddress, TexFilter, TexFormat, TextureDesc};
+use emulator::TextureDesc;
 use instrument::{Probe, ProbedArg, WarpSelection, launch_probed};
 use kernels::corpus_cases::Rng;
 use kernels::layout::{WS_DUMMY, WS_FENCE, WS_NAIVE};
@@ -195,19 +195,7 @@ pub fn measure(
                 texels[(node * per_line) as usize] = (next * per_line) as f32 + 0.5;
             }
             let bytes: Vec<u8> = texels.iter().flat_map(|v| v.to_le_bytes()).collect();
-            let desc = TextureDesc {
-                dims: 1,
-                width: width as u32,
-                height: 1,
-                depth: 1,
-                format: TexFormat::F32,
-                channels: 1,
-                normalized_read: false,
-                filter: TexFilter::Point,
-                address: [TexAddress::Clamp; 3],
-                normalized_coords: false,
-                linear_buffer: None,
-            };
+            let desc = TextureDesc::floats(width as u32);
             let tex = dev.create_texture(&desc, &bytes)?;
             if case == MicroCase::ChaseTextureDram {
                 evict_l2(dev, cfg)?;

@@ -87,6 +87,24 @@ pub struct TextureDesc {
 }
 
 impl TextureDesc {
+    /// A 1D texture of `width` `f32` texels read as stored, `tex1Dfetch`'s kind: point
+    /// sampling, clamped, unnormalized coordinates, in a texture-owned array.
+    pub fn floats(width: u32) -> TextureDesc {
+        TextureDesc {
+            dims: 1,
+            width,
+            height: 1,
+            depth: 1,
+            format: TexFormat::F32,
+            channels: 1,
+            normalized_read: false,
+            filter: TexFilter::Point,
+            address: [TexAddress::Clamp; 3],
+            normalized_coords: false,
+            linear_buffer: None,
+        }
+    }
+
     pub(crate) fn texel_bytes(&self) -> u64 {
         let e = match self.format {
             TexFormat::U8 => 1,

@@ -549,7 +549,6 @@ LOOP:
 }
 "#
     .replace("READ", read);
-    use emulator::{TexAddress, TexFilter, TexFormat, TextureDesc};
     let mut cfg = emulator::GpuConfig::preset("h100").unwrap();
     cfg.l1.mshrs = 8;
     cfg.sm.lg_throttle = true;
@@ -557,18 +556,9 @@ LOOP:
     let texels = 8 * 256 * 64;
     let words: Vec<f32> = (0..texels).map(|i| (i % 97) as f32).collect();
     let buf = r.buf(&words);
-    let desc = TextureDesc {
-        dims: 1,
-        width: texels as u32,
-        height: 1,
-        depth: 1,
-        format: TexFormat::F32,
-        channels: 1,
-        normalized_read: false,
-        filter: TexFilter::Point,
-        address: [TexAddress::Clamp; 3],
-        normalized_coords: false,
+    let desc = emulator::TextureDesc {
         linear_buffer: Some(buf),
+        ..emulator::TextureDesc::floats(texels as u32)
     };
     let t = r.emu.create_texture(&desc, &[]).unwrap();
     let out = r.zeros(256 * 16);

@@ -242,13 +242,13 @@ pub struct SmConfig {
     /// Whether a global or local load waits unissued while its SM has no free miss slot
     /// (`l1.mshrs`, or the texture cache's for a read-only load), until the earliest in flight
     /// returns: Nsight Compute's `lg_throttle` stall, the L1/TEX unit's queue for local and
-    /// global operations full. A texture fetch does not wait at issue: in the 1×128 frame, whose
-    /// fetches keep the model's miss slots full, an H200's naive window around the renderer's
-    /// fetch reads 6.3 cycles, where holding fetches at issue read 76
-    /// (docs/gpu/2026-12-06-lg-throttle-table.md). A freed slot
-    /// then goes to whichever warp its scheduler issues next, and the SM's schedulers take
-    /// turns, cycle by cycle, at issuing first, as the unit serves its sub-partitions in turn
-    /// (else the first would take every slot freed while all wait). False (the default): the load
+    /// global operations full. A freed slot then goes to whichever warp its scheduler issues
+    /// next, and the SM's schedulers take turns, cycle by cycle, at issuing first, as the unit
+    /// serves its sub-partitions in turn (else the first would take every slot freed while all
+    /// wait). A texture fetch does not wait at issue: in the 1×128 frame, whose fetches keep the
+    /// model's miss slots full, an H200's naive window around the renderer's fetch reads 6.3
+    /// cycles, where holding fetches at issue read 76
+    /// (docs/gpu/2026-12-06-lg-throttle-table.md). False (the default): the load
     /// issues, and its miss waits for a slot behind every miss its SM issued before it, so a
     /// pointer chase beside a stream waits out the stream's backlog at its own SM
     /// (docs/gpu/2026-12-06-loaded-chase.md). No preset sets it: a stream's misses then reach

@@ -858,8 +858,8 @@ impl Sm {
             });
         }
         // An instruction may wait, unissued, for its SM to free what it needs: a global atomic
-        // past the SM's atomics in flight for the oldest one's acknowledgement, a load or texture
-        // fetch that finds every miss slot busy for the earliest release. Either is a later
+        // past the SM's atomics in flight for the oldest one's acknowledgement, a global or local
+        // load that finds every miss slot busy for the earliest release. Either is a later
         // cycle, or a token or the horizon where the values are not in yet.
         let limit =
             if matches!(x.op, Op::Atom | Op::Red) && prog.exec[pc as usize].space == Sp::Global {

@@ -371,6 +371,14 @@ fn a_warp_past_the_atomics_in_flight_waits_for_the_oldest() {
     );
 }
 
+/// The h100 preset with eight miss slots per SM and `sm.lg_throttle` as given.
+fn eight_miss_slots(lg_throttle: bool) -> emulator::GpuConfig {
+    let mut cfg = emulator::GpuConfig::preset("h100").unwrap();
+    cfg.l1.mshrs = 8;
+    cfg.sm.lg_throttle = lg_throttle;
+    cfg
+}
+
 /// Warp `chaser` of each of four blocks follows a chain of 16 cold lines, 256 bytes apart, and
 /// the block's seven other warps stream loads of their own cold lines, four in flight each, on
 /// the h100 preset with eight miss slots per SM and `sm.lg_throttle` as given: per block, the
@@ -439,9 +447,6 @@ LOOP:
  ret;
 }"#
     .replace("CHASER", &chaser.to_string());
-    let mut cfg = emulator::GpuConfig::preset("h100").unwrap();
-    cfg.l1.mshrs = 8;
-    cfg.sm.lg_throttle = lg_throttle;
     let blocks = 4usize;
     // Block b's step j reads the offset of its step j + 1.
     let chain: Vec<u64> = (0..blocks * 4096 / 8)
@@ -458,7 +463,7 @@ LOOP:
     let big: Vec<u32> = (0..words as u32)
         .map(|i| i.wrapping_mul(2_654_435_761))
         .collect();
-    let mut r = Rig::with_config(&ptx, cfg);
+    let mut r = Rig::with_config(&ptx, eight_miss_slots(lg_throttle));
     let (c, b) = (r.buf(&chain), r.buf(&big));
     let (o, sums) = (r.zeros(blocks * 16), r.zeros(blocks * 256 * 4));
     let n = blocks as u32;
@@ -526,7 +531,6 @@ fn naive_windows_with_full_miss_slots(tex: bool) -> (Vec<u64>, Vec<f32>) {
  ld.param.u64 %rd2, [buf];
  ld.param.u64 %rd3, [out];
  mov.u32 %r1, %tid.x;
- shr.u32 %r2, %r1, 5;
  mov.f32 %f5, 0f00000000;
  mov.u32 %r3, 0;
 LOOP:
@@ -549,10 +553,7 @@ LOOP:
 }
 "#
     .replace("READ", read);
-    let mut cfg = emulator::GpuConfig::preset("h100").unwrap();
-    cfg.l1.mshrs = 8;
-    cfg.sm.lg_throttle = true;
-    let mut r = Rig::with_config(&ptx, cfg);
+    let mut r = Rig::with_config(&ptx, eight_miss_slots(true));
     let texels = 8 * 256 * 64;
     let words: Vec<f32> = (0..texels).map(|i| (i % 97) as f32).collect();
     let buf = r.buf(&words);
@@ -578,7 +579,8 @@ LOOP:
 /// `sm.lg_throttle` holds loads, not texture fetches: with every miss slot taken, a naive
 /// window around `ld.global.nc` spans the wait for a slot, one around `tex.1d` of the same
 /// words only the fetch's issue, as on an H200, where the renderer's naive window around its
-/// fetch reads 6.3 cycles in a frame whose fetches keep the miss slots full. Both read the same.
+/// fetch reads 6.3 cycles in a frame whose fetches keep the model's miss slots full. Both read
+/// the same.
 #[test]
 fn texture_fetches_do_not_wait_at_issue_for_a_miss_slot() {
     let (fetches, fetched) = naive_windows_with_full_miss_slots(true);

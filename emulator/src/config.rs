@@ -256,6 +256,19 @@ pub struct SmConfig {
     /// open a row (4 % without), so that it reads 2.48 TB/s (3.26 without; an H100 3.13).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub lg_throttle: bool,
+    /// Cycles one scheduler's loads take for each line they send below the L1 (a line that
+    /// misses, or a line an L1-skipping load reads), one line after another: a warp's lines
+    /// leave its sub-partition at this rate, and the warps of one sub-partition share it.
+    /// The SM's port (`l1.miss_line_cycles`) spaces the lines of all its schedulers as before:
+    /// four schedulers at 4 cycles a line still send a line a cycle. Texture fetches are not
+    /// held to it, nor are hits, stores and atomics. On an H200 a warp's window around N lanes'
+    /// cold lines grows by about 4 cycles a line from 2 to 16 lanes (3.3–4.4 with the fence in
+    /// three runs, docs/gpu/divergent-closing.cu), and one SM's `ld.global.cg` stream costs
+    /// 3.9, 3.9 and 4.4 cycles a line request with 2, 4 and 8 warps to a sub-partition, where
+    /// one warp on each of one to four takes the same time
+    /// (docs/gpu/2026-12-06-line-rate.md). Unset: only the SM's port.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduler_line_cycles: Option<u32>,
     /// The order in which the block dispatcher visits the SMs (their ids, `%smid`) as it places
     /// a launch's first blocks: block by block, each to the next SM of this list that has room,
     /// from the list's start again after its end. Every SM must appear; an SM may appear more
@@ -999,6 +1012,8 @@ impl GpuConfig {
         if let Some(order) = &sm.dispatch_order {
             check_dispatch_order(order, sm.count).map_err(|m| err("sm.dispatch_order", m))?;
         }
+        within(sm.scheduler_line_cycles, 1, 1000)
+            .map_err(|m| err("sm.scheduler_line_cycles", m))?;
         if sm.max_shared_bytes_per_block > sm.shared_bytes {
             return Err(err(
                 "sm.max_shared_bytes_per_block",
@@ -1626,6 +1641,22 @@ mod tests {
             cfg.texture.miss_line_cycles = cycles;
             let field = (!ok).then_some("texture.miss_line_cycles");
             assert_validates(&cfg, field, &format!("{preset} {cycles:?}"));
+        }
+    }
+
+    #[test]
+    fn a_schedulers_line_cycles_must_be_from_1_to_1000() {
+        for (cycles, ok) in [
+            (None, true),
+            (Some(1), true),
+            (Some(1000), true),
+            (Some(0), false),
+            (Some(1001), false),
+        ] {
+            let mut cfg = GpuConfig::preset("gtx480").unwrap();
+            cfg.sm.scheduler_line_cycles = cycles;
+            let field = (!ok).then_some("sm.scheduler_line_cycles");
+            assert_validates(&cfg, field, &format!("{cycles:?}"));
         }
     }
 

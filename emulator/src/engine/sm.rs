@@ -955,6 +955,7 @@ impl Sm {
                         lanes: &self.lanes,
                         path,
                         lookup_lanes,
+                        scheduler: s,
                     };
                     let t = mem.access(now, &req);
                     done_at = mem.pend.max(t, now + 1);

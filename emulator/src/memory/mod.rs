@@ -22,6 +22,8 @@
 //!   fetches a sector from the L2 holds the port `miss_line_cycles` (the preset's; 1 when
 //!   absent), which bounds the rate at which one SM reads from the L2. A texture fetch holds
 //!   the port for its sector lookups at `texture.lookups_per_cycle` when that takes longer.
+//!   With `sm.scheduler_line_cycles`, a load's lines that go below the L1 also leave their
+//!   warp's scheduler that many cycles apart, its other warps' lines included.
 //! - **Per-SM caches**: L1 data (global and local loads), texture (a separate cache on Fermi,
 //!   the L1 itself from Volta on — `texture.unified_with_l1`), constant (also `ld.param`). Sets
 //!   are flat arrays of tags; LRU or FIFO replacement; sectored lines; a miss allocates its sectors
@@ -136,6 +138,8 @@ pub(crate) struct MemRequest<'a> {
     /// Texture path: how many consecutive lanes' texels one lookup serves, as Nsight Compute
     /// counts the lookups its texture hit rate divides by ([`QUAD`], [`PAIR`] or [`LANE`]).
     pub lookup_lanes: u8,
+    /// The issuing warp's scheduler (`sm.scheduler_line_cycles` spaces its lines).
+    pub scheduler: usize,
 }
 
 /// Lanes per texture lookup of a point sample (and of every load), and of a filtered 1D or 2D
@@ -235,6 +239,9 @@ struct Lat {
     l2: u64,
     l2_line_shift: u32,
     l2_sector_shift: u32,
+    /// Cycles a scheduler's loads take per line sent below the L1
+    /// (`sm.scheduler_line_cycles`); 0: only the SM's port spaces them.
+    scheduler_line: u64,
 }
 
 /// One request to the L2, queued by an SM and answered in global order (see `pending.rs`).
@@ -262,6 +269,9 @@ pub(crate) struct SmMem {
     l1: Cache,
     l1_mshrs: Mshrs,
     l1_port: u64,
+    /// When each scheduler's loads can send their next line below the L1
+    /// (`sm.scheduler_line_cycles`; empty when unset).
+    scheduler_lines: Vec<u64>,
     /// Separate texture cache (Fermi); `None` when the L1 serves textures.
     tex: Option<(Cache, Mshrs)>,
     tex_port: u64,
@@ -358,8 +368,20 @@ impl Link<'_> {
             // starts from and validation keeps no shorter than the levels above), so `t + hit`
             // needs no expression of its own.
             let ready = match next {
-                Next::L2 { mshrs, l2_hit } => {
-                    let sent = mshrs.acquire(t, self.pend);
+                Next::L2 {
+                    mshrs,
+                    l2_hit,
+                    pace,
+                } => {
+                    let leaves = match pace {
+                        Some((free, cycles)) => {
+                            let at = t.max(*free);
+                            *free = at + cycles;
+                            at
+                        }
+                        None => t,
+                    };
+                    let sent = mshrs.acquire(leaves, self.pend);
                     let sector_bytes = 1u64 << cache.sector_shift();
                     let line_addr = line << cache.line_shift();
                     let mut ready = None;
@@ -379,7 +401,11 @@ impl Link<'_> {
                     mshrs,
                     l2_hit,
                 } => {
-                    let below = Next::L2 { mshrs, l2_hit };
+                    let below = Next::L2 {
+                        mshrs,
+                        l2_hit,
+                        pace: None,
+                    };
                     self.read_line(level, None, below, t, line, lk.miss, level_hit)
                         .0
                 }
@@ -402,8 +428,13 @@ impl Link<'_> {
 /// Where an SM-level cache's missing sectors come from.
 enum Next<'a> {
     /// The L2, through `mshrs`, its hit's data `l2_hit` cycles after the send (see
-    /// `Link::send`).
-    L2 { mshrs: &'a mut Mshrs, l2_hit: u64 },
+    /// `Link::send`). With `pace`, a scheduler's next free cycle to send a line and its cycles
+    /// a line (`sm.scheduler_line_cycles`): a missing line leaves no sooner, and holds it.
+    L2 {
+        mshrs: &'a mut Mshrs,
+        l2_hit: u64,
+        pace: Option<(&'a mut u64, u64)>,
+    },
     /// A level of hit latency `hit` (`cache`), and behind it the L2 as in `L2`.
     Level {
         cache: &'a mut Cache,
@@ -419,6 +450,11 @@ impl SmMem {
             l1: Cache::new(&cfg.l1),
             l1_mshrs: Mshrs::new(cfg.l1.mshrs, 0),
             l1_port: 0,
+            scheduler_lines: if lat.scheduler_line == 0 {
+                Vec::new()
+            } else {
+                vec![0; cfg.sm.warp_schedulers as usize]
+            },
             tex: match (&cfg.texture.cache, cfg.texture.unified_with_l1) {
                 (Some(c), false) => Some((Cache::new(c), Mshrs::new(c.mshrs, 1))),
                 _ => None,
@@ -536,6 +572,7 @@ impl SmMem {
             l1,
             l1_mshrs,
             l1_port,
+            scheduler_lines,
             tex,
             tex_port,
             tex_done,
@@ -546,6 +583,12 @@ impl SmMem {
             lines,
             ..
         } = self;
+        // A load's lines that miss leave at its scheduler's pace as well; a texture fetch's
+        // only at the port's.
+        let mut scheduler = match path {
+            Path::L1 => scheduler_lines.get_mut(req.scheduler),
+            Path::TexUnified | Path::TexSeparate => None,
+        };
         let (cache, mshrs, port, counters) = match path {
             Path::L1 => (l1, l1_mshrs, l1_port, &mut counters.l1),
             Path::TexUnified => (l1, l1_mshrs, l1_port, &mut counters.texture),
@@ -589,6 +632,9 @@ impl SmMem {
             let next = Next::L2 {
                 mshrs: &mut *mshrs,
                 l2_hit: base + lat.l2,
+                pace: scheduler
+                    .as_deref_mut()
+                    .map(|free| (free, lat.scheduler_line)),
             };
             let (line_done, fetched) =
                 link.read_line(cache, Some(&mut *counters), next, t, lr.line, lr.mask, base);
@@ -679,8 +725,13 @@ impl SmMem {
         let mut done = now;
         let sector_bytes = 1u64 << lat.l2_sector_shift;
         let read = op == L2Op::Read;
+        let mut scheduler = self.scheduler_lines.get_mut(req.scheduler).filter(|_| read);
         for (i, lr) in self.lines.iter().enumerate() {
-            let slot = start + i as u64 * per_line;
+            let mut slot = start + i as u64 * per_line;
+            if let Some(free) = scheduler.as_deref_mut() {
+                slot = slot.max(*free);
+                *free = slot + lat.scheduler_line;
+            }
             let t = if read {
                 self.l1_mshrs.acquire(slot, link.pend)
             } else {
@@ -788,6 +839,7 @@ impl SmMem {
                 None => Next::L2 {
                     mshrs: &mut *constant_mshrs,
                     l2_hit: lat.constant_l2,
+                    pace: None,
                 },
             };
             let (d, fetched) = link.read_line(
@@ -941,6 +993,7 @@ impl MemorySystem {
             l2: u64::from(cfg.l2.latency_cycles),
             l2_line_shift: below.line_shift,
             l2_sector_shift: below.sector_shift,
+            scheduler_line: cfg.sm.scheduler_line_cycles.map_or(0, u64::from),
         };
         let sm = SmMem::new(cfg, lat);
         MemorySystem {

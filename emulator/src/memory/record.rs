@@ -99,6 +99,7 @@ mod tests {
             lanes,
             path: LoadPath::Cached,
             lookup_lanes: QUAD,
+            scheduler: 0,
         }
     }
 

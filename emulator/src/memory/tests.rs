@@ -10,6 +10,7 @@ fn load<'a>(lanes: &'a [(u8, u64)], bytes: u32) -> MemRequest<'a> {
         lanes,
         path: LoadPath::Cached,
         lookup_lanes: QUAD,
+        scheduler: 0,
     }
 }
 
@@ -119,6 +120,52 @@ fn a_line_that_fetches_holds_the_l1_port_for_its_miss_cycles_and_a_hit_for_one()
         let behind_hits = mem.access(t, &load(&hit, 4)) - t;
         assert_eq!(behind_hits, 32 + l1_hit, "{per_miss:?}");
     }
+}
+
+#[test]
+fn a_schedulers_missing_lines_leave_at_its_pace_and_its_hits_and_fetches_do_not_wait() {
+    // 8 lanes' cold lines 4 KiB apart, at `base`.
+    let cold = |base: u64| -> Vec<(u8, u64)> {
+        (0..8u8).map(|l| (l, base + 4096 * u64::from(l))).collect()
+    };
+    let (a, b, c) = (cold(0x100_0000), cold(0x200_0000), cold(0x300_0000));
+    let hit = [(0u8, 0x40_0000u64)];
+    // What each request completes in, issued at one cycle after `a` from scheduler 0, with the
+    // option at `pace`: `b` from scheduler `b_on`, then a hit and a texture fetch of `c`, both
+    // from scheduler 0.
+    let run = |pace: Option<u32>, b_on: usize| {
+        let mut cfg = GpuConfig::preset("h100").unwrap();
+        cfg.sm.scheduler_line_cycles = pace;
+        let mut mem = MemorySystem::new(&cfg);
+        let t = mem.access(0, &load(&hit, 4)) + 10_000;
+        let a_done = mem.access(t, &load(&a, 4)) - t;
+        let b_done = mem.access(
+            t,
+            &MemRequest {
+                scheduler: b_on,
+                ..load(&b, 4)
+            },
+        ) - t;
+        let hit_done = mem.access(t, &load(&hit, 4)) - t;
+        let tex = MemRequest {
+            space: Space::Texture,
+            ..load(&c, 4)
+        };
+        let tex_done = mem.access(t, &tex) - t;
+        [a_done, b_done, hit_done, tex_done]
+    };
+    let port = run(None, 0);
+    let [a, b_same, hit_same, tex_same] = run(Some(4), 0);
+    let [_, b_other, ..] = run(Some(4), 1);
+    // The SM's port sends a's lines a cycle apart; its scheduler, 4: the last leaves 21 later.
+    assert_eq!(a, port[0] + 7 * 3);
+    // b's lines on the same scheduler leave after a's, 4 cycles apart from a's last one; on
+    // another they leave at the port's slots and their own scheduler's pace.
+    assert_eq!(b_same, a + 8 * 4);
+    assert_eq!(b_same - b_other, 8 * 4 - 8);
+    // A hit is not held: it waits for the port alone, as the texture fetch's lines do.
+    assert_eq!(hit_same, port[2]);
+    assert_eq!(tex_same, port[3]);
 }
 
 #[test]
@@ -949,7 +996,7 @@ proptest::proptest! {
                 .map(|l| (l, (base + u64::from(l) * stride) & !u64::from(bytes - 1)))
                 .collect();
             let req = MemRequest { space, kind, bytes_per_lane: bytes,
-                lanes: &lanes, path: LoadPath::Cached, lookup_lanes: QUAD };
+                lanes: &lanes, path: LoadPath::Cached, lookup_lanes: QUAD, scheduler: 0 };
             let t = now;
             let done = mem.access_on(sm as usize, t, &req);
             proptest::prop_assert!(done >= t);

@@ -1607,73 +1607,62 @@ mod tests {
         assert_validates(&cfg, Some(field), "a unit of 0 cycles");
     }
 
+    /// `field` of `preset`, set by `set`: unset, `lo` and `hi` validate; `lo - 1` and `hi + 1`
+    /// are refused, naming `field`.
+    fn assert_range(
+        preset: &str,
+        field: &str,
+        (lo, hi): (u32, u32),
+        set: impl Fn(&mut GpuConfig, Option<u32>),
+    ) {
+        for (v, ok) in [
+            (None, true),
+            (Some(lo), true),
+            (Some(hi), true),
+            (Some(lo - 1), false),
+            (Some(hi + 1), false),
+        ] {
+            let mut cfg = GpuConfig::preset(preset).unwrap();
+            set(&mut cfg, v);
+            assert_validates(&cfg, (!ok).then_some(field), &format!("{field} {v:?}"));
+        }
+    }
+
     #[test]
     fn a_line_that_fetches_holds_a_cache_port_from_1_to_1000_cycles() {
-        for (cycles, ok) in [
-            (None, true),
-            (Some(1), true),
-            (Some(1000), true),
-            (Some(0), false),
-            (Some(1001), false),
-        ] {
-            let mut cfg = GpuConfig::preset("gtx480").unwrap();
-            cfg.texture
-                .cache
-                .as_mut()
-                .expect("fermi's texture cache")
-                .miss_line_cycles = cycles;
-            let field = (!ok).then_some("texture.cache.miss_line_cycles");
-            assert_validates(&cfg, field, &format!("{cycles:?}"));
-        }
+        assert_range(
+            "gtx480",
+            "texture.cache.miss_line_cycles",
+            (1, 1000),
+            |cfg, v| {
+                let cache = cfg.texture.cache.as_mut().expect("fermi's texture cache");
+                cache.miss_line_cycles = v;
+            },
+        );
     }
 
     #[test]
     fn a_unified_texture_paths_miss_line_cycles_must_be_from_1_to_1000() {
-        for (preset, cycles, ok) in [
-            ("h100", None, true),
-            ("h100", Some(1), true),
-            ("h100", Some(1000), true),
-            ("h100", Some(0), false),
-            ("h100", Some(1001), false),
-            ("gtx480", Some(2), false),
-        ] {
-            let mut cfg = GpuConfig::preset(preset).unwrap();
-            cfg.texture.miss_line_cycles = cycles;
-            let field = (!ok).then_some("texture.miss_line_cycles");
-            assert_validates(&cfg, field, &format!("{preset} {cycles:?}"));
-        }
+        assert_range("h100", "texture.miss_line_cycles", (1, 1000), |cfg, v| {
+            cfg.texture.miss_line_cycles = v;
+        });
+        let mut fermi = GpuConfig::preset("gtx480").unwrap();
+        fermi.texture.miss_line_cycles = Some(2);
+        assert_validates(&fermi, Some("texture.miss_line_cycles"), "a separate cache");
     }
 
     #[test]
     fn a_schedulers_line_cycles_must_be_from_1_to_1000() {
-        for (cycles, ok) in [
-            (None, true),
-            (Some(1), true),
-            (Some(1000), true),
-            (Some(0), false),
-            (Some(1001), false),
-        ] {
-            let mut cfg = GpuConfig::preset("gtx480").unwrap();
-            cfg.sm.scheduler_line_cycles = cycles;
-            let field = (!ok).then_some("sm.scheduler_line_cycles");
-            assert_validates(&cfg, field, &format!("{cycles:?}"));
-        }
+        assert_range("gtx480", "sm.scheduler_line_cycles", (1, 1000), |cfg, v| {
+            cfg.sm.scheduler_line_cycles = v;
+        });
     }
 
     #[test]
     fn texture_lookups_per_cycle_must_be_from_1_to_64() {
-        for (rate, ok) in [
-            (None, true),
-            (Some(1), true),
-            (Some(64), true),
-            (Some(0), false),
-            (Some(65), false),
-        ] {
-            let mut cfg = GpuConfig::preset("h100").unwrap();
-            cfg.texture.lookups_per_cycle = rate;
-            let field = (!ok).then_some("texture.lookups_per_cycle");
-            assert_validates(&cfg, field, &format!("{rate:?}"));
-        }
+        assert_range("h100", "texture.lookups_per_cycle", (1, 64), |cfg, v| {
+            cfg.texture.lookups_per_cycle = v;
+        });
     }
 
     #[test]

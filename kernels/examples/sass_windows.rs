@@ -12,13 +12,15 @@
 //! too. Each window is printed with its instructions' control bits and the sum of the stall
 //! counts from the opening read up to the closing one: the cycles the warp's issue takes through
 //! the window when no scoreboard wait holds it and no other warp takes its scheduler's slots
-//! (`docs/gpu/2026-12-05-naive-windows.md`).
+//! (`docs/gpu/2026-12-05-naive-windows.md`); and, where it has global loads, how many the warp
+//! has in flight each time it first waits for one after issuing more
+//! (`docs/gpu/2026-12-06-line-rate.md`).
 
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::process::ExitCode;
 
-use kernels::tools::{Control, SassInstr, cuobjdump_sass, parse_sass};
+use kernels::tools::{Control, SassFunction, SassInstr, cuobjdump_sass, parse_sass};
 
 fn main() -> ExitCode {
     match run() {
@@ -64,9 +66,16 @@ fn run() -> Result<(), String> {
                 .iter()
                 .map(|i| u32::from(i.ctrl.stall))
                 .sum();
+            let in_flight = SassFunction::loads_in_flight_at_waits(window);
+            let batches = if in_flight.is_empty() {
+                String::new()
+            } else {
+                let counts: Vec<String> = in_flight.iter().map(usize::to_string).collect();
+                format!("; LDGs in flight at its waits: {}", counts.join(" "))
+            };
             let _ = writeln!(
                 out,
-                "{} window at {:#06x}: stall counts {stalls}",
+                "{} window at {:#06x}: stall counts {stalls}{batches}",
                 f.name, window[0].offset
             );
             for i in window {

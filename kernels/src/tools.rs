@@ -203,6 +203,34 @@ impl SassFunction {
             .filter(|&i| self.instrs[i].is_clock_read())
             .collect()
     }
+
+    /// How many global loads (`LDG`) of `instrs` are in flight each time the warp first waits
+    /// for one after issuing more: at an instruction whose wait mask names a scoreboard that
+    /// loads set, the loads issued and not yet waited for, on any scoreboard. What ptxas keeps
+    /// in flight per warp: a wait on a scoreboard waits for every load that set it.
+    pub fn loads_in_flight_at_waits(instrs: &[SassInstr]) -> Vec<usize> {
+        let (mut counts, mut pending, mut issued) = (Vec::new(), [0usize; 8], false);
+        for i in instrs {
+            let waited = (0..6).filter(|&b| i.ctrl.wait_mask >> b & 1 == 1 && pending[b] > 0);
+            let waited: Vec<usize> = waited.collect();
+            if !waited.is_empty() {
+                if issued {
+                    counts.push(pending.iter().sum());
+                    issued = false;
+                }
+                for b in waited {
+                    pending[b] = 0;
+                }
+            }
+            if i.base_opcode() == "LDG"
+                && let Some(b) = i.ctrl.write_barrier
+            {
+                pending[usize::from(b)] += 1;
+                issued = true;
+            }
+        }
+        counts
+    }
 }
 
 /// Parses `cuobjdump -sass` (or `nvdisasm -hex`) output: functions and instructions with their
@@ -327,6 +355,41 @@ mod tests {
         assert_eq!(f[0].instrs[0].dest_registers(), vec![4, 5, 6, 7]);
         assert_eq!(f[0].instrs[1].dest_registers(), vec![9]);
         assert_eq!(f[0].instrs[2].dest_registers(), vec![6, 7]);
+    }
+
+    #[test]
+    fn a_first_wait_after_loads_counts_every_load_in_flight() {
+        // The high word of an instruction with write barrier `wb` and wait mask `wait` (7: no
+        // barrier; no read barrier).
+        let high = |wb: u64, wait: u64| (wait << 11 | 7 << 8 | wb << 5) << 41;
+        let line = |off: u32, text: &str, wb: u64, wait: u64| {
+            format!(
+                " /*{off:04x}*/ {text} ; /* 0x0 */\n /* {:#018x} */\n",
+                high(wb, wait)
+            )
+        };
+        let sass = [
+            "Function : f\n".to_string(),
+            line(0x00, "LDG.E R2, desc[UR4][R8.64]", 3, 0),
+            line(0x10, "LDG.E R3, desc[UR4][R8.64+0x4]", 2, 0),
+            // The first wait counts both loads in flight, whatever their scoreboards.
+            line(0x20, "IADD3 R4, R2, 0x1, RZ", 7, 0b1000),
+            // A wait with no load issued since the last one is not counted again.
+            line(0x30, "STG.E desc[UR4][R10.64], R3", 7, 0b100),
+            line(0x40, "LDG.E R5, desc[UR4][R8.64+0x8]", 4, 0),
+            line(0x50, "LDG.E R6, desc[UR4][R8.64+0xc]", 4, 0),
+            line(0x60, "LDG.E R7, desc[UR4][R8.64+0x10]", 4, 0),
+            line(0x70, "LOP3.LUT R6, R6, R7, R5, 0x96, !PT", 7, 0b10000),
+            // Nothing waits for the last load.
+            line(0x80, "LDG.E R9, desc[UR4][R8.64+0x14]", 5, 0),
+        ]
+        .concat();
+        let f = parse_sass(&sass);
+        assert_eq!(f[0].instrs.len(), 9);
+        assert_eq!(
+            SassFunction::loads_in_flight_at_waits(&f[0].instrs),
+            vec![2, 3]
+        );
     }
 
     #[test]

@@ -20,7 +20,7 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::process::ExitCode;
 
-use kernels::tools::{Control, SassFunction, SassInstr, cuobjdump_sass, parse_sass};
+use kernels::tools::{Control, SassInstr, cuobjdump_sass, loads_in_flight_at_waits, parse_sass};
 
 fn main() -> ExitCode {
     match run() {
@@ -66,8 +66,8 @@ fn run() -> Result<(), String> {
                 .iter()
                 .map(|i| u32::from(i.ctrl.stall))
                 .sum();
-            let in_flight = SassFunction::loads_in_flight_at_waits(window);
-            let batches = if in_flight.is_empty() {
+            let in_flight = loads_in_flight_at_waits(window);
+            let loads = if in_flight.is_empty() {
                 String::new()
             } else {
                 let counts: Vec<String> = in_flight.iter().map(usize::to_string).collect();
@@ -75,7 +75,7 @@ fn run() -> Result<(), String> {
             };
             let _ = writeln!(
                 out,
-                "{} window at {:#06x}: stall counts {stalls}{batches}",
+                "{} window at {:#06x}: stall counts {stalls}{loads}",
                 f.name, window[0].offset
             );
             for i in window {

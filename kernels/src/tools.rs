@@ -203,34 +203,32 @@ impl SassFunction {
             .filter(|&i| self.instrs[i].is_clock_read())
             .collect()
     }
+}
 
-    /// How many global loads (`LDG`) of `instrs` are in flight each time the warp first waits
-    /// for one after issuing more: at an instruction whose wait mask names a scoreboard that
-    /// loads set, the loads issued and not yet waited for, on any scoreboard. What ptxas keeps
-    /// in flight per warp: a wait on a scoreboard waits for every load that set it.
-    pub fn loads_in_flight_at_waits(instrs: &[SassInstr]) -> Vec<usize> {
-        let (mut counts, mut pending, mut issued) = (Vec::new(), [0usize; 8], false);
-        for i in instrs {
-            let waited = (0..6).filter(|&b| i.ctrl.wait_mask >> b & 1 == 1 && pending[b] > 0);
-            let waited: Vec<usize> = waited.collect();
-            if !waited.is_empty() {
-                if issued {
-                    counts.push(pending.iter().sum());
-                    issued = false;
-                }
-                for b in waited {
-                    pending[b] = 0;
-                }
+/// How many global loads (`LDG`) of `instrs` are in flight each time the warp first waits for
+/// one after issuing more: at an instruction whose wait mask names a scoreboard that loads set,
+/// the loads issued and not yet waited for, on any scoreboard. What ptxas keeps in flight per
+/// warp: a wait on a scoreboard waits for every load that set it.
+pub fn loads_in_flight_at_waits(instrs: &[SassInstr]) -> Vec<usize> {
+    // Loads not yet waited for, by scoreboard (a 3-bit field; 7 decodes to none).
+    let (mut counts, mut pending, mut issued) = (Vec::new(), [0usize; 8], false);
+    for i in instrs {
+        let waits = |b: usize| i.ctrl.wait_mask >> b & 1 == 1;
+        if (0..6).any(|b| waits(b) && pending[b] > 0) {
+            if issued {
+                counts.push(pending.iter().sum());
+                issued = false;
             }
-            if i.base_opcode() == "LDG"
-                && let Some(b) = i.ctrl.write_barrier
-            {
-                pending[usize::from(b)] += 1;
-                issued = true;
-            }
+            (0..6).filter(|&b| waits(b)).for_each(|b| pending[b] = 0);
         }
-        counts
+        if i.base_opcode() == "LDG"
+            && let Some(b) = i.ctrl.write_barrier
+        {
+            pending[usize::from(b)] += 1;
+            issued = true;
+        }
     }
+    counts
 }
 
 /// Parses `cuobjdump -sass` (or `nvdisasm -hex`) output: functions and instructions with their
@@ -386,10 +384,7 @@ mod tests {
         .concat();
         let f = parse_sass(&sass);
         assert_eq!(f[0].instrs.len(), 9);
-        assert_eq!(
-            SassFunction::loads_in_flight_at_waits(&f[0].instrs),
-            vec![2, 3]
-        );
+        assert_eq!(loads_in_flight_at_waits(&f[0].instrs), vec![2, 3]);
     }
 
     #[test]

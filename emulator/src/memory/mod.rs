@@ -374,11 +374,7 @@ impl Link<'_> {
                     pace,
                 } => {
                     let leaves = match pace {
-                        Some((free, cycles)) => {
-                            let at = t.max(*free);
-                            *free = at + cycles;
-                            at
-                        }
+                        Some((free, cycles)) => reserve_port(free, t, cycles),
                         None => t,
                     };
                     let sent = mshrs.acquire(leaves, self.pend);
@@ -729,8 +725,7 @@ impl SmMem {
         for (i, lr) in self.lines.iter().enumerate() {
             let mut slot = start + i as u64 * per_line;
             if let Some(free) = scheduler.as_deref_mut() {
-                slot = slot.max(*free);
-                *free = slot + lat.scheduler_line;
+                slot = reserve_port(free, slot, lat.scheduler_line);
             }
             let t = if read {
                 self.l1_mshrs.acquire(slot, link.pend)

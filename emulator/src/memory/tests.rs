@@ -130,9 +130,9 @@ fn a_schedulers_missing_lines_leave_at_its_pace_and_its_hits_and_fetches_do_not_
     };
     let (a, b, c) = (cold(0x100_0000), cold(0x200_0000), cold(0x300_0000));
     let hit = [(0u8, 0x40_0000u64)];
-    // What each request completes in, issued at one cycle after `a` from scheduler 0, with the
-    // option at `pace`: `b` from scheduler `b_on`, then a hit and a texture fetch of `c`, both
-    // from scheduler 0.
+    // What each request completes in, all issued at cycle `t` with the option at `pace`: `a`
+    // from scheduler 0, `b` from scheduler `b_on`, then a hit and a texture fetch of `c` from
+    // scheduler 0.
     let run = |pace: Option<u32>, b_on: usize| {
         let mut cfg = GpuConfig::preset("h100").unwrap();
         cfg.sm.scheduler_line_cycles = pace;

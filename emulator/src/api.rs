@@ -264,9 +264,7 @@ impl Emulator {
         }
         let mut kernels = d.kernels.clone();
         for k in &mut kernels {
-            if self.config.pipeline.hoist_loads {
-                schedule::hoist_loads(k);
-            }
+            schedule::reorder(k, &self.config.pipeline);
             let dyn_off = k.dyn_shared_offset as u64;
             for x in k.insts.iter_mut().chain(k.exec.iter_mut()) {
                 let patch = |o: &mut Opnd| {

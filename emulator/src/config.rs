@@ -374,6 +374,16 @@ pub struct PipelineConfig {
     /// in flight together. Unset, the PTX's order.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub hoist_loads: bool,
+    /// Each run of plain arithmetic within a basic block that holds a 32-bit integer division
+    /// or remainder issues in the order a list scheduler gives it, as ptxas interleaves the
+    /// division's SASS sequence with the block's other work: of the instructions whose operands
+    /// are computed, the one with the longest chain of latencies after it first (a division's
+    /// is `int_division`'s), ties in the PTX's order. Independent divisions then issue
+    /// together, where nvcc's PTX puts each quotient's use before the next division's operands.
+    /// The run ends at any other instruction (a memory access, branch, barrier, special-register
+    /// read) and at arithmetic that reads or writes the carry flag. Unset, the PTX's order.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interleave_divisions: bool,
 }
 
 impl PipelineConfig {

@@ -5,6 +5,7 @@
 //! branch targets and reconvergence points as instruction indices, and symbols resolved to
 //! addresses or offsets.
 
+use crate::config::PipelineConfig;
 use crate::error::EmuError;
 
 /// Value types of PTX instructions.
@@ -270,6 +271,20 @@ impl Class {
             Class::Barrier => "barrier",
             Class::Nop => "nop",
         }
+    }
+
+    /// Cycles from issue until a result of this class can be read, in the preset's pipeline.
+    pub(crate) fn latency(self, p: &PipelineConfig) -> u64 {
+        u64::from(match self {
+            Class::Int => p.int_latency_cycles,
+            Class::Fp32 => p.fp32_latency_cycles,
+            Class::Fp64 => p.fp64_latency_cycles,
+            Class::Sfu => p.sfu_latency_cycles,
+            Class::Branch => p.branch_latency_cycles,
+            Class::Special => p.special_reg_latency_cycles,
+            Class::Shuffle => p.shuffle_latency_cycles,
+            _ => 1,
+        })
     }
     pub(crate) const ALL: [Class; 11] = [
         Class::Int,

@@ -147,7 +147,7 @@ fn run_rounds(
         inp,
         textures,
         deps: &deps,
-        lat: Class::ALL.map(|c| sm::lat(inp.cfg, c)),
+        lat: Class::ALL.map(|c| c.latency(&inp.cfg.pipeline)),
         interval: sm::intervals(inp.cfg),
         dev: &dev,
         round: Round::default(),

@@ -27,7 +27,7 @@
 
 use std::collections::VecDeque;
 
-use crate::config::{GpuConfig, InstructionSequence, IntDivision};
+use crate::config::{InstructionSequence, IntDivision};
 use crate::devmem::WriteLog;
 use crate::error::EmuError;
 use crate::exec::{Ctx, Division, Entry, FULL, Fixed, Flow, Warp, exec};
@@ -274,20 +274,6 @@ pub(super) struct Shared<'a> {
     pub interval: [u64; NPIPE],
     /// Whether the grid still has blocks to hand out (fixed during a round).
     pub blocks_left: bool,
-}
-
-pub(super) fn lat(cfg: &GpuConfig, c: Class) -> u64 {
-    let p = &cfg.pipeline;
-    (match c {
-        Class::Int => p.int_latency_cycles,
-        Class::Fp32 => p.fp32_latency_cycles,
-        Class::Fp64 => p.fp64_latency_cycles,
-        Class::Sfu => p.sfu_latency_cycles,
-        Class::Branch => p.branch_latency_cycles,
-        Class::Special => p.special_reg_latency_cycles,
-        Class::Shuffle => p.shuffle_latency_cycles,
-        _ => 1,
-    }) as u64
 }
 
 /// The global atomics an SM may have in flight (`l2.atomic_unit.in_flight_per_sm`).

@@ -116,6 +116,9 @@ fn independent_divisions_overlap_until_their_instructions_fill_the_issue_slots()
         .as_mut()
         .expect("h100 times divisions")
         .call_waits_for_scoreboard = false;
+    // In the PTX's order, so that the last division is the one the window's end waits for
+    // (listed, it would issue first: the use after it gives it the longest chain).
+    cfg.pipeline.interleave_divisions = false;
     for (ty, wide_lanes, q) in [
         ("u32", 0, t.u32),
         ("u64", 32, t.u64),
@@ -308,4 +311,75 @@ fn division_kernel() -> String {
  ret;
 }"#
     .into()
+}
+
+/// One warp, two chains of `n` dependent u32 steps (`q = (q / b) ^ 5`), written as nvcc writes
+/// `docs/gpu/int-division.cu`'s `latency2`: each quotient's xor before the other chain's next
+/// division. Lane 0's window between two `%clock64` reads, and each lane's two results.
+fn two_chains(cfg: &GpuConfig, n: usize) -> (u64, Vec<u32>) {
+    let (mut body, mut a, mut b) = (String::new(), 1, 2);
+    for k in 0..n {
+        for (src, dst) in [(&mut a, 20 + 4 * k), (&mut b, 22 + 4 * k)] {
+            body += &format!(
+                " div.u32 %q{dst}, %q{src}, %q3;\n xor.b32 %q{}, %q{dst}, 5;\n",
+                dst + 1
+            );
+            *src = dst + 1;
+        }
+    }
+    let ptx = format!(
+        r#".version 8.0
+.target sm_75
+.address_size 64
+.visible .entry two(.param .u64 out)
+{{
+ .reg .b64 %rd<12>;
+ .reg .b32 %q<200>;
+ ld.param.u64 %rd1, [out];
+ mov.u32 %q1, %tid.x;
+ add.u32 %q2, %q1, 1000;
+ add.u32 %q1, %q1, 77777;
+ mov.u32 %q3, 3;
+ mov.u64 %rd5, %clock64;
+{body} mov.u64 %rd6, %clock64;
+ sub.s64 %rd7, %rd6, %rd5;
+ mov.u32 %q4, %tid.x;
+ mul.wide.u32 %rd8, %q4, 8;
+ add.s64 %rd8, %rd1, %rd8;
+ st.global.u64 [%rd8], %rd7;
+ st.global.u32 [%rd8+256], %q{a};
+ st.global.u32 [%rd8+260], %q{b};
+ ret;
+}}"#
+    );
+    let mut r = Rig::with_config(&ptx, cfg.clone());
+    let out = r.zeros(512);
+    r.launch("two", [1, 1, 1], [32, 1, 1], vec![a64(out)]);
+    let results = r.get_u32(out, 128)[64..].to_vec();
+    (r.get_u64(out), results)
+}
+
+#[test]
+fn two_independent_chains_overlap_where_the_preset_lists_their_arithmetic() {
+    let (with, t) = h100();
+    assert!(with.pipeline.interleave_divisions);
+    let mut without = with.clone();
+    without.pipeline.interleave_divisions = false;
+    let n = 4;
+    let (listed, got) = two_chains(&with, n);
+    let (in_order, got_in_order) = two_chains(&without, n);
+    let chain = |q0: u32| (0..n).fold(q0, |q, _| (q / 3) ^ 5);
+    let want: Vec<u32> = (0..32u32)
+        .flat_map(|l| [chain(l + 77777), chain(l + 1000)])
+        .collect();
+    assert_eq!(got, want);
+    assert_eq!(got_in_order, want);
+    // In PTX order each division waits for the other chain's before it; listed, the two
+    // chains' divisions issue together, and the window is one chain's latencies and a little.
+    let lat = u64::from(t.u32.latency_cycles);
+    assert!(in_order >= 2 * n as u64 * lat, "in order {in_order}");
+    assert!(
+        (n as u64 * lat..n as u64 * (lat + 2 * u64::from(t.u32.instructions))).contains(&listed),
+        "listed {listed}, in order {in_order}"
+    );
 }

@@ -374,16 +374,17 @@ pub struct PipelineConfig {
     /// in flight together. Unset, the PTX's order.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub hoist_loads: bool,
-    /// Each run of plain arithmetic within a basic block that holds a 32-bit integer division
-    /// or remainder issues in the order a list scheduler gives it, as ptxas interleaves the
-    /// division's SASS sequence with the block's other work: of the instructions whose operands
-    /// are computed, the one with the longest chain of latencies after it first (a division's
-    /// is `int_division`'s), ties in the PTX's order. Independent divisions then issue
-    /// together, where nvcc's PTX puts each quotient's use before the next division's operands.
-    /// The run ends at any other instruction (a memory access, branch, barrier, special-register
-    /// read) and at arithmetic that reads or writes the carry flag. Unset, the PTX's order.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub interleave_divisions: bool,
+    /// Runs of plain arithmetic within a basic block issue in the order a list scheduler gives
+    /// them, as ptxas orders its SASS: of the instructions whose operands are computed, the one
+    /// with the longest chain of latencies after it first (a 32-bit division's is
+    /// `int_division`'s), ties in the PTX's order. A run ends at any other instruction (a
+    /// memory access, branch, barrier, special-register read) and at arithmetic that reads or
+    /// writes the carry flag. `divisions` lists only the runs that hold a 32-bit integer
+    /// division or remainder, whose independent divisions then issue together where nvcc's PTX
+    /// puts each quotient's use before the next division's operands; `all` lists every run.
+    /// A run of more than 256 instructions is listed in windows of 256. Unset, the PTX's order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub list_arithmetic: Option<ListArithmetic>,
 }
 
 impl PipelineConfig {
@@ -395,6 +396,16 @@ impl PipelineConfig {
             self.int_issue_cycles.min(x.logic_add_issue_cycles)
         })
     }
+}
+
+/// Which runs of arithmetic a preset lists as ptxas would (`pipeline.list_arithmetic`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ListArithmetic {
+    /// The runs that hold a 32-bit integer division or remainder.
+    Divisions,
+    /// Every run.
+    All,
 }
 
 /// The integer operations a GPU issues on units of their own, at their own rates. Each group

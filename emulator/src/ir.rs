@@ -413,6 +413,24 @@ pub(crate) enum Op {
     Invalid,
 }
 
+impl Op {
+    /// Whether the operation reads or writes the carry flag, per-warp state that no register
+    /// names.
+    pub(crate) fn uses_carry(self) -> bool {
+        matches!(
+            self,
+            Op::AddCc
+                | Op::AddC
+                | Op::SubCc
+                | Op::SubC
+                | Op::MadLoCc
+                | Op::MadCLo
+                | Op::MadHiCc
+                | Op::MadCHi
+        )
+    }
+}
+
 /// One decoded instruction. Unused fields keep their defaults.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Inst {

@@ -1,5 +1,5 @@
-//! Instructions moved to where ptxas issues them: loads (`pipeline.hoist_loads`) and the
-//! arithmetic around 32-bit integer divisions (`pipeline.interleave_divisions`).
+//! Instructions moved to where ptxas issues them: loads (`pipeline.hoist_loads`) and runs of
+//! arithmetic, those around 32-bit integer divisions or all (`pipeline.list_arithmetic`).
 //!
 //! nvcc's PTX often puts each load right before its first use: `ld; xor; ld; xor; …`. A GPU
 //! runs ptxas' SASS, which issues the loads of a basic block back to back and their uses
@@ -19,18 +19,18 @@
 //! interleaves with whatever else its block computes; the model times it as one instruction
 //! whose result comes a sequence's latency later. nvcc's PTX puts each quotient's use before the
 //! next division's operands, so in PTX order a warp waits for each division in turn even where
-//! two are independent (`docs/gpu/int-division.cu`'s two chains). The division pass takes each
-//! run of plain arithmetic within a block that holds such a division and lists it again as a
-//! scheduler does: of the instructions whose inputs are computed, the one with the longest
-//! chain of latencies after it first, ties in PTX order. The divisions and what computes their
-//! operands so come first, and independent divisions issue together. Runs without a division
-//! keep the PTX's order: their operations' latencies are a few cycles, and ptxas' order of
-//! them is not modelled.
+//! two are independent (`docs/gpu/int-division.cu`'s two chains). The arithmetic pass takes each
+//! run of plain arithmetic within a block that holds such a division (`divisions`), or every
+//! run (`all`), and lists it again as a scheduler does: of the instructions whose inputs are
+//! computed, the one with the longest chain of latencies after it first, ties in PTX order.
+//! The divisions and what computes their operands so come first, and independent divisions
+//! issue together; in `all`, independent chains of any operations interleave. A run of more
+//! than 256 instructions is listed in windows of 256.
 //!
 //! Only registers say what depends on what, so the moved program computes what the PTX does;
 //! instructions that read or write the carry flag, which no register names, end a run.
 
-use crate::config::PipelineConfig;
+use crate::config::{ListArithmetic, PipelineConfig};
 use crate::ir::{Class, Inst, Op, Opnd, Program};
 use crate::{regalloc, slots};
 
@@ -51,8 +51,8 @@ pub(crate) fn reorder(p: &mut Program, pipe: &PipelineConfig) {
     if pipe.hoist_loads {
         moved |= hoist_loads(&mut p.insts, &starts);
     }
-    if pipe.interleave_divisions {
-        moved |= interleave_divisions(&mut p.insts, &starts, |x| latency(x, pipe));
+    if let Some(which) = pipe.list_arithmetic {
+        moved |= list_runs(&mut p.insts, &starts, which, |x| latency(x, pipe));
     }
     if moved {
         let nregs = p.slot_of.len() as u32;
@@ -129,21 +129,6 @@ fn inline_division(x: &Inst) -> bool {
     matches!(x.op, Op::Div | Op::Rem) && !x.ty.is_float() && x.ty.bits() <= 32
 }
 
-/// Whether `x` reads or writes the carry flag.
-fn uses_carry(x: &Inst) -> bool {
-    matches!(
-        x.op,
-        Op::AddCc
-            | Op::AddC
-            | Op::SubCc
-            | Op::SubC
-            | Op::MadLoCc
-            | Op::MadCLo
-            | Op::MadHiCc
-            | Op::MadCHi
-    )
-}
-
 /// Cycles from `x`'s issue until its result can be read: a 32-bit division's sequence's
 /// latency where the preset times divisions so, else its class's.
 fn latency(x: &Inst, pipe: &PipelineConfig) -> u64 {
@@ -156,14 +141,20 @@ fn latency(x: &Inst, pipe: &PipelineConfig) -> u64 {
     }
 }
 
-/// Lists again each run of plain arithmetic within a block that holds an inline division (the
-/// module explains how). Returns whether any instruction moved.
-fn interleave_divisions(
+/// The most instructions listed together: a longer run is listed in windows of this many,
+/// since the listing compares every pair of a window's instructions (a generated kernel can
+/// hold tens of thousands of arithmetic instructions in one block).
+const WINDOW: usize = 256;
+
+/// Lists again each run of plain arithmetic within a block, or with `Divisions` each run that
+/// holds an inline division (the module explains how). Returns whether any instruction moved.
+fn list_runs(
     insts: &mut [Inst],
     starts: &[bool],
+    which: ListArithmetic,
     latency: impl Fn(&Inst) -> u64,
 ) -> bool {
-    let movable = |x: &Inst| plain_arithmetic(x) && !uses_carry(x);
+    let movable = |x: &Inst| plain_arithmetic(x) && !x.op.uses_carry();
     let mut moved = false;
     let mut i = 0;
     while i < insts.len() {
@@ -175,8 +166,10 @@ fn interleave_divisions(
         while j < insts.len() && !starts[j] && movable(&insts[j]) {
             j += 1;
         }
-        if insts[i..j].iter().any(inline_division) {
-            moved |= list_schedule(&mut insts[i..j], &latency);
+        for window in insts[i..j].chunks_mut(WINDOW) {
+            if which == ListArithmetic::All || window.iter().any(inline_division) {
+                moved |= list_schedule(window, &latency);
+            }
         }
         i = j;
     }
@@ -250,17 +243,17 @@ mod tests {
         (before, p.insts.iter().map(|x| x.line).collect())
     }
 
-    /// The h100 preset's pipeline with one of the two passes.
-    fn pipeline(loads: bool, divisions: bool) -> PipelineConfig {
+    /// The h100 preset's pipeline with the load pass or not, and `list` for the arithmetic.
+    fn pipeline(loads: bool, list: Option<ListArithmetic>) -> PipelineConfig {
         let mut p = GpuConfig::preset("h100").unwrap().pipeline;
         p.hoist_loads = loads;
-        p.interleave_divisions = divisions;
+        p.list_arithmetic = list;
         p
     }
 
     /// The load pass alone.
     fn lines(body: &str) -> (Vec<u32>, Vec<u32>) {
-        lines_with(body, &pipeline(true, false))
+        lines_with(body, &pipeline(true, None))
     }
 
     #[test]
@@ -335,7 +328,8 @@ mod tests {
 
     #[test]
     fn independent_divisions_issue_together_after_what_computes_their_operands() {
-        let (before, after) = lines_with(TWO_CHAINS, &pipeline(true, true));
+        let (before, after) =
+            lines_with(TWO_CHAINS, &pipeline(true, Some(ListArithmetic::Divisions)));
         // Lines 9-21: the param and two global loads, chain one (12-15), chain two (16-19),
         // the add, the store and the closing exit.
         assert_eq!(
@@ -350,32 +344,55 @@ mod tests {
             [9, 10, 11, 12, 16, 13, 17, 14, 18, 15, 19, 20, 21, 21]
         );
         // Without the option nothing moves.
-        let (_, kept) = lines_with(TWO_CHAINS, &pipeline(true, false));
+        let (_, kept) = lines_with(TWO_CHAINS, &pipeline(true, None));
         assert_eq!(kept, before);
     }
 
     #[test]
-    fn a_run_without_a_division_keeps_its_order_and_carries_end_a_run() {
-        // Lines 11-13: arithmetic a list scheduler would reorder (the and's chain is longer)
-        // but with no division. Lines 16-21: an add with carry and its addc, then a run whose
+    fn a_run_without_a_division_is_listed_only_with_all_and_carries_end_a_run() {
+        // Lines 11-13: arithmetic a list scheduler reorders (the and's chain is longer) but
+        // with no division. Lines 16-21: an add with carry and its addc, then a run whose
         // division's operand (line 19) the list puts first.
-        let (before, after) = lines_with(
-            "ld.param.u64 %rd1, [a];\nld.global.u32 %r1, [%rd1];\n\
+        let body = "ld.param.u64 %rd1, [a];\nld.global.u32 %r1, [%rd1];\n\
              xor.b32 %r5, %r1, 3;\nand.b32 %r4, %r1, 1;\nxor.b32 %r6, %r4, 3;\n\
              st.global.u32 [%rd1+4], %r5;\nst.global.u32 [%rd1+8], %r6;\n\
              add.cc.u32 %r7, %r1, 1;\naddc.u32 %r8, %r1, 0;\nadd.u32 %r11, %r7, %r8;\n\
              add.u32 %r9, %r1, 5;\ndiv.u32 %r10, %r1, %r9;\nxor.b32 %r12, %r10, %r11;\n\
-             st.global.u32 [%rd1+12], %r12;",
-            &pipeline(true, true),
-        );
+             st.global.u32 [%rd1+12], %r12;";
+        let (before, divisions) =
+            lines_with(body, &pipeline(true, Some(ListArithmetic::Divisions)));
         assert_eq!(
             before,
             [9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 22]
         );
         // Were the carries in the run, the division's operand would move above them too.
         assert_eq!(
-            after,
+            divisions,
             [9, 10, 11, 12, 13, 14, 15, 16, 17, 19, 20, 18, 21, 22, 22]
         );
+        let (_, all) = lines_with(body, &pipeline(true, Some(ListArithmetic::All)));
+        assert_eq!(
+            all,
+            [9, 10, 12, 11, 13, 14, 15, 16, 17, 19, 20, 18, 21, 22, 22]
+        );
+    }
+
+    #[test]
+    fn a_long_run_is_listed_in_windows() {
+        // A run of 255 adds to one register, the division's operand and the division: the
+        // operand is the window's last instruction and the division the next window's first,
+        // so the operand, which would go first with the division in its window, stays.
+        let adds = "add.u32 %r2, %r1, 1;\n".repeat(WINDOW - 1);
+        let body = format!(
+            "ld.param.u64 %rd1, [a];\nld.global.u32 %r1, [%rd1];\n{adds}\
+             add.u32 %r3, %r1, 5;\ndiv.u32 %r4, %r1, %r3;\nxor.b32 %r5, %r4, %r2;\n\
+             st.global.u32 [%rd1], %r5;"
+        );
+        let (before, after) = lines_with(&body, &pipeline(true, Some(ListArithmetic::Divisions)));
+        assert_eq!(before, after);
+        // In one window with the division, the operand goes before the adds.
+        let short = body.replacen("add.u32 %r2, %r1, 1;\n", "", 1);
+        let (before, after) = lines_with(&short, &pipeline(true, Some(ListArithmetic::Divisions)));
+        assert_eq!(after[2], before[WINDOW]);
     }
 }

@@ -118,7 +118,7 @@ fn independent_divisions_overlap_until_their_instructions_fill_the_issue_slots()
         .call_waits_for_scoreboard = false;
     // In the PTX's order, so that the last division is the one the window's end waits for
     // (listed, it would issue first: the use after it gives it the longest chain).
-    cfg.pipeline.interleave_divisions = false;
+    cfg.pipeline.list_arithmetic = None;
     for (ty, wide_lanes, q) in [
         ("u32", 0, t.u32),
         ("u64", 32, t.u64),
@@ -362,9 +362,12 @@ fn two_chains(cfg: &GpuConfig, n: usize) -> (u64, Vec<u32>) {
 #[test]
 fn two_independent_chains_overlap_where_the_preset_lists_their_arithmetic() {
     let (with, t) = h100();
-    assert!(with.pipeline.interleave_divisions);
+    assert_eq!(
+        with.pipeline.list_arithmetic,
+        Some(emulator::ListArithmetic::Divisions)
+    );
     let mut without = with.clone();
-    without.pipeline.interleave_divisions = false;
+    without.pipeline.list_arithmetic = None;
     let n = 4;
     let (listed, got) = two_chains(&with, n);
     let (in_order, got_in_order) = two_chains(&without, n);

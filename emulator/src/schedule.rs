@@ -183,6 +183,8 @@ fn list_schedule(run: &mut [Inst], latency: impl Fn(&Inst) -> u64) -> bool {
     let m = run.len();
     let mut height = vec![0u64; m];
     let mut preds = vec![0u32; m];
+    // Each instruction's successors, found once: the listing below releases them.
+    let mut succs: Vec<Vec<usize>> = vec![Vec::new(); m];
     for a in (0..m).rev() {
         let own = latency(&run[a]);
         let mut h = own;
@@ -195,6 +197,7 @@ fn list_schedule(run: &mut [Inst], latency: impl Fn(&Inst) -> u64) -> bool {
                 continue;
             }
             preds[b] += 1;
+            succs[a].push(b);
         }
         height[a] = h;
     }
@@ -207,10 +210,8 @@ fn list_schedule(run: &mut [Inst], latency: impl Fn(&Inst) -> u64) -> bool {
     {
         taken[next] = true;
         order.push(next);
-        for b in next + 1..m {
-            if ordered(&run[next], &run[b]) {
-                preds[b] -= 1;
-            }
+        for &b in &succs[next] {
+            preds[b] -= 1;
         }
     }
     if order.len() < m || order.iter().enumerate().all(|(k, &o)| k == o) {

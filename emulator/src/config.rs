@@ -279,6 +279,91 @@ pub struct SmConfig {
     /// (docs/gpu/block-placement.cu), can be given here to run a grid as silicon placed it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dispatch_order: Option<Vec<u32>>,
+    /// The block dispatcher by units of SMs, as an H100 and an H200 place a launch's first
+    /// blocks (the Dispatch table); not with `dispatch_order`. No preset sets it yet;
+    /// `docs/gpu/hopper-dispatch.toml` gives those GPUs' units. Unset: `dispatch_order`, or
+    /// round-robin.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dispatch: Option<Dispatch>,
+}
+
+/// A block dispatcher that visits units of SMs (a GPC, or part of one) rather than single SMs,
+/// as an H100 and an H200 place a launch's first blocks. It puts 1,860–1,981 of the 2,048
+/// blocks of each of three warm launches recorded on both GPUs on the SM silicon ran them on
+/// (`docs/gpu/block-placement.cu`, `docs/gpu/2026-12-06-gpc-dispatch.md`). The units are
+/// visited in turn, from the first again after the last, and a visit gives one block to each
+/// of the unit's SMs that has room, in the order listed. `extra` is a unit visited before the
+/// others and again after every `extra_every` visits of the others (the first time after
+/// `extra_first`), as those GPUs come round to SMs 124–131 more often; a visit due while none
+/// of its SMs may take a block waits, and comes first once one may. Blocks go out in levels:
+/// while a launch has fewer blocks than its SMs have room for, no SM takes more than `blocks ÷
+/// count` (at least one) until every SM has that many, then one more at a time, and in the last
+/// level, which cannot fill every SM, each TPC (`sms_per_tpc` SMs of consecutive ids) takes one
+/// block before any takes a second. Blocks after the first wave go to whichever SM frees room
+/// first, as with any order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Dispatch {
+    /// The units in the order they are visited, each its SMs' ids (`%smid`) in the order a
+    /// visit gives them blocks.
+    pub units: Vec<Vec<u32>>,
+    /// The unit visited first and more often; may be empty. Every SM is in exactly one unit
+    /// or here.
+    #[serde(default)]
+    pub extra: Vec<u32>,
+    /// Visits of `units` before `extra`'s second visit.
+    #[serde(default = "one")]
+    pub extra_first: u32,
+    /// Visits of `units` between `extra`'s later visits; at least 1.
+    #[serde(default = "one")]
+    pub extra_every: u32,
+    /// SMs per TPC: SM `i` is in TPC `i ÷ sms_per_tpc`; at least 1.
+    #[serde(default = "one")]
+    pub sms_per_tpc: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// Why `d` cannot be `sm.dispatch` on a GPU of `count` SMs, if it cannot.
+fn check_dispatch(d: &Dispatch, count: u32) -> Result<(), String> {
+    if d.extra_every == 0 || d.sms_per_tpc == 0 {
+        return Err("extra_every and sms_per_tpc must be at least 1".into());
+    }
+    if d.units.is_empty() {
+        return Err("units must name at least one unit".into());
+    }
+    let mut seen = vec![false; count as usize];
+    for (where_, ids) in d
+        .units
+        .iter()
+        .enumerate()
+        .map(|(i, u)| (format!("unit {i}"), u))
+        .chain([("extra".to_string(), &d.extra)])
+    {
+        if where_ != "extra" && ids.is_empty() {
+            return Err(format!("{where_} names no SM"));
+        }
+        for &id in ids {
+            match seen.get_mut(id as usize) {
+                None => {
+                    return Err(format!(
+                        "{where_} names SM {id}, but sm.count is {count} (SMs 0 to {})",
+                        count.saturating_sub(1)
+                    ));
+                }
+                Some(true) => return Err(format!("{where_} names SM {id} a second time")),
+                Some(s) => *s = true,
+            }
+        }
+    }
+    match seen.iter().position(|&s| !s) {
+        Some(id) => Err(format!(
+            "must name every SM once, so that none is left without blocks; SM {id} is missing"
+        )),
+        None => Ok(()),
+    }
 }
 
 fn waits_for_loads() -> bool {
@@ -1032,6 +1117,15 @@ impl GpuConfig {
         }
         if let Some(order) = &sm.dispatch_order {
             check_dispatch_order(order, sm.count).map_err(|m| err("sm.dispatch_order", m))?;
+        }
+        if let Some(d) = &sm.dispatch {
+            if sm.dispatch_order.is_some() {
+                return Err(err(
+                    "sm.dispatch",
+                    "names a dispatcher by units, and sm.dispatch_order one by SMs: set one".into(),
+                ));
+            }
+            check_dispatch(d, sm.count).map_err(|m| err("sm.dispatch", m))?;
         }
         within(sm.scheduler_line_cycles, 1, 1000)
             .map_err(|m| err("sm.scheduler_line_cycles", m))?;

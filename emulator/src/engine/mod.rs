@@ -25,6 +25,7 @@
 //! result from the next round on (its own stores at once) — CUDA gives threads of different
 //! blocks no more without a fence-and-flag protocol, which still works, a round later.
 
+mod dispatch;
 mod sm;
 
 use std::collections::BTreeMap;
@@ -113,31 +114,9 @@ fn run_rounds(
     let mut sms: Vec<Sm> = (0..nsm).map(|id| Sm::new(id, nsched)).collect();
     let mut next_block = 0u64;
     let total_blocks: u64 = inp.grid.iter().map(|&g| g as u64).product();
-    // The first wave: the dispatcher visits the SMs in the preset's order (round-robin
-    // unless `sm.dispatch_order` says otherwise), each visit one block to an SM with room,
-    // until the blocks run out or no SM has room.
-    let round_robin: Vec<u32>;
-    let order = match inp.cfg.sm.dispatch_order.as_deref() {
-        Some(order) => order,
-        None => {
-            round_robin = (0..nsm).collect();
-            &round_robin
-        }
-    };
-    let room = inp.blocks_per_sm.max(1);
-    let mut visits_without_room = 0;
-    for &id in order.iter().cycle() {
-        if next_block >= total_blocks || visits_without_room >= order.len() {
-            break;
-        }
-        match sms.get_mut(id as usize) {
-            Some(sm) if sm.live_blocks < room => {
-                sm.launch_block(inp, &deps, next_block);
-                next_block += 1;
-                visits_without_room = 0;
-            }
-            _ => visits_without_room += 1,
-        }
+    for id in dispatch::first_wave(&inp.cfg.sm, inp.blocks_per_sm, total_blocks) {
+        sms[id as usize].launch_block(inp, &deps, next_block);
+        next_block += 1;
     }
     for sm in sms.iter_mut().filter(|s| s.live_blocks == 0) {
         sm.park = Park::Done;

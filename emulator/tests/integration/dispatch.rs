@@ -1,8 +1,8 @@
-//! Where the block dispatcher places a launch's blocks: round-robin by default, or in the order
-//! `sm.dispatch_order` gives.
+//! Where the block dispatcher places a launch's blocks: round-robin by default, in the order
+//! `sm.dispatch_order` gives, or by the units of `sm.dispatch`.
 
 use crate::common::*;
-use emulator::GpuConfig;
+use emulator::{Dispatch, GpuConfig};
 
 /// Each block's thread 0 writes the block's `%smid` to `out[ctaid.x]`.
 const SMID: &str = r#".version 8.0
@@ -102,4 +102,71 @@ fn a_dispatch_order_is_read_from_a_configuration_and_checked() {
         e.contains("14 of 15 are missing (1, 2, 3, 4, 5, 6, 7, 8, …)"),
         "{e}"
     );
+}
+
+#[test]
+fn blocks_go_by_units_where_the_configuration_names_them() {
+    // gtx480's 15 SMs as a unit of 7 and one of 6, SMs 13 and 14 the extra unit, visited first
+    // and after every visit of the others; 45 blocks, three a SM.
+    let mut cfg = GpuConfig::preset("gtx480").unwrap();
+    cfg.sm.dispatch = Some(Dispatch {
+        units: vec![(0..7).collect(), (7..13).collect()],
+        extra: vec![13, 14],
+        extra_first: 1,
+        extra_every: 1,
+        sms_per_tpc: 1,
+    });
+    cfg.validate("test").unwrap();
+    let mut r = Rig::with_config(SMID, cfg);
+    let out = r.zeros(45 * 4);
+    r.launch("smid", [45, 1, 1], [32, 1, 1], vec![a64(out)]);
+    let got = r.get_u32(out, 45);
+    let first: Vec<u32> = [
+        vec![13, 14],
+        (0..7).collect(),
+        vec![13, 14],
+        (7..13).collect(),
+    ]
+    .concat();
+    assert_eq!(&got[..first.len()], &first[..], "{got:?}");
+    // Levels of three blocks: the extra unit, ahead, waits at each level for the others.
+    let mut per_sm = [0u32; 15];
+    got.iter().for_each(|&sm| per_sm[sm as usize] += 1);
+    assert_eq!(per_sm, [3; 15], "{got:?}");
+}
+
+#[test]
+fn a_dispatch_by_units_is_read_from_a_configuration_and_checked() {
+    let cfg = |dispatch: &str| {
+        GpuConfig::from_toml_str(
+            &format!("base = \"gtx480\"\n[sm.dispatch]\n{dispatch}\n"),
+            "a.toml",
+        )
+    };
+    let ok =
+        cfg("units = [[0, 1, 2, 3, 4, 5, 6], [7, 8, 9, 10, 11, 12]]\nextra = [13, 14]").unwrap();
+    assert_eq!(ok.sm.dispatch.map(|d| d.extra), Some(vec![13, 14]));
+    let e = cfg("units = [[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]]")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("sm.dispatch") && e.contains("SM 14 is missing"),
+        "{e}"
+    );
+    let e = cfg("units = [[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]]\nextra = [3]")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("extra names SM 3 a second time"), "{e}");
+    let e = cfg("units = [[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15]]")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("SM 15, but sm.count is 15"), "{e}");
+    let both = GpuConfig::from_toml_str(
+        "base = \"gtx480\"\n[sm]\ndispatch_order = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]\n\
+         [sm.dispatch]\nunits = [[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]]\n",
+        "a.toml",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(both.contains("set one"), "{both}");
 }

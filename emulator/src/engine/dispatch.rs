@@ -41,27 +41,26 @@ fn by_visits(order: &[u32], nsm: u32, room: u32, total: u64) -> Vec<u32> {
 
 /// The first wave by `d`'s units (the config's [`Dispatch`] explains the rule).
 fn by_units(d: &Dispatch, nsm: u32, room: u32, total: u64) -> Vec<u32> {
+    let per_tpc = d.sms_per_tpc.max(1);
     let mut w = Wave {
         held: vec![0; nsm as usize],
-        tpc_above: vec![0; nsm.div_ceil(d.sms_per_tpc) as usize],
-        per_tpc: d.sms_per_tpc,
+        tpc_above: vec![0; nsm.div_ceil(per_tpc) as usize],
+        per_tpc,
+        nsm,
+        room,
         level: 0,
         partial: false,
         placed: Vec::new(),
         total,
     };
-    // Levels only while the launch cannot fill every SM: `total ÷ nsm` a level, the last
-    // partial.
-    let fills = total >= u64::from(nsm) * u64::from(room);
-    let first_level = if fills {
+    // A launch that fills every SM goes out in one level; a smaller one in levels of
+    // `total ÷ nsm` blocks a SM, then one more at a time.
+    let slots = u64::from(nsm) * u64::from(room);
+    w.set_level(if total >= slots {
         room
     } else {
         (total / u64::from(nsm)).clamp(1, u64::from(room)) as u32
-    };
-    w.set_level(
-        first_level,
-        !fills && total < u64::from(nsm) * u64::from(first_level),
-    );
+    });
     let mut extra_due = !d.extra.is_empty();
     let mut since_extra = 0;
     let mut extra_after = d.extra_first;
@@ -74,9 +73,9 @@ fn by_units(d: &Dispatch, nsm: u32, room: u32, total: u64) -> Vec<u32> {
         if extra_due && w.visit(&d.extra) > 0 {
             extra_due = false;
         }
-        w.rise(room, nsm);
+        w.rise();
         w.visit(unit);
-        w.rise(room, nsm);
+        w.rise();
         since_extra += 1;
         if since_extra == extra_after {
             extra_due = !d.extra.is_empty();
@@ -95,29 +94,31 @@ fn by_units(d: &Dispatch, nsm: u32, room: u32, total: u64) -> Vec<u32> {
 /// The placement so far of [`by_units`].
 struct Wave {
     held: Vec<u32>,
-    /// Per TPC, its SMs holding a block above the level below the current one.
+    /// Per TPC, its SMs that took a block in this level (counted in a partial level only).
     tpc_above: Vec<u32>,
     per_tpc: u32,
+    nsm: u32,
+    room: u32,
     /// No SM takes more blocks than this.
     level: u32,
-    /// Whether this level cannot fill every SM, so that TPCs take one block each first.
+    /// Whether the launch's blocks cannot fill every SM to this level, so that TPCs take one
+    /// block each first.
     partial: bool,
     placed: Vec<u32>,
     total: u64,
 }
 
 impl Wave {
-    fn set_level(&mut self, level: u32, partial: bool) {
+    fn set_level(&mut self, level: u32) {
         self.level = level;
-        self.partial = partial;
+        self.partial = self.total < u64::from(self.nsm) * u64::from(level);
         self.tpc_above.fill(0);
     }
 
-    /// A level every SM has reached gives way to the next, up to `room`.
-    fn rise(&mut self, room: u32, nsm: u32) {
-        if self.level < room && self.held.iter().all(|&h| h >= self.level) {
-            let next = self.level + 1;
-            self.set_level(next, self.total < u64::from(nsm) * u64::from(next));
+    /// A level every SM has reached gives way to the next, up to the SMs' room.
+    fn rise(&mut self) {
+        if self.level < self.room && self.held.iter().all(|&h| h >= self.level) {
+            self.set_level(self.level + 1);
         }
     }
 

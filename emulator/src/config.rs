@@ -334,6 +334,9 @@ fn check_dispatch(d: &Dispatch, count: u32) -> Result<(), String> {
     if d.units.is_empty() {
         return Err("units must name at least one unit".into());
     }
+    if let Some(i) = d.units.iter().position(Vec::is_empty) {
+        return Err(format!("unit {i} names no SM"));
+    }
     let mut seen = vec![false; count as usize];
     for (where_, ids) in d
         .units
@@ -342,9 +345,6 @@ fn check_dispatch(d: &Dispatch, count: u32) -> Result<(), String> {
         .map(|(i, u)| (format!("unit {i}"), u))
         .chain([("extra".to_string(), &d.extra)])
     {
-        if where_ != "extra" && ids.is_empty() {
-            return Err(format!("{where_} names no SM"));
-        }
         for &id in ids {
             match seen.get_mut(id as usize) {
                 None => {

@@ -413,21 +413,27 @@ pub(crate) enum Op {
     Invalid,
 }
 
+/// The operations that read or write the carry flag, as a pattern, so that
+/// [`Op::uses_carry`] and the ALU's arm for them name one list.
+macro_rules! carry_ops {
+    () => {
+        Op::AddCc
+            | Op::AddC
+            | Op::SubCc
+            | Op::SubC
+            | Op::MadLoCc
+            | Op::MadCLo
+            | Op::MadHiCc
+            | Op::MadCHi
+    };
+}
+pub(crate) use carry_ops;
+
 impl Op {
     /// Whether the operation reads or writes the carry flag, per-warp state that no register
     /// names.
     pub(crate) fn uses_carry(self) -> bool {
-        matches!(
-            self,
-            Op::AddCc
-                | Op::AddC
-                | Op::SubCc
-                | Op::SubC
-                | Op::MadLoCc
-                | Op::MadCLo
-                | Op::MadHiCc
-                | Op::MadCHi
-        )
+        matches!(self, carry_ops!())
     }
 }
 

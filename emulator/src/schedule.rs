@@ -96,9 +96,13 @@ fn passes(load: &Inst, prev: &Inst) -> bool {
 /// Whether `b`, after `a` in the PTX, must stay after it: `b` reads what `a` writes, or writes
 /// what `a` reads or writes.
 fn ordered(a: &Inst, b: &Inst) -> bool {
-    feeds(a, b)
-        || b.writes().any(|w| a.reads().any(|r| r == w))
-        || b.writes().any(|w| a.writes().any(|v| v == w))
+    feeds(a, b) || overwrites(a, b)
+}
+
+/// Whether `b` writes a register `a` reads or writes.
+fn overwrites(a: &Inst, b: &Inst) -> bool {
+    b.writes()
+        .any(|w| a.reads().any(|r| r == w) || a.writes().any(|v| v == w))
 }
 
 /// Whether `b` reads a register `a` writes.
@@ -191,7 +195,7 @@ fn list_schedule(run: &mut [Inst], latency: impl Fn(&Inst) -> u64) -> bool {
         for b in a + 1..m {
             if feeds(&run[a], &run[b]) {
                 h = h.max(own + height[b]);
-            } else if ordered(&run[a], &run[b]) {
+            } else if overwrites(&run[a], &run[b]) {
                 h = h.max(height[b]);
             } else {
                 continue;

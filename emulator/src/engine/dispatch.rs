@@ -46,7 +46,6 @@ fn by_units(d: &Dispatch, nsm: u32, room: u32, total: u64) -> Vec<u32> {
         held: vec![0; nsm as usize],
         tpc_above: vec![0; nsm.div_ceil(per_tpc) as usize],
         per_tpc,
-        nsm,
         room,
         level: 0,
         partial: false,
@@ -97,7 +96,6 @@ struct Wave {
     /// Per TPC, its SMs that took a block in this level (counted in a partial level only).
     tpc_above: Vec<u32>,
     per_tpc: u32,
-    nsm: u32,
     room: u32,
     /// No SM takes more blocks than this.
     level: u32,
@@ -111,7 +109,7 @@ struct Wave {
 impl Wave {
     fn set_level(&mut self, level: u32) {
         self.level = level;
-        self.partial = self.total < u64::from(self.nsm) * u64::from(level);
+        self.partial = self.total < self.held.len() as u64 * u64::from(level);
         self.tpc_above.fill(0);
     }
 

@@ -245,14 +245,7 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
                 map!(r, |l| a[l].wrapping_sub(b[l]))
             }
         }
-        Op::AddCc
-        | Op::AddC
-        | Op::SubCc
-        | Op::SubC
-        | Op::MadLoCc
-        | Op::MadCLo
-        | Op::MadHiCc
-        | Op::MadCHi => {
+        carry_ops!() => {
             let mut carry = w.carry;
             let use_in = matches!(x.op, Op::AddC | Op::SubC | Op::MadCLo | Op::MadCHi);
             for l in 0..32 {

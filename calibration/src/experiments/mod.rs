@@ -451,6 +451,9 @@ mod dummy_closing;
 mod int_division;
 mod issue_rates;
 mod l1_port;
+// Checked on the model alone until the GPU has run it and the table has its rows.
+#[cfg(test)]
+mod l2_replacement;
 mod launch_overhead;
 mod loaded_latency;
 mod sm_inflight;

@@ -41,7 +41,8 @@ def main():
     prefix = sys.argv[2]
     with open(f"{prefix}.txt", "w") as txt, open(f"{prefix}-blocks.csv", "w", newline="") as bf:
         blocks_out = csv.writer(bf)
-        blocks_out.writerow(["shape", "view", "bx", "by", "smid", "begin"])
+        # The first four columns are block-placement.cu's, so that the same reader takes both.
+        blocks_out.writerow(["shape", "bx", "by", "smid", "view", "begin"])
         txt.write(
             "run,sms,blocks_per_sm,work_least,work_most,span_least,span_median,span_most,"
             "span_most_over_least,r_span_work\n"
@@ -60,7 +61,7 @@ def main():
                 old = blocks.get(key)
                 blocks[key] = (sm, min(begin, old[1]) if old else begin)
             for (bx, by), (sm, begin) in sorted(blocks.items(), key=lambda kv: (kv[0][1], kv[0][0])):
-                blocks_out.writerow([shape, view, bx, by, sm, begin])
+                blocks_out.writerow([shape, bx, by, sm, view, begin])
             sms = sorted(per_sm)
             spans = [per_sm[s]["end"] - per_sm[s]["begin"] for s in sms]
             work = [per_sm[s]["work"] for s in sms]

@@ -17,7 +17,9 @@
 // Step 4's steps under HIT_CYCLES (between an L2 hit's ~270 and DRAM's ~650) count as hits.
 // Each case runs ROUNDS times and prints the median.
 //
-// Output per case: touches, stream_mb, stream_over_l2, hit_fraction, mean_step_cycles.
+// Output per case: touches, stream_mb, stream_over_l2, hit_fraction, mean_step_cycles, and the
+// 10th, 50th and 90th percentiles of every round's steps together, which show where hits and
+// misses lie should HIT_CYCLES not separate them on this GPU.
 // LRU over the whole L2 keeps the set while 4 MiB plus the stream fit, and none of it once the
 // stream alone fills the L2; sets of 20 ways under a hash soften that edge, and an L2 whose
 // halves each hold a copy of what far SMs read halves where it falls. A set kept past the edge
@@ -83,7 +85,7 @@ int main() {
   const size_t l2 = size_t(prop.l2CacheSize);
   printf("# %s, %d SMs, L2 %zu MiB; set %zu MiB, %d steps a chase, hit under %lld cycles\n",
          prop.name, sms, l2 >> 20, SET_BYTES >> 20, STEPS, HIT_CYCLES);
-  printf("touches\tstream_mb\tstream_over_l2\thit_fraction\tmean_step_cycles\n");
+  printf("touches\tstream_mb\tstream_over_l2\thit_fraction\tmean_step_cycles\tp10\tp50\tp90\n");
   const int blocks = 4 * sms;
   const size_t stream_max = 2 * l2;
   uint4 *flush = nullptr, *stream = nullptr;
@@ -114,6 +116,7 @@ int main() {
     for (int eighths : {0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 16}) {
       const size_t stream_bytes = l2 * eighths / 8;
       std::vector<double> hits, means;
+      std::vector<long long> pooled;
       for (int r = 0; r < ROUNDS; ++r) {
         write_all<<<blocks, THREADS>>>(flush, FLUSH_BYTES / sizeof(uint4));
         for (int t = 0; t < touches; ++t) {
@@ -134,12 +137,15 @@ int main() {
           sum += double(c);
         }
         hits.push_back(double(hit) / STEPS);
+        pooled.insert(pooled.end(), steps.begin(), steps.end());
         means.push_back(sum / STEPS);
       }
       std::sort(hits.begin(), hits.end());
       std::sort(means.begin(), means.end());
-      printf("%d\t%zu\t%.3f\t%.3f\t%.1f\n", touches, stream_bytes >> 20, eighths / 8.0,
-             hits[ROUNDS / 2], means[ROUNDS / 2]);
+      std::sort(pooled.begin(), pooled.end());
+      const auto pct = [&](size_t p) { return pooled[pooled.size() * p / 100]; };
+      printf("%d\t%zu\t%.3f\t%.3f\t%.1f\t%lld\t%lld\t%lld\n", touches, stream_bytes >> 20,
+             eighths / 8.0, hits[ROUNDS / 2], means[ROUNDS / 2], pct(10), pct(50), pct(90));
     }
   }
   return 0;

@@ -106,7 +106,11 @@ impl L2ReplacementRig {
         if steps.len() != STEPS || steps.iter().any(|&c| c <= 0) {
             return Err(CalibrationError::Result {
                 what: "l2-replacement.cu".into(),
-                reason: format!("the chase did not time {STEPS} steps: {:?}", &steps[..8]),
+                reason: format!(
+                    "the chase did not time {STEPS} steps; it wrote {} words, the first {:?}",
+                    steps.len(),
+                    steps.iter().take(8).collect::<Vec<_>>()
+                ),
             });
         }
         let hits = steps.iter().filter(|&&c| c < HIT_CYCLES).count();

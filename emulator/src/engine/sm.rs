@@ -645,7 +645,9 @@ impl Sm {
             0
         };
         for place in first..nsched {
-            let s = (place + turn) % nsched;
+            // `place + turn` is below twice `nsched`: a subtraction, not a division.
+            let s = place + turn;
+            let s = if s >= nsched { s - nsched } else { s };
             let mut issued = if place == first { first_issued } else { 0 };
             if issued == 0 && self.sequences[s].any() && self.sequence_issues(sh, s, now) {
                 issued_any = true;

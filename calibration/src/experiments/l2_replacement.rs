@@ -8,7 +8,7 @@ use std::path::Path;
 use device::{Arg, DevBuf};
 use emulator::GpuConfig;
 
-use super::Experiment;
+use super::{Experiment, sattolo_order};
 use crate::error::CalibrationError;
 
 /// `main`'s constants: threads per block, steps of the chase, the set's bytes and line, and
@@ -53,14 +53,10 @@ impl L2ReplacementRig {
         // library's generator; any order over the same lines measures the same.
         let stride = (SET_BYTES / LINE) as usize / STEPS;
         let words_per_line = (LINE / 4) as usize;
-        let mut order: Vec<usize> = (0..STEPS).map(|k| k * stride).collect();
-        let mut state = 7u64;
-        for i in (1..STEPS).rev() {
-            state = state
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            order.swap(i, (state >> 33) as usize % (i + 1));
-        }
+        let order: Vec<usize> = sattolo_order(STEPS as u32)
+            .into_iter()
+            .map(|k| k as usize * stride)
+            .collect();
         let mut words = vec![0u32; (SET_BYTES / 4) as usize];
         for k in 0..STEPS {
             words[order[k] * words_per_line] = (order[(k + 1) % STEPS] * words_per_line) as u32;

@@ -6,7 +6,7 @@ use std::path::Path;
 use device::{Arg, DevBuf};
 use emulator::GpuConfig;
 
-use super::Experiment;
+use super::{Experiment, sattolo_order};
 use crate::error::CalibrationError;
 use crate::table::LoadedBackground;
 
@@ -43,7 +43,7 @@ impl LoadedLatencyRig {
         let next = exp.alloc(u64::from(CHASE_LINES) * LINE_STRIDE * 4)?;
         let out = exp.alloc(RESULT_BYTES)?;
         let sink = exp.alloc(8)?;
-        let order = sattolo_order();
+        let order = sattolo_order(CHASE_LINES);
         let mut link = vec![0u32; CHASE_LINES as usize];
         for (i, &line) in order.iter().enumerate() {
             link[line as usize] = order[(i + 1) % order.len()];
@@ -106,17 +106,4 @@ impl LoadedLatencyRig {
         }
         Ok(cycles as f64 / f64::from(STEPS))
     }
-}
-
-/// `main`'s order of the chase's lines: Sattolo's shuffle driven by xorshift64 from its seed.
-fn sattolo_order() -> Vec<u32> {
-    let mut order: Vec<u32> = (0..CHASE_LINES).collect();
-    let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
-    for i in (1..CHASE_LINES as usize).rev() {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        order.swap(i, (seed % i as u64) as usize);
-    }
-    order
 }

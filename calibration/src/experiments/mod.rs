@@ -399,6 +399,20 @@ pub(crate) struct DramRun {
     pub(crate) useful_gb_s: f64,
 }
 
+/// `0..n` in `loaded-latency.cu`'s order: Sattolo's shuffle driven by xorshift64 from its
+/// seed. The chases built on it link each entry to the next, the last to the first.
+fn sattolo_order(n: u32) -> Vec<u32> {
+    let mut order: Vec<u32> = (0..n).collect();
+    let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+    for i in (1..n as usize).rev() {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        order.swap(i, (seed % i as u64) as usize);
+    }
+    order
+}
+
 /// One launch of `read_sectors` with `pattern`: the grid of `main`'s `launch` (every load at
 /// once), or `blocks_per_sm` blocks per SM as its parallelism section launches them. Its buffer is
 /// as large as the sectors the pattern reaches: up to 8 GiB of host memory.

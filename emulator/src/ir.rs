@@ -1,7 +1,8 @@
 //! The interpreter's compact instruction form: what `decode` produces and `exec` runs.
 //!
 //! Why a separate form: the syntax tree keeps strings; the hot loop wants small enums, registers
-//! numbered densely per kernel (`Opnd::Reg(n)` indexes the warp's `[reg][lane]` file directly),
+//! numbered densely per kernel (`Opnd::Reg(n)` indexes the warp's `[reg][lane]` file directly,
+//! `Opnd::Pred(n)` its predicate masks),
 //! branch targets and reconvergence points as instruction indices, and symbols resolved to
 //! addresses or offsets.
 
@@ -232,8 +233,11 @@ pub(crate) enum Sreg {
 pub(crate) enum Opnd {
     None,
     Reg(u32),
+    /// A predicate register, which a warp keeps as one mask of its 32 lanes' bits: a guard or a
+    /// `setp` then reads or writes one word where a row of 32 values took 32.
+    Pred(u32),
     /// `!%p` (a negated predicate source).
-    NotReg(u32),
+    NotPred(u32),
     Imm(u64),
     Sreg(Sreg),
     /// Address of module-level global/const variable `n`, patched to `Imm` when loaded.
@@ -514,7 +518,7 @@ impl Inst {
             .iter()
             .chain([&self.a, &self.guard]);
         srcs.filter_map(|o| match o {
-            Opnd::Reg(r) | Opnd::NotReg(r) => Some(*r),
+            Opnd::Reg(r) | Opnd::Pred(r) | Opnd::NotPred(r) => Some(*r),
             _ => None,
         })
     }
@@ -536,7 +540,7 @@ impl Inst {
     /// Registers this instruction writes.
     pub(crate) fn writes(&self) -> impl Iterator<Item = u32> + '_ {
         self.d[..self.nd as usize].iter().filter_map(|o| match o {
-            Opnd::Reg(r) => Some(*r),
+            Opnd::Reg(r) | Opnd::Pred(r) => Some(*r),
             _ => None,
         })
     }
@@ -572,10 +576,11 @@ pub(crate) struct Program {
     /// each other share (slots.rs), and the number of slots.
     pub slot_of: Vec<u32>,
     pub slots: u32,
-    /// The same instructions as executed: registers renamed to value rows, which registers
-    /// never live at once share (regalloc.rs).
+    /// The same instructions as executed: registers renamed to value rows and predicates to
+    /// predicate masks, which registers never live at once share (regalloc.rs).
     pub exec: Vec<Inst>,
     pub rows: u32,
+    pub pred_rows: u32,
     pub params: Vec<ParamDecl>,
     /// Byte offset of each parameter in the parameter buffer.
     pub param_offsets: Vec<u32>,

@@ -6,6 +6,10 @@
 //! whose values are never live at the same time share a row, as a register allocator would
 //! pack them onto physical registers.
 //!
+//! Predicates take masks, not rows (a warp keeps a predicate as one 32-bit word of its lanes'
+//! bits), numbered apart from the rows by the same rule: two predicates share a mask when never
+//! live together, each lane keeping its own bit.
+//!
 //! Only the values move: the timing model's scoreboard has slots of its own, shared by a
 //! warp-level rule (slots.rs), so rows do not change cycles (a scoreboard keyed by row would add
 //! write-after-write stalls no virtual register has). The executed instructions are a copy with
@@ -63,7 +67,7 @@ pub(crate) fn members(set: &[u64]) -> impl Iterator<Item = u32> + '_ {
 fn written_late(x: &Inst) -> Option<u32> {
     match (x.op, x.d[0]) {
         (Op::Atom, Opnd::Reg(r)) => Some(r),
-        (Op::Bar, Opnd::Reg(r)) if x.sub >= 2 => Some(r),
+        (Op::Bar, Opnd::Reg(r) | Opnd::Pred(r)) if x.sub >= 2 => Some(r),
         _ => None,
     }
 }
@@ -80,14 +84,24 @@ pub(crate) fn too_large(n: usize, regs: usize) -> bool {
     n.saturating_mul(regs) > MAX_SET_BITS || regs.saturating_mul(regs) > MAX_SET_BITS
 }
 
-/// Each of the `nregs` virtual registers' row, and the number of rows. Registers no instruction
-/// names get none (their entry is 0 and never read).
-pub(crate) fn pack(insts: &[Inst], nregs: u32) -> (Vec<u32>, u32) {
+/// Each of the `nregs` virtual registers' row (a predicate's mask), the number of rows and the
+/// number of masks. Registers no instruction names get none (their entry is 0 and never read).
+pub(crate) fn pack(insts: &[Inst], nregs: u32) -> (Vec<u32>, u32, u32) {
     let n = insts.len();
     let (dense, named) = named_densely(insts, nregs);
     let regs = named.len();
+    let mut pred = vec![false; regs];
+    for x in insts {
+        for o in x.d.iter().chain(&x.s).chain([&x.a, &x.guard]) {
+            if let Opnd::Pred(r) | Opnd::NotPred(r) = *o
+                && let Some(&d) = dense.get(r as usize)
+            {
+                pred[d as usize] = true;
+            }
+        }
+    }
     if too_large(n, regs) {
-        return one_each(&named, nregs);
+        return one_each(&named, &pred, nregs);
     }
     let at = |r: u32| dense[r as usize];
     // Backward liveness to a fixed point: live_in = uses ∪ (live_out − unguarded writes).
@@ -147,7 +161,7 @@ pub(crate) fn pack(insts: &[Inst], nregs: u32) -> (Vec<u32>, u32) {
             }
         }
     }
-    colour(&clash, &alone, &named, nregs)
+    colour(&clash, &alone, &pred, &named, nregs)
 }
 
 /// The registers `insts` name, numbered densely in order of first appearance (a kernel may
@@ -169,56 +183,74 @@ pub(crate) fn named_densely(insts: &[Inst], nregs: u32) -> (Vec<u32>, Vec<u32>) 
     (dense, named)
 }
 
-/// Each named register a place of its own: what a program too large to analyse gets.
-pub(crate) fn one_each(named: &[u32], nregs: u32) -> (Vec<u32>, u32) {
+/// Each named register a place of its own, numbered apart for the registers marked `pred`:
+/// what a program too large to analyse gets.
+pub(crate) fn one_each(named: &[u32], pred: &[bool], nregs: u32) -> (Vec<u32>, u32, u32) {
     let mut place = vec![0u32; nregs as usize];
+    let mut count = [0u32; 2];
     for (i, &r) in named.iter().enumerate() {
-        place[r as usize] = i as u32;
+        let class = &mut count[usize::from(pred[i])];
+        place[r as usize] = *class;
+        *class += 1;
     }
-    (place, named.len() as u32)
+    (place, count[0], count[1])
 }
 
 /// Greedy colouring of the named registers (dense numbers, `clash` between them) in order of
-/// first appearance: each takes the lowest place no clashing register holds, and those marked
-/// `alone` a place each after the shared ones. Returns each of the `nregs` registers' place and
-/// the number of places.
-pub(crate) fn colour(clash: &Sets, alone: &[bool], named: &[u32], nregs: u32) -> (Vec<u32>, u32) {
+/// first appearance: each takes the lowest place no clashing register of its class holds, and
+/// those marked `alone` a place each after the shared ones. The registers marked `pred` are a
+/// class of their own, numbered apart. Returns each of the `nregs` registers' place and the
+/// number of places of each class.
+pub(crate) fn colour(
+    clash: &Sets,
+    alone: &[bool],
+    pred: &[bool],
+    named: &[u32],
+    nregs: u32,
+) -> (Vec<u32>, u32, u32) {
     let regs = named.len();
     let mut row = vec![0u32; regs];
     let mut taken = Vec::new();
-    let mut rows = 0u32;
+    let mut rows = [0u32; 2];
     for r in 0..regs {
         if alone[r] {
             continue;
         }
+        let class = usize::from(pred[r]);
         taken.clear();
-        taken.resize(rows as usize + 1, false);
+        taken.resize(rows[class] as usize + 1, false);
         for v in members(clash.row(r)) {
             let v = v as usize;
-            if v < r && !alone[v] {
+            if v < r && !alone[v] && pred[v] == pred[r] {
                 taken[row[v] as usize] = true;
             }
         }
-        row[r] = taken.iter().position(|&t| !t).unwrap_or(rows as usize) as u32;
-        rows = rows.max(row[r] + 1);
+        row[r] = taken
+            .iter()
+            .position(|&t| !t)
+            .unwrap_or(rows[class] as usize) as u32;
+        rows[class] = rows[class].max(row[r] + 1);
     }
     for r in 0..regs {
         if alone[r] {
-            row[r] = rows;
-            rows += 1;
+            let class = &mut rows[usize::from(pred[r])];
+            row[r] = *class;
+            *class += 1;
         }
     }
     let mut place = vec![0u32; nregs as usize];
     for (i, &r) in named.iter().enumerate() {
         place[r as usize] = row[i];
     }
-    (place, rows)
+    (place, rows[0], rows[1])
 }
 
-/// `insts` with every register operand renamed to its row.
+/// `insts` with every register operand renamed to its row, every predicate to its mask.
 pub(crate) fn rename(insts: &[Inst], row_of: &[u32]) -> Vec<Inst> {
     let map = |o: &mut Opnd| match o {
-        Opnd::Reg(r) | Opnd::NotReg(r) => *r = row_of.get(*r as usize).copied().unwrap_or(*r),
+        Opnd::Reg(r) | Opnd::Pred(r) | Opnd::NotPred(r) => {
+            *r = row_of.get(*r as usize).copied().unwrap_or(*r)
+        }
         _ => {}
     };
     insts
@@ -237,10 +269,10 @@ pub(crate) fn rename(insts: &[Inst], row_of: &[u32]) -> Vec<Inst> {
 #[cfg(test)]
 mod tests {
     use crate::decode::{R, RD, test_kernel, test_kernel_with_regs as kernel};
-    use crate::ir::Program;
+    use crate::ir::{Opnd, Program};
 
     fn row(p: &Program, reg: u32) -> u32 {
-        let (row_of, _) = super::pack(&p.insts, p.slot_of.len() as u32);
+        let (row_of, _, _) = super::pack(&p.insts, p.slot_of.len() as u32);
         row_of[reg as usize]
     }
 
@@ -280,10 +312,35 @@ mod tests {
         };
         let guarded = kernel(&body("@%p1 "));
         assert_ne!(row(&guarded, R + 2), row(&guarded, R + 1));
-        assert_ne!(row(&guarded, R + 2), row(&guarded, 1));
-        assert_eq!(guarded.rows, 4);
+        assert_ne!(row(&guarded, R + 2), row(&guarded, RD + 1));
+        assert_eq!((guarded.rows, guarded.pred_rows), (3, 1));
         let plain = kernel(&body(""));
-        assert_eq!(plain.rows, 3);
+        assert_eq!((plain.rows, plain.pred_rows), (2, 1));
+    }
+
+    #[test]
+    fn predicates_take_masks_numbered_apart_and_share_them_as_rows_are_shared() {
+        // %p1 dies at its branch before %p2 is written: one mask for both. %p2 and %r2 are
+        // live together but in different files, so each is first in its own.
+        let p = kernel(
+            "  ld.param.u64 %rd1, [k_p0];
+  ld.param.u32 %r1, [k_p1];
+  setp.eq.s32 %p1, %r1, 0;
+  @%p1 bra $E;
+  add.s32 %r2, %r1, 1;
+  setp.lt.s32 %p2, %r2, 9;
+  @!%p2 st.global.u32 [%rd1], %r2;
+$E:
+  ret;",
+        );
+        assert_eq!(p.pred_rows, 1);
+        assert_eq!(row(&p, 1), row(&p, 2));
+        let preds: Vec<Opnd> = p.exec.iter().map(|x| x.guard).collect();
+        assert!(preds.contains(&Opnd::Pred(0)) && preds.contains(&Opnd::NotPred(0)));
+        // A predicate named only as an address (a fault when run, not a panic) is a mask too.
+        let p = kernel("  ld.global.u32 %r1, [%p1];\n  ret;");
+        assert_eq!((p.rows, p.pred_rows), (1, 1));
+        assert_eq!(p.exec[0].a, Opnd::Pred(0));
     }
 
     #[test]

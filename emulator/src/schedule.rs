@@ -56,10 +56,11 @@ pub(crate) fn reorder(p: &mut Program, pipe: &PipelineConfig) {
     }
     if moved {
         let nregs = p.slot_of.len() as u32;
-        let (row_of, rows) = regalloc::pack(&p.insts, nregs);
+        let (row_of, rows, pred_rows) = regalloc::pack(&p.insts, nregs);
         (p.slot_of, p.slots) = slots::pack(&p.insts, nregs);
         p.exec = regalloc::rename(&p.insts, &row_of);
         p.rows = rows;
+        p.pred_rows = pred_rows;
     }
 }
 

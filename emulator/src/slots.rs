@@ -32,15 +32,22 @@ pub(crate) fn pack(insts: &[Inst], nregs: u32) -> (Vec<u32>, u32) {
     let n = insts.len();
     let (dense, named) = named_densely(insts, nregs);
     let regs = named.len();
+    // No register alone, and one class: slots keep the timing model's dependences, of
+    // predicates and values alike.
+    let none = vec![false; regs];
+    let each = || {
+        let (place, slots, _) = one_each(&named, &none, nregs);
+        (place, slots)
+    };
     if too_large(n, regs) {
-        return one_each(&named, nregs);
+        return each();
     }
     let mut pending_in = Sets::new(n, regs);
     let words = pending_in.words;
     // Each path step adds at most three edges, and each edge costs a pass over a set's words.
     let Some(preds) = warp_order_predecessors(insts, (MAX_SET_BITS / words.max(1)).min(MAX_STEPS))
     else {
-        return one_each(&named, nregs);
+        return each();
     };
     let at = |r: u32| dense[r as usize];
     // Forward to a fixed point: pending_out = (pending_in − named) ∪ written.
@@ -88,7 +95,8 @@ pub(crate) fn pack(insts: &[Inst], nregs: u32) -> (Vec<u32>, u32) {
             }
         }
     }
-    colour(&clash, &vec![false; regs], &named, nregs)
+    let (place, slots, _) = colour(&clash, &none, &none, &named, nregs);
+    (place, slots)
 }
 
 /// The most steps along divergent paths the analysis follows (a few for each branch of a real

@@ -38,8 +38,8 @@ impl<'m> KDec<'_, 'm> {
         let guard = match i.guard {
             None => Opnd::None,
             Some((p, neg)) => match self.name_opnd(p, env, line, col)? {
-                Opnd::Reg(r) if neg => Opnd::NotReg(r),
-                Opnd::Reg(r) => Opnd::Reg(r),
+                Opnd::Pred(r) if neg => Opnd::NotPred(r),
+                Opnd::Pred(r) => Opnd::Pred(r),
                 _ => {
                     return perr(
                         line,
@@ -678,6 +678,17 @@ impl<'m> KDec<'_, 'm> {
                 }
             }
             _ => return unsupported(line, format!("instruction '{}'", i.opcode)),
+        }
+        // Loads, atomics and texture fetches write value rows lane by lane, an atomic's old
+        // value after the issue; PTX gives none of them a predicate destination.
+        if matches!(x.op, Op::Ld | Op::Atom | Op::Red | Op::Tex)
+            && x.d.iter().any(|d| matches!(d, Opnd::Pred(_)))
+        {
+            return perr(
+                line,
+                col,
+                format!("'{}' cannot write a predicate register", i.opcode),
+            );
         }
         self.insts.push(x);
         Ok(())

@@ -173,6 +173,8 @@ struct KDec<'a, 'm> {
     gindex: &'a HashMap<&'m str, u32>,
     insts: Vec<Inst>,
     nregs: u32,
+    /// Whether each register is a predicate (`.reg .pred`), which operands name as `Opnd::Pred`.
+    is_pred: Vec<bool>,
     local_bytes: u64,
     shared_bytes: u64,
     shared_syms: HashMap<&'m str, u32>,
@@ -211,6 +213,7 @@ fn decode_kernel<'m>(
         gindex,
         insts: Vec::new(),
         nregs: 0,
+        is_pred: Vec::new(),
         local_bytes: 0,
         shared_bytes: 0,
         shared_syms: HashMap::new(),
@@ -274,13 +277,14 @@ fn decode_kernel<'m>(
             format!("{} bytes of static shared memory", k.shared_bytes),
         );
     }
-    let (row_of, rows) = regalloc::pack(&k.insts, k.nregs);
+    let (row_of, rows, pred_rows) = regalloc::pack(&k.insts, k.nregs);
     let (slot_of, slots) = slots::pack(&k.insts, k.nregs);
     Ok(Program {
         name: f.name.to_string(),
         unusable: None,
         exec: regalloc::rename(&k.insts, &row_of),
         rows,
+        pred_rows,
         slot_of,
         slots,
         insts: k.insts,
@@ -338,6 +342,7 @@ fn unusable_kernel(f: &Function, e: EmuError) -> Program {
         slots: 0,
         exec: Vec::new(),
         rows: 0,
+        pred_rows: 0,
         params,
         param_offsets,
         param_bytes,
@@ -359,7 +364,8 @@ impl<'a, 'm> KDec<'a, 'm> {
         self.shared_bytes = off + decl_size(v);
     }
 
-    fn new_reg(&mut self) -> u32 {
+    fn new_reg(&mut self, pred: bool) -> u32 {
+        self.is_pred.push(pred);
         self.nregs += 1;
         self.nregs - 1
     }
@@ -378,7 +384,7 @@ impl<'a, 'm> KDec<'a, 'm> {
                     None => vec![d.name.to_string()],
                 };
                 for n in names {
-                    let r = self.new_reg();
+                    let r = self.new_reg(d.ty == "pred");
                     let prev = env.regs.insert(n.clone(), r);
                     if let Some(u) = env.undo.last_mut() {
                         u.push((n, prev, None));
@@ -450,7 +456,11 @@ impl<'a, 'm> KDec<'a, 'm> {
 
     fn name_opnd(&self, n: &str, env: &Env<'m>, line: u32, col: u32) -> R<Opnd> {
         if let Some(&r) = env.regs.get(n) {
-            return Ok(Opnd::Reg(r));
+            return Ok(if self.is_pred.get(r as usize) == Some(&true) {
+                Opnd::Pred(r)
+            } else {
+                Opnd::Reg(r)
+            });
         }
         if n == "WARP_SZ" {
             // What `warpSize` compiles to: a constant of the PTX ISA.
@@ -509,7 +519,7 @@ impl<'a, 'm> KDec<'a, 'm> {
                 _ => *b,
             }),
             Operand::Not(inner) => match self.opnd(inner, ty, env, line, col)? {
-                Opnd::Reg(r) => Opnd::NotReg(r),
+                Opnd::Pred(r) => Opnd::NotPred(r),
                 Opnd::Imm(v) => Opnd::Imm((v == 0) as u64),
                 _ => return perr(line, col, "'!' applies to predicates only"),
             },
@@ -610,6 +620,37 @@ mod tests {
             }
             other => panic!("expected an unusable kernel, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn predicates_are_named_as_such_and_only_predicates_guard_or_negate() {
+        let unusable = |body: &str| {
+            let src = format!(
+                ".version 9.0\n.entry k()\n{{\n  .reg .pred %p<2>;\n  .reg .b32 %r<2>;\n{body}\n}}\n"
+            );
+            let m = ptx::parse(&src).unwrap();
+            match decode_module(&m).unwrap().kernels.remove(0).unusable {
+                Some(EmuError::Unusable { line, what, .. }) => (line, what),
+                other => panic!("{body}: expected an unusable kernel, got {other:?}"),
+            }
+        };
+        let (line, what) = unusable("  mov.u32 %r1, 1;\n  @%r1 mov.u32 %r0, 2;");
+        assert_eq!(line, 7);
+        assert!(what.contains("not a predicate register"), "{what}");
+        let (_, what) = unusable("  and.pred %p1, %p0, !%r1;");
+        assert!(what.contains("'!' applies to predicates only"), "{what}");
+        let (_, what) = unusable("  ld.global.u32 %p1, [%r1];");
+        assert!(what.contains("cannot write a predicate register"), "{what}");
+        let p = kernel(
+            "  .reg .pred %p<2>;\n  .reg .b32 %r<2>;\n  setp.eq.s32 %p1, %r1, 0;\n  @!%p1 not.pred %p0, %p1;\n  ret;",
+        );
+        assert_eq!(p.insts[0].d[0], Opnd::Pred(1));
+        assert_eq!(p.insts[1].guard, Opnd::NotPred(1));
+        assert_eq!(
+            (p.insts[1].d[0], p.insts[1].s[0]),
+            (Opnd::Pred(0), Opnd::Pred(1))
+        );
+        assert_eq!(p.insts[0].s[0], Opnd::Reg(3));
     }
 
     #[test]

@@ -123,8 +123,8 @@ pub(super) struct TWarp {
     reason: Stall,
     /// The unit its next instruction issues to.
     pipe: Pipe,
-    /// A barrier reduction's destination: its scoreboard slot and its row.
-    bar_dst: Option<(u32, u32)>,
+    /// A barrier reduction's destination: its scoreboard slot and its row or predicate.
+    bar_dst: Option<(u32, Opnd)>,
     /// The warp's index in the grid when its loads are recorded (`loads.rs`).
     record: Option<u64>,
 }
@@ -359,6 +359,7 @@ impl Sm {
         // The program's registers and the padding one.
         let scoreboard = Deps::pad(prog) as usize + 1;
         let rows = prog.rows as usize;
+        let pred_rows = prog.pred_rows as usize;
         let threads = inp.block.iter().product::<u32>();
         let warps_per_block = threads.div_ceil(32);
         let shared_total = (prog.dyn_shared_offset as usize + inp.dyn_smem as usize)
@@ -401,6 +402,8 @@ impl Sm {
             };
             w.arch.regs.clear();
             w.arch.regs.resize(rows * 32, 0);
+            w.arch.preds.clear();
+            w.arch.preds.resize(pred_rows, 0);
             w.arch.stack.clear();
             w.arch.stack.push(Entry {
                 pc: 0,
@@ -527,10 +530,16 @@ impl Sm {
                 continue;
             };
             for o in x_next.s.iter().chain(&x_next.d).chain([&x_next.a]) {
-                if let Opnd::Reg(r) = *o
-                    && let Some(row) = w.arch.regs.get(r as usize * 32..r as usize * 32 + 32)
-                {
-                    x ^= row[0] ^ row[8] ^ row[16] ^ row[24];
+                match *o {
+                    Opnd::Reg(r) => {
+                        if let Some(row) = w.arch.regs.get(r as usize * 32..r as usize * 32 + 32) {
+                            x ^= row[0] ^ row[8] ^ row[16] ^ row[24];
+                        }
+                    }
+                    Opnd::Pred(p) | Opnd::NotPred(p) => {
+                        x ^= w.arch.preds.get(p as usize).map_or(0, |&b| u64::from(b));
+                    }
+                    _ => {}
                 }
             }
         }
@@ -1032,7 +1041,7 @@ impl Sm {
             // The executed instruction names the row, the timing one the register.
             w.bar_dst = dst
                 .zip(sh.deps.writes(pc).first())
-                .map(|(row, &r)| (r, row));
+                .map(|(dst, &r)| (r, dst));
             block.arrived += 1;
             block.expected = expected;
             block.bar_pc = pc;
@@ -1073,9 +1082,8 @@ impl Sm {
                 if wm.state == WState::Bar {
                     wm.state = WState::Run;
                     wm.next_ok = now + 1;
-                    if let (Some((r, row)), true) = (wm.bar_dst.take(), red != 0) {
-                        let row = &mut wm.arch.regs[row as usize * 32..row as usize * 32 + 32];
-                        row.fill(acc as u64);
+                    if let (Some((r, dst)), true) = (wm.bar_dst.take(), red != 0) {
+                        wm.arch.fill(dst, u64::from(acc));
                         wm.ready[r as usize] = now + 1;
                     }
                     self.hot.set(m as usize, Hot::of(wm));

@@ -3,7 +3,7 @@
 
 use super::mem::memory;
 use super::tex::Fetch;
-use super::{Ctx, Division, Faulty, Flow, Warp, ZERO_LANES, fault, put};
+use super::{Ctx, Division, Faulty, Flow, Warp, ZERO_LANES, fault, put, put_bits, put_lanes};
 use crate::bits::set_bits;
 use crate::devmem::{LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, WINDOW_BYTES};
 use crate::hostcpu::with_host_features;
@@ -50,13 +50,17 @@ fn compare(ty: Ty, cmp: Cmp, a: u64, b: u64) -> bool {
 }
 
 /// `setp` of the common integer and f32 cases with the comparison chosen once per warp
-/// instruction; returns false for the cases left to [`compare`].
-fn compare_fast(ty: Ty, cmp: Cmp, a: &[u64; 32], b: &[u64; 32], r: &mut [u64; 32]) -> bool {
+/// instruction, as the lanes' bits; `None` for the cases left to [`compare`].
+fn compare_fast(ty: Ty, cmp: Cmp, a: &[u64; 32], b: &[u64; 32]) -> Option<u32> {
+    let mut bits = 0u32;
+    // Each lane's bit chosen as a constant, which the compiler vectorizes as compares masked
+    // by a vector of the lanes' bits; a lane's flag shifted into place, or the flags gathered
+    // as bytes first, stayed a lane at a time (about 100 host instructions more a call).
     macro_rules! cmp_loop {
         ($conv:expr, $op:tt) => {{
             let conv = $conv;
             for l in 0..32 {
-                r[l] = (conv(a[l]) $op conv(b[l])) as u64;
+                bits |= if conv(a[l]) $op conv(b[l]) { 1 << l } else { 0 };
             }
         }};
     }
@@ -68,9 +72,9 @@ fn compare_fast(ty: Ty, cmp: Cmp, a: &[u64; 32], b: &[u64; 32], r: &mut [u64; 32
             Cmp::Le => cmp_loop!(f32v, <=),
             Cmp::Gt => cmp_loop!(f32v, >),
             Cmp::Ge => cmp_loop!(f32v, >=),
-            _ => return false,
+            _ => return None,
         },
-        (t, _) if t.is_float() => return false,
+        (t, _) if t.is_float() => return None,
         // 32-bit operands compared as 32-bit lanes (the same order as the 64-bit extension
         // below gives), which the compiler vectorizes; most setp are 32-bit.
         (_, true) if ty.bits() == 32 => {
@@ -82,7 +86,7 @@ fn compare_fast(ty: Ty, cmp: Cmp, a: &[u64; 32], b: &[u64; 32], r: &mut [u64; 32
                 Cmp::Le => cmp_loop!(conv, <=),
                 Cmp::Gt => cmp_loop!(conv, >),
                 Cmp::Ge => cmp_loop!(conv, >=),
-                _ => return false,
+                _ => return None,
             }
         }
         (_, false) if ty.bits() == 32 => {
@@ -94,7 +98,7 @@ fn compare_fast(ty: Ty, cmp: Cmp, a: &[u64; 32], b: &[u64; 32], r: &mut [u64; 32
                 Cmp::Le | Cmp::Ls => cmp_loop!(conv, <=),
                 Cmp::Gt | Cmp::Hi => cmp_loop!(conv, >),
                 Cmp::Ge | Cmp::Hs => cmp_loop!(conv, >=),
-                _ => return false,
+                _ => return None,
             }
         }
         (_, true) => {
@@ -107,7 +111,7 @@ fn compare_fast(ty: Ty, cmp: Cmp, a: &[u64; 32], b: &[u64; 32], r: &mut [u64; 32
                 Cmp::Le => cmp_loop!(conv, <=),
                 Cmp::Gt => cmp_loop!(conv, >),
                 Cmp::Ge => cmp_loop!(conv, >=),
-                _ => return false,
+                _ => return None,
             }
         }
         (_, false) => {
@@ -120,20 +124,93 @@ fn compare_fast(ty: Ty, cmp: Cmp, a: &[u64; 32], b: &[u64; 32], r: &mut [u64; 32
                 Cmp::Le | Cmp::Ls => cmp_loop!(conv, <=),
                 Cmp::Gt | Cmp::Hi => cmp_loop!(conv, >),
                 Cmp::Ge | Cmp::Hs => cmp_loop!(conv, >=),
-                _ => return false,
+                _ => return None,
             }
         }
     }
-    true
+    Some(bits)
 }
 
-fn combine(bop: BoolOp, p: bool, c: bool) -> bool {
+/// A comparison's lanes `p` combined with the predicate `c` of `setp.and` and its kin.
+fn combine(bop: BoolOp, p: u32, c: u32) -> u32 {
     match bop {
         BoolOp::None => p,
-        BoolOp::And => p && c,
-        BoolOp::Or => p || c,
+        BoolOp::And => p & c,
+        BoolOp::Or => p | c,
         BoolOp::Xor => p ^ c,
     }
+}
+
+/// `setp`: the comparison as the lanes' bits, written to its predicates in one step each.
+fn setp(x: &Inst, w: &mut Warp, c: &Ctx, m: u32) -> Faulty<Flow> {
+    let (mut ta, mut tb): ([u64; 32], [u64; 32]);
+    let ns = x.ns as usize;
+    let a: &[u64; 32] = operand_row!(c, w, x.s[0], ns > 0, ta);
+    let b: &[u64; 32] = operand_row!(c, w, x.s[1], ns > 1, tb);
+    let res = compare_fast(x.ty2, x.cmp, a, b).unwrap_or_else(|| {
+        (0..32).fold(0, |bits, l| {
+            bits | u32::from(compare(x.ty2, x.cmp, a[l], b[l])) << l
+        })
+    });
+    if x.bop == BoolOp::None && x.nd == 1 {
+        put_bits(w, x.d[0], m, res);
+        return Ok(Flow::Done);
+    }
+    let cv = if ns > 2 { c.mask_of(x.s[2], w) } else { 0 };
+    put_bits(w, x.d[0], m, combine(x.bop, res, cv));
+    if x.nd > 1 {
+        put_bits(w, x.d[1], m, combine(x.bop, !res, cv));
+    }
+    Ok(Flow::Done)
+}
+
+/// `selp`: each lane's choice by its bit of the predicate.
+fn selp(x: &Inst, w: &mut Warp, c: &Ctx, m: u32) -> Faulty<Flow> {
+    let (mut ta, mut tb): ([u64; 32], [u64; 32]);
+    let ns = x.ns as usize;
+    let a: &[u64; 32] = operand_row!(c, w, x.s[0], ns > 0, ta);
+    let b: &[u64; 32] = operand_row!(c, w, x.s[1], ns > 1, tb);
+    let p = if ns > 2 { c.mask_of(x.s[2], w) } else { 0 };
+    let mut r = [0u64; 32];
+    map!(r, |l| if p >> l & 1 == 1 { a[l] } else { b[l] });
+    put(w, x.d[0], m, &r, x.ty.mask());
+    Ok(Flow::Done)
+}
+
+/// `mov`, `and`, `or`, `xor` and `not` of predicates, on their masks.
+fn logic(x: &Inst, w: &mut Warp, c: &Ctx, m: u32) -> Faulty<Flow> {
+    let ns = x.ns as usize;
+    let a = if ns > 0 { c.mask_of(x.s[0], w) } else { 0 };
+    let b = if ns > 1 { c.mask_of(x.s[1], w) } else { 0 };
+    let r = match x.op {
+        Op::And => a & b,
+        Op::Or => a | b,
+        Op::Xor => a ^ b,
+        Op::Not => !a,
+        _ => a,
+    };
+    put_bits(w, x.d[0], m, r);
+    Ok(Flow::Done)
+}
+
+/// `vote`: the executing lanes' predicate bits, reduced or returned as a ballot.
+fn vote(x: &Inst, w: &mut Warp, c: &Ctx, m: u32) -> Faulty<Flow> {
+    let ballot = if x.ns > 0 {
+        c.mask_of(x.s[0], w) & m
+    } else {
+        0
+    };
+    if x.sub == 3 {
+        put_lanes(w, x.d[0], m, |_| u64::from(ballot));
+        return Ok(Flow::Done);
+    }
+    let all = match x.sub {
+        0 => ballot == m,
+        1 => ballot != 0,
+        _ => ballot == m || ballot == 0,
+    };
+    put_bits(w, x.d[0], m, 0u32.wrapping_sub(u32::from(all)));
+    Ok(Flow::Done)
 }
 
 #[allow(clippy::needless_range_loop)]
@@ -142,6 +219,17 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
         Op::Ld | Op::St | Op::Atom | Op::Red => return memory(x, w, c, m),
         Op::Tex => return with_host_features(Fetch { x, w, c, m }),
         _ => {}
+    }
+    // The operations on predicates' masks picked by one test: as arms of the match above they
+    // made it a table of indirect jumps, which the host mispredicted a third more often.
+    if matches!(x.op, Op::Setp | Op::Selp | Op::Vote) || x.ty == Ty::Pred {
+        match x.op {
+            Op::Setp => return setp(x, w, c, m),
+            Op::Selp => return selp(x, w, c, m),
+            Op::Vote => return vote(x, w, c, m),
+            Op::Mov | Op::And | Op::Or | Op::Xor | Op::Not => return logic(x, w, c, m),
+            _ => {}
+        }
     }
     // The result row is declared after the memory instructions' return, so that no path
     // that never writes it can pay to zero it, whatever the compiler chooses (one build
@@ -163,13 +251,7 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
     match x.op {
         Op::Mov => {
             let a = *a;
-            put(
-                &mut w.regs,
-                x.d[0],
-                m,
-                &a,
-                if ty == Ty::Pred { 1 } else { tm },
-            );
+            put(w, x.d[0], m, &a, tm);
             return Ok(Flow::Done);
         }
         Op::Pack => {
@@ -193,7 +275,7 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
             let em = x.ty2.mask();
             for k in 0..x.nd as usize {
                 map!(r, |l| (a[l] >> (k as u32 * eb)) & em);
-                put(&mut w.regs, x.d[k], m, &r, em);
+                put(w, x.d[k], m, &r, em);
             }
             return Ok(Flow::Done);
         }
@@ -309,7 +391,7 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
             } else {
                 (1u64 << (2 * bits)) - 1
             };
-            put(&mut w.regs, x.d[0], m, &r, wm);
+            put(w, x.d[0], m, &r, wm);
             return Ok(Flow::Done);
         }
         Op::Mul24Lo | Op::Mul24Hi | Op::Mad24Lo => {
@@ -497,37 +579,13 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
         }),
         Op::Testp => {
             map!(r, |l| numeric::testp(ty, x.sub, a[l]) as u64);
-            put(&mut w.regs, x.d[0], m, &r, 1);
-            return Ok(Flow::Done);
-        }
-        Op::Setp => {
-            if !compare_fast(x.ty2, x.cmp, a, b, &mut r) {
-                for l in 0..32 {
-                    r[l] = compare(x.ty2, x.cmp, a[l], b[l]) as u64;
-                }
-            }
-            if x.bop == BoolOp::None && x.nd == 1 {
-                put(&mut w.regs, x.d[0], m, &r, 1);
-                return Ok(Flow::Done);
-            }
-            // Made after the early return, where it is written: made at the arm's top it cost
-            // 4 % more mispredicted branches over the quick frames (docs/PERFORMANCE.md).
-            let mut q = [0u64; 32];
-            for l in 0..32 {
-                let res = r[l] == 1;
-                let cv = cc[l] & 1 == 1;
-                r[l] = combine(x.bop, res, cv) as u64;
-                q[l] = combine(x.bop, !res, cv) as u64;
-            }
-            put(&mut w.regs, x.d[0], m, &r, 1);
-            if x.nd > 1 {
-                put(&mut w.regs, x.d[1], m, &q, 1);
-            }
+            put(w, x.d[0], m, &r, 1);
             return Ok(Flow::Done);
         }
         Op::Set => {
             for l in 0..32 {
-                let res = combine(x.bop, compare(x.ty2, x.cmp, a[l], b[l]), cc[l] & 1 == 1);
+                let (p, q) = (compare(x.ty2, x.cmp, a[l], b[l]), cc[l] & 1 == 1);
+                let res = combine(x.bop, u32::from(p), u32::from(q)) == 1;
                 r[l] = match ty {
                     Ty::F32 => b32(if res { 1.0 } else { 0.0 }),
                     _ => {
@@ -540,7 +598,6 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
                 };
             }
         }
-        Op::Selp => map!(r, |l| if cc[l] & 1 == 1 { a[l] } else { b[l] }),
         Op::Slct => {
             if x.ty2 == Ty::F32 {
                 map!(r, |l| if f32v(cc[l]) >= 0.0 { a[l] } else { b[l] })
@@ -556,11 +613,11 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
             if !fl && !x.ty2.is_float() && !x.sat {
                 let (src, dst) = (x.ty2, ty);
                 map!(r, |l| dst.extend(src.extend(a[l])));
-                put(&mut w.regs, x.d[0], m, &r, u64::MAX);
+                put(w, x.d[0], m, &r, u64::MAX);
                 return Ok(Flow::Done);
             }
             map!(r, |l| numeric::cvt(x, a[l]));
-            put(&mut w.regs, x.d[0], m, &r, if fl { tm } else { u64::MAX });
+            put(w, x.d[0], m, &r, if fl { tm } else { u64::MAX });
             return Ok(Flow::Done);
         }
         Op::CvtPack => {
@@ -592,7 +649,7 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
                     _ => !sh && !lo,
                 }) as u64
             });
-            put(&mut w.regs, x.d[0], m, &r, 1);
+            put(w, x.d[0], m, &r, 1);
             return Ok(Flow::Done);
         }
         Op::Shfl => {
@@ -622,31 +679,10 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
                 r[l] = if live >> j & 1 == 1 { a[j as usize] } else { 0 };
                 p[l] = ok as u64;
             }
-            put(&mut w.regs, x.d[0], m, &r, 0xFFFF_FFFF);
+            put(w, x.d[0], m, &r, 0xFFFF_FFFF);
             if x.nd > 1 {
-                put(&mut w.regs, x.d[1], m, &p, 1);
+                put(w, x.d[1], m, &p, 1);
             }
-            return Ok(Flow::Done);
-        }
-        Op::Vote => {
-            let mut ballot = 0u32;
-            for l in set_bits(m) {
-                ballot |= ((a[l] & 1) as u32) << l;
-            }
-            let v = match x.sub {
-                0 => (ballot == m) as u64,
-                1 => (ballot != 0) as u64,
-                2 => (ballot == m || ballot == 0) as u64,
-                _ => ballot as u64,
-            };
-            r.fill(v);
-            put(
-                &mut w.regs,
-                x.d[0],
-                m,
-                &r,
-                if x.sub == 3 { 0xFFFF_FFFF } else { 1 },
-            );
             return Ok(Flow::Done);
         }
         Op::Activemask => r.fill(m as u64),
@@ -677,13 +713,13 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
             let members = (a[m.trailing_zeros() as usize] as u32) & m;
             let leader = members.trailing_zeros();
             r.fill(u64::from(leader));
-            put(&mut w.regs, x.d[0], m, &r, 0xFFFF_FFFF);
+            put(w, x.d[0], m, &r, 0xFFFF_FFFF);
             if x.nd > 1 {
                 let mut p = [0u64; 32];
                 for (l, v) in p.iter_mut().enumerate() {
                     *v = (l as u32 == leader) as u64;
                 }
-                put(&mut w.regs, x.d[1], m, &p, 1);
+                put(w, x.d[1], m, &p, 1);
             }
             return Ok(Flow::Done);
         }
@@ -748,9 +784,9 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
                     p[l] = all as u64;
                 }
             }
-            put(&mut w.regs, x.d[0], m, &r, 0xFFFF_FFFF);
+            put(w, x.d[0], m, &r, 0xFFFF_FFFF);
             if x.nd > 1 {
-                put(&mut w.regs, x.d[1], m, &p, 1);
+                put(w, x.d[1], m, &p, 1);
             }
             return Ok(Flow::Done);
         }
@@ -775,7 +811,7 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
                 (0, 0)
             };
             let dst = match x.d[0] {
-                Opnd::Reg(r) if x.sub >= 2 => Some(r),
+                d @ (Opnd::Reg(_) | Opnd::Pred(_)) if x.sub >= 2 => Some(d),
                 _ => None,
             };
             if x.sub == 1 {
@@ -800,13 +836,7 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
             );
         }
     }
-    put(
-        &mut w.regs,
-        x.d[0],
-        m,
-        &r,
-        if ty == Ty::Pred { 1 } else { tm },
-    );
+    put(w, x.d[0], m, &r, tm);
     Ok(division.map_or(Flow::Done, Flow::Division))
 }
 
@@ -875,11 +905,10 @@ mod tests {
             }
             for &ty in &tys {
                 for &cmp in &cmps {
-                    let mut r = [0u64; 32];
-                    if compare_fast(ty, cmp, &a, &b, &mut r) {
+                    if let Some(bits) = compare_fast(ty, cmp, &a, &b) {
                         for l in 0..32 {
                             assert_eq!(
-                                r[l] == 1,
+                                bits >> l & 1 == 1,
                                 compare(ty, cmp, a[l], b[l]),
                                 "{ty:?} {cmp:?} {:#x} {:#x}",
                                 a[l],

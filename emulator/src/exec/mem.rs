@@ -592,7 +592,7 @@ fn atomic(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow> {
         }
     }
     if x.op == Op::Atom {
-        put(&mut w.regs, x.d[0], now_lanes, &old, ty.mask());
+        put(w, x.d[0], now_lanes, &old, ty.mask());
     }
     Ok(Flow::Mem {
         space: space.unwrap_or(Space::Global),

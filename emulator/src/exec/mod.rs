@@ -1,6 +1,7 @@
 //! Functional execution of one warp instruction: operands gathered into `[u64; 32]` lane arrays,
 //! one tight loop per operation, results written back under the active mask; plus the SIMT
-//! reconvergence stack.
+//! reconvergence stack. Predicates are masks, one bit a lane (`Warp::preds`): a guard reads one
+//! word, a `setp` writes one, where a row of 32 values took 32 reads or writes.
 //!
 //! Why this shape: the register file is structure-of-arrays (`regs[reg * 32 + lane]`), so an
 //! operand fetch is one 256-byte copy and the per-op loops have no per-lane dispatch, which is
@@ -127,7 +128,8 @@ pub(crate) enum Flow {
         expected: u32,
         red: u8,
         contrib: u32,
-        dst: Option<u32>,
+        /// The register or predicate the reduction's result goes to (`Warp::fill`).
+        dst: Option<Opnd>,
     },
     /// The warp has no live lanes left.
     Exited,
@@ -162,16 +164,6 @@ fn fault<T>(lane: u32, what: impl Into<String>) -> Faulty<T> {
         lane,
         what: what.into(),
     }))
-}
-
-#[inline]
-fn predmask(regs: &[u64], r: u32) -> u32 {
-    let row = &regs[r as usize * 32..r as usize * 32 + 32];
-    let mut m = 0u32;
-    for (l, v) in row.iter().enumerate() {
-        m |= ((*v & 1) as u32) << l;
-    }
-    m
 }
 
 impl Ctx<'_> {
@@ -257,38 +249,96 @@ impl Ctx<'_> {
     fn fetch(&self, o: Opnd, w: &Warp, out: &mut [u64; 32]) {
         match o {
             Opnd::Reg(r) => out.copy_from_slice(&w.regs[r as usize * 32..r as usize * 32 + 32]),
-            Opnd::NotReg(r) => {
-                let row = &w.regs[r as usize * 32..r as usize * 32 + 32];
-                for l in 0..32 {
-                    out[l] = (row[l] & 1) ^ 1;
-                }
-            }
+            Opnd::Pred(p) => map!(out, |l| u64::from(w.preds[p as usize] >> l & 1)),
+            Opnd::NotPred(p) => map!(out, |l| u64::from(!w.preds[p as usize] >> l & 1)),
             Opnd::Imm(v) => out.fill(v),
             Opnd::Sreg(s) => self.sreg_row(s, w, out),
             Opnd::None | Opnd::Sym(_) => out.fill(0),
         }
     }
+
+    /// Operand `o` as a predicate: bit `lane` of the result is the lane's value's low bit.
+    #[inline]
+    fn mask_of(&self, o: Opnd, w: &Warp) -> u32 {
+        match o {
+            Opnd::Pred(p) => w.preds[p as usize],
+            Opnd::NotPred(p) => !w.preds[p as usize],
+            Opnd::Imm(v) => 0u32.wrapping_sub((v & 1) as u32),
+            o => {
+                let mut row = [0u64; 32];
+                self.fetch(o, w, &mut row);
+                (0..32).fold(0, |bits, l| bits | if row[l] & 1 == 1 { 1 << l } else { 0 })
+            }
+        }
+    }
 }
 
 #[inline]
-fn put(regs: &mut [u64], d: Opnd, mask: u32, vals: &[u64; 32], m: u64) {
-    put_lanes(regs, d, mask, |l| vals[l] & m);
+fn put(w: &mut Warp, d: Opnd, mask: u32, vals: &[u64; 32], m: u64) {
+    put_lanes(w, d, mask, |l| vals[l] & m);
 }
 
 /// Writes `value(lane)` into register operand `d` for the lanes of `mask`: every lane in one
-/// fixed loop when the mask is full, else lane by lane.
+/// fixed loop when the mask is full, else lane by lane. A predicate takes each value's low bit.
 #[inline(always)]
-fn put_lanes(regs: &mut [u64], d: Opnd, mask: u32, value: impl Fn(usize) -> u64) {
-    if let Opnd::Reg(r) = d {
-        let row = &mut regs[r as usize * 32..r as usize * 32 + 32];
-        if mask == FULL {
-            for (l, slot) in row.iter_mut().enumerate() {
-                *slot = value(l);
+fn put_lanes(w: &mut Warp, d: Opnd, mask: u32, value: impl Fn(usize) -> u64) {
+    match d {
+        Opnd::Reg(r) => {
+            let row = &mut w.regs[r as usize * 32..r as usize * 32 + 32];
+            if mask == FULL {
+                for (l, slot) in row.iter_mut().enumerate() {
+                    *slot = value(l);
+                }
+            } else {
+                for l in set_bits(mask) {
+                    row[l] = value(l);
+                }
             }
-        } else {
+        }
+        Opnd::Pred(p) => {
+            let bits = set_bits(mask).fold(0u32, |b, l| b | ((value(l) & 1) as u32) << l);
+            let v = &mut w.preds[p as usize];
+            *v = (*v & !mask) | (bits & mask);
+        }
+        _ => {}
+    }
+}
+
+/// Writes the lanes' bits `bits` into operand `d` for the lanes of `mask`: a predicate's mask
+/// in one step, a value register as 0 or 1 per lane.
+#[inline]
+fn put_bits(w: &mut Warp, d: Opnd, mask: u32, bits: u32) {
+    match d {
+        Opnd::Pred(p) => {
+            let v = &mut w.preds[p as usize];
+            *v = (*v & !mask) | (bits & mask);
+        }
+        Opnd::Reg(r) => {
+            let row = &mut w.regs[r as usize * 32..r as usize * 32 + 32];
             for l in set_bits(mask) {
-                row[l] = value(l);
+                row[l] = u64::from(bits >> l & 1);
             }
+        }
+        _ => {}
+    }
+}
+
+impl Warp {
+    /// Writes `v` into every lane of register operand `d`, a predicate taking its low bit: a
+    /// barrier reduction's result, which the whole warp receives at the release.
+    pub(crate) fn fill(&mut self, d: Opnd, v: u64) {
+        match d {
+            Opnd::Reg(r) => {
+                if let Some(row) = self.regs.get_mut(r as usize * 32..r as usize * 32 + 32) {
+                    row.fill(v);
+                }
+            }
+            Opnd::Pred(p) => {
+                if let Some(bits) = self.preds.get_mut(p as usize) {
+                    *bits = 0u32.wrapping_sub((v & 1) as u32);
+                }
+            }
+            _ => {}
         }
     }
 }
@@ -298,8 +348,8 @@ fn put_lanes(regs: &mut [u64], d: Opnd, mask: u32, value: impl Fn(usize) -> u64)
 pub(crate) fn exec(x: &Inst, w: &mut Warp, c: &mut Ctx) -> Faulty<Flow> {
     let active = w.active();
     let emask = match x.guard {
-        Opnd::Reg(r) => active & predmask(&w.regs, r),
-        Opnd::NotReg(r) => active & !predmask(&w.regs, r),
+        Opnd::Pred(p) => active & w.preds[p as usize],
+        Opnd::NotPred(p) => active & !w.preds[p as usize],
         _ => active,
     };
     match x.op {

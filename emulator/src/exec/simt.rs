@@ -16,6 +16,8 @@ pub(crate) struct Entry {
 pub(crate) struct Warp {
     /// `regs[reg * 32 + lane]`.
     pub regs: Vec<u64>,
+    /// Each predicate's lanes as the bits of one word (`preds[pred] >> lane & 1`).
+    pub preds: Vec<u32>,
     pub stack: Vec<Entry>,
     /// Per-lane carry flags of `add.cc`/`addc`.
     pub carry: u32,

@@ -47,7 +47,7 @@ fn texture(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow> {
         Some((bytes, vals)) => {
             // Straight into the destinations: every value is a 32-bit float's bits.
             for (&d, v) in x.d[..x.nd as usize].iter().zip(&vals) {
-                put_lanes(&mut w.regs, d, m, |l| b32(v[l]));
+                put_lanes(w, d, m, |l| b32(v[l]));
             }
             (bytes, true)
         }
@@ -55,7 +55,7 @@ fn texture(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow> {
             let mut out = [[0u64; 32]; 4];
             let kind = lane_samples(x, h, &co, c, m, &mut out)?;
             for k in 0..x.nd as usize {
-                put(&mut w.regs, x.d[k], m, &out[k], 0xFFFF_FFFF);
+                put(w, x.d[k], m, &out[k], 0xFFFF_FFFF);
             }
             kind
         }

@@ -128,6 +128,70 @@ fn match_any_groups_lanes_by_value() {
 }
 
 #[test]
+fn predicates_keep_each_lanes_bit_through_divergence_votes_and_barrier_reductions() {
+    // Odd lanes set %p2 and %p3 by a combined setp; even lanes, on their own path, set them
+    // again, leaving the odd lanes' bits; every predicate operation then reads them back.
+    let body = " and.b32 %r1, %r15, 1;
+ setp.eq.u32 %p1, %r1, 1;
+ setp.lt.and.u32 %p2|%p3, %r15, 20, %p1;
+ @%p1 bra $ODD;
+ setp.gt.u32 %p2, %r15, 40;
+ not.pred %p3, %p2;
+$ODD:
+ xor.pred %p0, %p2, %p3;
+ selp.u32 %r2, 1, 0, %p0;
+ selp.u32 %r3, 2, 0, %p2;
+ add.u32 %r2, %r2, %r3;
+ selp.u32 %r3, 4, 0, %p3;
+ add.u32 %r2, %r2, %r3;
+ vote.sync.ballot.b32 %r4, %p2, -1;
+ vote.sync.any.pred %p0, %p3, -1;
+ selp.u32 %r3, 8, 0, %p0;
+ add.u32 %r2, %r2, %r3;
+ vote.sync.all.pred %p0, !%p1, -1;
+ selp.u32 %r3, 16, 0, %p0;
+ add.u32 %r2, %r2, %r3;
+ setp.ne.u32 %p0, %r15, 63;
+ bar.red.and.pred %p0, 0, %p0;
+ selp.u32 %r3, 32, 0, %p0;
+ add.u32 %r2, %r2, %r3;
+ bar.red.or.pred %p0, 0, %p2;
+ selp.u32 %r3, 64, 0, %p0;
+ add.u32 %r2, %r2, %r3;
+ bar.red.popc.u32 %r5, 0, %p2;
+ mov.pred %p3, %p2;
+ @%p3 add.u32 %r2, %r2, 128;
+ st.global.u32 [%rd3], %r2;
+ st.global.u32 [%rd3+256], %r4;
+ st.global.u32 [%rd3+512], %r5;";
+    let mut r = Rig::new(&kernel(body));
+    let out = r.zeros(3 * 64 * 4);
+    r.launch("k", [1, 1, 1], [64, 1, 1], vec![a64(out)]);
+    let got = r.get_u32(out, 3 * 64);
+    let p2 = |t: u32| if t % 2 == 1 { t < 20 } else { t > 40 };
+    let p3 = |t: u32| if t % 2 == 1 { t >= 20 } else { t <= 40 };
+    let ballot = |warp: u32| {
+        (0..32)
+            .filter(|&l| p2(warp * 32 + l))
+            .fold(0u32, |b, l| b | 1 << l)
+    };
+    let popc = (0..64).filter(|&t| p2(t)).count() as u32;
+    for t in 0..64u32 {
+        let warp = t / 32;
+        let any_p3 = (0..32).any(|l| p3(warp * 32 + l));
+        let want = u32::from(p2(t) != p3(t))
+            + 2 * u32::from(p2(t))
+            + 4 * u32::from(p3(t))
+            + 8 * u32::from(any_p3)
+            + 64
+            + 128 * u32::from(p2(t));
+        assert_eq!(got[t as usize], want, "thread {t}");
+        assert_eq!(got[64 + t as usize], ballot(warp), "ballot, thread {t}");
+        assert_eq!(got[128 + t as usize], popc, "popc, thread {t}");
+    }
+}
+
+#[test]
 fn match_all_reports_whether_every_member_agrees() {
     // lanes 0..31 hold 5 except lane 7 in the second run
     let body = |odd: u32| {

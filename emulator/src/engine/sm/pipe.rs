@@ -113,7 +113,7 @@ fn wide(x: &Inst) -> bool {
 /// a conversion that keeps an integer's low 32 or 64 bits (the low register of a pair).
 fn vanishes(x: &Inst) -> bool {
     let unguarded = matches!(x.guard, Opnd::None);
-    let from_reg = matches!(x.s[0], Opnd::Reg(_));
+    let from_reg = matches!(x.s[0], Opnd::Reg(_) | Opnd::Pred(_));
     unguarded
         && from_reg
         && match x.op {

@@ -3,7 +3,7 @@
 
 use super::mem::memory;
 use super::tex::Fetch;
-use super::{Ctx, Division, Faulty, Flow, Warp, ZERO_LANES, fault, put, put_bits, put_lanes};
+use super::{Ctx, Division, FULL, Faulty, Flow, Warp, ZERO_LANES, fault, put, put_bits, put_lanes};
 use crate::bits::set_bits;
 use crate::devmem::{LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, WINDOW_BYTES};
 use crate::hostcpu::with_host_features;
@@ -152,10 +152,6 @@ fn setp(x: &Inst, w: &mut Warp, c: &Ctx, m: u32) -> Faulty<Flow> {
             bits | u32::from(compare(x.ty2, x.cmp, a[l], b[l])) << l
         })
     });
-    if x.bop == BoolOp::None && x.nd == 1 {
-        put_bits(w, x.d[0], m, res);
-        return Ok(Flow::Done);
-    }
     let cv = if ns > 2 { c.mask_of(x.s[2], w) } else { 0 };
     put_bits(w, x.d[0], m, combine(x.bop, res, cv));
     if x.nd > 1 {
@@ -209,7 +205,7 @@ fn vote(x: &Inst, w: &mut Warp, c: &Ctx, m: u32) -> Faulty<Flow> {
         1 => ballot != 0,
         _ => ballot == m || ballot == 0,
     };
-    put_bits(w, x.d[0], m, 0u32.wrapping_sub(u32::from(all)));
+    put_bits(w, x.d[0], m, if all { FULL } else { 0 });
     Ok(Flow::Done)
 }
 

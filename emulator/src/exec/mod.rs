@@ -263,7 +263,13 @@ impl Ctx<'_> {
         match o {
             Opnd::Pred(p) => w.preds[p as usize],
             Opnd::NotPred(p) => !w.preds[p as usize],
-            Opnd::Imm(v) => 0u32.wrapping_sub((v & 1) as u32),
+            Opnd::Imm(v) => {
+                if v & 1 == 1 {
+                    FULL
+                } else {
+                    0
+                }
+            }
             o => {
                 let mut row = [0u64; 32];
                 self.fetch(o, w, &mut row);
@@ -295,10 +301,9 @@ fn put_lanes(w: &mut Warp, d: Opnd, mask: u32, value: impl Fn(usize) -> u64) {
                 }
             }
         }
-        Opnd::Pred(p) => {
+        Opnd::Pred(_) => {
             let bits = set_bits(mask).fold(0u32, |b, l| b | ((value(l) & 1) as u32) << l);
-            let v = &mut w.preds[p as usize];
-            *v = (*v & !mask) | (bits & mask);
+            put_bits(w, d, mask, bits);
         }
         _ => {}
     }
@@ -333,11 +338,7 @@ impl Warp {
                     row.fill(v);
                 }
             }
-            Opnd::Pred(p) => {
-                if let Some(bits) = self.preds.get_mut(p as usize) {
-                    *bits = 0u32.wrapping_sub((v & 1) as u32);
-                }
-            }
+            Opnd::Pred(_) => put_bits(self, d, FULL, if v & 1 == 1 { FULL } else { 0 }),
             _ => {}
         }
     }

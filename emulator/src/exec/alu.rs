@@ -141,17 +141,23 @@ fn combine(bop: BoolOp, p: u32, c: u32) -> u32 {
     }
 }
 
+/// The comparison of `setp` and `set` as the lanes' bits, before any combining predicate: the
+/// fast form where there is one, else lane by lane.
+fn comparison(x: &Inst, a: &[u64; 32], b: &[u64; 32]) -> u32 {
+    compare_fast(x.ty2, x.cmp, a, b).unwrap_or_else(|| {
+        (0..32).fold(0, |bits, l| {
+            bits | u32::from(compare(x.ty2, x.cmp, a[l], b[l])) << l
+        })
+    })
+}
+
 /// `setp`: the comparison as the lanes' bits, written to its predicates in one step each.
 fn setp(x: &Inst, w: &mut Warp, c: &Ctx, m: u32) -> Faulty<Flow> {
     let (mut ta, mut tb): ([u64; 32], [u64; 32]);
     let ns = x.ns as usize;
     let a: &[u64; 32] = operand_row!(c, w, x.s[0], ns > 0, ta);
     let b: &[u64; 32] = operand_row!(c, w, x.s[1], ns > 1, tb);
-    let res = compare_fast(x.ty2, x.cmp, a, b).unwrap_or_else(|| {
-        (0..32).fold(0, |bits, l| {
-            bits | u32::from(compare(x.ty2, x.cmp, a[l], b[l])) << l
-        })
-    });
+    let res = comparison(x, a, b);
     let cv = if ns > 2 { c.mask_of(x.s[2], w) } else { 0 };
     put_bits(w, x.d[0], m, combine(x.bop, res, cv));
     if x.nd > 1 {
@@ -579,20 +585,11 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
             return Ok(Flow::Done);
         }
         Op::Set => {
-            for l in 0..32 {
-                let (p, q) = (compare(x.ty2, x.cmp, a[l], b[l]), cc[l] & 1 == 1);
-                let res = combine(x.bop, u32::from(p), u32::from(q)) == 1;
-                r[l] = match ty {
-                    Ty::F32 => b32(if res { 1.0 } else { 0.0 }),
-                    _ => {
-                        if res {
-                            tm
-                        } else {
-                            0
-                        }
-                    }
-                };
-            }
+            // As `setp`'s lanes, then 1.0f or all ones where a lane's bit is set.
+            let cv = if ns > 2 { c.mask_of(x.s[2], w) } else { 0 };
+            let res = combine(x.bop, comparison(x, a, b), cv);
+            let one = if ty == Ty::F32 { b32(1.0) } else { tm };
+            map!(r, |l| if res >> l & 1 == 1 { one } else { 0 });
         }
         Op::Slct => {
             if x.ty2 == Ty::F32 {

@@ -192,6 +192,39 @@ $ODD:
 }
 
 #[test]
+fn set_writes_all_ones_or_one_as_its_comparison_and_combining_predicate_say() {
+    // A signed comparison that an unsigned one would get wrong below t = 20, a float result
+    // combined with a negated predicate, and a guarded form whose other lanes keep their value.
+    let body = " sub.s32 %r1, %r15, 20;
+ set.lt.u32.s32 %r2, %r1, 5;
+ and.b32 %r3, %r15, 1;
+ setp.eq.u32 %p1, %r3, 1;
+ set.gt.and.f32.s32 %r4, %r1, -3, !%p1;
+ mov.u32 %r5, 7;
+ @%p1 set.hs.xor.s32.u32 %r5, %r15, 40, %p1;
+ st.global.u32 [%rd3], %r2;
+ st.global.u32 [%rd3+256], %r4;
+ st.global.u32 [%rd3+512], %r5;";
+    let mut r = Rig::new(&kernel(body));
+    let out = r.zeros(3 * 64 * 4);
+    r.launch("k", [1, 1, 1], [64, 1, 1], vec![a64(out)]);
+    let got = r.get_u32(out, 3 * 64);
+    let ones = |b: bool| if b { u32::MAX } else { 0 };
+    for t in 0..64u32 {
+        let (i, odd) = (t as i32, t % 2 == 1);
+        assert_eq!(got[t as usize], ones(i - 20 < 5), "lt, thread {t}");
+        let f = if i - 20 > -3 && !odd {
+            1.0f32.to_bits()
+        } else {
+            0
+        };
+        assert_eq!(got[64 + t as usize], f, "gt.and, thread {t}");
+        let x = if odd { ones((t >= 40) != odd) } else { 7 };
+        assert_eq!(got[128 + t as usize], x, "hs.xor, thread {t}");
+    }
+}
+
+#[test]
 fn match_all_reports_whether_every_member_agrees() {
     // lanes 0..31 hold 5 except lane 7 in the second run
     let body = |odd: u32| {

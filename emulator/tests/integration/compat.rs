@@ -13,6 +13,17 @@ fn kernel(body: &str) -> String {
     )
 }
 
+/// Runs `body` on 64 threads, which stores %r2, %r4 and %r5 as three arrays of a word a thread.
+fn run64_three(body: &str) -> Vec<u32> {
+    let body = format!(
+        "{body}\n st.global.u32 [%rd3], %r2;\n st.global.u32 [%rd3+256], %r4;\n st.global.u32 [%rd3+512], %r5;"
+    );
+    let mut r = Rig::new(&kernel(&body));
+    let out = r.zeros(3 * 64 * 4);
+    r.launch("k", [1, 1, 1], [64, 1, 1], vec![a64(out)]);
+    r.get_u32(out, 3 * 64)
+}
+
 fn run32(body: &str, threads: u32) -> Vec<u32> {
     let src = kernel(body);
     let mut r = Rig::new(&src);
@@ -160,14 +171,8 @@ $ODD:
  add.u32 %r2, %r2, %r3;
  bar.red.popc.u32 %r5, 0, %p2;
  mov.pred %p3, %p2;
- @%p3 add.u32 %r2, %r2, 128;
- st.global.u32 [%rd3], %r2;
- st.global.u32 [%rd3+256], %r4;
- st.global.u32 [%rd3+512], %r5;";
-    let mut r = Rig::new(&kernel(body));
-    let out = r.zeros(3 * 64 * 4);
-    r.launch("k", [1, 1, 1], [64, 1, 1], vec![a64(out)]);
-    let got = r.get_u32(out, 3 * 64);
+ @%p3 add.u32 %r2, %r2, 128;";
+    let got = run64_three(body);
     let p2 = |t: u32| if t % 2 == 1 { t < 20 } else { t > 40 };
     let p3 = |t: u32| if t % 2 == 1 { t >= 20 } else { t <= 40 };
     let ballot = |warp: u32| {
@@ -201,14 +206,8 @@ fn set_writes_all_ones_or_one_as_its_comparison_and_combining_predicate_say() {
  setp.eq.u32 %p1, %r3, 1;
  set.gt.and.f32.s32 %r4, %r1, -3, !%p1;
  mov.u32 %r5, 7;
- @%p1 set.hs.xor.s32.u32 %r5, %r15, 40, %p1;
- st.global.u32 [%rd3], %r2;
- st.global.u32 [%rd3+256], %r4;
- st.global.u32 [%rd3+512], %r5;";
-    let mut r = Rig::new(&kernel(body));
-    let out = r.zeros(3 * 64 * 4);
-    r.launch("k", [1, 1, 1], [64, 1, 1], vec![a64(out)]);
-    let got = r.get_u32(out, 3 * 64);
+ @%p1 set.hs.xor.s32.u32 %r5, %r15, 40, %p1;";
+    let got = run64_three(body);
     let ones = |b: bool| if b { u32::MAX } else { 0 };
     for t in 0..64u32 {
         let (i, odd) = (t as i32, t % 2 == 1);

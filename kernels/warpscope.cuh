@@ -42,7 +42,7 @@
 // instead would put a branch into every timed window. Predicating its parts instead (one copy of
 // the load, the fence predicated off) was measured slower on the emulator's demo frames, fenced
 // every 8th access 1.100x the bare kernel's time against 1.025x: an untimed access still paid its
-// clock reads and its set-up (docs/PERFORMANCE.md). Why a build of its own: the
+// clock reads and its set-up (docs/sampling.md). Why a build of its own: the
 // bare copy doubles every load in the kernel's code, and nvcc then unrolls less (the volume
 // renderer's ray loop is not unrolled), which costs every warp; a build that times everything
 // keeps the probe as it was.

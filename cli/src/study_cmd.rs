@@ -101,7 +101,7 @@ pub struct ProbeArgs {
     /// fenced probes cost: every:8 costs 1.03-1.05x fenced on an H200 at the paper's geometry
     /// (all: 1.18-1.23x) and there, on the h100 preset, keeps every run's timed accesses within
     /// 7.7 % of the bare run's (all: 9.9 %). At the quick geometry on gtx480 `all` reads truer,
-    /// at up to 1.44x the cost (docs/PERFORMANCE.md, sampled timing). Anything but `all` renders with
+    /// at up to 1.44x the cost (docs/sampling.md). Anything but `all` renders with
     /// the sampled build, as --time-warps does.
     #[arg(long)]
     pub time_accesses: Option<AccessPeriod>,

@@ -257,17 +257,25 @@ impl Cache {
         }
         let Slot { valid, latest, .. } = self.slots[slot];
         let present = valid & mask;
-        if latest <= now {
-            // Every valid sector has arrived: its `ready` need not be read.
-            return Lookup {
-                line,
-                slot: Some(slot),
-                hit: present,
-                pending: 0,
-                pending_ready: 0,
-                miss: mask & !present,
-            };
+        // With every valid sector arrived, their `ready` need not be read.
+        let (hit, pending, pending_ready) = if latest <= now {
+            (present, 0, 0)
+        } else {
+            self.walk(slot, present, now, pend)
+        };
+        Lookup {
+            line,
+            slot: Some(slot),
+            hit,
+            pending,
+            pending_ready,
+            miss: mask & !present,
         }
+    }
+
+    /// `present`'s sectors of `slot` by their arrival at `now`: those arrived, those in flight,
+    /// and the latest arrival among those in flight (0 when none).
+    fn walk(&self, slot: usize, present: u8, now: u64, pend: &mut Pend) -> (u8, u8, u64) {
         let mut hit = 0u8;
         let mut pending = 0u8;
         let mut pending_ready = 0u64;
@@ -283,14 +291,7 @@ impl Cache {
                 }
             }
         }
-        Lookup {
-            line,
-            slot: Some(slot),
-            hit,
-            pending,
-            pending_ready,
-            miss: mask & !present,
-        }
+        (hit, pending, pending_ready)
     }
 
     /// Marks `mask`'s sectors of `line` as arriving at `ready` (allocating the line if absent),
@@ -647,19 +648,7 @@ mod tests {
                     return Ok(());
                 };
                 let valid = c.slots[slot].valid;
-                let (mut hit, mut pending, mut pending_ready) = (0u8, 0u8, 0u64);
-                for s in 0..c.sectors {
-                    let bit = 1u8 << s;
-                    if valid & probe & bit != 0 {
-                        let r = c.ready[slot * c.sectors + s];
-                        if r > now {
-                            pending |= bit;
-                            pending_ready = p.max(pending_ready, r);
-                        } else {
-                            hit |= bit;
-                        }
-                    }
-                }
+                let (hit, pending, pending_ready) = c.walk(slot, valid & probe, now, &mut p);
                 let lk = c.lookup(line, probe, now, &mut p);
                 proptest::prop_assert_eq!(
                     (lk.slot, lk.hit, lk.pending, lk.pending_ready, lk.miss),

@@ -93,9 +93,10 @@ impl Ages {
 /// A slot's tag, stamp, valid and dirty sectors and latest arrival, together in one 32-byte
 /// record, so that a lookup that hits a line with nothing in flight reads one host cache line
 /// after the set's fingerprints, where five arrays took five. Why: on the h100 preset these
-/// arrays outgrow the host's caches (its 50 MB L2 is 24 MB of them), which makes it slower
-/// than gtx480 on the same host instructions (docs/PERFORMANCE.md). The record cut host
-/// instructions by 1 % and mispredictions by 4–7 %; the wall time did not move measurably.
+/// arrays outgrow the host's caches (its 50 MB L2 keeps 24 MB of them, 27 MB padded to these
+/// records), which makes it slower than gtx480 on the same host instructions
+/// (docs/PERFORMANCE.md). The record cut host instructions by 1 % and mispredictions by 4–7 %;
+/// the wall time did not move measurably.
 #[derive(Debug, Clone, Copy, Default)]
 #[repr(C, align(32))]
 struct Slot {

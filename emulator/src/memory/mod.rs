@@ -262,6 +262,14 @@ pub(crate) struct L2Req {
     token: u64,
 }
 
+thread_local! {
+    /// The coalescer's scratch, one a host thread rather than one an SM. Why: it is an 8 KB
+    /// table read at random, and with 132 SMs (h100) each SM's copy was cold whenever its SM's
+    /// round came again, 0.048 of the host's L3 misses a warp instruction (docs/PERFORMANCE.md).
+    /// What it holds never outlives one access, so which SMs share it changes no result.
+    static LINES: std::cell::RefCell<Lines> = std::cell::RefCell::new(Lines::default());
+}
+
 /// One SM's side of the hierarchy: its caches and ports, and the L2 requests it has sent but
 /// not had answered. Owned by the SM while it runs a round.
 #[derive(Debug, Clone)]
@@ -291,7 +299,6 @@ pub(crate) struct SmMem {
     /// Requests sent so far (the next one's `seq`).
     pub(crate) seq: u64,
     counters: MemCounters,
-    lines: Lines,
     words: Vec<(u64, u64)>,
     addrs: Vec<u64>,
     /// The optional address recorder (record.rs); `None` unless asked for.
@@ -473,7 +480,6 @@ impl SmMem {
             queue: VecDeque::new(),
             seq: 0,
             counters: MemCounters::default(),
-            lines: Lines::default(),
             words: Vec::with_capacity(128),
             addrs: Vec::with_capacity(32),
             recorder: None,
@@ -559,6 +565,17 @@ impl SmMem {
     }
 
     fn cached_load(&mut self, now: u64, req: &MemRequest, path: Path) -> u64 {
+        LINES.with_borrow_mut(|lines| self.cached_load_into(now, req, path, lines))
+    }
+
+    /// [`SmMem::cached_load`] with the thread's line table.
+    fn cached_load_into(
+        &mut self,
+        now: u64,
+        req: &MemRequest,
+        path: Path,
+        lines: &mut Lines,
+    ) -> u64 {
         let lat = self.lat;
         let base = match path {
             Path::L1 => lat.l1,
@@ -576,7 +593,6 @@ impl SmMem {
             queue,
             seq,
             counters,
-            lines,
             ..
         } = self;
         // A load's lines that miss leave at its scheduler's pace as well; a texture fetch's
@@ -700,6 +716,11 @@ impl SmMem {
     /// (`h200.sm_stream.*` in the calibration table). Stores and atomics do not wait for an
     /// answer there; the SM's atomics in flight have their own bound.
     fn through_l1(&mut self, now: u64, req: &MemRequest, op: L2Op) -> u64 {
+        LINES.with_borrow_mut(|lines| self.through_l1_into(now, req, op, lines))
+    }
+
+    /// [`SmMem::through_l1`] with the thread's line table.
+    fn through_l1_into(&mut self, now: u64, req: &MemRequest, op: L2Op, lines: &mut Lines) -> u64 {
         let lat = self.lat;
         let wait = op != L2Op::Write;
         coalesce(
@@ -707,11 +728,11 @@ impl SmMem {
             req.bytes_per_lane,
             lat.l2_line_shift,
             lat.l2_sector_shift,
-            &mut self.lines,
+            lines,
         );
         // A read fetches every line it sends; a store or an atomic fetches nothing for the L1.
         let per_line = self.l1.port_cycles(op == L2Op::Read);
-        let start = reserve_port(&mut self.l1_port, now, self.lines.len() as u64 * per_line);
+        let start = reserve_port(&mut self.l1_port, now, lines.len() as u64 * per_line);
         let mut link = Link {
             queue: &mut self.queue,
             seq: &mut self.seq,
@@ -722,7 +743,7 @@ impl SmMem {
         let sector_bytes = 1u64 << lat.l2_sector_shift;
         let read = op == L2Op::Read;
         let mut scheduler = self.scheduler_lines.get_mut(req.scheduler).filter(|_| read);
-        for (i, lr) in self.lines.iter().enumerate() {
+        for (i, lr) in lines.iter().enumerate() {
             let mut slot = start + i as u64 * per_line;
             if let Some(free) = scheduler.as_deref_mut() {
                 slot = reserve_port(free, slot, lat.scheduler_line);

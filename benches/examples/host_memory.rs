@@ -16,13 +16,17 @@ const LINE: usize = 64;
 const HUGE: usize = 2 << 20;
 /// Reads timed per measurement: enough that the first pass's page faults are a small part.
 const READS: usize = 4_000_000;
+/// The largest working set asked for, 64 GiB: its lines are numbered in 32 bits.
+const MAX_MIB: usize = 64 << 10;
 
 fn main() -> ExitCode {
     let sizes: Result<Vec<usize>, _> = std::env::args().skip(1).map(|a| a.parse()).collect();
     let sizes = match sizes {
-        Ok(s) if s.iter().all(|&m| m > 0) => s,
+        Ok(s) if s.iter().all(|&m| (1..=MAX_MIB).contains(&m)) => s,
         _ => {
-            eprintln!("host_memory: each argument must be a size in MiB, a positive whole number");
+            eprintln!(
+                "host_memory: each argument must be a size in MiB, a whole number from 1 to {MAX_MIB}"
+            );
             return ExitCode::FAILURE;
         }
     };

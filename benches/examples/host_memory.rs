@@ -14,7 +14,8 @@ use std::time::Instant;
 
 const LINE: usize = 64;
 const HUGE: usize = 2 << 20;
-/// Reads timed per measurement: enough that the first pass's page faults are a small part.
+/// Reads timed per measurement: enough that the timer's resolution and the caches' warming
+/// at the start are a small part. (The pages are faulted in while the cycle is written.)
 const READS: usize = 4_000_000;
 /// The largest working set asked for, 64 GiB: its lines are numbered in 32 bits.
 const MAX_MIB: usize = 64 << 10;

@@ -402,7 +402,8 @@ impl Cache {
         let base = slot * self.sectors;
         let ready_of = &mut self.ready[base..base + self.sectors];
         if was_valid & mask == 0 {
-            // Only new sectors, as after a miss: each takes `ready`, in fixed steps.
+            // Only new sectors, as after a miss: each takes `ready`, in fixed steps, since
+            // which sectors a miss names changes from one miss to the next.
             for (s, r) in ready_of.iter_mut().enumerate() {
                 *r = std::hint::select_unpredictable(mask & 1 << s != 0, ready, *r);
             }

@@ -634,6 +634,15 @@ impl Mshrs {
 mod tests {
     use super::*;
 
+    /// Every sector's arrival where the sector is valid, `None` where not.
+    fn valid_arrivals(c: &Cache) -> Vec<Option<u64>> {
+        (0..c.ready.len())
+            .map(|i| {
+                (c.slots[i / c.sectors].valid >> (i % c.sectors) & 1 == 1).then_some(c.ready[i])
+            })
+            .collect()
+    }
+
     fn cfg(size: u32, ways: u32, replacement: Replacement) -> CacheConfig {
         CacheConfig {
             size_bytes: size,
@@ -773,13 +782,7 @@ mod tests {
                     }
                     // Each cache's fills made their own tokens of `max`, so the sectors no
                     // longer valid may hold different, stale ones: the valid ones are compared.
-                    let arrivals = |c: &Cache| {
-                        (0..c.ready.len())
-                            .map(|i| (c.slots[i / c.sectors].valid >> (i % c.sectors) & 1 == 1)
-                                .then_some(c.ready[i]))
-                            .collect::<Vec<_>>()
-                    };
-                    proptest::prop_assert_eq!(arrivals(&listed), arrivals(&every));
+                    proptest::prop_assert_eq!(valid_arrivals(&listed), valid_arrivals(&every));
                     proptest::prop_assert_eq!(listed.column(|s| s.latest), every.column(|s| s.latest));
                     for slot in 0..listed.slots.len() {
                         let latest = listed.slots[slot].latest;
@@ -842,13 +845,7 @@ mod tests {
                             c.settle(slot, &p);
                         }
                     }
-                    let valid = |c: &Cache| {
-                        (0..c.ready.len())
-                            .map(|i| (c.slots[i / c.sectors].valid >> (i % c.sectors) & 1 == 1)
-                                .then_some(c.ready[i]))
-                            .collect::<Vec<_>>()
-                    };
-                    proptest::prop_assert_eq!(valid(&a), valid(&b));
+                    proptest::prop_assert_eq!(valid_arrivals(&a), valid_arrivals(&b));
                     proptest::prop_assert_eq!(a.column(|s| s.latest), b.column(|s| s.latest));
                     proptest::prop_assert!(a.column(|s| s.latest).iter().all(|&t| !is_token(t)));
                 }

@@ -102,6 +102,9 @@ pub(crate) fn run(
     rayon::scope(|_| run_rounds(inp, dev, textures, mem))
 }
 
+/// Never inlined: `scripts/speed-ab --sim` and the performance page's per-part counts collect
+/// the launch by this function's name.
+#[inline(never)]
 fn run_rounds(
     inp: &LaunchInput,
     dev: &mut DeviceMemory,
@@ -492,7 +495,9 @@ impl<'s, 'd> Crew<'s, 'd> {
     /// Runs one SM's round and hands it back. `dev` is this thread's read of device memory,
     /// taken if it holds none and kept while more SMs wait to be run, so that a thread running
     /// SMs back to back takes the lock once rather than once an SM: the lock's word is written
-    /// by every reader, and every thread would otherwise write it twice an SM.
+    /// by every reader, and every thread would otherwise write it twice an SM. Never inlined:
+    /// `scripts/speed-ab --sim` on several threads collects the SMs' rounds by its name.
+    #[inline(never)]
     fn run(&self, job: Job<'s>, dev: &mut Option<DevRead<'s, 'd>>) {
         let round = &self.round;
         {

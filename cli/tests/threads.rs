@@ -25,13 +25,21 @@ fn sweep(out: &Path, threads: &str) -> String {
     err
 }
 
-/// run.json without the host's clock and pool (wall time, the speed measured with it, the
-/// threads), having checked that it names the pool it ran in.
+/// run.json without the host's clock and pool (wall time, the speed measured with it, how each
+/// thread spent it, the threads), having checked that it names the pool it ran in.
 fn deterministic_part(run: &Path, threads: u32) -> serde_json::Value {
     let m = trace::RunMetrics::read(&run.join("run.json")).unwrap();
     let rate = m.sim_warp_instructions_per_second.unwrap_or(0.0);
     assert!(rate > 0.0, "{}: speed {rate}", run.display());
     assert_eq!(m.threads, Some(threads), "{}", run.display());
+    // How each thread spent the launches: one entry a thread, the coordinating thread's first.
+    assert_eq!(
+        m.thread_seconds.len(),
+        threads as usize,
+        "{}",
+        run.display()
+    );
+    assert!(m.thread_seconds[0].coordinating > 0.0, "{}", run.display());
     serde_json::to_value(m.without_host_timing()).unwrap()
 }
 

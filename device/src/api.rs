@@ -121,6 +121,9 @@ pub struct LaunchOutcome {
     /// The recorded warps' loads, each with its issue and data-return cycle (emulator only,
     /// when [`Device::record_loads`] asked for them).
     pub loads: Option<Vec<emulator::LoadEvent>>,
+    /// How each of the emulator's host threads spent the launch, the coordinating thread first
+    /// (empty on a GPU).
+    pub thread_seconds: Vec<trace::ThreadSeconds>,
 }
 
 /// Simulated warp instructions per host second over the emulator launches among `outcomes`
@@ -136,6 +139,27 @@ pub fn sim_warp_instructions_per_second<'a>(
         }
     }
     (seconds > 0.0).then(|| instructions as f64 / seconds)
+}
+
+/// The emulator launches' host threads among `outcomes`, each thread's seconds summed over
+/// them thread by thread (the coordinating thread first, then the others from the busiest
+/// down); empty without an emulator launch.
+pub fn thread_seconds<'a>(
+    outcomes: impl IntoIterator<Item = &'a LaunchOutcome>,
+) -> Vec<trace::ThreadSeconds> {
+    let mut sum: Vec<trace::ThreadSeconds> = Vec::new();
+    for o in outcomes {
+        if sum.len() < o.thread_seconds.len() {
+            sum.resize(o.thread_seconds.len(), trace::ThreadSeconds::default());
+        }
+        for (s, t) in sum.iter_mut().zip(&o.thread_seconds) {
+            s.sm_rounds += t.sm_rounds;
+            s.answering += t.answering;
+            s.coordinating += t.coordinating;
+            s.waiting += t.waiting;
+        }
+    }
+    sum
 }
 
 /// What a device says about itself, for reports: every field a backend cannot tell is `None`.

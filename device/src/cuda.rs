@@ -577,6 +577,7 @@ impl Device for CudaDevice {
             stats: None,
             wall_seconds: wall.elapsed().as_secs_f64(),
             loads: None,
+            thread_seconds: Vec::new(),
         })
     }
 }

@@ -236,6 +236,7 @@ impl Device for EmuDevice {
             stats: Some(stats),
             wall_seconds: wall.elapsed().as_secs_f64(),
             loads: self.emu.take_loads(),
+            thread_seconds: self.emu.take_thread_seconds(),
         })
     }
 }

@@ -23,7 +23,7 @@ mod error;
 
 pub use api::{
     Arg, Backend, BackendChoice, DevBuf, Device, DeviceProperties, LaunchConfig, LaunchOutcome,
-    ModuleId, sim_warp_instructions_per_second,
+    ModuleId, sim_warp_instructions_per_second, thread_seconds,
 };
 pub use cuda::{CudaDevice, UNGATED_ENV};
 pub use emu::{DEFAULT_MAX_WARP_INSTRUCTIONS, EmuDevice, EmuLimits, host_available_bytes};

@@ -136,6 +136,8 @@ pub struct Emulator {
     record_loads: Option<LoadWarps>,
     /// The last launch's recorded loads; `None` when it recorded none.
     loads: Option<Vec<LoadEvent>>,
+    /// How each host thread spent the last launch; empty before one.
+    thread_seconds: Vec<trace::ThreadSeconds>,
     watch: Watch,
     /// The L2 as the last launch left it: a GPU's L2 keeps its lines from one launch to the
     /// next. `None` after a reset, a flush or a launch that failed while it ran (one refused
@@ -154,6 +156,7 @@ impl Emulator {
             addresses: Vec::new(),
             record_loads: None,
             loads: None,
+            thread_seconds: Vec::new(),
             watch: Watch::default(),
             l2: None,
         }
@@ -168,6 +171,7 @@ impl Emulator {
         self.textures.clear();
         self.addresses.clear();
         self.loads = None;
+        self.thread_seconds.clear();
         self.l2 = None;
     }
 
@@ -207,6 +211,13 @@ impl Emulator {
     /// was off. Taking them frees them.
     pub fn take_loads(&mut self) -> Option<Vec<LoadEvent>> {
         self.loads.take()
+    }
+
+    /// How each host thread spent the last launch, the coordinating thread first (see
+    /// [`trace::ThreadSeconds`]); empty when no launch ran since the last take. Host timings:
+    /// they change no result and are not deterministic.
+    pub fn take_thread_seconds(&mut self) -> Vec<trace::ThreadSeconds> {
+        std::mem::take(&mut self.thread_seconds)
     }
 
     pub fn config(&self) -> &GpuConfig {
@@ -466,9 +477,11 @@ impl Emulator {
             watch: &self.watch,
             record_loads: self.record_loads.as_ref(),
         };
+        self.thread_seconds.clear();
         let out = run(&inp, &mut self.dev, &self.textures, &mut mem)?;
         self.addresses = mem.take_addresses();
         self.loads = self.record_loads.is_some().then_some(out.loads);
+        self.thread_seconds = out.threads;
         let stats = LaunchStats {
             cycles: out.cycles,
             sm_cycles: out.sm_cycles,

@@ -313,6 +313,7 @@ fn execute(
         metrics.threads = u32::try_from(rayon::current_num_threads()).ok();
         metrics.sim_warp_instructions_per_second =
             device::sim_warp_instructions_per_second(&outcomes);
+        metrics.thread_seconds = device::thread_seconds(&outcomes);
     }
     metrics.kernel_ms = Some(kernel_ms);
     metrics.cycles = cycles;

@@ -684,11 +684,14 @@ fn run_metrics(
         Backend::Emu => {
             m.preset = cfg.emu_config.as_ref().map(|c| c.name.clone());
             m.threads = u32::try_from(rayon::current_num_threads()).ok();
-            m.sim_warp_instructions_per_second = device::sim_warp_instructions_per_second(
+            let outcomes = || {
                 [&l.outcome]
                     .into_iter()
-                    .chain(bare.map(|b| &b.launch.outcome)),
-            );
+                    .chain(bare.map(|b| &b.launch.outcome))
+            };
+            m.sim_warp_instructions_per_second =
+                device::sim_warp_instructions_per_second(outcomes());
+            m.thread_seconds = device::thread_seconds(outcomes());
         }
     }
     if cfg.mode != ProbeMode::Off {

@@ -51,7 +51,7 @@ pub use program::{
 };
 pub use run::{
     AppFacts, BareRun, LaunchFacts, ProbeFacts, RUN_FILE_NAME, RUN_FORMAT_VERSION, ReferenceDiff,
-    RunMetrics, StudyFacts, overhead_ratio, write_json_atomic,
+    RunMetrics, StudyFacts, ThreadSeconds, overhead_ratio, write_json_atomic,
 };
 pub use store::{TRACE_FILE_NAME, TRACE_FORMAT_VERSION, TraceReader, TraceWriter};
 pub use sweep::{SWEEP_CSV, SweepRow};

@@ -188,6 +188,26 @@ pub struct LaunchFacts {
     pub emulator: Option<EmuCounters>,
 }
 
+/// How one host thread of the emulator spent a run's launches, in host seconds from each
+/// launch's first round to its last, summed over the launches. Its four parts add up to the
+/// thread's time in the launches. Host timings: not deterministic, and never in a log.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ThreadSeconds {
+    /// Running SMs' rounds.
+    pub sm_rounds: f64,
+    /// Answering the L2 requests of memory partitions beside the coordinating thread (presets
+    /// with `dram.partitions` above 1, from four threads on).
+    pub answering: f64,
+    /// The coordinating thread's own part, which no other thread takes (0 on the others):
+    /// applying global writes between rounds, handing out blocks and answering the SMs' L2
+    /// requests in global order (with partitions answered apart, giving their answers back in
+    /// that order, answering partitions on the way and waiting for those another thread holds).
+    pub coordinating: f64,
+    /// Waiting for work: for SMs still running, or for the coordinating thread.
+    pub waiting: f64,
+}
+
 /// The metrics of one run. Rates are fractions in 0–1.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -223,6 +243,12 @@ pub struct RunMetrics {
     /// probed one and, when measured, the bare one), timed around the launches alone (not
     /// deterministic; emulator only).
     pub sim_warp_instructions_per_second: Option<f64>,
+    /// How each host thread spent the run's emulator launches: the coordinating thread first,
+    /// then the others from the busiest down (empty on a GPU). It says what holds a run on
+    /// many threads: SM rounds that take longer in sum than on one thread, the coordinating
+    /// thread's serial part, or threads waiting for the heaviest SM.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thread_seconds: Vec<ThreadSeconds>,
     /// SM clock used to turn cycles into time.
     pub clock_mhz: f64,
     /// Kernel time in milliseconds (GPU: CUDA events around the launch, averaged over the timed
@@ -313,6 +339,7 @@ impl RunMetrics {
             wall_seconds: 0.0,
             threads: None,
             sim_warp_instructions_per_second: None,
+            thread_seconds: Vec::new(),
             clock_mhz: 0.0,
             kernel_ms: None,
             frame_rate: None,
@@ -343,13 +370,14 @@ impl RunMetrics {
     }
 
     /// The same metrics without what the host's clock measured (`wall_seconds`,
-    /// `sim_warp_instructions_per_second`) and the pool it ran in (`threads`): what must be
-    /// identical between two runs of the same inputs on the emulator.
+    /// `sim_warp_instructions_per_second`, `thread_seconds`) and the pool it ran in (`threads`):
+    /// what must be identical between two runs of the same inputs on the emulator.
     pub fn without_host_timing(&self) -> RunMetrics {
         RunMetrics {
             wall_seconds: 0.0,
             threads: None,
             sim_warp_instructions_per_second: None,
+            thread_seconds: Vec::new(),
             ..self.clone()
         }
     }

@@ -25,6 +25,7 @@
 //! result from the next round on (its own stores at once) — CUDA gives threads of different
 //! blocks no more without a fence-and-flag protocol, which still works, a round later.
 
+mod account;
 mod dispatch;
 mod sm;
 
@@ -47,6 +48,7 @@ use crate::memory::{
 use crate::texture::Texture;
 use crate::watch::{Progress, WATCH_INTERVAL, Watch};
 
+use account::{Account, Part};
 use sm::{Deps, NCLASS, NPIPE, Park, Shared, Sm, Stall};
 
 mod loads;
@@ -80,6 +82,8 @@ pub(crate) struct LaunchOutput {
     pub active_cycles: u64,
     /// The recorded warps' loads, by warp and then issue cycle (empty when none were asked for).
     pub loads: Vec<LoadEvent>,
+    /// How each host thread spent the launch (account.rs).
+    pub threads: Vec<trace::ThreadSeconds>,
 }
 
 /// The fewest threads on which a launch's memory partitions answer apart (memory/parts.rs).
@@ -133,10 +137,12 @@ fn run_rounds(
         interval: sm::intervals(inp.cfg),
         dev: &dev,
         round: Round::default(),
+        accounts: Mutex::default(),
         // No more helpers than SMs: each may run one while the coordinator still answers.
         helpers: (rayon::current_num_threads().max(1) - 1).min(nsm as usize),
     };
     let MemorySystem { sms: sides, below } = mem;
+    let mut account = Account::start();
     rayon::scope(|sc| {
         for _ in 0..crew.helpers {
             sc.spawn(|_| crew.serve());
@@ -148,8 +154,19 @@ fn run_rounds(
             sms: sms.iter_mut().map(Some).collect(),
             sides: sides.iter_mut().map(Some).collect(),
         };
-        coordinate(&crew, below, &mut slots, next_block, total_blocks)
+        let done = coordinate(
+            &crew,
+            below,
+            &mut slots,
+            &mut account,
+            next_block,
+            total_blocks,
+        );
+        account.stretch(Part::Coordinating);
+        done
     })?;
+    let helpers = std::mem::take(&mut *lock(&crew.accounts));
+    let threads = account::in_order(account.seconds(), helpers);
     // A load whose value no instruction read may still hold a token: every answer is in now.
     if inp.record_loads.is_some() {
         for (sm, side) in sms.iter_mut().zip(sides.iter_mut()) {
@@ -168,7 +185,7 @@ fn run_rounds(
     }
     // A grid is done when its atomics are performed, not when its last warp exits: a warp does
     // not wait for an atomic whose value it never reads.
-    Ok(output(&mut sms, below.atomics_done()))
+    Ok(output(&mut sms, below.atomics_done(), threads))
 }
 
 /// The SMs and their memory sides between rounds (all present) and during one (those handed to
@@ -184,6 +201,7 @@ fn coordinate<'s>(
     crew: &Crew<'s, '_>,
     below: &mut Below,
     slots: &mut Slots<'s>,
+    account: &mut Account,
     mut next_block: u64,
     total_blocks: u64,
 ) -> Result<(), EmuError> {
@@ -234,7 +252,7 @@ fn coordinate<'s>(
             continue;
         }
         let horizon = first.0.saturating_add(round);
-        answer_and_run(crew, below, slots, first, horizon, blocks_left);
+        answer_and_run(crew, below, slots, account, first, horizon, blocks_left);
         if crew.round.flags.stop.load(Ordering::Acquire) {
             // A helper failed; its panic ends the launch when the scope closes.
             return Ok(());
@@ -302,6 +320,7 @@ fn answer_and_run<'s>(
     crew: &Crew<'s, '_>,
     below: &mut Below,
     slots: &mut Slots<'s>,
+    account: &mut Account,
     first: Key,
     horizon: u64,
     blocks_left: bool,
@@ -349,7 +368,8 @@ fn answer_and_run<'s>(
         }
         None => answer_releasing(below, sides, first, release),
     }
-    crew.work_until(|| round.out.load(Ordering::Acquire) == 0);
+    account.stretch(Part::Coordinating);
+    crew.work_until(|| round.out.load(Ordering::Acquire) == 0, account);
     for job in round.back().drain(..) {
         sms[job.i] = Some(job.sm);
         sides[job.i] = Some(job.side);
@@ -369,6 +389,8 @@ struct Crew<'s, 'd> {
     round: Round<'s>,
     /// Threads that help the coordinator run SMs and answer partitions.
     helpers: usize,
+    /// Each helper's account of the launch, added as it returns.
+    accounts: Mutex<Vec<trace::ThreadSeconds>>,
 }
 
 /// A thread's read of device memory, which the coordinator writes between rounds.
@@ -542,16 +564,21 @@ impl<'s, 'd> Crew<'s, 'd> {
         taken.as_ref().is_some_and(|(_, a)| a.help())
     }
 
-    /// Runs ready SMs until `done` holds or the launch stops. Waits by spinning, then
-    /// yielding: between rounds the wait lasts only while the coordinator applies writes and
-    /// starts answering (microseconds), and a thread put to sleep took longer to wake than that.
-    fn work_until(&self, done: impl Fn() -> bool) {
+    /// Runs ready SMs until `done` holds or the launch stops, accounting for the time in
+    /// `account`. Waits by spinning, then yielding: between rounds the wait lasts only while
+    /// the coordinator applies writes and starts answering (microseconds), and a thread put to
+    /// sleep took longer to wake than that.
+    fn work_until(&self, done: impl Fn() -> bool, account: &mut Account) {
         let round = &self.round;
         let mut idle = 0u32;
         let mut taken = None;
         let mut dev = None;
+        // When this turn of the loop began: where the last piece of work ended, when one did,
+        // so that pieces back to back read the clock once each.
+        let mut since = Instant::now();
         loop {
             if self.help(&mut taken) {
+                since = account.worked(since, Part::Answering);
                 idle = 0;
                 continue;
             }
@@ -560,10 +587,12 @@ impl<'s, 'd> Crew<'s, 'd> {
             {
                 idle = 0;
                 self.run(job, &mut dev);
+                since = account.worked(since, Part::SmRounds);
                 continue;
             }
             dev = None;
             if done() || round.flags.stop.load(Ordering::Acquire) {
+                account.stretch(Part::Waiting);
                 return;
             }
             if idle < 64 {
@@ -572,6 +601,7 @@ impl<'s, 'd> Crew<'s, 'd> {
             } else {
                 std::thread::yield_now();
             }
+            since = Instant::now();
         }
     }
 
@@ -587,7 +617,9 @@ impl<'s, 'd> Crew<'s, 'd> {
             }
         }
         let _fail = Fail(&self.round);
-        self.work_until(|| false);
+        let mut account = Account::start();
+        self.work_until(|| false, &mut account);
+        lock(&self.accounts).push(account.seconds());
     }
 }
 
@@ -674,7 +706,7 @@ fn look_out<'a>(
     }
 }
 
-fn output(sms: &mut [Sm], atomics_done: u64) -> LaunchOutput {
+fn output(sms: &mut [Sm], atomics_done: u64, threads: Vec<trace::ThreadSeconds>) -> LaunchOutput {
     let sm_cycles: Vec<u64> = sms.iter().map(|s| s.cycle).collect();
     let mut class_counts = [0u64; NCLASS];
     let mut stalls = [0u64; 6];
@@ -711,6 +743,7 @@ fn output(sms: &mut [Sm], atomics_done: u64) -> LaunchOutput {
     loads.sort_unstable_by_key(|e| (e.warp, e.issue));
     LaunchOutput {
         loads,
+        threads,
         cycles: sm_cycles
             .iter()
             .copied()

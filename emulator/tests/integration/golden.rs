@@ -301,6 +301,64 @@ fn partitioned_launches_are_the_same_on_one_thread_and_on_four() {
     assert_ne!(one["matmul_h100"], matmul("h100+1", 64));
 }
 
+/// How each host thread spent a launch: one account a thread, the coordinating thread's first
+/// and the only one with a part of its own; with partitions answered apart (four threads on the
+/// h100 preset) the other threads answer too.
+#[test]
+fn a_launch_says_how_each_host_thread_spent_it() {
+    let threads = |n: usize| {
+        on_threads(n, || {
+            let mut r = rig(corpus_ptx("matmul"), "h100");
+            let n = 64;
+            let a: Vec<f32> = (0..n * n).map(|i| (i % 13) as f32).collect();
+            let (da, db) = (r.buf(&a), r.buf(&a));
+            let dc = r.zeros(n * n * 4);
+            let dim = || a32(n as i32);
+            r.launch(
+                "matmul",
+                [(n / 16) as u32, (n / 16) as u32, 1],
+                [16, 16, 1],
+                vec![a64(da), a64(db), a64(dc), dim(), dim(), dim()],
+            );
+            let seconds = r.emu.take_thread_seconds();
+            assert!(
+                r.emu.take_thread_seconds().is_empty(),
+                "taking them frees them"
+            );
+            seconds
+        })
+    };
+    let parts = |t: &trace::ThreadSeconds| [t.sm_rounds, t.answering, t.coordinating, t.waiting];
+    let one = threads(1);
+    assert_eq!(one.len(), 1);
+    assert!(
+        one[0].sm_rounds > 0.0 && one[0].coordinating > 0.0,
+        "{one:?}"
+    );
+    assert_eq!(
+        one[0].answering, 0.0,
+        "one thread answers in global order: {one:?}"
+    );
+    let four = threads(4);
+    assert_eq!(four.len(), 4, "{four:?}");
+    assert!(
+        four.iter()
+            .flat_map(parts)
+            .all(|s| s.is_finite() && s >= 0.0)
+    );
+    assert!(four[0].coordinating > 0.0, "{four:?}");
+    assert!(four[1..].iter().all(|t| t.coordinating == 0.0), "{four:?}");
+    assert!(
+        four.iter().map(|t| t.sm_rounds).sum::<f64>() > 0.0,
+        "{four:?}"
+    );
+    let busy = |t: &trace::ThreadSeconds| t.sm_rounds + t.answering;
+    assert!(
+        four[1..].windows(2).all(|w| busy(&w[0]) >= busy(&w[1])),
+        "{four:?}"
+    );
+}
+
 /// Warps that wait for the SM's atomics in flight wait for tokens of answers from below: the
 /// thread count changes nothing there either, and the wait is there (without the limit the
 /// warps stall less for memory; the launch, which ends when the line's unit has served every

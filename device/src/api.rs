@@ -152,11 +152,8 @@ pub fn thread_seconds<'a>(
         if sum.len() < o.thread_seconds.len() {
             sum.resize(o.thread_seconds.len(), trace::ThreadSeconds::default());
         }
-        for (s, t) in sum.iter_mut().zip(&o.thread_seconds) {
-            s.sm_rounds += t.sm_rounds;
-            s.answering += t.answering;
-            s.coordinating += t.coordinating;
-            s.waiting += t.waiting;
+        for (s, &t) in sum.iter_mut().zip(&o.thread_seconds) {
+            *s += t;
         }
     }
     sum
@@ -275,6 +272,35 @@ pub trait Device {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A run's launches are summed thread by thread, each part apart, over as many threads as
+    /// the launch with the most had; a GPU launch (no threads) adds nothing.
+    #[test]
+    fn thread_seconds_are_summed_thread_by_thread() {
+        let t = |sm_rounds: f64, waiting: f64| trace::ThreadSeconds {
+            sm_rounds,
+            waiting,
+            ..trace::ThreadSeconds::default()
+        };
+        let outcome = |thread_seconds: Vec<trace::ThreadSeconds>| LaunchOutcome {
+            kernel_ms: 1.0,
+            cycles: None,
+            stats: None,
+            wall_seconds: 1.0,
+            loads: None,
+            thread_seconds,
+        };
+        let runs = [
+            outcome(vec![t(1.0, 0.5), t(2.0, 0.25)]),
+            outcome(Vec::new()),
+            outcome(vec![t(0.5, 0.0), t(1.0, 1.0), t(4.0, 2.0)]),
+        ];
+        assert_eq!(
+            thread_seconds(&runs),
+            vec![t(1.5, 0.5), t(3.0, 1.25), t(4.0, 2.0)]
+        );
+        assert!(thread_seconds(&[]).is_empty());
+    }
 
     #[test]
     fn backend_choice_parses_and_rejects() {

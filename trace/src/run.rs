@@ -208,6 +208,29 @@ pub struct ThreadSeconds {
     pub waiting: f64,
 }
 
+impl ThreadSeconds {
+    /// The time the thread did work any thread could have done: SM rounds and answering.
+    pub fn shared_work(&self) -> f64 {
+        self.sm_rounds + self.answering
+    }
+}
+
+impl std::ops::AddAssign for ThreadSeconds {
+    fn add_assign(&mut self, other: ThreadSeconds) {
+        // Destructured, so that a new part cannot be left out of the sum.
+        let ThreadSeconds {
+            sm_rounds,
+            answering,
+            coordinating,
+            waiting,
+        } = other;
+        self.sm_rounds += sm_rounds;
+        self.answering += answering;
+        self.coordinating += coordinating;
+        self.waiting += waiting;
+    }
+}
+
 /// The metrics of one run. Rates are fractions in 0–1.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -35,6 +35,11 @@ impl Account {
         }
     }
 
+    /// Where the time accounted for so far ends.
+    pub(super) fn last(&self) -> Instant {
+        self.last
+    }
+
     /// The time since the last stretch went to `part`.
     pub(super) fn stretch(&mut self, part: Part) {
         let now = Instant::now();
@@ -68,7 +73,7 @@ pub(super) fn in_order(
     coordinator: ThreadSeconds,
     mut helpers: Vec<ThreadSeconds>,
 ) -> Vec<ThreadSeconds> {
-    helpers.sort_by(|a, b| (b.sm_rounds + b.answering).total_cmp(&(a.sm_rounds + a.answering)));
+    helpers.sort_by(|a, b| b.shared_work().total_cmp(&a.shared_work()));
     let mut all = Vec::with_capacity(helpers.len() + 1);
     all.push(coordinator);
     all.extend(helpers);

@@ -575,7 +575,7 @@ impl<'s, 'd> Crew<'s, 'd> {
         let mut dev = None;
         // When this turn of the loop began: where the last piece of work ended, when one did,
         // so that pieces back to back read the clock once each.
-        let mut since = Instant::now();
+        let mut since = account.last();
         loop {
             if self.help(&mut taken) {
                 since = account.worked(since, Part::Answering);

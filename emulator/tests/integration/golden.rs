@@ -352,9 +352,10 @@ fn a_launch_says_how_each_host_thread_spent_it() {
         four.iter().map(|t| t.sm_rounds).sum::<f64>() > 0.0,
         "{four:?}"
     );
-    let busy = |t: &trace::ThreadSeconds| t.sm_rounds + t.answering;
     assert!(
-        four[1..].windows(2).all(|w| busy(&w[0]) >= busy(&w[1])),
+        four[1..]
+            .windows(2)
+            .all(|w| w[0].shared_work() >= w[1].shared_work()),
         "{four:?}"
     );
 }

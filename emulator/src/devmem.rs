@@ -249,6 +249,11 @@ impl WriteLog {
     /// The first 8 of the `len` bytes at `addr` as this SM sees them (a register holds 8):
     /// device memory under its own pending stores. `None` when the `len` bytes are not inside
     /// one allocation.
+    ///
+    /// Inlined, with the pending stores' merge apart: whether the compiler inlined the whole
+    /// function into the loads followed unrelated changes, and a build that did not spent
+    /// 0.4 % more host instructions on the demo frame.
+    #[inline]
     pub(crate) fn read(&self, dev: &DeviceMemory, addr: u64, len: usize) -> Option<u64> {
         let src = dev.slice(addr, len)?;
         let v = le_bytes(src);
@@ -256,6 +261,11 @@ impl WriteLog {
         if end <= self.lo || addr >= self.hi {
             return Some(v);
         }
+        Some(self.under_stores(v, addr, end))
+    }
+
+    /// `v`, the bytes at `addr..end`, under this SM's pending stores.
+    fn under_stores(&self, v: u64, addr: u64, end: u64) -> u64 {
         let mut buf = v.to_le_bytes();
         for w in &self.writes {
             if let WriteKind::Store { len: wl, value } = w.what {
@@ -265,7 +275,7 @@ impl WriteLog {
                 }
             }
         }
-        Some(u64::from_le_bytes(buf))
+        u64::from_le_bytes(buf)
     }
 
     /// The oldest pending write.

@@ -43,7 +43,7 @@ fn texture(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flow> {
         operand_row!(c, w, x.s[3], ns > 3, t3),
     ];
     c.lanes.clear();
-    let (texel_bytes, filtered) = match volume_samples(x, h, &co, c, m) {
+    let (texel_bytes, filtered) = match warp_samples(x, h, &co, c, m) {
         Some((bytes, vals)) => {
             // Straight into the destinations: every value is a 32-bit float's bits.
             for (&d, v) in x.d[..x.nd as usize].iter().zip(&vals) {
@@ -158,19 +158,21 @@ fn lane_samples(
     Ok((texel_bytes, filtered))
 }
 
-/// A 3D float-coordinate fetch into f32 registers whose lanes all sample one volume texture
-/// (`Sampler::volume_path`): the warp's samples taken together (`Sampler::sample_volume`),
-/// with the texel size, for the active lanes `m` of each of the four components. `None`, with
-/// nothing recorded, for any other fetch, which the lane-by-lane loop then takes.
+/// A float-coordinate fetch into f32 registers whose lanes all sample one texture that a warp
+/// path takes: a 3D fetch of a volume (`Sampler::volume_path`, `Sampler::sample_volume`) or a
+/// 1D one of a float texture (`Sampler::line_path`, `Sampler::sample_line`). The warp's
+/// samples taken together, with the texel size, for the active lanes `m` of each of the four
+/// components. `None`, with nothing recorded, for any other fetch, which the lane-by-lane loop
+/// then takes.
 #[inline(always)]
-fn volume_samples(
+fn warp_samples(
     x: &Inst,
     h: &[u64; 32],
     co: &[&[u64; 32]; 4],
     c: &mut Ctx,
     m: u32,
 ) -> Option<(u32, [[f32; 32]; 4])> {
-    if m == 0 || x.sub != 3 || !x.ty2.is_float() || x.ty != Ty::F32 {
+    if m == 0 || !matches!(x.sub, 1 | 3) || !x.ty2.is_float() || x.ty != Ty::F32 {
         return None;
     }
     let first = h[m.trailing_zeros() as usize];
@@ -186,6 +188,15 @@ fn volume_samples(
         .textures
         .get(first.wrapping_sub(HANDLE_BASE) as usize)?
         .sampler(c.fixed.dev);
+    let mut vals = [[0.0f32; 32]; 4];
+    if x.sub == 1 {
+        let mut coords = [0.0f32; 32];
+        for (v, &bits) in coords.iter_mut().zip(co[0]) {
+            *v = f32v(bits);
+        }
+        let sampled = tex.line_path() && tex.sample_line(&coords, m, c.lanes, &mut vals);
+        return sampled.then(|| (tex.texel_bytes() as u32, vals));
+    }
     if !tex.volume_path() {
         return None;
     }
@@ -195,7 +206,6 @@ fn volume_samples(
             *v = f32v(bits);
         }
     }
-    let mut vals = [[0.0f32; 32]; 4];
     if !tex.sample_volume(&coords, m, c.samples, c.lanes, &mut vals) {
         return None;
     }

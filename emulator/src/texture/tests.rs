@@ -287,6 +287,54 @@ proptest::proptest! {
     }
 }
 
+proptest::proptest! {
+    /// A warp's samples of a 1D float texture are each lane's sample by the general path, bit
+    /// for bit, with the same texel addresses in the same order, for any set of lanes and
+    /// coordinates (outside the texture and NaN included), channel count, layout and mode.
+    #[test]
+    fn a_warps_line_samples_are_its_lanes_samples(
+        coords in proptest::collection::vec(proptest::prop_oneof![
+            4 => -0.5f32..1.5,
+            1 => proptest::sample::select(vec![f32::NAN, -0.0, 1.0, f32::INFINITY, -1.0e30]),
+        ], 32),
+        mask in proptest::num::u32::ANY,
+        channels in proptest::sample::select(vec![1u8, 2, 4]),
+        layout in proptest::sample::select(TextureLayout::ALL.to_vec()),
+        mode in proptest::sample::select(vec![TexAddress::Clamp, TexAddress::Wrap, TexAddress::Mirror]),
+        normalized_coords in proptest::bool::ANY,
+    ) {
+        let desc = TextureDesc {
+            channels,
+            filter: TexFilter::Linear,
+            address: [mode; 3],
+            normalized_coords,
+            ..TextureDesc::floats(21)
+        };
+        let mut dev = DeviceMemory::default();
+        let storage = Storage::new(&desc, layout);
+        let base = dev.alloc_aligned(storage.bytes(&desc), storage.align()).unwrap();
+        let t = Texture { desc, base, storage };
+        let values: Vec<u8> = (0..21 * usize::from(channels))
+            .flat_map(|i| (i as f32 * 0.37 - 3.0).to_le_bytes())
+            .collect();
+        t.upload(&mut dev, &values).unwrap();
+        let s = t.sampler(&dev);
+        proptest::prop_assert!(s.line_path());
+        let by_lane: [f32; 32] = coords.clone().try_into().unwrap();
+        // Unnormalized coordinates span the texture's 21 texels.
+        let by_lane = by_lane.map(|c| if normalized_coords { c } else { c * 21.0 });
+        let (mut warp, mut lanes) = (Vec::new(), Vec::new());
+        let mut out = [[0.0f32; 32]; 4];
+        proptest::prop_assert!(s.sample_line(&by_lane, mask, &mut warp, &mut out));
+        for l in (0..32).filter(|&l| mask & (1 << l) != 0) {
+            let v = s.sample([by_lane[l], 0.0, 0.0], l as u8, &mut lanes).unwrap();
+            let got = [0, 1, 2, 3].map(|k| out[k][l].to_bits());
+            proptest::prop_assert_eq!(got, v.map(f32::to_bits), "lane {}", l);
+        }
+        proptest::prop_assert_eq!(warp, lanes);
+    }
+}
+
 #[test]
 fn rounding_halves_away_from_trunc_is_std_round() {
     let specials = [

@@ -188,28 +188,28 @@ fn warp_samples(
         .textures
         .get(first.wrapping_sub(HANDLE_BASE) as usize)?
         .sampler(c.fixed.dev);
-    let mut vals = [[0.0f32; 32]; 4];
-    if x.sub == 1 {
-        let mut coords = [0.0f32; 32];
-        for (v, &bits) in coords.iter_mut().zip(co[0]) {
-            *v = f32v(bits);
-        }
-        let sampled = tex.line_path() && tex.sample_line(&coords, m, c.lanes, &mut vals);
-        return sampled.then(|| (tex.texel_bytes() as u32, vals));
-    }
-    if !tex.volume_path() {
+    let taken = if x.sub == 1 {
+        tex.line_path()
+    } else {
+        tex.volume_path()
+    };
+    if !taken {
         return None;
     }
+    // The instruction's coordinates, one row an axis.
     let mut coords = [[0.0f32; 32]; 3];
-    for (k, axis) in coords.iter_mut().enumerate() {
-        for (v, &bits) in axis.iter_mut().zip(co[k]) {
+    for (axis, row) in coords.iter_mut().zip(co).take(x.sub as usize) {
+        for (v, &bits) in axis.iter_mut().zip(*row) {
             *v = f32v(bits);
         }
     }
-    if !tex.sample_volume(&coords, m, c.samples, c.lanes, &mut vals) {
-        return None;
-    }
-    Some((tex.texel_bytes() as u32, vals))
+    let mut vals = [[0.0f32; 32]; 4];
+    let sampled = if x.sub == 1 {
+        tex.sample_line(&coords[0], m, c.lanes, &mut vals)
+    } else {
+        tex.sample_volume(&coords, m, c.samples, c.lanes, &mut vals)
+    };
+    sampled.then(|| (tex.texel_bytes() as u32, vals))
 }
 
 #[cfg(test)]

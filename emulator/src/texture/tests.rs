@@ -232,16 +232,22 @@ fn a_1d_array_is_block_linear_and_a_texture_over_linear_memory_is_not() {
     assert_eq!(fetch.texel_offset(1, 0, 0), 16);
 }
 
+/// A texture coordinate, normalized: mostly inside the texture and across its edges, at times
+/// NaN, infinite or far outside.
+fn coordinate() -> impl proptest::strategy::Strategy<Value = f32> {
+    proptest::prop_oneof![
+        4 => -0.5f32..1.5,
+        1 => proptest::sample::select(vec![f32::NAN, -0.0, 1.0, f32::INFINITY, -1.0e30]),
+    ]
+}
+
 proptest::proptest! {
     /// A warp's volume samples are each lane's sample by the general path, bit for bit, with
     /// the same texel addresses in the same order, for any set of lanes and coordinates
     /// (outside the volume and NaN included) in every layout and mode.
     #[test]
     fn a_warps_volume_samples_are_its_lanes_samples(
-        coords in proptest::collection::vec(proptest::prop_oneof![
-            4 => -0.5f32..1.5,
-            1 => proptest::sample::select(vec![f32::NAN, -0.0, 1.0, f32::INFINITY, -1.0e30]),
-        ], 96),
+        coords in proptest::collection::vec(coordinate(), 96),
         mask in proptest::num::u32::ANY,
         layout in proptest::sample::select(TextureLayout::ALL.to_vec()),
         mode in proptest::sample::select(vec![TexAddress::Clamp, TexAddress::Wrap, TexAddress::Mirror]),
@@ -285,18 +291,13 @@ proptest::proptest! {
         }
         proptest::prop_assert_eq!(warp, lanes);
     }
-}
 
-proptest::proptest! {
     /// A warp's samples of a 1D float texture are each lane's sample by the general path, bit
     /// for bit, with the same texel addresses in the same order, for any set of lanes and
     /// coordinates (outside the texture and NaN included), channel count, layout and mode.
     #[test]
     fn a_warps_line_samples_are_its_lanes_samples(
-        coords in proptest::collection::vec(proptest::prop_oneof![
-            4 => -0.5f32..1.5,
-            1 => proptest::sample::select(vec![f32::NAN, -0.0, 1.0, f32::INFINITY, -1.0e30]),
-        ], 32),
+        coords in proptest::array::uniform32(coordinate()),
         mask in proptest::num::u32::ANY,
         channels in proptest::sample::select(vec![1u8, 2, 4]),
         layout in proptest::sample::select(TextureLayout::ALL.to_vec()),
@@ -320,9 +321,8 @@ proptest::proptest! {
         t.upload(&mut dev, &values).unwrap();
         let s = t.sampler(&dev);
         proptest::prop_assert!(s.line_path());
-        let by_lane: [f32; 32] = coords.clone().try_into().unwrap();
         // Unnormalized coordinates span the texture's 21 texels.
-        let by_lane = by_lane.map(|c| if normalized_coords { c } else { c * 21.0 });
+        let by_lane = coords.map(|c| if normalized_coords { c } else { c * 21.0 });
         let (mut warp, mut lanes) = (Vec::new(), Vec::new());
         let mut out = [[0.0f32; 32]; 4];
         proptest::prop_assert!(s.sample_line(&by_lane, mask, &mut warp, &mut out));

@@ -289,23 +289,21 @@ impl Volume {
         } else {
             Vec::new()
         };
+        // Every row's voxel centres along x, computed once rather than per voxel and blob.
+        let px: Vec<f64> = (0..w).map(|x| centered(x, w)).collect();
         data.par_chunks_mut(w * h)
             .enumerate()
             .for_each(|(z, slice)| {
                 let pz = centered(z, d);
+                let mut field = Vec::new();
                 for (y, row) in slice.chunks_exact_mut(w).enumerate() {
                     let py = centered(y, h);
                     match kind {
                         VolumeKind::Blobs => {
-                            // Only the voxels some blob reaches: the others stay 0.
-                            let near = near_row(&blobs, py, pz);
-                            for x in reach_span(&near, w) {
-                                row[x] = to_u8(blob_field(&near, centered(x, w), py, pz));
-                            }
+                            blob_row(&near_row(&blobs, py, pz), &px, py, pz, row, &mut field)
                         }
                         VolumeKind::Shell | VolumeKind::Noise => {
-                            for (x, voxel) in row.iter_mut().enumerate() {
-                                let px = centered(x, w);
+                            for (voxel, &px) in row.iter_mut().zip(&px) {
                                 *voxel = to_u8(if kind == VolumeKind::Shell {
                                     shell(px, py, pz)
                                 } else {
@@ -528,24 +526,61 @@ fn near_row(blobs: &[Blob], y: f64, z: f64) -> Vec<Blob> {
         .collect()
 }
 
-/// The x indices of a row of `w` voxels where some blob of `near` can reach: outside them every
-/// blob's `(x − cx)²` alone is at least its `reach2`, and so is its `d2` (a floating-point sum of
-/// non-negative terms is never below one of them), so `blob_field` is 0 there. Why: most of a
+/// The x indices of a row of `w` voxels that blob `b` can reach: outside them its `(x − cx)²`
+/// alone is at least its `reach2`, and so is its `d2` (a floating-point sum of non-negative
+/// terms is never below one of them), so it adds nothing to `blob_field` there. Why: most of a
 /// row lies beyond every blob, and testing each blob at each voxel there was most of generating
 /// a volume. The bounds invert `centered` and take at least two voxels more on each side, a
-/// margin of 4/w in position against rounding errors near 1e-16.
-fn reach_span(near: &[Blob], w: usize) -> std::ops::Range<usize> {
+/// margin of 4/w in position against rounding errors near 1e-16. Empty when `lo ≥ hi`.
+fn reach_span(b: &Blob, w: usize) -> std::ops::Range<usize> {
     let index = |p: f64| (p + 1.0) * 0.5 * w as f64 - 0.5;
-    let (mut lo, mut hi) = (w, 0);
-    for b in near {
-        let r = b.reach2.sqrt();
-        // `as usize` saturates: a bound below the row is 0, one past it is clamped to w.
-        lo = lo.min((index(b.c[0] - r).floor() - 2.0) as usize);
-        hi = hi.max(((index(b.c[0] + r).ceil() + 3.0) as usize).min(w));
-    }
+    let r = b.reach2.sqrt();
+    // `as usize` saturates: a bound below the row is 0, one past it is clamped to w.
+    let lo = (index(b.c[0] - r).floor() - 2.0) as usize;
+    let hi = ((index(b.c[0] + r).ceil() + 3.0) as usize).min(w);
     lo.min(hi)..hi
 }
 
+/// One row's voxels of the blobs volume: `blob_field` of the blobs `near` the row (y, z) at
+/// every voxel some blob reaches; the others stay 0. `px` holds the voxels' centres along x;
+/// `field` is scratch. Blob by blob over its own reach, each voxel's sum taking the blobs in
+/// the same order, and so the same rounding, as `blob_field`: a voxel gets the terms of the
+/// one or two blobs that reach it, where a pass voxel by voxel tested every blob near the row
+/// across the whole span they cover together. A blob's `(y − cy)²` and `(z − cz)²` are the
+/// row's, computed once.
+fn blob_row(near: &[Blob], px: &[f64], y: f64, z: f64, row: &mut [u8], field: &mut Vec<f64>) {
+    let w = row.len();
+    let (lo, hi) = near
+        .iter()
+        .map(|b| reach_span(b, w))
+        .fold((w, 0), |(lo, hi), s| (lo.min(s.start), hi.max(s.end)));
+    if lo >= hi {
+        return;
+    }
+    field.clear();
+    field.resize(hi - lo, 0.0);
+    for b in near {
+        let span = reach_span(b, w);
+        let (dy2, dz2) = ((y - b.c[1]).powi(2), (z - b.c[2]).powi(2));
+        for (v, &x) in field[span.start - lo..span.end - lo]
+            .iter_mut()
+            .zip(&px[span])
+        {
+            // The sum in `blob_field`'s order: (dx² + dy²) + dz².
+            let d2 = (x - b.c[0]).powi(2) + dy2 + dz2;
+            if d2 < b.reach2 {
+                *v += b.weight * (-d2 * b.inv_2sigma2).exp();
+            }
+        }
+    }
+    for (voxel, &v) in row[lo..hi].iter_mut().zip(field.iter()) {
+        *voxel = to_u8(v);
+    }
+}
+
+/// The blobs' field at (x, y, z): every blob that reaches the point, in order, adding its
+/// Gaussian. The definition [`blob_row`] computes row by row.
+#[cfg(test)]
 fn blob_field(blobs: &[Blob], x: f64, y: f64, z: f64) -> f64 {
     let mut v = 0.0;
     for b in blobs {

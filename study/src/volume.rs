@@ -295,13 +295,11 @@ impl Volume {
             .enumerate()
             .for_each(|(z, slice)| {
                 let pz = centered(z, d);
-                let mut field = Vec::new();
+                let mut scratch = RowScratch::default();
                 for (y, row) in slice.chunks_exact_mut(w).enumerate() {
                     let py = centered(y, h);
                     match kind {
-                        VolumeKind::Blobs => {
-                            blob_row(&near_row(&blobs, py, pz), &px, py, pz, row, &mut field)
-                        }
+                        VolumeKind::Blobs => blob_row(&blobs, &px, py, pz, row, &mut scratch),
                         VolumeKind::Shell | VolumeKind::Noise => {
                             for (voxel, &px) in row.iter_mut().zip(&px) {
                                 *voxel = to_u8(if kind == VolumeKind::Shell {
@@ -518,12 +516,10 @@ fn make_blobs(seed: u64) -> Vec<Blob> {
 /// a voxel's `d2` is `(dx² + dy²) + dz²` in floating point, never below `dy² + dz²`, so a blob
 /// this leaves out fails `d2 < reach2` at every voxel of the row. Most of the 48 blobs are far
 /// from any one row, so the field costs a few of them per voxel instead of all.
-fn near_row(blobs: &[Blob], y: f64, z: f64) -> Vec<Blob> {
+fn near_row(blobs: &[Blob], y: f64, z: f64) -> impl Iterator<Item = &Blob> {
     blobs
         .iter()
-        .filter(|b| (y - b.c[1]).powi(2) + (z - b.c[2]).powi(2) < b.reach2)
-        .copied()
-        .collect()
+        .filter(move |b| (y - b.c[1]).powi(2) + (z - b.c[2]).powi(2) < b.reach2)
 }
 
 /// The x indices of a row of `w` voxels that blob `b` can reach: outside them its `(x − cx)²`
@@ -541,26 +537,37 @@ fn reach_span(b: &Blob, w: usize) -> std::ops::Range<usize> {
     lo.min(hi)..hi
 }
 
-/// One row's voxels of the blobs volume: `blob_field` of the blobs `near` the row (y, z) at
-/// every voxel some blob reaches; the others stay 0. `px` holds the voxels' centres along x;
-/// `field` is scratch. Blob by blob over its own reach, each voxel's sum taking the blobs in
-/// the same order, and so the same rounding, as `blob_field`: a voxel gets the terms of the
-/// one or two blobs that reach it, where a pass voxel by voxel tested every blob near the row
-/// across the whole span they cover together. A blob's `(y − cy)²` and `(z − cz)²` are the
-/// row's, computed once.
-fn blob_row(near: &[Blob], px: &[f64], y: f64, z: f64, row: &mut [u8], field: &mut Vec<f64>) {
+/// What a thread reuses from row to row: the blobs near the row, each with its reach along x,
+/// and the row's sums.
+#[derive(Default)]
+struct RowScratch {
+    near: Vec<(Blob, std::ops::Range<usize>)>,
+    field: Vec<f64>,
+}
+
+/// One row's voxels of the blobs volume: `blob_field` at every voxel some blob reaches; the
+/// others stay 0. `px` holds the voxels' centres along x. Blob by blob over its own reach, each
+/// voxel's sum taking the blobs in the same order, and so the same rounding, as `blob_field`: a
+/// voxel gets the terms of the one or two blobs that reach it, where a pass voxel by voxel
+/// tested every blob near the row across the whole span they cover together. A blob's
+/// `(y − cy)²` and `(z − cz)²` are the row's, computed once.
+fn blob_row(blobs: &[Blob], px: &[f64], y: f64, z: f64, row: &mut [u8], s: &mut RowScratch) {
     let w = row.len();
-    let (lo, hi) = near
+    s.near.clear();
+    s.near
+        .extend(near_row(blobs, y, z).map(|b| (*b, reach_span(b, w))));
+    let (lo, hi) = s
+        .near
         .iter()
-        .map(|b| reach_span(b, w))
-        .fold((w, 0), |(lo, hi), s| (lo.min(s.start), hi.max(s.end)));
+        .fold((w, 0), |(lo, hi), (_, r)| (lo.min(r.start), hi.max(r.end)));
     if lo >= hi {
         return;
     }
+    let field = &mut s.field;
     field.clear();
     field.resize(hi - lo, 0.0);
-    for b in near {
-        let span = reach_span(b, w);
+    for (b, span) in &s.near {
+        let span = span.clone();
         let (dy2, dz2) = ((y - b.c[1]).powi(2), (z - b.c[2]).powi(2));
         for (v, &x) in field[span.start - lo..span.end - lo]
             .iter_mut()
@@ -633,7 +640,7 @@ mod tests {
         let n = 48;
         for (y, z) in [(0, 0), (10, 20), (24, 24), (47, 5), (30, 47)] {
             let (py, pz) = (centered(y, n), centered(z, n));
-            let near = near_row(&blobs, py, pz);
+            let near: Vec<Blob> = near_row(&blobs, py, pz).copied().collect();
             assert!(near.len() < blobs.len());
             for x in 0..n {
                 let px = centered(x, n);

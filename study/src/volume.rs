@@ -573,9 +573,10 @@ fn blob_row(blobs: &[Blob], px: &[f64], y: f64, z: f64, row: &mut [u8], s: &mut 
             .iter_mut()
             .zip(&px[span])
         {
-            // The sum in `blob_field`'s order: (dx² + dy²) + dz².
+            // The sum in `blob_field`'s order: (dx² + dy²) + dz². A voxel whose sum has
+            // reached 1 is 255 whatever the blobs after add (their terms are not negative).
             let d2 = (x - b.c[0]).powi(2) + dy2 + dz2;
-            if d2 < b.reach2 {
+            if d2 < b.reach2 && *v < 1.0 {
                 *v += b.weight * (-d2 * b.inv_2sigma2).exp();
             }
         }

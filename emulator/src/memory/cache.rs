@@ -617,9 +617,7 @@ impl Mshrs {
     /// entries back from a replay whose values are all known.
     pub(crate) fn patch(&mut self, pend: &mut Pend) {
         if pend.replaying(self.table) {
-            if let Some(entries) = pend.replay_end(self.table) {
-                self.busy = entries.into_iter().map(Reverse).collect();
-            }
+            pend.replay_end(self.table, &mut self.busy);
         } else if self.busy.iter().any(|r| is_token(r.0)) {
             let busy = std::mem::take(&mut self.busy);
             self.busy = busy

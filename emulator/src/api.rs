@@ -379,11 +379,7 @@ impl Emulator {
                     .alloc_aligned(storage.bytes(desc), storage.align())?
             }
         };
-        let t = Texture {
-            desc: desc.clone(),
-            base,
-            storage,
-        };
+        let t = Texture::new(desc.clone(), base, storage);
         if desc.linear_buffer.is_none() {
             t.upload(&mut self.dev, data)?;
         }

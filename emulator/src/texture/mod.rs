@@ -158,12 +158,42 @@ pub(crate) struct Texture {
     pub desc: TextureDesc,
     pub base: u64,
     pub storage: Storage,
+    /// Per axis, each texel index's part of a texel's offset ([`Storage::part`]), for the
+    /// textures the warp-wide paths sample ([`Sampler::sample_volume`],
+    /// [`Sampler::sample_line`]) and whose axes are at most [`PART_TABLE_MAX`] long; empty for
+    /// the rest. Why: a trilinear sample resolves six parts a lane, and a part of the
+    /// block-linear layout is about 20 host instructions of shifts and masks where a lookup is
+    /// one load.
+    parts: [Vec<(u64, u64)>; 3],
 }
+
+/// The longest axis [`Texture::parts`] tabulates: 16 bytes an entry, 256 KiB an axis.
+const PART_TABLE_MAX: u32 = 1 << 14;
 
 /// Texture handles are this base plus the texture's index, so a stray integer is not a handle.
 pub(crate) const HANDLE_BASE: u64 = 0x7E57_0000_0000_0001;
 
 impl Texture {
+    /// The texture of `desc` at `base`, laid out as `storage`.
+    pub(crate) fn new(desc: TextureDesc, base: u64, storage: Storage) -> Texture {
+        let warp_wide = (desc.dims == 3 && desc.format == TexFormat::U8 && desc.channels == 1)
+            || (desc.dims == 1 && desc.format == TexFormat::F32);
+        let (tb, ext) = (desc.texel_bytes(), desc.extent());
+        let parts = std::array::from_fn(|k| {
+            if warp_wide && desc.filter == TexFilter::Linear && ext[k] <= PART_TABLE_MAX {
+                (0..ext[k]).map(|i| storage.part(k, i, tb, ext)).collect()
+            } else {
+                Vec::new()
+            }
+        });
+        Texture {
+            desc,
+            base,
+            storage,
+            parts,
+        }
+    }
+
     /// Byte offset of texel (x, y, z) in the storage layout (see module docs).
     #[cfg(test)]
     pub(crate) fn texel_offset(&self, x: u32, y: u32, z: u32) -> u64 {
@@ -252,6 +282,7 @@ impl Texture {
             tb: d.texel_bytes(),
             ext: d.extent(),
             modes,
+            parts: [0, 1, 2].map(|k| self.parts[k].as_slice()),
             channels: (d.channels as usize).min(4),
             volume: d.dims == 3
                 && d.format == TexFormat::U8
@@ -333,6 +364,8 @@ pub(crate) struct Sampler<'a> {
     tb: u64,
     ext: [u32; 3],
     modes: [TexAddress; 3],
+    /// The texture's tables of parts per axis ([`Texture::parts`]).
+    parts: [&'a [(u64, u64)]; 3],
     channels: usize,
     /// A 3D one-channel u8 texture read as normalized float, trilinear, no border, its storage
     /// mapped in one piece: what a volume renderer samples, which [`Sampler::sample_volume`]
@@ -359,6 +392,16 @@ impl Sampler<'_> {
     #[inline]
     fn part(&self, k: usize, i: Option<u32>) -> Option<(u64, u64)> {
         i.map(|i| self.tex.storage.part(k, i, self.tb, self.ext))
+    }
+
+    /// Axis `k`'s part of texel index `i`, which is in range: from the texture's table where
+    /// it has one.
+    #[inline(always)]
+    fn tabled_part(&self, k: usize, i: u32) -> (u64, u64) {
+        match self.parts[k].get(i as usize) {
+            Some(&p) => p,
+            None => self.tex.storage.part(k, i, self.tb, self.ext),
+        }
     }
 
     /// Reads the texel whose offset parts are `p` as 4 floats (or raw integers as f32
@@ -549,7 +592,7 @@ impl Sampler<'_> {
             (i0, weight[k]) = Self::linear_weights(u[k]);
             for (h, p) in part[k].iter_mut().enumerate() {
                 let i = index(i0.saturating_add(h as i64), self.ext[k], self.modes[k])?;
-                *p = self.tex.storage.part(k, i, self.tb, self.ext);
+                *p = self.tabled_part(k, i);
             }
         }
         for (c, o) in off.iter_mut().enumerate() {
@@ -596,7 +639,7 @@ impl Sampler<'_> {
             for (h, wx) in weight.into_iter().enumerate() {
                 // No border here, so every index is one.
                 let i = index(i0.saturating_add(h as i64), self.ext[0], self.modes[0]).unwrap_or(0);
-                let (hx, lx) = self.tex.storage.part(0, i, self.tb, self.ext);
+                let (hx, lx) = self.tabled_part(0, i);
                 let off = hx + hy + hz + (lx ^ ly ^ lz);
                 let Some(texel) = usize::try_from(off)
                     .ok()

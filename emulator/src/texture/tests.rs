@@ -19,11 +19,7 @@ fn desc(dims: u8, w: u32, h: u32, d: u32, filter: TexFilter) -> TextureDesc {
 
 fn at(desc: TextureDesc, layout: TextureLayout) -> Texture {
     let storage = Storage::new(&desc, layout);
-    Texture {
-        desc,
-        base: 0,
-        storage,
-    }
+    Texture::new(desc, 0, storage)
 }
 
 /// A u8 texture (1 channel) or one with `tb`-byte texels, for address tests.
@@ -48,11 +44,7 @@ fn make_in(d: TextureDesc, data: &[f32], layout: TextureLayout) -> (DeviceMemory
     let base = dev
         .alloc_aligned(storage.bytes(&d), storage.align())
         .unwrap();
-    let t = Texture {
-        desc: d,
-        base,
-        storage,
-    };
+    let t = Texture::new(d, base, storage);
     let bytes: Vec<u8> = data.iter().flat_map(|f| f.to_le_bytes()).collect();
     t.upload(&mut dev, &bytes).unwrap();
     (dev, t)
@@ -85,17 +77,11 @@ fn address_modes() {
         11.0
     );
     d.address[0] = TexAddress::Mirror;
-    let t2 = Texture {
-        desc: d.clone(),
-        ..t.clone()
-    };
+    let t2 = Texture::new(d.clone(), t.base, t.storage);
     // u = 1.125*4 = 4.5 -> index 4 mirrors to 3
     assert_eq!(t2.sample(&dev, [1.125, 0.0, 0.0], &mut a).unwrap()[0], 13.0);
     d.address[0] = TexAddress::Border;
-    let t3 = Texture {
-        desc: d,
-        ..t.clone()
-    };
+    let t3 = Texture::new(d, t.base, t.storage);
     assert_eq!(t3.sample(&dev, [1.5, 0.0, 0.0], &mut a).unwrap()[0], 0.0);
     assert_eq!(
         t.sample(&dev, [-0.25 + 0.01, 0.0, 0.0], &mut a).unwrap()[0],
@@ -268,9 +254,11 @@ proptest::proptest! {
         let mut dev = DeviceMemory::default();
         let storage = Storage::new(&desc, layout);
         let base = dev.alloc_aligned(storage.bytes(&desc), storage.align()).unwrap();
-        let t = Texture { desc, base, storage };
+        let t = Texture::new(desc, base, storage);
         let bytes: Vec<u8> = (0..13 * 9 * 7).map(|i| (i * 37 % 251) as u8).collect();
         t.upload(&mut dev, &bytes).unwrap();
+        // The warp's path reads its parts from the tables, the general one computes them.
+        proptest::prop_assert!(t.parts.iter().all(|p| !p.is_empty()));
         let s = t.sampler(&dev);
         proptest::prop_assert!(s.volume_path());
         let mut by_axis = [[0.0f32; 32]; 3];
@@ -314,11 +302,12 @@ proptest::proptest! {
         let mut dev = DeviceMemory::default();
         let storage = Storage::new(&desc, layout);
         let base = dev.alloc_aligned(storage.bytes(&desc), storage.align()).unwrap();
-        let t = Texture { desc, base, storage };
+        let t = Texture::new(desc, base, storage);
         let values: Vec<u8> = (0..21 * usize::from(channels))
             .flat_map(|i| (i as f32 * 0.37 - 3.0).to_le_bytes())
             .collect();
         t.upload(&mut dev, &values).unwrap();
+        proptest::prop_assert_eq!(t.parts[0].len(), 21);
         let s = t.sampler(&dev);
         proptest::prop_assert!(s.line_path());
         // Unnormalized coordinates span the texture's 21 texels.
@@ -416,7 +405,7 @@ proptest::proptest! {
         let mut dev = DeviceMemory::default();
         let storage = Storage::new(&desc, layout);
         let base = dev.alloc_aligned(storage.bytes(&desc), storage.align()).unwrap();
-        let t = Texture { desc, base, storage };
+        let t = Texture::new(desc, base, storage);
         let n = (w * h * d) as u64 * tb;
         // Each byte a function of its place, so a texel in the wrong place shows.
         let bytes: Vec<u8> = (0..n).map(|i| (i % 251) as u8).collect();

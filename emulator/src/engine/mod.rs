@@ -735,12 +735,11 @@ fn output(sms: &mut [Sm], atomics_done: u64, threads: Vec<trace::ThreadSeconds>)
         .iter()
         .map(|s| (s.name().to_string(), stalls[*s as usize]))
         .collect();
-    let mut loads: Vec<LoadEvent> = sms
-        .iter_mut()
-        .flat_map(|s| std::mem::take(&mut s.loads.events))
-        .collect();
-    // A warp issues at most one instruction a cycle, so (warp, issue) orders them completely.
-    loads.sort_unstable_by_key(|e| (e.warp, e.issue));
+    let loads = loads::in_warp_order(
+        sms.iter_mut()
+            .map(|s| std::mem::take(&mut s.loads.events))
+            .collect(),
+    );
     LaunchOutput {
         loads,
         threads,

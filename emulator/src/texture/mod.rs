@@ -649,10 +649,23 @@ impl Sampler<'_> {
                     return false;
                 };
                 lanes.push((l as u8, self.tex.base + off));
-                let mut t = [0.0f32, 0.0, 0.0, 1.0];
-                for (v, e) in t.iter_mut().zip(texel.chunks_exact(4)) {
-                    *v = f32::from_le_bytes([e[0], e[1], e[2], e[3]]);
-                }
+                let t = match <&[u8; 16]>::try_from(texel) {
+                    // Four channels, a transfer function's usual kind, read as one 16-byte
+                    // piece: the general loop below copied each texel with a call to memcpy.
+                    Ok(b) => [
+                        f32::from_le_bytes([b[0], b[1], b[2], b[3]]),
+                        f32::from_le_bytes([b[4], b[5], b[6], b[7]]),
+                        f32::from_le_bytes([b[8], b[9], b[10], b[11]]),
+                        f32::from_le_bytes([b[12], b[13], b[14], b[15]]),
+                    ],
+                    Err(_) => {
+                        let mut t = [0.0f32, 0.0, 0.0, 1.0];
+                        for (v, e) in t.iter_mut().zip(texel.chunks_exact(4)) {
+                            *v = f32::from_le_bytes([e[0], e[1], e[2], e[3]]);
+                        }
+                        t
+                    }
+                };
                 // The general path's corner weight, (w_x · w_y) · w_z with w_y = w_z = 1.
                 let w = wx * 1.0 * 1.0;
                 for (a, t) in acc.iter_mut().zip(t) {

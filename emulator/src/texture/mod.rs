@@ -105,6 +105,27 @@ impl TextureDesc {
         }
     }
 
+    /// A 3D one-channel u8 texture read as normalized float, trilinear: a volume renderer's,
+    /// which [`Sampler::sample_volume`] takes a warp at a time when its address modes and
+    /// storage allow.
+    fn volume_kind(&self) -> bool {
+        self.dims == 3
+            && self.format == TexFormat::U8
+            && self.channels == 1
+            && self.normalized_read
+            && self.filter == TexFilter::Linear
+    }
+
+    /// A 1D float texture of 1, 2 or 4 channels, linear filtering: a renderer's transfer
+    /// function, which [`Sampler::sample_line`] takes a warp at a time when its address mode
+    /// and storage allow.
+    fn line_kind(&self) -> bool {
+        self.dims == 1
+            && self.format == TexFormat::F32
+            && [1, 2, 4].contains(&self.channels)
+            && self.filter == TexFilter::Linear
+    }
+
     pub(crate) fn texel_bytes(&self) -> u64 {
         let e = match self.format {
             TexFormat::U8 => 1,
@@ -176,11 +197,10 @@ pub(crate) const HANDLE_BASE: u64 = 0x7E57_0000_0000_0001;
 impl Texture {
     /// The texture of `desc` at `base`, laid out as `storage`.
     pub(crate) fn new(desc: TextureDesc, base: u64, storage: Storage) -> Texture {
-        let warp_wide = (desc.dims == 3 && desc.format == TexFormat::U8 && desc.channels == 1)
-            || (desc.dims == 1 && desc.format == TexFormat::F32);
+        let warp_wide = desc.volume_kind() || desc.line_kind();
         let (tb, ext) = (desc.texel_bytes(), desc.extent());
         let parts = std::array::from_fn(|k| {
-            if warp_wide && desc.filter == TexFilter::Linear && ext[k] <= PART_TABLE_MAX {
+            if warp_wide && ext[k] <= PART_TABLE_MAX {
                 (0..ext[k]).map(|i| storage.part(k, i, tb, ext)).collect()
             } else {
                 Vec::new()
@@ -284,19 +304,8 @@ impl Texture {
             modes,
             parts: [0, 1, 2].map(|k| self.parts[k].as_slice()),
             channels: (d.channels as usize).min(4),
-            volume: d.dims == 3
-                && d.format == TexFormat::U8
-                && d.channels == 1
-                && d.normalized_read
-                && d.filter == TexFilter::Linear
-                && !modes.contains(&TexAddress::Border)
-                && data.is_some(),
-            line: d.dims == 1
-                && d.format == TexFormat::F32
-                && [1, 2, 4].contains(&d.channels)
-                && d.filter == TexFilter::Linear
-                && modes[0] != TexAddress::Border
-                && data.is_some(),
+            volume: d.volume_kind() && !modes.contains(&TexAddress::Border) && data.is_some(),
+            line: d.line_kind() && modes[0] != TexAddress::Border && data.is_some(),
         }
     }
 

@@ -186,15 +186,15 @@ impl Pend {
     }
 
     /// Replays table `table` as far as the pushed values are known; when all of it is, ends
-    /// the replay, gives the table's entries to `busy` (the table's own heap, which the
-    /// replay's start left empty) and returns `true`.
-    pub(crate) fn replay_end(&mut self, table: usize, busy: &mut BinaryHeap<Reverse<u64>>) -> bool {
+    /// the replay ([`Pend::replaying`] says which) and gives the table's entries to `busy`
+    /// (the table's own heap, which the replay's start left empty).
+    pub(crate) fn replay_end(&mut self, table: usize, busy: &mut BinaryHeap<Reverse<u64>>) {
         self.advance(table);
         let done = self.replays[table]
             .as_ref()
             .is_some_and(|r| r.next == r.ops.len());
         if !done {
-            return false;
+            return;
         }
         if let Some(mut r) = self.replays[table].take() {
             // The replay's heap becomes the table's, element for element; the table's empty
@@ -202,7 +202,6 @@ impl Pend {
             std::mem::swap(&mut r.heap, busy);
             self.spare[table] = Some(r);
         }
-        true
     }
 
     fn advance(&mut self, table: usize) {
@@ -423,9 +422,9 @@ mod tests {
         let third = p.replay_acquire(0, 100);
         assert_eq!(p.value(third), Some(100));
         let mut rest = BinaryHeap::new();
-        assert!(p.replay_end(0, &mut rest), "every push is known");
+        p.replay_end(0, &mut rest);
+        assert!(!p.replaying(0), "every push is known");
         assert!(rest.is_empty());
-        assert!(!p.replaying(0));
     }
 
     #[test]
@@ -495,7 +494,8 @@ mod tests {
         // The one MSHR frees at 10, when the answer `a` arrives.
         assert_eq!(p.settled(sent), 10);
         let mut busy = BinaryHeap::new();
-        assert!(p.replay_end(0, &mut busy));
+        p.replay_end(0, &mut busy);
+        assert!(!p.replaying(0));
         assert_eq!(busy.into_vec(), vec![Reverse(17)]);
     }
 
@@ -510,7 +510,8 @@ mod tests {
         p.give(a, 40);
         assert_eq!(p.value(first), Some(30));
         let mut busy = BinaryHeap::new();
-        assert!(p.replay_end(0, &mut busy));
+        p.replay_end(0, &mut busy);
+        assert!(!p.replaying(0));
         assert_eq!(busy.into_sorted_vec(), vec![Reverse(50), Reverse(40)]);
         let b = p.given();
         p.replay_begin(0, 1, [b].into_iter());
@@ -518,7 +519,8 @@ mod tests {
         p.give(b, 9);
         assert_eq!(p.value(second), Some(9));
         let mut busy = BinaryHeap::new();
-        assert!(p.replay_end(0, &mut busy));
+        p.replay_end(0, &mut busy);
+        assert!(!p.replaying(0));
         assert!(busy.is_empty(), "the one entry was taken by the miss at 7");
     }
 }

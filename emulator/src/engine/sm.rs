@@ -1046,9 +1046,8 @@ impl Sm {
             block.expected = expected;
             block.bar_pc = pc;
             if red != 0 {
+                // The first warp to arrive starts the reduction: 1 counts, 2 ands, 3 ors.
                 block.red_acc = match (block.arrived, red) {
-                    (1, 2) => contrib,
-                    (1, 3) => contrib,
                     (1, _) => contrib,
                     (_, 1) => block.red_acc + contrib,
                     (_, 2) => block.red_acc & contrib,

@@ -512,14 +512,16 @@ fn make_blobs(seed: u64) -> Vec<Blob> {
     blobs
 }
 
-/// The blobs that can reach some voxel of the row (y, z), in their order. Exact, not a cut-off:
-/// a voxel's `d2` is `(dx² + dy²) + dz²` in floating point, never below `dy² + dz²`, so a blob
-/// this leaves out fails `d2 < reach2` at every voxel of the row. Most of the 48 blobs are far
-/// from any one row, so the field costs a few of them per voxel instead of all.
-fn near_row(blobs: &[Blob], y: f64, z: f64) -> impl Iterator<Item = &Blob> {
+/// The blobs that can reach some voxel of the row (y, z), in their order, each with the row's
+/// `dy²` and `dz²`. Exact, not a cut-off: a voxel's `d2` is `(dx² + dy²) + dz²` in floating
+/// point, never below `dy² + dz²`, so a blob this leaves out fails `d2 < reach2` at every voxel
+/// of the row. Most of the 48 blobs are far from any one row, so the field costs a few of them
+/// per voxel instead of all.
+fn near_row(blobs: &[Blob], y: f64, z: f64) -> impl Iterator<Item = (&Blob, f64, f64)> {
     blobs
         .iter()
-        .filter(move |b| (y - b.c[1]).powi(2) + (z - b.c[2]).powi(2) < b.reach2)
+        .map(move |b| (b, (y - b.c[1]).powi(2), (z - b.c[2]).powi(2)))
+        .filter(|&(b, dy2, dz2)| dy2 + dz2 < b.reach2)
 }
 
 /// The x indices of a row of `w` voxels that blob `b` can reach: outside them its `(x − cx)²`
@@ -537,11 +539,11 @@ fn reach_span(b: &Blob, w: usize) -> std::ops::Range<usize> {
     lo.min(hi)..hi
 }
 
-/// What a thread reuses from row to row: the blobs near the row, each with its reach along x,
-/// and the row's sums.
+/// What a thread reuses from row to row: the blobs near the row, each with its reach along x
+/// and its `dy²` and `dz²`, and the row's sums.
 #[derive(Default)]
 struct RowScratch {
-    near: Vec<(Blob, std::ops::Range<usize>)>,
+    near: Vec<(Blob, std::ops::Range<usize>, f64, f64)>,
     field: Vec<f64>,
 }
 
@@ -550,25 +552,23 @@ struct RowScratch {
 /// voxel's sum taking the blobs in the same order, and so the same rounding, as `blob_field`: a
 /// voxel gets the terms of the one or two blobs that reach it, where a pass voxel by voxel
 /// tested every blob near the row across the whole span they cover together. A blob's
-/// `(y − cy)²` and `(z − cz)²` are the row's, computed once.
+/// `(y − cy)²` and `(z − cz)²` are the row's, computed once, by [`near_row`].
 fn blob_row(blobs: &[Blob], px: &[f64], y: f64, z: f64, row: &mut [u8], s: &mut RowScratch) {
     let w = row.len();
     s.near.clear();
     s.near
-        .extend(near_row(blobs, y, z).map(|b| (*b, reach_span(b, w))));
-    let (lo, hi) = s
-        .near
-        .iter()
-        .fold((w, 0), |(lo, hi), (_, r)| (lo.min(r.start), hi.max(r.end)));
+        .extend(near_row(blobs, y, z).map(|(b, dy2, dz2)| (*b, reach_span(b, w), dy2, dz2)));
+    let (lo, hi) = s.near.iter().fold((w, 0), |(lo, hi), (_, r, ..)| {
+        (lo.min(r.start), hi.max(r.end))
+    });
     if lo >= hi {
         return;
     }
     let field = &mut s.field;
     field.clear();
     field.resize(hi - lo, 0.0);
-    for (b, span) in &s.near {
+    for &(b, ref span, dy2, dz2) in &s.near {
         let span = span.clone();
-        let (dy2, dz2) = ((y - b.c[1]).powi(2), (z - b.c[2]).powi(2));
         for (v, &x) in field[span.start - lo..span.end - lo]
             .iter_mut()
             .zip(&px[span])
@@ -641,7 +641,7 @@ mod tests {
         let n = 48;
         for (y, z) in [(0, 0), (10, 20), (24, 24), (47, 5), (30, 47)] {
             let (py, pz) = (centered(y, n), centered(z, n));
-            let near: Vec<Blob> = near_row(&blobs, py, pz).copied().collect();
+            let near: Vec<Blob> = near_row(&blobs, py, pz).map(|(b, ..)| *b).collect();
             assert!(near.len() < blobs.len());
             for x in 0..n {
                 let px = centered(x, n);

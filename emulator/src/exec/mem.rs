@@ -416,7 +416,46 @@ fn load_lanes(
         });
     }
     let mut space = None;
-    for l in set_bits(m) {
+    let mut lanes = m;
+    if m == FULL && (1..32).all(|l| base(&w.regs, l) == base(&w.regs, 0)) {
+        // One address for the whole warp (a kernel's parameter, a constant every thread
+        // reads): lane 0's target and values are every lane's, unless the target is local
+        // memory, whose place differs per lane. Why: the volume renderer's 18 parameter and
+        // constant loads per warp cost 10,000 host instructions each, resolving and reading
+        // the same bytes 32 times over, 4 % of a quick frame.
+        let t = c.lane_target(
+            x,
+            w,
+            base(&w.regs, 0),
+            0,
+            total.min(16),
+            total,
+            "load",
+            &mut space,
+        )?;
+        let mut vals = [0u64; 4];
+        for (k, v) in vals.iter_mut().enumerate().take(vec) {
+            *v = ext.apply(c.read(w, &t.offset(k * eb), eb, 0)?) & keep;
+        }
+        if matches!(t, Target::Local(_)) {
+            for (&d, &v) in dst.iter().zip(&vals).take(vec) {
+                if let Some(d) = d {
+                    w.regs[d] = v;
+                }
+            }
+            lanes &= !1;
+        } else {
+            let (_, at) = c.lanes[c.lanes.len() - 1];
+            c.lanes.extend((1..32).map(|l| (l as u8, at)));
+            for (&d, &v) in dst.iter().zip(&vals).take(vec) {
+                if let Some(d) = d {
+                    w.regs[d..d + 32].fill(v);
+                }
+            }
+            lanes = 0;
+        }
+    }
+    for l in set_bits(lanes) {
         let addr = base(&w.regs, l);
         let t = c.lane_target(x, w, addr, l, total.min(16), total, "load", &mut space)?;
         for (k, d) in dst.iter().enumerate().take(vec) {

@@ -66,6 +66,51 @@ fn local_memory_arrays() {
 }
 
 #[test]
+fn loads_of_one_address_for_the_whole_warp() {
+    // Every lane loads the same address: a vector from global memory, a word whose address
+    // register is also its destination, and a word of local memory at one offset, which is
+    // each lane's own word. Lane l writes (v0 + v1 + v2 + v3) + 100 * w + 10,000 * own.
+    let ptx = r#".version 8.0
+.target sm_75
+.address_size 64
+.visible .entry uniform(.param .u64 buf, .param .u64 out)
+{
+ .local .align 4 .b8 own[8];
+ .reg .b64 %rd<8>;
+ .reg .b32 %r<16>;
+ ld.param.u64 %rd1, [buf];
+ ld.param.u64 %rd2, [out];
+ mov.u32 %r1, %tid.x;
+ mov.u64 %rd3, own;
+ st.local.u32 [%rd3+4], %r1;
+ ld.global.v4.u32 {%r2, %r3, %r4, %r5}, [%rd1];
+ add.u32 %r6, %r2, %r3;
+ add.u32 %r6, %r6, %r4;
+ add.u32 %r6, %r6, %r5;
+ ld.global.u64 %rd4, [%rd1+16];
+ ld.global.u32 %r7, [%rd4];
+ mul.lo.u32 %r7, %r7, 100;
+ add.u32 %r6, %r6, %r7;
+ ld.local.u32 %r8, [%rd3+4];
+ mul.lo.u32 %r8, %r8, 10000;
+ add.u32 %r6, %r6, %r8;
+ mul.wide.u32 %rd5, %r1, 4;
+ add.s64 %rd6, %rd2, %rd5;
+ st.global.u32 [%rd6], %r6;
+ ret;
+}"#;
+    let mut r = Rig::new(ptx);
+    let word = r.buf(&[7u32]);
+    let mut buf = vec![1u32, 2, 3, 4];
+    buf.extend([word as u32, (word >> 32) as u32]);
+    let buf = r.buf(&buf);
+    let out = r.zeros(64 * 4);
+    r.launch("uniform", [1, 1, 1], [64, 1, 1], vec![a64(buf), a64(out)]);
+    let want: Vec<u32> = (0..64).map(|l| 10 + 700 + 10_000 * l).collect();
+    assert_eq!(r.get_u32(out, 64), want);
+}
+
+#[test]
 fn dynamic_shared_memory_and_subwarp_shuffles() {
     for (variant, ptx) in PTXS {
         let mut r = Rig::new(ptx);

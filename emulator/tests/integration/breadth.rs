@@ -200,3 +200,101 @@ fn atomics_of_every_kind_and_printf() {
         assert!((0..n as i32).contains(&last));
     }
 }
+
+#[test]
+fn float_min_max_division_and_reciprocal_of_special_values() {
+    // PTX: min and max take the operand that is not NaN and order -0 below +0; division and
+    // the reciprocal round to nearest as the host's f32 does. `min.ftz` flushes subnormals.
+    let ptx = r#".version 8.0
+.target sm_75
+.address_size 64
+.visible .entry k(.param .u64 a, .param .u64 b, .param .u64 out)
+{
+ .reg .b64 %rd<8>;
+ .reg .b32 %r<4>;
+ .reg .f32 %f<12>;
+ ld.param.u64 %rd1, [a];
+ ld.param.u64 %rd2, [b];
+ ld.param.u64 %rd3, [out];
+ mov.u32 %r1, %tid.x;
+ mul.wide.u32 %rd4, %r1, 4;
+ add.s64 %rd5, %rd1, %rd4;
+ add.s64 %rd6, %rd2, %rd4;
+ ld.global.f32 %f1, [%rd5];
+ ld.global.f32 %f2, [%rd6];
+ min.f32 %f3, %f1, %f2;
+ max.f32 %f4, %f1, %f2;
+ div.rn.f32 %f5, %f1, %f2;
+ rcp.rn.f32 %f6, %f1;
+ min.ftz.f32 %f7, %f1, %f2;
+ add.s64 %rd7, %rd3, %rd4;
+ st.global.f32 [%rd7], %f3;
+ st.global.f32 [%rd7+256], %f4;
+ st.global.f32 [%rd7+512], %f5;
+ st.global.f32 [%rd7+768], %f6;
+ st.global.f32 [%rd7+1024], %f7;
+ ret;
+}"#;
+    let sub = f32::from_bits(1);
+    let special = [
+        (f32::NAN, 1.0),
+        (1.0, f32::NAN),
+        (-0.0, 0.0),
+        (0.0, -0.0),
+        (f32::INFINITY, f32::NEG_INFINITY),
+        (sub, 0.0),
+        (-sub, 0.0),
+        (0.0, 0.0),
+        (3.0, 0.0),
+        (-2.5, -2.5),
+    ];
+    let pairs: Vec<(f32, f32)> = (0..64)
+        .map(|t| {
+            special
+                .get(t)
+                .copied()
+                .unwrap_or(((t as f32 * 0.37).sin() * 9.0, (t as f32 * 1.3).cos() * 3.0))
+        })
+        .collect();
+    let mut r = Rig::new(ptx);
+    let a = r.buf(&pairs.iter().map(|p| p.0).collect::<Vec<_>>());
+    let b = r.buf(&pairs.iter().map(|p| p.1).collect::<Vec<_>>());
+    let out = r.zeros(5 * 64 * 4);
+    r.launch("k", [1, 1, 1], [64, 1, 1], vec![a64(a), a64(b), a64(out)]);
+    let got = r.get_u32(out, 5 * 64);
+    let min = |x: f32, y: f32| match (x.is_nan(), y.is_nan()) {
+        (true, _) => y,
+        (_, true) => x,
+        _ if x == 0.0 && y == 0.0 => f32::from_bits(x.to_bits() | y.to_bits()),
+        _ => x.min(y),
+    };
+    let max = |x: f32, y: f32| match (x.is_nan(), y.is_nan()) {
+        (true, _) => y,
+        (_, true) => x,
+        _ if x == 0.0 && y == 0.0 => f32::from_bits(x.to_bits() & y.to_bits()),
+        _ => x.max(y),
+    };
+    let flush = |x: f32| {
+        if x.is_subnormal() {
+            0.0f32.copysign(x)
+        } else {
+            x
+        }
+    };
+    for (t, &(x, y)) in pairs.iter().enumerate() {
+        let want = [
+            min(x, y),
+            max(x, y),
+            x / y,
+            1.0 / x,
+            min(flush(x), flush(y)),
+        ];
+        for (k, w) in want.iter().enumerate() {
+            assert_eq!(
+                got[k * 64 + t],
+                w.to_bits(),
+                "result {k} of thread {t}: {x:?}, {y:?}"
+            );
+        }
+    }
+}

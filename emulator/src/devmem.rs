@@ -258,10 +258,17 @@ impl WriteLog {
         let src = dev.slice(addr, len)?;
         let v = le_bytes(src);
         let end = addr + len.min(8) as u64;
-        if end <= self.lo || addr >= self.hi {
+        if self.clear_of_stores(addr, end) {
             return Some(v);
         }
         Some(self.under_stores(v, addr, end))
+    }
+
+    /// Whether no pending store touches the bytes `[addr, end)`: there this SM sees device
+    /// memory as it is.
+    #[inline]
+    pub(crate) fn clear_of_stores(&self, addr: u64, end: u64) -> bool {
+        end <= self.lo || addr >= self.hi
     }
 
     /// `v`, the bytes at `addr..end`, under this SM's pending stores.

@@ -455,6 +455,14 @@ fn load_lanes(
             lanes = 0;
         }
     }
+    if lanes == FULL
+        && matches!(x.space, Sp::Global | Sp::Const)
+        && eb <= 8
+        && full_warp_global(x, w, c, &base, &dst, (eb, vec), ext, keep)
+    {
+        space = Some(Space::Global);
+        lanes = 0;
+    }
     for l in set_bits(lanes) {
         let addr = base(&w.regs, l);
         let t = c.lane_target(x, w, addr, l, total.min(16), total, "load", &mut space)?;
@@ -485,6 +493,58 @@ fn load_lanes(
         path,
         lookup_lanes: QUAD,
     })
+}
+
+/// A full warp's global or constant load of `vec` elements of `eb` bytes a lane, read straight
+/// from device memory when every lane's access is aligned, all lie in one allocation and none
+/// touches a store of the SM's still pending: then each lane reads what [`Ctx::read`] gives it,
+/// and one lookup of the allocation serves the warp. `false`, with nothing written, otherwise;
+/// the lane loop then reads, or names the fault. Why: lane by lane, resolving the address and
+/// finding its allocation cost about 150 host instructions a lane, 5 % of tiled matmul's.
+#[allow(clippy::too_many_arguments)] // one load's lanes: all of it is needed
+#[inline(always)]
+fn full_warp_global(
+    x: &Inst,
+    w: &mut Warp,
+    c: &mut Ctx,
+    base: &impl Fn(&[u64], usize) -> u64,
+    dst: &[Option<usize>; 4],
+    (eb, vec): (usize, usize),
+    ext: Extender,
+    keep: u64,
+) -> bool {
+    let total = (eb * vec) as u64;
+    let addr = |regs: &[u64], l: usize| base(regs, l).wrapping_add(x.off as u64);
+    let (mut bits, mut lo, mut hi) = (0u64, u64::MAX, 0u64);
+    for l in 0..32 {
+        let a = addr(&w.regs, l);
+        bits |= a;
+        lo = lo.min(a);
+        hi = hi.max(a);
+    }
+    // The lane loop's alignment test, `a & (align − 1) == 0` for every lane, on their bits.
+    let Some(end) = hi.checked_add(total) else {
+        return false;
+    };
+    if bits & (total.min(16) - 1) != 0 || !c.writes.clear_of_stores(lo, end) {
+        return false;
+    }
+    let fixed = c.fixed;
+    let Some(span) = fixed.dev.slice(lo, (end - lo) as usize) else {
+        return false;
+    };
+    for l in 0..32 {
+        let a = addr(&w.regs, l);
+        let at = (a - lo) as usize;
+        for (k, d) in dst.iter().enumerate().take(vec) {
+            let v = ext.apply(le_bytes(&span[at + k * eb..at + (k + 1) * eb])) & keep;
+            if let Some(d) = d {
+                w.regs[d + l] = v;
+            }
+        }
+        c.lanes.push((l as u8, a));
+    }
+    true
 }
 
 /// The lanes of a scalar `ld.shared` of `N`-byte elements (`N` is 1, 2, 4 or 8), each read

@@ -298,3 +298,51 @@ fn float_min_max_division_and_reciprocal_of_special_values() {
         }
     }
 }
+
+#[test]
+fn a_full_warps_global_loads_read_its_own_pending_stores_and_vectors() {
+    // Each lane stores a word, then loads its neighbour's: the stores are still the SM's own,
+    // not yet in device memory, and the loads must see them. Then a two-word vector a lane.
+    let ptx = r#".version 8.0
+.target sm_75
+.address_size 64
+.visible .entry k(.param .u64 inp, .param .u64 out)
+{
+ .reg .b64 %rd<12>;
+ .reg .b32 %r<12>;
+ ld.param.u64 %rd1, [inp];
+ ld.param.u64 %rd2, [out];
+ mov.u32 %r1, %tid.x;
+ add.u32 %r2, %r1, 1000;
+ mul.wide.u32 %rd3, %r1, 4;
+ add.s64 %rd4, %rd2, %rd3;
+ st.global.u32 [%rd4], %r2;
+ add.u32 %r3, %r1, 1;
+ and.b32 %r3, %r3, 31;
+ mul.wide.u32 %rd5, %r3, 4;
+ add.s64 %rd6, %rd2, %rd5;
+ ld.global.u32 %r4, [%rd6];
+ mul.wide.u32 %rd7, %r1, 8;
+ add.s64 %rd8, %rd1, %rd7;
+ ld.global.v2.u32 {%r5, %r6}, [%rd8];
+ sub.u32 %r7, %r6, %r5;
+ st.global.u32 [%rd4+128], %r4;
+ st.global.u32 [%rd4+256], %r7;
+ ret;
+}"#;
+    let mut r = Rig::new(ptx);
+    let inp: Vec<u32> = (0..64u32).map(|i| i * i).collect();
+    let inp = r.buf(&inp);
+    let out = r.zeros(3 * 32 * 4);
+    r.launch("k", [1, 1, 1], [32, 1, 1], vec![a64(inp), a64(out)]);
+    let got = r.get_u32(out, 3 * 32);
+    for t in 0..32u32 {
+        assert_eq!(
+            got[32 + t as usize],
+            (t + 1) % 32 + 1000,
+            "neighbour's store, lane {t}"
+        );
+        let (a, b) = ((2 * t) * (2 * t), (2 * t + 1) * (2 * t + 1));
+        assert_eq!(got[64 + t as usize], b - a, "vector, lane {t}");
+    }
+}

@@ -107,34 +107,6 @@ pub(crate) fn float_op(x: &Inst, a: u64, b: u64, c: u64) -> u64 {
     }
 }
 
-/// PTX's `min.f32`: a NaN operand gives the other, and -0 is below +0.
-#[inline]
-pub(crate) fn min_f32(fa: f32, fb: f32) -> f32 {
-    if fa.is_nan() {
-        fb
-    } else if fb.is_nan() {
-        fa
-    } else if fa == fb && fa == 0.0 {
-        if fa.is_sign_negative() { fa } else { fb }
-    } else {
-        fa.min(fb)
-    }
-}
-
-/// PTX's `max.f32`: a NaN operand gives the other, and +0 is above -0.
-#[inline]
-pub(crate) fn max_f32(fa: f32, fb: f32) -> f32 {
-    if fa.is_nan() {
-        fb
-    } else if fb.is_nan() {
-        fa
-    } else if fa == fb && fa == 0.0 {
-        if fa.is_sign_positive() { fa } else { fb }
-    } else {
-        fa.max(fb)
-    }
-}
-
 fn f32_op(x: &Inst, a: u64, b: u64, c: u64) -> u64 {
     let (mut fa, mut fb, mut fc) = (f32v(a), f32v(b), f32v(c));
     if x.ftz {
@@ -180,8 +152,28 @@ fn f32_op(x: &Inst, a: u64, b: u64, c: u64) -> u64 {
                 fa / fb
             }
         }
-        Op::Min => min_f32(fa, fb),
-        Op::Max => max_f32(fa, fb),
+        Op::Min => {
+            if fa.is_nan() {
+                fb
+            } else if fb.is_nan() {
+                fa
+            } else if fa == fb && fa == 0.0 {
+                if fa.is_sign_negative() { fa } else { fb }
+            } else {
+                fa.min(fb)
+            }
+        }
+        Op::Max => {
+            if fa.is_nan() {
+                fb
+            } else if fb.is_nan() {
+                fa
+            } else if fa == fb && fa == 0.0 {
+                if fa.is_sign_positive() { fa } else { fb }
+            } else {
+                fa.max(fb)
+            }
+        }
         Op::Abs => fa.abs(),
         Op::Neg => -fa,
         Op::Rcp => {

@@ -287,13 +287,6 @@ pub(super) fn compute(x: &Inst, w: &mut Warp, c: &mut Ctx, m: u32) -> Faulty<Flo
         Op::Fma if plain_f32 && x.sub == 0 => {
             with_host_features(|| map!(r, |l| b32(f32v(a[l]).mul_add(f32v(b[l]), f32v(cc[l])))))
         }
-        // What `float_op` computes for these without a directed rounding, `ftz` or `sat`, with
-        // the operation chosen once rather than per lane: the volume renderer's ray set-up
-        // runs 17 of them a warp, and per lane they cost 60 host instructions each.
-        Op::Div if plain_f32 => map!(r, |l| b32(f32v(a[l]) / f32v(b[l]))),
-        Op::Rcp if plain_f32 => map!(r, |l| b32(1.0 / f32v(a[l]))),
-        Op::Min if plain_f32 => map!(r, |l| b32(numeric::min_f32(f32v(a[l]), f32v(b[l])))),
-        Op::Max if plain_f32 => map!(r, |l| b32(numeric::max_f32(f32v(a[l]), f32v(b[l])))),
         Op::Add
         | Op::Sub
         | Op::Mul

@@ -420,9 +420,10 @@ fn load_lanes(
     if m == FULL && (1..32).all(|l| base(&w.regs, l) == base(&w.regs, 0)) {
         // One address for the whole warp (a kernel's parameter, a constant every thread
         // reads): lane 0's target and values are every lane's, unless the target is local
-        // memory, whose place differs per lane. Why: the volume renderer's 18 parameter and
-        // constant loads per warp cost 10,000 host instructions each, resolving and reading
-        // the same bytes 32 times over, 4 % of a quick frame.
+        // memory, whose place differs per lane; then the lane loop reads every lane, lane 0
+        // again. Why: the volume renderer's 18 parameter and constant loads per warp cost
+        // 10,000 host instructions each, resolving and reading the same bytes 32 times over,
+        // 4 % of a quick frame.
         let t = c.lane_target(
             x,
             w,
@@ -433,21 +434,13 @@ fn load_lanes(
             "load",
             &mut space,
         )?;
-        let mut vals = [0u64; 4];
-        for (k, v) in vals.iter_mut().enumerate().take(vec) {
-            *v = ext.apply(c.read(w, &t.offset(k * eb), eb, 0)?) & keep;
-        }
         if matches!(t, Target::Local(_)) {
-            for (&d, &v) in dst.iter().zip(&vals).take(vec) {
-                if let Some(d) = d {
-                    w.regs[d] = v;
-                }
-            }
-            lanes &= !1;
+            c.lanes.pop();
         } else {
             let (_, at) = c.lanes[c.lanes.len() - 1];
             c.lanes.extend((1..32).map(|l| (l as u8, at)));
-            for (&d, &v) in dst.iter().zip(&vals).take(vec) {
+            for (k, &d) in dst.iter().enumerate().take(vec) {
+                let v = ext.apply(c.read(w, &t.offset(k * eb), eb, 0)?) & keep;
                 if let Some(d) = d {
                     w.regs[d..d + 32].fill(v);
                 }
